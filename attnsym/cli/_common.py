@@ -1,0 +1,54 @@
+"""Flags and output handling shared by the sub-commands."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from .._io import atomic_write
+
+
+def add_spec_arguments(parser: argparse.ArgumentParser, *, n: int = 2, d: int = 2) -> None:
+    """The flags that describe an attention layer, the same for every sub-command."""
+    group = parser.add_argument_group("attention layer")
+    group.add_argument("--n", type=int, default=n, help=f"sequence length, number of tokens (default {n})")
+    group.add_argument("--d", "--d-model", dest="d_model", type=int, default=d,
+                       help=f"model width d_model (default {d})")
+    group.add_argument("--heads", type=int, default=1, help="number of heads; must divide d (default 1)")
+    group.add_argument("--causal", action="store_true", help="query i may attend only to keys j <= i")
+    group.add_argument("--no-scale", action="store_true", help="do not divide scores by sqrt(d_k)")
+    group.add_argument("--bias", action="store_true", help="add bias rows b_Q, b_K, b_V (and b_O)")
+    group.add_argument("--positions", choices=["none", "sinusoidal"], default="none",
+                       help="add sinusoidal positional encodings to X (default none)")
+
+
+def spec_from_args(args: argparse.Namespace):
+    """Build the :class:`~attnsym.AttentionSpec` the flags of :func:`add_spec_arguments` describe."""
+    from ..spec import AttentionSpec
+
+    return AttentionSpec(
+        n=args.n,
+        d_model=args.d_model,
+        heads=args.heads,
+        causal=args.causal,
+        scale="none" if args.no_scale else "sqrt",
+        bias=args.bias,
+        positions=None if args.positions == "none" else args.positions,
+    )
+
+
+def add_output_arguments(parser: argparse.ArgumentParser, *, what: str = "file") -> None:
+    """``-o/--output`` and ``--force``."""
+    parser.add_argument("-o", "--output", type=Path, default=None,
+                        help=f"write to this {what} instead of standard output")
+    parser.add_argument("--force", action="store_true", help="replace existing files (never done silently)")
+
+
+def emit(text: str, output: Path | None, *, force: bool) -> None:
+    """Print ``text`` or write it atomically to ``output`` (refusing to overwrite without ``force``)."""
+    if output is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    else:
+        path = atomic_write(output, text, overwrite=force)
+        print(f"wrote {path}", file=sys.stderr)

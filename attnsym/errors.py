@@ -1,0 +1,50 @@
+"""Exception hierarchy of attnsym.
+
+Every error raised for bad input derives from :class:`AttnsymError`, and also from the
+built-in exception a user would naturally catch (``ValueError`` for impossible values,
+``TypeError`` for wrong kinds of objects), so both ``except at.SpecError`` and
+``except ValueError`` work.
+
+Messages name the argument, the value received and what was expected, e.g.::
+
+    SpecError: heads must divide d_model (got d_model=10, heads=3)
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AttnsymError",
+    "BackendError",
+    "OverwriteError",
+    "ShapeError",
+    "SizeLimitError",
+    "SpecError",
+]
+
+
+class AttnsymError(Exception):
+    """Base class of every error attnsym raises on purpose."""
+
+
+class SpecError(AttnsymError, ValueError):
+    """An :class:`~attnsym.AttentionSpec` (or a keyword that builds one) is invalid."""
+
+
+class ShapeError(AttnsymError, ValueError):
+    """An array or matrix has the wrong shape, dtype, or contains non-finite values."""
+
+
+class BackendError(AttnsymError, TypeError):
+    """Arrays come from an unknown or mixed array library."""
+
+
+class SizeLimitError(AttnsymError, ValueError):
+    """A symbolic computation was asked for at a size that would take too long.
+
+    The message gives the estimated cost, the limit, and how to raise it or which
+    numeric alternative to use instead.
+    """
+
+
+class OverwriteError(AttnsymError, FileExistsError):
+    """A write would replace an existing file and overwriting was not asked for."""

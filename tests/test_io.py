@@ -1,0 +1,22 @@
+"""atomic_write: atomic, refuses silent overwrites, keeps the user's file on refusal."""
+
+import pytest
+
+from attnsym import OverwriteError
+from attnsym._io import atomic_write
+
+
+def test_refuses_overwrite_and_keeps_content(tmp_path):
+    target = tmp_path / "sub" / "f.txt"
+    atomic_write(target, "first")
+    with pytest.raises(OverwriteError, match="exists; pass overwrite=True"):
+        atomic_write(target, "second")
+    assert target.read_text() == "first"
+    atomic_write(target, b"third", overwrite=True)
+    assert target.read_text() == "third"
+    assert [p.name for p in target.parent.iterdir()] == ["f.txt"]  # no temp files left behind
+
+
+def test_directory_target_is_an_error(tmp_path):
+    with pytest.raises(OverwriteError, match="is a directory"):
+        atomic_write(tmp_path, "x")
