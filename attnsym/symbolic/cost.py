@@ -1,0 +1,181 @@
+r"""How big a symbolic computation will be, estimated before anything is built.
+
+SymPy happily starts on a 64-token attention layer and never finishes printing it. Every
+symbolic builder of attnsym therefore first estimates the size of what it is asked for and
+refuses, with a :class:`~attnsym.errors.SizeLimitError`, beyond a limit.
+
+The estimate counts *terms*: the leaves of the unexpanded expression trees (what printing,
+``lambdify`` and differentiation walk). For one head with ``m = d_model``:
+
+* one entry of ``Q``, ``K`` or ``V``: ``t_in = m`` products (``2m`` with positions, since each
+  ``x`` becomes ``x + PE``), plus 1 with a bias;
+* one score ``S_ij``: ``t_S = 2 d_k t_in`` (``d_k`` products of a ``Q`` and a ``K`` entry);
+* one weight ``A_ij = exp(S_ij) / sum_k exp(S_ik)``: ``t_A = (n_i + 1) t_S`` where ``n_i`` is
+  the number of keys query ``i`` may attend to (``n`` without a mask);
+* one entry of ``Z = A V``: ``t_Z = sum_j (t_A + t_V)`` over the allowed keys;
+* one entry of ``Y``: ``t_Y = heads d_v (t_Z + 1)`` (+1 with ``b_O``) with ``W_O``, else ``t_Z``.
+
+The total is the sum over all entries of ``A`` (every head) and ``Y``. Building is cheap
+(SymPy shares subexpressions); printing, ``lambdify`` and differentiation walk the trees, and
+take seconds near the limit. The default limit, :data:`DEFAULT_MAX_TERMS` = 500 000, admits
+``n = d_model = 6`` with one head (about 130 000 terms) or two heads (about 350 000, some
+6 s to lambdify); ``n = d_model = 8`` (about 670 000) is refused. Raise the limit with
+``max_terms=`` (``float("inf")`` disables it) or use :mod:`attnsym.numeric` for numbers at
+larger sizes.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass
+
+from ..errors import SizeLimitError, SpecError
+from ..spec import AttentionSpec
+
+__all__ = ["DEFAULT_MAX_TERMS", "SymbolicCost", "enforce_limit", "estimate_cost"]
+
+#: default ceiling on the estimated number of expression terms of a symbolic build
+DEFAULT_MAX_TERMS = 500_000
+
+
+@dataclass(frozen=True)
+class SymbolicCost:
+    """Estimated size of the symbolic attention layer of a spec (see the module docstring).
+
+    Attributes
+    ----------
+    spec : AttentionSpec
+    entries : dict
+        Number of scalar entries per matrix (``"A"`` counts every head).
+    terms_per_entry : dict
+        Estimated terms in one entry of ``"Q"``, ``"S"``, ``"A"``, ``"Z"``, ``"Y"`` (largest row).
+    terms_A, terms_Y : int
+        Estimated terms over all entries of the weights ``A`` (every head) and the output ``Y``.
+    """
+
+    spec: AttentionSpec
+    entries: dict
+    terms_per_entry: dict
+    terms_A: int
+    terms_Y: int
+
+    @property
+    def total(self) -> int:
+        """``terms_A + terms_Y``, the number compared with the limit."""
+        return self.terms_A + self.terms_Y
+
+    def check(self, max_terms: float | None = None, *, what: str = "symbolic attention") -> SymbolicCost:
+        """Raise :class:`SizeLimitError` when :attr:`total` exceeds ``max_terms``; return self.
+
+        Examples
+        --------
+        >>> estimate_cost(AttentionSpec(n=2, d_model=2)).check().total
+        304
+        >>> estimate_cost(AttentionSpec(n=64, d_model=64)).check()
+        Traceback (most recent call last):
+        ...
+        attnsym.errors.SizeLimitError: symbolic attention for n=64, d_model=64, ... would build about 1.4e+11 terms ...
+        """
+        enforce_limit(self.total, max_terms, what=f"{what} for {self.spec.describe()}",
+                      detail=f"A: {self.terms_A:.2g}, Y: {self.terms_Y:.2g}")
+        return self
+
+
+def _check_max_terms(max_terms) -> float:
+    if max_terms is None:
+        return DEFAULT_MAX_TERMS
+    if isinstance(max_terms, bool) or not isinstance(max_terms, numbers.Real) or not max_terms > 0:
+        raise SpecError(f"max_terms must be a positive number, or None for the default {DEFAULT_MAX_TERMS} (got {max_terms!r})")
+    return max_terms
+
+
+def enforce_limit(terms: float, max_terms: float | None = None, *, what: str, detail: str = "",
+                  alternative: str = "attnsym.numeric") -> None:
+    """Raise :class:`SizeLimitError` if an estimated term count exceeds the limit.
+
+    Shared by every symbolic builder (forward pass, gradients), so all of them refuse in
+    the same words.
+
+    Parameters
+    ----------
+    terms : float
+        The estimate.
+    max_terms : float, optional
+        The limit; ``None`` means :data:`DEFAULT_MAX_TERMS`, ``float("inf")`` disables it.
+    what : str
+        What was asked for, e.g. ``"symbolic gradients for n=8, d_model=8"``.
+    detail : str, optional
+        A breakdown of the estimate.
+    alternative : str, default "attnsym.numeric"
+        Where to get numbers instead.
+
+    Examples
+    --------
+    >>> enforce_limit(10, what="a test")
+    >>> enforce_limit(10**7, what="a test")
+    Traceback (most recent call last):
+    ...
+    attnsym.errors.SizeLimitError: a test would build about 1e+07 terms, above the limit max_terms=500000; ...
+    """
+    limit = _check_max_terms(max_terms)
+    if terms > limit:
+        limit_text = "inf" if math.isinf(limit) else f"{limit:g}" if isinstance(limit, float) else str(limit)
+        extra = f" ({detail})" if detail else ""
+        raise SizeLimitError(
+            f"{what} would build about {terms:.2g} terms{extra}, above the limit max_terms={limit_text}; "
+            f"symbolic work is meant for small sizes (n, d_model <= 4-6). Pass max_terms={_suggest(terms)} "
+            f"to build it anyway (it may take very long), or use {alternative} for numbers at this size."
+        )
+
+
+def _suggest(terms: float) -> str:
+    return str(int(10 ** math.ceil(math.log10(max(terms, 1)))))
+
+
+def estimate_cost(spec: AttentionSpec) -> SymbolicCost:
+    """Estimate, without building anything, the size of ``attention(spec)``.
+
+    Parameters
+    ----------
+    spec : AttentionSpec
+
+    Returns
+    -------
+    SymbolicCost
+
+    Raises
+    ------
+    SpecError
+        ``spec`` is not an :class:`~attnsym.AttentionSpec`.
+
+    Examples
+    --------
+    >>> cost = estimate_cost(AttentionSpec(n=2, d_model=2))
+    >>> cost.terms_per_entry["S"], cost.terms_A, cost.terms_Y
+    (8, 96, 208)
+    >>> estimate_cost(AttentionSpec(n=64, d_model=64)).total > DEFAULT_MAX_TERMS
+    True
+    """
+    if not isinstance(spec, AttentionSpec):
+        raise SpecError(f"spec must be an AttentionSpec (got {spec!r} of type {type(spec).__name__})")
+    n, m = spec.n, spec.d_model
+    t_in = (2 * m if spec.positions else m) + (1 if spec.bias else 0)
+    t_s = 2 * spec.d_k * t_in
+    allowed = spec.allowed
+    keys = [n if allowed is None else sum(row) for row in allowed] if allowed is not None else [n] * n
+    t_a_rows = [(k + 1) * t_s if k else 0 for k in keys]
+    t_z_rows = [k * (t_a + t_in) for k, t_a in zip(keys, t_a_rows, strict=True)]
+    if spec.output_projection:
+        t_y_rows = [spec.inner_v * (t_z + 1) + (1 if spec.bias else 0) for t_z in t_z_rows]
+    else:
+        t_y_rows = t_z_rows
+    terms_a = spec.heads * sum(k * t_a for k, t_a in zip(keys, t_a_rows, strict=True))
+    terms_y = spec.d_out * sum(t_y_rows)
+    return SymbolicCost(
+        spec=spec,
+        entries={"Q": n * spec.inner_qk, "A": spec.heads * n * n, "Y": n * spec.d_out},
+        terms_per_entry={"Q": t_in, "S": t_s, "A": max(t_a_rows), "Z": max(t_z_rows), "Y": max(t_y_rows)},
+        terms_A=terms_a,
+        terms_Y=terms_y,
+    )

@@ -1,0 +1,506 @@
+r"""The symbolic forward pass: every matrix of a self-attention layer as SymPy expressions.
+
+Shapes (``h`` heads of width ``d_k``/``d_v``, ``m = d_model``)::
+
+    X, PE, X_in   (n, m)          tokens, positions, tokens + positions
+    W_Q, W_K      (m, h d_k)      W_V (m, h d_v)     W_O (h d_v, m)
+    Q, K          (n, h d_k)      V (n, h d_v)       heads are column blocks
+    S_h, A_h      (n, n)          per head: scores and row-softmax weights
+    Z_h           (n, d_v)        per head: A_h V_h
+    Z             (n, h d_v)      heads concatenated
+    Y             (n, d_out)      Z W_O + b_O, or Z
+
+.. math::
+
+    Q = X W_Q + \mathbf 1 b_Q,\quad S_h = c\, Q_h K_h^\top,\quad
+    A_h = \operatorname{softmax}_{\text{row}}(S_h),\quad Y = [A_1 V_1, \dots, A_h V_h]\, W_O + \mathbf 1 b_O
+
+with the scale ``c`` of the spec. Masked scores are ``-oo`` and their weights exactly 0; a
+query that may attend to nothing gets an all-zero row (the :class:`~attnsym.AttentionSpec`
+convention).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fractions
+import numbers
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import sympy as sp
+
+from ..errors import ShapeError, SpecError
+from ..spec import AttentionSpec
+from .cost import estimate_cost
+from .naming import input_symbols
+from .positions import sinusoidal_positions
+
+__all__ = ["SymbolicAttention", "attention", "matmul", "row_softmax"]
+
+Matrix = sp.ImmutableMatrix
+
+
+def matmul(A: sp.MatrixBase, B: sp.MatrixBase) -> sp.ImmutableMatrix:
+    """Matrix product with each entry built as one flat ``sp.Add`` (no expansion, no simplify).
+
+    Examples
+    --------
+    >>> a, b = sp.symbols("a b")
+    >>> matmul(sp.Matrix([[a, b]]), sp.Matrix([[b], [a]]))
+    Matrix([[2*a*b]])
+    """
+    if A.shape[1] != B.shape[0]:
+        raise ShapeError(f"cannot multiply a {A.shape} matrix by a {B.shape} matrix")
+    rows, inner, cols = A.shape[0], A.shape[1], B.shape[1]
+    return Matrix(rows, cols, lambda i, j: sp.Add(*[A[i, k] * B[k, j] for k in range(inner)]))
+
+
+def _ones_times(b: sp.MatrixBase, n: int) -> sp.ImmutableMatrix:
+    """Broadcast a ``1 x k`` row to ``n`` rows (``1 b`` in the formulas)."""
+    return Matrix(n, b.shape[1], lambda i, j: b[0, j])
+
+
+def _allowed_pattern(allowed, n: int) -> tuple[tuple[bool, ...], ...] | None:
+    if allowed is None:
+        return None
+    if hasattr(allowed, "tolist"):
+        allowed = allowed.tolist()
+    try:
+        rows = tuple(tuple(bool(v) if isinstance(v, bool) or type(v).__name__ == "bool_" else v for v in r) for r in allowed)
+    except TypeError:
+        raise ShapeError(f"allowed must be an (n, n) boolean pattern, True = may attend (got {allowed!r})") from None
+    if len(rows) != n or any(len(r) != n for r in rows):
+        raise ShapeError(f"allowed must have shape ({n}, {n}) like the scores (got {len(rows)} rows of lengths "
+                         f"{sorted({len(r) for r in rows})})")
+    for r in rows:
+        for v in r:
+            if not isinstance(v, bool):
+                raise ShapeError(f"allowed must contain booleans, True = may attend (got {v!r})")
+    return rows
+
+
+def row_softmax(S: sp.MatrixBase, allowed=None) -> sp.ImmutableMatrix:
+    r"""Softmax of each row of ``S``, built from ``exp`` entry by entry.
+
+    :math:`A_{ij} = e^{S_{ij}} / \sum_{k \text{ allowed}} e^{S_{ik}}` for allowed ``(i, j)``;
+    masked entries (``allowed[i][j]`` False, or ``S_ij = -oo``) are exactly 0, and a row with
+    nothing allowed is all zeros. The matrix exponential is never used.
+
+    Parameters
+    ----------
+    S : SymPy Matrix
+        Square or rectangular scores.
+    allowed : boolean pattern of S's shape, optional
+        ``True`` = may attend. ``None`` allows every finite score.
+
+    Returns
+    -------
+    sympy.ImmutableMatrix
+
+    Examples
+    --------
+    >>> s = sp.Matrix(2, 2, sp.symbols("s_1:3(1:3)"))
+    >>> row_softmax(s, allowed=[[True, False], [True, True]])
+    Matrix([
+    [                              1,                               0],
+    [exp(s_21)/(exp(s_21) + exp(s_22)), exp(s_22)/(exp(s_21) + exp(s_22))]])
+    >>> row_softmax(sp.Matrix([[0, 0]]))
+    Matrix([[1/2, 1/2]])
+    """
+    if not isinstance(S, sp.MatrixBase):
+        raise ShapeError(f"S must be a SymPy Matrix (got {type(S).__name__})")
+    rows, cols = S.shape
+    if allowed is not None and rows != cols:
+        raise ShapeError(f"S must be square to take an allowed pattern (got shape {S.shape})")
+    pattern = _allowed_pattern(allowed, rows)
+    out = [[sp.Integer(0)] * cols for _ in range(rows)]
+    for i in range(rows):
+        keep = [j for j in range(cols) if (pattern is None or pattern[i][j]) and S[i, j] != -sp.oo]
+        if not keep:
+            continue
+        exps = {j: sp.exp(S[i, j]) for j in keep}
+        denominator = sp.Add(*exps.values())
+        for j in keep:
+            out[i][j] = exps[j] / denominator
+    return Matrix(out)
+
+
+def _scores(Q_h, K_h, scale, allowed) -> sp.ImmutableMatrix:
+    n, d = Q_h.shape
+
+    def entry(i, j):
+        if allowed is not None and not allowed[i][j]:
+            return -sp.oo
+        return scale * sp.Add(*[Q_h[i, k] * K_h[j, k] for k in range(d)])
+
+    return Matrix(n, n, entry)
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class SymbolicAttention:
+    """Every matrix of one self-attention layer, as SymPy ``ImmutableMatrix`` objects.
+
+    Built by :func:`attention`; see the module docstring for shapes and formulas. Fields
+    ``W_O``, ``b_*`` and ``PE`` are ``None`` when the spec has no output projection, no
+    biases or no positions. Per-head tuples hold one matrix per head; ``S_heads`` has
+    ``-oo`` where attention is masked, ``A_heads`` exact zeros there.
+    """
+
+    spec: AttentionSpec
+    X: sp.ImmutableMatrix
+    PE: sp.ImmutableMatrix | None
+    X_in: sp.ImmutableMatrix
+    W_Q: sp.ImmutableMatrix
+    W_K: sp.ImmutableMatrix
+    W_V: sp.ImmutableMatrix
+    W_O: sp.ImmutableMatrix | None
+    b_Q: sp.ImmutableMatrix | None
+    b_K: sp.ImmutableMatrix | None
+    b_V: sp.ImmutableMatrix | None
+    b_O: sp.ImmutableMatrix | None
+    Q: sp.ImmutableMatrix
+    K: sp.ImmutableMatrix
+    V: sp.ImmutableMatrix
+    Q_heads: tuple[sp.ImmutableMatrix, ...]
+    K_heads: tuple[sp.ImmutableMatrix, ...]
+    V_heads: tuple[sp.ImmutableMatrix, ...]
+    S_heads: tuple[sp.ImmutableMatrix, ...]
+    A_heads: tuple[sp.ImmutableMatrix, ...]
+    Z_heads: tuple[sp.ImmutableMatrix, ...]
+    Z: sp.ImmutableMatrix
+    Y: sp.ImmutableMatrix
+
+    def __repr__(self) -> str:
+        return f"SymbolicAttention({self.spec.describe()})"
+
+    # ------------------------------------------------------------------ single-head views
+    def _single(self, name: str) -> sp.ImmutableMatrix:
+        if self.spec.heads != 1:
+            raise SpecError(
+                f"{name} is defined for one head only (got heads={self.spec.heads}); use {name}_heads[h] for head h"
+            )
+        return getattr(self, f"{name}_heads")[0]
+
+    @property
+    def S(self) -> sp.ImmutableMatrix:
+        """Scores of the single head (``-oo`` where masked); SpecError when heads > 1."""
+        return self._single("S")
+
+    @property
+    def A(self) -> sp.ImmutableMatrix:
+        """Attention weights of the single head; SpecError when heads > 1."""
+        return self._single("A")
+
+    @property
+    def inputs(self) -> dict[str, sp.ImmutableMatrix]:
+        """``{"X": X, "W_Q": W_Q, …}``: ``X`` first, then ``spec.parameter_names``.
+
+        Examples
+        --------
+        >>> list(attention(AttentionSpec(n=2, d_model=2, bias=True)).inputs)
+        ['X', 'W_Q', 'W_K', 'W_V', 'b_Q', 'b_K', 'b_V']
+        """
+        return {"X": self.X, **{name: getattr(self, name) for name in self.spec.parameter_names}}
+
+    @property
+    def outputs(self) -> dict[str, Any]:
+        """The computed matrices by name: ``Q, K, V, Z, Y`` (and ``PE``, ``X_in``), plus ``S, A``
+        for one head or ``S_heads, A_heads`` for several."""
+        out: dict[str, Any] = {"X_in": self.X_in, "Q": self.Q, "K": self.K, "V": self.V}
+        if self.PE is not None:
+            out["PE"] = self.PE
+        if self.spec.heads == 1:
+            out.update(S=self.S, A=self.A)
+        out.update(S_heads=self.S_heads, A_heads=self.A_heads, Z_heads=self.Z_heads, Z=self.Z, Y=self.Y)
+        return out
+
+    # ------------------------------------------------------------------ concrete values
+    def subs(self, values: Mapping[Any, Any]) -> SymbolicAttention:
+        """Substitute concrete values for some or all inputs; exact inputs give exact results.
+
+        Parameters
+        ----------
+        values : mapping
+            Input name (``"X"``, ``"W_Q"``, …, see :attr:`inputs`) to an array-like of the
+            input's shape (nested lists, NumPy array, SymPy Matrix) or a single number that
+            fills the whole matrix. Python ints and NumPy integers become ``Integer``,
+            :class:`fractions.Fraction` and SymPy rationals stay exact, floats become ``Float``.
+            A SymPy ``Symbol`` key (e.g. a symbolic scale) substitutes that symbol.
+
+        Returns
+        -------
+        SymbolicAttention
+            A new object; the spec is unchanged.
+
+        Raises
+        ------
+        SpecError
+            Unknown input name.
+        ShapeError
+            Wrong shape, non-numeric or non-finite entries.
+
+        Examples
+        --------
+        >>> sym = attention(AttentionSpec(n=2, d_model=1, scale="none"))
+        >>> num = sym.subs({"X": [[0], [1]], "W_Q": 1, "W_K": 1, "W_V": [[2]]})
+        >>> num.A
+        Matrix([
+        [             1/2,              1/2],
+        [1/(1 + E), E/(1 + E)]])
+        >>> num.Y
+        Matrix([
+        [          1],
+        [2*E/(1 + E)]])
+        """
+        if not isinstance(values, Mapping):
+            raise SpecError(f"values must be a mapping from input name to values (got {type(values).__name__})")
+        inputs = self.inputs
+        replacements: dict[sp.Basic, sp.Basic] = {}
+        for key, value in values.items():
+            if isinstance(key, sp.Symbol):
+                replacements[key] = _exact_scalar(value, str(key))
+                continue
+            if key not in inputs:
+                raise SpecError(f"values has an unknown input {key!r}; the inputs of this layer are {list(inputs)}")
+            target = inputs[key]
+            matrix = _exact_matrix(value, key, target.shape)
+            for sym, val in zip(target, matrix, strict=True):
+                if isinstance(sym, sp.Symbol):
+                    replacements[sym] = val
+        if not replacements:
+            return self
+        changes = {}
+        for field in dataclasses.fields(self):
+            if field.name == "spec":
+                continue
+            current = getattr(self, field.name)
+            if current is None:
+                continue
+            if isinstance(current, tuple):
+                changes[field.name] = tuple(m.xreplace(replacements) for m in current)
+            else:
+                changes[field.name] = current.xreplace(replacements)
+        return dataclasses.replace(self, **changes)
+
+    def free_inputs(self) -> dict[str, list[sp.Symbol]]:
+        """Inputs that still contain symbols, with their symbols in row-major order."""
+        free: dict[str, list[sp.Symbol]] = {}
+        for name, matrix in self.inputs.items():
+            symbols = [s for s in matrix if isinstance(s, sp.Symbol)]
+            if symbols:
+                free[name] = symbols
+        return free
+
+    def lambdify(self, *names: str, modules: Any = "numpy") -> Callable[..., dict[str, Any]]:
+        """Compile outputs to a numeric function (common subexpressions shared, ``cse=True``).
+
+        Parameters
+        ----------
+        *names : str
+            Outputs to compute, from :attr:`outputs` (``"Y"``, ``"A"``, ``"A_heads"``, ``"Q"``,
+            …). Default: ``"Y"`` and ``"A"`` (``"A_heads"`` with several heads).
+        modules : str or list, default "numpy"
+            Passed to :func:`sympy.lambdify`.
+
+        Returns
+        -------
+        callable
+            ``f(**arrays) -> dict``: one keyword per input that is still symbolic (see
+            :meth:`free_inputs`), each an array of the input's shape, optionally with leading
+            batch axes ``(..., rows, cols)``. Returns ``name -> ndarray`` with the same batch
+            axes; ``*_heads`` outputs get a head axis before the matrix axes.
+
+        Raises
+        ------
+        SpecError
+            Unknown output name, or free symbols that are not inputs (a symbolic scale:
+            substitute it with :meth:`subs` first).
+
+        Examples
+        --------
+        >>> sym = attention(AttentionSpec(n=2, d_model=2))
+        >>> f = sym.lambdify("A")
+        >>> out = f(X=np.eye(2), W_Q=np.zeros((2, 2)), W_K=np.eye(2), W_V=np.eye(2))
+        >>> out["A"]
+        array([[0.5, 0.5],
+               [0.5, 0.5]])
+        """
+        import numpy as np
+
+        available = self.outputs
+        names = names or (("Y", "A") if self.spec.heads == 1 else ("Y", "A_heads"))
+        for name in names:
+            if name not in available:
+                raise SpecError(f"cannot lambdify {name!r}; the outputs of this layer are {list(available)}")
+        free = self.free_inputs()
+        args = [s for symbols in free.values() for s in symbols]
+        exprs: list[sp.Basic] = []
+        layout: list[tuple[str, tuple[int, ...], int, int]] = []
+        for name in names:
+            value = available[name]
+            matrices = value if isinstance(value, tuple) else (value,)
+            start = len(exprs)
+            for matrix in matrices:
+                exprs.extend(matrix)
+            shape = (len(matrices), *matrices[0].shape) if isinstance(value, tuple) else matrices[0].shape
+            layout.append((name, shape, start, len(exprs)))
+        stray = set().union(*(e.free_symbols for e in exprs)) - set(args) if exprs else set()
+        if stray:
+            raise SpecError(
+                f"the outputs contain symbols that are not inputs: {sorted(map(str, stray))}; substitute them with "
+                ".subs({symbol: value}) before lambdify"
+            )
+        compiled = sp.lambdify(args, exprs, modules=modules, cse=True)
+        shapes = {name: self.inputs[name].shape for name in free}
+
+        def evaluate(**arrays: Any) -> dict[str, Any]:
+            missing = [name for name in free if name not in arrays]
+            unknown = [name for name in arrays if name not in free]
+            if missing or unknown:
+                raise SpecError(
+                    f"this function takes keyword arrays {list(free)} (missing {missing}, unexpected {unknown})"
+                )
+            flat = []
+            batch: tuple[int, ...] = ()
+            for name, symbols in free.items():
+                array = np.asarray(arrays[name])
+                if array.ndim < 2 or array.shape[-2:] != shapes[name]:
+                    raise ShapeError(f"{name} must have shape (..., {shapes[name][0]}, {shapes[name][1]}) "
+                                     f"(got {array.shape})")
+                batch = np.broadcast_shapes(batch, array.shape[:-2])
+                flat.extend(array[..., i, j] for i in range(shapes[name][0]) for j in range(shapes[name][1]))
+                del symbols
+            values = compiled(*flat)
+            out = {}
+            for name, shape, start, stop in layout:
+                entries = [np.broadcast_to(np.asarray(v, dtype=float), batch) for v in values[start:stop]]
+                out[name] = np.stack(entries, axis=-1).reshape(*batch, *shape)
+            return out
+
+        evaluate.__doc__ = f"Evaluate {list(names)} from keyword arrays {list(free)}."
+        return evaluate
+
+
+def _exact_scalar(value: Any, where: str) -> sp.Basic:
+    if isinstance(value, bool) or isinstance(value, str):
+        raise ShapeError(f"{where} must be a real number or a SymPy expression (got {value!r})")
+    if isinstance(value, sp.Basic):
+        if value.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
+            raise ShapeError(f"{where} must be finite (got {value})")
+        return value
+    if isinstance(value, numbers.Integral):
+        return sp.Integer(int(value))
+    if isinstance(value, fractions.Fraction):
+        return sp.Rational(value.numerator, value.denominator)
+    if isinstance(value, numbers.Real):
+        as_float = float(value)
+        if as_float != as_float or as_float in (float("inf"), float("-inf")):
+            raise ShapeError(f"{where} must be finite (got {value!r})")
+        return sp.Float(as_float)
+    raise ShapeError(f"{where} must be a real number or a SymPy expression (got {value!r} of type {type(value).__name__})")
+
+
+def _exact_matrix(value: Any, name: str, shape: tuple[int, int]) -> list[sp.Basic]:
+    """Row-major exact entries of ``value`` for an input of ``shape``."""
+    if isinstance(value, (numbers.Number, sp.Expr)) and not isinstance(value, sp.MatrixBase):
+        scalar = _exact_scalar(value, name)
+        return [scalar] * (shape[0] * shape[1])
+    if isinstance(value, sp.MatrixBase):
+        rows = value.tolist()
+    elif hasattr(value, "tolist"):  # NumPy (or other) arrays: tolist gives Python scalars
+        rows = value.tolist()
+    else:
+        try:
+            rows = [list(r) for r in value]
+        except TypeError:
+            raise ShapeError(f"{name} must be an array-like of shape {shape} or a number (got {value!r})") from None
+    try:
+        got = (len(rows), *sorted({len(r) for r in rows}))
+    except TypeError:
+        got = (len(rows),)
+    if got != shape:
+        raise ShapeError(f"{name} must have shape {shape} (got {got if len(got) == 2 else 'rows of shape ' + str(got)})")
+    return [_exact_scalar(v, f"{name}[{i}][{j}]") for i, r in enumerate(rows) for j, v in enumerate(r)]
+
+
+def attention(spec: AttentionSpec, *, max_terms: float | None = None) -> SymbolicAttention:
+    """Build the symbolic forward pass of the layer ``spec`` describes.
+
+    Parameters
+    ----------
+    spec : AttentionSpec
+        Sizes, heads, mask, scale, biases and positions.
+    max_terms : float, optional
+        Size guard: the estimate of :func:`~attnsym.symbolic.estimate_cost` must not exceed
+        it (default :data:`~attnsym.symbolic.cost.DEFAULT_MAX_TERMS`; ``float("inf")``
+        disables the guard). Checked before anything is built.
+
+    Returns
+    -------
+    SymbolicAttention
+
+    Raises
+    ------
+    SpecError
+        ``spec`` is not an AttentionSpec.
+    SizeLimitError
+        The estimated size exceeds ``max_terms``.
+
+    Examples
+    --------
+    >>> sym = attention(AttentionSpec(n=2, d_model=1, scale="none"))
+    >>> sym.Q
+    Matrix([
+    [W^{Q}_{1,1}*x_{1,1}],
+    [W^{Q}_{1,1}*x_{2,1}]])
+    >>> sym.S[0, 1]
+    W^{K}_{1,1}*W^{Q}_{1,1}*x_{1,1}*x_{2,1}
+    >>> sym.A[0, 1] == sp.exp(sym.S[0, 1]) / (sp.exp(sym.S[0, 0]) + sp.exp(sym.S[0, 1]))
+    True
+    >>> attention(AttentionSpec(n=2, d_model=2, causal=True)).A[0, :]
+    Matrix([[1, 0]])
+    """
+    if not isinstance(spec, AttentionSpec):
+        raise SpecError(f"spec must be an AttentionSpec (got {spec!r} of type {type(spec).__name__})")
+    estimate_cost(spec).check(max_terms)
+    n, m, h, d_k, d_v = spec.n, spec.d_model, spec.heads, spec.d_k, spec.d_v
+
+    X = input_symbols("X", (n, m))
+    PE = sinusoidal_positions(n, m, spec.position_base) if spec.positions == "sinusoidal" else None
+    X_in = X if PE is None else Matrix(X + PE)
+    W_Q = input_symbols("W_Q", (m, h * d_k))
+    W_K = input_symbols("W_K", (m, h * d_k))
+    W_V = input_symbols("W_V", (m, h * d_v))
+    W_O = input_symbols("W_O", (h * d_v, m)) if spec.output_projection else None
+    b_Q = input_symbols("b_Q", (1, h * d_k)) if spec.bias else None
+    b_K = input_symbols("b_K", (1, h * d_k)) if spec.bias else None
+    b_V = input_symbols("b_V", (1, h * d_v)) if spec.bias else None
+    b_O = input_symbols("b_O", (1, m)) if spec.bias and W_O is not None else None
+
+    def project(W, b):
+        out = matmul(X_in, W)
+        return out if b is None else Matrix(out + _ones_times(b, n))
+
+    Q, K, V = project(W_Q, b_Q), project(W_K, b_K), project(W_V, b_V)
+    Q_heads = tuple(Matrix(Q[:, k * d_k:(k + 1) * d_k]) for k in range(h))
+    K_heads = tuple(Matrix(K[:, k * d_k:(k + 1) * d_k]) for k in range(h))
+    V_heads = tuple(Matrix(V[:, k * d_v:(k + 1) * d_v]) for k in range(h))
+    allowed = spec.allowed
+    scale = spec.scale_expr
+    S_heads = tuple(_scores(q, k, scale, allowed) for q, k in zip(Q_heads, K_heads, strict=True))
+    A_heads = tuple(row_softmax(s, allowed) for s in S_heads)
+    Z_heads = tuple(matmul(a, v) for a, v in zip(A_heads, V_heads, strict=True))
+    Z = Matrix(sp.Matrix.hstack(*Z_heads))
+    if W_O is None:
+        Y = Z
+    else:
+        Y = matmul(Z, W_O)
+        if b_O is not None:
+            Y = Matrix(Y + _ones_times(b_O, n))
+    return SymbolicAttention(
+        spec=spec, X=X, PE=PE, X_in=X_in, W_Q=W_Q, W_K=W_K, W_V=W_V, W_O=W_O, b_Q=b_Q, b_K=b_K, b_V=b_V, b_O=b_O,
+        Q=Q, K=K, V=V, Q_heads=Q_heads, K_heads=K_heads, V_heads=V_heads, S_heads=S_heads, A_heads=A_heads,
+        Z_heads=Z_heads, Z=Z, Y=Y,
+    )
