@@ -1,0 +1,44 @@
+"""Shared hypothesis strategies for the attnsym tests (add small functions; keep others' intact)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+from attnsym import AttentionSpec
+
+
+@st.composite
+def attention_specs(draw, max_n: int = 4, max_d: int = 4, max_heads: int = 2, masks: bool = True) -> AttentionSpec:
+    """Small valid AttentionSpecs over every variant: heads, causal, explicit masks, biases, positions, scale."""
+    n = draw(st.integers(1, max_n))
+    heads = draw(st.integers(1, max_heads))
+    d_k = draw(st.integers(1, max(1, max_d // heads)))
+    d_model = draw(st.integers(1, max_d))
+    mask = None
+    if masks and draw(st.booleans()):
+        mask = draw(st.lists(st.lists(st.booleans(), min_size=n, max_size=n), min_size=n, max_size=n))
+    return AttentionSpec(
+        n=n,
+        d_model=d_model,
+        heads=heads,
+        d_k=d_k,
+        d_v=draw(st.integers(1, max(1, max_d // heads))),
+        causal=draw(st.booleans()),
+        mask=mask,
+        scale=draw(st.sampled_from(["sqrt", "none", 0.5])),
+        bias=draw(st.booleans()),
+        positions=draw(st.sampled_from([None, "sinusoidal"])),
+        output_projection=True if heads > 1 else draw(st.booleans()),
+    )
+
+
+def random_arrays(spec: AttentionSpec, seed: int, dtype=np.float64, batch: tuple[int, ...] = ()) -> dict[str, np.ndarray]:
+    """Random inputs for ``spec``: ``X`` (with optional batch axes), every parameter, and ``G``."""
+    rng = np.random.default_rng(seed)
+    shapes = spec.shapes
+    out = {"X": rng.standard_normal((*batch, *shapes["X"]))}
+    for name in spec.parameter_names:
+        out[name] = rng.standard_normal(shapes[name]) / np.sqrt(shapes[name][0])
+    out["G"] = rng.standard_normal((*batch, *shapes["Y"]))
+    return {k: v.astype(dtype) for k, v in out.items()}
