@@ -1,0 +1,275 @@
+"""Exact operation and memory counts of attention, as polynomials in the sizes.
+
+Two independent routes give the same polynomials:
+
+* :func:`attention_opcount` — the closed form, read off the shapes of each step
+  (a ``(p, q) @ (q, r)`` product costs ``p·q·r`` multiplications and ``p·(q−1)·r`` additions);
+* :func:`count_attention_graph` — counting the operations of the SymPy expression graph
+  actually built for concrete sizes (:func:`sympy.count_ops` on each stage), and
+  :func:`interpolate_opcount`, which recovers the polynomial from those counts alone.
+
+Counted for one head of ``S = Q Kᵀ``, ``A = softmax(S)`` (row-wise, from exponentials) and
+``Z = A V``, with ``Q, K`` of shape ``(n, d_k)`` and ``V`` of shape ``(n, d_v)``; scaling adds
+``n²`` multiplications (none when unscaled); the projections ``X W`` are counted separately
+(they are linear in ``n``). Memory is the number of scalars a plain implementation stores for
+the score and weight matrices (``n²`` each) versus a blockwise one (``n · block`` plus the
+running statistics).
+
+:func:`decode_step_opcount` gives the per-token cost of causal generation with and without a
+K/V cache; the numeric twin :func:`attnsym.numeric.kvcache.causal_decode` counts the same
+multiplications from the shapes it actually multiplies.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import sympy as sp
+
+from ..errors import SizeLimitError, SpecError
+
+__all__ = [
+    "OpCount",
+    "attention_opcount",
+    "count_attention_graph",
+    "decode_step_opcount",
+    "interpolate_opcount",
+    "size_symbols",
+]
+
+_KINDS = ("mul", "add", "exp", "div")
+
+
+def size_symbols():
+    """The size symbols ``n, d_k, d_v`` (positive integers) used by the polynomials.
+
+    >>> size_symbols()
+    (n, d_k, d_v)
+    """
+    return sp.symbols("n d_k d_v", positive=True, integer=True)
+
+
+@dataclass(frozen=True)
+class OpCount:
+    """Operation counts by kind and by stage, and the memory of the plain path.
+
+    Attributes
+    ----------
+    stages : dict
+        ``stage -> {kind -> count}``; stages ``"scores"``, ``"scale"``, ``"softmax"``,
+        ``"output"``; kinds ``"mul"``, ``"add"``, ``"exp"``, ``"div"``.
+    memory : dict
+        Scalars stored: ``"scores"`` and ``"weights"`` (``n²`` each), ``"blockwise"``
+        (``n·block + 2n`` running statistics, the memory-lean path's extra storage).
+    """
+
+    stages: dict
+    memory: dict
+
+    def by_kind(self) -> dict:
+        """Totals per kind of operation, summed over stages."""
+        return {k: sp.expand(sp.Add(*[s.get(k, 0) for s in self.stages.values()])) for k in _KINDS}
+
+    @property
+    def total(self) -> sp.Expr:
+        """All operations together (expanded polynomial)."""
+        return sp.expand(sp.Add(*self.by_kind().values()))
+
+    def leading(self, n: sp.Symbol) -> sp.Expr:
+        """The highest-degree term in ``n`` of :attr:`total` (e.g. ``2 n² d_k`` …)."""
+        poly = sp.Poly(self.total, n)
+        degree = poly.degree()
+        return sp.expand(poly.coeff_monomial(n**degree) * n**degree)
+
+    def subs(self, values: dict) -> dict:
+        """Per-kind totals evaluated at concrete sizes (``{symbol: int}``)."""
+        return {k: int(v.subs(values)) if hasattr(v, "subs") else int(v) for k, v in self.by_kind().items()}
+
+
+def attention_opcount(n=None, d_k=None, d_v=None, *, scaled: bool = True, block=None) -> OpCount:
+    """Closed-form operation counts of one attention head, ``softmax(s Q Kᵀ) V``.
+
+    Parameters
+    ----------
+    n, d_k, d_v : int or sympy.Expr, optional
+        Sizes; default to the symbols of :func:`size_symbols` (``d_v`` defaults to ``d_k`` when
+        ``d_k`` is given).
+    scaled : bool, default True
+        Count the ``n²`` multiplications by ``1/sqrt(d_k)``.
+    block : int or sympy.Expr, optional
+        Block size of the memory-lean path (symbol ``b`` by default) for the memory entry.
+
+    Returns
+    -------
+    OpCount
+
+    Examples
+    --------
+    >>> n, d_k, d_v = size_symbols()
+    >>> c = attention_opcount(scaled=False)
+    >>> c.by_kind()["mul"]
+    d_k*n**2 + d_v*n**2
+    >>> c.leading(n)
+    2*d_k*n**2 + 2*d_v*n**2 + 2*n**2
+    >>> c.memory["weights"]
+    n**2
+    """
+    sn, sk, sv = size_symbols()
+    n = sn if n is None else sp.sympify(n)
+    d_v = (sv if d_k is None else sp.sympify(d_k)) if d_v is None else sp.sympify(d_v)
+    d_k = sk if d_k is None else sp.sympify(d_k)
+    block = sp.Symbol("b", positive=True, integer=True) if block is None else sp.sympify(block)
+    stages = {
+        # S = Q K^T: n*n dot products of length d_k
+        "scores": {"mul": n * n * d_k, "add": n * n * (d_k - 1)},
+        "scale": {"mul": n * n if scaled else sp.Integer(0)},
+        # A = exp(S) / rowsum(exp(S))
+        "softmax": {"exp": n * n, "add": n * (n - 1), "div": n * n},
+        # Z = A V: n*d_v dot products of length n
+        "output": {"mul": n * n * d_v, "add": n * (n - 1) * d_v},
+    }
+    memory = {"scores": n * n, "weights": n * n, "blockwise": n * block + 2 * n}
+    return OpCount(stages, memory)
+
+
+def _count(expr) -> dict:
+    counts = dict.fromkeys(_KINDS, 0)
+    visual = sp.count_ops(expr, visual=True)
+    if visual == 0:
+        return counts
+    for term in sp.Add.make_args(visual):
+        coeff, sym = term.as_coeff_Mul()
+        name = str(sym)
+        kind = {"MUL": "mul", "ADD": "add", "EXP": "exp", "DIV": "div"}.get(name)
+        if kind is None:
+            raise AssertionError(f"unexpected operation {name} in the attention graph")
+        counts[kind] += int(coeff)
+    return counts
+
+
+def count_attention_graph(n: int, d_k: int, d_v: int | None = None, *, scaled: bool = True) -> dict:
+    """Count the operations of the SymPy expression graph of one head at concrete sizes.
+
+    Each stage is built from fresh symbols for its inputs (so shared subexpressions are
+    counted once, as a program computes them): ``s_ij = Σ_t q_it k_jt``, then ``c·s_ij``,
+    ``e_ij = exp(s_ij)``, ``r_i = Σ_j e_ij``, ``a_ij = e_ij / r_i``, ``z_il = Σ_j a_ij v_jl``.
+    The counts come from :func:`sympy.count_ops`, not from the closed form.
+
+    Returns
+    -------
+    dict
+        ``{"stages": {stage: {kind: int}}, "total": {kind: int}}``.
+
+    Examples
+    --------
+    >>> count_attention_graph(2, 1, scaled=False)["total"]
+    {'mul': 8, 'add': 4, 'exp': 4, 'div': 4}
+    """
+    d_v = d_k if d_v is None else d_v
+    for name, value in (("n", n), ("d_k", d_k), ("d_v", d_v)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise SpecError(f"{name} must be a positive integer (got {value!r})")
+    if n * n * max(d_k, d_v) > 4096:
+        raise SizeLimitError(
+            f"counting the expression graph at n={n}, d_k={d_k}, d_v={d_v} builds {n * n * max(d_k, d_v)} products; "
+            "the limit is 4096 — use attention_opcount for the closed form at any size"
+        )
+    sym = lambda name, rows, cols: sp.Matrix(rows, cols, lambda i, j: sp.Symbol(f"{name}_{{{i},{j}}}"))
+    Q, K, V = sym("q", n, d_k), sym("k", n, d_k), sym("v", n, d_v)
+    S_in, E_in, A_in = sym("s", n, n), sym("e", n, n), sym("a", n, n)
+    r = [sp.Symbol(f"r_{i}") for i in range(n)]
+    c = sp.Symbol("c")
+    stages = {
+        "scores": [Q * K.T],
+        "scale": [c * S_in] if scaled else [],
+        "softmax": [S_in.applyfunc(sp.exp), [sp.Add(*E_in[i, :]) for i in range(n)],
+                    [E_in[i, j] / r[i] for i in range(n) for j in range(n)]],
+        "output": [A_in * V],
+    }
+    result = {}
+    for stage, pieces in stages.items():
+        counts = dict.fromkeys(_KINDS, 0)
+        for piece in pieces:
+            for entry in piece:
+                for kind, value in _count(entry).items():
+                    counts[kind] += value
+        result[stage] = counts
+    total = {k: sum(result[s][k] for s in result) for k in _KINDS}
+    return {"stages": result, "total": total}
+
+
+def interpolate_opcount(max_n: int = 4, max_d: int = 3, *, scaled: bool = True) -> dict:
+    """Recover the count polynomials from :func:`count_attention_graph` alone.
+
+    Counts at every ``n ≤ max_n`` and ``d_k = d_v = d ≤ max_d`` are interpolated by a
+    polynomial of degree ``max_n − 1`` in ``n`` and ``max_d − 1`` in ``d`` (Lagrange, exact);
+    with ``max_n ≥ 4``, ``max_d ≥ 3`` that leaves room for a cubic in ``n`` and a quadratic in
+    ``d``, so a result of degree 2 and 1 is found, not assumed.
+
+    Returns
+    -------
+    dict
+        kind -> polynomial in the symbols ``n`` and ``d`` (``d = d_k = d_v``).
+
+    Examples
+    --------
+    >>> interpolate_opcount(scaled=False)["mul"]
+    2*d*n**2
+    """
+    n, d = sp.symbols("n d", positive=True, integer=True)
+    ns, ds = range(1, max_n + 1), range(1, max_d + 1)
+    counts = {(a, b): count_attention_graph(a, b, scaled=scaled)["total"] for a, b in itertools.product(ns, ds)}
+    result = {}
+    for kind in _KINDS:
+        poly = sp.Integer(0)
+        for a, b in itertools.product(ns, ds):
+            basis_n = sp.Mul(*[(n - x) / sp.Integer(a - x) for x in ns if x != a])
+            basis_d = sp.Mul(*[(d - y) / sp.Integer(b - y) for y in ds if y != b])
+            poly += counts[(a, b)][kind] * basis_n * basis_d
+        result[kind] = sp.expand(poly)
+    return result
+
+
+def decode_step_opcount(t=None, d_model=None, d_k=None, d_v=None, *, heads=1, cached: bool = True,
+                        output_projection: bool = False) -> dict:
+    """Multiplications (in matrix products) and exponentials to produce output token ``t`` of causal attention.
+
+    With a K/V cache the step projects only the new token (``q_t, k_t, v_t``), scores it against
+    the ``t`` cached keys and mixes ``t`` cached values: linear in ``t``. Without a cache the
+    step reruns full causal attention over the ``t``-token prefix (dense ``t × t`` scores, then
+    masked) and keeps the last row: quadratic in ``t``. These are the counts
+    :func:`attnsym.numeric.kvcache.causal_decode` records from the shapes it multiplies.
+
+    Parameters
+    ----------
+    t, d_model, d_k, d_v : int or sympy.Expr, optional
+        Step and sizes; symbols ``t, d_model, d_k`` by default (``d_v`` defaults to ``d_k``).
+    heads : int or sympy.Expr, default 1
+    cached : bool, default True
+    output_projection : bool, default False
+        Count ``W_O`` (``heads·d_v·d_model`` per projected row).
+
+    Returns
+    -------
+    dict
+        ``{"mul": polynomial, "exp": polynomial}``.
+
+    Examples
+    --------
+    >>> t, D, k = sp.symbols("t d_model d_k", positive=True, integer=True)
+    >>> decode_step_opcount(cached=True)["mul"]
+    3*d_k*d_model + 2*d_k*t
+    >>> sp.factor(decode_step_opcount(cached=False)["mul"])
+    d_k*t*(3*d_model + 2*t)
+    """
+    t = sp.Symbol("t", positive=True, integer=True) if t is None else sp.sympify(t)
+    d_model = sp.Symbol("d_model", positive=True, integer=True) if d_model is None else sp.sympify(d_model)
+    d_k = sp.Symbol("d_k", positive=True, integer=True) if d_k is None else sp.sympify(d_k)
+    d_v = d_k if d_v is None else sp.sympify(d_v)
+    h = sp.sympify(heads)
+    rows = 1 if cached else t  # rows projected and queries scored in this step
+    mul = rows * d_model * h * (2 * d_k + d_v) + rows * t * h * (d_k + d_v)
+    if output_projection:
+        mul += rows * h * d_v * d_model
+    return {"mul": sp.expand(mul), "exp": sp.expand(rows * t * h)}
