@@ -49,6 +49,7 @@ __all__ = [
     "gelu_figure",
     "path_length_figure",
     "positional_encoding_figure",
+    "random_attention",
     "save_figure",
     "variance_figure",
 ]
@@ -96,6 +97,7 @@ def figure_to_bytes(fig: Figure, fmt: str = "png", *, dpi: int = DPI) -> bytes:
     if fmt not in _FORMATS:
         raise SpecError(f"fmt must be one of {_FORMATS} (got {fmt!r})")
     buffer = io.BytesIO()
+    fig.draw_without_rendering()  # settle the constrained layout, so every render is identical
     metadata = {"Software": None} if fmt == "png" else {"Date": None}
     fig.savefig(buffer, format=fmt, dpi=dpi, metadata=metadata)
     return buffer.getvalue()
@@ -182,10 +184,10 @@ def attention_heatmap(
     ['head 1', 'head 2']
     """
     A = _as_numpy(A, "A")
+    if A.ndim not in (2, 3) or A.shape[-1] != A.shape[-2]:
+        raise ShapeError(f"A must have shape (n, n) or (heads, n, n) (got {tuple(A.shape)})")
     if A.ndim == 2:
         A = A[None]
-    if A.ndim != 3 or A.shape[1] != A.shape[2]:
-        raise ShapeError(f"A must have shape (n, n) or (heads, n, n) (got {tuple(A.shape)})")
     heads, n, _ = A.shape
     if tokens is None:
         tokens = [str(i) for i in range(n)]
@@ -328,7 +330,7 @@ def gelu_figure(x: Any = None, exact: Any = None, approx: Any = None) -> Figure:
               label=r"tanh: $\frac{x}{2}(1+\tanh(\sqrt{2/\pi}(x+0.044715x^3)))$")
     ax_f.plot(x, np.maximum(x, 0), lw=0.8, color="0.6", label="ReLU (reference)")
     ax_f.set_ylabel("GELU(x)")
-    ax_f.set_title("GELU and its tanh approximation")
+    fig.suptitle("GELU: exact x·Φ(x) against its tanh approximation")
     ax_f.legend(fontsize=9, loc="upper left")
     error = approx - exact
     ax_e.plot(x, error, color="C3")
@@ -581,17 +583,28 @@ FIGURES: dict[str, str] = {
 }
 
 
-def _random_attention(spec: Any = None, *, seed: int = 0) -> tuple[np.ndarray, list[str]]:
-    """Attention weights of every head for random inputs and weights, from attnsym.numeric."""
+def random_attention(spec: Any = None, *, seed: int = 0, input_seed: int | None = None) -> tuple[np.ndarray, list[str]]:
+    """Attention weights of every head for random weights and inputs, computed by :mod:`attnsym.numeric`.
+
+    Weights are drawn with ``seed`` (entries ``N(0, 1/fan_in)``), the input ``X ~ N(0, 1)`` with
+    ``input_seed`` (default ``seed``): the same ``seed`` with two ``input_seed`` values gives two
+    inputs through the same weights.
+
+    Returns
+    -------
+    A : ndarray, shape (n, n) or (heads, n, n)
+    tokens : list of str
+        Placeholder words labelling the positions.
+    """
     from .numeric import attention
     from .spec import AttentionSpec
 
     spec = spec if spec is not None else AttentionSpec(n=6, d_model=8, heads=2)
     rng = np.random.default_rng(seed)
     shapes = spec.shapes
-    X = rng.standard_normal(shapes["X"])
     W = {name: rng.standard_normal(shapes[name]) / math.sqrt(shapes[name][0]) for name in spec.parameter_names
          if name.startswith("W_")}
+    X = np.random.default_rng(seed if input_seed is None else input_seed + 7919).standard_normal(shapes["X"])
     _, A = attention(X, W["W_Q"], W["W_K"], W["W_V"], W.get("W_O"), spec=spec)
     tokens = ["the", "cat", "sat", "on", "the", "mat", "and", "purred"]
     labels = [f"{tokens[i % len(tokens)]}{'' if i < len(tokens) else i}" for i in range(spec.n)]
@@ -619,7 +632,7 @@ def figure(name: str, *, seed: int = 0, quick: bool = False, spec: Any = None) -
     if name not in FIGURES:
         raise SpecError(f"name must be one of {', '.join(FIGURES)} (got {name!r})")
     if name == "heatmap":
-        A, tokens = _random_attention(spec, seed=seed)
+        A, tokens = random_attention(spec, seed=seed)
         return attention_heatmap(A, tokens)
     if name == "positions":
         return positional_encoding_figure()

@@ -1,0 +1,213 @@
+"""attnsym.plots: data first (the figure shows what it was given), then labels, then files."""
+
+from __future__ import annotations
+
+import io
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from scipy.special import erf
+
+import attnsym as at
+from attnsym import plots
+
+PIL = pytest.importorskip("PIL.Image")
+
+
+def _main_axes(fig):
+    return [ax for ax in fig.axes if ax.get_label() != "<colorbar>" and ax.get_visible()]
+
+
+def _colorbars(fig):
+    return [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
+
+
+def _assert_labelled(fig):
+    for ax in _main_axes(fig):
+        shared = ax.get_shared_x_axes().get_siblings(ax)
+        assert any(a.get_xlabel().strip() for a in shared), f"axis {ax} has no x label"
+        assert ax.get_ylabel().strip(), f"axis {ax} has no y label"
+    title = fig.get_suptitle() if hasattr(fig, "get_suptitle") else fig._suptitle.get_text()
+    assert title.strip() or any(ax.get_title().strip() for ax in _main_axes(fig))
+
+
+def _softmax_rows(S):
+    E = np.exp(S - S.max(axis=-1, keepdims=True))
+    return E / E.sum(axis=-1, keepdims=True)
+
+
+# ----------------------------------------------------------------------------- heatmap
+def test_heatmap_shows_the_matrix_per_head_with_labels_and_colour_bar():
+    rng = np.random.default_rng(0)
+    A = _softmax_rows(rng.standard_normal((3, 5, 5)))
+    tokens = ["the", "cat", "sat", "on", "mat"]
+    fig = plots.attention_heatmap(A, tokens)
+    axes = _main_axes(fig)
+    assert len(axes) == 3
+    for h, ax in enumerate(axes):
+        np.testing.assert_array_equal(ax.images[0].get_array(), A[h])  # data first
+        assert ax.get_xlabel() == "key j (attended to)"
+        assert ax.get_ylabel() == "query i (attending)"
+        assert [t.get_text() for t in ax.get_xticklabels()] == tokens
+        assert [t.get_text() for t in ax.get_yticklabels()] == tokens
+        assert ax.get_title() == f"head {h + 1}"
+        assert ax.images[0].get_clim() == (0.0, 1.0)
+    (bar,) = _colorbars(fig)
+    assert "attention weight" in bar.get_ylabel()
+    _assert_labelled(fig)
+
+
+def test_heatmap_annotates_small_matrices_with_their_values():
+    A = np.array([[0.25, 0.75], [1.0, 0.0]])
+    fig = plots.attention_heatmap(A)
+    texts = sorted(t.get_text() for t in _main_axes(fig)[0].texts)
+    assert texts == sorted(["0.25", "0.75", "1.00", "0.00"])
+
+
+def test_heatmap_accepts_torch_tensors():
+    torch = pytest.importorskip("torch")
+    A = torch.tensor([[0.5, 0.5], [0.1, 0.9]], dtype=torch.float64)
+    fig = plots.attention_heatmap(A)
+    np.testing.assert_array_equal(_main_axes(fig)[0].images[0].get_array(), A.numpy())
+
+
+@pytest.mark.parametrize(
+    ("A", "kwargs", "message"),
+    [
+        (np.ones((2, 3)), {}, r"A must have shape \(n, n\) or \(heads, n, n\) \(got \(2, 3\)\)"),
+        (np.eye(2), {"tokens": ["a"]}, r"tokens must have n = 2 labels \(got 1\)"),
+        (np.array([[np.nan, 1.0], [0.0, 1.0]]), {}, "A must contain only finite values"),
+    ],
+)
+def test_heatmap_rejects_bad_input_naming_the_argument(A, kwargs, message):
+    with pytest.raises(at.ShapeError, match=message):
+        plots.attention_heatmap(A, **kwargs)
+
+
+# ----------------------------------------------------------------------------- positions
+def test_positions_figure_draws_the_numeric_encodings():
+    n, d = 20, 8
+    fig = plots.positional_encoding_figure(n=n, d_model=d, dims=[0, 1, 6])
+    curves, matrix = _main_axes(fig)
+    # independent closed form: PE(p, 2i) = sin(p / 10000^(2i/d)), PE(p, 2i+1) = cos(...)
+    p = np.arange(n)
+    for line, dim in zip(curves.get_lines()[:3], [0, 1, 6], strict=True):
+        angle = p / 10000 ** (2 * (dim // 2) / d)
+        expected = np.sin(angle) if dim % 2 == 0 else np.cos(angle)
+        np.testing.assert_allclose(line.get_ydata(), expected, rtol=1e-12, atol=1e-12)
+    assert matrix.images[0].get_array().shape == (n, d)
+    assert curves.get_xlabel() == "position p"
+    assert "PE" in _colorbars(fig)[0].get_ylabel()
+    _assert_labelled(fig)
+
+
+# ----------------------------------------------------------------------------- GELU
+def test_gelu_figure_shows_exact_tanh_and_their_difference():
+    fig = plots.gelu_figure()
+    top, bottom = _main_axes(fig)
+    x = top.get_lines()[0].get_xdata()
+    exact = x / 2 * (1 + erf(x / math.sqrt(2)))
+    approx = x / 2 * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
+    np.testing.assert_allclose(top.get_lines()[0].get_ydata(), exact, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(top.get_lines()[1].get_ydata(), approx, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(bottom.get_lines()[0].get_ydata(), approx - exact, atol=1e-14)
+    # the annotated maximum error is the true one (known to be about 4.7e-4 near |x| = 2.7)
+    annotation = next(t for t in bottom.texts if "max |error|" in t.get_text())
+    assert f"{np.max(np.abs(approx - exact)):.2e}" in annotation.get_text()
+    assert 4e-4 < np.max(np.abs(approx - exact)) < 5e-4
+    assert top.get_legend() is not None
+    _assert_labelled(fig)
+
+
+# ----------------------------------------------------------------------------- variance, entropy, paths
+def test_variance_figure_plots_given_estimates_and_exact_lines_on_log_axes():
+    d = np.array([1, 4, 16, 64])
+    fig = plots.variance_figure(d, d * 1.01, np.ones(4) * 0.99, exact_unscaled=d, exact_scaled=np.ones(4),
+                                unscaled_ci=np.stack([d * 0.9, d * 1.1], axis=1), scaled_ci=np.full((4, 2), [0.9, 1.1]))
+    (ax,) = _main_axes(fig)
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    exact_lines = [line for line in ax.get_lines() if line.get_label().endswith("exact")]
+    np.testing.assert_array_equal(exact_lines[0].get_ydata(), d)
+    np.testing.assert_array_equal(exact_lines[1].get_ydata(), np.ones(4))
+    assert ax.get_legend() is not None
+    _assert_labelled(fig)
+
+
+def test_entropy_figure_plots_given_values_with_log_n_reference():
+    d = np.array([1, 8, 64])
+    fig = plots.entropy_figure(d, [2.0, 1.0, 0.1], [2.5, 2.5, 2.5], n=16, max_weight_unscaled=[0.2, 0.6, 0.99],
+                               max_weight_scaled=[0.15, 0.15, 0.15])
+    left, right = _main_axes(fig)
+    np.testing.assert_array_equal(left.get_lines()[0].get_ydata(), [2.0, 1.0, 0.1])
+    reference = left.get_lines()[2]
+    assert reference.get_ydata()[0] == pytest.approx(math.log(16))
+    assert right.get_ylim()[1] >= 1.0
+    _assert_labelled(fig)
+
+
+def test_path_length_figure_has_one_line_per_architecture():
+    ns = np.array([2, 4, 8])
+    fig = plots.path_length_figure(ns, {"self-attention": [1, 1, 1], "recurrent": [1, 3, 7]},
+                                   {"self-attention": [1, 1, 1], "recurrent": [2, 4, 8]})
+    left, right = _main_axes(fig)
+    assert [line.get_label() for line in left.get_lines()] == ["self-attention", "recurrent"]
+    np.testing.assert_array_equal(right.get_lines()[1].get_ydata(), [2, 4, 8])
+    _assert_labelled(fig)
+    with pytest.raises(at.ShapeError, match="one entry per n"):
+        plots.path_length_figure(ns, {"rnn": [1, 2]}, {"rnn": [1, 2]})
+
+
+# ----------------------------------------------------------------------------- files
+@pytest.mark.parametrize("dpi", [50, 100])
+def test_saved_png_has_the_expected_pixel_size(tmp_path, dpi):
+    fig = plots.attention_heatmap(np.eye(3))
+    path = plots.save_figure(fig, tmp_path / "heat.png", dpi=dpi)
+    with PIL.open(path) as image:
+        image.load()
+        width, height = fig.get_size_inches()
+        assert image.size == (round(width * dpi), round(height * dpi))
+        assert image.format == "PNG"
+        extrema = image.convert("L").getextrema()
+        assert extrema[0] < extrema[1]  # not a blank image
+
+
+def test_saved_svg_is_svg_and_never_overwritten_silently(tmp_path):
+    fig = plots.gelu_figure(np.linspace(-1, 1, 5), np.zeros(5), np.zeros(5))
+    path = plots.save_figure(fig, tmp_path / "g.svg")
+    assert b"<svg" in path.read_bytes()[:500]
+    before = path.read_bytes()
+    with pytest.raises(at.OverwriteError, match="exists"):
+        plots.save_figure(fig, path)
+    assert path.read_bytes() == before
+    plots.save_figure(fig, path, overwrite=True)
+    with pytest.raises(at.SpecError, match=r"must end in \.png or \.svg"):
+        plots.save_figure(fig, tmp_path / "g.jpg")
+
+
+def test_png_bytes_are_deterministic():  # same figure twice, and a fresh identical figure
+    fig = plots.attention_heatmap(np.eye(2))
+    assert plots.figure_to_bytes(fig) == plots.figure_to_bytes(fig)
+    assert plots.figure_to_bytes(plots.attention_heatmap(np.eye(2))) == plots.figure_to_bytes(fig)
+    assert PIL.open(io.BytesIO(plots.figure_to_bytes(fig))).format == "PNG"
+
+
+@pytest.mark.parametrize("name", ["heatmap", "positions", "gelu"])
+def test_standard_figures_build_from_the_layers(name):
+    fig = plots.figure(name, quick=True)
+    assert _main_axes(fig)
+    _assert_labelled(fig)
+
+
+def test_unknown_figure_name_is_a_clear_error():
+    with pytest.raises(at.SpecError, match="name must be one of heatmap, positions"):
+        plots.figure("histogram")
+
+
+def test_import_attnsym_and_plots_does_not_import_matplotlib():
+    code = ("import sys, attnsym, attnsym.plots; "
+            "print('matplotlib' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
