@@ -407,6 +407,8 @@ def _exact_matrix(value: Any, name: str, shape: tuple[int, int]) -> list[sp.Basi
     if isinstance(value, (numbers.Number, sp.Expr)) and not isinstance(value, sp.MatrixBase):
         scalar = _exact_scalar(value, name)
         return [scalar] * (shape[0] * shape[1])
+    if isinstance(value, (str, bytes)):
+        raise ShapeError(f"{name} must be an array-like of shape {shape} or a number (got the string {value!r})")
     if isinstance(value, sp.MatrixBase):
         rows = value.tolist()
     elif hasattr(value, "tolist"):  # NumPy (or other) arrays: tolist gives Python scalars
