@@ -18,12 +18,15 @@ from ..errors import AttnsymError
 
 __all__ = [
     "CLAIMS",
+    "CLAIM_ORDER",
     "VERDICTS",
     "CheckContext",
     "Claim",
     "ClaimFailed",
     "Evidence",
+    "UnknownClaimError",
     "claim",
+    "ordered_ids",
     "verify",
     "verify_all",
 ]
@@ -36,6 +39,37 @@ class ClaimFailed(AttnsymError, AssertionError):
     """Raised by :func:`verify` with ``strict=True`` when a claim expected to hold does not."""
 
 
+class UnknownClaimError(AttnsymError, KeyError):
+    """A claim id that is not registered (the message lists the known ids)."""
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0]) if self.args else ""
+
+
+#: The ids of CLAIMS.md in the order of that document; :func:`verify_all` reports the built-in
+#: claims in this order, then user-registered claims in registration order.
+CLAIM_ORDER: tuple[str, ...] = (
+    "variance-scaling",
+    "softmax-saturation",
+    "dynamic-routing",
+    "hypernetwork-view",
+    "two-token-example",
+    "global-path-length",
+    "parallelism",
+    "quadratic-cost",
+    "qk-asymmetry",
+    "permutation-equivariance",
+    "sinusoidal-positions",
+    "multi-head",
+    "weights-not-preset",
+    "softmax-jacobian",
+    "kv-cache",
+    "blockwise-exact",
+    "no-locality-bias",
+    "gelu",
+)
+
+
 @dataclass(frozen=True)
 class CheckContext:
     """What a check may depend on: a seed (all randomness derives from it) and the effort level.
@@ -46,6 +80,12 @@ class CheckContext:
 
     seed: int = 0
     quick: bool = False
+    progress: Callable[[int, int], None] | None = field(default=None, compare=False, repr=False)
+
+    def advance(self, done: int, total: int) -> None:
+        """Report that ``done`` of ``total`` steps of a long check are finished (drives the CLI's progress bar)."""
+        if self.progress is not None:
+            self.progress(done, total)
 
     def rng(self, *key: int | str) -> np.random.Generator:
         """An independent generator for one part of a check, reproducible from the seed and ``key``."""
@@ -154,38 +194,78 @@ def _load_builtin_claims() -> None:
     from . import builtin  # noqa: F401  (registers the claims of CLAIMS.md)
 
 
-def verify(claim_id: str, *, seed: int = 0, quick: bool = False, strict: bool = False) -> Evidence:
+def _check_seed(seed: Any) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
+        raise ValueError(f"seed must be a non-negative integer (got {seed!r})")
+    return int(seed)
+
+
+def verify(claim_id: str, *, seed: int = 0, quick: bool = False, strict: bool = False,
+           progress: Callable[[int, int], None] | None = None) -> Evidence:
     """Check one claim and return its :class:`Evidence`.
 
     Parameters
     ----------
     claim_id : str
-        A registered id (``sorted(attnsym.claims.CLAIMS)`` lists them).
+        A registered id (``list(attnsym.claims.CLAIMS)`` lists them, after the first call).
     seed : int, default 0
         All randomness of the check derives from it; the same seed gives the same evidence.
     quick : bool, default False
         Smallest meaningful sizes and sample counts.
     strict : bool, default False
         Raise :class:`ClaimFailed` when the verdict is not the expected one.
+    progress : callable ``(done, total) -> None``, optional
+        Called by long checks as they advance.
+
+    Raises
+    ------
+    UnknownClaimError
+        ``claim_id`` is not registered (also a ``KeyError``).
+    ClaimFailed
+        ``strict=True`` and the verdict is not the expected one.
+
+    Examples
+    --------
+    >>> ev = verify("variance-scaling", quick=True)
+    >>> ev.verdict, ev.as_expected
+    ('holds-under-conditions', True)
     """
     _load_builtin_claims()
+    seed = _check_seed(seed)
     if claim_id not in CLAIMS:
-        raise KeyError(f"unknown claim {claim_id!r}; known claims: {', '.join(CLAIMS)}")
+        raise UnknownClaimError(f"unknown claim {claim_id!r}; known claims: {', '.join(ordered_ids())}")
     entry = CLAIMS[claim_id]
     start = time.perf_counter()
-    evidence = entry.check(CheckContext(seed=seed, quick=quick))
-    evidence = replace(evidence, expected=entry.expected, seconds=time.perf_counter() - start)
+    evidence = entry.check(CheckContext(seed=seed, quick=bool(quick), progress=progress))
+    if not isinstance(evidence, Evidence):
+        raise TypeError(f"the check of claim {claim_id!r} must return an Evidence (got {type(evidence).__name__})")
+    evidence = replace(evidence, claim=claim_id, statement=evidence.statement or entry.statement,
+                       expected=entry.expected, seconds=time.perf_counter() - start)
     if strict and not evidence.as_expected:
         raise ClaimFailed(f"claim {claim_id!r}: expected {entry.expected}, got {evidence.verdict}: {evidence.summary}")
     return evidence
 
 
+def ordered_ids() -> list[str]:
+    """Every registered claim id: those of CLAIMS.md in its order, then user claims in registration order."""
+    _load_builtin_claims()
+    builtin = [cid for cid in CLAIM_ORDER if cid in CLAIMS]
+    return builtin + [cid for cid in CLAIMS if cid not in CLAIM_ORDER]
+
+
 def verify_all(*, seed: int = 0, quick: bool = False, ids: list[str] | None = None,
                progress: Callable[[str], None] | None = None) -> list[Evidence]:
-    """Check every registered claim (or those in ``ids``), in registration order."""
+    """Check every registered claim (or those in ``ids``), CLAIMS.md order first (see :func:`ordered_ids`).
+
+    ``progress(claim_id)`` is called before each check starts.
+    """
     _load_builtin_claims()
+    chosen = ordered_ids() if ids is None else list(ids)
+    unknown = [cid for cid in chosen if cid not in CLAIMS]
+    if unknown:
+        raise UnknownClaimError(f"unknown claim(s) {', '.join(map(repr, unknown))}; known claims: {', '.join(ordered_ids())}")
     results = []
-    for claim_id in ids or list(CLAIMS):
+    for claim_id in chosen:
         if progress is not None:
             progress(claim_id)
         results.append(verify(claim_id, seed=seed, quick=quick))
