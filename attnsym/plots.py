@@ -287,7 +287,7 @@ def positional_encoding_figure(
     ax_curves.set_ylim(-1.15, 1.15)
     ax_curves.axhline(0, color="0.7", lw=0.8)
     ax_curves.set_title("curves: frequencies fall geometrically with i")
-    ax_curves.legend(fontsize=8, loc="lower left", ncols=2)
+    ax_curves.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.14), ncols=3, frameon=False)
     image = ax_map.imshow(PE, aspect="auto", cmap="RdBu_r", vmin=-1, vmax=1, interpolation="nearest")
     ax_map.set_xlabel("dimension (even: sin, odd: cos)")
     ax_map.set_ylabel("position p")

@@ -1,0 +1,382 @@
+"""``attnsym tour``: derivations, the claims report, routing graphs and figures in one folder.
+
+The tour is the front door of attnsym: one command writes everything the library does, for
+small sizes, into ``./attnsym-tour/`` (or ``-o DIR``) with an ``index.md`` and a
+self-contained ``index.html`` that link every file and say what it shows.
+
+:func:`write_tour` does the work and returns a :class:`TourResult` (no printing);
+:func:`run` adds the progress display and the summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._io import atomic_write
+from ..errors import OverwriteError
+
+__all__ = ["SECTIONS", "TourEntry", "TourResult", "write_tour"]
+
+_DESCRIPTION = """\
+Write the whole of attnsym, for small sizes, into one folder:
+
+  derivations/  the forward pass and the gradients for n = 2 tokens of width d = 2,
+                as Markdown (with $$ math) and standalone LaTeX
+  claims/       the claims report: every claim, verdict, method, evidence and figures
+  graphs/       routing graphs of two inputs through the same weights, and the fixed
+                graph of an MLP, as GraphML and node-link JSON, and a drawn figure
+  figures/      attention heatmaps per head, positional encodings, GELU exact vs tanh,
+                variance of scores vs d, row entropy vs d, Table 1 path length / depth
+  index.md, index.html   what each file shows, with links (open index.html in a browser;
+                it loads nothing from the internet)
+
+The folder must be new or empty; --force writes into a non-empty one, replacing files.
+"""
+
+_EPILOG = """\
+examples:
+  attnsym tour                      # ./attnsym-tour/
+  attnsym tour -o /tmp/tour --quick # fewer Monte Carlo samples, a few seconds
+"""
+
+#: (folder, heading, one line on what the section shows) in the order of the index
+SECTIONS: tuple[tuple[str, str, str], ...] = (
+    ("derivations", "Derivations",
+     "The forward pass and its gradients for n = 2 tokens of width d = 2, derived exactly by SymPy."),
+    ("claims", "Claims report",
+     "Each claim made about self-attention, checked symbolically, numerically or by Monte Carlo."),
+    ("graphs", "Routing graphs",
+     "Two inputs through the same weights give two different routing graphs; the MLP's graph is fixed."),
+    ("figures", "Figures", "The figures of attnsym.plots, drawn from the layers' data."),
+)
+
+
+@dataclass(frozen=True)
+class TourEntry:
+    """One file of the tour: its section, path relative to the tour folder, and what it shows."""
+
+    section: str
+    path: str
+    what: str
+
+
+@dataclass
+class TourResult:
+    """What :func:`write_tour` wrote and found."""
+
+    folder: Path
+    entries: list[TourEntry] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+class _Tour:
+    """State shared by the steps: the folder, the options, and what has been written."""
+
+    def __init__(self, folder: Path, *, seed: int, quick: bool, overwrite: bool,
+                 on_claim: Callable[[str], None] | None) -> None:
+        self.folder = folder
+        self.seed = seed
+        self.quick = quick
+        self.overwrite = overwrite
+        self.on_claim = on_claim
+        self.result = TourResult(folder)
+
+    def write(self, section: str, name: str, data: str | bytes, what: str) -> Path:
+        path = atomic_write(self.folder / section / name, data, overwrite=self.overwrite)
+        self.result.entries.append(TourEntry(section, f"{section}/{name}", what))
+        return path
+
+    def figure(self, name: str, fig: Any, what: str) -> None:
+        from .. import plots
+
+        self.write("figures", f"{name}.png", plots.figure_to_bytes(fig, "png"), what)
+
+
+# ----------------------------------------------------------------------------- steps
+def _derivations(t: _Tour) -> None:
+    from .. import derive
+    from ..spec import AttentionSpec
+
+    spec = AttentionSpec(n=2, d_model=2)
+    for what, label in (("forward", "forward pass"), ("gradients", "gradients (backward pass)")):
+        derivation = derive(spec, what=what)
+        t.write("derivations", f"{what}.md", derivation.to_markdown(),
+                f"{derivation.title}: the {label}, {len(derivation.steps)} titled steps (Markdown with $$ math)")
+        t.write("derivations", f"{what}.tex", derivation.to_latex(),
+                f"the same {label} as a standalone LaTeX document (pdflatex {what}.tex)")
+        t.result.facts[f"{what}_steps"] = len(derivation.steps)
+
+
+def _claims(t: _Tour) -> None:
+    from ..claims import verify_all
+    from ..claims.report import write_report
+
+    evidence = verify_all(seed=t.seed, quick=t.quick, progress=t.on_claim)
+    written = write_report(evidence, t.folder / "claims", overwrite=t.overwrite)
+    for path in written:
+        rel = Path(path).relative_to(t.folder).as_posix()
+        what = ("the claims report: a table of every claim, then each claim's verdict, method, conditions, "
+                "equations and figures") if rel.endswith(".md") else "a figure of the claims report"
+        t.result.entries.append(TourEntry("claims", rel, what))
+    verdicts: dict[str, int] = {}
+    for ev in evidence:
+        verdicts[ev.verdict] = verdicts.get(ev.verdict, 0) + 1
+    t.result.facts["claims"] = len(evidence)
+    t.result.facts["verdicts"] = verdicts
+    t.result.facts["unexpected"] = [ev.claim for ev in evidence if not ev.as_expected]
+
+
+def _graphs(t: _Tour) -> None:
+    from .. import graphs, plots
+    from ..numeric import attention
+    from ..spec import AttentionSpec
+
+    tokens = ["the", "cat", "sat", "on", "mats"]
+    spec = AttentionSpec(n=len(tokens), d_model=4)
+    rng = np.random.default_rng(t.seed)
+    weights = {name: rng.standard_normal(spec.shapes[name]) for name in ("W_Q", "W_K", "W_V")}
+    W_mlp = rng.standard_normal((spec.d_model, spec.d_model)) / np.sqrt(spec.d_model)
+    inputs = [rng.standard_normal(spec.shapes["X"]) for _ in range(2)]
+    routing = []
+    for k, X in enumerate(inputs, start=1):
+        _, A = attention(X, weights["W_Q"], weights["W_K"], weights["W_V"], spec=spec)
+        routing.append(np.asarray(A))
+        G = graphs.routing_graph(A, tokens=tokens)
+        for fmt, label in (("graphml", "GraphML (Gephi, yEd, Cytoscape, networkx.read_graphml)"),
+                           ("json", "node-link JSON")):
+            path = t.folder / "graphs" / f"attention-input-{k}.{fmt}"
+            graphs.export(G, path, overwrite=t.overwrite)
+            t.result.entries.append(TourEntry("graphs", path.relative_to(t.folder).as_posix(),
+                                              f"routing graph of input {k} as {label}: edge key j → query i "
+                                              f"with weight A[i, j]"))
+    M = graphs.mlp_graph(W_mlp)
+    for fmt in ("graphml", "json"):
+        path = t.folder / "graphs" / f"mlp.{fmt}"
+        graphs.export(M, path, overwrite=t.overwrite)
+        t.result.entries.append(TourEntry("graphs", path.relative_to(t.folder).as_posix(),
+                                          f"the MLP's fixed bipartite graph (y = W x) as {fmt.upper()}: "
+                                          "the same for every input"))
+    fig = graphs.draw_contrast(routing[0], routing[1], W_mlp, tokens=tokens)
+    t.write("graphs", "routing.png", plots.figure_to_bytes(fig, "png"),
+            "drawn side by side: the MLP's fixed graph, and the attention graphs of the two inputs")
+    t.result.facts["routing_distance"] = float(graphs.routing_distance(routing[0], routing[1]))
+    t.result.facts["graph_nodes"] = len(tokens)
+
+
+def _figures(t: _Tour) -> None:
+    from .. import plots
+    from ..spec import AttentionSpec
+
+    spec = AttentionSpec(n=6, d_model=8, heads=2)
+    for k in (1, 2):
+        A, tokens = plots.random_attention(spec, seed=t.seed, input_seed=k)
+        fig = plots.attention_heatmap(A, tokens, title=f"Input {k}: attention per head (query × key), "
+                                                         "the same weights for both inputs")
+        t.figure(f"heatmap-input-{k}", fig, f"attention weights of both heads for input {k} "
+                                            "(rows: queries, columns: keys; the same weights for both inputs)")
+    t.figure("positions", plots.figure("positions"), plots.FIGURES["positions"])
+    t.figure("gelu", plots.figure("gelu"), plots.FIGURES["gelu"])
+    t.figure("variance", plots.figure("variance", seed=t.seed, quick=t.quick), plots.FIGURES["variance"])
+    t.figure("entropy", plots.figure("entropy", seed=t.seed, quick=t.quick), plots.FIGURES["entropy"])
+    t.figure("paths", plots.figure("paths"), plots.FIGURES["paths"])
+
+
+STEPS: tuple[tuple[str, Callable[[_Tour], None]], ...] = (
+    ("deriving the forward pass and gradients (n=2, d=2)", _derivations),
+    ("drawing figures", _figures),
+    ("building routing graphs", _graphs),
+    ("checking claims", _claims),
+)
+
+
+# ----------------------------------------------------------------------------- index
+def _index_markdown(result: TourResult) -> str:
+    lines = ["# attnsym tour", "",
+             "Everything below was written by `attnsym tour` "
+             f"(seed {result.facts.get('seed', 0)}{', quick' if result.facts.get('quick') else ''}). "
+             "Self-attention computes its mixing matrix from the data, A(X) = softmax(Q Kᵀ/√d_k), then "
+             "applies it, Y = A(X) V: an MLP's y = W x becomes y = W(x) x.", ""]
+    for folder, heading, blurb in SECTIONS:
+        entries = [e for e in result.entries if e.section == folder]
+        if not entries:
+            continue
+        lines += [f"## {heading}", "", blurb, ""]
+        for entry in entries:
+            lines.append(f"- [{entry.path}]({entry.path}) — {entry.what}")
+        lines.append("")
+        for entry in entries:
+            if entry.path.endswith(".png") and folder != "claims":
+                lines += [f"![{entry.what}]({entry.path})", ""]
+    return "\n".join(lines)
+
+
+_CSS = """
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 70rem; margin: 2rem auto;
+       padding: 0 1rem; line-height: 1.5; color: #1b1b1b; }
+h1 { border-bottom: 2px solid #4051b5; padding-bottom: .3rem; }
+h2 { margin-top: 2.2rem; color: #4051b5; }
+code { background: #f2f2f2; padding: 0 .25rem; border-radius: 3px; }
+table { border-collapse: collapse; width: 100%; }
+td { border-bottom: 1px solid #ddd; padding: .35rem .5rem; vertical-align: top; }
+td:first-child { white-space: nowrap; }
+figure { margin: 1.2rem 0; }
+figure img { max-width: 100%; border: 1px solid #ddd; }
+figcaption { font-size: .9rem; color: #555; }
+.summary { background: #f5f7ff; border-left: 4px solid #4051b5; padding: .6rem 1rem; }
+"""
+
+
+def _index_html(result: TourResult, summary: list[str]) -> str:
+    esc = html.escape
+    parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+             '<meta name="viewport" content="width=device-width, initial-scale=1">',
+             "<title>attnsym tour</title>", f"<style>{_CSS}</style>", "</head>", "<body>",
+             "<h1>attnsym tour</h1>",
+             "<p>Self-attention computes its mixing matrix from the data, "
+             "<code>A(X) = softmax(Q K<sup>T</sup>/√d<sub>k</sub>)</code>, then applies it, "
+             "<code>Y = A(X) V</code>: an MLP's <code>y = W x</code> becomes <code>y = W(x) x</code>. "
+             "Every file below was written by <code>attnsym tour</code>.</p>",
+             '<div class="summary"><ul>', *[f"<li>{esc(line)}</li>" for line in summary], "</ul></div>"]
+    for folder, heading, blurb in SECTIONS:
+        entries = [e for e in result.entries if e.section == folder]
+        if not entries:
+            continue
+        parts += [f'<h2 id="{folder}">{esc(heading)}</h2>', f"<p>{esc(blurb)}</p>", "<table>"]
+        for entry in entries:
+            href = esc(entry.path, quote=True)
+            parts.append(f'<tr><td><a href="{href}">{esc(entry.path)}</a></td><td>{esc(entry.what)}</td></tr>')
+        parts.append("</table>")
+        for entry in entries:
+            if entry.path.endswith(".png") and folder != "claims":
+                href = esc(entry.path, quote=True)
+                parts.append(f'<figure><a href="{href}"><img src="{href}" alt="{esc(entry.what, quote=True)}" '
+                             f'loading="lazy"></a><figcaption>{esc(entry.what)}</figcaption></figure>')
+    parts += ["</body>", "</html>", ""]
+    return "\n".join(parts)
+
+
+def summary_lines(result: TourResult) -> list[str]:
+    """A few lines saying what the tour verified (used by the CLI and index.html)."""
+    f = result.facts
+    lines = []
+    if "forward_steps" in f:
+        lines.append(f"derived the forward pass ({f['forward_steps']} steps) and the gradients "
+                     f"({f.get('gradients_steps', 0)} steps) for n=2, d=2 exactly with SymPy")
+    if "claims" in f:
+        counts = ", ".join(f"{v} {k}" for k, v in sorted(f["verdicts"].items()))
+        unexpected = f["unexpected"]
+        lines.append(f"checked {f['claims']} claims: {counts}; "
+                     + ("every verdict as expected" if not unexpected else f"NOT as expected: {', '.join(unexpected)}"))
+    if "routing_distance" in f:
+        lines.append(f"same weights, two inputs: the attention graphs differ (mean row total-variation distance "
+                     f"{f['routing_distance']:.3f}) while the MLP graph is the same")
+    return lines
+
+
+# ----------------------------------------------------------------------------- driver
+def _check_folder(folder: Path, *, force: bool) -> Path:
+    if folder.exists() and not folder.is_dir():
+        raise OverwriteError(f"{folder} is a file; give a folder for the tour")
+    if folder.is_dir() and any(folder.iterdir()) and not force:
+        raise OverwriteError(f"{folder} exists and is not empty; pass --force to write into it "
+                             "(files of the same name are replaced)")
+    return folder
+
+
+def write_tour(folder: str | Path = "attnsym-tour", *, seed: int = 0, quick: bool = False, force: bool = False,
+               on_step: Callable[[str], None] | None = None,
+               on_claim: Callable[[str], None] | None = None) -> TourResult:
+    """Write the tour into ``folder`` and return what was written.
+
+    Parameters
+    ----------
+    folder : str or Path
+        Created if missing. If it exists and is not empty, ``force`` is required.
+    seed : int
+        Seed of every random input, weight and Monte Carlo sample.
+    quick : bool
+        Fewer Monte Carlo samples and the quick claim checks.
+    force : bool
+        Write into a non-empty folder, replacing files of the same name.
+    on_step, on_claim : callable, optional
+        Called with the label of each step / the id of each claim as it starts (progress display).
+
+    Raises
+    ------
+    OverwriteError
+        ``folder`` is a non-empty directory (or a file) and ``force`` is False.
+    """
+    folder = _check_folder(Path(folder), force=force)
+    folder.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    tour = _Tour(folder, seed=seed, quick=quick, overwrite=force, on_claim=on_claim)
+    tour.result.facts.update(seed=seed, quick=quick)
+    for label, step in STEPS:
+        if on_step is not None:
+            on_step(label)
+        step(tour)
+    result = tour.result
+    summary = summary_lines(result)
+    atomic_write(folder / "index.md", _index_markdown(result), overwrite=force)
+    atomic_write(folder / "index.html", _index_html(result, summary), overwrite=force)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+# ----------------------------------------------------------------------------- CLI
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "tour",
+        help="write derivations, the claims report, routing graphs and figures into one folder",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-o", "--output", type=Path, default=Path("attnsym-tour"),
+                        help="the tour folder (default ./attnsym-tour)")
+    parser.add_argument("--force", action="store_true", help="write into a non-empty folder, replacing files")
+    parser.add_argument("--quick", action="store_true", help="fewer Monte Carlo samples and quick claim checks")
+    parser.add_argument("--seed", type=int, default=0, help="seed of every random input and sample (default 0)")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    _check_folder(args.output, force=args.force)  # before the progress display starts
+    console = Console(stderr=True)
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=console, transient=False) as progress:
+        task = progress.add_task("attnsym tour", total=len(STEPS))
+        seen: list[str] = []
+
+        def on_step(label: str) -> None:
+            if seen:
+                progress.advance(task)
+            seen.append(label)
+            progress.update(task, description=label)
+
+        def on_claim(claim_id: str) -> None:
+            progress.update(task, description=f"checking claims: {claim_id}")
+
+        result = write_tour(args.output, seed=args.seed, quick=args.quick, force=args.force,
+                            on_step=on_step, on_claim=on_claim)
+        progress.update(task, completed=len(STEPS), description="done")
+    out = sys.stdout
+    print(f"attnsym tour: {len(result.entries) + 2} files in {result.folder}/ ({result.seconds:.1f} s)", file=out)
+    for line in summary_lines(result):
+        print(f"  - {line}", file=out)
+    print(f"  open {result.folder / 'index.html'} in a browser, or read {result.folder / 'index.md'}", file=out)
+    return 0 if not result.facts.get("unexpected") else 1

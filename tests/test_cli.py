@@ -1,0 +1,136 @@
+"""The command line as one tool: help that teaches, one-line errors, --debug, exit codes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import attnsym as at
+from attnsym.cli import COMMANDS, build_parser, main
+
+PIL = pytest.importorskip("PIL.Image")
+
+
+def _run(*argv: str) -> subprocess.CompletedProcess:
+    code = "import sys; from attnsym.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=120)
+
+
+def _available() -> list[str]:
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    return list(sub.choices)
+
+
+def test_top_level_help_explains_the_idea_and_lists_commands(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert "y = W(x) x" in out
+    for command in _available():
+        assert command in out
+
+
+def test_tour_and_plot_are_registered():
+    assert {"tour", "plot"} <= set(_available()) <= set(COMMANDS)
+
+
+@pytest.mark.parametrize("command", ["tour", "plot"])
+def test_each_command_help_has_description_and_examples(command, capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main([command, "--help"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out
+    assert f"attnsym {command}" in out
+    assert "examples:" in out
+    assert "--force" in out
+
+
+def test_plot_help_describes_every_figure(capsys):
+    from attnsym.plots import FIGURES
+
+    with pytest.raises(SystemExit):
+        main(["plot", "--help"])
+    out = capsys.readouterr().out
+    for name in FIGURES:
+        assert f"  {name}" in out
+
+
+def test_no_command_prints_help_and_exits_2(capsys):
+    assert main([]) == 2
+    assert "COMMAND" in capsys.readouterr().out
+
+
+def test_unknown_figure_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["plot", "histogram", "-o", "x.png"])
+    assert exit_info.value.code == 2
+    assert "invalid choice: 'histogram'" in capsys.readouterr().err
+
+
+def test_plot_writes_png_of_the_expected_size(tmp_path, capsys):
+    out = tmp_path / "gelu.png"
+    assert main(["plot", "gelu", "-o", str(out), "--dpi", "50"]) == 0
+    with PIL.open(out) as image:
+        assert image.format == "PNG"
+        assert image.size == (400, 300)  # the GELU figure is 8 x 6 inches
+    assert f"wrote {out}" in capsys.readouterr().err
+
+
+def test_plot_svg_and_heatmap_layer_flags(tmp_path):
+    out = tmp_path / "heads.svg"
+    assert main(["plot", "heatmap", "--n", "4", "--d", "6", "--heads", "3", "-o", str(out)]) == 0
+    text = out.read_text()
+    assert text.lstrip().startswith("<?xml") and "<svg" in text
+    assert text.count("head ") >= 3  # one titled panel per head
+
+
+def test_errors_are_one_line_without_traceback_and_exit_2(tmp_path):
+    proc = _run("plot", "gelu", "-o", str(tmp_path / "gelu.jpg"))
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"attnsym plot: error: -o must end in .png or .svg (got '{tmp_path / 'gelu.jpg'}')"
+    assert "Traceback" not in proc.stderr
+
+
+def test_bad_layer_is_one_line_naming_the_argument(tmp_path):
+    proc = _run("plot", "heatmap", "--d", "10", "--heads", "3", "-o", str(tmp_path / "h.png"))
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1
+    assert "heads must divide d_model" in proc.stderr and "d_model=10, heads=3" in proc.stderr
+
+
+def test_existing_output_is_refused_without_force(tmp_path):
+    out = tmp_path / "gelu.png"
+    out.write_bytes(b"keep me")
+    proc = _run("plot", "gelu", "-o", str(out))
+    assert proc.returncode == 2
+    assert "exists; pass --force" in proc.stderr
+    assert out.read_bytes() == b"keep me"
+    assert main(["plot", "gelu", "-o", str(out), "--force"]) == 0
+    assert out.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    proc = _run("--debug", "plot", "gelu", "-o", str(tmp_path / "gelu.jpg"))
+    assert proc.returncode == 1
+    assert "Traceback (most recent call last)" in proc.stderr
+    assert "SpecError" in proc.stderr
+    with pytest.raises(at.SpecError, match=r"must end in \.png or \.svg"):
+        main(["--debug", "plot", "gelu", "-o", str(tmp_path / "gelu.jpg")])
+
+
+def test_tour_refuses_a_non_empty_folder(tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("mine")
+    assert main(["tour", "-o", str(tmp_path), "--quick"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("attnsym tour: error: ") and "is not empty; pass --force" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+
+
+def test_version():
+    proc = _run("--version")
+    assert proc.returncode == 0
+    assert proc.stdout.strip() == f"attnsym {at.__version__}"
