@@ -1,0 +1,99 @@
+"""attnsym.validate: symbolic (lambdified SymPy) vs numeric, and the testing helpers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from strategies import attention_specs
+
+import attnsym as at
+from attnsym import numeric as nm
+from attnsym.errors import SpecError
+from attnsym.testing import TOLERANCES, assert_views_agree, check_grad
+
+HOLE = [[True, False, True, True], [False, False, False, False], [True, True, False, True], [True, True, True, True]]
+
+# every option of the spec, each both ways, sizes up to (n, d_model) = (4, 4); pairwise rather than all 2^k products
+VARIANTS = [
+    dict(n=1, d_model=1),
+    dict(n=4, d_model=4),
+    dict(n=4, d_model=4, causal=True, bias=True),
+    dict(n=4, d_model=4, heads=2, positions="sinusoidal"),
+    dict(n=4, d_model=4, heads=2, causal=True, mask=HOLE, bias=True, scale="none"),
+    dict(n=4, d_model=3, mask=HOLE, positions="sinusoidal", output_projection=True, scale=0.5),
+    dict(n=3, d_model=4, heads=4, bias=True, positions="sinusoidal", causal=True),
+    dict(n=4, d_model=2, d_k=3, d_v=1, output_projection=True, bias=True),
+    dict(n=2, d_model=4, heads=2, d_k=1, d_v=3, scale="none"),
+]
+
+
+@pytest.mark.parametrize("kwargs", VARIANTS, ids=lambda kw: ",".join(f"{k}={v}" for k, v in kw.items() if k != "mask")
+                         + (",mask" if "mask" in kw else ""))
+def test_validate_passes_every_variant_in_float64(kwargs):
+    spec = at.AttentionSpec(**kwargs)
+    report = at.validate(spec, seed=1)
+    assert report.passed, report.to_markdown()
+    assert report.max_abs <= 1e-12
+    names = [row.quantity for row in report]
+    assert names[0] == "Y" and {f"d{p}" for p in ("X", *spec.parameter_names)} <= set(names)
+    assert sum(name.startswith("A") for name in names) == spec.heads
+
+
+def test_validate_in_float32_uses_the_float32_tolerance():
+    report = at.validate(at.AttentionSpec(n=3, d_model=4, heads=2, causal=True), seed=2, dtype="float32")
+    assert report.passed and report.dtype == "float32"
+    assert all(row.tolerance == TOLERANCES["float32"] for row in report)
+    assert report.max_abs > 1e-10  # really computed in single precision
+
+
+def test_report_access_and_markdown():
+    report = at.validate(at.AttentionSpec(n=2, d_model=2, bias=True, output_projection=True))
+    assert report["db_K"].max_abs <= 1e-12  # the key bias shifts every score of a row equally: gradient 0
+    assert report["db_K"].max_rel <= 1e-12  # exact zeros are judged absolutely
+    text = report.to_markdown()
+    assert "PASSED" in text and "| `dW_O` | (2, 2) |" in text
+    assert report.failures == ()
+    with pytest.raises(KeyError, match="no quantity 'Z'"):
+        report["Z"]
+
+
+def test_validate_detects_a_wrong_numeric_result(monkeypatch):
+    real = nm.attention
+
+    def off_by_a_little(*args, **kwargs):
+        Y, A = real(*args, **kwargs)
+        return Y + 1e-9, A
+
+    monkeypatch.setattr(nm, "attention", off_by_a_little)
+    spec = at.AttentionSpec(n=2, d_model=2)
+    report = at.validate(spec)
+    assert not report.passed and [row.quantity for row in report.failures] == ["Y"]
+    assert report["Y"].max_abs == pytest.approx(1e-9, rel=1e-3)
+    with pytest.raises(AssertionError, match="the symbolic and numeric views disagree"):
+        assert_views_agree(spec)
+
+
+def test_validate_rejects_bad_arguments():
+    with pytest.raises(SpecError, match=r"dtype must be one of \['float32', 'float64'\] \(got 'float16'\)"):
+        at.validate(at.AttentionSpec(n=2, d_model=2), dtype="float16")
+    with pytest.raises(SpecError, match="spec must be an AttentionSpec"):
+        at.validate({"n": 2})
+
+
+def test_check_grad_catches_a_wrong_gradient():
+    x = np.array([0.5, -1.0, 2.0])
+    fun = lambda x: float(np.sum(np.sin(x)))
+    check_grad(fun, {"x": x}, {"x": np.cos(x)})
+    with pytest.raises(AssertionError, match=r"analytic:.*\n.*numeric:"):
+        check_grad(fun, {"x": x}, {"x": np.cos(x) * 1.001})
+    with pytest.raises(AssertionError, match="shape"):
+        check_grad(fun, {"x": x}, {"x": np.cos(x)[:2]})
+
+
+@settings(max_examples=8, deadline=None)
+@given(spec=attention_specs(max_n=3, max_d=3), seed=st.integers(0, 1000))
+def test_validate_passes_random_small_specs(spec, seed):
+    report = at.validate(spec, seed=seed)
+    assert report.passed, report.to_markdown()
