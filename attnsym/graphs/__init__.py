@@ -1,0 +1,80 @@
+"""Attention as routing: networkx graphs of attention matrices and dense layers.
+
+An attention matrix ``A(X)`` is an input-dependent routing graph (edge key ``j`` -> query
+``i`` with weight ``A[i, j]``); a dense layer's weight matrix is a fixed bipartite graph.
+This package builds both, measures them (entropy, strengths, distances), computes Table 1 of
+Vaswani et al. (2017) on real computation graphs, combines layers by attention rollout and
+attention flow (Abnar & Zuidema 2020), and reads and writes GraphML, GEXF, node-link JSON
+and DOT.
+
+>>> import attnsym as at
+>>> G = at.graphs.routing_graph(np.array([[1.0, 0.0], [0.5, 0.5]]), tokens=["a", "b"])
+>>> G.number_of_edges()
+3
+"""
+
+from ._arrays import ROW_SUM_ATOL, RowSumWarning, as_attention_stack
+from .architectures import (
+    ARCHITECTURES,
+    GrowthFit,
+    classify_growth,
+    computation_graph,
+    layer_graph,
+    max_path_length,
+    sequential_depth,
+    table1,
+)
+from .contrast import Contrast, contrast
+from .draw import draw_contrast, draw_routing
+from .flow import attention_flow, attention_rollout, flow_graph
+from .io import FORMATS, GraphFormatError, export, read
+from .metrics import (
+    NodeChanges,
+    effective_attended,
+    in_strength,
+    node_changes,
+    out_strength,
+    routing_distance,
+    row_entropy,
+    row_tv_distance,
+)
+from .routing import attention_matrix, layered_graph, mlp_graph, prune, routing_graph, select_attention
+
+__all__ = [
+    "ARCHITECTURES",
+    "FORMATS",
+    "ROW_SUM_ATOL",
+    "Contrast",
+    "GraphFormatError",
+    "GrowthFit",
+    "NodeChanges",
+    "RowSumWarning",
+    "as_attention_stack",
+    "attention_flow",
+    "attention_matrix",
+    "attention_rollout",
+    "classify_growth",
+    "computation_graph",
+    "contrast",
+    "draw_contrast",
+    "draw_routing",
+    "effective_attended",
+    "export",
+    "flow_graph",
+    "in_strength",
+    "layer_graph",
+    "layered_graph",
+    "max_path_length",
+    "mlp_graph",
+    "node_changes",
+    "out_strength",
+    "prune",
+    "read",
+    "routing_distance",
+    "routing_graph",
+    "row_entropy",
+    "row_tv_distance",
+    "select_attention",
+    "sequential_depth",
+    "table1",
+]

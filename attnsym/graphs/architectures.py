@@ -1,0 +1,275 @@
+r"""Computation graphs of sequence layers, and Table 1 of Vaswani et al. (2017) computed on them.
+
+Table 1 of *Attention Is All You Need* compares layer types by two graph quantities, both
+computed here with networkx on real graphs for a given sequence length ``n``:
+
+* :func:`sequential_depth` — *sequential operations*: the depth (longest path, in edges) of the
+  computation DAG of **one layer**. Everything on one level can run in parallel; a recurrent
+  layer's chain :math:`h_t = f(h_{t-1}, x_t)` cannot.
+* :func:`max_path_length` — *maximum path length*: build the smallest **stack** of such layers
+  in which every output position depends on every input position it may depend on, then take
+  the longest of the shortest paths from an input position to an output position.
+
+Architectures (``arch``):
+
+``"self_attention"``
+    every query sees every key.
+``"recurrent"``
+    the chain :math:`x_t \to h_t`, :math:`h_{t-1} \to h_t` (causal: output ``i`` depends on inputs ``j <= i``).
+``"convolution"``
+    causal contiguous kernel of width ``k``: output ``i`` of a layer sees ``i-k+1 .. i``.
+``"dilated_convolution"``
+    causal kernel ``k`` with dilation ``k**l`` in layer ``l`` (WaveNet): sees ``i - m k^l``, ``m < k``.
+``"restricted_self_attention"``
+    each query sees the keys within distance ``r``: ``|i - j| <= r``.
+
+Expected growth (Table 1): self-attention O(1)/O(1); recurrent O(n)/O(n); convolution
+O(1)/O(n/k) contiguous and O(1)/O(log_k n) dilated; restricted self-attention O(1)/O(n/r).
+:func:`table1` measures both columns for ``n = 2 … 64`` and classifies the growth with
+:func:`classify_growth`.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+
+from ..errors import ShapeError, SpecError
+
+__all__ = [
+    "ARCHITECTURES",
+    "GrowthFit",
+    "classify_growth",
+    "computation_graph",
+    "layer_graph",
+    "max_path_length",
+    "sequential_depth",
+    "table1",
+]
+
+ARCHITECTURES = ("self_attention", "recurrent", "convolution", "dilated_convolution", "restricted_self_attention")
+_CAUSAL = {"recurrent", "convolution", "dilated_convolution"}
+
+#: the growth printed in Table 1 of Vaswani et al. (2017): (sequential operations, maximum path length)
+PAPER_TABLE1 = {
+    "self_attention": ("O(1)", "O(1)"),
+    "recurrent": ("O(n)", "O(n)"),
+    "convolution": ("O(1)", "O(n/k)"),
+    "dilated_convolution": ("O(1)", "O(log_k n)"),
+    "restricted_self_attention": ("O(1)", "O(n/r)"),
+}
+
+
+def _check(arch: str, n: int, k: int, r: int) -> None:
+    if arch not in ARCHITECTURES:
+        raise SpecError(f"arch must be one of {ARCHITECTURES} (got {arch!r})")
+    for name, value, low in (("n", n, 1), ("k", k, 2), ("r", r, 1)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+            raise SpecError(f"{name} must be an integer >= {low} (got {name}={value!r})")
+
+
+def _sources(arch: str, i: int, n: int, level: int, k: int, r: int) -> Iterable[int]:
+    """Positions of level ``level`` that position ``i`` of level ``level + 1`` reads."""
+    if arch == "self_attention":
+        return range(n)
+    if arch == "restricted_self_attention":
+        return range(max(0, i - r), min(n, i + r + 1))
+    step = k**level if arch == "dilated_convolution" else 1
+    return (i - m * step for m in range(k) if i - m * step >= 0)
+
+
+def layer_graph(arch: str, n: int, *, k: int = 3, r: int = 4, level: int = 0) -> nx.DiGraph:
+    """The computation DAG of one layer on ``n`` positions.
+
+    Nodes are ``("x", p)`` (inputs) and ``("y", p)`` (outputs) — for ``"recurrent"`` the
+    outputs are the hidden states ``("h", p)``. ``level`` sets the dilation ``k**level`` of a
+    dilated convolution.
+
+    >>> G = layer_graph("recurrent", 3)
+    >>> nx.dag_longest_path(G)
+    [('x', 0), ('h', 0), ('h', 1), ('h', 2)]
+    >>> layer_graph("convolution", 4, k=2).number_of_edges()
+    7
+    """
+    _check(arch, n, k, r)
+    G = nx.DiGraph(arch=arch, n=n)
+    G.add_nodes_from(("x", p) for p in range(n))
+    if arch == "recurrent":
+        for t in range(n):
+            G.add_edge(("x", t), ("h", t))
+            if t:
+                G.add_edge(("h", t - 1), ("h", t))
+        return G
+    G.add_nodes_from(("y", p) for p in range(n))
+    G.add_edges_from((("x", j), ("y", i)) for i in range(n) for j in _sources(arch, i, n, level, k, r))
+    return G
+
+
+def computation_graph(arch: str, n: int, *, k: int = 3, r: int = 4) -> tuple[nx.DiGraph, list, list]:
+    """The smallest stack of layers connecting every output to every input it may depend on.
+
+    Layers are added one at a time until, in the graph built so far, each input position
+    reaches every output position it should (all of them; ``j <= i`` for the causal
+    architectures). Stacked nodes are ``(level, position)``.
+
+    Returns
+    -------
+    (G, inputs, outputs)
+        The DAG, the input nodes and the output nodes, in position order.
+
+    >>> G, inputs, outputs = computation_graph("convolution", 5, k=3)
+    >>> G.graph["layers"], outputs[0]
+    (2, (2, 0))
+    """
+    _check(arch, n, k, r)
+    if arch == "recurrent":
+        G = layer_graph(arch, n)
+        G.graph["layers"] = 1
+        return G, [("x", p) for p in range(n)], [("h", p) for p in range(n)]
+    G = nx.DiGraph(arch=arch, n=n)
+    G.add_nodes_from((0, p) for p in range(n))
+    causal = arch in _CAUSAL
+    want = [set(range(j, n)) if causal else set(range(n)) for j in range(n)]
+    reach = [{j} for j in range(n)]  # positions of the top level each input reaches
+    level = 0
+    while level == 0 or any(reach[j] != want[j] for j in range(n)):
+        if level > 2 * n:  # cannot happen for valid k, r; guards against an endless loop
+            raise RuntimeError(f"{arch} did not connect all positions within {level} layers")
+        G.add_edges_from(((level, j), (level + 1, i)) for i in range(n) for j in _sources(arch, i, n, level, k, r))
+        G.add_nodes_from((level + 1, p) for p in range(n))
+        reach = [{v[1] for p in reach[j] for v in G.successors((level, p))} for j in range(n)]
+        level += 1
+    G.graph["layers"] = level
+    return G, [(0, p) for p in range(n)], [(level, p) for p in range(n)]
+
+
+def max_path_length(arch: str, n: int, *, k: int = 3, r: int = 4) -> int:
+    """Longest shortest path (in edges) from an input position to an output position that depends on it.
+
+    Computed with breadth-first search on :func:`computation_graph`; Table 1's "maximum path
+    length".
+
+    >>> [max_path_length("self_attention", n) for n in (2, 64)]
+    [1, 1]
+    >>> [max_path_length("recurrent", n) for n in (2, 64)]
+    [2, 64]
+    >>> [max_path_length("dilated_convolution", n, k=2) for n in (2, 64)]
+    [1, 6]
+    """
+    G, inputs, outputs = computation_graph(arch, n, k=k, r=r)
+    targets = set(outputs)
+    longest = 0
+    for source in inputs:
+        lengths = nx.single_source_shortest_path_length(G, source)
+        longest = max(longest, max((d for node, d in lengths.items() if node in targets), default=0))
+    return longest
+
+
+def sequential_depth(arch: str, n: int, *, k: int = 3, r: int = 4, stack: bool = False) -> int:
+    """Depth (longest path, in edges) of the computation DAG: Table 1's "sequential operations".
+
+    ``stack=False`` (the table's per-layer count) uses :func:`layer_graph`; ``stack=True`` the
+    whole :func:`computation_graph`.
+
+    >>> [sequential_depth("recurrent", n) for n in (2, 64)]
+    [2, 64]
+    >>> sequential_depth("convolution", 64), sequential_depth("convolution", 64, k=3, stack=True)
+    (1, 32)
+    """
+    G = computation_graph(arch, n, k=k, r=r)[0] if stack else layer_graph(arch, n, k=k, r=r)
+    return nx.dag_longest_path_length(G)
+
+
+@dataclass(frozen=True)
+class GrowthFit:
+    """Least-squares fit ``value ≈ slope * f(n) + intercept`` of the best growth class.
+
+    ``growth`` is ``"O(1)"``, ``"O(log n)"`` or ``"O(n)"``; ``sse`` maps every class tried to
+    its sum of squared residuals.
+    """
+
+    growth: str
+    slope: float
+    intercept: float
+    sse: dict[str, float]
+
+
+def classify_growth(ns: Iterable[int], values: Iterable[float]) -> GrowthFit:
+    """Classify how ``values`` grow with ``n``: constant, logarithmic or linear.
+
+    Constant values give ``"O(1)"``; otherwise ``a·ln n + b`` and ``a·n + b`` are fitted by
+    least squares and the one with the smaller residual wins. The slope tells the constant:
+    ``1/(k-1)`` for a contiguous convolution (O(n/k)), ``1/ln k`` for a dilated one (O(log_k n)).
+
+    >>> import math
+    >>> ns = range(2, 65)
+    >>> classify_growth(ns, [1] * 63).growth
+    'O(1)'
+    >>> fit = classify_growth(ns, [math.ceil(math.log2(n)) for n in ns])
+    >>> fit.growth, round(fit.slope * math.log(2), 1)
+    ('O(log n)', 1.0)
+    >>> classify_growth(ns, list(ns)).growth
+    'O(n)'
+    """
+    x = np.asarray(list(ns), dtype=float)
+    y = np.asarray(list(values), dtype=float)
+    if x.shape != y.shape or x.size < 3:
+        raise ShapeError(f"ns and values must have the same length >= 3 (got {x.size} and {y.size})")
+    if np.all(y == y[0]):
+        return GrowthFit("O(1)", 0.0, float(y[0]), {"O(1)": 0.0})
+    sse = {"O(1)": float(np.sum((y - y.mean()) ** 2))}
+    fits = {}
+    for name, f in (("O(log n)", np.log(x)), ("O(n)", x)):
+        design = np.column_stack([f, np.ones_like(f)])
+        coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+        fits[name] = coef
+        sse[name] = float(np.sum((design @ coef - y) ** 2))
+    best = min(fits, key=lambda name: sse[name])
+    return GrowthFit(best, float(fits[best][0]), float(fits[best][1]), sse)
+
+
+def table1(ns: Iterable[int] = range(2, 65), *, k: int = 3, r: int = 4) -> list[dict]:
+    """Table 1's "sequential operations" and "maximum path length" columns, measured.
+
+    Returns one dict per architecture with the measured values at each ``n``, the fitted
+    growth classes and the growth printed in the paper (``paper_sequential``, ``paper_path``).
+    The measured classes agree with the paper's (``O(n/k)`` and ``O(n/r)`` are ``O(n)`` with
+    slopes ``1/(k-1)`` and ``1/r``; ``O(log_k n)`` is ``O(log n)`` with slope ``1/ln k``).
+
+    >>> rows = table1(range(2, 17), k=2, r=2)
+    >>> [(row["arch"], row["sequential"].growth, row["path"].growth) for row in rows]  # doctest: +NORMALIZE_WHITESPACE
+    [('self_attention', 'O(1)', 'O(1)'), ('recurrent', 'O(n)', 'O(n)'), ('convolution', 'O(1)', 'O(n)'),
+     ('dilated_convolution', 'O(1)', 'O(log n)'), ('restricted_self_attention', 'O(1)', 'O(n)')]
+    """
+    ns = list(ns)
+    rows = []
+    for arch in ARCHITECTURES:
+        seq = [sequential_depth(arch, n, k=k, r=r) for n in ns]
+        path = [max_path_length(arch, n, k=k, r=r) for n in ns]
+        rows.append({
+            "arch": arch,
+            "ns": ns,
+            "sequential_values": seq,
+            "path_values": path,
+            "sequential": classify_growth(ns, seq),
+            "path": classify_growth(ns, path),
+            "paper_sequential": PAPER_TABLE1[arch][0],
+            "paper_path": PAPER_TABLE1[arch][1],
+        })
+    return rows
+
+
+def expected_growth(arch: str) -> tuple[str, str]:
+    """The growth classes (:func:`classify_growth` names) that Table 1 predicts for ``arch``.
+
+    >>> expected_growth("dilated_convolution")
+    ('O(1)', 'O(log n)')
+    """
+    seq, path = PAPER_TABLE1[arch]
+    norm = {"O(1)": "O(1)", "O(n)": "O(n)", "O(n/k)": "O(n)", "O(n/r)": "O(n)", "O(log_k n)": "O(log n)"}
+    return norm[seq], norm[path]
+
