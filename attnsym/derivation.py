@@ -22,6 +22,7 @@ Rendering (Markdown with ``$$`` math, a standalone LaTeX document, Jupyter) live
 from __future__ import annotations
 
 import importlib
+import inspect
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -401,7 +402,8 @@ def derive(spec: AttentionSpec, what: Literal["forward", "gradients"] = "forward
         ``"gradients"`` returns the steps of
         :func:`attnsym.symbolic.backprop.gradient_steps`.
     max_terms : float, optional
-        Size guard passed to :func:`attnsym.symbolic.attention`.
+        Size guard passed to :func:`attnsym.symbolic.attention` (and to ``gradient_steps``
+        when it accepts a ``max_terms`` keyword).
 
     Returns
     -------
@@ -431,7 +433,9 @@ def derive(spec: AttentionSpec, what: Literal["forward", "gradients"] = "forward
                           description=spec.describe(), spec=spec)
     if what == "gradients":
         gradient_steps = _gradient_steps_function()
-        return Derivation("Gradients of self-attention, step by step", tuple(gradient_steps(spec)),
+        takes_limit = "max_terms" in inspect.signature(gradient_steps).parameters
+        steps = gradient_steps(spec, max_terms=max_terms) if takes_limit else gradient_steps(spec)
+        return Derivation("Gradients of self-attention, step by step", tuple(steps),
                           description=spec.describe(), spec=spec)
     raise SpecError(f"what must be 'forward' or 'gradients' (got {what!r})")
 

@@ -125,7 +125,8 @@ def enforce_limit(terms: float, max_terms: float | None = None, *, what: str, de
         raise SizeLimitError(
             f"{what} would build about {terms:.2g} terms{extra}, above the limit max_terms={limit_text}; "
             f"symbolic work is meant for small sizes (n, d_model <= 4-6). Pass max_terms={_suggest(terms)} "
-            f"to build it anyway (it may take very long), or use {alternative} for numbers at this size."
+            f"(--max-terms on the command line) to build it anyway (it may take very long), "
+            f"or use {alternative} for numbers at this size."
         )
 
 
