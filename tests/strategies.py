@@ -42,3 +42,16 @@ def random_arrays(spec: AttentionSpec, seed: int, dtype=np.float64, batch: tuple
         out[name] = rng.standard_normal(shapes[name]) / np.sqrt(shapes[name][0])
     out["G"] = rng.standard_normal((*batch, *shapes["Y"]))
     return {k: v.astype(dtype) for k, v in out.items()}
+
+
+@st.composite
+def row_stochastic(draw, min_n: int = 1, max_n: int = 6, zeros: bool = True) -> np.ndarray:
+    """A random (n, n) attention-like matrix: non-negative rows summing to 1, some exact zeros."""
+    n = draw(st.integers(min_n, max_n))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    M = rng.random((n, n))
+    if zeros:
+        M[rng.random((n, n)) < draw(st.sampled_from([0.0, 0.3, 0.7]))] = 0.0
+        M[np.arange(n), rng.integers(0, n, n)] += 0.1  # every row keeps a non-zero weight
+    return M / M.sum(axis=1, keepdims=True)
