@@ -7,6 +7,7 @@ mathematics of its own. Users register their own claims with the same decorator.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -87,10 +88,17 @@ class CheckContext:
         if self.progress is not None:
             self.progress(done, total)
 
+    def seed_sequence(self, *key: int | str) -> np.random.SeedSequence:
+        """An independent seed for one part of a check, reproducible from the seed and ``key``.
+
+        Different keys give statistically independent streams (``SeedSequence`` hashes them).
+        """
+        words = [self.seed] + [int.from_bytes(hashlib.sha256(str(k).encode()).digest()[:4], "little") for k in key]
+        return np.random.SeedSequence(words)
+
     def rng(self, *key: int | str) -> np.random.Generator:
         """An independent generator for one part of a check, reproducible from the seed and ``key``."""
-        words = [self.seed] + [int.from_bytes(str(k).encode(), "little") % (2**32) for k in key]
-        return np.random.default_rng(np.random.SeedSequence(words))
+        return np.random.default_rng(self.seed_sequence(*key))
 
 
 @dataclass(frozen=True)

@@ -340,7 +340,9 @@ def dot_product_moments(
     def sampler(rng: np.random.Generator, size: int) -> np.ndarray:
         return dot_products(rng, size, d, mean_q=mean_q, std_q=std_q, mean_k=mean_k, std_k=std_k, same=same, scale=scale)
 
-    return sample_statistic(sampler, n_samples, seed=seed, workers=workers, progress=progress)
+    # blocks of about 2^22 normal draws (tens of ms): enough blocks for every worker, few merges
+    block = max(256, (1 << 22) // (d if same else 2 * d))
+    return sample_statistic(sampler, n_samples, seed=seed, workers=workers, block=block, progress=progress)
 
 
 def score_variance(
