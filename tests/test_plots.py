@@ -127,8 +127,9 @@ def test_variance_figure_plots_given_estimates_and_exact_lines_on_log_axes():
     d = np.array([1, 4, 16, 64])
     fig = plots.variance_figure(d, d * 1.01, np.ones(4) * 0.99, exact_unscaled=d, exact_scaled=np.ones(4),
                                 unscaled_ci=np.stack([d * 0.9, d * 1.1], axis=1), scaled_ci=np.full((4, 2), [0.9, 1.1]))
-    (ax,) = _main_axes(fig)
+    ax, zoom = _main_axes(fig)
     assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    np.testing.assert_array_equal(zoom.get_lines()[-1].get_ydata(), np.ones(4))  # exact scaled variance
     exact_lines = [line for line in ax.get_lines() if line.get_label().endswith("exact")]
     np.testing.assert_array_equal(exact_lines[0].get_ydata(), d)
     np.testing.assert_array_equal(exact_lines[1].get_ydata(), np.ones(4))
@@ -192,6 +193,15 @@ def test_png_bytes_are_deterministic():  # same figure twice, and a fresh identi
     assert plots.figure_to_bytes(fig) == plots.figure_to_bytes(fig)
     assert plots.figure_to_bytes(plots.attention_heatmap(np.eye(2))) == plots.figure_to_bytes(fig)
     assert PIL.open(io.BytesIO(plots.figure_to_bytes(fig))).format == "PNG"
+
+
+def test_variance_figure_from_the_monte_carlo_covers_the_exact_values():
+    fig = plots.figure("variance", quick=True, seed=1)
+    ax, zoom = _main_axes(fig)
+    d = ax.get_lines()[0].get_xdata()
+    np.testing.assert_array_equal(d, 2 ** np.arange(13))
+    scaled = zoom.containers[0].lines[0].get_ydata()  # the errorbar data line: the estimates
+    assert np.all(np.abs(scaled - 1) < 0.15)  # ±5 % intervals; 0.15 is three half-widths
 
 
 @pytest.mark.parametrize("name", ["heatmap", "positions", "gelu"])
