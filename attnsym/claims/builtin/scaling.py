@@ -199,30 +199,33 @@ def variance_scaling_evidence(
             parts.append("score-matrix Monte Carlo disagrees with the exact score variance")
         summary = "; ".join(parts)
 
-    V = sp.Function(r"\operatorname{Var}")
-    E = sp.Function(r"\mathbb{E}")
-    qk = sp.Symbol(r"q \cdot k")
+    from ..report import tex
+
+    def E(x: str):
+        return tex(rf"\mathbb{{E}}\left[{x}\right]")
+
+    def V(x: str):
+        return tex(rf"\operatorname{{Var}}\left[{x}\right]")
+
+    qk, qkd, qq, qqd = r"q \cdot k", r"\frac{q \cdot k}{\sqrt{d}}", r"q \cdot q", r"\frac{q \cdot q}{\sqrt{d}}"
+    symbolic_scores = stats.score_moments(*sp.symbols("d_model d_k v_x v_w", positive=True), sp.Symbol("v_w", positive=True),
+                                          scale=sp.Symbol("c", positive=True))
     equations = (
         ("Mean, by linearity (components with means μ_q, μ_k)", sp.Eq(E(qk), gen.mean)),
         ("Variance, by independence over i (variances σ_q², σ_k²)", sp.Eq(V(qk), sp.factor(gen.variance))),
         ("Mean 0, variance 1 (any law: only second moments enter)", sp.Eq(V(qk), unit.variance)),
-        ("Scaled by 1/√d, mean 0 and variance 1", sp.Eq(V(qk / sp.sqrt(d)), unit_scaled.variance)),
-        ("Scaled by 1/√d, general: the mean grows as √d unless μ_q μ_k = 0",
-         sp.Eq(E(qk / sp.sqrt(d)), gen_scaled.mean)),
-        ("Scaled by 1/√d, general variance", sp.Eq(V(qk / sp.sqrt(d)), sp.factor(gen_scaled.variance))),
+        ("Scaled by 1/√d, mean 0 and variance 1", sp.Eq(V(qkd), unit_scaled.variance)),
+        ("Scaled by 1/√d, general: the mean grows as √d unless μ_q μ_k = 0", sp.Eq(E(qkd), gen_scaled.mean)),
+        ("Scaled by 1/√d, general variance", sp.Eq(V(qkd), sp.factor(gen_scaled.variance))),
         ("q = k (W_Q = W_K, diagonal of QQᵀ), any law: third and fourth central moments m3, m4 enter",
-         sp.Eq(V(sp.Symbol(r"q \cdot q")), sp.factor(same.variance))),
-        ("q = k, Gaussian N(0, σ²): mean dσ², variance 2dσ⁴",
-         sp.Eq(sp.Tuple(E(sp.Symbol(r"q \cdot q")), V(sp.Symbol(r"q \cdot q"))),
-               sp.Tuple(same_gauss.mean, same_gauss.variance))),
-        ("q = k scaled by 1/√d: the mean √d σ² grows", sp.Eq(E(sp.Symbol(r"q \cdot q") / sp.sqrt(d)), same_gauss_scaled.mean)),
+         sp.Eq(V(qq), sp.factor(same.variance))),
+        ("q = k, Gaussian N(0, σ²): mean dσ²", sp.Eq(E(qq), same_gauss.mean)),
+        ("q = k, Gaussian N(0, σ²): variance 2dσ⁴", sp.Eq(V(qq), same_gauss.variance)),
+        ("q = k scaled by 1/√d: the mean √d σ² grows", sp.Eq(E(qqd), same_gauss_scaled.mean)),
         ("Kurtosis of q·k with N(0, 1) components (sets the Monte Carlo error bars)",
-         sp.Eq(sp.Symbol(r"\mu_4 / \sigma^4"), kurt)),
+         sp.Eq(tex(r"\mu_4 / \sigma^4"), kurt)),
         ("Score entry i ≠ j of c·X W_Q (X W_K)ᵀ (x ~ N(0, v_x), W ~ N(0, v_w))",
-         sp.Eq(V(sp.Symbol("s_{ij}")), stats.score_moments(sp.Symbol("d_model", positive=True),
-                                                           sp.Symbol("d_k", positive=True), sp.Symbol("v_x", positive=True),
-                                                           sp.Symbol("v_w", positive=True), sp.Symbol("v_w", positive=True),
-                                                           scale=sp.Symbol("c", positive=True)).off_diagonal_variance)),
+         sp.Eq(V("s_{ij}"), symbolic_scores.off_diagonal_variance)),
     )
     conditions = (
         "components q_i (and k_i) independent across i, and q independent of k",

@@ -1,0 +1,344 @@
+"""Reports of checked claims: Markdown with LaTeX equations and PNG/SVG figures, and JSON.
+
+Everything here formats :class:`~attnsym.claims.Evidence`; nothing is computed. The output is
+deterministic for a given seed: numbers are printed with a fixed precision, wall times are
+left out (unless asked for in JSON), and figures are rendered without dates and with a fixed
+SVG id salt.
+
+>>> from attnsym.claims import Evidence
+>>> ev = Evidence("demo", "Two is even.", "holds", method="arithmetic", summary="2 % 2 == 0",
+...               equations=(("parity", sp.Eq(sp.Integer(2) % 2, 0)),))
+>>> print(to_markdown([ev], seed=0, quick=True).splitlines()[0])
+# Claims checked by attnsym
+>>> to_json([ev], seed=0, quick=True).count('"verdict": "holds"')
+1
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._io import atomic_write
+from ._registry import Evidence
+
+__all__ = ["Report", "evidence_to_dict", "render_report", "tex", "to_json", "to_jsonable", "to_markdown", "write_report"]
+
+FIGURE_FORMATS = ("png", "svg")
+_VERDICT_MARK = {"holds": "✅ holds", "holds-under-conditions": "☑️ holds under conditions", "fails": "❌ fails"}
+
+
+def tex(latex: str):
+    """A SymPy symbol printed as the given LaTeX verbatim, for the left-hand sides of report equations.
+
+    SymPy splits symbol names at ``_`` and ``^``; this one is printed as given.
+
+    >>> print(sp.latex(sp.Eq(tex(r"\\operatorname{Var}[s_{ij}]"), 1)))
+    \\operatorname{Var}[s_{ij}] = 1
+    """
+    import sympy as sp
+
+    if not isinstance(latex, str) or not latex:
+        raise TypeError(f"latex must be a non-empty string (got {latex!r})")
+    return _tex_class(sp)(latex)
+
+
+_TEX_CLASS = None
+
+
+def _tex_class(sp):
+    global _TEX_CLASS
+    if _TEX_CLASS is None:
+
+        class TexSymbol(sp.Symbol):
+            """A symbol whose LaTeX is its name, verbatim."""
+
+            def _latex(self, printer):
+                return self.name
+
+        _TEX_CLASS = TexSymbol
+    return _TEX_CLASS
+
+
+def _is_sympy(obj: Any) -> bool:
+    return type(obj).__module__.startswith("sympy")
+
+
+def _fmt_float(x: float) -> str:
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return f"{x:.6g}"
+
+
+def to_jsonable(obj: Any) -> Any:
+    """Plain JSON data: SymPy objects become ``{"text", "latex"}``, arrays lists, floats stay floats.
+
+    >>> to_jsonable({"v": sp.Symbol("d") ** 2, "x": np.float64(0.5), "t": (1, 2)})
+    {'v': {'text': 'd**2', 'latex': 'd^{2}'}, 'x': 0.5, 't': [1, 2]}
+    """
+    if _is_sympy(obj):
+        import sympy as sp
+
+        return {"text": str(obj), "latex": sp.latex(obj)}
+    if isinstance(obj, bool | np.bool_):
+        return bool(obj)
+    if isinstance(obj, int | np.integer):
+        return int(obj)
+    if isinstance(obj, float | np.floating):
+        x = float(obj)
+        return x if math.isfinite(x) else str(x)
+    if isinstance(obj, str) or obj is None:
+        return obj
+    if isinstance(obj, np.ndarray):
+        return to_jsonable(obj.tolist())
+    if isinstance(obj, Mapping):
+        return {str(k): to_jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, Iterable):
+        return [to_jsonable(v) for v in obj]
+    return str(obj)
+
+
+def evidence_to_dict(ev: Evidence, *, timing: bool = False) -> dict[str, Any]:
+    """The evidence as JSON-ready data (figures listed by name; ``seconds`` only with ``timing``)."""
+    out = {
+        "claim": ev.claim,
+        "statement": ev.statement,
+        "verdict": ev.verdict,
+        "expected": ev.expected,
+        "as_expected": ev.as_expected,
+        "method": ev.method,
+        "summary": ev.summary,
+        "conditions": list(ev.conditions),
+        "equations": [{"title": title, **_expr_json(eq)} for title, eq in ev.equations],
+        "details": to_jsonable(ev.details),
+        "figures": sorted(ev.figures),
+    }
+    if timing:
+        out["seconds"] = round(ev.seconds, 3)
+    return out
+
+
+def _expr_json(eq: Any) -> dict[str, str]:
+    value = to_jsonable(eq)
+    return value if isinstance(value, dict) else {"text": str(eq), "latex": str(eq)}
+
+
+def to_json(evidences: Sequence[Evidence], *, seed: int, quick: bool, timing: bool = False) -> str:
+    """A JSON document: the run's settings, counts per verdict, and every claim's evidence."""
+    from .. import __version__
+
+    doc = {
+        "attnsym": __version__,
+        "seed": seed,
+        "quick": quick,
+        "all_as_expected": all(ev.as_expected for ev in evidences),
+        "counts": {v: sum(ev.verdict == v for ev in evidences) for v in ("holds", "holds-under-conditions", "fails")},
+        "claims": [evidence_to_dict(ev, timing=timing) for ev in evidences],
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+# ----------------------------------------------------------------------------- Markdown
+
+def _cell(value: Any) -> str:
+    """One value for a Markdown table cell or a bullet."""
+    if _is_sympy(value):
+        import sympy as sp
+
+        return f"${sp.latex(value)}$"
+    if isinstance(value, bool | np.bool_):
+        return "yes" if value else "no"
+    if isinstance(value, float | np.floating):
+        return _fmt_float(float(value))
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, tuple | list) and all(isinstance(v, int | float | np.number) for v in value):
+        return "[" + ", ".join(_cell(v) for v in value) + "]"
+    if isinstance(value, np.ndarray):
+        return _cell(value.tolist())
+    return str(value).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    keys: list[str] = []
+    for row in rows:
+        keys.extend(k for k in row if k not in keys)
+    lines = ["| " + " | ".join(_cell(k) for k in keys) + " |", "|" + "---|" * len(keys)]
+    lines += ["| " + " | ".join(_cell(row.get(k, "")) for k in keys) + " |" for row in rows]
+    return lines
+
+
+def _details(details: Mapping[str, Any]) -> list[str]:
+    lines: list[str] = []
+    bullets: list[str] = []
+    for key, value in details.items():
+        if isinstance(value, list | tuple) and value and all(isinstance(r, Mapping) for r in value):
+            if bullets:
+                lines += [*bullets, ""]
+                bullets = []
+            lines += [f"**{key}**", "", *_table(value), ""]
+        elif isinstance(value, Mapping) and value:
+            if bullets:
+                lines += [*bullets, ""]
+                bullets = []
+            lines += [f"**{key}**", ""] + [f"- {k}: {_cell(v)}" for k, v in value.items()] + [""]
+        else:
+            bullets.append(f"- {key}: {_cell(value)}")
+    if bullets:
+        lines += [*bullets, ""]
+    return lines
+
+
+def _anchor(claim_id: str) -> str:
+    return "".join(c if c.isalnum() or c == "-" else "-" for c in claim_id.lower())
+
+
+def to_markdown(
+    evidences: Sequence[Evidence],
+    *,
+    seed: int,
+    quick: bool,
+    figure_paths: Mapping[str, Mapping[str, str]] | None = None,
+    title: str = "Claims checked by attnsym",
+) -> str:
+    """A Markdown report: a summary table, then one section per claim.
+
+    Equations are ``$$ ... $$`` LaTeX blocks (MathJax / arithmatex), tables of numbers are
+    Markdown tables, ``figure_paths[claim][figure]`` (a relative path) embeds an image.
+    """
+    import sympy as sp
+
+    figure_paths = figure_paths or {}
+    lines = [
+        f"# {title}",
+        "",
+        f"Generated by `attnsym verify` (seed {seed}, {'quick' if quick else 'full'} mode). Each claim is checked "
+        "by composing the symbolic, numeric and graph layers; the verdict says whether it holds, holds only under "
+        "the listed conditions, or fails.",
+        "",
+        "| claim | verdict | method | key evidence |",
+        "|---|---|---|---|",
+    ]
+    for ev in evidences:
+        mark = _VERDICT_MARK.get(ev.verdict, ev.verdict)
+        if not ev.as_expected:
+            mark += f" (expected: {ev.expected})"
+        lines.append(f"| [`{ev.claim}`](#{_anchor(ev.claim)}) | {mark} | {_cell(ev.method)} | {_cell(ev.summary)} |")
+    lines.append("")
+    for ev in evidences:
+        lines += [f"## {ev.claim}", "", f"> {ev.statement}", ""]
+        lines += [f"**Verdict:** {_VERDICT_MARK.get(ev.verdict, ev.verdict)}"
+                  + ("" if ev.as_expected else f" — expected {ev.expected}"), ""]
+        lines += [f"**Method:** {ev.method}", "", f"**Key evidence:** {_cell(ev.summary)}", ""]
+        if ev.conditions:
+            lines += ["**Conditions:**", ""] + [f"- {c}" for c in ev.conditions] + [""]
+        if ev.equations:
+            lines += ["### Equations", ""]
+            for eq_title, eq in ev.equations:
+                body = sp.latex(eq) if _is_sympy(eq) else str(eq)
+                lines += [f"{eq_title}:", "", "$$", body, "$$", ""]
+        if ev.details:
+            lines += ["### Evidence", "", *_details(ev.details)]
+        for name, paths in sorted(figure_paths.get(ev.claim, {}).items()):
+            lines += [f"![{ev.claim}: {name}]({paths})", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+@dataclass(frozen=True)
+class Report:
+    """A rendered report: the Markdown text and the figure files (relative path -> bytes)."""
+
+    markdown: str
+    files: dict[str, bytes]
+
+
+def _render_figure(build, fmt: str) -> bytes:
+    import matplotlib
+
+    from ..plots import figure_to_bytes
+
+    with matplotlib.rc_context({"svg.hashsalt": "attnsym", "path.simplify": True}):
+        fig = build()
+        try:
+            return figure_to_bytes(fig, fmt)
+        finally:
+            import matplotlib.pyplot as plt
+
+            plt.close(fig)
+
+
+def render_report(
+    evidences: Sequence[Evidence],
+    *,
+    seed: int,
+    quick: bool,
+    figures: bool = True,
+    figure_dir: str = "figures",
+    formats: Sequence[str] = FIGURE_FORMATS,
+    title: str = "Claims checked by attnsym",
+) -> Report:
+    """Render the Markdown and every figure (``figure_dir/<claim>-<name>.<fmt>``) in memory.
+
+    The Markdown embeds the first format (PNG by default); the others sit beside it.
+    """
+    formats = [f.lower().lstrip(".") for f in formats]
+    bad = [f for f in formats if f not in FIGURE_FORMATS]
+    if bad or not formats:
+        raise ValueError(f"formats must be a non-empty subset of {FIGURE_FORMATS} (got {list(formats)!r})")
+    files: dict[str, bytes] = {}
+    paths: dict[str, dict[str, str]] = {}
+    if figures:
+        for ev in evidences:
+            for name, build in sorted(ev.figures.items()):
+                stem = f"{figure_dir}/{_anchor(ev.claim)}-{_anchor(name)}" if figure_dir else f"{ev.claim}-{name}"
+                for fmt in formats:
+                    files[f"{stem}.{fmt}"] = _render_figure(build, fmt)
+                paths.setdefault(ev.claim, {})[name] = f"{stem}.{formats[0]}"
+    return Report(to_markdown(evidences, seed=seed, quick=quick, figure_paths=paths, title=title), files)
+
+
+def write_report(
+    evidences: Sequence[Evidence],
+    directory: str | os.PathLike,
+    *,
+    seed: int,
+    quick: bool,
+    overwrite: bool = False,
+    figures: bool = True,
+    formats: Sequence[str] = FIGURE_FORMATS,
+) -> list[Path]:
+    """Write ``report.md``, ``claims.json`` and ``figures/*.png|svg`` into ``directory``.
+
+    Files are written atomically; an existing file raises :class:`~attnsym.OverwriteError`
+    unless ``overwrite`` (checked for every file before anything is written).
+
+    Returns
+    -------
+    list of Path
+        Every file written, ``report.md`` first.
+    """
+    directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        from ..errors import OverwriteError
+
+        raise OverwriteError(f"{directory} exists and is not a directory; give a directory for the report")
+    report = render_report(evidences, seed=seed, quick=quick, figures=figures, formats=formats)
+    targets = {"report.md": report.markdown.encode("utf-8"),
+               "claims.json": to_json(evidences, seed=seed, quick=quick).encode("utf-8"), **report.files}
+    if not overwrite:
+        existing = [directory / rel for rel in targets if (directory / rel).exists()]
+        if existing:
+            from ..errors import OverwriteError
+
+            raise OverwriteError(f"{existing[0]} exists (and {len(existing) - 1} more report files); "
+                                 "pass overwrite=True (--force on the command line) to replace them")
+    return [atomic_write(directory / rel, data, overwrite=overwrite) for rel, data in targets.items()]

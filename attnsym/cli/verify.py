@@ -1,0 +1,144 @@
+"""``attnsym verify``: check the claims of CLAIMS.md and show the verdicts as a table.
+
+Exit status: 0 when every checked claim has its expected verdict, 1 when one does not (so the
+command can guard a CI job), 2 for usage errors (unknown claim id, bad seed, a report file
+that exists without ``--force``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+__all__ = ["add_parser", "run"]
+
+_EPILOG = """\
+examples:
+  attnsym verify                                # every claim: a table of verdicts
+  attnsym verify variance-scaling               # one claim
+  attnsym verify variance-scaling --report out/ # Markdown report with equations and figures
+  attnsym verify --quick --json > claims.json   # fast, machine-readable (CI)
+  attnsym verify --list                         # the claim ids
+
+exit status: 0 all claims as expected, 1 a claim expected to hold failed, 2 usage error
+"""
+
+
+def _seed(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"seed must be a non-negative integer (got {text!r})") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"seed must be a non-negative integer (got {value})")
+    return value
+
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register ``attnsym verify``."""
+    parser = subparsers.add_parser(
+        "verify",
+        help="check the claims about self-attention (exactly and by Monte Carlo)",
+        description="Check claims about self-attention (ids from CLAIMS.md); all of them when none is given.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("claims", nargs="*", metavar="CLAIM", help="claim ids to check (default: all)")
+    parser.add_argument("--quick", action="store_true", help="smallest meaningful sizes and sample counts (CI)")
+    parser.add_argument("--seed", type=_seed, default=0, help="seed of every random draw (default 0)")
+    parser.add_argument("--json", action="store_true", help="print the evidence as JSON instead of a table")
+    parser.add_argument("--report", type=Path, metavar="DIR", default=None,
+                        help="write report.md, claims.json and figures/ (PNG and SVG) into DIR")
+    parser.add_argument("--no-figures", action="store_true", help="with --report: skip the figures")
+    parser.add_argument("--force", action="store_true", help="replace existing report files")
+    parser.add_argument("--list", action="store_true", help="list the claim ids and statements, then exit")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def _print_list() -> int:
+    from rich.console import Console
+    from rich.table import Table
+
+    from ..claims import CLAIMS, ordered_ids
+
+    table = Table(title="claims", show_lines=False)
+    table.add_column("id", style="bold")
+    table.add_column("expected")
+    table.add_column("statement")
+    for cid in ordered_ids():
+        table.add_row(cid, CLAIMS[cid].expected, CLAIMS[cid].statement)
+    Console().print(table)
+    return 0
+
+
+_STYLE = {"holds": "green", "holds-under-conditions": "yellow", "fails": "red"}
+
+
+def _table(evidences):
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title="attnsym verify", show_lines=True)
+    table.add_column("claim", style="bold", no_wrap=True)
+    table.add_column("verdict", no_wrap=True)
+    table.add_column("method")
+    table.add_column("key evidence")
+    table.add_column("s", justify="right", no_wrap=True)
+    for ev in evidences:
+        verdict = Text(ev.verdict, style=_STYLE.get(ev.verdict, ""))
+        if not ev.as_expected:
+            verdict.append(f"\n(expected {ev.expected})", style="bold red")
+        table.add_row(ev.claim, verdict, ev.method, ev.summary, f"{ev.seconds:.1f}")
+    return table
+
+
+def run(args: argparse.Namespace) -> int:
+    """Check the claims; print a table (or JSON); write a report; return the exit status."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from ..claims import UnknownClaimError, ordered_ids, verify
+    from ..claims.report import to_json, write_report
+
+    if args.list:
+        return _print_list()
+    known = ordered_ids()
+    ids = list(dict.fromkeys(args.claims)) or known
+    unknown = [cid for cid in ids if cid not in known]
+    if unknown:
+        raise UnknownClaimError(f"unknown claim {unknown[0]!r}; known claims: {', '.join(known)} (attnsym verify --list)")
+    if args.report is not None and args.report.exists() and not args.report.is_dir():
+        from ..errors import OverwriteError
+
+        raise OverwriteError(f"--report {args.report} exists and is not a directory")
+
+    err = Console(stderr=True)
+    evidences = []
+    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
+                  TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
+        overall = progress.add_task("claims", total=len(ids))
+        for cid in ids:
+            inner = progress.add_task(f"  {cid}", total=None)
+
+            def advance(done: int, total: int, _task=inner) -> None:
+                progress.update(_task, completed=done, total=total)
+
+            evidences.append(verify(cid, seed=args.seed, quick=args.quick, progress=advance))
+            progress.remove_task(inner)
+            progress.advance(overall)
+
+    if args.json:
+        sys.stdout.write(to_json(evidences, seed=args.seed, quick=args.quick))
+    else:
+        Console().print(_table(evidences))
+    if args.report is not None:
+        written = write_report(evidences, args.report, seed=args.seed, quick=args.quick, overwrite=args.force,
+                               figures=not args.no_figures)
+        print(f"wrote {written[0]} (+{len(written) - 1} files)", file=sys.stderr)
+    failed = [ev.claim for ev in evidences if not ev.as_expected]
+    if failed:
+        print(f"attnsym verify: {len(failed)} claim(s) not as expected: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
