@@ -464,7 +464,8 @@ def entropy_figure(
         Dimensions.
     unscaled, scaled : array-like
         Mean row entropy (nats) of the attention matrix at each ``d``. Left out, they are
-        computed by the layers: random ``q, k ~ N(0, I)``, ``attnsym.numeric.attention`` for
+        computed by the layers: random inputs ``X ~ N(0, I)`` and independent ``W_Q, W_K`` with
+        entries ``N(0, 1/d)`` (so q and k have unit-variance components), ``attnsym.numeric.attention`` for
         the weights, ``attnsym.graphs.row_entropy`` for the entropy.
     n : int
         Number of keys (sets the maximum entropy ``log n`` drawn as a reference).
@@ -522,9 +523,11 @@ def _entropy_data(d: Any, *, n: int, seed: int, quick: bool) -> dict[str, Any]:
     out: dict[str, list[float]] = {"unscaled": [], "scaled": [], "max_unscaled": [], "max_scaled": []}
     for dim in dims:
         X = rng.standard_normal((trials, n, dim))
-        eye = np.eye(dim)
+        # independent W_Q, W_K with entries N(0, 1/d): the components of q and k have mean 0, variance ~1
+        W_Q, W_K = rng.standard_normal((2, dim, dim)) / math.sqrt(dim)
+        W_V = np.eye(dim)
         for key, scale in (("unscaled", "none"), ("scaled", "sqrt")):
-            _, A = attention(X, eye, eye, eye, scale=scale)  # Q = K = X: entries of q, k i.i.d. N(0, 1)
+            _, A = attention(X, W_Q, W_K, W_V, scale=scale)
             A = np.asarray(A)
             out[key].append(float(np.mean([np.mean(row_entropy(a)) for a in A])))
             out["max_" + key].append(float(np.mean(A.max(axis=-1))))
@@ -568,7 +571,7 @@ def path_length_figure(
             values = _as_numpy(values, f"{arch} values")
             if values.shape != ns.shape:
                 raise ShapeError(f"values for {arch!r} must have one entry per n ({ns.shape}) (got {values.shape})")
-            ax.plot(ns, values, marker=markers[k % len(markers)], label=arch)
+            ax.plot(ns, values, marker=markers[k % len(markers)], label=str(arch).replace("_", " "))
         ax.set_xlabel("sequence length n")
         ax.set_ylabel(ylabel)
         ax.set_title(title)

@@ -204,7 +204,18 @@ def test_variance_figure_from_the_monte_carlo_covers_the_exact_values():
     assert np.all(np.abs(scaled - 1) < 0.15)  # ±5 % intervals; 0.15 is three half-widths
 
 
-@pytest.mark.parametrize("name", ["heatmap", "positions", "gelu"])
+def test_entropy_figure_from_the_layers_shows_saturation_only_without_scaling():
+    fig = plots.figure("entropy", quick=True, seed=0)
+    left, right = _main_axes(fig)
+    unscaled, scaled = (line.get_ydata() for line in left.get_lines()[:2])
+    d = left.get_lines()[0].get_xdata()
+    assert d[-1] >= 256
+    # theory: unscaled scores have standard deviation ~sqrt(d), so rows become one-hot; scaled ones stay spread
+    assert unscaled[-1] < 0.5 < 1.5 < scaled[-1] <= math.log(16)
+    assert right.get_lines()[0].get_ydata()[-1] > 0.8 > 0.5 > right.get_lines()[1].get_ydata()[-1]
+
+
+@pytest.mark.parametrize("name", ["heatmap", "positions", "gelu", "paths"])
 def test_standard_figures_build_from_the_layers(name):
     fig = plots.figure(name, quick=True)
     assert _main_axes(fig)

@@ -138,39 +138,29 @@ def _claims(t: _Tour) -> None:
 
 def _graphs(t: _Tour) -> None:
     from .. import graphs, plots
-    from ..numeric import attention
     from ..spec import AttentionSpec
 
     tokens = ["the", "cat", "sat", "on", "mats"]
     spec = AttentionSpec(n=len(tokens), d_model=4)
     rng = np.random.default_rng(t.seed)
-    weights = {name: rng.standard_normal(spec.shapes[name]) for name in ("W_Q", "W_K", "W_V")}
-    W_mlp = rng.standard_normal((spec.d_model, spec.d_model)) / np.sqrt(spec.d_model)
-    inputs = [rng.standard_normal(spec.shapes["X"]) for _ in range(2)]
-    routing = []
-    for k, X in enumerate(inputs, start=1):
-        _, A = attention(X, weights["W_Q"], weights["W_K"], weights["W_V"], spec=spec)
-        routing.append(np.asarray(A))
-        G = graphs.routing_graph(A, tokens=tokens)
+    weights = {name: rng.standard_normal(spec.shapes[name]) for name in spec.parameter_names}
+    X1, X2 = (rng.standard_normal(spec.shapes["X"]) for _ in range(2))
+    c = graphs.contrast(spec, X1, X2, weights, tokens=tokens)
+    described = (
+        ("attention-input-1", c.attention1[0], "routing graph of input 1: edge key j → query i with weight A[i, j]"),
+        ("attention-input-2", c.attention2[0], "routing graph of input 2, through the same weights: other weights A[i, j]"),
+        ("mlp", c.mlp1, "the MLP's fixed bipartite graph (y = W x with W = W_V): the same for every input"),
+    )
+    for stem, G, what in described:
         for fmt, label in (("graphml", "GraphML (Gephi, yEd, Cytoscape, networkx.read_graphml)"),
                            ("json", "node-link JSON")):
-            path = t.folder / "graphs" / f"attention-input-{k}.{fmt}"
-            graphs.export(G, path, overwrite=t.overwrite)
-            t.result.entries.append(TourEntry("graphs", path.relative_to(t.folder).as_posix(),
-                                              f"routing graph of input {k} as {label}: edge key j → query i "
-                                              f"with weight A[i, j]"))
-    M = graphs.mlp_graph(W_mlp)
-    for fmt in ("graphml", "json"):
-        path = t.folder / "graphs" / f"mlp.{fmt}"
-        graphs.export(M, path, overwrite=t.overwrite)
-        t.result.entries.append(TourEntry("graphs", path.relative_to(t.folder).as_posix(),
-                                          f"the MLP's fixed bipartite graph (y = W x) as {fmt.upper()}: "
-                                          "the same for every input"))
-    fig = graphs.draw_contrast(routing[0], routing[1], W_mlp, tokens=tokens)
+            path = graphs.export(G, t.folder / "graphs" / f"{stem}.{fmt}", overwrite=t.overwrite)
+            t.result.entries.append(TourEntry("graphs", path.relative_to(t.folder).as_posix(), f"{what}; {label}"))
+    fig = graphs.draw_contrast(c, tokens=tokens)
     t.write("graphs", "routing.png", plots.figure_to_bytes(fig, "png"),
-            "drawn side by side: the MLP's fixed graph, and the attention graphs of the two inputs")
-    t.result.facts["routing_distance"] = float(graphs.routing_distance(routing[0], routing[1]))
-    t.result.facts["graph_nodes"] = len(tokens)
+            "drawn side by side: the MLP's graph for both inputs (identical) and the attention graphs (different)")
+    t.result.facts["routing_distance"] = float(c.attention_distance)
+    t.result.facts["mlp_identical"] = bool(c.mlp_identical)
 
 
 def _figures(t: _Tour) -> None:
@@ -278,8 +268,9 @@ def summary_lines(result: TourResult) -> list[str]:
         lines.append(f"checked {f['claims']} claims: {counts}; "
                      + ("every verdict as expected" if not unexpected else f"NOT as expected: {', '.join(unexpected)}"))
     if "routing_distance" in f:
-        lines.append(f"same weights, two inputs: the attention graphs differ (mean row total-variation distance "
-                     f"{f['routing_distance']:.3f}) while the MLP graph is the same")
+        mlp = "is identical" if f.get("mlp_identical") else "DIFFERS"
+        lines.append(f"same weights, two inputs: routing distance between the attention graphs "
+                     f"{f['routing_distance']:.3f}, while the MLP graph {mlp}")
     return lines
 
 
