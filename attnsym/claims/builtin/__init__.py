@@ -9,3 +9,6 @@ whatever the import order below.
 # ruff: noqa: I001
 from . import primitives  # noqa: F401  softmax-jacobian, sinusoidal-positions, gelu
 from . import scaling  # noqa: F401  variance-scaling, softmax-saturation
+from . import routing  # noqa: F401  dynamic-routing, hypernetwork-view, two-token-example, weights-not-preset, multi-head
+from . import complexity  # noqa: F401  global-path-length, parallelism, quadratic-cost, kv-cache, blockwise-exact
+from . import structure  # noqa: F401  qk-asymmetry, permutation-equivariance, no-locality-bias

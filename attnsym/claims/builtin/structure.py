@@ -1,0 +1,305 @@
+"""Claims about the structure of the score map: ``qk-asymmetry``, ``permutation-equivariance``,
+``no-locality-bias``.
+
+Each registered claim calls a parametrised check (``check_*``) with the statement of CLAIMS.md;
+the tests call the same checks with deliberately wrong statements and see them fail. The
+mathematics lives in :mod:`attnsym.symbolic.symmetry`, :mod:`attnsym.symbolic.equivariance`,
+:mod:`attnsym.numeric` and :mod:`attnsym.numeric.conv`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import sympy as sp
+
+from ...spec import AttentionSpec
+from ...testing import TOLERANCES
+from .._registry import CheckContext, Evidence, claim
+
+__all__ = ["check_locality", "check_permutation_equivariance", "check_qk_symmetry"]
+
+_TOL = TOLERANCES["float64"]
+
+
+def _close(a, b) -> bool:
+    return bool(np.allclose(a, b, rtol=_TOL.rtol, atol=_TOL.atol))
+
+
+def _max_abs(a, b) -> float:
+    return float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
+
+
+def _weights(rng: np.random.Generator, d_model: int, d_k: int, count: int = 3) -> list[np.ndarray]:
+    return [rng.standard_normal((d_model, d_k)) / np.sqrt(d_model) for _ in range(count)]
+
+
+# ----------------------------------------------------------------------------- qk-asymmetry
+
+QK_STATEMENT = ("Raw dot-product attention X Xᵀ is symmetric; separate Q and K projections break the symmetry "
+                "(Q Kᵀ is symmetric for all X exactly when W_Q W_Kᵀ is symmetric).")
+
+
+def _m_symmetric(W_Q, W_K) -> bool:
+    M = sp.Matrix(W_Q) * sp.Matrix(W_K).T
+    return all(sp.expand(e) == 0 for e in (M - M.T))
+
+
+def check_qk_symmetry(ctx: CheckContext, *, criterion: Callable[[sp.Matrix, sp.Matrix], bool] = _m_symmetric,
+                      criterion_text: str = "W_Q W_Kᵀ symmetric") -> Evidence:
+    """Check that ``criterion(W_Q, W_K)`` decides exactly when ``Q Kᵀ`` is symmetric for every ``X``.
+
+    The ground truth for each weight pair is the exact symbolic test of
+    :func:`attnsym.symbolic.symmetry.prove_qk_symmetry_condition` (generic symbolic ``X``);
+    the pairs are generic symbols, ``W_K = W_Q``, ``W_K = W_Q R`` with ``R`` symmetric but
+    ``≠ I``, and two random integer pairs. A numeric counter-example (random weights, the
+    numeric score function) and ``X Xᵀ`` complete the evidence.
+    """
+    from ...numeric import scores
+    from ...symbolic.symmetry import prove_gram_symmetric, prove_qk_symmetry_condition
+
+    rng = ctx.rng("qk-asymmetry")
+    d = 2 if ctx.quick else 3
+    W = sp.Matrix(d, d, [int(v) for v in rng.integers(-3, 4, d * d)])
+    while W.det() == 0:
+        W = sp.Matrix(d, d, [int(v) for v in rng.integers(-3, 4, d * d)])
+    R = sp.Matrix(d, d, lambda i, j: 1 + i + j)  # symmetric, not the identity
+    cases = {
+        "generic symbolic W_Q, W_K": (None, None),
+        "W_K = W_Q": (W, W),
+        "W_K = W_Q R, R symmetric": (W, W * R),
+        "random integer W_Q, W_K": (W, sp.Matrix(d, d, [int(v) for v in rng.integers(-3, 4, d * d)])),
+    }
+    table, agree, proofs_ok = [], True, True
+    for name, (WQ, WK) in cases.items():
+        proof = prove_qk_symmetry_condition(WQ, WK, d_model=d, d_k=d)
+        claimed = None if WQ is None else bool(criterion(WQ, WK))
+        truth = proof.scores_symmetric
+        proofs_ok = proofs_ok and proof.equivalence_holds
+        if claimed is not None:
+            agree = agree and claimed == truth
+        table.append({"weights": name, "QKᵀ symmetric for all X": truth, f"{criterion_text}": claimed,
+                      "coefficients of S₁₂−S₂₁ = (M−Mᵀ)": proof.coefficients_match})
+    gram = prove_gram_symmetric(3 if ctx.quick else 4, 2)
+    n = 6 if ctx.quick else 16
+    X = rng.standard_normal((n, d))
+    WQn, WKn = _weights(rng, d, d, 2)
+    S_gram = scores(X, X)
+    S_sep = scores(X @ WQn, X @ WKn)
+    S_tied = scores(X @ WQn, X @ WQn)
+    numeric = {
+        "max |S − Sᵀ|, S = X Xᵀ": _max_abs(S_gram, S_gram.T),
+        "max |S − Sᵀ|, separate random W_Q, W_K": _max_abs(S_sep, S_sep.T),
+        "max |S − Sᵀ|, W_K = W_Q": _max_abs(S_tied, S_tied.T),
+    }
+    counter_example = not _close(S_sep, S_sep.T) and _close(S_gram, S_gram.T) and _close(S_tied, S_tied.T)
+    ok = gram and proofs_ok and agree and counter_example
+    X_, M_ = sp.MatrixSymbol("X", sp.Symbol("n"), sp.Symbol("d")), sp.MatrixSymbol("M", sp.Symbol("d"), sp.Symbol("d"))
+    return Evidence(
+        "qk-asymmetry", QK_STATEMENT,
+        "holds-under-conditions" if ok else "fails",
+        method="symbolic proof + numeric counter-example (float64)",
+        summary=(f"X Xᵀ symmetric: {gram}; Q Kᵀ symmetric ⇔ {criterion_text}: {agree} on {len(cases) - 1} weight pairs; "
+                 f"random W_Q, W_K: max|S−Sᵀ| = {numeric['max |S − Sᵀ|, separate random W_Q, W_K']:.3g}"),
+        conditions=(f"Q Kᵀ stays symmetric whenever {criterion_text} (W_K = W_Q, or W_K = W_Q R with R symmetric); "
+                    "separate projections break the symmetry only when W_Q W_Kᵀ is not symmetric",),
+        details={"cases": table, "numeric": numeric, "X Xᵀ symmetric (entrywise and as matrix expression)": gram},
+        equations=(("S − Sᵀ = X (M − Mᵀ) Xᵀ with M = W_Q W_Kᵀ",
+                    sp.Eq((X_ * M_ * X_.T) - (X_ * M_ * X_.T).T, X_ * (M_ - M_.T) * X_.T)),),
+    )
+
+
+@claim("qk-asymmetry", QK_STATEMENT)
+def _qk_asymmetry(ctx: CheckContext) -> Evidence:
+    return check_qk_symmetry(ctx)
+
+
+# ----------------------------------------------------------------------------- permutation-equivariance
+
+PERM_STATEMENT = ("Without positional information self-attention has no notion of order: permuting the tokens "
+                  "permutes the outputs, A(PX) = P A(X) Pᵀ and Y(PX) = P Y(X); positional encoding breaks this.")
+
+
+def _equivariance_once(ctx: CheckContext, *, positions: str | None, causal: bool, symbolic: bool) -> dict:
+    from ...numeric import attention
+    from ...symbolic.equivariance import check_attention_equivariance
+
+    rng = ctx.rng("permutation-equivariance", str(positions), int(causal))
+    out: dict = {"positions": positions, "causal": causal}
+    if symbolic:
+        spec = AttentionSpec(n=3, d_model=2, positions=positions, causal=causal)
+        checks = check_attention_equivariance(spec, perm=(2, 0, 1), seed=ctx.seed)
+        out["symbolic A(PX) = P A(X) Pᵀ"] = checks["A"].holds
+        out["symbolic Y(PX) = P Y(X)"] = checks["Y"].holds
+    n, d, heads = (8, 4, 2) if ctx.quick else (24, 8, 2)
+    X = rng.standard_normal((n, d))
+    W_Q, W_K, W_V, W_O = (rng.standard_normal((d, d)) / np.sqrt(d) for _ in range(4))
+    perm = rng.permutation(n)
+    while np.all(perm == np.arange(n)):
+        perm = rng.permutation(n)
+    kw = dict(heads=heads, positions=positions, causal=causal)
+    Y, A = attention(X, W_Q, W_K, W_V, W_O, **kw)
+    Yp, Ap = attention(X[perm], W_Q, W_K, W_V, W_O, **kw)
+    A_expected = A[:, perm][:, :, perm]  # (heads, n, n): P A Pᵀ per head
+    out["numeric max |A(PX) − P A(X) Pᵀ|"] = _max_abs(Ap, A_expected)
+    out["numeric max |Y(PX) − P Y(X)|"] = _max_abs(Yp, Y[perm])
+    numeric_ok = _close(Ap, A_expected) and _close(Yp, Y[perm])
+    symbolic_ok = not symbolic or (out["symbolic A(PX) = P A(X) Pᵀ"] and out["symbolic Y(PX) = P Y(X)"])
+    out["holds"] = bool(numeric_ok and symbolic_ok)
+    return out
+
+
+def check_permutation_equivariance(ctx: CheckContext, *, positions: str | None = None, causal: bool = False,
+                                   explore: bool = True) -> Evidence:
+    """Check ``A(PX) = P A(X) Pᵀ`` and ``Y(PX) = P Y(X)`` for a layer with the given positions and mask.
+
+    Symbolically (``n = 3``, ``d_model = 2``, exact) and numerically (multi-head, float64,
+    a random permutation). With ``explore=True`` the other configurations (sinusoidal positions,
+    causal mask) are checked too and reported as the conditions where the identity stops holding.
+    """
+    main = _equivariance_once(ctx, positions=positions, causal=causal, symbolic=True)
+    rows = [main]
+    if explore:
+        for pos, cau in ((None, False), ("sinusoidal", False), (None, True)):
+            if (pos, cau) != (positions, causal):
+                rows.append(_equivariance_once(ctx, positions=pos, causal=cau, symbolic=not ctx.quick))
+    broken = [r for r in rows[1:] if not r["holds"]]
+    conditions = []
+    for r in broken:
+        what = "sinusoidal positions" if r["positions"] else "a causal mask" if r["causal"] else "no positions, no mask"
+        conditions.append(f"fails with {what} (max |Y(PX) − P Y(X)| = {r['numeric max |Y(PX) − P Y(X)|']:.3g})")
+    config = ", ".join(filter(None, [f"{positions} positions" if positions else "no positions",
+                                     "causal mask" if causal else "no mask"]))
+    if main["holds"]:
+        verdict = "holds-under-conditions" if broken else "holds"
+        conditions.insert(0, f"holds with {config} (also for a mask M with P M Pᵀ = M)")
+    else:
+        verdict = "fails"
+    return Evidence(
+        "permutation-equivariance", PERM_STATEMENT, verdict,
+        method=f"symbolic proof (n=3, exact) + numeric check (float64, rtol={_TOL.rtol:g})",
+        summary=(f"{config}: A(PX) = P A(X) Pᵀ {'holds' if main['holds'] else 'fails'} "
+                 f"(numeric max error {main['numeric max |A(PX) − P A(X) Pᵀ|']:.2g}); "
+                 f"{len(broken)} of {len(rows) - 1} other configurations break it"),
+        conditions=tuple(conditions),
+        details={"configurations": rows},
+        equations=(("equivariance", sp.Eq(sp.Symbol("A(PX)"), sp.Symbol("P A(X) P^T"))),
+                   ("outputs", sp.Eq(sp.Symbol("Y(PX)"), sp.Symbol("P Y(X)")))),
+    )
+
+
+@claim("permutation-equivariance", PERM_STATEMENT)
+def _permutation_equivariance(ctx: CheckContext) -> Evidence:
+    return check_permutation_equivariance(ctx)
+
+
+# ----------------------------------------------------------------------------- no-locality-bias
+
+LOCALITY_STATEMENT = ("Self-attention lacks the locality / translation bias of convolutions: a convolution is "
+                      "shift-equivariant and local; attention with absolute positions is not shift-equivariant, and "
+                      "without positions it is permutation-equivariant instead, with every output depending on every token.")
+
+
+def _layer_profile(ctx: CheckContext, layer: str, positions: str | None) -> dict:
+    """Symbolic and numeric symmetry/locality profile of one token-mixing layer."""
+    from ...numeric import attention
+    from ...numeric.conv import conv1d, shift_tokens
+    from ...symbolic.equivariance import (
+        check_attention_equivariance,
+        check_conv_equivariance,
+        cyclic_shift,
+        dependency_pattern,
+    )
+    from ...symbolic.equivariance import conv1d as sym_conv1d
+    from ...symbolic.matrices import attention as sym_attention
+    from ...symbolic.naming import input_symbols
+
+    n_sym = 4 if ctx.quick else 5
+    swap = (1, 0, *range(2, n_sym))  # a permutation that is not a shift
+    k = 3
+    if layer == "conv":
+        shift_ok = check_conv_equivariance(n_sym, k, seed=ctx.seed).holds
+        perm_ok = check_conv_equivariance(n_sym, k, perm=swap, seed=ctx.seed).holds
+        X = input_symbols("X", (n_sym, 1))
+        D = dependency_pattern(sym_conv1d(X, sp.symbols(f"w_0:{k}"), padding="circular"), X)
+    else:
+        spec = AttentionSpec(n=n_sym if positions is None else 3, d_model=2, positions=positions)
+        shift_ok = all(c.holds for c in check_attention_equivariance(spec, perm=cyclic_shift(spec.n), seed=ctx.seed).values())
+        swap_n = (1, 0, *range(2, spec.n))
+        perm_ok = all(c.holds for c in check_attention_equivariance(spec, perm=swap_n, seed=ctx.seed).values())
+        sym = sym_attention(spec)
+        D = dependency_pattern(sym.Y, sym.X)
+    window = max(abs(i - j) if abs(i - j) <= D.rows // 2 else D.rows - abs(i - j)
+                 for i in range(D.rows) for j in range(D.cols) if D[i, j])
+    # numeric: shift-equivariance on a longer sequence, and how far a perturbation travels
+    rng = ctx.rng("no-locality-bias", layer, str(positions))
+    n, d = (12, 4) if ctx.quick else (32, 8)
+    X = rng.standard_normal((n, d))
+    if layer == "conv":
+        w = rng.standard_normal(k)
+        f = lambda Z: conv1d(Z, w)
+    else:
+        W_Q, W_K, W_V = (rng.standard_normal((d, d)) / np.sqrt(d) for _ in range(3))
+        f = lambda Z: attention(Z, W_Q, W_K, W_V, positions=positions, return_weights=False)
+    shift_err = _max_abs(f(shift_tokens(X)), shift_tokens(f(X)))
+    j = n - 1
+    X2 = X.copy()
+    X2[j] += 1.0
+    moved = np.max(np.abs(f(X2) - f(X)), axis=1)  # how much each output row changed
+    far = [i for i in range(n) if min(abs(i - j), n - abs(i - j)) > k // 2]
+    far_change = float(np.max(moved[far]))
+    return {
+        "layer": layer, "positions": positions,
+        "symbolic shift-equivariant": shift_ok, "symbolic permutation-equivariant": perm_ok,
+        "symbolic dependency window (tokens either side)": window,
+        "symbolic every output depends on every token": all(D[i, j] for i in range(D.rows) for j in range(D.cols)),
+        "numeric max |f(shift X) − shift f(X)|": shift_err,
+        "numeric shift-equivariant": shift_err <= _TOL.atol * 10 + _TOL.rtol * float(np.max(np.abs(f(X)))),
+        "numeric change of outputs farther than k//2 from a perturbed token": far_change,
+        "local": window <= k // 2 and far_change == 0.0,
+    }
+
+
+def check_locality(ctx: CheckContext, *, layer: str = "attention", positions: str | None = None) -> Evidence:
+    """Check that ``layer`` ("attention" or "conv") has *no* locality bias, against a convolution.
+
+    A layer has a locality bias when its output at ``i`` depends only on a window of tokens
+    around ``i`` (symbolically: the token dependency pattern of ``∂Y/∂X`` is a band; numerically:
+    perturbing one token leaves far outputs exactly unchanged) and it commutes with shifts but
+    not with arbitrary permutations. The claim "``layer`` lacks locality bias" holds when the
+    layer is neither local nor shift-but-not-permutation equivariant.
+    """
+    conv = _layer_profile(ctx, "conv", None)
+    subject = _layer_profile(ctx, layer, positions)
+    profiles = [conv] if layer == "conv" and positions is None else [conv, subject]
+    if layer == "attention" and not ctx.quick:
+        other = "sinusoidal" if positions is None else None
+        profiles.append(_layer_profile(ctx, "attention", other))
+    conv_biased = conv["local"] and conv["symbolic shift-equivariant"] and not conv["symbolic permutation-equivariant"]
+    subject_biased = subject["local"] or (subject["symbolic shift-equivariant"]
+                                          and not subject["symbolic permutation-equivariant"])
+    ok = conv_biased and not subject_biased
+    pos = "sinusoidal" if positions else "no"
+    return Evidence(
+        "no-locality-bias", LOCALITY_STATEMENT,
+        "holds-under-conditions" if ok else "fails",
+        method="symbolic proof (exact, small n) + numeric check (float64)",
+        summary=(f"conv: local (window ±{conv['symbolic dependency window (tokens either side)']}), shift- but not "
+                 f"permutation-equivariant; {layer} with {pos} positions: every output depends on every token "
+                 f"{subject['symbolic every output depends on every token']}, shift-equivariant "
+                 f"{subject['symbolic shift-equivariant']}, "
+                 f"permutation-equivariant {subject['symbolic permutation-equivariant']}"),
+        conditions=("checked for vanilla attention (no local/banded mask, no relative-position bias; either "
+                    "reintroduces locality, as restricted self-attention does)",
+                    "with absolute sinusoidal positions attention is neither shift- nor permutation-equivariant",
+                    "the consequence 'therefore it needs more data' is not checked here"),
+        details={"profiles": profiles},
+        equations=(("convolution", sp.Eq(sp.Symbol("conv(SX)"), sp.Symbol("S conv(X)"))),
+                   ("attention without positions", sp.Eq(sp.Symbol("Y(PX)"), sp.Symbol("P Y(X)")))),
+    )
+
+
+@claim("no-locality-bias", LOCALITY_STATEMENT, expected="holds")
+def _no_locality_bias(ctx: CheckContext) -> Evidence:
+    return check_locality(ctx)
