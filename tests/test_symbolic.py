@@ -404,3 +404,26 @@ def test_causal_multi_head_against_pytorch():
         causal = torch.triu(torch.ones(3, 3, dtype=torch.bool), 1)  # PyTorch: True = masked out
         theirs, _ = mha(x, x, x, attn_mask=causal, need_weights=False)
     np.testing.assert_allclose(ours, theirs[0].numpy(), rtol=1e-10, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- twins
+def test_scores_twin_of_numeric_scores():
+    from attnsym import numeric
+    from attnsym.symbolic import scores
+
+    rng = random.Random(11)
+    Q = [[Fraction(rng.randint(-5, 5), 3) for _ in range(2)] for _ in range(3)]
+    K = [[Fraction(rng.randint(-5, 5), 2) for _ in range(2)] for _ in range(3)]
+    allowed = [[True, False, True], [True, True, False], [False, False, False]]
+    exact = scores(sp.Matrix(Q), sp.Matrix(K), scale=sp.Rational(1, 3), allowed=allowed)
+    assert exact[0, 1] == -sp.oo and all(e == -sp.oo for e in exact[2, :])
+    got = numeric.scores(np.array(Q, dtype=float), np.array(K, dtype=float), 1 / 3, np.array(allowed))
+    np.testing.assert_allclose(to_float(exact), got, rtol=1e-14)
+    by_hand = sum(Q[1][c] * K[0][c] for c in range(2)) / 3
+    assert exact[1, 0] == sp.Rational(by_hand.numerator, by_hand.denominator)
+    with pytest.raises(ShapeError, match="same number of columns"):
+        scores(sp.ones(2, 2), sp.ones(2, 3))
+    with pytest.raises(ShapeError, match="K must be a SymPy Matrix"):
+        scores(sp.ones(2, 2), np.ones((2, 2)))
+    with pytest.raises(ShapeError, match="scale"):
+        scores(sp.ones(2, 2), sp.ones(2, 2), scale="1/2")

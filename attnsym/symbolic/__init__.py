@@ -13,7 +13,7 @@ Matrix([
 
 from .activations import GELU_TANH_CUBIC, gelu, gelu_tanh
 from .cost import DEFAULT_MAX_TERMS, SymbolicCost, enforce_limit, estimate_cost
-from .matrices import SymbolicAttention, attention, matmul, row_softmax
+from .matrices import SymbolicAttention, attention, matmul, row_softmax, scores
 from .mlp import SymbolicMLP, mlp
 from .naming import entry_name, input_symbols
 from .positions import sinusoidal_positions
@@ -34,5 +34,6 @@ __all__ = [
     "matmul",
     "mlp",
     "row_softmax",
+    "scores",
     "sinusoidal_positions",
 ]

@@ -37,7 +37,7 @@ from .cost import estimate_cost
 from .naming import input_symbols
 from .positions import sinusoidal_positions
 
-__all__ = ["SymbolicAttention", "attention", "matmul", "row_softmax"]
+__all__ = ["SymbolicAttention", "attention", "matmul", "row_softmax", "scores"]
 
 Matrix = sp.ImmutableMatrix
 
@@ -127,15 +127,57 @@ def row_softmax(S: sp.MatrixBase, allowed=None) -> sp.ImmutableMatrix:
     return Matrix(out)
 
 
-def _scores(Q_h, K_h, scale, allowed) -> sp.ImmutableMatrix:
-    n, d = Q_h.shape
+def scores(Q: sp.MatrixBase, K: sp.MatrixBase, scale=1, allowed=None) -> sp.ImmutableMatrix:
+    r"""Scaled scores :math:`S_{ij} = c \sum_k Q_{ik} K_{jk}`, with ``-oo`` where attention is masked.
+
+    The symbolic twin of :func:`attnsym.numeric.scores`.
+
+    Parameters
+    ----------
+    Q : (n, d_k) SymPy Matrix
+    K : (m, d_k) SymPy Matrix
+    scale : number or SymPy expression, default 1
+        The factor ``c`` (``spec.scale_expr`` in a layer).
+    allowed : (n, m) boolean pattern, optional
+        ``True`` = query ``i`` may attend to key ``j``.
+
+    Returns
+    -------
+    sympy.ImmutableMatrix
+
+    Raises
+    ------
+    ShapeError
+        ``Q`` and ``K`` are not matrices with the same number of columns, or ``allowed``
+        has the wrong shape.
+
+    Examples
+    --------
+    >>> q, k = sp.symbols("q k")
+    >>> scores(sp.Matrix([[q], [1]]), sp.Matrix([[k], [2]]), scale=sp.Rational(1, 2), allowed=[[True, False], [True, True]])
+    Matrix([
+    [k*q/2, -oo],
+    [  k/2,   1]])
+    """
+    for name, value in (("Q", Q), ("K", K)):
+        if not isinstance(value, sp.MatrixBase):
+            raise ShapeError(f"{name} must be a SymPy Matrix (got {type(value).__name__})")
+    if Q.shape[1] != K.shape[1]:
+        raise ShapeError(f"Q and K must have the same number of columns d_k (got Q {Q.shape}, K {K.shape})")
+    n, m, d = Q.shape[0], K.shape[0], Q.shape[1]
+    pattern = None
+    if allowed is not None:
+        if n != m:
+            raise ShapeError(f"an allowed pattern needs as many queries as keys (got Q {Q.shape}, K {K.shape})")
+        pattern = _allowed_pattern(allowed, n)
+    scale = scale if isinstance(scale, sp.Basic) else sp.sympify(_exact_scalar(scale, "scale"))
 
     def entry(i, j):
-        if allowed is not None and not allowed[i][j]:
+        if pattern is not None and not pattern[i][j]:
             return -sp.oo
-        return scale * sp.Add(*[Q_h[i, k] * K_h[j, k] for k in range(d)])
+        return scale * sp.Add(*[Q[i, k] * K[j, k] for k in range(d)])
 
-    return Matrix(n, n, entry)
+    return Matrix(n, m, entry)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -491,7 +533,7 @@ def attention(spec: AttentionSpec, *, max_terms: float | None = None) -> Symboli
     V_heads = tuple(Matrix(V[:, k * d_v:(k + 1) * d_v]) for k in range(h))
     allowed = spec.allowed
     scale = spec.scale_expr
-    S_heads = tuple(_scores(q, k, scale, allowed) for q, k in zip(Q_heads, K_heads, strict=True))
+    S_heads = tuple(scores(q, k, scale, allowed) for q, k in zip(Q_heads, K_heads, strict=True))
     A_heads = tuple(row_softmax(s, allowed) for s in S_heads)
     Z_heads = tuple(matmul(a, v) for a, v in zip(A_heads, V_heads, strict=True))
     Z = Matrix(sp.Matrix.hstack(*Z_heads))
