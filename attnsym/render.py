@@ -157,15 +157,18 @@ def derivation_latex_document(derivation: Derivation) -> str:
 def derivation_latex_math(derivation: Derivation) -> str:
     r"""One display-math string (``$$ \begin{array}{l} … $$``) for Jupyter's ``_repr_latex_``.
 
+    Plain text goes into ``\text{}``; the ``$...$`` segments of explanations stay math, so
+    no nested math delimiters are needed (MathJax 2 and 3 render it alike).
+
     Examples
     --------
     >>> from attnsym.derivation import Derivation, Step
-    >>> derivation_latex_math(Derivation("Demo", [Step("A", sp.Eq(sp.Symbol("y"), 1), "One.")]))
-    '$$\\begin{array}{l}\\textbf{Demo}\\\\ \\text{1. A: One.}\\\\ \\displaystyle y = 1\\end{array}$$'
+    >>> derivation_latex_math(Derivation("Demo", [Step("A", sp.Eq(sp.Symbol("y"), 1), "Sets $y$ to one.")]))
+    '$$\\begin{array}{l}\\textbf{Demo}\\\\ \\textbf{1. A: }\\text{Sets }y\\text{ to one.}\\\\ \\displaystyle y = 1\\end{array}$$'
     """
     rows = [rf"\textbf{{{_text(derivation.title)}}}"]
     for number, step in enumerate(derivation.steps, 1):
-        rows.append(rf"\text{{{number}. {_text(step.title)}: {_text_with_math(step.explanation)}}}")
+        rows.append(rf"\textbf{{{number}. {_text(step.title)}: }}" + _text_and_math(step.explanation))
         if step.formula:
             rows.append(rf"\displaystyle {step.formula}")
         rows.extend(rf"\displaystyle {latex_expression(e)}" for e in step.equations)
@@ -173,12 +176,17 @@ def derivation_latex_math(derivation: Derivation) -> str:
 
 
 def _text(text: str) -> str:
-    return escape_latex_text(text).replace("$", "")
+    return escape_latex_text(text.replace("$", ""))
 
 
-def _text_with_math(text: str) -> str:
-    # inside \text{...}, $...$ switches back to math mode, so math segments stay
-    return escape_latex_text(text)
+def _text_and_math(text: str) -> str:
+    """``"a $x$ b"`` -> ``\text{a }x\text{ b}`` (for use inside display math)."""
+    out = []
+    for part in _MATH.split(text):
+        if not part:
+            continue
+        out.append(part[1:-1] if _MATH.fullmatch(part) else rf"\text{{{escape_latex_text(part)}}}")
+    return "".join(out)
 
 
 _PAGE_INTRO = r"""# Deriving attention
