@@ -122,11 +122,22 @@ def _claims(t: _Tour) -> None:
     from ..claims.report import write_report
 
     evidence = verify_all(seed=t.seed, quick=t.quick, progress=t.on_claim)
-    written = write_report(evidence, t.folder / "claims", overwrite=t.overwrite)
+    written = write_report(evidence, t.folder / "claims", seed=t.seed, quick=t.quick, overwrite=t.overwrite,
+                           formats=("png",))
+    by_claim = {ev.claim: ev for ev in evidence}
     for path in written:
         rel = Path(path).relative_to(t.folder).as_posix()
-        what = ("the claims report: a table of every claim, then each claim's verdict, method, conditions, "
-                "equations and figures") if rel.endswith(".md") else "a figure of the claims report"
+        name = Path(path).name
+        if name == "report.md":
+            what = ("the claims report: a table of every claim (verdict, method, key evidence), then each claim's "
+                    "conditions, equations, details and figures")
+        elif name.endswith(".json"):
+            what = "the same evidence as JSON, for machines"
+        elif name.endswith(".tex"):
+            what = "the claims report as a LaTeX document"
+        else:
+            claim_id = next((c for c in sorted(by_claim, key=len, reverse=True) if name.startswith(c)), None)
+            what = f"figure of the claim {claim_id}" if claim_id else "a figure of the claims report"
         t.result.entries.append(TourEntry("claims", rel, what))
     verdicts: dict[str, int] = {}
     for ev in evidence:
