@@ -24,12 +24,13 @@ def ref_attention(spec_kwargs, v):
     """Self-attention written directly from the definitions, in float64."""
     n, d = spec_kwargs["n"], spec_kwargs["d_model"]
     heads = spec_kwargs.get("heads", 1)
-    d_k = d // heads
+    d_k = spec_kwargs.get("d_k") or d // heads
+    d_v = spec_kwargs.get("d_v") or d_k
     X = v["X"] + (ref_positions(n, d) if spec_kwargs.get("positions") else 0)
     zero = lambda k: np.zeros((1, k))
     Q = X @ v["W_Q"] + v.get("b_Q", zero(heads * d_k))
     K = X @ v["W_K"] + v.get("b_K", zero(heads * d_k))
-    V = X @ v["W_V"] + v.get("b_V", zero(heads * d_k))
+    V = X @ v["W_V"] + v.get("b_V", zero(heads * d_v))
     scale = spec_kwargs.get("scale", "sqrt")
     c = 1 / math.sqrt(d_k) if scale == "sqrt" else 1.0 if scale == "none" else float(scale)
     allowed = np.ones((n, n), dtype=bool)
@@ -49,7 +50,7 @@ def ref_attention(spec_kwargs, v):
                 A[i] = e / e.sum()
         S_heads.append(S)
         A_heads.append(A)
-        Z_heads.append(A @ V[:, cols])
+        Z_heads.append(A @ V[:, h * d_v:(h + 1) * d_v])
     Z = np.hstack(Z_heads)
     Y = Z
     if "W_O" in v:

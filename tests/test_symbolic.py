@@ -13,6 +13,7 @@ import sympy as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from reference_attention import ref_attention, ref_positions
+from strategies import attention_specs
 
 import attnsym.symbolic.matrices as matrices_module
 from attnsym import AttentionSpec
@@ -59,15 +60,7 @@ SPECS = [
 ]
 
 
-def _ref_kwargs(kwargs):
-    out = dict(kwargs)
-    if "d_k" in out:  # the reference derives d_k from heads; handled by a separate test
-        out.pop("d_k")
-        out.pop("d_v")
-    return out
-
-
-@pytest.mark.parametrize("kwargs", [k for k in SPECS if "d_k" not in k], ids=str)
+@pytest.mark.parametrize("kwargs", SPECS, ids=str)
 def test_every_matrix_matches_numpy_at_rational_points(kwargs):
     spec = AttentionSpec(**kwargs)
     sym = attention(spec)
@@ -96,7 +89,7 @@ def test_separate_d_k_and_d_v():
     np.testing.assert_allclose(to_float(num.Y), A @ V, rtol=1e-12)
 
 
-@pytest.mark.parametrize("kwargs", [k for k in SPECS if "d_k" not in k], ids=str)
+@pytest.mark.parametrize("kwargs", SPECS, ids=str)
 def test_lambdify_matches_numpy_with_batch_axes(kwargs):
     spec = AttentionSpec(**kwargs)
     sym = attention(spec)
@@ -266,6 +259,20 @@ def test_rows_sum_to_one_and_permutation_equivariance(seed, perm):
     permuted = f(**{**arrays, "X": P @ arrays["X"]})
     np.testing.assert_allclose(permuted["A"], P @ out["A"] @ P.T, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(permuted["Y"], P @ out["Y"], rtol=1e-10, atol=1e-12)
+
+
+@settings(max_examples=15, deadline=None)
+@given(spec=attention_specs(max_n=3, max_d=3), seed=st.integers(0, 2**16))
+def test_any_small_spec_matches_numpy(spec, seed):
+    kwargs = {name: getattr(spec, name) for name in ("n", "d_model", "heads", "d_k", "d_v", "causal", "mask", "scale",
+                                                      "positions")}
+    sym = attention(spec)
+    rng = np.random.default_rng(seed)
+    arrays = {name: rng.standard_normal(m.shape) for name, m in sym.inputs.items()}
+    out = sym.lambdify("Y", "A_heads")(**arrays)
+    ref = ref_attention(kwargs, arrays)
+    np.testing.assert_allclose(out["Y"], ref["Y"], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out["A_heads"], np.stack(ref["A_heads"]), rtol=1e-10, atol=1e-12)
 
 
 _CACHE: dict = {}
