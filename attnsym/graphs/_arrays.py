@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import math
 import numbers
+import os
+import sys
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -56,29 +58,44 @@ def to_numpy(array: Any, name: str = "A") -> np.ndarray:
 
 
 def check_values(A: np.ndarray, name: str, *, nonnegative: bool = True) -> None:
+    """Errors for non-finite (and, for attention, negative) weights, naming the first offender."""
+    while A.ndim > 2 and A.shape[0] == 1:  # report indices in the user's (n, n) terms
+        A = A[0]
     if not np.all(np.isfinite(A)):
         idx = tuple(int(i) for i in np.argwhere(~np.isfinite(A))[0])
-        raise ShapeError(f"{name} must contain only finite weights (got {A[idx]} at index {idx})")
+        raise ShapeError(f"{name} must contain only finite weights (got {float(A[idx])} at index {idx})")
     if nonnegative and np.any(A < 0):
         idx = tuple(int(i) for i in np.argwhere(A < 0)[0])
         raise ShapeError(
-            f"attention weights in {name} must be non-negative (got {A[idx]!r} at index {idx}); "
+            f"attention weights in {name} must be non-negative (got {float(A[idx])!r} at index {idx}); "
             "for signed weights use mlp_graph"
         )
 
 
-def check_row_sums(A: np.ndarray, name: str = "A", *, atol: float = ROW_SUM_ATOL, stacklevel: int = 3) -> None:
+def check_row_sums(A: np.ndarray, name: str = "A", *, atol: float = ROW_SUM_ATOL) -> None:
     """Warn (:class:`RowSumWarning`) about rows summing neither to 1 nor to 0 within ``atol``."""
+    while A.ndim > 2 and A.shape[0] == 1:
+        A = A[0]
     sums = A.sum(axis=-1)
     bad = ~(np.isclose(sums, 1.0, rtol=0, atol=atol) | (sums == 0))
     if np.any(bad):
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        where = idx[0] if len(idx) == 1 else idx
         warnings.warn(
             f"{np.count_nonzero(bad)} row(s) of {name} do not sum to 1 within {atol:g} "
-            f"(e.g. row {idx} sums to {sums[idx]!r}); rows of a softmax attention matrix sum to 1",
+            f"(e.g. row {where} sums to {float(sums[idx])!r}); rows of a softmax attention matrix sum to 1",
             RowSumWarning,
-            stacklevel=stacklevel,
+            stacklevel=_caller_level(),
         )
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` that points a warning at the first frame outside attnsym.graphs."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == here:
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def as_attention_stack(attentions: Any, *, batch: int = 0, name: str = "A", check: bool = True) -> np.ndarray:
@@ -152,7 +169,7 @@ def as_attention_stack(attentions: Any, *, batch: int = 0, name: str = "A", chec
         raise ShapeError(f"{name} must have at least one position (got shape {stack.shape})")
     if check:
         check_values(stack, name)
-        check_row_sums(stack, name, stacklevel=4)
+        check_row_sums(stack, name)
     return np.ascontiguousarray(stack)
 
 

@@ -313,7 +313,25 @@ def _graphml_text(H: nx.Graph) -> str:
 
 
 # --------------------------------------------------------------------------- GEXF
+def _check_uniform_types(H: nx.Graph, fmt: str) -> None:
+    """GraphML and GEXF declare one type per attribute name: refuse mixtures rather than coerce."""
+    for domain, items in (
+        ("node", (data for _, data in H.nodes(data=True))),
+        ("edge", (data for _, _, data in H.edges(data=True))),
+    ):
+        seen: dict[str, str] = {}
+        for data in items:
+            for name, value in data.items():
+                kind = _type_name(value)
+                if seen.setdefault(name, kind) != kind:
+                    raise GraphFormatError(
+                        f"{domain} attribute {name!r} mixes types ({seen[name]} and {kind}); "
+                        f"{fmt} declares one type per attribute"
+                    )
+
+
 def _gexf_text(H: nx.Graph) -> str:
+    _check_uniform_types(H, "GEXF")
     for node, data in H.nodes(data=True):
         for key, value in data.items():
             if isinstance(value, str):
