@@ -135,11 +135,11 @@ def dependency_pattern(Y: sp.Matrix, X: sp.Matrix) -> sp.Matrix:
     convolution, full for attention.
 
     >>> x = input_symbols("X", (3, 1))
-    >>> dependency_pattern(conv1d(x, [1, 1], padding="zeros"), x)
+    >>> dependency_pattern(conv1d(x, [1, 1], padding="zeros"), x)   # y_i = x_{i-1} + x_i
     Matrix([
+    [1, 0, 0],
     [1, 1, 0],
-    [0, 1, 1],
-    [0, 0, 1]])
+    [0, 1, 1]])
     """
     Y, X = sp.Matrix(Y), sp.Matrix(X)
     rows = [set().union(*(Y[i, c].free_symbols for c in range(Y.cols))) for i in range(Y.rows)]

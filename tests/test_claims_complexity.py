@@ -1,0 +1,73 @@
+"""Cost claims: global-path-length, parallelism, quadratic-cost, kv-cache, blockwise-exact.
+
+Each claim is verified through the engine, and each check is run with a deliberately false
+statement that it must report as failing.
+"""
+
+import pytest
+
+from attnsym.claims import CheckContext, verify
+from attnsym.claims.builtin import complexity
+
+QUICK = CheckContext(seed=0, quick=True)
+
+
+@pytest.mark.parametrize(("claim_id", "verdict"), [
+    ("global-path-length", "holds-under-conditions"),  # O(log_k n) only for dilated convolutions
+    ("parallelism", "holds"),
+    ("quadratic-cost", "holds-under-conditions"),      # O(n²) memory only on the plain path
+    ("kv-cache", "holds"),
+    ("blockwise-exact", "holds"),
+])
+def test_claim_verdicts(claim_id, verdict):
+    ev = verify(claim_id, quick=True, strict=True)
+    assert ev.verdict == verdict and ev.as_expected
+    assert ev.conditions and ev.summary
+
+
+def test_restricted_variant_is_reported_as_a_condition():
+    # "self-attention needs O(n) steps" holds only for restricted self-attention: said as a condition
+    ev = complexity.check_table1_column(QUICK, column="path", claimed={"self_attention": "O(n)"})
+    assert ev.verdict == "holds-under-conditions"
+    assert any("restricted_self_attention" in c for c in ev.conditions)
+
+
+def test_path_length_condition_names_dilation():
+    ev = complexity.check_table1_column(QUICK, column="path")
+    assert any("dilated_convolution" in c for c in ev.conditions)
+    table = {row["architecture"]: row for row in ev.details["table"]}
+    assert table["self_attention"]["measured growth"] == "O(1)"
+    assert table["recurrent"]["measured growth"] == "O(n)"
+
+
+def test_quadratic_cost_details():
+    ev = complexity.check_quadratic_cost(QUICK)
+    assert ev.details["closed form == interpolation"]
+    assert ev.details["degrees (n, d)"] == (2, 1)
+    m = ev.details["measured"]
+    assert m["blockwise peak bytes"][-1] < m["bytes of one n×n float64 map at the largest n"] <= m["plain peak bytes"][-1]
+
+
+def test_kv_cache_details():
+    ev = complexity.check_kv_cache(QUICK)
+    assert ev.details["counts equal the closed form at every step"]
+    assert max(ev.details["max error per token (cache)"]) < 1e-12
+    assert ev.details["non-causal: max change of earlier outputs when a token is appended"] > 1e-6
+
+
+@pytest.mark.parametrize(("check", "wrong"), [
+    (complexity.check_table1_column, {"column": "path", "claimed": {"recurrent": "O(1)"}}),
+    (complexity.check_table1_column, {"column": "sequential", "claimed": {"self_attention": "O(n)"}}),
+    (complexity.check_table1_column, {"column": "sequential", "claimed": {"recurrent": "O(1)"}}),
+    (complexity.check_quadratic_cost, {"time_degree": (1, 1)}),      # "linear in n"
+    (complexity.check_quadratic_cost, {"memory_degree": 1}),         # "linear memory" for the plain path
+    (complexity.check_kv_cache, {"cached_degree": 0}),               # "constant cost per token"
+    (complexity.check_blockwise_exact, {"rescale": False}),          # merge without e^{m_b − m}
+])
+def test_false_statements_fail(check, wrong):
+    assert check(QUICK, **wrong).verdict == "fails"
+
+
+def test_unknown_architecture():
+    with pytest.raises(KeyError, match="unknown architecture"):
+        complexity.check_table1_column(QUICK, claimed={"transformer-xl": "O(1)"})

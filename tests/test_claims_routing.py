@@ -1,0 +1,64 @@
+"""Routing claims: dynamic-routing, hypernetwork-view, two-token-example, weights-not-preset, multi-head.
+
+Each claim is verified through the engine, and each check is run with a deliberately false
+statement that it must report as failing.
+"""
+
+import pytest
+
+from attnsym.claims import CheckContext, verify
+from attnsym.claims.builtin import routing
+
+QUICK = CheckContext(seed=0, quick=True)
+
+
+@pytest.mark.parametrize(("claim_id", "verdict"), [
+    ("dynamic-routing", "holds"),
+    ("hypernetwork-view", "holds"),
+    ("two-token-example", "holds"),
+    ("weights-not-preset", "holds"),
+    ("multi-head", "holds-under-conditions"),
+])
+def test_claim_verdicts(claim_id, verdict):
+    ev = verify(claim_id, quick=True, strict=True)
+    assert ev.verdict == verdict and ev.as_expected
+    assert ev.claim == claim_id and ev.summary and ev.method
+    if verdict == "holds-under-conditions":
+        assert ev.conditions
+
+
+def test_dynamic_routing_evidence():
+    ev = routing.check_dynamic_routing(QUICK)
+    assert ev.details["control (X₁ = X₂) distance"] == 0.0
+    assert all(p["attention distance"] > 0 and p["MLP graphs identical"] for p in ev.details["pairs"])
+
+
+def test_two_token_numbers():
+    ev = routing.check_two_token(QUICK)
+    assert ev.details["exact routings"] == ["[1/10, 9/10]", "[19/20, 1/20]"]
+    assert ev.details["static mixer rows"] == ["[7/10, 3/10]", "[7/10, 3/10]"]
+    other = routing.check_two_token(QUICK, routings=((0.3, 0.7), (0.6, 0.4)), mixing=(0.5, 0.5))
+    assert other.verdict == "holds"
+
+
+def test_multi_head_counts_are_four_d_squared():
+    ev = routing.check_multi_head(QUICK)
+    assert {r["parameters"] for r in ev.details["parameter counts"]} == {4 * 8**2}
+
+
+@pytest.mark.parametrize(("check", "wrong"), [
+    (routing.check_dynamic_routing, {"mlp_changes": True}),         # "the MLP graph changes too"
+    (routing.check_dynamic_routing, {"attention_changes": False}),  # "attention graphs stay the same"
+    (routing.check_hypernetwork_view, {"routing_term": False}),     # "∂Y/∂X = A ∂V/∂X"
+    (routing.check_two_token, {"static_changes": True}),            # "the static mixer adapts too"
+    (routing.check_weights_not_preset, {"preset": True}),           # "the weights are preset"
+    (routing.check_multi_head, {"d_k_of": lambda d, h: d}),         # "full-width heads keep the count"
+])
+def test_false_statements_fail(check, wrong):
+    assert check(QUICK, **wrong).verdict == "fails"
+
+
+def test_deterministic():
+    a, b = verify("weights-not-preset", seed=3, quick=True), verify("weights-not-preset", seed=3, quick=True)
+    assert a.summary == b.summary and a.details["numeric distances between inputs"] == b.details[
+        "numeric distances between inputs"]

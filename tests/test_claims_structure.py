@@ -1,0 +1,54 @@
+"""Structure claims: qk-asymmetry, permutation-equivariance, no-locality-bias.
+
+Each claim is verified through the engine, and each check is run with a deliberately false
+statement that it must report as failing.
+"""
+
+import pytest
+
+from attnsym.claims import CheckContext, verify
+from attnsym.claims.builtin import structure
+
+QUICK = CheckContext(seed=0, quick=True)
+
+
+@pytest.mark.parametrize("claim_id", ["qk-asymmetry", "permutation-equivariance", "no-locality-bias"])
+def test_claim_verdicts(claim_id):
+    ev = verify(claim_id, quick=True, strict=True)
+    assert ev.verdict == "holds-under-conditions" and ev.as_expected
+    assert ev.conditions and ev.summary
+
+
+def test_permutation_conditions_name_positions_and_mask():
+    ev = structure.check_permutation_equivariance(QUICK)
+    text = " ".join(ev.conditions)
+    assert "sinusoidal positions" in text and "causal mask" in text
+    rows = {(r["positions"], r["causal"]): r["holds"] for r in ev.details["configurations"]}
+    assert rows == {(None, False): True, ("sinusoidal", False): False, (None, True): False}
+
+
+def test_locality_profiles():
+    ev = structure.check_locality(QUICK)
+    conv, att = ev.details["profiles"][:2]
+    assert conv["local"] and conv["symbolic shift-equivariant"] and not conv["symbolic permutation-equivariant"]
+    assert not att["local"] and att["symbolic permutation-equivariant"]
+    assert att["symbolic every output depends on every token"]
+
+
+def test_qk_cases():
+    ev = structure.check_qk_symmetry(QUICK)
+    cases = {c["weights"]: c["QKᵀ symmetric for all X"] for c in ev.details["cases"]}
+    assert cases["W_K = W_Q"] and cases["W_K = W_Q R, R symmetric"] and not cases["generic symbolic W_Q, W_K"]
+
+
+@pytest.mark.parametrize(("check", "wrong"), [
+    # "Q Kᵀ is symmetric exactly when W_Q = W_K" (misses W_K = W_Q R with R symmetric)
+    (structure.check_qk_symmetry, {"criterion": lambda a, b: a == b, "criterion_text": "W_Q = W_K"}),
+    # "attention stays permutation-equivariant with sinusoidal positions" / "with a causal mask"
+    (structure.check_permutation_equivariance, {"positions": "sinusoidal", "explore": False}),
+    (structure.check_permutation_equivariance, {"causal": True, "explore": False}),
+    # "a convolution has no locality bias either"
+    (structure.check_locality, {"layer": "conv"}),
+])
+def test_false_statements_fail(check, wrong):
+    assert check(QUICK, **wrong).verdict == "fails"

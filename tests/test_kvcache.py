@@ -1,0 +1,85 @@
+"""K/V-cache decoding against full causal attention, token by token, and its recorded costs."""
+
+import numpy as np
+import pytest
+
+from attnsym.errors import ShapeError, SpecError
+from attnsym.numeric import attention
+from attnsym.numeric.kvcache import causal_decode
+
+
+def _reference_rows(X, W_Q, W_K, W_V, scale):
+    """Plain loop: output t attends to tokens 0..t only (independent of the library)."""
+    rows = []
+    for t in range(X.shape[0]):
+        q = X[t] @ W_Q
+        K, V = X[: t + 1] @ W_K, X[: t + 1] @ W_V
+        s = K @ q * scale
+        a = np.exp(s - s.max())
+        rows.append((a / a.sum()) @ V)
+    return np.array(rows)
+
+
+@pytest.mark.parametrize("cache", [True, False])
+def test_matches_hand_loop(cache):
+    rng = np.random.default_rng(0)
+    X, W = rng.standard_normal((7, 3)), rng.standard_normal((3, 3, 2))
+    Y = causal_decode(X, *W, cache=cache).Y
+    np.testing.assert_allclose(Y, _reference_rows(X, *W, 1 / np.sqrt(2)), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("cache", [True, False])
+@pytest.mark.parametrize("kwargs", [
+    {"heads": 2},
+    {"heads": 4, "scale": "none"},
+    {"heads": 2, "positions": "sinusoidal", "bias": True},
+    {"heads": 1, "scale": 0.3},
+])
+def test_matches_full_causal_attention(cache, kwargs):
+    rng = np.random.default_rng(1)
+    n, d = 9, 8
+    X = rng.standard_normal((n, d))
+    W_Q, W_K, W_V, W_O = rng.standard_normal((4, d, d)) / np.sqrt(d)
+    kw = dict(kwargs)
+    biases = {}
+    if kw.pop("bias", False):
+        biases = {name: rng.standard_normal(d) for name in ("b_Q", "b_K", "b_V", "b_O")}
+    full, _ = attention(X, W_Q, W_K, W_V, W_O, causal=True, **kw, **biases)
+    result = causal_decode(X, W_Q, W_K, W_V, W_O, cache=cache, **kw, **biases)
+    np.testing.assert_allclose(result.Y, full, rtol=1e-12, atol=1e-12)
+    assert result.cached == cache and len(result.steps) == n
+
+
+def test_cached_steps_are_linear_uncached_quadratic():
+    rng = np.random.default_rng(2)
+    X, W = rng.standard_normal((12, 4)), rng.standard_normal((3, 4, 4))
+    fast = [s["mul"] for s in causal_decode(X, *W).steps]
+    slow = [s["mul"] for s in causal_decode(X, *W, cache=False).steps]
+    assert len(set(np.diff(fast))) == 1  # constant increments: linear in t
+    assert len(set(np.diff(np.diff(slow)))) == 1 and np.diff(np.diff(slow))[0] > 0  # quadratic
+    assert causal_decode(X, *W).total_mul < causal_decode(X, *W, cache=False).total_mul
+
+
+def test_torch_tensors():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(3)
+    X, W = rng.standard_normal((5, 4)), rng.standard_normal((3, 4, 4))
+    out = causal_decode(torch.asarray(X), *(torch.asarray(w) for w in W))
+    assert isinstance(out.Y, torch.Tensor)
+    np.testing.assert_allclose(out.Y.numpy(), causal_decode(X, *W).Y, rtol=1e-12, atol=1e-12)
+
+
+def test_errors():
+    X, W = np.ones((3, 4)), np.ones((4, 4))
+    with pytest.raises(ShapeError, match="X must have shape"):
+        causal_decode(np.ones(4), W, W, W)
+    with pytest.raises(ShapeError, match="W_K must have shape"):
+        causal_decode(X, W, np.ones((3, 4)), W)
+    with pytest.raises(SpecError, match="heads must be a positive integer"):
+        causal_decode(X, W, W, W, heads=0)
+    with pytest.raises(ShapeError, match="W_Q must have shape"):
+        causal_decode(X, W, W, W, heads=3)
+    with pytest.raises(SpecError, match="positions"):
+        causal_decode(X, W, W, W, positions="rotary")
+    with pytest.raises(SpecError, match="b_O needs an output projection"):
+        causal_decode(X, W, W, W, b_O=np.ones(4))
