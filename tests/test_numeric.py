@@ -305,6 +305,12 @@ def test_torch_tensors_in_torch_tensors_out():
     assert isinstance(Yc, torch.Tensor)
     with pytest.raises(BackendError, match="all arrays of one call must come from one array library"):
         nm.attention(t["X"], spec=spec, **params(spec, a))
+    # a mask is a fixed pattern: a NumPy mask works with torch tensors (and a torch mask with NumPy arrays)
+    mask = np.tril(np.ones((4, 4), dtype=bool))
+    kw = dict(heads=2, mask=mask)
+    _, A_mixed = nm.attention(t["X"], t["W_Q"], t["W_K"], t["W_V"], t["W_O"], **kw)
+    _, A_np = nm.attention(a["X"], a["W_Q"], a["W_K"], a["W_V"], a["W_O"], heads=2, mask=torch.from_numpy(mask))
+    np.testing.assert_allclose(A_mixed.numpy(), A_np, rtol=1e-14)
 
 
 # ---------------------------------------------------------------------------- symbolic twins

@@ -27,6 +27,7 @@ from ..spec import AttentionSpec
 from .forward import (
     AUTO_BLOCKWISE_N,
     _block_size,
+    _inplace_ok,
     _Layer,
     _merge_heads,
     _plain_core,
@@ -42,15 +43,19 @@ def dscores(A, dA, rowsum):
     """``dS = A ⊙ (dA − rowsum)``: the softmax VJP, with ``rowsum = Σ_j dA_ij A_ij`` per row.
 
     The plain path computes ``rowsum`` from ``dA`` and ``A``; the blockwise path from the
-    equal quantity ``Σ_c dZ_ic Z_ic`` (since ``Z = A V`` and ``dA = dZ Vᵀ``).
+    equal quantity ``Σ_c dZ_ic Z_ic`` (since ``Z = A V`` and ``dA = dZ Vᵀ``). ``dA`` is
+    overwritten with the result where the array library allows it.
     """
+    if _inplace_ok(dA):
+        dA -= rowsum
+        dA *= A
+        return dA
     return A * (dA - rowsum)
 
 
-def _plain_core_vjp(layer: _Layer, Q, K, V, dZ):
-    """dQ, dK, dV per head from dZ (all (..., H, n, ·)), through the stored weights A."""
+def _plain_core_vjp(layer: _Layer, Q, K, V, A, dZ):
+    """dQ, dK, dV per head from dZ (all (..., H, n, ·)), through the stored weights A (..., H, n, n)."""
     xp = layer.xp
-    _, A = _plain_core(layer, Q, K, V, want_weights=True)  # (..., H, n, n)
     dV = xp.matmul(xp.matrix_transpose(A), dZ)  # (..., H, n, d_v)
     dA = xp.matmul(dZ, xp.matrix_transpose(V))  # (..., H, n, n)
     dS = dscores(A, dA, xp.sum(dA * A, axis=-1, keepdims=True))  # (..., H, n, n)
@@ -133,11 +138,9 @@ def attention_vjp(
         Z_heads, lse = blockwise_core(layer, Q, K, V, size)
         core_vjp = lambda dZ_heads: blockwise_core_vjp(layer, Q, K, V, Z_heads, lse, dZ_heads, size)
     else:
-        Z_heads = None
-        core_vjp = lambda dZ_heads: _plain_core_vjp(layer, Q, K, V, dZ_heads)
+        Z_heads, A = _plain_core(layer, Q, K, V, want_weights=True)  # A: (..., H, n, n)
+        core_vjp = lambda dZ_heads: _plain_core_vjp(layer, Q, K, V, A, dZ_heads)
     if a.get("W_O") is not None:
-        if Z_heads is None:
-            Z_heads, _ = _plain_core(layer, Q, K, V, want_weights=False)
         Z = _merge_heads(xp, Z_heads)  # (..., n, H·d_v)
         grads["W_O"] = _weight_grad(xp, Z, G)  # (H·d_v, d_out)
         if a.get("b_O") is not None:

@@ -283,7 +283,7 @@ def _resolve(
     X, W_Q, W_K, W_V, W_O, biases: dict, *, spec, heads, causal, mask, scale, positions, backend, G=None
 ) -> tuple[_Layer, dict]:
     """Check every input against the spec (or the keyword arguments) and return the layer and arrays."""
-    xp = array_namespace(X, W_Q, W_K, W_V, W_O, G, mask, *biases.values(), backend=backend)
+    xp = array_namespace(X, W_Q, W_K, W_V, W_O, G, *biases.values(), backend=backend)  # a mask may be NumPy always
     named = {"X": X, "W_Q": W_Q, "W_K": W_K, "W_V": W_V, "W_O": W_O, **biases}
     if G is not None:
         named["G"] = G
@@ -365,8 +365,7 @@ def _resolve(
         base = 10000
         mask_arr = None
         if mask is not None:
-            if backend is not None or not hasattr(mask, "dtype"):
-                mask = asarray_in(xp, mask)
+            mask = array_api_compat.to_device(asarray_in(xp, mask), array_api_compat.device(X))  # numpy masks ok
             if _dtype_name(xp, mask) != "bool":
                 raise ShapeError(f"mask must be a boolean array with True = may attend (got dtype {_dtype_name(xp, mask)}); "
                                  "an additive float mask (0 / -inf) converts with mask = (m == 0)")
