@@ -135,6 +135,17 @@ def test_causal_mask_gives_exact_zeros_and_minus_infinity():
     assert not sym.Y[0, 0].has(sp.Symbol("x_{2,1}", real=True))  # the first token sees only itself
 
 
+def test_softmax_rows_sum_to_one_and_ignore_row_shifts_exactly():
+    S = sp.Matrix(3, 3, sp.symbols("s:9", real=True))
+    c = sp.Symbol("c", real=True)
+    A = row_softmax(S)
+    assert [sp.cancel(sum(A[i, :])) for i in range(3)] == [1, 1, 1]
+    shifted = row_softmax(S + c * sp.ones(3, 3))
+    assert all(sp.cancel(sp.expand(shifted[i, j] - A[i, j], power_exp=True)) == 0 for i in range(3) for j in range(3))
+    masked = attention(AttentionSpec(n=3, d_model=1, causal=True)).A
+    assert [sp.cancel(sum(masked[i, :])) for i in range(3)] == [1, 1, 1]
+
+
 def test_fully_masked_row_gives_zero_weights_and_output():
     mask = [[False, False], [True, True]]
     sym = attention(AttentionSpec(n=2, d_model=2, mask=mask))
