@@ -1,0 +1,146 @@
+r"""The backward pass of attention as derivation steps (rendered like the forward pass).
+
+Each step is an explicit matrix equation whose right-hand side is written in the entries of
+the previous steps: forward entries ``q_{i,j}``, ``k_{i,j}``, ``v_{i,j}``, ``\alpha_{i,j}``,
+``z_{i,j}`` (the names of :func:`attnsym.derive`) and adjoints
+:math:`\bar M = \partial L / \partial M` (``\bar{z}_{i,j}``, ``\bar{a}_{i,j}``, …), so each
+step can be checked on its own.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from ..spec import AttentionSpec
+
+__all__ = ["backward_steps"]
+
+Matrix = sp.ImmutableMatrix
+
+
+def _entries(letter: str, shape: tuple[int, int], head: int | None = None) -> sp.ImmutableMatrix:
+    tag = "" if head is None else f"^{{({head + 1})}}"
+    return Matrix(shape[0], shape[1], lambda i, j: sp.Symbol(f"{letter}{tag}_{{{i + 1},{j + 1}}}", real=True))
+
+
+def _name(base: str, head: int | None) -> str:
+    return base if head is None else f"{base}^{{({head + 1})}}"
+
+
+def _eq(name: str, value) -> sp.Eq:
+    return sp.Eq(sp.MatrixSymbol(name, *value.shape), value, evaluate=False)
+
+
+def _mm(A, B) -> sp.ImmutableMatrix:
+    return Matrix(A.shape[0], B.shape[1], lambda i, j: sp.Add(*[A[i, k] * B[k, j] for k in range(A.shape[1])]))
+
+
+def backward_steps(spec: AttentionSpec, max_terms: float | None = None) -> list:
+    """Steps of the backward pass for ``spec`` (see :func:`attnsym.symbolic.backprop.gradient_steps`)."""
+    from ..derivation import Step
+    from .backprop import _guard, _input_matrices
+    from .jacobians import softmax_jacobian
+
+    _guard(spec, "closed_form", max_terms)
+    n, m, H, dk, dv = spec.n, spec.d_model, spec.heads, spec.d_k, spec.d_v
+    inputs = _input_matrices(spec)
+    allowed = spec.allowed
+    ok = (lambda i, j: True) if allowed is None else (lambda i, j: allowed[i][j])
+    c = spec.scale_expr
+    one_head = H == 1
+    heads = [None] if one_head else list(range(H))
+    G = _entries("g", (n, spec.d_out))
+    y = _entries("y", (n, spec.d_out))
+    steps = [Step(
+        "Loss and upstream gradient",
+        sp.Eq(sp.Symbol("L"), sp.Add(*[a * b for a, b in zip(G, y, strict=True)]), evaluate=False),
+        "The scalar loss is the inner product of the output with a symbolic upstream gradient $G$, so every "
+        "gradient below is the full vector-Jacobian product; $\\bar M$ denotes $\\partial L / \\partial M$.",
+        formula=r"L = \langle G, Y\rangle = \sum_{i,j} G_{ij} Y_{ij}, \qquad \bar Y = G",
+    )]
+    z = _entries("z", (n, spec.inner_v))
+    if spec.output_projection:
+        W_O = inputs["W_O"]
+        zbar = _mm(G, W_O.T)
+        eqs = [_eq(r"\bar{Z}", zbar), _eq(r"\bar{W}_O", _mm(z.T, G))]
+        if spec.bias:
+            eqs.append(_eq(r"\bar{b}_O", Matrix(1, m, lambda _, j: sp.Add(*G[:, j]))))
+        steps.append(Step(
+            "Output projection", tuple(eqs),
+            "Backpropagating through $Y = Z W_O (+ 1 b_O)$: a linear map, so its gradients are products with $G$.",
+            formula=r"\bar Z = G\, W_O^\top, \qquad \bar W_O = Z^\top G" + (r", \qquad \bar b_O = 1^\top G" if spec.bias else ""),
+        ))
+    zbar_symbols = _entries(r"\bar{z}", (n, spec.inner_v)) if spec.output_projection else G
+    v_eqs, a_eqs, s_eqs, qk_eqs = [], [], [], []
+    for h in heads:
+        hh = 0 if h is None else h
+        vc = slice(hh * dv, (hh + 1) * dv)
+        alpha = Matrix(n, n, lambda i, j, h=h: _entries(r"\alpha", (n, n), h)[i, j] if ok(i, j) else 0)
+        v = _entries("v", (n, dv), h)
+        q, k = _entries("q", (n, dk), h), _entries("k", (n, dk), h)
+        Zb = Matrix(zbar_symbols[:, vc])
+        v_eqs.append(_eq(_name(r"\bar{V}", h), _mm(alpha.T, Zb)))
+        abar = Matrix(n, n, lambda i, j, Zb=Zb, v=v: sp.Add(*[Zb[i, t] * v[j, t] for t in range(dv)]) if ok(i, j) else 0)
+        a_eqs.append(_eq(_name(r"\bar{A}", h), abar))
+        ab = Matrix(n, n, lambda i, j, h=h: _entries(r"\bar{a}", (n, n), h)[i, j] if ok(i, j) else 0)
+        sbar = Matrix(n, n, lambda i, j, ab=ab, alpha=alpha: alpha[i, j] * (ab[i, j] - sp.Add(
+            *[ab[i, t] * alpha[i, t] for t in range(n)])) if ok(i, j) else 0)
+        s_eqs.append(_eq(_name(r"\bar{S}", h), sbar))
+        sb = Matrix(n, n, lambda i, j, h=h: _entries(r"\bar{s}", (n, n), h)[i, j] if ok(i, j) else 0)
+        qk_eqs += [_eq(_name(r"\bar{Q}", h), c * _mm(sb, k)), _eq(_name(r"\bar{K}", h), c * _mm(sb.T, q))]
+    steps.append(Step(
+        "Values", tuple(v_eqs),
+        "$Z = A V$ is linear in $V$: the gradient reaches each value through the weights that used it.",
+        formula=r"\bar V_h = A_h^\top \bar Z_h",
+    ))
+    steps.append(Step(
+        "Attention weights", tuple(a_eqs),
+        "$Z = A V$ is linear in $A$ too: weight $\\alpha_{ij}$ receives the dot product of $\\bar z_i$ with $v_j$"
+        + (" (masked entries get nothing)." if allowed is not None else "."),
+        formula=r"\bar A_h = \bar Z_h V_h^\top",
+    ))
+    a = sp.Matrix([sp.Symbol(f"a_{i}", positive=True) for i in range(n)])
+    steps.append(Step(
+        "Softmax Jacobian",
+        _eq("J", softmax_jacobian(n)),
+        "Each row $a$ of $A$ is the softmax of a row $s$ of $S$; $\\partial a_j/\\partial s_m = a_j(\\delta_{jm} - a_m)$. "
+        "Its rows sum to zero and its rank is $n - 1$: adding a constant to a row of scores changes nothing.",
+        formula=r"J = \frac{\partial a}{\partial s} = \operatorname{diag}(a) - a a^\top",
+    ))
+    del a
+    steps.append(Step(
+        "Scores", tuple(s_eqs),
+        "Multiplying $\\bar a_i$ by the softmax Jacobian of row $i$ gives $\\bar s_{ij} = \\alpha_{ij}(\\bar a_{ij} - "
+        "\\sum_m \\bar a_{im} \\alpha_{im})$: no $n \\times n$ Jacobian is ever formed.",
+        formula=r"\bar S_h = A_h \circ \bigl(\bar A_h - \operatorname{rowsum}(\bar A_h \circ A_h)\, 1^\top\bigr)",
+    ))
+    steps.append(Step(
+        "Queries and keys", tuple(qk_eqs),
+        "$S = c\\, Q K^\\top$ is bilinear: the query gradient uses the keys and the key gradient the queries.",
+        formula=r"\bar Q_h = c\, \bar S_h K_h, \qquad \bar K_h = c\, \bar S_h^\top Q_h" + rf", \qquad c = {sp.latex(c)}",
+    ))
+    xin = _entries(r"\tilde{x}", (n, m)) if spec.positions else inputs["X"]
+    qbar, kbar, vbar = (_entries(r"\bar{q}", (n, spec.inner_qk)), _entries(r"\bar{k}", (n, spec.inner_qk)),
+                        _entries(r"\bar{v}", (n, spec.inner_v)))
+    w_eqs = [_eq(r"\bar{W}_Q", _mm(xin.T, qbar)), _eq(r"\bar{W}_K", _mm(xin.T, kbar)), _eq(r"\bar{W}_V", _mm(xin.T, vbar))]
+    if spec.bias:
+        w_eqs += [_eq(rf"\bar{{b}}_{t}", Matrix(1, M.shape[1], lambda _, j, M=M: sp.Add(*M[:, j])))
+                  for t, M in (("Q", qbar), ("K", kbar), ("V", vbar))]
+    steps.append(Step(
+        "Projection weights", tuple(w_eqs),
+        ("Heads are column blocks of $Q, K, V$, so their gradients are placed side by side; " if not one_head else "")
+        + "$Q = X_{in} W_Q$ gives $\\bar W_Q = X_{in}^\\top \\bar Q$" + (" and the biases sum the rows." if spec.bias else "."),
+        formula=r"\bar W_Q = X_{in}^\top \bar Q, \quad \bar W_K = X_{in}^\top \bar K, \quad \bar W_V = X_{in}^\top \bar V"
+        + (r", \quad \bar b = 1^\top \bar{(\cdot)}" if spec.bias else ""),
+    ))
+    xbar = Matrix(n, m, lambda i, j: sp.Add(
+        *[qbar[i, t] * inputs["W_Q"][j, t] for t in range(spec.inner_qk)],
+        *[kbar[i, t] * inputs["W_K"][j, t] for t in range(spec.inner_qk)],
+        *[vbar[i, t] * inputs["W_V"][j, t] for t in range(spec.inner_v)]))
+    steps.append(Step(
+        "Input", _eq(r"\bar{X}", xbar),
+        "The input reaches the loss three ways, as queries, keys and values; the three contributions add"
+        + (" (positions are constant, so $\\bar X = \\bar X_{in}$)." if spec.positions else "."),
+        formula=r"\bar X = \bar Q W_Q^\top + \bar K W_K^\top + \bar V W_V^\top",
+    ))
+    return steps

@@ -1,0 +1,263 @@
+r"""The backpropagation identities of attention with *symbolic* sizes (SymPy matrix expressions).
+
+Sizes ``n``, ``d`` (``d_model``), ``d_k``, ``d_v`` are symbols; every matrix is a
+``MatrixSymbol`` and every gradient a matrix expression valid for all sizes:
+
+.. math::
+
+    dV = A^\top dZ,\quad dA = dZ\, V^\top,\quad
+    dS = A \circ \bigl(dA - (dA \circ A)\,\mathbf 1_n \mathbf 1_n^\top\bigr),\quad
+    dQ = c\, dS\, K,\quad dK = c\, dS^\top Q,
+
+    dW_Q = X^\top dQ,\quad dW_K = X^\top dK,\quad dW_V = X^\top dV,\quad
+    dX = dQ\, W_Q^\top + dK\, W_K^\top + dV\, W_V^\top,
+
+with ``dZ = G W_Oᵀ`` and ``dW_O = Zᵀ G`` when there is an output projection, and
+``db = 1ᵀ d(·)`` for the biases. ``A`` is a ``MatrixSymbol`` standing for the row softmax of
+``S = c Q Kᵀ`` (SymPy has no matrix-level softmax, and ``MatrixSymbol.diff`` cannot
+differentiate through one); a mask enters only through the zeros of ``A``, so the formulas
+are the same for causal attention. ``1_n 1_nᵀ`` is SymPy's ``OneMatrix(n, n)`` (printed ``1``).
+For several heads the same formulas hold per head (column blocks of ``Q``, ``K``, ``V`` and
+row blocks of ``W_O``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import sympy as sp
+from sympy.matrices.expressions import HadamardProduct, MatAdd, MatMul, MatrixExpr, MatrixSymbol, OneMatrix, Transpose
+
+from ..errors import SpecError
+from ..spec import AttentionSpec
+
+__all__ = ["MatrixGradients", "matrix_gradients"]
+
+
+@dataclass(frozen=True)
+class MatrixGradients:
+    """Closed-form gradients of attention as SymPy matrix expressions with symbolic sizes.
+
+    Attributes
+    ----------
+    sizes : dict
+        ``{"n": n, "d_model": d, "d_k": d_k, "d_v": d_v}`` (positive integer symbols).
+    scale : sympy.Expr
+        ``c`` (``1/sqrt(d_k)`` by default).
+    inputs : dict
+        ``X``, ``W_Q``, ``W_K``, ``W_V`` (``W_O``, ``b_*``, ``PE``) and the upstream ``G``.
+    forward : dict
+        ``X_in``, ``Q``, ``K``, ``V``, ``S``, ``A`` (a symbol for ``softmax(S)``), ``Z``, ``Y``.
+    gradients : dict
+        ``dZ``, ``dV``, ``dA``, ``dS``, ``dQ``, ``dK``, then one per input, named after it
+        (``"X"``, ``"W_Q"``, …), each a matrix expression of that input's shape.
+    """
+
+    sizes: dict
+    scale: sp.Expr
+    inputs: dict
+    forward: dict
+    gradients: dict
+    intermediates: dict
+
+    def inlined(self, name: str) -> MatrixExpr:
+        """Gradient ``name`` with the intermediates ``dZ, dA, dS, dQ, dK, dV`` substituted (inputs only).
+
+        Examples
+        --------
+        >>> matrix_gradients().inlined("W_V")
+        X.T*A.T*G
+        """
+        if name not in self.gradients:
+            raise SpecError(f"no gradient named {name!r}; choose from {list(self.gradients)}")
+        expr = self.gradients[name]
+        for _ in range(len(self.intermediates) + 1):
+            new = expr.xreplace(self.intermediates)
+            if new == expr:
+                return expr.doit()
+            expr = new
+        return expr  # pragma: no cover
+
+    def equations(self) -> list[sp.Eq]:
+        """``Eq(Symbol('dname'), expr)`` for every gradient, in backward order (for rendering)."""
+        return [sp.Eq(sp.Symbol(f"d{name}" if not name.startswith("d") else name), expr)
+                for name, expr in self.gradients.items()]
+
+    def explicit(self, name: str, values: Mapping[str, sp.MatrixBase]) -> sp.ImmutableMatrix:
+        """Evaluate gradient ``name`` on explicit matrices.
+
+        Parameters
+        ----------
+        name : str
+            A key of :attr:`gradients`.
+        values : mapping
+            Explicit SymPy matrices for every ``MatrixSymbol`` the expression uses (``"X"``,
+            ``"W_Q"``, …, ``"G"``, ``"A"``, and ``"PE"`` with positions), of consistent sizes.
+
+        Returns
+        -------
+        sympy.ImmutableMatrix
+
+        Examples
+        --------
+        >>> mg = matrix_gradients()
+        >>> mg.explicit("W_V", {"X": sp.eye(2), "A": sp.ones(2, 2) / 2, "G": sp.eye(2),
+        ...                    "W_Q": sp.eye(2), "W_K": sp.eye(2), "W_V": sp.eye(2)})
+        Matrix([
+        [1/2, 1/2],
+        [1/2, 1/2]])
+        """
+        if name not in self.gradients:
+            raise SpecError(f"no gradient named {name!r}; choose from {list(self.gradients)}")
+        table = {str(k): sp.ImmutableMatrix(v) for k, v in values.items()}
+        n = next(iter(table.values())).shape[0] if "X" not in table else table["X"].shape[0]
+        sizes = {self.sizes["n"]: n}
+        if "X" in table:
+            sizes[self.sizes["d_model"]] = table["X"].shape[1]
+        if "W_Q" in table:
+            sizes[self.sizes["d_k"]] = table["W_Q"].shape[1]
+        if "W_V" in table:
+            sizes[self.sizes["d_v"]] = table["W_V"].shape[1]
+        return sp.ImmutableMatrix(_evaluate(self.inlined(name), table, sizes, self.scale.xreplace(sizes)))
+
+
+def _evaluate(expr, table: dict, sizes: dict, scale) -> sp.Matrix:
+    """Evaluate a matrix expression tree on explicit matrices (MatMul, MatAdd, ⊙, ᵀ, ones)."""
+    if isinstance(expr, MatrixSymbol):
+        name = str(expr.name)
+        if name not in table:
+            raise SpecError(f"values must give the matrix {name} (got {sorted(table)})")
+        return sp.Matrix(table[name])
+    if isinstance(expr, OneMatrix):
+        rows, cols = (int(sp.sympify(s).xreplace(sizes)) for s in expr.shape)
+        return sp.ones(rows, cols)
+    if isinstance(expr, Transpose):
+        return _evaluate(expr.arg, table, sizes, scale).T
+    if isinstance(expr, MatMul):
+        result = None
+        coeff = sp.Integer(1)
+        for arg in expr.args:
+            if isinstance(arg, MatrixExpr):
+                value = _evaluate(arg, table, sizes, scale)
+                result = value if result is None else result * value
+            else:
+                coeff *= arg.xreplace(sizes)
+        return result * coeff
+    if isinstance(expr, MatAdd):
+        parts = [_evaluate(a, table, sizes, scale) for a in expr.args]
+        total = parts[0]
+        for p in parts[1:]:
+            total = total + p
+        return total
+    if isinstance(expr, HadamardProduct):
+        parts = [_evaluate(a, table, sizes, scale) for a in expr.args]
+        total = parts[0]
+        for p in parts[1:]:
+            total = total.multiply_elementwise(p)
+        return total
+    raise SpecError(f"cannot evaluate {type(expr).__name__} {expr}")  # pragma: no cover
+
+
+def matrix_gradients(spec: AttentionSpec | None = None, *, output_projection: bool | None = None,
+                     bias: bool | None = None, positions: bool | None = None) -> MatrixGradients:
+    r"""The closed-form gradients of attention for symbolic sizes ``n``, ``d``, ``d_k``, ``d_v``.
+
+    Parameters
+    ----------
+    spec : AttentionSpec, optional
+        Takes the scale, output projection, biases and positions from it (its sizes are not
+        used: they stay symbolic). Without it: one head, scale ``1/sqrt(d_k)``, nothing else.
+    output_projection, bias, positions : bool, optional
+        Override what the spec says.
+
+    Returns
+    -------
+    MatrixGradients
+
+    Examples
+    --------
+    >>> mg = matrix_gradients()
+    >>> mg.gradients["dS"]
+    HadamardProduct(A, -(HadamardProduct(A, dA))*1 + dA)
+    >>> mg.gradients["dQ"], mg.gradients["W_Q"]
+    (1/sqrt(d_k)*dS*X*W_K, X.T*dQ)
+    >>> mg.gradients["X"].shape
+    (n, d)
+    """
+    if spec is not None and not isinstance(spec, AttentionSpec):
+        raise SpecError(f"spec must be an AttentionSpec or None (got {spec!r} of type {type(spec).__name__})")
+    for name, value in (("output_projection", output_projection), ("bias", bias), ("positions", positions)):
+        if value is not None and not isinstance(value, bool):
+            raise SpecError(f"{name} must be True, False or None (got {value!r})")
+    use_wo = output_projection if output_projection is not None else bool(spec and spec.output_projection)
+    use_b = bias if bias is not None else bool(spec and spec.bias)
+    use_pe = positions if positions is not None else bool(spec and spec.positions)
+    n, d, dk, dv = sp.symbols("n d d_k d_v", integer=True, positive=True)
+    if spec is None or spec.scale == "sqrt":
+        c = 1 / sp.sqrt(dk)
+    elif spec.scale == "none":
+        c = sp.Integer(1)
+    else:
+        c = spec.scale_expr
+    ones = OneMatrix(n, 1)
+    X = MatrixSymbol("X", n, d)
+    inputs = {"X": X}
+    X_in = X
+    if use_pe:
+        PE = MatrixSymbol("PE", n, d)
+        inputs["PE"] = PE
+        X_in = X + PE
+    W_Q, W_K, W_V = MatrixSymbol("W_Q", d, dk), MatrixSymbol("W_K", d, dk), MatrixSymbol("W_V", d, dv)
+    inputs.update(W_Q=W_Q, W_K=W_K, W_V=W_V)
+    Q, K, V = X_in * W_Q, X_in * W_K, X_in * W_V
+    if use_b:
+        b_Q, b_K, b_V = MatrixSymbol("b_Q", 1, dk), MatrixSymbol("b_K", 1, dk), MatrixSymbol("b_V", 1, dv)
+        inputs.update(b_Q=b_Q, b_K=b_K, b_V=b_V)
+        Q, K, V = Q + ones * b_Q, K + ones * b_K, V + ones * b_V
+    S = c * Q * K.T
+    A = MatrixSymbol("A", n, n)  # = softmax_row(S)
+    Z = A * V
+    d_out = d if use_wo else dv
+    G = MatrixSymbol("G", n, d_out)
+    forward = {"X_in": X_in, "Q": Q, "K": K, "V": V, "S": S, "A": A, "Z": Z}
+    grads: dict = {}
+    if use_wo:
+        W_O = MatrixSymbol("W_O", dv, d)
+        inputs["W_O"] = W_O
+        Y = Z * W_O
+        if use_b:
+            b_O = MatrixSymbol("b_O", 1, d)
+            inputs["b_O"] = b_O
+            Y = Y + ones * b_O
+        dZ = G * W_O.T
+    else:
+        Y = Z
+        dZ = G
+    forward["Y"] = Y
+    inputs["G"] = G
+    names = {"dZ": (n, dv), "dA": (n, n), "dS": (n, n), "dQ": (n, dk), "dK": (n, dk), "dV": (n, dv)}
+    sym = {k: MatrixSymbol(k, *shape) for k, shape in names.items()}
+    if use_wo:
+        grads["dZ"] = dZ
+        dZ = sym["dZ"]
+    grads["dV"] = A.T * dZ
+    grads["dA"] = dZ * V.T
+    dA = sym["dA"]
+    grads["dS"] = HadamardProduct(A, dA - HadamardProduct(dA, A) * ones * ones.T)
+    grads["dQ"] = c * sym["dS"] * K
+    grads["dK"] = c * sym["dS"].T * Q
+    dQ, dK, dV = sym["dQ"], sym["dK"], sym["dV"]
+    grads["W_Q"] = X_in.T * dQ
+    grads["W_K"] = X_in.T * dK
+    grads["W_V"] = X_in.T * dV
+    grads["X"] = dQ * W_Q.T + dK * W_K.T + dV * W_V.T
+    if use_b:
+        grads.update(b_Q=ones.T * dQ, b_K=ones.T * dK, b_V=ones.T * dV)
+    if use_wo:
+        grads["W_O"] = Z.T * G
+        if use_b:
+            grads["b_O"] = ones.T * G
+    intermediates = {sym[k]: grads[k] for k in sym if k in grads}
+    return MatrixGradients(sizes={"n": n, "d_model": d, "d_k": dk, "d_v": dv}, scale=c, inputs=inputs,
+                           forward=forward, gradients=grads, intermediates=intermediates)
