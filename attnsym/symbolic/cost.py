@@ -164,7 +164,7 @@ def estimate_cost(spec: AttentionSpec) -> SymbolicCost:
     t_in = (2 * m if spec.positions else m) + (1 if spec.bias else 0)
     t_s = 2 * spec.d_k * t_in
     allowed = spec.allowed
-    keys = [n if allowed is None else sum(row) for row in allowed] if allowed is not None else [n] * n
+    keys = [sum(row) for row in allowed] if allowed is not None else [n] * n
     t_a_rows = [(k + 1) * t_s if k else 0 for k in keys]
     t_z_rows = [k * (t_a + t_in) for k, t_a in zip(keys, t_a_rows, strict=True)]
     if spec.output_projection:
