@@ -47,8 +47,10 @@ def attention_rollout(
     Parameters
     ----------
     attentions : array-like or per-layer sequence
-        ``(layers, heads, n, n)``, a list of per-layer arrays, or the Hugging Face
-        ``output_attentions`` tuple of ``(batch, heads, n, n)`` tensors.
+        ``(layers, heads, n, n)``, a list of per-layer arrays (each ``(n, n)`` or
+        ``(heads, n, n)``), or the Hugging Face ``output_attentions`` tuple of
+        ``(batch, heads, n, n)`` tensors. A single 3-D array is *one* layer's heads: pass
+        a list (``list(A)``) to mean a ``(layers, n, n)`` stack.
     head : int or "mean", default "mean"
         A single head in every layer, or the mean over heads (the paper's choice).
     residual : bool, default True

@@ -1,0 +1,194 @@
+"""Rollout and flow (against hand computations and an independent max-flow), Table 1, drawing."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction as F
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import attnsym as at
+from attnsym.graphs import (
+    ARCHITECTURES,
+    attention_flow,
+    attention_rollout,
+    classify_growth,
+    draw_contrast,
+    draw_routing,
+    max_path_length,
+    mlp_graph,
+    routing_graph,
+    sequential_depth,
+)
+from attnsym.graphs.architectures import expected_growth
+
+# ------------------------------------------------------------------ the 2-layer, 3-token example, by hand
+# Layer 1: query i reads key i+1 (mod 3). Layer 2: a softer pattern.
+A1 = [[0, 1, 0], [0, 0, 1], [1, 0, 0]]
+A2 = [[F(1, 2), F(1, 2), 0], [0, F(1, 2), F(1, 2)], [F(1, 3), F(1, 3), F(1, 3)]]
+# Residual: Â = A/2 + I/2 (rows already sum to 1), written out by hand:
+HAT1 = [[F(1, 2), F(1, 2), 0], [0, F(1, 2), F(1, 2)], [F(1, 2), 0, F(1, 2)]]
+HAT2 = [[F(3, 4), F(1, 4), 0], [0, F(3, 4), F(1, 4)], [F(1, 6), F(1, 6), F(2, 3)]]
+# Rollout Â2 Â1, multiplied out by hand on paper:
+ROLLOUT = [[F(3, 8), F(1, 2), F(1, 8)], [F(1, 8), F(3, 8), F(1, 2)], [F(5, 12), F(1, 6), F(5, 12)]]
+# Flow: with two layers the paths j -> m -> i share no edges, so maxflow(j -> i) = sum_m min(Â1[m][j], Â2[i][m]):
+FLOW_RAW = [[F(1, 2), F(3, 4), F(1, 4)], [F(1, 4), F(1, 2), F(3, 4)], [F(2, 3), F(1, 3), F(2, 3)]]
+FLOW = [[F(1, 3), F(1, 2), F(1, 6)], [F(1, 6), F(1, 3), F(1, 2)], [F(2, 5), F(1, 5), F(2, 5)]]
+
+
+def _floats(M):
+    return np.array([[float(x) for x in row] for row in M])
+
+
+def test_hand_example_is_self_consistent():
+    # the hand values obey their definitions (exact rational arithmetic, no attnsym involved)
+    for i in range(3):
+        assert sum(ROLLOUT[i]) == 1 and sum(FLOW[i]) == 1
+        for j in range(3):
+            assert ROLLOUT[i][j] == sum(HAT2[i][m] * HAT1[m][j] for m in range(3))
+            assert FLOW_RAW[i][j] == sum(min(HAT1[m][j], HAT2[i][m]) for m in range(3))
+            assert FLOW[i][j] == FLOW_RAW[i][j] / sum(FLOW_RAW[i])
+
+
+def test_rollout_matches_hand_computation():
+    R = attention_rollout([_floats(A1), _floats(A2)])
+    np.testing.assert_allclose(R, _floats(ROLLOUT), rtol=0, atol=1e-15)
+    steps = attention_rollout([_floats(A1), _floats(A2)], all_layers=True)
+    np.testing.assert_allclose(steps[0], _floats(HAT1), rtol=0, atol=1e-15)
+    # heads are averaged: two heads whose mean is A2 give the same rollout
+    D = 0.1 * np.array([[1, -1, 0], [0, 1, -1], [1, -1, 0]])  # rows sum to 0
+    heads = np.stack([np.stack([_floats(A1)] * 2), np.stack([_floats(A2) + D, _floats(A2) - D])])
+    np.testing.assert_allclose(attention_rollout(heads), R, atol=1e-15)
+
+
+def test_flow_matches_hand_computation():
+    np.testing.assert_allclose(attention_flow([_floats(A1), _floats(A2)], normalize=False), _floats(FLOW_RAW), atol=1e-15)
+    np.testing.assert_allclose(attention_flow([_floats(A1), _floats(A2)]), _floats(FLOW), atol=1e-15)
+    np.testing.assert_allclose(attention_flow([_floats(A1), _floats(A2)], outputs=[2]), _floats(FLOW)[2:], atol=1e-15)
+
+
+def test_rollout_without_residual_is_the_plain_product():
+    rng = np.random.default_rng(0)
+    mats = [m / m.sum(axis=1, keepdims=True) for m in rng.random((3, 4, 4))]
+    expected = np.einsum("ab,bc,cd->ad", mats[2], mats[1], mats[0])
+    np.testing.assert_allclose(attention_rollout(mats, residual=False), expected, rtol=1e-13)
+
+
+@st.composite
+def quarter_stacks(draw):
+    """Layers whose weights are multiples of 1/4, so Â = A/2 + I/2 has integer capacities x 8."""
+    n = draw(st.integers(2, 4))
+    layers = draw(st.integers(2, 4))
+    picks = draw(st.lists(st.integers(0, n - 1), min_size=layers * n * 4, max_size=layers * n * 4))
+    A = np.zeros((layers, n, n))
+    for t, j in enumerate(picks):
+        A[t // (4 * n), (t // 4) % n, j] += 0.25
+    return A
+
+
+@settings(max_examples=30, deadline=None)
+@given(quarter_stacks())
+def test_flow_equals_an_independent_integer_max_flow(A):
+    from scipy.sparse import csr_matrix
+    from scipy.sparse.csgraph import maximum_flow
+
+    layers, n = A.shape[0], A.shape[1]
+    hat = (A + np.eye(n)) / 2
+    cap = np.zeros(((layers + 1) * n, (layers + 1) * n), dtype=np.int32)
+    for layer in range(layers):
+        for i in range(n):
+            for j in range(n):
+                cap[layer * n + j, (layer + 1) * n + i] = round(8 * hat[layer, i, j])
+    graph = csr_matrix(cap)
+    expected = np.array(
+        [[maximum_flow(graph, j, layers * n + i).flow_value / 8 for j in range(n)] for i in range(n)]
+    )
+    stack = list(A)  # a list is one entry per layer (a 3-D array would be one layer's heads)
+    np.testing.assert_allclose(attention_flow(stack, normalize=False), expected, rtol=0, atol=1e-12)
+    if layers == 2:  # and the two-layer closed form
+        closed = np.array([[sum(min(hat[0, m, j], hat[1, i, m]) for m in range(n)) for j in range(n)] for i in range(n)])
+        np.testing.assert_allclose(attention_flow(stack, normalize=False), closed, atol=1e-12)
+
+
+def test_flow_bad_outputs():
+    with pytest.raises(at.ShapeError, match=r"outputs=5 is out of range"):
+        attention_flow([np.eye(2)], outputs=[5])
+
+
+# ------------------------------------------------------------------ Table 1
+NS = range(2, 65)
+K, R = 3, 4
+
+
+def _smallest_layers(n, reach_after):
+    """Fewest layers L >= 1 with reach_after(L) >= n - 1: an independent closed-form count."""
+    L = 1
+    while reach_after(L) < n - 1:
+        L += 1
+    return L
+
+
+@pytest.fixture(scope="module")
+def measured():
+    return {
+        arch: ([sequential_depth(arch, n, k=K, r=R) for n in NS], [max_path_length(arch, n, k=K, r=R) for n in NS])
+        for arch in ARCHITECTURES
+    }
+
+
+def test_table1_values(measured):
+    ns = list(NS)
+    assert measured["self_attention"] == ([1] * len(ns), [1] * len(ns))
+    assert measured["recurrent"] == (ns, ns)  # x_0 -> h_0 -> ... -> h_{n-1}: n steps
+    # stacks: contiguous kernel k reaches L(k-1) back; dilated k^L - 1; a window of radius r reaches L r
+    assert measured["convolution"][1] == [_smallest_layers(n, lambda L: L * (K - 1)) for n in ns]
+    assert measured["dilated_convolution"][1] == [_smallest_layers(n, lambda L: K**L - 1) for n in ns]
+    assert measured["restricted_self_attention"][1] == [_smallest_layers(n, lambda L: L * R) for n in ns]
+    for arch in ("convolution", "dilated_convolution", "restricted_self_attention"):
+        assert measured[arch][0] == [1] * len(ns)
+
+
+def test_table1_growth_classes(measured):
+    for arch, (seq, path) in measured.items():
+        assert (classify_growth(NS, seq).growth, classify_growth(NS, path).growth) == expected_growth(arch), arch
+    # the constants of the table: O(n/k), O(log_k n), O(n/r)
+    assert classify_growth(NS, measured["convolution"][1]).slope == pytest.approx(1 / (K - 1), rel=0.05)
+    assert classify_growth(NS, measured["dilated_convolution"][1]).slope == pytest.approx(1 / math.log(K), rel=0.15)
+    assert classify_growth(NS, measured["restricted_self_attention"][1]).slope == pytest.approx(1 / R, rel=0.05)
+
+
+def test_architecture_errors():
+    with pytest.raises(at.SpecError, match=r"arch must be one of"):
+        max_path_length("transformer", 4)
+    with pytest.raises(at.SpecError, match=r"k must be an integer >= 2 \(got k=1\)"):
+        max_path_length("convolution", 4, k=1)
+    with pytest.raises(at.ShapeError, match="same length >= 3"):
+        classify_growth([1, 2], [1, 2])
+
+
+# ------------------------------------------------------------------ drawing (data, not pixels)
+def test_draw_routing_widths_follow_weights():
+    A = np.array([[0.8, 0.2, 0.0], [0.0, 1.0, 0.0], [0.5, 0.25, 0.25]])
+    fig = draw_routing(A, tokens=["a", "b", "c"], max_width=10.0)
+    lines = fig.axes[0].collections[0]
+    assert len(lines.get_segments()) == np.count_nonzero(A)
+    assert sorted(lines.get_linewidths()) == sorted(10.0 * A[A > 0])
+    fig = draw_routing(routing_graph(A), layout="circle")
+    assert len(fig.axes[0].patches) == np.count_nonzero(A)
+    with pytest.raises(at.ShapeError, match="layout must be"):
+        draw_routing(A, layout="grid")
+
+
+def test_draw_mlp_and_contrast():
+    fig = draw_routing(mlp_graph(np.array([[1.0, -0.5]])))
+    assert len(fig.axes[0].collections[0].get_segments()) == 2
+    spec = at.AttentionSpec(n=3, d_model=4, heads=2)
+    rng = np.random.default_rng(0)
+    weights = {name: rng.standard_normal(spec.shapes[name]) for name in spec.parameter_names}
+    c = at.graphs.contrast(spec, *rng.standard_normal((2, 3, 4)), weights)
+    fig = draw_contrast(c, head=1)
+    assert len(fig.axes) == 4
+    assert "distance" in fig.axes[3].get_title()
