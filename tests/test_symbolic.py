@@ -177,6 +177,9 @@ def test_subs_types():
     assert isinstance(sym.subs({"X": [[0.5]]}).X[0, 0], sp.Float)
     assert sym.subs({"X": [[Fraction(2, 3)]]}).X[0, 0] == sp.Rational(2, 3)
     assert sym.subs({"X": sp.Matrix([[sp.sqrt(2)]])}).X[0, 0] == sp.sqrt(2)
+    assert sym.subs({"X": np.array(5)}).X[0, 0] == 5  # a 0-d array is a number
+    biased = attention(AttentionSpec(n=1, d_model=2, bias=True))
+    assert list(biased.subs({"b_Q": np.array([1, Fraction(1, 2)])}).b_Q) == [1, sp.Rational(1, 2)]
     partial = sym.subs({"W_Q": 1})
     assert list(partial.free_inputs()) == ["X", "W_K", "W_V"]
     assert sym.subs({}) is sym
@@ -375,7 +378,10 @@ def test_bad_input_names_the_argument(call, error, pattern):
     [
         ({"Z": 1}, SpecError, "unknown input 'Z'"),
         ({"X": [[1, 2]]}, ShapeError, r"X must have shape \(2, 2\)"),
-        ({"X": [[1, 2], [3]]}, ShapeError, "X must have shape"),
+        ({"X": [[1, 2], [3]]}, ShapeError, r"X must be a 2-d array-like of shape \(2, 2\)"),
+        ({"X": [1, 2]}, ShapeError, "X must be a 2-d array-like"),
+        ({"X": np.zeros((2, 2, 1))}, ShapeError, r"got an array of shape \(2, 2, 1\)"),
+        ({"X": np.zeros((2, 3))}, ShapeError, r"X must have shape \(2, 2\) \(got \(2, 3\)\)"),
         ({"W_Q": [[1, float("nan")], [0, 0]]}, ShapeError, "finite"),
         ({"W_Q": [[1, True], [0, 0]]}, ShapeError, r"W_Q\[0\]\[1\]"),
         ({"W_K": "ones"}, ShapeError, "W_K must be"),

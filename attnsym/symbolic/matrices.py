@@ -266,8 +266,8 @@ class SymbolicAttention:
         ----------
         values : mapping
             Input name (``"X"``, ``"W_Q"``, …, see :attr:`inputs`) to an array-like of the
-            input's shape (nested lists, NumPy array, SymPy Matrix) or a single number that
-            fills the whole matrix. Python ints and NumPy integers become ``Integer``,
+            input's shape (nested lists, NumPy array, SymPy Matrix; a bias row may also be
+            1-d) or a single number that fills the whole matrix. Python ints and NumPy integers become ``Integer``,
             :class:`fractions.Fraction` and SymPy rationals stay exact, floats become ``Float``.
             A SymPy ``Symbol`` key (e.g. a symbolic scale) substitutes that symbol.
 
@@ -444,6 +444,11 @@ def _exact_scalar(value: Any, where: str) -> sp.Basic:
     raise ShapeError(f"{where} must be a real number or a SymPy expression (got {value!r} of type {type(value).__name__})")
 
 
+def _describe(value: Any) -> str:
+    shape = getattr(value, "shape", None)
+    return f"an array of shape {tuple(shape)}" if shape is not None else repr(value)
+
+
 def _exact_matrix(value: Any, name: str, shape: tuple[int, int]) -> list[sp.Basic]:
     """Row-major exact entries of ``value`` for an input of ``shape``."""
     if isinstance(value, (numbers.Number, sp.Expr)) and not isinstance(value, sp.MatrixBase):
@@ -455,17 +460,22 @@ def _exact_matrix(value: Any, name: str, shape: tuple[int, int]) -> list[sp.Basi
         rows = value.tolist()
     elif hasattr(value, "tolist"):  # NumPy (or other) arrays: tolist gives Python scalars
         rows = value.tolist()
+        if not isinstance(rows, list):  # a 0-d array is a number
+            return _exact_matrix(rows, name, shape)
     else:
         try:
-            rows = [list(r) for r in value]
+            rows = [list(r) if isinstance(r, (list, tuple)) or hasattr(r, "tolist") else r for r in value]
         except TypeError:
             raise ShapeError(f"{name} must be an array-like of shape {shape} or a number (got {value!r})") from None
-    try:
-        got = (len(rows), *sorted({len(r) for r in rows}))
-    except TypeError:
-        got = (len(rows),)
+    if shape[0] == 1 and rows and not any(isinstance(r, (list, tuple)) for r in rows):
+        rows = [rows]  # a flat sequence for a (1, k) row, e.g. a bias given as a 1-d array
+    two_d = all(isinstance(r, (list, tuple)) and not any(isinstance(v, (list, tuple)) for v in r) for r in rows)
+    lengths = sorted({len(r) for r in rows}) if two_d else []
+    if not two_d or len(lengths) > 1:
+        raise ShapeError(f"{name} must be a 2-d array-like of shape {shape} or a number (got {_describe(value)})")
+    got = (len(rows), lengths[0] if lengths else 0)
     if got != shape:
-        raise ShapeError(f"{name} must have shape {shape} (got {got if len(got) == 2 else 'rows of shape ' + str(got)})")
+        raise ShapeError(f"{name} must have shape {shape} (got {got})")
     return [_exact_scalar(v, f"{name}[{i}][{j}]") for i, r in enumerate(rows) for j, v in enumerate(r)]
 
 
