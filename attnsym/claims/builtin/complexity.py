@@ -96,12 +96,19 @@ def check_table1_column(ctx: CheckContext, *, column: str = "path", claimed: Map
     conditions.append(f"{what} measured by networkx on the computation graphs for n = {ns[0]}…{ns[-1]} "
                       f"(kernel k = {k}, restriction r = {r}); growth classified by least squares")
     summary = "; ".join(f"{arch} {measured[arch].growth} ({values[arch][0]}→{values[arch][-1]})" for arch in claimed)
+
+    def figure():
+        from ... import plots
+
+        return plots.path_length_figure(ns, {row["arch"]: row["path_values"] for row in rows},
+                                        {row["arch"]: row["sequential_values"] for row in rows})
     return Evidence(
         "global-path-length" if path else "parallelism", PATH_STATEMENT if path else PARALLEL_STATEMENT, verdict,
         method="graph computation (networkx) + growth fit",
         summary=summary + ("" if not failures else " — " + "; ".join(failures)),
         conditions=tuple(conditions),
         details={"table": table, "ns": ns, "failures": failures},
+        figures={"table1": figure},
     )
 
 
@@ -173,12 +180,17 @@ def check_quadratic_cost(ctx: CheckContext, *, time_degree: tuple[int, int] = (2
                        and plain_mem[-1] >= one_map and lean_mem[-1] < one_map
                        and measured["blockwise memory exponent"] < 1.5)
     ok = exact_match and deg == tuple(time_degree) and mem_deg == memory_degree and memory_measured
+
+    def figure():
+        from ..cost_figures import memory_growth_figure
+
+        return memory_growth_figure(ns, plain_mem, lean_mem, plain_t, lean_t)
     return Evidence(
         "quadratic-cost", QUAD_STATEMENT, "holds-under-conditions" if ok else "fails",
         method="exact operation count (symbolic, interpolated from the expression graph) + measured memory (tracemalloc)",
-        summary=(f"ops = {sp.factor(closed.total)} (degree {deg[0]} in n, {deg[1]} in d); memory n² per map; measured "
-                 f"memory exponent {measured['plain memory exponent']} plain vs {measured['blockwise memory exponent']} "
-                 f"blockwise ({lean_mem[-1] / one_map:.2%} of one n×n map at n={ns[-1]})"),
+        summary=(f"ops = {sp.factor(closed.total)}: degree {deg[0]} in n, {deg[1]} in d; memory n² per map "
+                 f"(measured n^{measured['plain memory exponent']:.2f}; "
+                 f"blockwise n^{measured['blockwise memory exponent']:.2f})"),
         conditions=("O(n²) memory is for the plain path that stores the map; the blockwise path "
                     "(online softmax, claim blockwise-exact) needs O(n·block + n·d) and still O(n²·d) time",
                     f"the time claim is checked on the exact operation count; measured wall times "
@@ -190,6 +202,7 @@ def check_quadratic_cost(ctx: CheckContext, *, time_degree: tuple[int, int] = (2
                  "measured": measured},
         equations=(("operation count of one head (d_k = d_v = d, unscaled)", sp.Eq(sp.Symbol("ops"), sp.factor(closed.total))),
                    ("memory of the plain path", sp.Eq(sp.Symbol("mem"), closed.memory["scores"] + closed.memory["weights"]))),
+        figures={"memory-growth": figure},
     )
 
 
@@ -246,12 +259,17 @@ def check_kv_cache(ctx: CheckContext, *, cached_degree: int = 1, uncached_degree
     ok = exact and counts_match and deg_fast == cached_degree and deg_slow == uncached_degree
     steps = [{"t": a["t"], "mul with cache": a["mul"], "mul without cache": b["mul"]}
              for a, b in zip(fast.steps, slow.steps, strict=True)]
+
+    def figure():
+        from ..cost_figures import decode_cost_figure
+
+        return decode_cost_figure([s["t"] for s in steps], [s["mul with cache"] for s in steps],
+                                  [s["mul without cache"] for s in steps])
     return Evidence(
         "kv-cache", KV_STATEMENT, "holds" if ok else "fails",
         method=f"numeric check (float64, rtol={_TOL.rtol:g}) + exact operation counts",
-        summary=(f"cached decoding = full causal attention (max error {max(err_fast):.2g}); multiplications per step "
-                 f"{poly_fast['mul']} (degree {deg_fast} in t) with cache vs {poly_slow['mul']} (degree {deg_slow}) without; "
-                 f"n={n}: {fast.total_mul} vs {slow.total_mul} in total"),
+        summary=(f"cached decoding = full causal attention (error {max(err_fast):.1g}); per-step multiplications "
+                 f"{poly_fast['mul']} with cache vs {poly_slow['mul']} without (degree {deg_fast} vs {deg_slow} in t)"),
         conditions=("needs a causal mask: without one, appending a token changes every earlier output "
                     f"(max change {bidirectional_change:.3g}), so past results cannot be reused",
                     "the cache costs O(n·d) memory per layer (keys and values of all past tokens)",
@@ -262,6 +280,7 @@ def check_kv_cache(ctx: CheckContext, *, cached_degree: int = 1, uncached_degree
                  "non-causal: max change of earlier outputs when a token is appended": bidirectional_change},
         equations=(("multiplications at step t, with cache", sp.Eq(sp.Symbol("mul_cached"), poly_fast["mul"])),
                    ("multiplications at step t, without cache", sp.Eq(sp.Symbol("mul_recompute"), poly_slow["mul"]))),
+        figures={"decode-cost": figure},
     )
 
 
@@ -313,14 +332,15 @@ def check_blockwise_exact(ctx: CheckContext, *, rescale: bool = True) -> Evidenc
     return Evidence(
         "blockwise-exact", BLOCK_STATEMENT, "holds" if ok else "fails",
         method=f"symbolic proof (exact) + numeric check (float64, rtol={_TOL.rtol:g}) + measured memory (tracemalloc)",
-        summary=(f"online-softmax merge of blocks of {sizes[0]} and {sizes[1]} keys = softmax of the union: {proof.holds}; "
-                 f"blockwise vs plain max error {max(r['max |blockwise − plain|'] for r in rows):.2g}; peak memory at "
-                 f"n={n_mem}: {lean_peak / 2**20:.2f} MiB blockwise vs {plain_peak / 2**20:.2f} MiB plain"),
+        summary=(f"online-softmax merge = softmax of the union: {'proved' if proof.holds else 'disproved'}; blockwise vs "
+                 f"plain {max(r['max |blockwise − plain|'] for r in rows):.1g}; n={n_mem}: {lean_peak / 2**20:.2f} vs "
+                 f"{plain_peak / 2**20:.2f} MiB"),
         conditions=("equal in exact arithmetic; in floating point within rounding (float64 tolerance here)",
                     "the merge is exact for any shifts m_1, m_2, m; using the running maximum only keeps exp() in range"),
         details={"symbolic difference": str(proof.difference), "rescaled merge": rescale, "numeric": rows,
                  "peak bytes (plain, blockwise)": (plain_peak, lean_peak), "bytes of one n×n float64 map": one_map},
-        equations=(("online softmax merged over two blocks", sp.Eq(sp.Symbol("o/ℓ"), proof.direct[0])),),
+        equations=(("online softmax merged over two blocks (left) = softmax over their union (right)",
+                    sp.Eq(proof.merged[0], proof.direct[0], evaluate=False)),),
     )
 
 

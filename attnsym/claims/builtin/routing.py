@@ -42,6 +42,38 @@ def _random_weights(rng: np.random.Generator, spec: AttentionSpec) -> dict[str, 
     return {name: rng.standard_normal(spec.shapes[name]) / np.sqrt(spec.shapes[name][0]) for name in spec.parameter_names}
 
 
+def _distance_equation():
+    i, j, n = sp.symbols("i j n", integer=True, positive=True)
+    A1, A2 = sp.IndexedBase("A^{(1)}"), sp.IndexedBase("A^{(2)}")
+    body = sp.Sum(sp.Sum(sp.Abs(A1[i, j] - A2[i, j]), (j, 1, n)) / 2, (i, 1, n)) / n
+    return sp.Eq(sp.Symbol("D"), body)
+
+
+def _hypernetwork_equations():
+    x = sp.Symbol("x")
+    A, V = (sp.Function(name, commutative=False)(x) for name in ("A", "V"))
+    d, n = sp.symbols("d n", positive=True, integer=True)
+    W = sp.MatrixSymbol("W", d, d)
+    return (("attention: product rule (the first term exists because A depends on x)",
+             sp.Eq(sp.Derivative(A * V, x), sp.Derivative(A, x) * V + A * sp.Derivative(V, x), evaluate=False)),
+            ("MLP: a constant Jacobian",
+             sp.Eq(sp.Symbol(r"\frac{\partial \operatorname{vec}(XW)}{\partial \operatorname{vec}(X)}"),
+                   sp.KroneckerProduct(sp.Identity(n), W.T), evaluate=False)))
+
+
+def _shift_equation():
+    j, k, n = sp.symbols("j k n", integer=True, positive=True)
+    s, c = sp.IndexedBase("s"), sp.Symbol("c")
+    return sp.Eq(sp.exp(s[j] + c) / sp.Sum(sp.exp(s[k] + c), (k, 1, n)), sp.exp(s[j]) / sp.Sum(sp.exp(s[k]), (k, 1, n)),
+                 evaluate=False)
+
+
+def _parameter_equation():
+    d, h = sp.symbols("d h", positive=True, integer=True)
+    width = h * sp.UnevaluatedExpr(d / h)
+    return sp.Eq(3 * d * width + width * d, 4 * d**2, evaluate=False)
+
+
 # ----------------------------------------------------------------------------- dynamic-routing
 
 DYNAMIC_STATEMENT = ("In attention the mixing weights are a function of the input, A(X); two inputs give two different "
@@ -69,6 +101,12 @@ def check_dynamic_routing(ctx: CheckContext, *, attention_changes: bool = True, 
                      "attention graphs identical": c.attention_identical, "MLP graphs identical": c.mlp_identical})
     X1 = rng.standard_normal(spec.shapes["X"])
     same = contrast(spec, X1, X1.copy(), weights)
+    first = contrast(spec, *rng.standard_normal((2, *spec.shapes["X"])), weights)
+
+    def figure():
+        from ...graphs import draw_contrast
+
+        return draw_contrast(first)
     att_changed = all(not r["attention graphs identical"] and r["attention distance"] > 0 for r in rows)
     mlp_changed = any(not r["MLP graphs identical"] for r in rows)
     control_ok = same.attention_distance == 0.0 and same.attention_identical and same.mlp_identical
@@ -77,15 +115,14 @@ def check_dynamic_routing(ctx: CheckContext, *, attention_changes: bool = True, 
     return Evidence(
         "dynamic-routing", DYNAMIC_STATEMENT, "holds" if ok else "fails",
         method="graph computation (networkx routing graphs, mean row total-variation distance)",
-        summary=(f"{pairs} input pairs, same weights ({spec.describe()}): attention distance "
-                 f"{min(distances):.3f}–{max(distances):.3f} (never 0), MLP graphs identical in all; "
-                 f"identical inputs: distance {same.attention_distance}"),
+        summary=(f"same weights, {pairs} input pairs: attention graphs differ (distance {min(distances):.3f}–"
+                 f"{max(distances):.3f}), MLP graph identical; X₁ = X₂ gives distance {same.attention_distance:g}"),
         conditions=("the MLP graph is the position-wise dense layer built from the same weights (X W_V W_O); "
                     "the comparison holds for any weights for which the scores are not constant",),
         details={"pairs": rows, "control (X₁ = X₂) distance": same.attention_distance,
                  "claimed": {"attention changes": attention_changes, "MLP changes": mlp_changes}},
-        equations=(("routing distance", sp.Eq(sp.Symbol("D(A_1, A_2)"),
-                                              sp.Symbol("mean_i ½ Σ_j |A_1[i,j] − A_2[i,j]|"))),),
+        figures={"contrast": figure},
+        equations=(("routing distance (mean total variation between corresponding rows)", _distance_equation()),),
     )
 
 
@@ -147,16 +184,14 @@ def check_hypernetwork_view(ctx: CheckContext, *, routing_term: bool = True) -> 
     return Evidence(
         "hypernetwork-view", HYPER_STATEMENT, "holds" if ok else "fails",
         method="symbolic proof (exact Jacobian) + numeric check (central differences)",
-        summary=(f"Y = A(X)·V exactly: {y_equals_av}; ∂Y/∂X has the extra (∂A/∂X)·V term (max |entry| "
-                 f"{routing_norm:.3g} over 3 random points) and depends on X; MLP Jacobian constant in X: {mlp_constant}; "
-                 f"symbolic vs finite differences {fd_error:.2g}"),
+        summary=(f"Y = A(X)·V exactly: {y_equals_av}; ∂Y/∂X = (∂A/∂X)V + A ∂V/∂X with the routing term ≠ 0 "
+                 f"(max {routing_norm:.2g}); MLP Jacobian constant: {mlp_constant}; vs finite differences {fd_error:.1g}"),
         conditions=(f"shown symbolically for {spec.describe()} (one head, Y = A V; W_O would multiply both terms)",
                     "'W(x)' is the token-mixing matrix A(X) (n × n), applied to the values X W_V"),
         details={"Y − A V is exactly 0": y_equals_av, "max |routing term|": routing_norm,
                  "max |symbolic − finite difference|": fd_error, "MLP Jacobian": str(J_mlp),
                  "claimed formula includes the routing term": routing_term},
-        equations=(("product rule", sp.Eq(sp.Symbol("∂Y/∂x"), sp.Symbol("(∂A/∂x) V") + sp.Symbol("A ∂V/∂x"))),
-                   ("MLP", sp.Eq(sp.Symbol("∂(XW)/∂X"), sp.Symbol("W ⊗ I")))),
+        equations=_hypernetwork_equations(),
     )
 
 
@@ -189,16 +224,21 @@ def check_two_token(ctx: CheckContext, *, routings=((0.1, 0.9), (0.95, 0.05)), m
     targets = [[float(v) for v in t] for t in ex.targets]
     numeric_ok = _close(numeric_rows, targets)
     ok = ex.routings_match and numeric_ok and ex.routings_differ and (not ex.mlp_unchanged) == static_changes
+
+    def figure():
+        from ..cost_figures import two_token_figure
+
+        return two_token_figure(numeric_rows, [float(v) for v in ex.mlp_routings[0]])
     return Evidence(
         "two-token-example", TWO_TOKEN_STATEMENT, "holds" if ok else "fails",
         method="symbolic construction (exact solve) + numeric check (float64)",
-        summary=(f"W_Q = W_K = W_V = I₂, x₁ = (1, 0), x₂ = (t, 1): t = {', '.join(str(s) for s in ex.solutions)} give "
-                 f"routings {', '.join(str(tuple(r)) for r in ex.routings)} exactly; static mixer "
-                 f"{tuple(ex.mlp_routings[0])} for every input"),
+        summary=(f"one set of weights, inputs solved exactly: routings {', '.join(str(tuple(r)) for r in ex.routings)}; "
+                 f"static mixer {tuple(ex.mlp_routings[0])} for every input"),
         conditions=("any target (p, 1 − p) with 0 < p < 1 is reachable: it needs the logit gap s₁₁ − s₁₂ = log(p/(1 − p))",),
         details={"solutions t": [str(s) for s in ex.solutions], "inputs": [str(X.tolist()) for X in ex.inputs],
                  "exact routings": [str(list(r)) for r in ex.routings], "numeric routings": numeric_rows,
                  "static mixer rows": [str(list(r)) for r in ex.mlp_routings]},
+        figures={"routings": figure},
         equations=(("logit gap for routing (p, 1 − p)", sp.Eq(sp.Symbol("s_11") - sp.Symbol("s_12"),
                                                                  sp.log(sp.Symbol("p") / (1 - sp.Symbol("p"))))),),
     )
@@ -251,16 +291,14 @@ def check_weights_not_preset(ctx: CheckContext, *, preset: bool = False) -> Evid
     return Evidence(
         "weights-not-preset", PRESET_STATEMENT, "holds" if ok else "fails",
         method="symbolic proof (exact) + numeric check (float64)",
-        summary=(f"rows of A positive and summing to 1 (exact for n={n_sym}; numeric for 4 inputs); with parameters fixed "
-                 f"A moves between inputs (routing distance {min(distances):.3f}–{max(distances):.3f}); "
-                 f"softmax(S + c·1ᵀ) = softmax(S) exactly (numeric error {shift_err:.2g})"),
+        summary=(f"rows of A > 0, sum 1 (exact); parameters fixed, A moves with X (distance {min(distances):.2f}–"
+                 f"{max(distances):.2f}); softmax(s + c) = softmax(s) exactly"),
         conditions=("weights are a softmax of scaled dot products (the similarity); they are 'preset' only if the "
                     "scores do not depend on X (e.g. W_Q = 0 or W_K = 0 gives uniform rows)",),
         details={"symbolic rows sum to 1": rows_sum_one, "symbolic entries positive": positive,
                  "symbolic shift invariance": shift_invariant, "numeric distances between inputs": distances,
                  "numeric max |softmax(S + c) − softmax(S)|": shift_err, "claimed preset": preset},
-        equations=(("shift invariance", sp.Eq(sp.Symbol("softmax(s + c)_j"), sp.exp(sp.Symbol("s_j")) /
-                                              sp.Sum(sp.exp(sp.Symbol("s_k")), (sp.Symbol("k"), 1, sp.Symbol("n"))))),),
+        equations=(("shift invariance of softmax", _shift_equation()),),
     )
 
 
@@ -320,17 +358,22 @@ def check_multi_head(ctx: CheckContext, *, d_k_of=None) -> Evidence:
         symbolic_ok = symbolic_ok and all(e == 0 for e in (single.Y.xreplace(rename) - multi.Z_heads[h]))
     symbolic_ok = symbolic_ok and all(e == 0 for e in (sp.Matrix.hstack(*multi.Z_heads) * multi.W_O - multi.Y))
     ok = counts_kept and heads_differ and _close(np.concatenate(Z, axis=1) @ w["W_O"], Y) and symbolic_ok
+
+    def figure():
+        from ... import plots
+
+        return plots.attention_heatmap(A, title="Per-head attention maps for one input (same X, different W_Q, W_K)")
     return Evidence(
         "multi-head", MULTI_STATEMENT, "holds-under-conditions" if ok else "fails",
         method="exact parameter counts + symbolic identity + numeric check (float64)",
-        summary=(f"parameters for h = 1, 2, 4, 8 heads: {[r['parameters'] for r in counts]} (4·d_model² = {4 * d_model**2}); "
-                 f"per-head maps differ (distance ≥ {min(head_distances):.3f}); multi-head = concat(heads)·W_O "
-                 f"(numeric error {concat_error:.2g}, exact symbolically: {symbolic_ok})"),
+        summary=(f"parameters for h = 1, 2, 4, 8: {sorted({r['parameters'] for r in counts})} (4·d²); per-head maps "
+                 f"differ (distance ≥ {min(head_distances):.2f}); output = concat(heads)·W_O (exact: {symbolic_ok})"),
         conditions=("the count is kept when d_k = d_v = d_model/h (with W_O counted in both layouts)",
                     "'different relations' is checked as 'different maps' for random weights; trained heads can be redundant"),
         details={"parameter counts": counts, "head distances": head_distances, "concat·W_O error": concat_error,
                  "symbolic per-head identity": symbolic_ok},
-        equations=(("parameters", sp.Eq(sp.Symbol("3·d·(h·d/h) + (h·d/h)·d"), 4 * sp.Symbol("d") ** 2)),),
+        equations=(("parameters of h heads of width d/h, with W_O", _parameter_equation()),),
+        figures={"heads": figure},
     )
 
 

@@ -35,6 +35,25 @@ def _weights(rng: np.random.Generator, d_model: int, d_k: int, count: int = 3) -
     return [rng.standard_normal((d_model, d_k)) / np.sqrt(d_model) for _ in range(count)]
 
 
+def _equivariance_equations():
+    n, d = sp.symbols("n d", positive=True, integer=True)
+    P = sp.MatrixSymbol("P", n, n)
+    A_PX, A_X = sp.MatrixSymbol("A(PX)", n, n), sp.MatrixSymbol("A(X)", n, n)
+    Y_PX, Y_X = sp.MatrixSymbol("Y(PX)", n, d), sp.MatrixSymbol("Y(X)", n, d)
+    return (("weights", sp.Eq(A_PX, P * A_X * P.T, evaluate=False)), ("outputs", sp.Eq(Y_PX, P * Y_X, evaluate=False)))
+
+
+def _locality_equations():
+    n, d = sp.symbols("n d", positive=True, integer=True)
+    S = sp.MatrixSymbol("S", n, n)
+    conv_SX, conv_X = sp.MatrixSymbol(r"\operatorname{conv}(SX)", n, d), sp.MatrixSymbol(r"\operatorname{conv}(X)", n, d)
+    i, r, k = sp.symbols("i r k", integer=True)
+    w, x = sp.IndexedBase("w"), sp.IndexedBase("x")
+    window = sp.Sum(w[r] * x[i + r - sp.floor(k / 2)], (r, 0, k - 1))
+    return (("convolution (window of k tokens)", sp.Eq(sp.Indexed("y", i), window)),
+            ("convolution commutes with the shift S", sp.Eq(conv_SX, S * conv_X, evaluate=False)))
+
+
 # ----------------------------------------------------------------------------- qk-asymmetry
 
 QK_STATEMENT = ("Raw dot-product attention X Xᵀ is symmetric; separate Q and K projections break the symmetry "
@@ -100,8 +119,9 @@ def check_qk_symmetry(ctx: CheckContext, *, criterion: Callable[[sp.Matrix, sp.M
         "qk-asymmetry", QK_STATEMENT,
         "holds-under-conditions" if ok else "fails",
         method="symbolic proof + numeric counter-example (float64)",
-        summary=(f"X Xᵀ symmetric: {gram}; Q Kᵀ symmetric ⇔ {criterion_text}: {agree} on {len(cases) - 1} weight pairs; "
-                 f"random W_Q, W_K: max|S−Sᵀ| = {numeric['max |S − Sᵀ|, separate random W_Q, W_K']:.3g}"),
+        summary=(f"X Xᵀ symmetric (proof); Q Kᵀ symmetric for all X ⇔ {criterion_text}: "
+                 f"{'confirmed' if agree and proofs_ok else 'contradicted'}; random W_Q, W_K: "
+                 f"max|S − Sᵀ| = {numeric['max |S − Sᵀ|, separate random W_Q, W_K']:.3g}"),
         conditions=(f"Q Kᵀ stays symmetric whenever {criterion_text} (W_K = W_Q, or W_K = W_Q R with R symmetric); "
                     "separate projections break the symmetry only when W_Q W_Kᵀ is not symmetric",),
         details={"cases": table, "numeric": numeric, "X Xᵀ symmetric (entrywise and as matrix expression)": gram},
@@ -179,13 +199,12 @@ def check_permutation_equivariance(ctx: CheckContext, *, positions: str | None =
     return Evidence(
         "permutation-equivariance", PERM_STATEMENT, verdict,
         method=f"symbolic proof (n=3, exact) + numeric check (float64, rtol={_TOL.rtol:g})",
-        summary=(f"{config}: A(PX) = P A(X) Pᵀ {'holds' if main['holds'] else 'fails'} "
-                 f"(numeric max error {main['numeric max |A(PX) − P A(X) Pᵀ|']:.2g}); "
-                 f"{len(broken)} of {len(rows) - 1} other configurations break it"),
+        summary=(f"{config}: A(PX) = P A(X) Pᵀ {'holds' if main['holds'] else 'fails'} (exact; numeric "
+                 f"{main['numeric max |A(PX) − P A(X) Pᵀ|']:.1g}); broken by "
+                 f"{', '.join('positions' if r['positions'] else 'causal mask' for r in broken) or 'nothing tried'}"),
         conditions=tuple(conditions),
         details={"configurations": rows},
-        equations=(("equivariance", sp.Eq(sp.Symbol("A(PX)"), sp.Symbol("P A(X) P^T"))),
-                   ("outputs", sp.Eq(sp.Symbol("Y(PX)"), sp.Symbol("P Y(X)")))),
+        equations=_equivariance_equations(),
     )
 
 
@@ -285,18 +304,16 @@ def check_locality(ctx: CheckContext, *, layer: str = "attention", positions: st
         "no-locality-bias", LOCALITY_STATEMENT,
         "holds-under-conditions" if ok else "fails",
         method="symbolic proof (exact, small n) + numeric check (float64)",
-        summary=(f"conv: local (window ±{conv['symbolic dependency window (tokens either side)']}), shift- but not "
-                 f"permutation-equivariant; {layer} with {pos} positions: every output depends on every token "
-                 f"{subject['symbolic every output depends on every token']}, shift-equivariant "
-                 f"{subject['symbolic shift-equivariant']}, "
-                 f"permutation-equivariant {subject['symbolic permutation-equivariant']}"),
+        summary=(f"conv: window ±{conv['symbolic dependency window (tokens either side)']}, shift- not "
+                 f"permutation-equivariant; {layer} ({pos} positions): "
+                 f"{'global' if subject['symbolic every output depends on every token'] else 'local'}, "
+                 f"shift-eq. {subject['symbolic shift-equivariant']}, perm.-eq. {subject['symbolic permutation-equivariant']}"),
         conditions=("checked for vanilla attention (no local/banded mask, no relative-position bias; either "
                     "reintroduces locality, as restricted self-attention does)",
                     "with absolute sinusoidal positions attention is neither shift- nor permutation-equivariant",
                     "the consequence 'therefore it needs more data' is not checked here"),
         details={"profiles": profiles},
-        equations=(("convolution", sp.Eq(sp.Symbol("conv(SX)"), sp.Symbol("S conv(X)"))),
-                   ("attention without positions", sp.Eq(sp.Symbol("Y(PX)"), sp.Symbol("P Y(X)")))),
+        equations=_locality_equations(),
     )
 
 
