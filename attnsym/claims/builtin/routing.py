@@ -138,59 +138,63 @@ HYPER_STATEMENT = ("Attention is y = W(x) x: the data first generates the weight
 
 
 def check_hypernetwork_view(ctx: CheckContext, *, routing_term: bool = True) -> Evidence:
-    """Check ``Y = A(X) V`` exactly, the extra ``(∂A/∂X) V`` Jacobian term, and the MLP's constant Jacobian.
+    """Check ``Y = A(X) V`` exactly, the extra ``(∂A/∂X)`` Jacobian term, and the MLP's constant Jacobian.
 
-    ``routing_term=False`` states (wrongly) that ``∂Y/∂X = A ∂V/∂X``, as if the weights were fixed.
-
-    The symbolic Jacobian (:func:`attnsym.symbolic.routing_jacobian.split_input_jacobian`) is also
-    compared with central finite differences of the numeric forward pass at a random point.
+    Uses :func:`attnsym.symbolic.attention_input_jacobian` (frozen-routing term + the term from
+    ``∂A/∂X``, and SymPy's own total Jacobian) and :func:`attnsym.symbolic.mlp_input_jacobian`.
+    At random points the two terms must add up to the total, which must match central finite
+    differences of the numeric forward pass. ``routing_term=False`` states (wrongly) that
+    ``∂Y/∂X`` is the frozen term alone, as if the weights were preset.
     """
     from ...numeric import attention
-    from ...symbolic.matrices import attention as sym_attention
-    from ...symbolic.routing_jacobian import mlp_input_jacobian, split_input_jacobian
+    from ...symbolic import attention as sym_attention
+    from ...symbolic import attention_input_jacobian, mlp_input_jacobian
 
-    spec = AttentionSpec(n=2, d_model=1) if ctx.quick else AttentionSpec(n=2, d_model=2)
+    spec = AttentionSpec(n=2, d_model=1) if ctx.quick else AttentionSpec(n=2, d_model=2, heads=2)
     sym = sym_attention(spec)
-    y_equals_av = all(e == 0 for e in (sym.Y - sym.A * sym.V).applyfunc(sp.expand))
-    J = split_input_jacobian(spec)
+    Z = sp.Matrix.hstack(*[A * V for A, V in zip(sym.A_heads, sym.V_heads, strict=True)])
+    Y_expected = Z if sym.W_O is None else Z * sym.W_O
+    y_equals_av = all(sp.expand(e) == 0 for e in (sym.Y - Y_expected))
+    J = attention_input_jacobian(spec)
+    x_symbols = set(sym.X)
     rng = ctx.rng("hypernetwork-view")
-    routing_norm = 0.0
+    routing_norm, sum_error, fd_error, claimed_error = 0.0, 0.0, 0.0, 0.0
     for _ in range(3):  # a few random points: the routing term is non-zero at (almost) every one
-        values = {name: rng.standard_normal(shape) for name, shape in spec.shapes.items()
-                  if name in ("X", *spec.parameter_names)}
-        point = {}
-        for name, M in sym.inputs.items():
-            point.update({s: sp.Float(v, 30) for s, v in zip(M, values[name].ravel(), strict=True)})
-        total = np.array(J.total.xreplace(point).evalf(20), dtype=float)
-        value_term = np.array(J.value_term.xreplace(point).evalf(20), dtype=float)
-        routing_norm = max(routing_norm, float(np.max(np.abs(total - value_term))))
-    # independent numbers: central differences of the numeric forward pass
-    weights = {k: v for k, v in values.items() if k != "X"}
-    f = lambda X: attention(X, **weights, return_weights=False).ravel()
-    X0, h = values["X"], 1e-6
-    fd = np.zeros_like(total)
-    for idx in range(X0.size):
-        e = np.zeros(X0.size)
-        e[idx] = h
-        fd[:, idx] = (f(X0 + e.reshape(X0.shape)) - f(X0 - e.reshape(X0.shape))) / (2 * h)
-    fd_error = float(np.max(np.abs(fd - total)))
-    has_routing = routing_norm > 1e-8 and J.depends_on_input("total")
-    X_mlp, J_mlp = mlp_input_jacobian(spec.n, spec.d_model)
-    mlp_constant = not (J_mlp.free_symbols & set(X_mlp))
-    # the claimed formula: with the routing term it must match; without, the value term alone must
-    claimed = total if routing_term else value_term
-    matches = _max_abs(claimed, total) <= 1e-12 * max(1.0, float(np.max(np.abs(total))))
-    ok = y_equals_av and fd_error < 1e-6 and mlp_constant and matches and has_routing
+        values = {name: rng.standard_normal(spec.shapes[name]) for name in sym.inputs}
+        point = {s: sp.Float(v, 30) for name, M in sym.inputs.items()
+                 for s, v in zip(M, values[name].ravel(), strict=True)}
+        frozen, routing, total = (np.array(M.xreplace(point).evalf(20), dtype=float)
+                                  for M in (J.frozen, J.routing, J.total))
+        routing_norm = max(routing_norm, float(np.max(np.abs(routing))))
+        sum_error = max(sum_error, _max_abs(frozen + routing, total))
+        claimed = frozen + routing if routing_term else frozen
+        claimed_error = max(claimed_error, _max_abs(claimed, total))
+        # independent numbers: central differences of the numeric forward pass
+        weights = {k: v for k, v in values.items() if k != "X"}
+        f = lambda X, weights=weights: attention(X, **weights, heads=spec.heads, return_weights=False).ravel()
+        X0, h = values["X"], 1e-6
+        fd = np.zeros_like(total)
+        for idx in range(X0.size):
+            e = np.zeros(X0.size)
+            e[idx] = h
+            fd[:, idx] = (f(X0 + e.reshape(X0.shape)) - f(X0 - e.reshape(X0.shape))) / (2 * h)
+        fd_error = max(fd_error, float(np.max(np.abs(fd - total))))
+    depends = bool(J.total.free_symbols & x_symbols) and bool(J.routing.free_symbols & x_symbols)
+    J_mlp = mlp_input_jacobian((spec.n, spec.d_model))
+    mlp_constant = not any(str(s).startswith("x_") for s in J_mlp.free_symbols)
+    ok = (y_equals_av and sum_error < 1e-12 and fd_error < 1e-6 and mlp_constant and depends
+          and routing_norm > 1e-8 and claimed_error < 1e-12)
     return Evidence(
         "hypernetwork-view", HYPER_STATEMENT, "holds" if ok else "fails",
         method="symbolic proof (exact Jacobian) + numeric check (central differences)",
-        summary=(f"Y = A(X)·V exactly: {y_equals_av}; ∂Y/∂X = (∂A/∂X)V + A ∂V/∂X with the routing term ≠ 0 "
-                 f"(max {routing_norm:.2g}); MLP Jacobian constant: {mlp_constant}; vs finite differences {fd_error:.1g}"),
-        conditions=(f"shown symbolically for {spec.describe()} (one head, Y = A V; W_O would multiply both terms)",
+        summary=(f"Y = A(X)·V{'·W_O' if sym.W_O is not None else ''} exactly: {y_equals_av}; ∂Y/∂X = frozen-routing "
+                 f"term + term from ∂A/∂X (max {routing_norm:.2g}, depends on X); MLP Jacobian constant: {mlp_constant}"),
+        conditions=(f"shown symbolically for {spec.describe()}",
                     "'W(x)' is the token-mixing matrix A(X) (n × n), applied to the values X W_V"),
-        details={"Y − A V is exactly 0": y_equals_av, "max |routing term|": routing_norm,
-                 "max |symbolic − finite difference|": fd_error, "MLP Jacobian": str(J_mlp),
-                 "claimed formula includes the routing term": routing_term},
+        details={"Y − A V (W_O) is exactly 0": y_equals_av, "max |term from ∂A/∂X|": routing_norm,
+                 "max |frozen + routing − total|": sum_error, "max |total − finite difference|": fd_error,
+                 "MLP Jacobian": str(J_mlp), "claimed formula includes the term from ∂A/∂X": routing_term,
+                 "max |claimed − total|": claimed_error},
         equations=_hypernetwork_equations(),
     )
 
