@@ -9,10 +9,14 @@ validated against (:func:`attnsym.validate`) and as the engine for long sequence
 * twins of the symbolic layer: :func:`scores`, :func:`softmax`, :func:`softmax_jacobian`,
   :func:`sinusoidal_positions`, :func:`gelu`, :func:`gelu_tanh`.
 * :func:`array_namespace` — which library runs a call (see :mod:`attnsym.numeric.backend`).
+* :func:`causal_decode` — token-by-token causal decoding with or without a K/V cache
+  (:mod:`attnsym.numeric.kvcache`); :func:`conv1d` — the convolution twin used to contrast
+  locality (:mod:`attnsym.numeric.conv`).
 """
 
 from .backend import BackendError, array_namespace, cupy_usable
 from .backward import attention_vjp
+from .conv import conv1d, shift_tokens
 from .forward import (
     AUTO_BLOCKWISE_N,
     DEFAULT_BLOCK_SIZE,
@@ -24,18 +28,23 @@ from .forward import (
     softmax,
     softmax_jacobian,
 )
+from .kvcache import DecodeResult, causal_decode
 
 __all__ = [
     "AUTO_BLOCKWISE_N",
     "DEFAULT_BLOCK_SIZE",
     "BackendError",
+    "DecodeResult",
     "array_namespace",
     "attention",
     "attention_vjp",
+    "causal_decode",
+    "conv1d",
     "cupy_usable",
     "gelu",
     "gelu_tanh",
     "scores",
+    "shift_tokens",
     "sinusoidal_positions",
     "softmax",
     "softmax_jacobian",

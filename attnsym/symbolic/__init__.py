@@ -14,6 +14,7 @@ Matrix([
 from .activations import GELU_TANH_CUBIC, gelu, gelu_tanh
 from .backprop import GradientCheck, GradientResult, check_gradients, gradient_cost, gradient_steps, gradients
 from .cost import DEFAULT_MAX_TERMS, SymbolicCost, enforce_limit, estimate_cost
+from .equivariance import check_attention_equivariance, check_conv_equivariance, conv1d
 from .jacobians import (
     InputJacobian,
     SoftmaxJacobian,
@@ -26,7 +27,11 @@ from .matrices import SymbolicAttention, attention, matmul, row_softmax, scores
 from .matrix_calculus import MatrixGradients, matrix_gradients
 from .mlp import SymbolicMLP, mlp
 from .naming import entry_name, input_symbols
+from .online_softmax import prove_online_softmax
+from .opcount import attention_opcount, decode_step_opcount
 from .positions import sinusoidal_positions
+from .symmetry import prove_qk_symmetry_condition
+from .two_token import solve_two_token
 
 __all__ = [
     "DEFAULT_MAX_TERMS",
@@ -41,7 +46,12 @@ __all__ = [
     "SymbolicMLP",
     "attention",
     "attention_input_jacobian",
+    "attention_opcount",
+    "check_attention_equivariance",
+    "check_conv_equivariance",
     "check_gradients",
+    "conv1d",
+    "decode_step_opcount",
     "derive_softmax_jacobian",
     "enforce_limit",
     "entry_name",
@@ -56,8 +66,11 @@ __all__ = [
     "matrix_gradients",
     "mlp",
     "mlp_input_jacobian",
+    "prove_online_softmax",
+    "prove_qk_symmetry_condition",
     "row_softmax",
     "scores",
     "sinusoidal_positions",
     "softmax_jacobian",
+    "solve_two_token",
 ]
