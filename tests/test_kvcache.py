@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from attnsym.errors import ShapeError, SpecError
 from attnsym.numeric import attention
@@ -83,3 +85,32 @@ def test_errors():
         causal_decode(X, W, W, W, positions="rotary")
     with pytest.raises(SpecError, match="b_O needs an output projection"):
         causal_decode(X, W, W, W, b_O=np.ones(4))
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(1, 7), heads=st.integers(1, 3), width=st.integers(1, 3), d_model=st.integers(1, 5),
+       seed=st.integers(0, 2**16), with_wo=st.booleans())
+def test_property_any_size_matches_causal_attention(n, heads, width, d_model, seed, with_wo):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, d_model))
+    W_Q, W_K, W_V = (rng.standard_normal((d_model, heads * width)) for _ in range(3))
+    W_O = rng.standard_normal((heads * width, d_model)) if with_wo else None
+    if heads > 1 and W_O is None:
+        W_O = rng.standard_normal((heads * width, d_model))
+    full, _ = attention(X, W_Q, W_K, W_V, W_O, heads=heads, causal=True)
+    for cache in (True, False):
+        np.testing.assert_allclose(causal_decode(X, W_Q, W_K, W_V, W_O, heads=heads, cache=cache).Y, full,
+                                   rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.oracle
+def test_against_torch_sdpa_causal():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(4)
+    n, d, heads = 10, 8, 2
+    X = rng.standard_normal((n, d))
+    W_Q, W_K, W_V, W_O = rng.standard_normal((4, d, d)) / np.sqrt(d)
+    split = lambda M: torch.asarray(M).reshape(n, heads, d // heads).transpose(0, 1)  # (H, n, d_k)
+    Z = torch.nn.functional.scaled_dot_product_attention(split(X @ W_Q), split(X @ W_K), split(X @ W_V), is_causal=True)
+    Y_torch = Z.transpose(0, 1).reshape(n, d).numpy() @ W_O
+    np.testing.assert_allclose(causal_decode(X, W_Q, W_K, W_V, W_O, heads=heads).Y, Y_torch, rtol=1e-12, atol=1e-12)
