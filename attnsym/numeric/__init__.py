@@ -19,6 +19,7 @@ from .backward import attention_vjp
 from .conv import conv1d, shift_tokens
 from .forward import (
     AUTO_BLOCKWISE_N,
+    BLOCK_ELEMENTS,
     DEFAULT_BLOCK_SIZE,
     attention,
     gelu,
@@ -32,6 +33,7 @@ from .kvcache import DecodeResult, causal_decode
 
 __all__ = [
     "AUTO_BLOCKWISE_N",
+    "BLOCK_ELEMENTS",
     "DEFAULT_BLOCK_SIZE",
     "BackendError",
     "DecodeResult",

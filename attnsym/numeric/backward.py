@@ -25,7 +25,6 @@ from typing import Any
 
 from ..spec import AttentionSpec
 from .forward import (
-    AUTO_BLOCKWISE_N,
     _block_size,
     _inplace_ok,
     _Layer,
@@ -93,8 +92,9 @@ def attention_vjp(
     G : (..., n, d_out) array
         Upstream gradient, the shape of ``Y``.
     block_size : int, optional
-        Use the memory-lean blockwise backward with this block size; by default it is used
-        when ``n >= AUTO_BLOCKWISE_N``.
+        Use the memory-lean blockwise backward with this block size. By default it is used
+        when ``n`` exceeds one default block (see :func:`~attnsym.numeric.attention`); below
+        that the plain path, which keeps the weights from the forward pass, is faster.
 
     Returns
     -------
@@ -131,10 +131,10 @@ def attention_vjp(
     X_in, Q, K, V = _projections(layer, a)
     G = a["G"]
     grads: dict[str, Any] = {}
-    if block_size is not None or layer.n >= AUTO_BLOCKWISE_N:
+    size = _block_size(layer, block_size)
+    if block_size is not None or layer.n > size:
         from .blockwise import blockwise_core, blockwise_core_vjp
 
-        size = _block_size(layer, block_size)
         Z_heads, lse = blockwise_core(layer, Q, K, V, size)
         core_vjp = lambda dZ_heads: blockwise_core_vjp(layer, Q, K, V, Z_heads, lse, dZ_heads, size)
     else:

@@ -37,7 +37,7 @@ def _key_end(layer: _Layer, i1: int) -> int:
     return i1 if layer.causal else layer.n
 
 
-def blockwise_core(layer: _Layer, Q, K, V, block_size: int):
+def blockwise_core(layer: _Layer, Q, K, V, block_size: int, key_block_size: int | None = None):
     """``Z_h = softmax(c Q_h K_hᵀ) V_h`` without an ``n × n`` array, and the row log-sum-exp.
 
     Parameters
@@ -56,13 +56,14 @@ def blockwise_core(layer: _Layer, Q, K, V, block_size: int):
     """
     xp = layer.xp
     n, b = layer.n, block_size
+    bk = b if key_block_size is None else key_block_size
     Z_blocks, lse_blocks = [], []
     for i0 in range(0, n, b):
         i1 = min(n, i0 + b)
         Qi = Q[..., i0:i1, :] * layer.scale  # (..., H, bi, d_k)
         m = ell = acc = None
-        for j0 in range(0, _key_end(layer, i1), b):
-            j1 = min(_key_end(layer, i1), j0 + b)
+        for j0 in range(0, _key_end(layer, i1), bk):
+            j1 = min(_key_end(layer, i1), j0 + bk)
             S = xp.matmul(Qi, xp.matrix_transpose(K[..., j0:j1, :]))  # (..., H, bi, bj)
             allowed = _allowed_block(layer, i0, i1, j0, j1)
             if allowed is not None:
@@ -122,8 +123,13 @@ def blockwise_core_vjp(layer: _Layer, Q, K, V, Z, lse, dZ, block_size: int):
             dS = dscores(A, dA, D[..., i0:i1, :])  # (..., H, bi, bj)
             dV_part = xp.matmul(xp.matrix_transpose(A), dZi)  # (..., H, bj, d_v)
             dK_part = xp.matmul(xp.matrix_transpose(dS), Qs[..., i0:i1, :])  # (..., H, bj, d_k)
-            dVj = dV_part if dVj is None else dVj + dV_part
-            dKj = dK_part if dKj is None else dKj + dK_part
+            if dVj is None:
+                dVj, dKj = dV_part, dK_part
+            elif _inplace_ok(dVj):
+                dVj += dV_part
+                dKj += dK_part
+            else:
+                dVj, dKj = dVj + dV_part, dKj + dK_part
             dQ[..., i0:i1, :] += layer.scale * xp.matmul(dS, Kj)  # (..., H, bi, d_k)
         dK_blocks.append(dKj)
         dV_blocks.append(dVj)

@@ -45,8 +45,10 @@ __all__ = [
 
 #: from this sequence length on, ``return_weights=False`` takes the blockwise path
 AUTO_BLOCKWISE_N = 1024
-#: default block size (queries and keys) of the blockwise path
-DEFAULT_BLOCK_SIZE = 512
+#: the default block size (queries and keys) of the blockwise path, for one head and no batch
+DEFAULT_BLOCK_SIZE = 2048
+#: default blocks are halved until batch·heads·block² scores fit in this many elements (16 MiB in float32)
+BLOCK_ELEMENTS = 2**22
 
 
 # ---------------------------------------------------------------------------- elementwise twins
@@ -470,8 +472,13 @@ def _output(layer: _Layer, a: dict, Z_heads):
 
 
 def _block_size(layer: _Layer, block_size) -> int:
+    """The block size asked for, or the default: large blocks (few, big matrix products) within a fixed budget."""
     if block_size is None:
-        return DEFAULT_BLOCK_SIZE
+        lanes = math.prod(layer.batch_shape) * layer.heads
+        size = DEFAULT_BLOCK_SIZE
+        while size > 64 and lanes * size * size > BLOCK_ELEMENTS:
+            size //= 2
+        return size
     if not isinstance(block_size, numbers.Integral) or isinstance(block_size, bool) or block_size < 1:
         raise SpecError(f"block_size must be a positive integer or None (got {block_size!r})")
     return int(block_size)
@@ -508,7 +515,8 @@ def attention(
     block_size : int, optional
         Use the memory-lean blockwise path with this block size (queries and keys); needs
         ``return_weights=False``. Without it, the blockwise path is taken automatically when
-        ``return_weights=False`` and ``n >= AUTO_BLOCKWISE_N``.
+        ``return_weights=False`` and ``n >= AUTO_BLOCKWISE_N``, with blocks of
+        ``DEFAULT_BLOCK_SIZE`` halved until ``batch·heads·block² <= BLOCK_ELEMENTS``.
     backend : {"numpy", "cupy", "torch"}, optional
         Convert the inputs to this library first (CuPy falls back to NumPy with a warning
         when it cannot run here). By default the inputs' own library is used.
