@@ -346,7 +346,7 @@ def _forward_steps(spec: AttentionSpec, max_terms) -> list[Step]:
 
     # 7. elementwise form with alpha_ij(x_1, ..., x_n) written out
     tokens = [sp.Symbol(rf"\mathbf{{x}}_{{{i + 1}}}") for i in range(n)]
-    row_eqs, alpha_eqs = [], []
+    row_eqs, alpha_eqs, score_fns = [], [], []
     out_letter = "z" if spec.output_projection else "y"
     for hh in range(h):
         tag = f"^{{({hh + 1})}}" if multi else ""
@@ -355,10 +355,15 @@ def _forward_steps(spec: AttentionSpec, max_terms) -> list[Step]:
             terms = [alphas[hh][i, j] * values[j] for j in range(n) if weight_eqs[hh].rhs[i, j] != 0]
             rhs = sp.MatAdd(*terms) if len(terms) > 1 else terms[0] if terms else sp.ZeroMatrix(1, d_v)
             row_eqs.append(_eq(sp.MatrixSymbol(rf"\mathbf{{{out_letter}}}{tag}_{{{i + 1}}}", 1, d_v), rhs))
+        S = sym.S_heads[hh]  # explicit in the inputs, -oo where masked
+        s_of_x = sp.ImmutableMatrix(n, n, lambda i, j, tag=tag, S=S: -sp.oo if S[i, j] == -sp.oo
+                                    else sp.Function(rf"s{tag}_{{{i + 1},{j + 1}}}")(*tokens))
+        score_fns.extend(_eq(s_of_x[i, j], S[i, j]) for i in range(n) for j in range(n) if S[i, j] != -sp.oo)
+        A_of_x = row_softmax(s_of_x, allowed)
         for i in range(n):
             for j in range(n):
                 name = sp.Function(rf"\alpha{tag}_{{{i + 1},{j + 1}}}")
-                alpha_eqs.append(_eq(name(*tokens), sym.A_heads[hh][i, j]))
+                alpha_eqs.append(_eq(name(*tokens), A_of_x[i, j]))
     token_list = ", ".join(rf"\mathbf{{x}}_{{{i + 1}}}" for i in range(n))
     steps.append(Step(
         "Elementwise form", tuple(row_eqs),
@@ -367,8 +372,11 @@ def _forward_steps(spec: AttentionSpec, max_terms) -> list[Step]:
         formula=rf"\mathbf{{{out_letter}}}_i = \sum_j \alpha_{{i,j}}({token_list})\, \mathbf{{v}}_j",
     ))
     steps.append(Step(
-        "Attention weights as functions of the input", tuple(alpha_eqs),
-        "Every weight, written out in the inputs: the mixing coefficients are computed from the tokens themselves.",
+        "Attention weights as functions of the input", tuple(score_fns + alpha_eqs),
+        "Every score written out in the inputs, and every weight in those scores: the mixing coefficients "
+        "$\\alpha_{i,j}$ are computed from the tokens themselves.",
+        formula=rf"\alpha_{{i,j}}({token_list}) = \frac{{e^{{s_{{i,j}}({token_list})}}}}"
+                rf"{{\sum_k e^{{s_{{i,k}}({token_list})}}}}",
     ))
 
     # 8. the two views

@@ -111,8 +111,9 @@ def derivation_markdown(derivation: Derivation, *, heading_level: int = 1) -> st
 def derivation_latex_document(derivation: Derivation) -> str:
     r"""A standalone LaTeX document (``article`` + ``amsmath``) that compiles with ``pdflatex``.
 
-    Matrices of up to 64 columns are allowed (``MaxMatrixCols``); wide equations may run
-    into the margin of the landscape page but never stop compilation.
+    Matrices of up to 64 columns are allowed (``MaxMatrixCols``). Each equation is set in a
+    box and shrunk to the width of the (landscape) page when it is wider, so long
+    expressions stay whole, if small.
 
     Examples
     --------
@@ -126,11 +127,9 @@ def derivation_latex_document(derivation: Derivation) -> str:
         body.append(rf"\section*{{{number}. {escape_latex_text(step.title)}}}")
         body.append(escape_latex_text(step.explanation))
         if step.formula:
-            body.append(rf"\[ {step.formula} \]")
+            body += [r"\begin{lrbox}{\eqbox}$\displaystyle", step.formula, r"$\end{lrbox}\showeq"]
         for equation in step.equations:
-            body.append(r"\begin{dmath*}" if False else r"\[")
-            body.append(latex_expression(equation))
-            body.append(r"\]")
+            body += [r"\begin{lrbox}{\eqbox}$\displaystyle", latex_expression(equation), r"$\end{lrbox}\showeq"]
         body.append("")
     description = escape_latex_text(derivation.description)
     return "\n".join([
@@ -139,9 +138,13 @@ def derivation_latex_document(derivation: Derivation) -> str:
         r"\usepackage[T1]{fontenc}",
         r"\usepackage[a4paper,landscape,margin=1.5cm]{geometry}",
         r"\usepackage{amsmath,amssymb}",
+        r"\usepackage{graphicx}",
         r"\setcounter{MaxMatrixCols}{64}",
-        r"\allowdisplaybreaks",
         r"\setlength{\parindent}{0pt}",
+        r"% each equation is set in a box, shrunk to the line width when it is wider",
+        r"\newsavebox{\eqbox}",
+        r"\newcommand{\showeq}{\par\begin{center}\ifdim\wd\eqbox>\linewidth"
+        r"\resizebox{\linewidth}{!}{\usebox{\eqbox}}\else\usebox{\eqbox}\fi\end{center}}",
         rf"\title{{{escape_latex_text(derivation.title)}}}",
         rf"\author{{{description}}}" if description else r"\author{}",
         r"\date{}",

@@ -71,6 +71,7 @@ def _environment(spec, exact, floats, ref, W_mlp):
         for (i, j), value in np.ndenumerate(ref["S_heads"][h]):
             if np.isfinite(value):
                 env[_symbol(f"s{tag}_{{{i + 1},{j + 1}}}")] = sp.Float(value, 30)
+                env[sp.Function(f"s{tag}_{{{i + 1},{j + 1}}}")(*tokens)] = sp.Float(value, 30)
         for (i, j), value in np.ndenumerate(ref["A_heads"][h]):
             env[_symbol(rf"\alpha{tag}_{{{i + 1},{j + 1}}}")] = sp.Float(value, 30)
             env[sp.Function(rf"\alpha{tag}_{{{i + 1},{j + 1}}}")(*tokens)] = sp.Float(value, 30)
@@ -127,10 +128,10 @@ def test_every_step_matches_numpy_at_rational_points(kwargs):
             lhs, rhs = equation.lhs, equation.rhs
             if isinstance(lhs, sp.MatrixSymbol):
                 expected = _expected(spec, lhs.name, floats, ref, W_mlp)
-            else:  # alpha_ij(x_1, ..., x_n): compare with the reference weight
-                match = re.fullmatch(r"\\alpha(?:\^\{\((\d+)\)\})?_\{(\d+),(\d+)\}", str(lhs.func))
-                h, i, j = int(match.group(1) or 1) - 1, int(match.group(2)) - 1, int(match.group(3)) - 1
-                expected = ref["A_heads"][h][i, j]
+            else:  # alpha_ij(x_1, ..., x_n) or s_ij(x_1, ..., x_n): compare with the reference weight or score
+                match = re.fullmatch(r"(\\alpha|s)(?:\^\{\((\d+)\)\})?_\{(\d+),(\d+)\}", str(lhs.func))
+                h, i, j = int(match.group(2) or 1) - 1, int(match.group(3)) - 1, int(match.group(4)) - 1
+                expected = ref["S_heads" if match.group(1) == "s" else "A_heads"][h][i, j]
             got = _to_array(rhs.xreplace(env))
             expected = np.broadcast_to(expected, np.shape(got))
             finite = np.isfinite(expected)
@@ -159,9 +160,13 @@ def test_elementwise_form_reads_as_weighted_sum_of_value_rows():
     d = derive(at.AttentionSpec(n=2, d_model=2))
     first = d.step("Elementwise form").equations[0]
     assert sp.latex(first) == r"\mathbf{y}_{1} = \alpha_{1,1} \mathbf{v}_{1} + \alpha_{1,2} \mathbf{v}_{2}"
-    alpha = d.step("Attention weights as functions of the input").equations[0]
+    functions = d.step("Attention weights as functions of the input").equations
+    score, alpha = functions[0], functions[4]
+    assert sp.latex(score.lhs) == r"s_{1,1}{\left(\mathbf{x}_{1},\mathbf{x}_{2} \right)}"
+    assert _symbol("x_{1,2}") in score.rhs.free_symbols and _symbol("W^{K}_{2,1}") in score.rhs.free_symbols
     assert sp.latex(alpha.lhs) == r"\alpha_{1,1}{\left(\mathbf{x}_{1},\mathbf{x}_{2} \right)}"
-    assert _symbol("x_{2,2}") in alpha.rhs.free_symbols  # explicit in the inputs
+    s11, s12 = (sp.Function(f"s_{{1,{j}}}")(*sp.symbols(r"\mathbf{x}_{1} \mathbf{x}_{2}")) for j in (1, 2))
+    assert alpha.rhs == sp.exp(s11) / (sp.exp(s11) + sp.exp(s12))
     causal = derive(at.AttentionSpec(n=2, d_model=2, causal=True)).step("Elementwise form").equations[0]
     assert sp.latex(causal) == r"\mathbf{y}_{1} = \alpha_{1,1} \mathbf{v}_{1}"
 
@@ -194,7 +199,8 @@ def test_latex_document_is_standalone_and_balanced():
     d = derive(at.AttentionSpec(n=2, d_model=4, heads=2, causal=True, bias=True))
     tex = d.to_latex()
     assert tex.startswith(r"\documentclass") and tex.rstrip().endswith(r"\end{document}")
-    assert tex.count(r"\[") == tex.count(r"\]") == sum(len(s.equations) + bool(s.formula) for s in d)
+    boxes = sum(len(s.equations) + bool(s.formula) for s in d)
+    assert tex.count(r"\begin{lrbox}{\eqbox}") == tex.count(r"\end{lrbox}\showeq") == boxes
     assert r"\begin{document}" in tex and r"\usepackage{amsmath" in tex
     assert _balanced(tex)
     assert "d\\_model=4" in tex  # plain text escaped
@@ -203,8 +209,12 @@ def test_latex_document_is_standalone_and_balanced():
 
 
 @pytest.mark.skipif(shutil.which("pdflatex") is None, reason="pdflatex is not installed")
-def test_latex_document_compiles(tmp_path):
-    tex = derive(at.AttentionSpec(n=2, d_model=2, causal=True, positions="sinusoidal")).to_latex()
+@pytest.mark.parametrize("kwargs", [dict(n=2, d_model=2, causal=True, positions="sinusoidal"),
+                                    dict(n=3, d_model=4, heads=2, bias=True, scale=0.5,
+                                         mask=[[False, False, False], [True, True, False], [True, True, True]])],
+                         ids=str)
+def test_latex_document_compiles(tmp_path, kwargs):
+    tex = derive(at.AttentionSpec(**kwargs)).to_latex()
     (tmp_path / "d.tex").write_text(tex)
     result = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", "d.tex"], cwd=tmp_path,
                             capture_output=True, text=True, timeout=120)
