@@ -11,8 +11,9 @@ checked on its own by substituting numbers:
 4. scores ``S = c Q Kᵀ`` in the entries ``q_{i,j}``, ``k_{i,j}`` (``-oo`` where masked);
 5. weights ``A = softmax_row(S)`` in the scores ``s_{i,j}`` (exactly 0 where masked);
 6. outputs ``Y = A V`` (per head, concatenated, ``W_O``) in ``alpha_{i,j}``, ``v_{i,j}``, ``z_{i,j}``;
-7. the elementwise form ``y_i = sum_j alpha_ij(x_1, …, x_n) v_j`` with every ``alpha_ij``
-   written out as a function of the inputs;
+7. the elementwise form ``y_i = sum_j alpha_ij(x_1, …, x_n) v_j``, then every score
+   ``s_ij(x_1, …, x_n)`` written out in the inputs and every ``alpha_ij(x_1, …, x_n)`` in
+   those scores;
 8. the two views: an MLP ``y = W x`` (fixed ``W``) against attention ``y = W(x) x``.
 
 Rendering (Markdown with ``$$`` math, a standalone LaTeX document, Jupyter) lives in
