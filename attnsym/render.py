@@ -209,8 +209,9 @@ documentation was built; nothing was typed by hand.
   a query that may attend to nothing gets a zero row.
 * Each step is explicit in the entries of the step before it ($q_{i,j}$, $k_{i,j}$,
   $s_{i,j}$, $\alpha_{i,j}$, $v_{i,j}$), so each can be checked on its own; the step
-  *Attention weights as functions of the input* writes every score $s_{i,j}(\mathbf{x}_1, \dots,
-  \mathbf{x}_n)$ out in the inputs and every weight $\alpha_{i,j}$ in those scores.
+  *Attention weights as functions of the input* writes every score
+  $s_{i,j}(\mathbf{x}_1, \dots, \mathbf{x}_n)$ out in the inputs and every weight
+  $\alpha_{i,j}$ in those scores.
 
 ## From Python
 
