@@ -187,6 +187,18 @@ def test_subs_types():
     assert sym.A[0, 0] == 1
 
 
+def test_lambdify_after_substituting_single_symbols():
+    sym = attention(AttentionSpec(n=2, d_model=1, scale="none"))
+    x11 = sp.Symbol("x_{1,1}", real=True)
+    f = sym.subs({x11: 2}).lambdify("Y")
+    X = np.array([[99.0], [1.0]])  # entry (0, 0) is ignored: it was substituted by 2
+    one = np.ones((1, 1))
+    Y = f(X=X, W_Q=one, W_K=one, W_V=one)["Y"]
+    x = np.array([[2.0], [1.0]])
+    S = x @ x.T
+    np.testing.assert_allclose(Y, (np.exp(S) / np.exp(S).sum(1, keepdims=True)) @ x, rtol=1e-12)
+
+
 def test_symbolic_scale_must_be_substituted_before_lambdify():
     c = sp.Symbol("c", positive=True)
     sym = attention(AttentionSpec(n=2, d_model=1, scale=c))

@@ -396,6 +396,9 @@ class SymbolicAttention:
             )
         compiled = sp.lambdify(args, exprs, modules=modules, cse=True)
         shapes = {name: self.inputs[name].shape for name in free}
+        # entries still symbolic (all of them, unless single symbols were substituted)
+        positions = {name: [divmod(k, shapes[name][1]) for k, e in enumerate(self.inputs[name]) if isinstance(e, sp.Symbol)]
+                     for name in free}
 
         def evaluate(**arrays: Any) -> dict[str, Any]:
             missing = [name for name in free if name not in arrays]
@@ -406,14 +409,13 @@ class SymbolicAttention:
                 )
             flat = []
             batch: tuple[int, ...] = ()
-            for name, symbols in free.items():
+            for name in free:
                 array = np.asarray(arrays[name])
                 if array.ndim < 2 or array.shape[-2:] != shapes[name]:
                     raise ShapeError(f"{name} must have shape (..., {shapes[name][0]}, {shapes[name][1]}) "
                                      f"(got {array.shape})")
                 batch = np.broadcast_shapes(batch, array.shape[:-2])
-                flat.extend(array[..., i, j] for i in range(shapes[name][0]) for j in range(shapes[name][1]))
-                del symbols
+                flat.extend(array[..., i, j] for i, j in positions[name])
             values = compiled(*flat)
             out = {}
             for name, shape, start, stop in layout:
