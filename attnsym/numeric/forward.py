@@ -166,9 +166,13 @@ def _shifted_exp(xp: ModuleType, S):
     return P, xp.sum(P, axis=-1, keepdims=True), m
 
 
-def _safe_divide(xp: ModuleType, P, total):
-    """``P / total`` with rows whose total is 0 (fully masked) left at 0."""
-    return P / xp.where(total > 0, total, 1.0)
+def _safe_divide(xp: ModuleType, P, total, *, inplace: bool = False):
+    """``P / total`` with rows whose total is 0 (fully masked) left at 0 (``P`` overwritten if ``inplace``)."""
+    total = xp.where(total > 0, total, 1.0)
+    if inplace and _inplace_ok(P):
+        P /= total
+        return P
+    return P / total
 
 
 def _inplace_ok(x) -> bool:
@@ -460,7 +464,7 @@ def _plain_core(layer: _Layer, Q, K, V, *, want_weights: bool):
     S = scores(Q, K, layer.scale, _allowed_block(layer, 0, n, 0, n))  # (..., H, n, n)
     P, total, _ = _shifted_exp(xp, S)
     if want_weights:
-        A = _safe_divide(xp, P, total)  # (..., H, n, n)
+        A = _safe_divide(xp, P, total, inplace=True)  # (..., H, n, n), the only n × n array kept
         return xp.matmul(A, V), A
     return _safe_divide(xp, xp.matmul(P, V), total), None  # (..., H, n, d_v)
 
