@@ -45,7 +45,18 @@ def test_quadratic_cost_details():
     assert ev.details["closed form == interpolation"]
     assert ev.details["degrees (n, d)"] == (2, 1)
     m = ev.details["measured"]
-    assert m["blockwise peak bytes"][-1] < m["bytes of one n×n float64 map at the largest n"] <= m["plain peak bytes"][-1]
+    one_map = m["bytes of one n×n float64 map at the largest n"]
+    assert m["blockwise peak bytes (2 significant digits)"][-1] < one_map <= m["plain peak bytes (2 significant digits)"][-1]
+    assert "plain seconds" not in m  # wall times only when asked for: the evidence is reproducible
+    timed = complexity.check_quadratic_cost(QUICK, measure_time=True).details["measured"]
+    assert len(timed["plain seconds"]) == len(timed["n"]) and all(t > 0 for t in timed["plain seconds"])
+
+
+def test_same_seed_same_evidence():
+    a, b = complexity.check_quadratic_cost(QUICK), complexity.check_quadratic_cost(QUICK)
+    assert a.summary == b.summary and a.details == b.details
+    a, b = complexity.check_blockwise_exact(QUICK), complexity.check_blockwise_exact(QUICK)
+    assert a.summary == b.summary
 
 
 def test_kv_cache_details():

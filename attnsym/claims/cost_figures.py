@@ -35,6 +35,7 @@ def memory_growth_figure(ns: Sequence[int], plain_bytes: Sequence[float], blockw
     ax.loglog(ns, np.asarray(plain_bytes, float) / 2**20, "o-", color="C3", label="plain (stores A)")
     ax.loglog(ns, np.asarray(blockwise_bytes, float) / 2**20, "s-", color="C0", label="blockwise (online softmax)")
     ax.loglog(ns, 8 * ns**2 / 2**20, ":", color="grey", label="one n×n float64 map")
+    _plain_log_ticks(ax, ns)
     ax.set_xlabel("sequence length n")
     ax.set_ylabel("peak traced memory (MiB)")
     ax.set_title("Memory of one attention call")
@@ -45,11 +46,22 @@ def memory_growth_figure(ns: Sequence[int], plain_bytes: Sequence[float], blockw
         ax2.loglog(ns, blockwise_seconds, "s-", color="C0", label="blockwise")
         t0 = float(np.asarray(plain_seconds, float)[-1])
         ax2.loglog(ns, t0 * (ns / ns[-1]) ** 2, ":", color="grey", label="∝ n²")
+        _plain_log_ticks(ax2, ns)
         ax2.set_xlabel("sequence length n")
         ax2.set_ylabel("median wall time (s)")
         ax2.set_title("Time (reported, not judged)")
         ax2.legend(fontsize=9)
     return fig
+
+
+def _plain_log_ticks(ax, ns) -> None:
+    """Tick the x axis at the measured sizes and print numbers plainly (no 10^k notation)."""
+    from matplotlib.ticker import FormatStrFormatter, NullFormatter
+
+    ax.set_xticks(ns, [str(int(v)) for v in ns])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
 
 
 def decode_cost_figure(t: Sequence[int], mul_cached: Sequence[int], mul_recompute: Sequence[int]):
