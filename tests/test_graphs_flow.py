@@ -64,10 +64,20 @@ def test_rollout_matches_hand_computation():
     np.testing.assert_allclose(attention_rollout(heads), R, atol=1e-15)
 
 
-def test_flow_matches_hand_computation():
-    np.testing.assert_allclose(attention_flow([_floats(A1), _floats(A2)], normalize=False), _floats(FLOW_RAW), atol=1e-15)
-    np.testing.assert_allclose(attention_flow([_floats(A1), _floats(A2)]), _floats(FLOW), atol=1e-15)
-    np.testing.assert_allclose(attention_flow([_floats(A1), _floats(A2)], outputs=[2]), _floats(FLOW)[2:], atol=1e-15)
+@pytest.mark.parametrize("method", ["dinic", "networkx"])
+def test_flow_matches_hand_computation(method):
+    stack = [_floats(A1), _floats(A2)]
+    np.testing.assert_allclose(attention_flow(stack, normalize=False, method=method), _floats(FLOW_RAW), atol=1e-15)
+    np.testing.assert_allclose(attention_flow(stack, method=method), _floats(FLOW), atol=1e-15)
+    np.testing.assert_allclose(attention_flow(stack, outputs=[2], method=method), _floats(FLOW)[2:], atol=1e-15)
+
+
+def test_flow_solvers_agree_on_a_dense_stack():
+    rng = np.random.default_rng(5)
+    stack = [m / m.sum(axis=1, keepdims=True) for m in rng.random((4, 6, 6)) ** 3]
+    np.testing.assert_allclose(
+        attention_flow(stack, normalize=False), attention_flow(stack, normalize=False, method="networkx"), atol=1e-13
+    )
 
 
 def test_rollout_without_residual_is_the_plain_product():
@@ -108,14 +118,17 @@ def test_flow_equals_an_independent_integer_max_flow(A):
     )
     stack = list(A)  # a list is one entry per layer (a 3-D array would be one layer's heads)
     np.testing.assert_allclose(attention_flow(stack, normalize=False), expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(attention_flow(stack, normalize=False, method="networkx"), expected, rtol=0, atol=1e-12)
     if layers == 2:  # and the two-layer closed form
         closed = np.array([[sum(min(hat[0, m, j], hat[1, i, m]) for m in range(n)) for j in range(n)] for i in range(n)])
         np.testing.assert_allclose(attention_flow(stack, normalize=False), closed, atol=1e-12)
 
 
-def test_flow_bad_outputs():
+def test_flow_bad_arguments():
     with pytest.raises(at.ShapeError, match=r"outputs=5 is out of range"):
         attention_flow([np.eye(2)], outputs=[5])
+    with pytest.raises(at.ShapeError, match=r"method must be 'dinic' or 'networkx' \(got 'lp'\)"):
+        attention_flow([np.eye(2)], method="lp")
 
 
 # ------------------------------------------------------------------ Table 1
