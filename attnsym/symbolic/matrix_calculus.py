@@ -84,6 +84,32 @@ class MatrixGradients:
         return [sp.Eq(sp.Symbol(f"d{name}" if not name.startswith("d") else name), expr)
                 for name, expr in self.gradients.items()]
 
+    def latex(self, name: str, *, inline: bool = False) -> str:
+        r"""LaTeX of gradient ``name`` with adjoints written :math:`\bar M` and explicit parentheses.
+
+        SymPy's printer drops the parentheses around a Hadamard product inside a product; this
+        one keeps every grouping visible.
+
+        Parameters
+        ----------
+        name : str
+            A key of :attr:`gradients`.
+        inline : bool, default False
+            Print :meth:`inlined` (inputs only) instead of the form with intermediates.
+
+        Examples
+        --------
+        >>> mg = matrix_gradients()
+        >>> print(mg.latex("dS"))
+        \bar{S} = A \circ \left(\bar{A} - \left(A \circ \bar{A}\right) \mathbf{1} \mathbf{1}^\top\right)
+        >>> print(mg.latex("W_Q"))
+        \bar{W}_{Q} = X^\top \bar{Q}
+        """
+        if name not in self.gradients:
+            raise SpecError(f"no gradient named {name!r}; choose from {list(self.gradients)}")
+        expr = self.inlined(name) if inline else self.gradients[name]
+        return f"{_adjoint_name(name)} = {_latex(expr)}"
+
     def explicit(self, name: str, values: Mapping[str, sp.MatrixBase]) -> sp.ImmutableMatrix:
         """Evaluate gradient ``name`` on explicit matrices.
 
@@ -120,6 +146,56 @@ class MatrixGradients:
         if "W_V" in table:
             sizes[self.sizes["d_v"]] = table["W_V"].shape[1]
         return sp.ImmutableMatrix(_evaluate(self.inlined(name), table, sizes, self.scale.xreplace(sizes)))
+
+
+def _adjoint_name(name: str) -> str:
+    base = name[1:] if name.startswith("d") and name[1:2].isupper() else name
+    letter, _, tag = base.partition("_")
+    return rf"\bar{{{letter}}}_{{{tag}}}" if tag else rf"\bar{{{letter}}}"
+
+
+def _latex(expr, parent: str = "") -> str:
+    """Matrix-expression LaTeX with parentheses wherever a sum or ⊙ sits inside a product."""
+    if isinstance(expr, MatrixSymbol):
+        name = str(expr.name)
+        if name.startswith("d") and name[1:2].isupper():
+            return _adjoint_name(name)
+        letter, _, tag = name.partition("_")
+        return f"{letter}_{{{tag}}}" if tag else letter
+    if isinstance(expr, OneMatrix):
+        return r"\mathbf{1}^\top" if expr.shape[0] == 1 and expr.shape[1] != 1 else r"\mathbf{1}"
+    if isinstance(expr, Transpose):
+        inner = _latex(expr.arg, "T")
+        if isinstance(expr.arg, OneMatrix) and expr.arg.shape[1] == 1:
+            return r"\mathbf{1}^\top"
+        return rf"{inner}^\top"
+    if isinstance(expr, MatMul):
+        coeff, factors = sp.Integer(1), []
+        for arg in expr.args:
+            if isinstance(arg, MatrixExpr):
+                if isinstance(arg, OneMatrix) and arg.shape[0] != 1 and arg.shape[1] != 1:  # 1 1ᵀ folded by SymPy
+                    factors += [r"\mathbf{1}", r"\mathbf{1}^\top"]
+                else:
+                    factors.append(_latex(arg, "MatMul"))
+            else:
+                coeff *= arg
+        text = " ".join(factors)
+        if coeff == -1:
+            return "-" + text
+        if coeff != 1:
+            return f"{sp.latex(coeff)}\\, {text}"
+        return text
+    if isinstance(expr, MatAdd):
+        terms = sorted(expr.args, key=lambda a: _latex(a).startswith("-"))
+        text = ""
+        for k, term in enumerate(terms):
+            piece = _latex(term, "MatAdd")
+            text += piece if k == 0 else (f" - {piece[1:]}" if piece.startswith("-") else f" + {piece}")
+        return rf"\left({text}\right)" if parent in ("MatMul", "Hadamard", "T") else text
+    if isinstance(expr, HadamardProduct):
+        text = r" \circ ".join(_latex(a, "Hadamard") for a in expr.args)
+        return rf"\left({text}\right)" if parent in ("MatMul", "T") else text
+    return sp.latex(expr)
 
 
 def _evaluate(expr, table: dict, sizes: dict, scale) -> sp.Matrix:
