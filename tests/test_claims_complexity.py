@@ -79,6 +79,8 @@ def test_false_statements_fail(check, wrong):
     assert check(QUICK, **wrong).verdict == "fails"
 
 
-def test_unknown_architecture():
+def test_bad_arguments():
     with pytest.raises(KeyError, match="unknown architecture"):
         complexity.check_table1_column(QUICK, claimed={"transformer-xl": "O(1)"})
+    with pytest.raises(ValueError, match="column must be 'path' or 'sequential'"):
+        complexity.check_table1_column(QUICK, column="depth")

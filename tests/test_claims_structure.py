@@ -52,3 +52,10 @@ def test_qk_cases():
 ])
 def test_false_statements_fail(check, wrong):
     assert check(QUICK, **wrong).verdict == "fails"
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="layer must be 'attention' or 'conv'"):
+        structure.check_locality(QUICK, layer="rnn")
+    with pytest.raises(ValueError, match="positions must be None or 'sinusoidal'"):
+        structure.check_locality(QUICK, positions="rotary")

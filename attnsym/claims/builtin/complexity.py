@@ -66,6 +66,8 @@ def check_table1_column(ctx: CheckContext, *, column: str = "path", claimed: Map
     """
     from ...graphs.architectures import PAPER_TABLE1, table1
 
+    if column not in ("path", "sequential"):
+        raise ValueError(f"column must be 'path' or 'sequential' (got {column!r})")
     path = column == "path"
     claimed = dict((PATH_CLAIMED if path else PARALLEL_CLAIMED) if claimed is None else claimed)
     ns = list(range(2, 17)) if ctx.quick else list(range(2, 41))

@@ -289,6 +289,10 @@ def check_locality(ctx: CheckContext, *, layer: str = "attention", positions: st
     not with arbitrary permutations. The claim "``layer`` lacks locality bias" holds when the
     layer is neither local nor shift-but-not-permutation equivariant.
     """
+    if layer not in ("attention", "conv"):
+        raise ValueError(f"layer must be 'attention' or 'conv' (got {layer!r})")
+    if positions not in (None, "sinusoidal"):
+        raise ValueError(f"positions must be None or 'sinusoidal' (got {positions!r})")
     conv = _layer_profile(ctx, "conv", None)
     subject = _layer_profile(ctx, layer, positions)
     profiles = [conv] if layer == "conv" and positions is None else [conv, subject]
