@@ -263,6 +263,20 @@ def test_lists_run_on_numpy_and_unknown_backend_is_rejected():
         nm.attention(X, W, W, W, backend="jax")
 
 
+def test_arrays_of_an_unsupported_library_are_rejected():
+    import types
+
+    class ForeignArray:  # implements the array API protocol, but for a library attnsym does not run on
+        shape, dtype, ndim = (3, 2), "float64", 2
+
+        def __array_namespace__(self, api_version=None):
+            return types.ModuleType("foreignlib")
+
+    _, W = _eye_args()
+    with pytest.raises(BackendError, match=r"attnsym.numeric runs on numpy, cupy, torch arrays \(got .*ForeignArray\)"):
+        nm.attention(ForeignArray(), W.tolist(), W.tolist(), W.tolist())
+
+
 def test_asking_for_cupy_without_a_usable_cupy_falls_back_with_a_warning():
     ok, why = nm.cupy_usable()
     if ok:

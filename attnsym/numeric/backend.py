@@ -100,7 +100,8 @@ def array_namespace(*arrays: Any, backend: str | None = None) -> ModuleType:
     Raises
     ------
     BackendError
-        Arrays of two different libraries, or an unknown ``backend`` name.
+        Arrays of two different libraries, arrays of a library other than NumPy, CuPy and
+        PyTorch, or an unknown ``backend`` name.
 
     Examples
     --------
@@ -115,13 +116,20 @@ def array_namespace(*arrays: Any, backend: str | None = None) -> ModuleType:
     if not found:
         return _named_namespace("numpy")
     try:
-        return array_api_compat.array_namespace(*found)
+        xp = array_api_compat.array_namespace(*found)
     except TypeError:
         kinds = sorted({f"{type(a).__module__}.{type(a).__name__}" for a in found})
         raise BackendError(
             f"all arrays of one call must come from one array library (got {', '.join(kinds)}); "
             "convert them first, e.g. numpy.asarray(t.cpu()) or torch.asarray(a)"
         ) from None
+    if backend_name(xp) not in BACKENDS:
+        kind = type(found[0])
+        raise BackendError(
+            f"attnsym.numeric runs on {', '.join(BACKENDS)} arrays (got {kind.__module__}.{kind.__name__}); "
+            "convert the arrays first, e.g. with numpy.asarray"
+        )
+    return xp
 
 
 def backend_name(xp: ModuleType) -> str:
