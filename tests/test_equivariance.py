@@ -108,3 +108,13 @@ def test_conv_errors():
         conv1d(np.ones(3), [1.0])
     with pytest.raises(ShapeError, match="kernel"):
         sym_conv1d(sp.ones(3, 1), [])
+
+
+def test_conv_torch_tensors():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    X, w = rng.standard_normal((6, 2)), rng.standard_normal(3)
+    for padding in ("circular", "zeros"):
+        out = conv1d(torch.asarray(X), torch.asarray(w), padding)
+        assert isinstance(out, torch.Tensor)
+        np.testing.assert_allclose(out.numpy(), conv1d(X, w, padding), rtol=1e-12, atol=1e-12)

@@ -81,3 +81,10 @@ def test_guards():
         count_attention_graph(0, 1)
     with pytest.raises(SizeLimitError, match="use attention_opcount"):
         count_attention_graph(30, 8)
+
+
+def test_subs_and_block_memory():
+    n, d_k, d_v = size_symbols()
+    c = attention_opcount(block=32)
+    assert c.subs({n: 3, d_k: 2, d_v: 2}) == {"mul": 45, "add": 27, "exp": 9, "div": 9}  # 18+9+18; 9+6+12
+    assert c.memory["blockwise"].subs(n, 100) == 100 * 32 + 200
