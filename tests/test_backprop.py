@@ -274,6 +274,14 @@ def test_softmax_jacobian_against_numbers():
     np.testing.assert_allclose(J.sum(axis=1), 0, atol=1e-15)
 
 
+def test_softmax_jacobian_twins_agree():
+    from attnsym.numeric import softmax_jacobian as numeric_softmax_jacobian
+
+    a = np.array([0.1, 0.2, 0.3, 0.4])
+    symbolic = softmax_jacobian(4).xreplace({sp.Symbol(f"a_{i}", positive=True): sp.Float(a[i]) for i in range(4)})
+    np.testing.assert_allclose(np.array(symbolic, dtype=float), numeric_softmax_jacobian(a), rtol=1e-15, atol=1e-16)
+
+
 def test_softmax_jacobian_bad_n():
     with pytest.raises(SpecError, match="n must be a positive integer"):
         softmax_jacobian(0)

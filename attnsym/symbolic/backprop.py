@@ -42,16 +42,33 @@ from ..errors import SpecError
 from ..spec import AttentionSpec
 from ._tape import Tape
 from .cost import DEFAULT_MAX_TERMS, enforce_limit, estimate_cost
+from .jacobians import (
+    InputJacobian,
+    SoftmaxJacobian,
+    attention_input_jacobian,
+    derive_softmax_jacobian,
+    mlp_input_jacobian,
+    softmax_jacobian,
+)
+from .matrix_calculus import MatrixGradients, matrix_gradients
 from .naming import input_symbols
 
-__all__ = [
+__all__ = [  # the jacobians and matrix-level names are re-exported: the backprop API in one place
     "DEFAULT_MAX_GRADIENT_TERMS",
     "GradientCheck",
     "GradientResult",
+    "InputJacobian",
+    "MatrixGradients",
+    "SoftmaxJacobian",
+    "attention_input_jacobian",
     "check_gradients",
+    "derive_softmax_jacobian",
     "gradient_cost",
     "gradient_steps",
     "gradients",
+    "matrix_gradients",
+    "mlp_input_jacobian",
+    "softmax_jacobian",
 ]
 
 Matrix = sp.ImmutableMatrix
