@@ -7,7 +7,7 @@ common subexpressions is needed); elementwise results go through :func:`sympy.cs
 Two compiled variants are kept: one for a single set of inputs, evaluated with Python floats
 and the ``math`` module (scalar NumPy calls cost about a microsecond each, ``math`` about
 50 ns), and one for batches (leading axes ``(..., rows, cols)``), evaluated with NumPy (or
-CuPy) arrays entry by entry.
+CuPy) arrays entry by entry; the batch variant is compiled on its first use.
 """
 
 from __future__ import annotations
@@ -59,7 +59,13 @@ def compile_gradients(result, modules: str = "numpy"):
 
     args, defs, outs = _program(result)
     program = lambda exprs: (defs, exprs)
-    batched = sp.lambdify(args, outs, modules=modules, cse=program)
+    compiled: dict[str, Any] = {}
+
+    def batched(*flat):  # compiled on first use: most calls are for one set of inputs
+        if "batched" not in compiled:
+            compiled["batched"] = sp.lambdify(args, outs, modules=modules, cse=program)
+        return compiled["batched"](*flat)
+
     scalar = sp.lambdify(args, outs, modules="math", cse=program) if modules == "numpy" else None
     shapes = {name: m.shape for name, m in result.arguments.items()}
     layout, start = [], 0
