@@ -137,7 +137,8 @@ def _claims(t: _Tour) -> None:
             what = "the claims report as a LaTeX document"
         else:
             claim_id = next((c for c in sorted(by_claim, key=len, reverse=True) if name.startswith(c)), None)
-            what = f"figure of the claim {claim_id}" if claim_id else "a figure of the claims report"
+            topic = Path(name).stem[len(claim_id) + 1:].replace("-", " ") if claim_id else ""
+            what = f"claim {claim_id}: {topic}" if claim_id else "a figure of the claims report"
         t.result.entries.append(TourEntry("claims", rel, what))
     verdicts: dict[str, int] = {}
     for ev in evidence:
@@ -145,6 +146,11 @@ def _claims(t: _Tour) -> None:
     t.result.facts["claims"] = len(evidence)
     t.result.facts["verdicts"] = verdicts
     t.result.facts["unexpected"] = [ev.claim for ev in evidence if not ev.as_expected]
+    t.result.facts["claim_rows"] = [
+        {"claim": ev.claim, "verdict": ev.verdict, "expected": ev.expected, "as_expected": ev.as_expected,
+         "method": ev.method, "summary": ev.summary}
+        for ev in evidence
+    ]
 
 
 def _graphs(t: _Tour) -> None:
@@ -212,6 +218,13 @@ def _index_markdown(result: TourResult) -> str:
         if not entries:
             continue
         lines += [f"## {heading}", "", blurb, ""]
+        if folder == "claims" and result.facts.get("claim_rows"):
+            lines += ["| claim | verdict | key evidence |", "|---|---|---|"]
+            for row in result.facts["claim_rows"]:
+                verdict = row["verdict"] + ("" if row["as_expected"] else f" (expected {row['expected']})")
+                summary = row["summary"].replace("|", "\\|")
+                lines.append(f"| `{row['claim']}` | {verdict} | {summary} |")
+            lines.append("")
         for entry in entries:
             lines.append(f"- [{entry.path}]({entry.path}) — {entry.what}")
         lines.append("")
@@ -233,6 +246,8 @@ td:first-child { white-space: nowrap; }
 figure { margin: 1.2rem 0; }
 figure img { max-width: 100%; border: 1px solid #ddd; }
 figcaption { font-size: .9rem; color: #555; }
+th { text-align: left; border-bottom: 2px solid #4051b5; padding: .35rem .5rem; }
+td.ok { color: #1a7f37; white-space: nowrap; } td.bad { color: #b3261e; font-weight: bold; }
 .summary { background: #f5f7ff; border-left: 4px solid #4051b5; padding: .6rem 1rem; }
 """
 
@@ -252,7 +267,15 @@ def _index_html(result: TourResult, summary: list[str]) -> str:
         entries = [e for e in result.entries if e.section == folder]
         if not entries:
             continue
-        parts += [f'<h2 id="{folder}">{esc(heading)}</h2>', f"<p>{esc(blurb)}</p>", "<table>"]
+        parts += [f'<h2 id="{folder}">{esc(heading)}</h2>', f"<p>{esc(blurb)}</p>"]
+        if folder == "claims" and result.facts.get("claim_rows"):
+            parts.append('<table class="claims"><tr><th>claim</th><th>verdict</th><th>key evidence</th></tr>')
+            for row in result.facts["claim_rows"]:
+                css = "ok" if row["as_expected"] else "bad"
+                parts.append(f'<tr><td><code>{esc(row["claim"])}</code></td><td class="{css}">{esc(row["verdict"])}</td>'
+                             f'<td>{esc(row["summary"])}</td></tr>')
+            parts.append("</table><p></p>")
+        parts.append("<table>")
         for entry in entries:
             href = esc(entry.path, quote=True)
             parts.append(f'<tr><td><a href="{href}">{esc(entry.path)}</a></td><td>{esc(entry.what)}</td></tr>')

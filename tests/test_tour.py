@@ -1,0 +1,185 @@
+"""`attnsym tour --quick` into a temporary folder: every promised file exists and is valid."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+
+import networkx as nx
+import numpy as np
+import pytest
+
+from attnsym.cli import main
+from attnsym.cli.tour import SECTIONS, _check_folder
+
+PIL = pytest.importorskip("PIL.Image")
+
+PROMISED = [
+    "index.md",
+    "index.html",
+    "derivations/forward.md",
+    "derivations/forward.tex",
+    "derivations/gradients.md",
+    "derivations/gradients.tex",
+    "claims/report.md",
+    "graphs/attention-input-1.graphml",
+    "graphs/attention-input-1.json",
+    "graphs/attention-input-2.graphml",
+    "graphs/attention-input-2.json",
+    "graphs/mlp.graphml",
+    "graphs/mlp.json",
+    "graphs/routing.png",
+    "figures/heatmap-input-1.png",
+    "figures/heatmap-input-2.png",
+    "figures/positions.png",
+    "figures/gelu.png",
+    "figures/variance.png",
+    "figures/entropy.png",
+    "figures/paths.png",
+]
+
+_MD_LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)\)")
+
+
+@pytest.fixture(scope="module")
+def tour(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tour") / "attnsym-tour"
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(["tour", "-o", str(folder), "--quick", "--seed", "0"])
+    return folder, status, out.getvalue()
+
+
+def test_tour_succeeds_and_summarises(tour):
+    folder, status, stdout = tour
+    assert status == 0, stdout
+    assert str(folder) in stdout
+    assert "index.html" in stdout
+    assert re.search(r"checked \d+ claims", stdout)
+    assert "the MLP graph is identical" in stdout
+
+
+@pytest.mark.parametrize("name", PROMISED)
+def test_promised_file_exists_and_is_not_empty(tour, name):
+    folder, _, _ = tour
+    path = folder / name
+    assert path.is_file(), f"{name} is missing"
+    assert path.stat().st_size > 0
+
+
+def test_every_png_opens_and_is_a_real_image(tour):
+    folder, _, _ = tour
+    pngs = sorted(folder.rglob("*.png"))
+    assert len(pngs) >= 8
+    for path in pngs:
+        with PIL.open(path) as image:
+            image.load()
+            assert image.format == "PNG"
+            assert image.size[0] >= 300 and image.size[1] >= 200
+            low, high = image.convert("L").getextrema()
+            assert low < high, f"{path.name} is blank"
+    with PIL.open(folder / "figures" / "gelu.png") as image:
+        assert image.size == (800, 600)  # 8 x 6 inches at 100 dpi
+
+
+def test_graphml_and_json_parse_and_show_routing_vs_fixed(tour):
+    folder, _, _ = tour
+    g = folder / "graphs"
+    A1, A2 = nx.read_graphml(g / "attention-input-1.graphml"), nx.read_graphml(g / "attention-input-2.graphml")
+    assert A1.number_of_nodes() == A2.number_of_nodes() == 5
+    for G in (A1, A2):
+        assert G.is_directed()
+        weights = [w for _, _, w in G.edges(data="weight")]
+        assert all(isinstance(w, float) for w in weights)
+        # each query's incoming weights form a probability distribution
+        for node in G.nodes:
+            incoming = sum(w for _, _, w in G.in_edges(node, data="weight"))
+            assert incoming == pytest.approx(1.0, abs=1e-9)
+    w1 = {(u, v): w for u, v, w in A1.edges(data="weight")}
+    w2 = {(u, v): w for u, v, w in A2.edges(data="weight")}
+    assert max(abs(w1.get(e, 0.0) - w2.get(e, 0.0)) for e in set(w1) | set(w2)) > 1e-3
+    M = nx.read_graphml(g / "mlp.graphml")
+    assert M.number_of_edges() > 0
+    for stem in ("attention-input-1", "attention-input-2", "mlp"):
+        data = json.loads((g / f"{stem}.json").read_text())
+        H = nx.node_link_graph(data, edges="links" if "links" in data else "edges")
+        G = nx.read_graphml(g / f"{stem}.graphml")
+        assert H.number_of_nodes() == G.number_of_nodes()
+        assert H.number_of_edges() == G.number_of_edges()
+        assert sorted(w for *_, w in H.edges(data="weight")) == pytest.approx(
+            sorted(w for *_, w in G.edges(data="weight")), abs=0)
+
+
+def _links(markdown: str) -> list[str]:
+    return [target for target in _MD_LINK.findall(markdown) if not target.startswith(("http://", "https://", "#"))]
+
+
+@pytest.mark.parametrize("page", ["index.md", "claims/report.md"])
+def test_markdown_links_resolve(tour, page):
+    folder, _, _ = tour
+    path = folder / page
+    links = _links(path.read_text(encoding="utf-8"))
+    assert links
+    for target in links:
+        assert (path.parent / target.split("#")[0]).resolve().is_file(), f"{page} links to missing {target}"
+
+
+def test_index_md_links_every_file_and_says_what_it_shows(tour):
+    folder, _, _ = tour
+    text = (folder / "index.md").read_text(encoding="utf-8")
+    linked = set(_links(text))
+    for name in PROMISED:
+        if name not in ("index.md", "index.html"):
+            assert name in linked, f"index.md does not link {name}"
+    for _, heading, _ in SECTIONS:
+        assert f"## {heading}" in text
+    for line in text.splitlines():
+        if line.startswith("- ["):
+            assert " — " in line and len(line.split(" — ", 1)[1]) > 10  # a description, not just a link
+
+
+def test_index_html_is_self_contained_and_its_links_resolve(tour):
+    folder, _, _ = tour
+    text = (folder / "index.html").read_text(encoding="utf-8")
+    assert text.startswith("<!DOCTYPE html>")
+    assert not re.search(r"<script[^>]*\bsrc\s*=", text, re.IGNORECASE)
+    assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text, re.IGNORECASE)
+    assert '<link rel="stylesheet"' not in text and "<style>" in text
+    targets = re.findall(r"""(?:src|href)="([^"]+)\"""", text)
+    assert len(targets) >= len(PROMISED) - 2
+    for target in targets:
+        assert (folder / target).is_file(), f"index.html links to missing {target}"
+    assert "<img" in text
+
+
+def test_derivations_are_markdown_math_and_standalone_latex(tour):
+    folder, _, _ = tour
+    for what in ("forward", "gradients"):
+        md = (folder / "derivations" / f"{what}.md").read_text(encoding="utf-8")
+        assert md.count("$$") >= 2 and md.count("$$") % 2 == 0
+        tex = (folder / "derivations" / f"{what}.tex").read_text(encoding="utf-8")
+        assert tex.lstrip().startswith("\\documentclass")
+        assert "\\begin{document}" in tex and tex.rstrip().endswith("\\end{document}")
+    assert "x_{1,1}" in (folder / "derivations" / "forward.md").read_text(encoding="utf-8")
+
+
+def test_heatmaps_of_the_two_inputs_differ(tour):
+    folder, _, _ = tour
+    with PIL.open(folder / "figures" / "heatmap-input-1.png") as a, PIL.open(folder / "figures" / "heatmap-input-2.png") as b:
+        assert a.size == b.size
+        assert np.any(np.asarray(a.convert("L")) != np.asarray(b.convert("L")))
+
+
+def test_folder_check(tmp_path):
+    from attnsym.errors import OverwriteError
+
+    assert _check_folder(tmp_path / "new", force=False) == tmp_path / "new"
+    assert _check_folder(tmp_path, force=False) == tmp_path  # exists but empty
+    (tmp_path / "x").write_text("x")
+    with pytest.raises(OverwriteError, match="not empty; pass --force"):
+        _check_folder(tmp_path, force=False)
+    assert _check_folder(tmp_path, force=True) == tmp_path
+    with pytest.raises(OverwriteError, match="is a file"):
+        _check_folder(tmp_path / "x", force=True)
