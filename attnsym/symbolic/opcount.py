@@ -4,16 +4,18 @@ Two independent routes give the same polynomials:
 
 * :func:`attention_opcount` — the closed form, read off the shapes of each step
   (a ``(p, q) @ (q, r)`` product costs ``p·q·r`` multiplications and ``p·(q−1)·r`` additions);
-* :func:`count_attention_graph` — counting the operations of the SymPy expression graph
-  actually built for concrete sizes (:func:`sympy.count_ops` on each stage), and
+* :func:`count_attention_graph` — counting the operations of the SymPy expressions that
+  attnsym's own symbolic layer builds for concrete sizes (:func:`attnsym.symbolic.scores`,
+  :func:`~attnsym.symbolic.row_softmax`, :func:`~attnsym.symbolic.matmul`), with common
+  subexpressions shared (:func:`sympy.cse`) as a program would compute them, and
   :func:`interpolate_opcount`, which recovers the polynomial from those counts alone.
 
-Counted for one head of ``S = Q Kᵀ``, ``A = softmax(S)`` (row-wise, from exponentials) and
-``Z = A V``, with ``Q, K`` of shape ``(n, d_k)`` and ``V`` of shape ``(n, d_v)``; scaling adds
-``n²`` multiplications (none when unscaled); the projections ``X W`` are counted separately
-(they are linear in ``n``). Memory is the number of scalars a plain implementation stores for
-the score and weight matrices (``n²`` each) versus a blockwise one (``n · block`` plus the
-running statistics).
+Counted for one head of ``S = Q Kᵀ``, ``A = softmax(S)`` (row-wise: ``n²`` exponentials, ``n``
+row sums, ``n`` reciprocals, ``n²`` products) and ``Z = A V``, with ``Q, K`` of shape
+``(n, d_k)`` and ``V`` of shape ``(n, d_v)``; scaling adds ``n²`` multiplications (none when
+unscaled); the projections ``X W`` are counted separately (they are linear in ``n``). Memory
+is the number of scalars a plain implementation stores for the score and weight matrices
+(``n²`` each) versus a blockwise one (``n · block`` plus the running statistics).
 
 :func:`decode_step_opcount` gives the per-token cost of causal generation with and without a
 K/V cache; the numeric twin :func:`attnsym.numeric.kvcache.causal_decode` counts the same
@@ -109,7 +111,7 @@ def attention_opcount(n=None, d_k=None, d_v=None, *, scaled: bool = True, block=
     >>> n, d_k, d_v = size_symbols()
     >>> c = attention_opcount(scaled=False)
     >>> c.by_kind()["mul"]
-    d_k*n**2 + d_v*n**2
+    d_k*n**2 + d_v*n**2 + n**2
     >>> c.leading(n)
     2*d_k*n**2 + 2*d_v*n**2 + 2*n**2
     >>> c.memory["weights"]
@@ -124,8 +126,8 @@ def attention_opcount(n=None, d_k=None, d_v=None, *, scaled: bool = True, block=
         # S = Q K^T: n*n dot products of length d_k
         "scores": {"mul": n * n * d_k, "add": n * n * (d_k - 1)},
         "scale": {"mul": n * n if scaled else sp.Integer(0)},
-        # A = exp(S) / rowsum(exp(S))
-        "softmax": {"exp": n * n, "add": n * (n - 1), "div": n * n},
+        # A = exp(S) * (1 / rowsum(exp(S))): one reciprocal per row, one product per entry
+        "softmax": {"exp": n * n, "add": n * (n - 1), "div": n, "mul": n * n},
         # Z = A V: n*d_v dot products of length n
         "output": {"mul": n * n * d_v, "add": n * (n - 1) * d_v},
     }
@@ -149,12 +151,14 @@ def _count(expr) -> dict:
 
 
 def count_attention_graph(n: int, d_k: int, d_v: int | None = None, *, scaled: bool = True) -> dict:
-    """Count the operations of the SymPy expression graph of one head at concrete sizes.
+    """Count the operations of the symbolic layer's expressions for one head at concrete sizes.
 
-    Each stage is built from fresh symbols for its inputs (so shared subexpressions are
-    counted once, as a program computes them): ``s_ij = Σ_t q_it k_jt``, then ``c·s_ij``,
-    ``e_ij = exp(s_ij)``, ``r_i = Σ_j e_ij``, ``a_ij = e_ij / r_i``, ``z_il = Σ_j a_ij v_jl``.
-    The counts come from :func:`sympy.count_ops`, not from the closed form.
+    Each stage is built by attnsym's symbolic functions from fresh symbols for its inputs:
+    ``S = scores(Q, K)``, the scaling ``c·S``, ``A = row_softmax(S)``, ``Z = matmul(A, V)``.
+    Common subexpressions of a stage (the exponentials, each row's sum) are shared with
+    :func:`sympy.cse`, so each is counted once, as a program computes it; the counts are
+    :func:`sympy.count_ops` of the result, not the closed form. ``n ≥ 2``: for one token SymPy
+    folds the softmax ``e^s / e^s`` to 1.
 
     Returns
     -------
@@ -164,47 +168,47 @@ def count_attention_graph(n: int, d_k: int, d_v: int | None = None, *, scaled: b
     Examples
     --------
     >>> count_attention_graph(2, 1, scaled=False)["total"]
-    {'mul': 8, 'add': 4, 'exp': 4, 'div': 4}
+    {'mul': 12, 'add': 4, 'exp': 4, 'div': 2}
     """
     d_v = d_k if d_v is None else d_v
-    for name, value in (("n", n), ("d_k", d_k), ("d_v", d_v)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise SpecError(f"{name} must be a positive integer (got {value!r})")
+    for name, value, low in (("n", n, 2), ("d_k", d_k, 1), ("d_v", d_v, 1)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise SpecError(f"{name} must be an integer >= {low} (got {value!r})")
     if n * n * max(d_k, d_v) > 4096:
         raise SizeLimitError(
             f"counting the expression graph at n={n}, d_k={d_k}, d_v={d_v} builds {n * n * max(d_k, d_v)} products; "
             "the limit is 4096 — use attention_opcount for the closed form at any size"
         )
+    from .matrices import matmul, row_softmax, scores
+
     sym = lambda name, rows, cols: sp.Matrix(rows, cols, lambda i, j: sp.Symbol(f"{name}_{{{i},{j}}}"))
     Q, K, V = sym("q", n, d_k), sym("k", n, d_k), sym("v", n, d_v)
-    S_in, E_in, A_in = sym("s", n, n), sym("e", n, n), sym("a", n, n)
-    r = [sp.Symbol(f"r_{i}") for i in range(n)]
+    S_in, A_in = sym("s", n, n), sym("a", n, n)
     c = sp.Symbol("c")
     stages = {
-        "scores": [Q * K.T],
-        "scale": [c * S_in] if scaled else [],
-        "softmax": [S_in.applyfunc(sp.exp), [sp.Add(*E_in[i, :]) for i in range(n)],
-                    [E_in[i, j] / r[i] for i in range(n) for j in range(n)]],
-        "output": [A_in * V],
+        "scores": list(scores(Q, K)),
+        "scale": list(c * S_in) if scaled else [],
+        "softmax": list(row_softmax(S_in)),
+        "output": list(matmul(A_in, V)),
     }
     result = {}
-    for stage, pieces in stages.items():
+    for stage, entries in stages.items():
         counts = dict.fromkeys(_KINDS, 0)
-        for piece in pieces:
-            for entry in piece:
-                for kind, value in _count(entry).items():
-                    counts[kind] += value
+        replacements, reduced = sp.cse(entries) if entries else ([], [])
+        for expr in [e for _, e in replacements] + list(reduced):
+            for kind, value in _count(expr).items():
+                counts[kind] += value
         result[stage] = counts
     total = {k: sum(result[s][k] for s in result) for k in _KINDS}
     return {"stages": result, "total": total}
 
 
-def interpolate_opcount(max_n: int = 4, max_d: int = 3, *, scaled: bool = True) -> dict:
+def interpolate_opcount(max_n: int = 5, max_d: int = 3, *, scaled: bool = True) -> dict:
     """Recover the count polynomials from :func:`count_attention_graph` alone.
 
-    Counts at every ``n ≤ max_n`` and ``d_k = d_v = d ≤ max_d`` are interpolated by a
-    polynomial of degree ``max_n − 1`` in ``n`` and ``max_d − 1`` in ``d`` (Lagrange, exact);
-    with ``max_n ≥ 4``, ``max_d ≥ 3`` that leaves room for a cubic in ``n`` and a quadratic in
+    Counts at every ``2 ≤ n ≤ max_n`` and ``d_k = d_v = d ≤ max_d`` are interpolated by a
+    polynomial of degree ``max_n − 2`` in ``n`` and ``max_d − 1`` in ``d`` (Lagrange, exact);
+    with ``max_n ≥ 5``, ``max_d ≥ 3`` that leaves room for a cubic in ``n`` and a quadratic in
     ``d``, so a result of degree 2 and 1 is found, not assumed.
 
     Returns
@@ -215,10 +219,10 @@ def interpolate_opcount(max_n: int = 4, max_d: int = 3, *, scaled: bool = True) 
     Examples
     --------
     >>> interpolate_opcount(scaled=False)["mul"]
-    2*d*n**2
+    2*d*n**2 + n**2
     """
     n, d = sp.symbols("n d", positive=True, integer=True)
-    ns, ds = range(1, max_n + 1), range(1, max_d + 1)
+    ns, ds = range(2, max_n + 1), range(1, max_d + 1)
     counts = {(a, b): count_attention_graph(a, b, scaled=scaled)["total"] for a, b in itertools.product(ns, ds)}
     result = {}
     for kind in _KINDS:

@@ -155,7 +155,7 @@ def check_quadratic_cost(ctx: CheckContext, *, time_degree: tuple[int, int] = (2
     n, d = sp.symbols("n d", positive=True, integer=True)
     closed = attention_opcount(n, d, d, scaled=False)
     by_kind = closed.by_kind()
-    interpolated = interpolate_opcount(4, 3, scaled=False)
+    interpolated = interpolate_opcount(5, 3, scaled=False)
     exact_match = all(sp.expand(by_kind[k] - interpolated[k]) == 0 for k in by_kind)
     total = sp.Poly(closed.total, n, d)
     deg = (sp.degree(closed.total, n), sp.degree(closed.total, d))
