@@ -81,12 +81,37 @@ def _plain_node(node: Any) -> int | str:
     return int(node) if isinstance(node, numbers.Integral) else str(node)
 
 
+_PLAIN = (bool, int, float, str)
+
+
+def _already_plain(G: nx.Graph) -> bool:
+    """Every node id exactly int/str and every attribute exactly bool/int/float/str (no subclasses)."""
+    plain = _PLAIN
+    for k, v in G.graph.items():
+        if type(k) is not str or type(v) not in plain:
+            return False
+    for node, data in G.nodes(data=True):
+        if type(node) not in (int, str):
+            return False
+        for k, v in data.items():
+            if type(k) is not str or type(v) not in plain:
+                return False
+    for nbrs in G._adj.values():
+        for data in nbrs.values():
+            for k, v in data.items():
+                if type(k) is not str or type(v) not in plain:
+                    return False
+    return True
+
+
 def _sanitise(G: nx.Graph) -> nx.Graph:
     """A copy of ``G`` with plain-Python node ids and attribute values (errors name the culprit)."""
     if not isinstance(G, nx.Graph):
         raise GraphFormatError(f"G must be a networkx graph (got {type(G).__name__})")
     if G.is_multigraph():
         raise GraphFormatError("multigraphs are not supported; convert with nx.DiGraph(G) or nx.Graph(G)")
+    if _already_plain(G):  # the usual case: no copy of a million-edge graph
+        return G
     H = G.__class__()
     H.graph.update({str(k): _plain(v, f"graph attribute {k!r}") for k, v in G.graph.items()})
     ids = {}
@@ -292,13 +317,34 @@ def _graphml_text(H: nx.Graph) -> str:
     _graphml_keys(H.graph.items(), "graph", keys, head)
     for _, data in H.nodes(data=True):
         _graphml_keys(data.items(), "node", keys, head)
-    for _, _, data in H.edges(data=True):
-        _graphml_keys(data.items(), "edge", keys, head)
+    # distinct (name, type) pairs first: one cheap pass over a possibly million-edge graph
+    seen = {(k, type(v)) for nbrs in H._adj.values() for data in nbrs.values() for k, v in data.items()}
+    first = {}
+    for name, kind in sorted(seen, key=lambda pair: (pair[0], pair[1].__name__)):
+        first.setdefault(name, []).append(kind(0) if kind is not str else "")
+    for name, samples in first.items():
+        _graphml_keys([(name, value) for value in samples], "edge", keys, head)
+
+    def text(value: Any, where: str) -> str:
+        kind = type(value)
+        if kind is float:
+            return repr(value)
+        if kind is bool:
+            return "true" if value else "false"
+        if kind is int:
+            return str(value)
+        return _xml_text(value, where)
 
     def data_xml(domain: str, items, where: str) -> str:
-        return "".join(
-            f'<data key="{keys[(domain, k)][0]}">{_xml_text(_value_text(v), where)}</data>' for k, v in items
-        )
+        return "".join(f'<data key="{keys[(domain, k)][0]}">{text(v, where)}</data>' for k, v in items)
+
+    edge_keys = {name: key_id for (domain, name), (key_id, _) in keys.items() if domain == "edge"}
+
+    def edge_xml(u, v, data) -> str:
+        if len(data) == 1 and "weight" in data and type(data["weight"]) is float:  # the common case, fast
+            return (f'    <edge source="{ids[u]}" target="{ids[v]}">'
+                    f'<data key="{edge_keys["weight"]}">{data["weight"]!r}</data></edge>')
+        return f'    <edge source="{ids[u]}" target="{ids[v]}">{data_xml("edge", data.items(), "an edge")}</edge>'
 
     body = [f'  <graph edgedefault="{"directed" if H.is_directed() else "undirected"}">']
     if H.graph:
@@ -306,8 +352,7 @@ def _graphml_text(H: nx.Graph) -> str:
     ids = {node: _xml_text(str(node), "a node id") for node in H}
     body.extend(f'    <node id="{ids[node]}">{data_xml("node", data.items(), f"node {node!r}")}</node>'
                 for node, data in H.nodes(data=True))
-    body.extend(f'    <edge source="{ids[u]}" target="{ids[v]}">{data_xml("edge", data.items(), "an edge")}</edge>'
-                for u, v, data in H.edges(data=True))
+    body.extend(edge_xml(u, v, data) for u, v, data in H.edges(data=True))
     body += ["  </graph>", "</graphml>", ""]
     return "\n".join(head + body)
 
