@@ -301,6 +301,14 @@ def test_attention_jacobian_is_frozen_plus_routing(spec):
     x = set(input_symbols("X", spec.shapes["X"]))
     assert any(e.free_symbols & x for e in jac.routing), "the extra term depends on the input"
     assert any(e != 0 for e in jac.routing)
+    # the readable form (weights as symbols alpha) is the same Jacobian once alpha = A(X)
+    readable = attention_input_jacobian(spec, weights="symbols")
+    A_heads = attention(spec).A_heads
+    tags = [""] if spec.heads == 1 else [f"^{{({h + 1})}}" for h in range(spec.heads)]
+    alpha = {sp.Symbol(rf"\alpha{tag}_{{{i + 1},{j + 1}}}", positive=True): A[i, j]
+             for tag, A in zip(tags, A_heads, strict=True) for i in range(spec.n) for j in range(spec.n)}
+    for sym_form, explicit in zip(readable.routing, jac.routing, strict=True):
+        assert sp.expand(rewrite(sym_form.xreplace(alpha)) - rewrite(explicit)) == 0
 
 
 def test_mlp_jacobian_is_constant_in_x():

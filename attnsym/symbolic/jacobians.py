@@ -195,13 +195,19 @@ class InputJacobian:
     total: sp.ImmutableMatrix
 
 
-def attention_input_jacobian(spec: AttentionSpec, *, max_terms: float | None = None) -> InputJacobian:
+def attention_input_jacobian(spec: AttentionSpec, *, weights: str = "explicit",
+                             max_terms: float | None = None) -> InputJacobian:
     r"""∂Y/∂X of attention as *frozen routing* + *the term from ∂A/∂X* (and SymPy's total).
 
     Parameters
     ----------
     spec : AttentionSpec
         Any layer; sizes are bounded by the size guard of :func:`attnsym.symbolic.attention`.
+    weights : {"explicit", "symbols"}, default "explicit"
+        ``"explicit"``: every attention weight is written out in the inputs (``exp(…)/(…)``).
+        ``"symbols"``: ``frozen`` and ``routing`` use the symbols ``\alpha_{i,j}`` (``\alpha^{(h)}_{i,j}``
+        for head ``h``) for the weights, which shows their structure; substitute ``alpha = A``
+        to compare with ``total`` (always explicit).
     max_terms : float, optional
         Passed to :func:`attnsym.symbolic.attention`.
 
@@ -227,6 +233,8 @@ def attention_input_jacobian(spec: AttentionSpec, *, max_terms: float | None = N
 
     if not isinstance(spec, AttentionSpec):
         raise SpecError(f"spec must be an AttentionSpec (got {spec!r} of type {type(spec).__name__})")
+    if weights not in ("explicit", "symbols"):
+        raise SpecError(f"weights must be 'explicit' or 'symbols' (got {weights!r})")
     sym = attention(spec, max_terms=max_terms)
     n, m, d_out = spec.n, spec.d_model, spec.d_out
     c = spec.scale_expr
@@ -239,6 +247,10 @@ def attention_input_jacobian(spec: AttentionSpec, *, max_terms: float | None = N
     routing = [[sp.Integer(0)] * (n * m) for _ in range(n * d_out)]
     for h in range(spec.heads):
         A, Qh, Kh, Vh = sym.A_heads[h], sym.Q_heads[h], sym.K_heads[h], sym.V_heads[h]
+        if weights == "symbols":
+            tag = "" if spec.heads == 1 else f"^{{({h + 1})}}"
+            A = Matrix(n, n, lambda i, j, tag=tag, A=A: sp.Symbol(rf"\alpha{tag}_{{{i + 1},{j + 1}}}", positive=True)
+                       if A[i, j] != 0 else 0)
         cols = range(h * spec.d_k, (h + 1) * spec.d_k)
         vcols = range(h * spec.d_v, (h + 1) * spec.d_v)
         W_Qh, W_Kh, W_Vh = sym.W_Q[:, list(cols)], sym.W_K[:, list(cols)], sym.W_V[:, list(vcols)]
