@@ -414,3 +414,19 @@ def test_lambdified_bad_arguments():
         gradients(AttentionSpec(n=2, d_model=2), wrt="X").lambdify(modules="jax")
     with pytest.raises(SpecError, match="spec must be an AttentionSpec"):
         gradients({"n": 2})
+
+
+@pytest.mark.gpu
+def test_cupy_lambdify_matches_numpy():
+    cp = pytest.importorskip("cupy")
+    try:
+        cp.zeros(1)
+    except Exception:  # CuPy installed but no usable device
+        pytest.skip("no CUDA device")
+    spec = AttentionSpec(n=3, d_model=2, causal=True)
+    g = gradients(spec)
+    arrays = random_arrays(spec, seed=2, batch=(2,))
+    on_gpu = g.lambdify(modules="cupy")(**{k: cp.asarray(v) for k, v in arrays.items()})
+    on_cpu = g.lambdify()(**arrays)
+    for name in g:
+        np.testing.assert_allclose(cp.asnumpy(on_gpu[name]), on_cpu[name], rtol=1e-12, atol=1e-13)
