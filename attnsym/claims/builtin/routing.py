@@ -4,8 +4,8 @@
 Each registered claim calls a parametrised check (``check_*``) with the statement of CLAIMS.md;
 the tests call the same checks with deliberately wrong statements and see them fail. The
 mathematics lives in :mod:`attnsym.graphs` (routing graphs, contrast, distances),
-:mod:`attnsym.symbolic` (forward pass, :mod:`~attnsym.symbolic.routing_jacobian`,
-:mod:`~attnsym.symbolic.two_token`) and :mod:`attnsym.numeric`.
+:mod:`attnsym.symbolic` (forward pass, input Jacobians of
+:mod:`~attnsym.symbolic.jacobians`, :mod:`~attnsym.symbolic.two_token`) and :mod:`attnsym.numeric`.
 """
 
 from __future__ import annotations
@@ -107,6 +107,7 @@ def check_dynamic_routing(ctx: CheckContext, *, attention_changes: bool = True, 
         from ...graphs import draw_contrast
 
         return draw_contrast(first)
+
     att_changed = all(not r["attention graphs identical"] and r["attention distance"] > 0 for r in rows)
     mlp_changed = any(not r["MLP graphs identical"] for r in rows)
     control_ok = same.attention_distance == 0.0 and same.attention_identical and same.mlp_identical
@@ -115,8 +116,9 @@ def check_dynamic_routing(ctx: CheckContext, *, attention_changes: bool = True, 
     return Evidence(
         "dynamic-routing", DYNAMIC_STATEMENT, "holds" if ok else "fails",
         method="graph computation (networkx routing graphs, mean row total-variation distance)",
-        summary=(f"same weights, {pairs} input pairs: attention graphs differ (distance {min(distances):.3f}–"
-                 f"{max(distances):.3f}), MLP graph identical; X₁ = X₂ gives distance {same.attention_distance:g}"),
+        summary=(f"same weights, {pairs} input pairs: attention graphs {'differ' if att_changed else 'do not all differ'} "
+                 f"(distance {min(distances):.3f}–{max(distances):.3f}), MLP graph "
+                 f"{'changes' if mlp_changed else 'identical'}; X₁ = X₂ gives distance {same.attention_distance:g}"),
         conditions=("the MLP graph is the position-wise dense layer built from the same weights (X W_V W_O); "
                     "the comparison holds for any weights for which the scores are not constant",),
         details={"pairs": rows, "control (X₁ = X₂) distance": same.attention_distance,
