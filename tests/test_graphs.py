@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import row_stochastic
 
 import attnsym as at
 from attnsym import ShapeError, SpecError
@@ -28,7 +29,6 @@ from attnsym.graphs import (
     routing_graph,
     row_entropy,
 )
-from tests.strategies import row_stochastic
 
 A3 = np.array([[0.5, 0.25, 0.25], [0.0, 1.0, 0.0], [0.1, 0.2, 0.7]])
 
@@ -148,6 +148,13 @@ def test_hugging_face_output_attentions_tuple():
     assert R.shape == (5, 5) and np.allclose(R.sum(axis=1), 1.0, atol=1e-6)
     stacked = torch.stack(attentions)  # (layers, batch, heads, n, n)
     assert np.array_equal(attention_matrix(routing_graph(stacked, layer=2, head=3, batch=1)), expected)
+
+
+@pytest.mark.gpu
+def test_cupy_array_is_accepted():
+    cp = pytest.importorskip("cupy")
+    A = cp.asarray([[0.25, 0.75], [1.0, 0.0]])
+    assert attention_matrix(routing_graph(A)).tolist() == [[0.25, 0.75], [1.0, 0.0]]
 
 
 def test_torch_tensor_with_grad_is_accepted():
