@@ -241,6 +241,8 @@ def test_errors_name_argument_expected_and_received():
         nm.attention(X, W, W, W, mask=np.zeros((3, 3)))
     with pytest.raises(ShapeError, match=r"G must have the shape of the output Y, \(\.\.\., n, d_out\) = \(3, 2\)"):
         nm.attention_vjp(X, W, W, W, np.ones((3, 3)))
+    with pytest.raises(ShapeError, match=r"G \(the upstream gradient dL/dY, shape of Y\) is required \(got None\)"):
+        nm.attention_vjp(X, W, W, W, None)
     with pytest.raises(ShapeError, match="W_O is required by the spec"):
         nm.attention(X, W, W, W, spec=spec.replace(output_projection=True))
     with pytest.raises(ShapeError, match="W_Q must have shape \\(d_model, heads\\*d_k\\) with d_model=2, heads=3"):

@@ -23,6 +23,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+from ..errors import ShapeError
 from ..spec import AttentionSpec
 from .forward import (
     _block_size,
@@ -124,6 +125,8 @@ def attention_vjp(
     >>> bool(abs((f(W_Q + E) - f(W_Q - E)) / 2e-6 - grads["W_Q"][0, 1]) < 1e-8)
     True
     """
+    if G is None:
+        raise ShapeError("G (the upstream gradient dL/dY, shape of Y) is required (got None)")
     biases = {"b_Q": b_Q, "b_K": b_K, "b_V": b_V, "b_O": b_O}
     layer, a = _resolve(X, W_Q, W_K, W_V, W_O, biases, spec=spec, heads=heads, causal=causal, mask=mask,
                         scale=scale, positions=positions, backend=backend, G=G)
