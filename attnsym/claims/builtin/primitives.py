@@ -1,3 +1,264 @@
-"""Claims about the building blocks: ``softmax-jacobian``, ``sinusoidal-positions``, ``gelu``."""
+"""Claims about the building blocks: ``softmax-jacobian``, ``sinusoidal-positions``, ``gelu``.
+
+Each check pairs the symbolic layer (exact SymPy) with its numeric twin and an independent
+reference (finite differences, SciPy's normal CDF, trigonometric identities).
+"""
 
 from __future__ import annotations
+
+import numpy as np
+import sympy as sp
+
+from ...testing import TOLERANCES
+from .._registry import CheckContext, Evidence, claim
+
+__all__ = ["check_gelu", "check_sinusoidal_positions", "check_softmax_jacobian"]
+
+
+# ----------------------------------------------------------------------------- softmax-jacobian
+JACOBIAN_STATEMENT = "The softmax Jacobian is diag(a) − a aᵀ."
+#: central differences with step h: truncation O(h^2) + rounding O(eps/h); h = 1e-5 gives ~1e-10
+FD_STEP = 1e-5
+FD_ATOL = 1e-8
+
+
+@claim("softmax-jacobian", JACOBIAN_STATEMENT)
+def check_softmax_jacobian(ctx: CheckContext) -> Evidence:
+    """Symbolic proof for small n, rank n − 1, and agreement with central finite differences."""
+    from ...numeric import softmax, softmax_jacobian
+    from ...symbolic.jacobians import derive_softmax_jacobian
+    from ..report import tex
+
+    sizes = (2, 3) if ctx.quick else (2, 3, 4)
+    proofs = []
+    for n in sizes:
+        jac = derive_softmax_jacobian(n)
+        proofs.append({"n": n, "derived = diag(a) − a aᵀ": jac.proven, "rank": jac.rank,
+                       "row sums zero": all(v == 0 for v in jac.row_sums),
+                       "leading minor": str(jac.minor_determinant)})
+    symbolic_ok = all(p["derived = diag(a) − a aᵀ"] and p["rank"] == p["n"] - 1 and p["row sums zero"] for p in proofs)
+
+    rng = ctx.rng("softmax-jacobian")
+    tol = TOLERANCES["float64"]
+    fd_rows = []
+    pairing_ok = True
+    for n in (2, 5, 16) if ctx.quick else (2, 5, 16, 64):
+        z = rng.standard_normal(n) * 2.0
+        a = np.asarray(softmax(z))
+        J = np.asarray(softmax_jacobian(a))
+        fd = np.empty((n, n))
+        for j in range(n):
+            e = np.zeros(n)
+            e[j] = FD_STEP
+            fd[:, j] = (np.asarray(softmax(z + e)) - np.asarray(softmax(z - e))) / (2 * FD_STEP)
+        err = float(np.max(np.abs(J - fd)))
+        rank = int(np.linalg.matrix_rank(J, tol=1e-10))
+        null = float(np.max(np.abs(J @ np.ones(n))))
+        row = {"n": n, "max |J − FD|": err, "numeric rank": rank, "max |J·1|": null,
+               "agrees": err <= FD_ATOL and rank == n - 1 and null <= tol.atol}
+        if n <= 4:  # the symbolic closed form, evaluated at a, against the numeric twin
+            from ...symbolic.jacobians import softmax_jacobian as sym_jacobian
+
+            S = sym_jacobian(n)
+            values = {sp.Symbol(f"a_{i}", positive=True): float(a[i]) for i in range(n)}
+            sym_num = np.array(S.xreplace(values).evalf(), dtype=float)
+            row["max |symbolic − numeric|"] = float(np.max(np.abs(sym_num - J)))
+            pairing_ok &= bool(np.allclose(sym_num, J, rtol=tol.rtol, atol=tol.atol))
+        fd_rows.append(row)
+    numeric_ok = all(r["agrees"] for r in fd_rows) and pairing_ok
+    holds = symbolic_ok and numeric_ok
+    jac2 = derive_softmax_jacobian(2)
+    worst = max(r["max |J − FD|"] for r in fd_rows)
+    return Evidence(
+        claim="softmax-jacobian",
+        statement=JACOBIAN_STATEMENT,
+        verdict="holds" if holds else "fails",
+        method=f"symbolic proof (n ≤ {sizes[-1]}) + finite differences (h = {FD_STEP:g}, atol = {FD_ATOL:g})",
+        summary=(f"∂softmax/∂z = diag(a) − a aᵀ proven for n = {', '.join(map(str, sizes))}; rank n − 1 (kernel 1); "
+                 f"central differences agree to {worst:.1e} for n up to {fd_rows[-1]['n']}"),
+        conditions=("rank n − 1 holds for every a in the open simplex (all a_i > 0); a one-hot a (saturated softmax) "
+                    "gives the zero matrix",),
+        details={"symbolic proofs": proofs, "finite differences": fd_rows},
+        equations=(
+            ("softmax", sp.Eq(tex("a_i"), sp.exp(sp.Symbol("z_i")) / sp.Sum(sp.exp(sp.Symbol("z_k")), (sp.Symbol("k"), 1,
+                                                                                                     sp.Symbol("n"))))),
+            ("derived by differentiation, n = 2", sp.Eq(tex(r"\partial a / \partial z"), jac2.derived)),
+            ("closed form, n = 2", sp.Eq(tex(r"\operatorname{diag}(a) - a a^\top"), jac2.closed_form)),
+            ("leading minor on the simplex, n = 3 (nonzero: rank n − 1)",
+             sp.Eq(tex(r"\det J_{[0:2, 0:2]}"), derive_softmax_jacobian(3).minor_determinant)),
+        ),
+    )
+
+
+# ----------------------------------------------------------------------------- sinusoidal-positions
+POSITIONS_STATEMENT = "Sinusoidal positional encodings are sin/cos curves of geometrically spaced frequencies."
+
+
+@claim("sinusoidal-positions", POSITIONS_STATEMENT)
+def check_sinusoidal_positions(ctx: CheckContext) -> Evidence:
+    """Symbolic PE, bounded, geometric frequencies, PE(p + k) = R_k PE(p) per pair (proved for symbolic p, k)."""
+    from ...numeric import sinusoidal_positions as num_pe
+    from ...symbolic import sinusoidal_positions as sym_pe
+    from ..report import tex
+
+    base = 10000
+    n_sym, d_sym = 6, 8
+    PE = sym_pe(n_sym, d_sym, base)
+    # frequencies read off the symbolic matrix: row 1 holds sin(omega_i), cos(omega_i)
+    omegas = [PE[1, 2 * i].args[0] if PE[1, 2 * i] != 0 else sp.Integer(0) for i in range(d_sym // 2)]
+    ratios = [sp.nsimplify(omegas[i + 1] / omegas[i]) for i in range(len(omegas) - 1)]
+    expected_ratio = sp.Integer(base) ** sp.Rational(-2, d_sym)
+    geometric = all(sp.simplify(r - expected_ratio) == 0 for r in ratios)
+    matches_definition = all(
+        sp.simplify(PE[p, c] - (sp.sin if c % 2 == 0 else sp.cos)(p * omegas[c // 2])) == 0
+        for p in range(n_sym) for c in range(d_sym))
+    bounded_exact = all(abs(float(v)) <= 1 for v in PE)
+
+    # the rotation: for symbolic p, k, omega, R_k(omega) [sin, cos](omega p) = [sin, cos](omega (p + k))
+    p, k = sp.symbols("p k", real=True)
+    w = sp.Symbol("omega", positive=True)
+    pair = sp.Matrix([sp.sin(w * p), sp.cos(w * p)])
+    R = sp.Matrix([[sp.cos(w * k), sp.sin(w * k)], [-sp.sin(w * k), sp.cos(w * k)]])
+    shifted = sp.Matrix([sp.sin(w * (p + k)), sp.cos(w * (p + k))])
+    rotation_proved = all(sp.simplify(sp.expand_trig(v)) == 0 for v in (R * pair - shifted))
+    independent_of_p = p not in R.free_symbols
+    orthogonal = sp.simplify(R.T * R - sp.eye(2)) == sp.zeros(2, 2)
+    dot_shift = sp.simplify(sp.expand_trig((pair.T * shifted)[0]))  # PE(p)·PE(p+k) per pair: cos(omega k)
+
+    # numeric twin: bounded; the block-diagonal R_k maps row p to row p + k for every p
+    tol = TOLERANCES["float64"]
+    n_num, d_num = (128, 32) if ctx.quick else (512, 128)
+    P = np.asarray(num_pe(n_num, d_num, base))
+    twin_err = float(np.max(np.abs(np.asarray(num_pe(n_sym, d_sym, base)) - np.array(PE.evalf(), dtype=float))))
+    freqs = base ** (-np.arange(0, d_num, 2) / d_num)
+    rot_err = 0.0
+    for shift in (1, 7, 50):
+        c, s = np.cos(freqs * shift), np.sin(freqs * shift)
+        rot = np.zeros((d_num, d_num))
+        for i in range(d_num // 2):
+            rot[2 * i:2 * i + 2, 2 * i:2 * i + 2] = [[c[i], s[i]], [-s[i], c[i]]]
+        pred = P[:-shift] @ rot.T  # (n - k, d): R_k applied to every row p
+        rot_err = max(rot_err, float(np.max(np.abs(pred - P[shift:]))))
+    # positions up to 512: angles up to 512 rad, so the rounding of sin/cos arguments sets the tolerance
+    rot_tol = 1e3 * np.finfo(float).eps * n_num
+    numeric_ok = (float(np.max(np.abs(P))) <= 1.0 and rot_err <= rot_tol
+                  and twin_err <= tol.atol + tol.rtol)
+    holds = geometric and matches_definition and bounded_exact and rotation_proved and independent_of_p and orthogonal \
+        and numeric_ok
+    equations = (
+        ("even columns", sp.Eq(tex(r"PE_{p, 2i}"), sp.sin(p / sp.Symbol("b") ** (2 * sp.Symbol("i") / sp.Symbol("d"))))),
+        ("odd columns", sp.Eq(tex(r"PE_{p, 2i+1}"), sp.cos(p / sp.Symbol("b") ** (2 * sp.Symbol("i") / sp.Symbol("d"))))),
+        (f"symbolic PE, n = 3 rows of d = {d_sym}", sp.Eq(tex("PE"), PE[:3, :])),
+        ("geometric frequencies: ratio of consecutive ω_i", sp.Eq(tex(r"\omega_{i+1}/\omega_i"), expected_ratio)),
+        ("shift by k is a rotation of each (sin, cos) pair, independent of p",
+         sp.Eq(sp.MatMul(R, pair, evaluate=False), shifted)),
+        ("similarity of two positions depends only on their distance (per pair)",
+         sp.Eq(tex(r"\langle pe_\omega(p), pe_\omega(p+k)\rangle"), dot_shift)),
+    )
+
+    def figure():
+        from ... import plots
+
+        return plots.positional_encoding_figure(n=64, d_model=16, base=base)
+
+    return Evidence(
+        claim="sinusoidal-positions",
+        statement=POSITIONS_STATEMENT,
+        verdict="holds" if holds else "fails",
+        method="symbolic proof (trigonometric identities, symbolic p and k) + numeric twin",
+        summary=(f"frequencies ω_i = {base}^(-2i/d) (ratio {expected_ratio}); |PE| ≤ 1; PE(p+k) = R_k PE(p) proven "
+                 f"for symbolic p, k (R_k orthogonal, free of p); numeric: rotation error {rot_err:.1e} over "
+                 f"{n_num} positions, twin error {twin_err:.1e}"),
+        conditions=("absolute positions from 0, base 10000 (AttentionSpec.position_base); for odd d_model the last "
+                    "column is an unpaired sine",),
+        details={"geometric frequencies": geometric, "symbolic matrix matches the definition": matches_definition,
+                 "bounded in [-1, 1]": bounded_exact, "rotation proved (symbolic p, k)": rotation_proved,
+                 "R_k independent of p": independent_of_p, "R_k orthogonal": orthogonal,
+                 "numeric": [{"n": n_num, "d_model": d_num, "max |PE|": float(np.max(np.abs(P))),
+                              "max rotation error": rot_err, "tolerance": rot_tol,
+                              "symbolic vs numeric twin": twin_err}]},
+        equations=equations,
+        figures={"positions": figure},
+    )
+
+
+# ----------------------------------------------------------------------------- gelu
+GELU_STATEMENT = ("GELU(x) = x·Φ(x) = ½ x (1 + erf(x/√2)), the activation used in the feed-forward block; "
+                  "a tanh formula approximates it.")
+
+
+@claim("gelu", GELU_STATEMENT)
+def check_gelu(ctx: CheckContext) -> Evidence:
+    """Symbolic form against the normal CDF, derivative, limits, the tanh approximation's maximum error."""
+    from scipy.optimize import minimize_scalar
+    from scipy.special import ndtr
+    from sympy.stats import Normal, cdf, density
+
+    from ...numeric import gelu as num_gelu
+    from ...numeric import gelu_tanh as num_gelu_tanh
+    from ...symbolic import gelu, gelu_tanh
+    from ..report import tex
+
+    x = sp.Symbol("x", real=True)
+    Z = Normal("Z", 0, 1)
+    Phi, phi = cdf(Z)(x), density(Z)(x)
+    g = gelu(x)
+    form_ok = sp.simplify(g - x * Phi) == 0
+    dg = sp.diff(g, x)
+    derivative_ok = sp.simplify(dg - (Phi + x * phi)) == 0
+    limits = (sp.limit(g - x, x, sp.oo), sp.limit(g, x, -sp.oo))
+    limits_ok = limits == (0, 0)
+    minimum_x = sp.nsolve(dg, x, -0.75)
+
+    # numeric twin against SciPy's normal CDF (an independent implementation of Phi)
+    grid = np.linspace(-10.0, 10.0, 20001 if ctx.quick else 200001)
+    exact = np.asarray(num_gelu(grid))
+    twin_err = float(np.max(np.abs(exact - grid * ndtr(grid))))
+    sym_points = [-3, -1, sp.Rational(1, 2), 2]
+    sym_err = max(abs(float(gelu(v)) - float(num_gelu(np.array([float(v)]))[0])) for v in sym_points)
+    # maximum error of the tanh approximation: grid search, then refine around the peak
+    diff = np.abs(np.asarray(num_gelu_tanh(grid)) - exact)
+    i = int(np.argmax(diff))
+    step = grid[1] - grid[0]
+
+    def err(t):
+        return -abs(float(num_gelu_tanh(np.array([t]))[0]) - float(t * ndtr(t)))
+
+    res = minimize_scalar(err, bounds=(grid[i] - step, grid[i] + step), method="bounded", options={"xatol": 1e-10})
+    max_err, at_x = -float(res.fun), float(res.x)
+    sym_at = abs(float((gelu_tanh(sp.Float(at_x, 30)) - gelu(sp.Float(at_x, 30))).evalf(30)))
+    tol = TOLERANCES["float64"]
+    holds = form_ok and derivative_ok and limits_ok and twin_err <= 10 * tol.atol and sym_err <= 10 * tol.atol \
+        and max_err < 1e-3 and abs(sym_at - max_err) <= 1e-12
+
+    def figure():
+        from ... import plots
+
+        return plots.gelu_figure()
+
+    return Evidence(
+        claim="gelu",
+        statement=GELU_STATEMENT,
+        verdict="holds" if holds else "fails",
+        method="symbolic proof (sympy.stats normal CDF) + numeric twin vs SciPy + bounded optimisation",
+        summary=(f"GELU = x·Φ(x) exactly; GELU' = Φ(x) + x φ(x); minimum at x = {float(minimum_x):.4f}; "
+                 f"tanh approximation max error {max_err:.3e} at x = {at_x:+.4f} (checked in exact arithmetic)"),
+        conditions=("'approximates' means an absolute error below 1e-3 everywhere (maximum "
+                    f"{max_err:.2e}); the relative error is larger for x → −∞ where both tend to 0",),
+        details={"GELU = x·Φ(x)": form_ok, "derivative": dg, "derivative = Φ + xφ": derivative_ok,
+                 "limits (GELU − x at +∞, GELU at −∞)": list(limits), "minimum at x": float(minimum_x),
+                 "minimum value": float(gelu(minimum_x)),
+                 "numeric twin vs x·ndtr(x), max error": twin_err, "symbolic vs numeric, max error": sym_err,
+                 "tanh approximation, max |error|": max_err, "at x": at_x,
+                 "same error in 30-digit symbolic arithmetic": sym_at},
+        equations=(
+            ("exact", sp.Eq(tex(r"\operatorname{GELU}(x)"), g)),
+            ("as x Φ(x) with the standard normal CDF", sp.Eq(tex(r"\operatorname{GELU}(x)"), x * Phi)),
+            ("derivative", sp.Eq(tex(r"\operatorname{GELU}'(x)"), dg)),
+            ("tanh approximation", sp.Eq(tex(r"\operatorname{GELU}_{\tanh}(x)"), gelu_tanh(x))),
+            ("maximum error of the approximation",
+             sp.Eq(tex(r"\max_x |\operatorname{GELU}_{\tanh} - \operatorname{GELU}|"), sp.Float(max_err, 4))),
+        ),
+        figures={"gelu": figure},
+    )
+
