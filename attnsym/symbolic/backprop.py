@@ -21,8 +21,9 @@ calls per entry and ``lambdify`` gets the common subexpressions for free. No ``e
 ``simplify``.
 
 ``method="elementwise"`` is the independent route: SymPy's ``.diff`` of the loss built from
-the forward pass of :func:`attnsym.symbolic.attention`, one input entry at a time. It is
-exponentially more expensive and guarded to small sizes.
+the forward pass of :func:`attnsym.symbolic.attention`, one input entry at a time. It walks
+the whole written-out expression once per input entry, is far slower, and is guarded to
+small sizes (see :func:`gradient_cost`).
 
 :func:`check_gradients` proves the two equal (see there for how, exactly).
 """
@@ -158,7 +159,8 @@ def gradient_cost(spec: AttentionSpec, method: str = "closed_form") -> int:
     r"""Estimated size, in expression terms, of a gradient derivation (checked by the size guard).
 
     ``"closed_form"``: the leaves of the straight-line program (forward and backward), about
-    :math:`5 n\,d_{model}\,(h d_k) + 8 h\,n^2 (d_k + d_v) + \dots` — linear in every size.
+    :math:`18\, n\, d_{model}\, h d_k + h n^2 (6 d_k + 8 d_v + 12)` plus the output projection's
+    share (with ``d_v = d_k``) — a polynomial of low degree, unlike the trees of the elementwise route.
     ``"elementwise"``: the terms of the unexpanded forward pass
     (:func:`~attnsym.symbolic.estimate_cost`) times the number of input entries
     differentiated, since ``.diff`` walks the whole tree once per entry.
