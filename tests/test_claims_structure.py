@@ -33,6 +33,7 @@ def test_locality_profiles():
     assert conv["local"] and conv["symbolic shift-equivariant"] and not conv["symbolic permutation-equivariant"]
     assert not att["local"] and att["symbolic permutation-equivariant"]
     assert att["symbolic every output depends on every token"]
+    assert ev.details["banded mask |i − j| ≤ 1: dependency window"] == 1  # restricted attention is local again
 
 
 def test_qk_cases():

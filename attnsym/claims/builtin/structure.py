@@ -299,6 +299,15 @@ def check_locality(ctx: CheckContext, *, layer: str = "attention", positions: st
     if layer == "attention" and not ctx.quick:
         other = "sinusoidal" if positions is None else None
         profiles.append(_layer_profile(ctx, "attention", other))
+    # restricted self-attention: a banded mask |i − j| <= 1 makes the dependency pattern a band again
+    from ...symbolic.equivariance import dependency_pattern
+    from ...symbolic.matrices import attention as sym_attention
+
+    n_band = 5
+    band = [[abs(i - j) <= 1 for j in range(n_band)] for i in range(n_band)]
+    banded = sym_attention(AttentionSpec(n=n_band, d_model=1, mask=band))
+    D = dependency_pattern(banded.Y, banded.X)
+    banded_window = max(abs(i - j) for i in range(n_band) for j in range(n_band) if D[i, j])
     conv_biased = conv["local"] and conv["symbolic shift-equivariant"] and not conv["symbolic permutation-equivariant"]
     subject_biased = subject["local"] or (subject["symbolic shift-equivariant"]
                                           and not subject["symbolic permutation-equivariant"])
@@ -312,11 +321,12 @@ def check_locality(ctx: CheckContext, *, layer: str = "attention", positions: st
                  f"permutation-equivariant; {layer} ({pos} positions): "
                  f"{'global' if subject['symbolic every output depends on every token'] else 'local'}, "
                  f"shift-eq. {subject['symbolic shift-equivariant']}, perm.-eq. {subject['symbolic permutation-equivariant']}"),
-        conditions=("checked for vanilla attention (no local/banded mask, no relative-position bias; either "
-                    "reintroduces locality, as restricted self-attention does)",
+        conditions=("checked for vanilla attention: a banded mask |i − j| ≤ 1 (restricted self-attention) makes it "
+                    f"local again (dependency window ±{banded_window}, exact for n = {n_band}); relative-position "
+                    "biases likewise add a notion of distance",
                     "with absolute sinusoidal positions attention is neither shift- nor permutation-equivariant",
                     "the consequence 'therefore it needs more data' is not checked here"),
-        details={"profiles": profiles},
+        details={"profiles": profiles, "banded mask |i − j| ≤ 1: dependency window": banded_window},
         equations=_locality_equations(),
     )
 
