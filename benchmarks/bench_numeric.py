@@ -51,6 +51,15 @@ def matmul_rate(n: int = 2048, repeat: int = 5) -> float:
     return 2 * n**3 / t / 1e9
 
 
+def score_matmul_rate(n: int = 2048, repeat: int = 5) -> float:
+    """Measured float32 rate of the product attention is made of, (n × 64)·(64 × n), in GFLOP/s."""
+    rng = np.random.default_rng(1)
+    q = rng.standard_normal((n, D), dtype=np.float32)
+    k = rng.standard_normal((D, n), dtype=np.float32)
+    t, _ = median_time(lambda: q @ k, repeat=repeat)
+    return 2 * n * n * D / t / 1e9
+
+
 def _inputs(n: int, seed: int = 0):
     rng = np.random.default_rng(seed)
     X = rng.standard_normal((n, D), dtype=np.float32)
@@ -150,7 +159,7 @@ def _mib(b: float) -> str:
     return f"{b / 2**20:,.0f} MiB"
 
 
-def render(rate: float, rows: list[dict], memory: list[dict], threads: str) -> str:
+def render(rate: float, score_rate: float, rows: list[dict], memory: list[dict], threads: str) -> str:
     lines = [
         "## Numeric backend (`benchmarks/bench_numeric.py`)",
         "",
@@ -158,7 +167,9 @@ def render(rate: float, rows: list[dict], memory: list[dict], threads: str) -> s
         f"- {threads}",
         "- **shared machine**: several engineers were running tests on these 2 cores during the run, so "
         "absolute times are noisy; the two sides of each ratio were run alternately in one process.",
-        f"- measured float32 matmul rate (NumPy, 2048×2048 GEMM): **{rate:.0f} GFLOP/s**",
+        f"- measured float32 matmul rate (NumPy, 2048×2048 GEMM): **{rate:.0f} GFLOP/s**; for the thin product "
+        f"attention is made of, (2048×64)·(64×2048): **{score_rate:.0f} GFLOP/s** — the physical limit of the "
+        "computation below (the softmax adds elementwise passes on top).",
         "",
         "Forward (float32, d = 64, one head, X·W projections included on both sides; ours = "
         "`attention(..., return_weights=False)`, which takes the blockwise path; SDPA = projections + "
@@ -206,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = (1024, 2048) if args.quick else (2048, 4096, 8192)
     threads = f"PyTorch {torch.__version__}, {torch.get_num_threads()} intra-op threads"
     rate = matmul_rate(1024 if args.quick else 2048)
+    score_rate = score_matmul_rate()
     rows = [time_forward_and_backward(n, args.repeat if n < 8192 else max(3, args.repeat - 2)) for n in sizes]
     memory = []
     for n, causal in ((4096, False),) if args.quick else ((32768, False), (65536, True), (65536, False)):
@@ -213,7 +225,7 @@ def main(argv: list[str] | None = None) -> int:
             memory.append({**memory_probe(n, causal), "mask": "causal" if causal else "none"})
         except subprocess.CalledProcessError as exc:
             memory.append({"n": n, "mask": "causal" if causal else "none", "error": exc.stderr.strip().splitlines()[-1]})
-    text = render(rate, rows, memory, threads)
+    text = render(rate, score_rate, rows, memory, threads)
     print(text)
     if not args.quick:
         write_section("numeric", text)
