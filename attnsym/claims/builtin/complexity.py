@@ -10,6 +10,7 @@ mathematics lives in :mod:`attnsym.graphs.architectures` (Table 1 on real comput
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 
 import numpy as np
@@ -49,6 +50,14 @@ PATH_CLAIMED = {"self_attention": "O(1)", "recurrent": "O(n)", "convolution": "O
 PARALLEL_CLAIMED = {"self_attention": "O(1)", "recurrent": "O(n)"}
 
 
+@functools.lru_cache(maxsize=4)
+def _table1(ns: tuple[int, ...], k: int, r: int) -> tuple:
+    """Table 1 on computation graphs, shared by ``global-path-length`` and ``parallelism`` (read-only)."""
+    from ...graphs.architectures import table1
+
+    return tuple(table1(list(ns), k=k, r=r))
+
+
 def check_table1_column(ctx: CheckContext, *, column: str = "path", claimed: Mapping[str, str] | None = None) -> Evidence:
     """Measure one column of Table 1 (Vaswani et al. 2017) on real computation graphs and compare with ``claimed``.
 
@@ -64,7 +73,7 @@ def check_table1_column(ctx: CheckContext, *, column: str = "path", claimed: Map
     claim holds only for a variant of the architecture (e.g. a convolution reaches O(log_k n) only
     when dilated), and "fails" when a claimed class is contradicted by every variant.
     """
-    from ...graphs.architectures import PAPER_TABLE1, table1
+    from ...graphs.architectures import PAPER_TABLE1
 
     if column not in ("path", "sequential"):
         raise ValueError(f"column must be 'path' or 'sequential' (got {column!r})")
@@ -72,7 +81,7 @@ def check_table1_column(ctx: CheckContext, *, column: str = "path", claimed: Map
     claimed = dict((PATH_CLAIMED if path else PARALLEL_CLAIMED) if claimed is None else claimed)
     ns = list(range(2, 17)) if ctx.quick else list(range(2, 41))
     k, r = 3, 4
-    rows = table1(ns, k=k, r=r)
+    rows = _table1(tuple(ns), k, r)
     key = "path" if path else "sequential"
     measured = {row["arch"]: row[key] for row in rows}
     values = {row["arch"]: row[f"{key}_values"] for row in rows}
