@@ -203,7 +203,7 @@ def attention_heatmap(
     vmax = 1.0 if A.max() <= 1.0 + 1e-12 and A.min() >= 0 else float(A.max())
     vmin = 0.0 if A.min() >= 0 else float(A.min())
 
-    cols = min(heads, 4)
+    cols = heads if heads <= 3 else (2 if heads == 4 else 3)
     rows = math.ceil(heads / cols)
     width = max(4.6 * cols + 1.2, 6.0)
     fig = _new_figure((width, 4.4 * rows + 0.6))
@@ -613,7 +613,7 @@ def random_attention(spec: Any = None, *, seed: int = 0, input_seed: int | None 
     -------
     A : ndarray, shape (n, n) or (heads, n, n)
     tokens : list of str
-        Placeholder words labelling the positions.
+        Placeholder words labelling the positions (position numbers beyond 8 tokens).
     """
     from .numeric import attention
     from .spec import AttentionSpec
@@ -626,7 +626,7 @@ def random_attention(spec: Any = None, *, seed: int = 0, input_seed: int | None 
     X = np.random.default_rng(seed if input_seed is None else input_seed + 7919).standard_normal(shapes["X"])
     _, A = attention(X, W["W_Q"], W["W_K"], W["W_V"], W.get("W_O"), spec=spec)
     tokens = ["the", "cat", "sat", "on", "the", "mat", "and", "purred"]
-    labels = [f"{tokens[i % len(tokens)]}{'' if i < len(tokens) else i}" for i in range(spec.n)]
+    labels = tokens[: spec.n] if spec.n <= len(tokens) else [str(i) for i in range(spec.n)]
     return np.asarray(A), labels
 
 
