@@ -293,9 +293,22 @@ def test_asking_for_cupy_without_a_usable_cupy_falls_back_with_a_warning():
 def test_import_attnsym_does_not_import_cupy_torch_or_matplotlib():
     code = ("import sys, numpy as np, attnsym as at; X = np.eye(2);"
             "at.numeric.attention(X, X, X, X); at.numeric.attention_vjp(X, X, X, X, X);"
-            "print(sorted(m for m in ('cupy', 'torch', 'matplotlib', 'sympy') if m in sys.modules))")
+            "print(sorted(m for m in ('cupy', 'torch', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("module", ["backend", "forward", "backward", "blockwise"])
+def test_the_numeric_core_does_not_use_sympy(module):
+    """The numeric backend is the independent reference: no SymPy (and no lambdified SymPy) inside."""
+    import ast
+    import importlib
+
+    source = importlib.import_module(f"attnsym.numeric.{module}").__file__
+    tree = ast.parse(open(source, encoding="utf-8").read())
+    imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {(node.module or "").split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+    assert "sympy" not in imported and "symbolic" not in imported
 
 
 # ---------------------------------------------------------------------------- PyTorch tensors through the same code
