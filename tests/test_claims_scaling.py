@@ -1,0 +1,127 @@
+"""variance-scaling and softmax-saturation: every part of the checks, and variants that must fail."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import attnsym as at
+from attnsym.claims import CheckContext
+from attnsym.claims.builtin.scaling import variance_scaling_evidence
+from attnsym.symbolic.stats import d
+
+
+@pytest.fixture(scope="module")
+def variance():
+    return at.verify("variance-scaling", quick=True, seed=0)
+
+
+@pytest.fixture(scope="module")
+def saturation():
+    return at.verify("softmax-saturation", quick=True, seed=0)
+
+
+def test_variance_scaling_verdict_and_conditions(variance):
+    assert variance.verdict == "holds-under-conditions" and variance.as_expected
+    text = " ".join(variance.conditions)
+    for needed in ("independent", "mean 0 and variance 1", "q = k", "d_model"):
+        assert needed in text
+    assert variance.details["exact checks"] == {"mean": True, "variance": True, "scaled variance": True}
+
+
+def test_variance_scaling_exact_results_for_symbolic_d(variance):
+    assert variance.details["Var[q·k] (mean 0, var 1)"] == d
+    eqs = dict(variance.equations)
+    assert eqs["Scaled by 1/√d, mean 0 and variance 1"].rhs == 1
+    assert eqs["q = k, Gaussian N(0, σ²): variance 2dσ⁴"].rhs == 2 * d * sp.Symbol("sigma", positive=True) ** 4
+    mq, mk = sp.Symbol("mu_q", real=True), sp.Symbol("mu_k", real=True)
+    assert sp.simplify(eqs["Scaled by 1/√d, general: the mean grows as √d unless μ_q μ_k = 0"].rhs - sp.sqrt(d) * mq * mk) == 0
+
+
+def test_variance_scaling_monte_carlo_covers_d_1_to_4096(variance):
+    rows = variance.details["Monte Carlo"]
+    assert rows[0]["d"] == 1 and rows[-1]["d"] == 4096
+    z = variance.details["Monte Carlo family-wise z"]
+    for r in rows:
+        assert r["agrees"] and abs(r["z"]) <= z
+        lo, hi = r["95% CI"]
+        # the interval half-width is 1.96 * sqrt((mu4 - sigma^4)/N) with mu4 = 3d^2 + 6d: by hand
+        assert (hi - lo) / 2 == pytest.approx(1.96 * math.sqrt((2 * r["d"] ** 2 + 6 * r["d"]) / r["samples"]), rel=1e-9)
+        assert r["exact kurtosis"] == pytest.approx(3 + 6 / r["d"])
+
+
+def test_realistic_score_variances_by_hand(variance):
+    table = {(r["init"], r["input"].startswith("LayerNorm")): r for r in variance.details["real score variance (exact)"]}
+    # d_model = 512, d_k = 64, unit-variance inputs: Var[s/sqrt(d_k)] = (512 Var W)^2
+    assert table[("he", True)]["Var s/√d_k"] == pytest.approx((512 * 2 / 512) ** 2)
+    assert table[("xavier", True)]["Var s/√d_k"] == pytest.approx((512 * 2 / 576) ** 2)
+    assert table[("normal-0.02", True)]["Var s/√d_k"] == pytest.approx((512 * 0.02**2) ** 2)
+    assert table[("lecun", True)]["Var s/√d_k"] == pytest.approx(1.0)
+    assert table[("he", True)]["Var s (unscaled)"] == pytest.approx(64 * 4)
+    assert all(r["agrees"] for r in variance.details["real score variance (Monte Carlo)"])
+
+
+def test_wrong_scalings_have_the_stated_variances(variance):
+    rows = {r["scaling"]: r for r in variance.details["scaling variants"]}
+    assert rows["1/sqrt(d_model)"]["Var at d_k=64, h=8"] == pytest.approx(1 / 8)
+    assert rows["1/d_k"]["Var at d_k=64, h=8"] == pytest.approx(1 / 64)
+    assert rows["d_k^(-1/4) on q and on k"]["Var at d_k=64, h=8"] == pytest.approx(1.0)
+    assert rows["none"]["Var at d_k=64, h=8"] == pytest.approx(64)
+
+
+@pytest.mark.parametrize("kwargs", [{"claimed_variance": d**2}, {"claimed_variance": d + 1},
+                                    {"claimed_scaled_variance": sp.Rational(1, 2)}])
+def test_false_variance_claims_fail(kwargs):
+    ev = variance_scaling_evidence(CheckContext(quick=True, seed=1), **kwargs)
+    assert ev.verdict == "fails"
+    assert "differ from the claim" in ev.summary
+
+
+def test_variance_figure_is_built_from_the_evidence(variance):
+    fig = variance.figures["variance"]()
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and len(ax.lines) >= 2
+
+
+def test_softmax_saturation_verdict_and_trends(saturation):
+    assert saturation.verdict == "holds-under-conditions" and saturation.as_expected
+    table = saturation.details["softmax statistics"]
+    maxw = [r["max weight unscaled"] for r in table]
+    ent = [r["entropy unscaled"] for r in table]
+    assert maxw == sorted(maxw) and ent == sorted(ent, reverse=True)  # monotone in d
+    assert table[-1]["max weight unscaled"] > 0.95 and table[-1]["entropy unscaled"] < 0.1
+    scaled = [r["entropy scaled"] for r in table[1:]]
+    assert max(scaled) - min(scaled) < 0.1  # the scaled softmax does not depend on d
+    assert table[0]["max weight unscaled"] == table[0]["max weight scaled"]  # d = 1: the same scores
+    assert saturation.details["symbolic check"] is True
+    assert -0.7 < saturation.details["mean ‖J‖ unscaled ∝ d^slope (d ≥ 64)"] < -0.3
+
+
+def test_softmax_saturation_gradient_reaching_w_q(saturation):
+    rows = saturation.details["gradient reaching W_Q"]
+    assert rows[0]["median ratio"] == pytest.approx(1.0)  # d = 1: 1/sqrt(d) = 1
+    assert rows[-1]["median ratio"] < 1 and rows[-1]["fraction ratio < 1%"] > rows[0]["fraction ratio < 1%"]
+
+
+def test_softmax_saturation_statistics_against_a_direct_computation():
+    """Max weight and entropy at one d from explicit q, k vectors and a plain softmax (independent code)."""
+    ev = at.verify("softmax-saturation", quick=True, seed=3)
+    row = next(r for r in ev.details["softmax statistics"] if r["d"] == 64)
+    rng = np.random.default_rng(123)
+    q = rng.standard_normal((4000, 1, 64))
+    K = rng.standard_normal((4000, 16, 64))
+    S = (q * K).sum(-1)
+    A = np.exp(S - S.max(1, keepdims=True))
+    A /= A.sum(1, keepdims=True)
+    H = -(A * np.log(np.where(A > 0, A, 1))).sum(1)
+    assert row["max weight unscaled"] == pytest.approx(A.max(1).mean(), abs=0.02)
+    assert row["entropy unscaled"] == pytest.approx(H.mean(), abs=0.05)
+
+
+def test_saturation_figures_build(saturation):
+    for build in saturation.figures.values():
+        fig = build()
+        assert len(fig.axes) >= 2
