@@ -151,9 +151,14 @@ The backward pass keeps only the row log-sum-exp from the forward and recomputes
 weights. Extra memory is O(block² + n·d) per head, never O(n²); with a causal mask the blocks
 above the diagonal are skipped.
 
-- It is chosen automatically when `return_weights=False` and `n >= {nm.AUTO_BLOCKWISE_N}`
-  (`attnsym.numeric.AUTO_BLOCKWISE_N`); `block_size=` forces it and tunes it (default
-  {nm.DEFAULT_BLOCK_SIZE}). `attention_vjp` uses it under the same rule.
+- `attention` chooses it automatically when `return_weights=False` and `n >= {nm.AUTO_BLOCKWISE_N}`
+  (`attnsym.numeric.AUTO_BLOCKWISE_N`); `block_size=` forces it and tunes it. The default block
+  is {nm.DEFAULT_BLOCK_SIZE} rows for one head without batch dimensions, halved until
+  batch·heads·block² ≤ {nm.BLOCK_ELEMENTS:,} scores (`BLOCK_ELEMENTS`, 16 MiB in float32): few, large
+  matrix products, with the memory bounded whatever the batch and head counts.
+- `attention_vjp` uses the blockwise backward when `block_size=` is given or `n` exceeds one default
+  block; below that the plain backward, which keeps the forward's weights, is faster at the same
+  order of memory.
 - It equals the plain path within float rounding, forward and backward (tested with hypothesis
   over sizes, block sizes, masks, heads and batch dimensions).
 
