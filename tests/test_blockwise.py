@@ -137,3 +137,17 @@ def test_blockwise_handles_rows_masked_in_early_blocks_only(dtype):
     np.testing.assert_allclose(Yb, Y, rtol=tol.rtol, atol=tol.atol)
     np.testing.assert_allclose(Yb[3], X[5], rtol=tol.rtol)
     assert np.all(Yb[4] == 0) and np.all(A[4] == 0)
+
+
+def test_many_heads_and_batch_elements_shrink_the_default_block(monkeypatch):
+    calls = []
+    real = bw.blockwise_core
+    monkeypatch.setattr(bw, "blockwise_core", lambda layer, Q, K, V, b: calls.append(b) or real(layer, Q, K, V, b))
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((8, 300, 16))  # 8 batch elements × 4 heads: 32 lanes of 300 × 300 scores
+    W = np.eye(16)
+    Y = nm.attention(X, W, W, W, W, heads=4, return_weights=False)
+    assert calls and 32 * calls[0] ** 2 <= nm.BLOCK_ELEMENTS < 32 * (2 * calls[0]) ** 2
+    assert calls[0] < 300  # so this short sequence takes the blockwise path, in several blocks
+    Y_plain, _ = nm.attention(X, W, W, W, W, heads=4)
+    np.testing.assert_allclose(Y, Y_plain, rtol=1e-12, atol=1e-12)

@@ -519,8 +519,9 @@ def attention(
     block_size : int, optional
         Use the memory-lean blockwise path with this block size (queries and keys); needs
         ``return_weights=False``. Without it, the blockwise path is taken automatically when
-        ``return_weights=False`` and ``n >= AUTO_BLOCKWISE_N``, with blocks of
-        ``DEFAULT_BLOCK_SIZE`` halved until ``batch·heads·block² <= BLOCK_ELEMENTS``.
+        ``return_weights=False`` and ``n >= AUTO_BLOCKWISE_N`` (or ``n`` exceeds one default
+        block), with blocks of ``DEFAULT_BLOCK_SIZE`` halved until
+        ``batch·heads·block² <= BLOCK_ELEMENTS``.
     backend : {"numpy", "cupy", "torch"}, optional
         Convert the inputs to this library first (CuPy falls back to NumPy with a warning
         when it cannot run here). By default the inputs' own library is used.
@@ -571,7 +572,7 @@ def attention(
         raise SpecError("block_size selects the blockwise path, which never stores the weights; "
                         "pass return_weights=False with it (got return_weights=True)")
     _, Q, K, V = _projections(layer, a)
-    if not return_weights and (block_size is not None or layer.n >= AUTO_BLOCKWISE_N):
+    if not return_weights and (block_size is not None or layer.n > min(AUTO_BLOCKWISE_N - 1, _block_size(layer, None))):
         from .blockwise import blockwise_core
 
         Z_heads, _ = blockwise_core(layer, Q, K, V, _block_size(layer, block_size))

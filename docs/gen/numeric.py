@@ -152,7 +152,8 @@ weights. Extra memory is O(block² + n·d) per head, never O(n²); with a causal
 above the diagonal are skipped.
 
 - `attention` chooses it automatically when `return_weights=False` and `n >= {nm.AUTO_BLOCKWISE_N}`
-  (`attnsym.numeric.AUTO_BLOCKWISE_N`); `block_size=` forces it and tunes it. The default block
+  (`attnsym.numeric.AUTO_BLOCKWISE_N`) or `n` exceeds one default block; `block_size=` forces it
+  and tunes it. The default block
   is {nm.DEFAULT_BLOCK_SIZE} rows for one head without batch dimensions, halved until
   batch·heads·block² ≤ {nm.BLOCK_ELEMENTS:,} scores (`BLOCK_ELEMENTS`, 16 MiB in float32): few, large
   matrix products, with the memory bounded whatever the batch and head counts.
