@@ -14,7 +14,7 @@ validated against (:func:`attnsym.validate`) and as the engine for long sequence
   locality (:mod:`attnsym.numeric.conv`).
 """
 
-from .backend import BackendError, array_namespace, cupy_usable
+from .backend import array_namespace, cupy_usable
 from .backward import attention_vjp
 from .conv import conv1d, shift_tokens
 from .forward import (
@@ -35,7 +35,6 @@ __all__ = [
     "AUTO_BLOCKWISE_N",
     "BLOCK_ELEMENTS",
     "DEFAULT_BLOCK_SIZE",
-    "BackendError",
     "DecodeResult",
     "array_namespace",
     "attention",
