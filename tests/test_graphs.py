@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from strategies import row_stochastic
+from strategies import attention_specs, random_arrays, row_stochastic
 
 import attnsym as at
 from attnsym import ShapeError, SpecError
@@ -255,3 +255,16 @@ def test_contrast_bad_weights():
         contrast(spec, X, X, {"W_Q": np.eye(2), "W_K": np.eye(2)})
     with pytest.raises(ShapeError, match=r"X2 must have shape \(n, d_model\) = \(2, 2\) \(got \(3, 2\)\)"):
         contrast(spec, X, np.ones((3, 2)), {"W_Q": np.eye(2), "W_K": np.eye(2), "W_V": np.eye(2)})
+
+
+@settings(max_examples=25, deadline=None)
+@given(attention_specs(max_n=4, max_d=4), st.integers(0, 2**31))
+def test_contrast_invariants_over_specs(spec, seed):
+    arrays = random_arrays(spec, seed)
+    weights = {name: arrays[name] for name in spec.parameter_names}
+    X2 = np.random.default_rng(seed + 1).standard_normal(spec.shapes["X"])
+    same = contrast(spec, arrays["X"], arrays["X"].copy(), weights)
+    assert same.attention_distance == 0.0 and same.attention_identical and same.mlp_identical
+    c = contrast(spec, arrays["X"], X2, weights)
+    assert c.mlp_identical and 0.0 <= c.attention_distance <= 1.0
+    assert (c.attention_distance == 0.0) == c.attention_identical

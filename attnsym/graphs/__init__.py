@@ -24,7 +24,7 @@ from .architectures import (
     sequential_depth,
     table1,
 )
-from .contrast import Contrast, contrast
+from .contrast import Contrast, contrast, graphs_equal
 from .draw import draw_contrast, draw_routing
 from .flow import attention_flow, attention_rollout, flow_graph
 from .io import FORMATS, GraphFormatError, export, read
@@ -61,6 +61,7 @@ __all__ = [
     "effective_attended",
     "export",
     "flow_graph",
+    "graphs_equal",
     "in_strength",
     "layer_graph",
     "layered_graph",

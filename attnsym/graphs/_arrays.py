@@ -108,7 +108,8 @@ def as_attention_stack(attentions: Any, *, batch: int = 0, name: str = "A", chec
         ``(layers, heads, n, n)`` — a stack; ``(layers, batch, heads, n, n)`` — a stacked
         Hugging Face output. A list or tuple is one entry per layer, each ``(n, n)``,
         ``(heads, n, n)`` or ``(batch, heads, n, n)`` (the Hugging Face
-        ``output_attentions=True`` format).
+        ``output_attentions=True`` format). Nested Python lists of numbers are read as one
+        array (so a 3-level nested list is ``(heads, n, n)``).
     batch : int, default 0
         Which batch element to take where the input has a batch axis.
     name : str
