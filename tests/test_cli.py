@@ -38,8 +38,10 @@ def test_tour_and_plot_are_registered():
     assert {"tour", "plot"} <= set(_available()) <= set(COMMANDS)
 
 
-@pytest.mark.parametrize("command", ["tour", "plot"])
+@pytest.mark.parametrize("command", COMMANDS)
 def test_each_command_help_has_description_and_examples(command, capsys):
+    if command not in _available():
+        pytest.skip(f"attnsym {command} is not installed in this checkout")
     with pytest.raises(SystemExit) as exit_info:
         main([command, "--help"])
     assert exit_info.value.code == 0
