@@ -45,7 +45,10 @@ The folder must be new or empty; --force writes into a non-empty one, replacing 
 _EPILOG = """\
 examples:
   attnsym tour                      # ./attnsym-tour/
-  attnsym tour -o /tmp/tour --quick # fewer Monte Carlo samples, a few seconds
+  attnsym tour -o /tmp/tour --quick # fewer Monte Carlo samples and quick claim checks
+
+exit status: 0 every claim as expected, 1 a claim expected to hold did not (the tour is
+still written and says which), 2 an error (e.g. a non-empty folder without --force)
 """
 
 #: (folder, heading, one line on what the section shows) in the order of the index
