@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -124,6 +126,17 @@ def test_graphml_is_readable_by_plain_networkx(tmp_path):
     assert H.nodes[3]["token"] == "d" and H.graph["kind"] == "attention"
     H2 = nx.read_gexf(export(G, tmp_path / "g.gexf"), node_type=int)
     assert sorted(H2.edges(data="weight")) == sorted(G.edges(data="weight"))
+
+
+def test_reads_files_written_by_networkx(tmp_path):
+    G = routing_graph(_random_attention(4), tokens=list("wxyz"))
+    nx.write_graphml(G, tmp_path / "nx.graphml")
+    nx.write_gexf(G, tmp_path / "nx.gexf")
+    (tmp_path / "nx.json").write_text(json.dumps(nx.node_link_data(G, edges="edges")))
+    for name in ("nx.graphml", "nx.gexf", "nx.json"):
+        H = read(tmp_path / name)
+        assert sorted(H.edges(data="weight")) == sorted(G.edges(data="weight")), name
+        assert all(H.nodes[i]["token"] == G.nodes[i]["token"] for i in G), name
 
 
 def test_dot_reader_handles_handwritten_files(tmp_path):
