@@ -139,6 +139,25 @@ def test_reads_files_written_by_networkx(tmp_path):
         assert all(H.nodes[i]["token"] == G.nodes[i]["token"] for i in G), name
 
 
+def test_graphml_features_beyond_the_fast_reader_fall_back_to_networkx(tmp_path):
+    text = """<?xml version='1.0' encoding='utf-8'?>
+<graphml xmlns="http://graphml.graphdrawing.org/xmlns">
+  <key id="w" for="edge" attr.name="weight" attr.type="double"><default>0.5</default></key>
+  <graph edgedefault="directed">
+    <node id="0"/><node id="1"/>
+    <edge source="0" target="1"/>
+    <edge source="1" target="0"><data key="w">0.25</data></edge>
+  </graph>
+</graphml>
+"""
+    path = tmp_path / "defaults.graphml"
+    path.write_text(text)
+    G = read(path)
+    expected = nx.read_graphml(path, node_type=int)
+    assert sorted(G.edges(data=True)) == sorted(expected.edges(data=True))
+    assert G[1][0]["weight"] == 0.25
+
+
 def test_dot_reader_handles_handwritten_files(tmp_path):
     text = """
     /* a graph typed by hand */
