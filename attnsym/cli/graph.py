@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
 
     from ..graphs import contrast, export, mlp_graph, routing_graph
-    from ..graphs.contrast import _mlp_weight
+    from ..graphs.contrast import dense_weight
     from ..spec import AttentionSpec
 
     inputs = [_load(p, "--x") for p in args.x] if args.x else None
@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
             G = routing_graph(M, tokens, threshold=args.threshold, top_k=args.top_k)
             G.graph.update(head=h, input=k)
             plan.append((args.output / f"attention_x{k}_head{h}.{ext}", G))
-    plan.append((args.output / f"mlp.{ext}", mlp_graph(_mlp_weight(weights, spec))))
+    plan.append((args.output / f"mlp.{ext}", mlp_graph(dense_weight(weights, spec))))
     if not args.force:
         existing = [str(path) for path, _ in plan if path.exists()]
         if existing:

@@ -26,7 +26,7 @@ from ._arrays import to_numpy
 from .metrics import NodeChanges, node_changes, routing_distance
 from .routing import mlp_graph, routing_graph
 
-__all__ = ["Contrast", "contrast", "graphs_equal"]
+__all__ = ["Contrast", "contrast", "dense_weight", "graphs_equal"]
 
 
 def graphs_equal(G: nx.Graph, H: nx.Graph) -> bool:
@@ -98,7 +98,13 @@ class Contrast:
         }
 
 
-def _mlp_weight(weights: Mapping[str, Any], spec: AttentionSpec) -> np.ndarray:
+def dense_weight(weights: Mapping[str, Any], spec: AttentionSpec) -> np.ndarray:
+    """The matrix of the position-wise dense layer made of the same weights: ``W_V W_O`` (or ``W_V``).
+
+    >>> spec = at.AttentionSpec(n=2, d_model=2)
+    >>> dense_weight({"W_Q": np.eye(2), "W_K": np.eye(2), "W_V": 2 * np.eye(2)}, spec).tolist()
+    [[2.0, 0.0], [0.0, 2.0]]
+    """
     W = to_numpy(weights["W_V"], "W_V")
     if spec.output_projection:
         W = W @ to_numpy(weights["W_O"], "W_O")
@@ -169,8 +175,8 @@ def contrast(spec: AttentionSpec, X1: Any, X2: Any, weights: Mapping[str, Any], 
     for graphs in (g1, g2):
         for h, G in enumerate(graphs):
             G.graph["head"] = h
-    mlp1 = mlp_graph(_mlp_weight(weights, spec))
-    mlp2 = mlp_graph(_mlp_weight(weights, spec))
+    mlp1 = mlp_graph(dense_weight(weights, spec))
+    mlp2 = mlp_graph(dense_weight(weights, spec))
     head_distances = tuple(routing_distance(a, b) for a, b in zip(heads1, heads2, strict=True))
     changes: tuple[NodeChanges, ...] = tuple(node_changes(a, b) for a, b in zip(heads1, heads2, strict=True))
     return Contrast(
