@@ -183,3 +183,20 @@ def test_folder_check(tmp_path):
     assert _check_folder(tmp_path, force=True) == tmp_path
     with pytest.raises(OverwriteError, match="is a file"):
         _check_folder(tmp_path / "x", force=True)
+
+
+def test_force_rewrites_an_existing_tour(tmp_path, monkeypatch):
+    from attnsym.cli import tour as tour_module
+    from attnsym.errors import OverwriteError
+
+    # only the derivation step, so the test is quick; the full tour runs in the fixture above
+    monkeypatch.setattr(tour_module, "STEPS", (("deriving", tour_module._derivations),))
+    first = tour_module.write_tour(tmp_path / "t", seed=0, quick=True)
+    (tmp_path / "t" / "derivations" / "forward.md").write_text("stale", encoding="utf-8")
+    with pytest.raises(OverwriteError, match="not empty"):
+        tour_module.write_tour(tmp_path / "t", seed=0, quick=True)
+    assert (tmp_path / "t" / "derivations" / "forward.md").read_text(encoding="utf-8") == "stale"
+    second = tour_module.write_tour(tmp_path / "t", seed=0, quick=True, force=True)
+    assert [e.path for e in second.entries] == [e.path for e in first.entries]
+    assert (tmp_path / "t" / "derivations" / "forward.md").read_text(encoding="utf-8").startswith("# ")
+    assert "derivations/forward.md" in (tmp_path / "t" / "index.html").read_text(encoding="utf-8")
