@@ -9,7 +9,10 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.special import erf
+from strategies import attention_specs, random_arrays
 
 import attnsym as at
 from attnsym import plots
@@ -58,6 +61,23 @@ def test_heatmap_shows_the_matrix_per_head_with_labels_and_colour_bar():
     (bar,) = _colorbars(fig)
     assert "attention weight" in bar.get_ylabel()
     _assert_labelled(fig)
+
+
+@settings(max_examples=15, deadline=None)
+@given(spec=attention_specs(max_n=5, max_d=4, max_heads=2), seed=st.integers(0, 2**16))
+def test_heatmap_of_any_layer_shows_its_weights_head_by_head(spec, seed):
+    arrays = random_arrays(spec, seed)
+    params = {name: arrays[name] for name in spec.parameter_names}
+    _, A = at.numeric.attention(arrays["X"], **params, spec=spec)
+    A = np.asarray(A).reshape(spec.heads, spec.n, spec.n)
+    fig = plots.attention_heatmap(A)
+    axes = _main_axes(fig)
+    assert len(axes) == spec.heads
+    for h, ax in enumerate(axes):
+        np.testing.assert_array_equal(ax.images[0].get_array(), A[h])
+        assert ax.images[0].get_clim() == (0.0, 1.0)  # weights are probabilities
+        assert ax.get_xlabel() and ax.get_ylabel()
+    assert len(_colorbars(fig)) == 1
 
 
 def test_heatmap_annotates_small_matrices_with_their_values():
