@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ._io import atomic_write
-from .errors import ShapeError, SpecError
+from .errors import OverwriteError, ShapeError, SpecError
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -131,13 +131,25 @@ def save_figure(fig: Figure, path: str | os.PathLike, *, overwrite: bool = False
         The suffix is not ``.png`` or ``.svg``.
     OverwriteError
         ``path`` exists and ``overwrite`` is False.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> fig = attention_heatmap(np.eye(2))
+    >>> save_figure(fig, folder / "eye.png").stat().st_size > 0
+    True
+    >>> save_figure(fig, folder / "eye.png")
+    Traceback (most recent call last):
+    ...
+    attnsym.errors.OverwriteError: ... exists; pass overwrite=True (--force on the command line) to replace it
     """
     path = Path(path)
     fmt = path.suffix.lower().lstrip(".")
     if fmt not in _FORMATS:
         raise SpecError(f"path must end in .png or .svg (got {str(path)!r})")
-    if path.exists() and not overwrite:  # fail before rendering
-        return atomic_write(path, b"", overwrite=False)
+    if path.exists() and not overwrite:  # fail before spending time on rendering
+        raise OverwriteError(f"{path} exists; pass overwrite=True (--force on the command line) to replace it")
     return atomic_write(path, figure_to_bytes(fig, fmt, dpi=dpi), overwrite=overwrite)
 
 
@@ -262,6 +274,15 @@ def positional_encoding_figure(
     matplotlib.figure.Figure
         Left: ``PE[:, dim]`` against position. Right: the ``(position, dimension)`` heatmap
         with a colour bar.
+
+    Examples
+    --------
+    >>> fig = positional_encoding_figure(n=8, d_model=4, dims=[0, 1])
+    >>> curves = fig.axes[0]
+    >>> [line.get_label() for line in curves.get_lines()[:2]]
+    ['dim 0 (sin, i=0)', 'dim 1 (cos, i=0)']
+    >>> np.round(curves.get_lines()[1].get_ydata()[:2], 4)      # cos(0), cos(1)
+    array([1.    , 0.5403])
     """
     if PE is None:
         from .numeric import sinusoidal_positions
@@ -313,6 +334,12 @@ def gelu_figure(x: Any = None, exact: Any = None, approx: Any = None) -> Figure:
     -------
     matplotlib.figure.Figure
         Top: both curves. Bottom: ``approx - exact`` with its maximum marked.
+
+    Examples
+    --------
+    >>> fig = gelu_figure(x=np.array([-1.0, 0.0, 1.0]))
+    >>> np.round(fig.axes[0].get_lines()[0].get_ydata(), 4)      # x Φ(x)
+    array([-0.1587,  0.    ,  0.8413])
     """
     x = np.linspace(-5.0, 5.0, 801) if x is None else _as_numpy(x, "x")
     if exact is None or approx is None:
@@ -380,6 +407,15 @@ def variance_figure(
     Returns
     -------
     matplotlib.figure.Figure
+        Left: both variances on log–log axes; right (when intervals are given): the scaled
+        variance with its intervals, zoomed.
+
+    Examples
+    --------
+    >>> d = np.array([1, 4, 16])
+    >>> fig = variance_figure(d, unscaled=1.0 * d, scaled=np.ones(3))
+    >>> fig.axes[0].get_xscale(), fig.axes[0].get_yscale()
+    ('log', 'log')
     """
     if unscaled is None or scaled is None:
         data = _score_variance_data(d, samples=samples, seed=seed, quick=quick)
@@ -475,6 +511,12 @@ def entropy_figure(
     Returns
     -------
     matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = entropy_figure([1, 16, 256], unscaled=[2.7, 1.1, 0.2], scaled=[2.7, 2.4, 2.4], n=16)
+    >>> round(fig.axes[0].get_lines()[2].get_ydata()[0], 4)      # log 16, the uniform row
+    2.7726
     """
     if unscaled is None or scaled is None:
         data = _entropy_data(d, n=n, seed=seed, quick=quick)
@@ -555,6 +597,14 @@ def path_length_figure(
     -------
     matplotlib.figure.Figure
         Two panels (path length, depth) with one line per architecture.
+
+    Examples
+    --------
+    >>> ns = [2, 4, 8]
+    >>> fig = path_length_figure(ns, {"self_attention": [1, 1, 1], "recurrent": [2, 4, 8]},
+    ...                          {"self_attention": [1, 1, 1], "recurrent": [2, 4, 8]})
+    >>> [line.get_label() for line in fig.axes[0].get_lines()]
+    ['self attention', 'recurrent']
     """
     if path_lengths is None or depths is None:
         data = _table1_data(ns)
@@ -591,7 +641,7 @@ def _table1_data(ns: Any) -> dict[str, Any]:
     return {"n": np.array(ns), "path_lengths": path_lengths, "depths": depths}
 
 
-#: name -> function building the figure from the layers' data (used by ``attnsym plot`` and the tour)
+#: the standard figures: name -> what it shows (build one with :func:`figure`; used by ``attnsym plot`` and the tour)
 FIGURES: dict[str, str] = {
     "heatmap": "attention weights per head (query × key) for random inputs",
     "positions": "sinusoidal positional-encoding curves and matrix",
@@ -614,6 +664,14 @@ def random_attention(spec: Any = None, *, seed: int = 0, input_seed: int | None 
     A : ndarray, shape (n, n) or (heads, n, n)
     tokens : list of str
         Placeholder words labelling the positions (position numbers beyond 8 tokens).
+
+    Examples
+    --------
+    >>> A, tokens = random_attention(at.AttentionSpec(n=3, d_model=4, heads=2), seed=0)
+    >>> A.shape, tokens
+    ((2, 3, 3), ['the', 'cat', 'sat'])
+    >>> bool(np.allclose(A.sum(axis=-1), 1.0))
+    True
     """
     from .numeric import attention
     from .spec import AttentionSpec
@@ -647,6 +705,12 @@ def figure(name: str, *, seed: int = 0, quick: bool = False, spec: Any = None) -
     ------
     SpecError
         Unknown ``name``.
+
+    Examples
+    --------
+    >>> fig = figure("gelu")
+    >>> fig.axes[-1].get_ylabel()
+    'tanh − exact'
     """
     if name not in FIGURES:
         raise SpecError(f"name must be one of {', '.join(FIGURES)} (got {name!r})")
