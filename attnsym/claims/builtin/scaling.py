@@ -309,7 +309,7 @@ def check_softmax_saturation(ctx: CheckContext) -> Evidence:
     # symbolic: two keys with score gap s; the Jacobian entry a(1 - a) -> 0 as the gap grows
     s = sp.Symbol("s", real=True)
     a = row_softmax(sp.Matrix([[s, 0]]))
-    da = sp.simplify(sp.diff(a[0, 0], s))
+    da = sp.factor(sp.simplify(sp.diff(a[0, 0], s)))
     jac_limit = sp.limit(da, s, sp.oo)
     symbolic_ok = _is_zero(da - a[0, 0] * (1 - a[0, 0])) and jac_limit == 0
 
