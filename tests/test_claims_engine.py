@@ -89,7 +89,8 @@ def test_a_deliberately_false_claim_is_reported_failing(user_claims):
     assert ev.verdict == "fails" and not ev.as_expected
     assert ev.details["exact checks"]["variance"] is False
     # the Monte Carlo rejects d**2 at every d > 1 on its own
-    assert [r["agrees"] for r in ev.details["Monte Carlo"] if r["d"] > 1] == [False] * 6
+    rejected = [r["agrees"] for r in ev.details["Monte Carlo"] if r["d"] > 1]
+    assert len(rejected) >= 6 and not any(rejected)
     with pytest.raises(ClaimFailed, match="expected holds, got fails"):
         verify("variance-is-d-squared", quick=True, strict=True)
 

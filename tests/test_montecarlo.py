@@ -83,6 +83,18 @@ def test_means_and_variances_other_than_zero_and_one():
     assert abs(same.mean - 10) < 4 * same.se_mean()
 
 
+@pytest.mark.parametrize("law, e4", [("uniform", 9 / 5), ("rademacher", 1.0)])
+def test_non_gaussian_component_laws(law, e4):
+    """Components with mean 0, variance 1 and E[x^4] = e4: Var[q·k] = d, kurtosis 3 + d (e4^2 - 3) / d^2."""
+    dim = 6
+    est = mc.dot_product_moments(dim, 400_000, law=law, seed=3)
+    mu4 = 3 * dim**2 + dim * (e4**2 - 3)
+    assert abs(est.variance - dim) < 4 * est.se_variance(fourth_central=mu4, variance=dim)
+    assert est.kurtosis == pytest.approx(mu4 / dim**2, rel=0.03)
+    with pytest.raises(ValueError, match="law must be one of"):
+        mc.dot_product_moments(dim, 10, law="cauchy")
+
+
 def test_score_rows_has_the_law_of_explicit_dot_products():
     """The chi-square shortcut against forming q and the k_j explicitly: KS tests on two row statistics."""
     rows, n, dim = 4000, 5, 7

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "LAWS",
     "SampleMoments",
     "default_workers",
     "dot_product_moments",
@@ -54,6 +55,8 @@ __all__ = [
 
 #: normal draws per chunk buffer (2 MiB of float64): fits the L2 cache of one core
 CHUNK_DRAWS = 1 << 18
+#: standardised component laws the dot-product sampler draws from
+LAWS = ("normal", "uniform", "rademacher")
 #: samples per independent stream (one seed child each)
 BLOCK_SAMPLES = 1 << 16
 
@@ -276,11 +279,14 @@ def dot_products(
     std_k: float = 1.0,
     same: bool = False,
     scale: float = 1.0,
+    law: str = "normal",
 ) -> np.ndarray:
     """``size`` draws of ``scale * q·k`` with ``q_i ~ N(mean_q, std_q^2)``, ``k_i ~ N(mean_k, std_k^2)`` i.i.d.
 
     With ``same=True``, ``k = q`` (``scale * q·q``). Draws ``(2 d, c)`` chunks of about
-    :data:`CHUNK_DRAWS` normals into one reused buffer.
+    :data:`CHUNK_DRAWS` normals into one reused buffer. ``law`` picks the standardised law of the
+    components before ``mean + std * z``: ``"normal"``, ``"uniform"`` (``U(-sqrt 3, sqrt 3)``) or
+    ``"rademacher"`` (±1) — all with mean 0 and variance 1.
 
     >>> rng = np.random.default_rng(0)
     >>> dot_products(rng, 5, 3).shape
@@ -288,6 +294,8 @@ def dot_products(
     """
     size = _check_positive_int("size", size)
     d = _check_positive_int("d", d)
+    if law not in LAWS:
+        raise ValueError(f"law must be one of {LAWS} (got {law!r})")
     rows = d if same else 2 * d
     c = max(1, min(size, CHUNK_DRAWS // rows))
     buf = np.empty((rows, c))
@@ -299,7 +307,15 @@ def dot_products(
         m = min(c, size - start)
         if m < c:  # the last, partial chunk: smaller contiguous buffers
             buf, tmp = np.empty((rows, m)), np.empty((d, m))
-        rng.standard_normal(out=buf)  # (rows, m)
+        if law == "normal":
+            rng.standard_normal(out=buf)  # (rows, m)
+        else:
+            rng.random(out=buf)  # U(0, 1)
+            if law == "uniform":
+                buf -= 0.5
+                buf *= 2 * math.sqrt(3.0)
+            else:
+                np.copysign(1.0, buf - 0.5, out=buf)
         q = buf[:d]  # (d, m)
         k = q if same else buf[d:]  # (d, m)
         if affine_q:
@@ -325,6 +341,7 @@ def dot_product_moments(
     std_k: float = 1.0,
     same: bool = False,
     scale: float = 1.0,
+    law: str = "normal",
     seed: Any = 0,
     workers: int | None = None,
     progress: Callable[[int, int], None] | None = None,
@@ -339,7 +356,8 @@ def dot_product_moments(
     d = _check_positive_int("d", d)
 
     def sampler(rng: np.random.Generator, size: int) -> np.ndarray:
-        return dot_products(rng, size, d, mean_q=mean_q, std_q=std_q, mean_k=mean_k, std_k=std_k, same=same, scale=scale)
+        return dot_products(rng, size, d, mean_q=mean_q, std_q=std_q, mean_k=mean_k, std_k=std_k, same=same, scale=scale,
+                            law=law)
 
     # blocks of about 2^22 normal draws (tens of ms): enough blocks for every worker, few merges
     block = max(256, (1 << 22) // (d if same else 2 * d))
