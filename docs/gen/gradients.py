@@ -128,13 +128,16 @@ $L = \\langle G, Y \\rangle = \\sum_{{ij}} G_{{ij}} Y_{{ij}}$ with a *symbolic* 
 $g_{{i,j}}$), so each gradient is the full vector-Jacobian product; a scalar SymPy loss of $Y$ is accepted too.
 
 ```python
+import numpy as np
 import attnsym as at
 
 spec = at.AttentionSpec(n=2, d_model=2)
 g = at.gradients(spec, wrt=("X", "W_Q", "W_K", "W_V"))   # closed form, exact
 g["W_Q"]                                                 # SymPy Matrix of W_Q's shape
 f = g.lambdify()                                         # NumPy function, common subexpressions shared
-f(X=..., W_Q=..., W_K=..., W_V=..., G=...)["X"]
+rng = np.random.default_rng(0)
+values = {{name: rng.standard_normal(m.shape) for name, m in g.arguments.items()}}   # X, W_Q, W_K, W_V, G
+f(**values)["X"]                                         # dL/dX at these values
 at.symbolic.check_gradients(spec)                        # closed form == SymPy .diff, proven
 at.derive(spec, what="gradients").to_latex()             # the backward pass, step by step
 ```
