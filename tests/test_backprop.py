@@ -370,6 +370,8 @@ def test_size_guard_refuses_before_building():
         with pytest.raises(SizeLimitError, match=r"attnsym\.numeric\.attention_vjp") as info:
             call()
         assert "terms" in str(info.value) and "max_terms" in str(info.value)
+    with pytest.raises(SizeLimitError, match="input Jacobian"):
+        attention_input_jacobian(AttentionSpec(n=5, d_model=5))
     with pytest.raises(SizeLimitError, match="elementwise"):
         gradients(AttentionSpec(n=5, d_model=5), method="elementwise")
     assert gradients(AttentionSpec(n=3, d_model=2), max_terms=float("inf"))["X"].shape == (3, 2)

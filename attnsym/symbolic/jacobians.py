@@ -209,11 +209,20 @@ def attention_input_jacobian(spec: AttentionSpec, *, weights: str = "explicit",
         for head ``h``) for the weights, which shows their structure; substitute ``alpha = A``
         to compare with ``total`` (always explicit).
     max_terms : float, optional
-        Passed to :func:`attnsym.symbolic.attention`.
+        Size guard: the forward pass's terms (:func:`~attnsym.symbolic.estimate_cost`) times the
+        number of input entries must not exceed it (default
+        :data:`~attnsym.symbolic.DEFAULT_MAX_TERMS`; ``float("inf")`` disables it).
 
     Returns
     -------
     InputJacobian
+
+    Raises
+    ------
+    SpecError
+        ``spec`` is not an AttentionSpec, or ``weights`` is not a choice.
+    SizeLimitError
+        The layer is too large (raised before anything is built).
         ``frozen + routing == total`` (see :func:`attnsym.symbolic.check_gradients` for how
         such identities are proven; the tests do it).
 
@@ -229,13 +238,17 @@ def attention_input_jacobian(spec: AttentionSpec, *, weights: str = "explicit",
     [0, 0],
     [0, 0]])
     """
+    from .cost import enforce_limit, estimate_cost
     from .matrices import attention
 
     if not isinstance(spec, AttentionSpec):
         raise SpecError(f"spec must be an AttentionSpec (got {spec!r} of type {type(spec).__name__})")
     if weights not in ("explicit", "symbols"):
         raise SpecError(f"weights must be 'explicit' or 'symbols' (got {weights!r})")
-    sym = attention(spec, max_terms=max_terms)
+    # ``total`` differentiates every output entry's tree once per input entry: guard that, not only the forward
+    enforce_limit(estimate_cost(spec).total * spec.n * spec.d_model, max_terms,
+                  what=f"the input Jacobian of {spec.describe()}", alternative="attnsym.numeric.attention_vjp")
+    sym = attention(spec, max_terms=float("inf"))
     n, m, d_out = spec.n, spec.d_model, spec.d_out
     c = spec.scale_expr
     x = list(sym.X)
