@@ -23,6 +23,7 @@ PROMISED = [
     "derivations/forward.tex",
     "derivations/gradients.md",
     "derivations/gradients.tex",
+    "derivations/validation.md",
     "claims/report.md",
     "graphs/attention-input-1.graphml",
     "graphs/attention-input-1.json",
@@ -59,6 +60,7 @@ def test_tour_succeeds_and_summarises(tour):
     assert "index.html" in stdout
     assert re.search(r"checked \d+ claims", stdout)
     assert "the MLP graph is identical" in stdout
+    assert "numeric forward and backward passes agree" in stdout
 
 
 @pytest.mark.parametrize("name", PROMISED)

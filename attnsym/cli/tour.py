@@ -107,7 +107,7 @@ class _Tour:
 
 # ----------------------------------------------------------------------------- steps
 def _derivations(t: _Tour) -> None:
-    from .. import derive
+    from .. import derive, validate
     from ..spec import AttentionSpec
 
     spec = AttentionSpec(n=2, d_model=2)
@@ -118,6 +118,12 @@ def _derivations(t: _Tour) -> None:
         t.write("derivations", f"{what}.tex", derivation.to_latex(),
                 f"the same {label} as a standalone LaTeX document (pdflatex {what}.tex)")
         t.result.facts[f"{what}_steps"] = len(derivation.steps)
+    report = validate(spec, seed=t.seed)
+    t.write("derivations", "validation.md", "# " + report.to_markdown(),
+            "the derived forward and backward pass evaluated at random inputs against the independent numeric "
+            "backend, quantity by quantity, with the tolerances used")
+    t.result.facts["validation_passed"] = bool(report.passed)
+    t.result.facts["validation_max_abs"] = float(report.max_abs)
 
 
 def _claims(t: _Tour) -> None:
@@ -299,6 +305,10 @@ def summary_lines(result: TourResult) -> list[str]:
     if "forward_steps" in f:
         lines.append(f"derived the forward pass ({f['forward_steps']} steps) and the gradients "
                      f"({f.get('gradients_steps', 0)} steps) for n=2, d=2 exactly with SymPy")
+    if "validation_passed" in f:
+        verdict = "agree" if f["validation_passed"] else "DISAGREE"
+        lines.append(f"symbolic and independent numeric forward and backward passes {verdict} "
+                     f"(largest difference {f['validation_max_abs']:.1e})")
     if "claims" in f:
         counts = ", ".join(f"{v} {k}" for k, v in sorted(f["verdicts"].items()))
         unexpected = f["unexpected"]
