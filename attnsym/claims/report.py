@@ -289,6 +289,13 @@ def render_report(
     """Render the Markdown and every figure (``figure_dir/<claim>-<name>.<fmt>``) in memory.
 
     The Markdown embeds the first format (PNG by default); the others sit beside it.
+
+    Examples
+    --------
+    >>> from attnsym.claims import verify
+    >>> rep = render_report([verify("softmax-jacobian", quick=True)], seed=0, quick=True)
+    >>> rep.markdown.count("$$") > 0, sorted(rep.files)
+    (True, [])
     """
     formats = [f.lower().lstrip(".") for f in formats]
     bad = [f for f in formats if f not in FIGURE_FORMATS]
@@ -325,6 +332,15 @@ def write_report(
     -------
     list of Path
         Every file written, ``report.md`` first.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> from attnsym.claims import verify
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "report"
+    >>> paths = write_report([verify("softmax-jacobian", quick=True)], out, seed=0, quick=True)
+    >>> [p.name for p in paths]
+    ['report.md', 'claims.json']
     """
     directory = Path(directory)
     if directory.exists() and not directory.is_dir():
