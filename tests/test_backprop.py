@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import sympy as sp
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from reference_attention import ref_attention
 from strategies import attention_specs, random_arrays
 
@@ -80,6 +81,15 @@ def test_closed_form_equals_elementwise(spec, wrt, how):
     assert check.entries == sum(len(input_symbols(k, spec.shapes[k])) for k in (wrt or ("X", *spec.parameter_names)))
 
 
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=attention_specs(max_n=2, max_d=2), data=st.data())
+def test_two_routes_agree_for_any_small_spec(spec, data):
+    """Every variant the strategy draws (masks, float scale, positions, biases, heads), one input at a time."""
+    wrt = data.draw(st.sampled_from(("X", *spec.parameter_names)))
+    check = check_gradients(spec, wrt, how="points", points=1)
+    assert check.equal, (spec, wrt, check.mismatches)
+
+
 def test_custom_loss_two_routes_and_value():
     spec = AttentionSpec(n=2, d_model=1, scale="none")
     loss = lambda Y: sum(Y) ** 2 / 2
@@ -133,7 +143,7 @@ def test_lambdified_matches_central_differences(spec):
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(spec=attention_specs(max_n=3, max_d=3), seed=__import__("hypothesis").strategies.integers(0, 10**6))
+@given(spec=attention_specs(max_n=3, max_d=3), seed=st.integers(0, 10**6))
 def test_lambdified_matches_finite_differences_any_spec(spec, seed):
     arrays = random_arrays(spec, seed=seed)
     G = arrays.pop("G")

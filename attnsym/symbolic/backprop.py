@@ -695,7 +695,7 @@ def check_gradients(spec: AttentionSpec, wrt: str | Sequence[str] | None = None,
     stronger statement than the one wanted, and it is what each check establishes.
 
     ``how="auto"`` uses the identity when the layer is tiny (``n * d_model <= 4``, one head),
-    else points.
+    else points. A float ``scale`` is checked as the exact rational number the float stores.
 
     Parameters
     ----------
@@ -725,6 +725,8 @@ def check_gradients(spec: AttentionSpec, wrt: str | Sequence[str] | None = None,
         raise SpecError(f"points must be a positive integer (got {points!r})")
     if how == "auto":
         how = "identity" if spec.n * spec.d_model <= 4 and spec.heads == 1 else "points"
+    if isinstance(spec.scale, float):  # check the formulas exactly: a float scale is the rational it stores
+        spec = spec.replace(scale=sp.Rational(spec.scale))
     closed = gradients(spec, wrt, loss=loss, method="closed_form", max_terms=max_terms)
     element = gradients(spec, wrt, loss=loss, method="elementwise", max_terms=max_terms)
     entries = sum(len(closed.inputs[k]) for k in closed.wrt)
