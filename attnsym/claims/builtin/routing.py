@@ -188,7 +188,7 @@ def check_hypernetwork_view(ctx: CheckContext, *, routing_term: bool = True) -> 
           and routing_norm > 1e-8 and claimed_error < 1e-12)
     return Evidence(
         "hypernetwork-view", HYPER_STATEMENT, "holds" if ok else "fails",
-        method="symbolic proof (exact Jacobian) + numeric check (central differences)",
+        method="symbolic proof (exact Jacobian) + numeric check (central differences, h = 1e-6, |error| < 1e-6)",
         summary=(f"Y = A(X)·V{'·W_O' if sym.W_O is not None else ''} exactly: {y_equals_av}; ∂Y/∂X = frozen-routing "
                  f"term + term from ∂A/∂X (max {routing_norm:.2g}, depends on X); MLP Jacobian constant: {mlp_constant}"),
         conditions=(f"shown symbolically for {spec.describe()}",
@@ -237,7 +237,7 @@ def check_two_token(ctx: CheckContext, *, routings=((0.1, 0.9), (0.95, 0.05)), m
         return two_token_figure(numeric_rows, [float(v) for v in ex.mlp_routings[0]])
     return Evidence(
         "two-token-example", TWO_TOKEN_STATEMENT, "holds" if ok else "fails",
-        method="symbolic construction (exact solve) + numeric check (float64)",
+        method=f"symbolic construction (exact solve) + numeric check (float64, rtol={_TOL.rtol:g}, atol={_TOL.atol:g})",
         summary=(f"one set of weights, inputs solved exactly: routings {', '.join(str(tuple(r)) for r in ex.routings)}; "
                  f"static mixer {tuple(ex.mlp_routings[0])} for every input"),
         conditions=("any target (p, 1 − p) with 0 < p < 1 is reachable: it needs the logit gap s₁₁ − s₁₂ = log(p/(1 − p))",),
@@ -296,7 +296,7 @@ def check_weights_not_preset(ctx: CheckContext, *, preset: bool = False) -> Evid
     ok = rows_sum_one and positive and shift_invariant and nonneg and sums_ok and shift_err <= 1e-12 and changes != preset
     return Evidence(
         "weights-not-preset", PRESET_STATEMENT, "holds" if ok else "fails",
-        method="symbolic proof (exact) + numeric check (float64)",
+        method=f"symbolic proof (exact) + numeric check (float64, rtol={_TOL.rtol:g}, atol={_TOL.atol:g})",
         summary=(f"rows of A > 0, sum 1 (exact); parameters fixed, A moves with X (distance {min(distances):.2f}–"
                  f"{max(distances):.2f}); softmax(s + c) = softmax(s) exactly"),
         conditions=("weights are a softmax of scaled dot products (the similarity); they are 'preset' only if the "
@@ -371,7 +371,7 @@ def check_multi_head(ctx: CheckContext, *, d_k_of=None) -> Evidence:
         return plots.attention_heatmap(A, title="Per-head attention maps for one input (same X, different W_Q, W_K)")
     return Evidence(
         "multi-head", MULTI_STATEMENT, "holds-under-conditions" if ok else "fails",
-        method="exact parameter counts + symbolic identity + numeric check (float64)",
+        method=f"exact parameter counts + symbolic identity + numeric check (float64, rtol={_TOL.rtol:g})",
         summary=(f"parameters for h = 1, 2, 4, 8: {sorted({r['parameters'] for r in counts})} (4·d²); per-head maps "
                  f"differ (distance ≥ {min(head_distances):.2f}); output = concat(heads)·W_O (exact: {symbolic_ok})"),
         conditions=("the count is kept when d_k = d_v = d_model/h (with W_O counted in both layouts)",

@@ -118,7 +118,7 @@ def check_qk_symmetry(ctx: CheckContext, *, criterion: Callable[[sp.Matrix, sp.M
     return Evidence(
         "qk-asymmetry", QK_STATEMENT,
         "holds-under-conditions" if ok else "fails",
-        method="symbolic proof + numeric counter-example (float64)",
+        method=f"symbolic proof + numeric counter-example (float64, rtol={_TOL.rtol:g}, atol={_TOL.atol:g})",
         summary=(f"X Xᵀ symmetric (proof); Q Kᵀ symmetric for all X ⇔ {criterion_text}: "
                  f"{'confirmed' if agree and proofs_ok else 'contradicted'}; random W_Q, W_K: "
                  f"max|S − Sᵀ| = {numeric['max |S − Sᵀ|, separate random W_Q, W_K']:.3g}"),
@@ -198,7 +198,7 @@ def check_permutation_equivariance(ctx: CheckContext, *, positions: str | None =
         verdict = "fails"
     return Evidence(
         "permutation-equivariance", PERM_STATEMENT, verdict,
-        method=f"symbolic proof (n=3, exact) + numeric check (float64, rtol={_TOL.rtol:g})",
+        method=f"symbolic proof (n=3, exact) + numeric check (float64, rtol={_TOL.rtol:g}, atol={_TOL.atol:g})",
         summary=(f"{config}: A(PX) = P A(X) Pᵀ {'holds' if main['holds'] else 'fails'} (exact; numeric "
                  f"{main['numeric max |A(PX) − P A(X) Pᵀ|']:.1g}); broken by "
                  f"{', '.join('positions' if r['positions'] else 'causal mask' for r in broken) or 'nothing tried'}"),
@@ -316,7 +316,7 @@ def check_locality(ctx: CheckContext, *, layer: str = "attention", positions: st
     return Evidence(
         "no-locality-bias", LOCALITY_STATEMENT,
         "holds-under-conditions" if ok else "fails",
-        method="symbolic proof (exact, small n) + numeric check (float64)",
+        method="symbolic proof (exact, small n) + numeric check (float64: shift error, reach of a perturbed token)",
         summary=(f"conv: window ±{conv['symbolic dependency window (tokens either side)']}, shift- not "
                  f"permutation-equivariant; {layer} ({pos} positions): "
                  f"{'global' if subject['symbolic every output depends on every token'] else 'local'}, "
