@@ -167,6 +167,20 @@ def test_batched_evaluation_equals_one_at_a_time():
         np.testing.assert_allclose(batched["W_Q"][b], single["W_Q"], rtol=1e-13, atol=1e-14)
 
 
+def test_large_scores_stay_finite():
+    """Scores in the thousands: the compiled softmax is max-shifted, as the numeric backend's is."""
+    from attnsym.numeric import attention_vjp
+
+    spec = AttentionSpec(n=3, d_model=4, heads=2, causal=True, bias=True)
+    arrays = {k: 30 * v for k, v in random_arrays(spec, seed=11).items()}
+    f = gradients(spec).lambdify()
+    reference = attention_vjp(spec=spec, **arrays)
+    for got in (f(**arrays), {k: v[0] for k, v in f(**{**arrays, "X": arrays["X"][None], "G": arrays["G"][None]}).items()}):
+        for name in got:
+            assert np.isfinite(got[name]).all(), name
+            np.testing.assert_allclose(got[name], reference[name], rtol=1e-9, atol=1e-9 * np.abs(reference[name]).max())
+
+
 def test_exact_evaluation_by_hand():
     """n=2, d=1, unscaled: X = (0, 1), W_Q = W_K = 1, W_V = 2, G = (1, 1).
 

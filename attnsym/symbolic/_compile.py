@@ -21,13 +21,39 @@ from ..errors import BackendError, ShapeError, SpecError
 __all__ = ["compile_gradients"]
 
 
+def _max_shifted(defs, rows) -> list[tuple[sp.Symbol, sp.Expr]]:
+    """Compile each softmax row as ``exp(s_j - max_k s_k) / sum``: the same weights, no overflow.
+
+    The derivation keeps ``exp(s_j)`` (exact and readable); only the compiled program shifts,
+    which changes no value of ``A`` and keeps large scores finite, as numeric code does.
+    """
+    shift: dict[sp.Symbol, tuple[sp.Symbol, sp.Expr]] = {}
+    first: dict[sp.Symbol, tuple[sp.Symbol, sp.Expr]] = {}
+    for k, (scores, exps) in enumerate(rows):
+        if not all(isinstance(e, sp.Symbol) for e in exps):
+            continue
+        m = sp.Symbol(f"_m{k}", real=True)
+        first[exps[0]] = (m, sp.Max(*scores))
+        for s, e in zip(scores, exps, strict=True):
+            shift[e] = (m, s)
+    out = []
+    for symbol, expr in defs:
+        if symbol in first:
+            out.append(first[symbol])
+        if symbol in shift:
+            m, s = shift[symbol]
+            expr = sp.exp(s - m)
+        out.append((symbol, expr))
+    return out
+
+
 def _program(result) -> tuple[list[sp.Symbol], list[tuple[sp.Symbol, sp.Expr]], list[sp.Expr]]:
     arguments = result.arguments
     flat = [s for m in arguments.values() for s in m]
     safe = {s: sp.Symbol(f"_a{k}", real=True) for k, s in enumerate(flat)}
     if result._tape is not None:
         outs = [e for name in result.wrt for e in result._program_outputs[name]]
-        defs = [(t, e.xreplace(safe)) for t, e in result._tape.needed(outs)]
+        defs = _max_shifted([(t, e.xreplace(safe)) for t, e in result._tape.needed(outs)], result._tape.softmax_rows)
         outs = [sp.sympify(o).xreplace(safe) for o in outs]
     else:
         outs = [e.xreplace(safe) for name in result.wrt for e in result[name]]

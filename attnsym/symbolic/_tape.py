@@ -35,6 +35,8 @@ class Tape:
 
     def __init__(self) -> None:
         self.assignments: list[tuple[sp.Symbol, sp.Expr]] = []
+        #: rows of a softmax, ``(scores, exponentials)`` as tape symbols, for a max-shifted compilation
+        self.softmax_rows: list[tuple[list[sp.Expr], list[sp.Expr]]] = []
         self._tag = "_t"  # names are local to one program
         self._explicit: dict[sp.Symbol, sp.Expr] = {}
         self._done = 0

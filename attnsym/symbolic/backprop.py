@@ -237,6 +237,8 @@ def _closed_form_program(spec: AttentionSpec, inputs: Mapping[str, sp.ImmutableM
         for i in range(n):
             keys = [j for j in range(n) if ok(i, j)]
             r = tape.emit(add(*[E[i][j] for j in keys])) if keys else None
+            if len(keys) > 1:
+                tape.softmax_rows.append(([S[i][j] for j in keys], [E[i][j] for j in keys]))
             A.append([tape.emit(E[i][j] / r) if ok(i, j) else zero for j in range(n)])
         Z = [[tape.emit(add(*[A[i][j] * V[j, cc] for j in range(n) if ok(i, j)])) for cc in vc] for i in range(n)]
         heads.append({"qk": qk, "vc": vc, "S": S, "A": A, "Z": Z})
