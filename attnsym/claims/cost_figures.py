@@ -111,5 +111,5 @@ def two_token_figure(routings: Sequence[Sequence[float]], static: Sequence[float
         ax.set_ylim(0, 1)
         ax.set_title(title, fontsize=10)
         ax.legend(fontsize=9)
-    ax_att.set_ylabel("weight of token 1's output on …")
+    ax_att.set_ylabel("weight of each token in output 1")
     return fig
