@@ -432,6 +432,8 @@ class GradientResult(Mapping):
         modules : {"numpy", "cupy"}, default "numpy"
             ``"numpy"``: a single set of inputs is evaluated with Python floats (``math``),
             batches of inputs with NumPy arrays. ``"cupy"``: CuPy arrays (CuPy must be installed).
+            The compiled program computes each softmax row as ``exp(s - max(s)) / sum``: the same
+            weights as the derivation's ``exp(s) / sum``, without overflow for large scores.
 
         Returns
         -------
