@@ -111,7 +111,7 @@ def test_softmax_saturation_verdict_and_trends(saturation):
 def test_softmax_saturation_gradient_reaching_w_q(saturation):
     rows = saturation.details["gradient reaching W_Q"]
     assert rows[0]["median ratio"] == pytest.approx(1.0)  # d = 1: 1/sqrt(d) = 1
-    assert rows[-1]["median ratio"] < 1 and rows[-1]["fraction ratio < 1%"] > rows[0]["fraction ratio < 1%"]
+    assert rows[-1]["geometric-mean ratio"] < 1 and rows[-1]["fraction ratio < 1%"] > rows[0]["fraction ratio < 1%"]
 
 
 def test_softmax_saturation_statistics_against_a_direct_computation():

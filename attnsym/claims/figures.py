@@ -18,7 +18,7 @@ def saturation_gradient_figure(
     jacobian_unscaled: Sequence[float],
     jacobian_scaled: Sequence[float],
     d_grad: Sequence[int],
-    grad_ratio_median: Sequence[float],
+    grad_ratio_typical: Sequence[float],
     grad_dead_fraction: Sequence[float],
     *,
     jacobian_median_unscaled: Sequence[float] | None = None,
@@ -30,9 +30,9 @@ def saturation_gradient_figure(
     ----------
     d, jacobian_unscaled, jacobian_scaled : sequences
         Mean Frobenius norm of ``diag(a) - a a^T`` per row at each ``d``.
-    d_grad, grad_ratio_median, grad_dead_fraction : sequences
-        Median ratio ``||dL/dW_Q||`` unscaled / scaled, and the fraction of draws where it is
-        below 1 %, at each ``d``.
+    d_grad, grad_ratio_typical, grad_dead_fraction : sequences
+        Typical (geometric-mean) ratio ``||dL/dW_Q||`` unscaled / scaled, and the fraction of
+        draws where it is below 1 %, at each ``d``.
     jacobian_median_unscaled, jacobian_median_scaled : sequences, optional
         Median norms, drawn dashed.
 
@@ -59,7 +59,7 @@ def saturation_gradient_figure(
     ax.set_title("Softmax Jacobian norm")
     ax.legend(fontsize=9)
     dg = np.asarray(d_grad, dtype=float)
-    ax2.plot(dg, np.asarray(grad_ratio_median, dtype=float), "o-", color="C3", label="median ratio unscaled / scaled")
+    ax2.plot(dg, np.asarray(grad_ratio_typical, dtype=float), "o-", color="C3", label="geometric-mean ratio unscaled / scaled")
     ax2.plot(dg, np.asarray(grad_dead_fraction, dtype=float), "^-", color="C2", label="fraction with ratio < 1 %")
     ax2.axhline(1.0, color="0.6", ls=":")
     ax2.set_xscale("log", base=2)
