@@ -90,6 +90,18 @@ def test_two_routes_agree_for_any_small_spec(spec, data):
     assert check.equal, (spec, wrt, check.mismatches)
 
 
+@pytest.mark.parametrize(
+    "spec",
+    [AttentionSpec(n=2, d_model=2, heads=2, bias=True),
+     AttentionSpec(n=3, d_model=2, causal=True, bias=True, positions="sinusoidal", scale="none"),
+     AttentionSpec(n=2, d_model=2, output_projection=True, mask=[[False, False], [True, True]])],
+    ids=["two-heads-bias", "causal-bias-positions", "WO-empty-row"],
+)
+def test_closed_form_equals_matrix_identities(spec):
+    check = check_gradients(spec, how="points", points=1, against="matrix")
+    assert check.equal and check.routes == ("closed_form", "matrix"), check.mismatches
+
+
 def test_custom_loss_two_routes_and_value():
     spec = AttentionSpec(n=2, d_model=1, scale="none")
     loss = lambda Y: sum(Y) ** 2 / 2

@@ -77,7 +77,7 @@ Matrix = sp.ImmutableMatrix
 #: default ceiling on the estimated terms of the closed-form program (about (12, 12) single-head)
 DEFAULT_MAX_GRADIENT_TERMS = 60_000
 
-_METHODS = ("closed_form", "elementwise")
+_METHODS = ("closed_form", "elementwise", "matrix")
 _ALTERNATIVE = "attnsym.numeric.attention_vjp"
 
 
@@ -163,7 +163,8 @@ def gradient_cost(spec: AttentionSpec, method: str = "closed_form") -> int:
     share (with ``d_v = d_k``) — a polynomial of low degree, unlike the trees of the elementwise route.
     ``"elementwise"``: the terms of the unexpanded forward pass
     (:func:`~attnsym.symbolic.estimate_cost`) times the number of input entries
-    differentiated, since ``.diff`` walks the whole tree once per entry.
+    differentiated, since ``.diff`` walks the whole tree once per entry. ``"matrix"``: four
+    times the terms of the forward pass (the identities multiply written-out matrices).
 
     Examples
     --------
@@ -179,6 +180,8 @@ def gradient_cost(spec: AttentionSpec, method: str = "closed_form") -> int:
     if method == "elementwise":
         entries = sum(r * c for r, c in (spec.shapes[k] for k in ("X", *spec.parameter_names)))
         return estimate_cost(spec).total * entries
+    if method == "matrix":  # the written-out forward pass, then a few matrix products over it
+        return 4 * estimate_cost(spec).total
     qkv = n * (2 * h * dk + h * dv) * (2 * m + 1)
     scores = h * n * n * (2 * dk + 6)
     mixing = h * n * dv * 2 * n
@@ -524,10 +527,12 @@ def gradients(spec: AttentionSpec, wrt: str | Sequence[str] | None = None, *, lo
         expression in the output symbols ``y_{i,j}`` (``attnsym.symbolic.input_symbols("Y", shape)``),
         or a callable taking that output Matrix and returning one, e.g.
         ``lambda Y: sum(Y) ** 2 / 2``. Other free symbols (targets) become arguments.
-    method : {"closed_form", "elementwise"}, default "closed_form"
+    method : {"closed_form", "elementwise", "matrix"}, default "closed_form"
         ``"closed_form"``: backpropagation's matrix rules applied entry by entry with shared
         subexpressions (fast). ``"elementwise"``: SymPy ``.diff`` of the loss of the forward
-        pass, entry by entry (independent, slow, small sizes only).
+        pass, entry by entry (independent, slow, small sizes only). ``"matrix"``: the
+        ``MatrixSymbol`` identities of :func:`~attnsym.symbolic.matrix_gradients` evaluated on
+        the written-out forward pass of :func:`attnsym.symbolic.attention`, head by head.
     max_terms : float, optional
         Size guard (see :func:`gradient_cost`); default :data:`DEFAULT_MAX_GRADIENT_TERMS` for the
         closed form and :data:`~attnsym.symbolic.DEFAULT_MAX_TERMS` for elementwise;
@@ -572,7 +577,47 @@ def gradients(spec: AttentionSpec, wrt: str | Sequence[str] | None = None, *, lo
     if method == "closed_form":
         tape, outs, _ = _closed_form_program(spec, inputs, the_loss, wrt)
         return GradientResult(**common, _tape=tape, _program_outputs=outs)
+    if method == "matrix":
+        return GradientResult(**common, _explicit=_matrix_route(spec, inputs, the_loss, wrt))
     return GradientResult(**common, _explicit=_elementwise(spec, inputs, the_loss, wrt))
+
+
+def _matrix_route(spec: AttentionSpec, inputs, loss: _Loss, wrt) -> dict[str, sp.ImmutableMatrix]:
+    """Evaluate the MatrixSymbol identities of :func:`matrix_gradients` on the written-out forward pass, head by head."""
+    from .matrices import attention, matmul
+
+    sym = attention(spec, max_terms=float("inf"))  # the guard above already bounded the size
+    n, m, dk, dv = spec.n, spec.d_model, spec.d_k, spec.d_v
+    G = loss.upstream if loss.upstream is not None else loss.G.xreplace(dict(zip(loss.y, sym.Y, strict=True)))
+    grads: dict[str, sp.ImmutableMatrix] = {}
+    if spec.output_projection:
+        grads["W_O"] = matmul(sym.Z.T, G)
+        if spec.bias:
+            grads["b_O"] = Matrix(1, m, lambda _, j: sp.Add(*G[:, j]))
+        dZ = matmul(G, sym.W_O.T)
+    else:
+        dZ = G
+    identities = matrix_gradients(spec, output_projection=False)
+    parts: dict[str, list] = {name: [] for name in ("W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V")}
+    dX = sp.zeros(n, m)
+    for h in range(spec.heads):
+        qk, vc = list(range(h * dk, (h + 1) * dk)), list(range(h * dv, (h + 1) * dv))
+        values = {"X": sym.X, "W_Q": sym.W_Q[:, qk], "W_K": sym.W_K[:, qk], "W_V": sym.W_V[:, vc],
+                  "A": sym.A_heads[h], "G": dZ[:, vc]}
+        if spec.bias:
+            values.update(b_Q=sym.b_Q[:, qk], b_K=sym.b_K[:, qk], b_V=sym.b_V[:, vc])
+        if spec.positions:
+            values["PE"] = sym.PE
+        for name in parts:
+            if name in wrt:
+                parts[name].append(identities.explicit(name, values))
+        if "X" in wrt:
+            dX += identities.explicit("X", values)
+    for name, blocks in parts.items():
+        if blocks:
+            grads[name] = Matrix(sp.Matrix.hstack(*blocks))
+    grads["X"] = Matrix(dX)
+    return {name: Matrix(grads[name]) for name in wrt}
 
 
 def _elementwise(spec: AttentionSpec, inputs, loss: _Loss, wrt) -> dict[str, sp.ImmutableMatrix]:
@@ -605,6 +650,8 @@ class GradientCheck:
         Random points used (0 for ``"identity"``).
     mismatches : tuple
         ``(name, i, j)`` of entries that differ (empty when equal).
+    routes : tuple of str
+        The two methods compared.
     """
 
     spec: AttentionSpec
@@ -613,6 +660,7 @@ class GradientCheck:
     entries: int
     points: int
     mismatches: tuple[tuple[str, int, int], ...] = ()
+    routes: tuple[str, str] = ("closed_form", "elementwise")
 
     def __bool__(self) -> bool:
         return self.equal
@@ -681,7 +729,7 @@ class _Rewriter:
 
 
 def check_gradients(spec: AttentionSpec, wrt: str | Sequence[str] | None = None, *, loss: Any = None,
-                    how: str = "auto", points: int = 3, seed: int = 0,
+                    how: str = "auto", points: int = 3, seed: int = 0, against: str = "elementwise",
                     max_terms: float | None = None) -> GradientCheck:
     r"""Prove that the closed-form and the elementwise gradients are equal.
 
@@ -709,6 +757,10 @@ def check_gradients(spec: AttentionSpec, wrt: str | Sequence[str] | None = None,
     how : {"auto", "identity", "points"}
     points : int, default 3
     seed : int, default 0
+    against : {"elementwise", "matrix"}, default "elementwise"
+        The route the closed form is compared with: SymPy's ``.diff`` (independent of every
+        backpropagation rule), or the ``MatrixSymbol`` identities evaluated on explicit matrices
+        (cheap; it checks the entry-by-entry program against the matrix-level formulas).
 
     Returns
     -------
@@ -727,12 +779,14 @@ def check_gradients(spec: AttentionSpec, wrt: str | Sequence[str] | None = None,
         raise SpecError(f"how must be 'auto', 'identity' or 'points' (got {how!r})")
     if isinstance(points, bool) or not isinstance(points, int) or points < 1:
         raise SpecError(f"points must be a positive integer (got {points!r})")
+    if against not in ("elementwise", "matrix"):
+        raise SpecError(f"against must be 'elementwise' or 'matrix' (got {against!r})")
     if how == "auto":
         how = "identity" if spec.n * spec.d_model <= 4 and spec.heads == 1 else "points"
     if isinstance(spec.scale, float):  # check the formulas exactly: a float scale is the rational it stores
         spec = spec.replace(scale=sp.Rational(spec.scale))
     closed = gradients(spec, wrt, loss=loss, method="closed_form", max_terms=max_terms)
-    element = gradients(spec, wrt, loss=loss, method="elementwise", max_terms=max_terms)
+    element = gradients(spec, wrt, loss=loss, method=against, max_terms=max_terms)
     entries = sum(len(closed.inputs[k]) for k in closed.wrt)
     rng = random.Random(seed)
     envs = [{}] if how == "identity" else []
@@ -749,7 +803,8 @@ def check_gradients(spec: AttentionSpec, wrt: str | Sequence[str] | None = None,
                 where = (name, *divmod(idx, a.shape[1]))
                 if where not in mismatches and sp.expand(rewrite(a[idx]) - rewrite(b[idx])) != 0:
                     mismatches.append(where)
-    return GradientCheck(spec, not mismatches, how, entries, len(envs) if how == "points" else 0, tuple(mismatches))
+    return GradientCheck(spec, not mismatches, how, entries, len(envs) if how == "points" else 0, tuple(mismatches),
+                         ("closed_form", against))
 
 
 # ---------------------------------------------------------------------------------------------- derivation
