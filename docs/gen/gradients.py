@@ -75,21 +75,23 @@ def _backward_derivation() -> str:
 
 def _two_routes() -> str:
     specs = [
-        (AttentionSpec(n=2, d_model=2), None, "identity"),
-        (AttentionSpec(n=2, d_model=2, causal=True, bias=True), None, "points"),
-        (AttentionSpec(n=2, d_model=2, heads=2), None, "points"),
-        (AttentionSpec(n=3, d_model=2, scale="none"), None, "points"),
+        (AttentionSpec(n=2, d_model=2), "identity", "elementwise"),
+        (AttentionSpec(n=2, d_model=2, causal=True, bias=True), "points", "elementwise"),
+        (AttentionSpec(n=2, d_model=2, heads=2), "points", "elementwise"),
+        (AttentionSpec(n=3, d_model=2, scale="none"), "points", "elementwise"),
+        (AttentionSpec(n=3, d_model=4, heads=2, causal=True, bias=True), "points", "matrix"),
     ]
-    rows = ["| layer | compared | how | equal |", "|---|---|---|---|"]
-    for spec, wrt, how in specs:
-        check = check_gradients(spec, wrt, how=how, points=2)
+    rows = ["| layer | closed form against | compared | how | equal |", "|---|---|---|---|---|"]
+    for spec, how, against in specs:
+        check = check_gradients(spec, how=how, points=2, against=against)
         what = "identity (polynomial)" if check.how == "identity" else f"{check.points} random rational points, exactly"
-        rows.append(f"| {spec.describe()} | {check.entries} gradient entries | {what} | **{check.equal}** |")
+        rows.append(f"| {spec.describe()} | `{against}` | {check.entries} gradient entries | {what} | **{check.equal}** |")
     return (
         "`attnsym.gradients(spec, method=...)` derives every gradient two independent ways: `\"closed_form\"` applies "
         "the identities above entry by entry (a straight-line program with shared subexpressions), "
-        "`\"elementwise\"` calls SymPy's `.diff` on the loss built from the forward pass. `check_gradients` proves "
-        "them equal: each `exp(·)` becomes an independent symbol (so does each inverse row sum), and the difference "
+        "`\"elementwise\"` calls SymPy's `.diff` on the loss built from the forward pass (and `\"matrix\"` evaluates "
+        "the identities above on the written-out forward pass, head by head). `check_gradients` proves "
+        "two of them equal: each `exp(·)` becomes an independent symbol (so does each inverse row sum), and the difference "
         "must expand to the zero polynomial — either with every input symbolic (*identity*) or after substituting "
         "random rationals for the inputs (*points*). Checked while this page was built:\n\n" + "\n".join(rows) + "\n"
     )
