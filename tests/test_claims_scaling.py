@@ -133,3 +133,16 @@ def test_saturation_figures_build(saturation):
     for build in saturation.figures.values():
         fig = build()
         assert len(fig.axes) >= 2
+
+
+def test_beyond_the_conditions_the_exact_formulas_hold_and_the_claim_does_not(variance):
+    rows = variance.details["beyond the conditions (Monte Carlo vs exact)"]
+    by_case = {r["case"]: r for r in rows}
+    same, means = by_case["q = k (W_Q = W_K)"], by_case["means μ_q = μ_k = 1/2"]
+    dim = same["d"]
+    # by hand: q·q is chi-square(d): mean d, variance 2d; with means 1/2: E = d/4, Var = d (1 + 1/4 + 1/4)
+    assert (same["exact E[q·k]"], same["exact Var[q·k]"]) == (dim, 2 * dim)
+    assert (means["exact E[q·k]"], means["exact Var[q·k]"]) == (dim / 4, 1.5 * dim)
+    assert means["exact E[q·k/√d]"] == pytest.approx(math.sqrt(dim) / 4)  # grows with d despite the scaling
+    assert all(r["agrees with exact"] for r in rows)
+    assert all(abs(r["z against the claim's Var = d"]) > 5 for r in rows)  # the measured variance is not d
