@@ -150,11 +150,11 @@ def to_json(evidences: Sequence[Evidence], *, seed: int, quick: bool, timing: bo
 # ----------------------------------------------------------------------------- Markdown
 
 def _cell(value: Any) -> str:
-    """One value for a Markdown table cell or a bullet."""
+    """One value for a Markdown table cell or a bullet (a ``|`` would end a table cell: LaTeX gets ``\\vert``)."""
     if _is_sympy(value):
         import sympy as sp
 
-        return f"${sp.latex(value)}$"
+        return "$" + sp.latex(value).replace("|", r"\vert ") + "$"
     if isinstance(value, bool | np.bool_):
         return "yes" if value else "no"
     if isinstance(value, float | np.floating):
