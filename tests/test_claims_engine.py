@@ -238,3 +238,11 @@ def test_cli_report_files_and_force(tmp_path, capsys, user_claims):
 def test_cli_list(capsys):
     assert main(["verify", "--list"]) == 0
     assert "softmax-saturation" in capsys.readouterr().out
+
+
+def test_latex_with_bars_does_not_break_markdown_tables():
+    from attnsym.claims.report import _table
+
+    x = sp.Symbol("x")
+    line = _table([{"value": sp.Abs(x), "text": "a|b"}])[2]
+    assert line.count("|") - line.count("\\|") == 3  # only the cell separators
