@@ -617,11 +617,19 @@ def path_length_figure(
         (axes[0], path_lengths, "maximum path length (edges)", "Maximum path length between positions"),
         (axes[1], depths, "sequential operations (DAG depth)", "Sequential operations"),
     ):
+        same: dict[tuple, list[str]] = {}
+        every = max(1, len(ns) // 12)  # at most about a dozen markers per line
         for k, (arch, values) in enumerate(table.items()):
             values = _as_numpy(values, f"{arch} values")
             if values.shape != ns.shape:
                 raise ShapeError(f"values for {arch!r} must have one entry per n ({ns.shape}) (got {values.shape})")
-            ax.plot(ns, values, marker=markers[k % len(markers)], label=str(arch).replace("_", " "))
+            name = str(arch).replace("_", " ")
+            ax.plot(ns, values, marker=markers[k % len(markers)], markevery=every, label=name)
+            same.setdefault(tuple(values.tolist()), []).append(name)
+        for values, names in same.items():
+            if len(names) > 1:  # lines drawn on top of each other: say so
+                ax.annotate(" = ".join(names), (ns[len(ns) // 2], values[len(ns) // 2]), textcoords="offset points",
+                            xytext=(0, 8), ha="center", fontsize=8, color="0.3")
         ax.set_xlabel("sequence length n")
         ax.set_ylabel(ylabel)
         ax.set_title(title)
