@@ -176,7 +176,13 @@ def test_path_length_figure_has_one_line_per_architecture():
     left, right = _main_axes(fig)
     assert [line.get_label() for line in left.get_lines()] == ["self-attention", "recurrent"]
     np.testing.assert_array_equal(right.get_lines()[1].get_ydata(), [2, 4, 8])
+    assert not right.texts  # no two lines coincide in the depth panel
     _assert_labelled(fig)
+    fig = plots.path_length_figure(ns, {"self_attention": [1, 1, 1], "convolution": [1, 1, 1]},
+                                   {"self_attention": [1, 1, 1], "convolution": [1, 2, 3]})
+    left, right = _main_axes(fig)
+    assert [t.get_text() for t in left.texts] == ["self attention = convolution"]  # coinciding lines are named
+    assert not right.texts
     with pytest.raises(at.ShapeError, match="one entry per n"):
         plots.path_length_figure(ns, {"rnn": [1, 2]}, {"rnn": [1, 2]})
 
