@@ -46,3 +46,12 @@ def test_how_to_pages_include_the_tested_examples():
         included |= set(re.findall(r'--8<-- "([^"]+)"', page.read_text(encoding="utf-8")))
     examples = {p.name for p in (DOCS.parent / "examples").glob("*.py")}
     assert included == examples
+
+
+def test_architecture_page_names_every_public_module():
+    text = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    package = DOCS.parent / "attnsym"
+    public = sorted(p.stem if p.is_file() else p.name for p in package.iterdir()
+                    if not p.name.startswith("_") and (p.suffix == ".py" or (p / "__init__.py").is_file()))
+    missing = [name for name in public if f"attnsym.{name}" not in text]
+    assert not missing, f"docs/architecture.md does not mention {missing}"
