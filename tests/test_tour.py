@@ -202,3 +202,18 @@ def test_force_rewrites_an_existing_tour(tmp_path, monkeypatch):
     assert [e.path for e in second.entries] == [e.path for e in first.entries]
     assert (tmp_path / "t" / "derivations" / "forward.md").read_text(encoding="utf-8").startswith("# ")
     assert "derivations/forward.md" in (tmp_path / "t" / "index.html").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("what", ["forward", "gradients"])
+def test_latex_derivations_compile(tour, what, tmp_path):
+    import shutil
+    import subprocess
+
+    if shutil.which("pdflatex") is None:
+        pytest.skip("pdflatex is not installed")
+    folder, _, _ = tour
+    shutil.copy(folder / "derivations" / f"{what}.tex", tmp_path)
+    proc = subprocess.run(["pdflatex", "-interaction=nonstopmode", "-halt-on-error", f"{what}.tex"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-2000:]
+    assert (tmp_path / f"{what}.pdf").stat().st_size > 1000
