@@ -70,8 +70,10 @@ def _shift_equation():
 
 def _parameter_equation():
     d, h = sp.symbols("d h", positive=True, integer=True)
-    width = h * sp.UnevaluatedExpr(d / h)
-    return sp.Eq(3 * d * width + width * d, 4 * d**2, evaluate=False)
+    width = sp.Mul(h, sp.UnevaluatedExpr(d / h), evaluate=False)  # h heads of width d/h
+    qkv = sp.Mul(3, d, width, evaluate=False)  # W_Q, W_K, W_V: d × (h·d/h) each
+    out = sp.Mul(width, d, evaluate=False)  # W_O: (h·d/h) × d
+    return sp.Eq(sp.Add(qkv, out, evaluate=False), 4 * d**2, evaluate=False)
 
 
 # ----------------------------------------------------------------------------- dynamic-routing
