@@ -468,3 +468,21 @@ def test_cupy_lambdify_matches_numpy():
     on_cpu = g.lambdify()(**arrays)
     for name in g:
         np.testing.assert_allclose(cp.asnumpy(on_gpu[name]), on_cpu[name], rtol=1e-12, atol=1e-13)
+
+
+def test_docs_page_generates(tmp_path, monkeypatch):
+    """docs/gen/gradients.py builds the "Gradients of attention" page; every verdict on it holds."""
+    import builtins
+    import runpy
+    import sys
+    import types
+    from pathlib import Path
+
+    stub = types.ModuleType("mkdocs_gen_files")
+    stub.open = lambda name, mode="r": builtins.open(tmp_path / name, mode)
+    monkeypatch.setitem(sys.modules, "mkdocs_gen_files", stub)
+    runpy.run_path(str(Path(__file__).resolve().parents[1] / "docs" / "gen" / "gradients.py"), run_name="__main__")
+    page = (tmp_path / "gradients.md").read_text(encoding="utf-8")
+    assert page.startswith("# Gradients of attention")
+    assert "**False**" not in page and page.count("**True**") >= 6
+    assert r"\operatorname{diag}(a) - a a^\top" in page
