@@ -64,6 +64,8 @@ def test_kv_cache_details():
     assert ev.details["counts equal the closed form at every step"]
     assert max(ev.details["max error per token (cache)"]) < 1e-12
     assert ev.details["non-causal: max change of earlier outputs when a token is appended"] > 1e-6
+    assert ev.details["symbolic: causal outputs of 2 tokens unchanged by a 3rd (exact)"]
+    assert not ev.details["symbolic: non-causal outputs of 2 tokens unchanged by a 3rd"]
 
 
 @pytest.mark.parametrize(("check", "wrong"), [

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 import numpy as np
 import sympy as sp
 
+from ...spec import AttentionSpec
 from ...testing import TOLERANCES
 from .._registry import CheckContext, Evidence, claim
 
@@ -284,7 +285,17 @@ def check_kv_cache(ctx: CheckContext, *, cached_degree: int = 1, uncached_degree
     Y_short = attention(X[:-1], W_Q, W_K, W_V, W_O, heads=heads, return_weights=False)
     Y_long = attention(X, W_Q, W_K, W_V, W_O, heads=heads, return_weights=False)
     bidirectional_change = _max_abs(Y_long[:-1], Y_short)
-    ok = exact and counts_match and deg_fast == cached_degree and deg_slow == uncached_degree
+    # exact reason the cache is valid: with a causal mask, the outputs of a prefix are the same
+    # SymPy expressions whether or not later tokens exist (and without the mask they are not)
+    from ...symbolic import attention as sym_attention
+
+    def prefix_unchanged(causal: bool) -> bool:
+        long, short = (sym_attention(AttentionSpec(n=m, d_model=1, causal=causal)) for m in (3, 2))
+        return all(e == 0 for e in (long.Y[:2, :] - short.Y))
+
+    symbolic_causal, symbolic_bidirectional = prefix_unchanged(True), prefix_unchanged(False)
+    ok = (exact and counts_match and deg_fast == cached_degree and deg_slow == uncached_degree
+          and symbolic_causal and not symbolic_bidirectional)
     steps = [{"t": a["t"], "mul with cache": a["mul"], "mul without cache": b["mul"]}
              for a, b in zip(fast.steps, slow.steps, strict=True)]
 
@@ -295,7 +306,7 @@ def check_kv_cache(ctx: CheckContext, *, cached_degree: int = 1, uncached_degree
                                   [s["mul without cache"] for s in steps])
     return Evidence(
         "kv-cache", KV_STATEMENT, "holds" if ok else "fails",
-        method=f"numeric check (float64, rtol={_TOL.rtol:g}) + exact operation counts",
+        method=f"symbolic proof (prefix outputs) + numeric check (float64, rtol={_TOL.rtol:g}) + exact operation counts",
         summary=(f"cached decoding = full causal attention (error {max(err_fast):.1g}); per-step multiplications "
                  f"{poly_fast['mul']} with cache vs {poly_slow['mul']} without (degree {deg_fast} vs {deg_slow} in t)"),
         conditions=("needs a causal mask: without one, appending a token changes every earlier output "
@@ -305,7 +316,9 @@ def check_kv_cache(ctx: CheckContext, *, cached_degree: int = 1, uncached_degree
         details={"max error per token (cache)": err_fast, "max error per token (no cache)": err_slow,
                  "steps": steps, "counts equal the closed form at every step": counts_match,
                  "cache shape (heads, n, d_k)": fast.cache_shape,
-                 "non-causal: max change of earlier outputs when a token is appended": bidirectional_change},
+                 "non-causal: max change of earlier outputs when a token is appended": bidirectional_change,
+                 "symbolic: causal outputs of 2 tokens unchanged by a 3rd (exact)": symbolic_causal,
+                 "symbolic: non-causal outputs of 2 tokens unchanged by a 3rd": symbolic_bidirectional},
         equations=(("multiplications at step t, with cache", sp.Eq(sp.Symbol("mul_cached"), poly_fast["mul"])),
                    ("multiplications at step t, without cache", sp.Eq(sp.Symbol("mul_recompute"), poly_slow["mul"]))),
         figures={"decode-cost": figure},
