@@ -161,6 +161,7 @@ def attention_heatmap(
     head_titles: Sequence[str] | None = None,
     title: str | None = None,
     annotate: bool | None = None,
+    label: str = "attention weight $A_{ij}$",
 ) -> Figure:
     """Heatmap of attention weights, one panel per head: query (rows) × key (columns).
 
@@ -177,6 +178,9 @@ def attention_heatmap(
         Figure title; default ``"Attention weights A = softmax(Q Kᵀ / √d_k)"``.
     annotate : bool, optional
         Print each weight in its cell; default when ``n <= 8``.
+    label : str
+        Label of the colour bar (change it when drawing scores ``S`` rather than weights).
+        Values outside [0, 1] get a colour scale from their minimum to their maximum.
 
     Returns
     -------
@@ -244,7 +248,7 @@ def attention_heatmap(
                     shade = (value - vmin) / (vmax - vmin or 1.0)
                     ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=9,
                             color="black" if shade > 0.6 else "white")
-    fig.colorbar(image, ax=axes[:heads].tolist(), label="attention weight $A_{ij}$", shrink=0.9)
+    fig.colorbar(image, ax=axes[:heads].tolist(), label=label, shrink=0.9)
     fig.suptitle(title or r"Attention weights $A = \mathrm{softmax}(QK^\top/\sqrt{d_k})$, rows sum to 1")
     return fig
 
