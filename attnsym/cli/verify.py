@@ -76,21 +76,33 @@ def _print_list() -> int:
 _STYLE = {"holds": "green", "holds-under-conditions": "yellow", "fails": "red"}
 
 
-def _table(evidences):
+def _short_method(method: str) -> str:
+    """The kinds of evidence without their parenthesised details: 'symbolic proof + Monte Carlo'."""
+    depth, kept = 0, []
+    for char in method:
+        depth += (char == "(") - (char == ")")
+        if depth == 0 and char != ")":
+            kept.append(char)
+    return " ".join("".join(kept).split())
+
+
+def _table(evidences, width: int):
     from rich.table import Table
     from rich.text import Text
 
+    wide = width >= 140
     table = Table(title="attnsym verify", show_lines=True)
     table.add_column("claim", style="bold", no_wrap=True)
     table.add_column("verdict", no_wrap=True)
-    table.add_column("method")
-    table.add_column("key evidence")
+    table.add_column("method", ratio=1)
+    table.add_column("key evidence", ratio=3 if wide else 2)
     table.add_column("s", justify="right", no_wrap=True)
     for ev in evidences:
         verdict = Text(ev.verdict, style=_STYLE.get(ev.verdict, ""))
         if not ev.as_expected:
             verdict.append(f"\n(expected {ev.expected})", style="bold red")
-        table.add_row(ev.claim, verdict, ev.method, ev.summary, f"{ev.seconds:.1f}")
+        method = ev.method if wide else _short_method(ev.method)
+        table.add_row(ev.claim, verdict, method, ev.summary, f"{ev.seconds:.1f}")
     return table
 
 
@@ -132,7 +144,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(to_json(evidences, seed=args.seed, quick=args.quick))
     else:
-        Console().print(_table(evidences))
+        console = Console()
+        if not console.is_terminal:  # a file or a pipe: no terminal to fit, use a readable width
+            console = Console(width=max(console.width, 160))
+        console.print(_table(evidences, console.width))
     if args.report is not None:
         written = write_report(evidences, args.report, seed=args.seed, quick=args.quick, overwrite=args.force,
                                figures=not args.no_figures)
