@@ -11,6 +11,12 @@ from .errors import OverwriteError
 __all__ = ["atomic_write"]
 
 
+def _current_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write(path: str | os.PathLike, data: str | bytes, *, overwrite: bool = False) -> Path:
     """Write ``data`` to ``path`` atomically; refuse to replace an existing file.
 
@@ -57,6 +63,8 @@ def atomic_write(path: str | os.PathLike, data: str | bytes, *, overwrite: bool 
     payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        # mkstemp makes the file private (0600); give it the mode an ordinary open() would
+        os.fchmod(fd, 0o666 & ~_current_umask())
         with os.fdopen(fd, "wb") as handle:
             handle.write(payload)
             handle.flush()

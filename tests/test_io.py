@@ -20,3 +20,16 @@ def test_refuses_overwrite_and_keeps_content(tmp_path):
 def test_directory_target_is_an_error(tmp_path):
     with pytest.raises(OverwriteError, match="is a directory"):
         atomic_write(tmp_path, "x")
+
+
+def test_written_file_gets_the_ordinary_permissions(tmp_path):
+    import os
+
+    mask = os.umask(0o022)
+    try:
+        path = atomic_write(tmp_path / "f.txt", "x")
+        reference = tmp_path / "plain.txt"
+        reference.write_text("x")
+    finally:
+        os.umask(mask)
+    assert path.stat().st_mode & 0o777 == reference.stat().st_mode & 0o777 == 0o644
