@@ -12,7 +12,15 @@ __all__ = ["atomic_write"]
 
 
 def _current_umask() -> int:
-    mask = os.umask(0)
+    """The process umask, read without changing it where Linux allows (os.umask is a set-and-get)."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except OSError:
+        pass
+    mask = os.umask(0o022)
     os.umask(mask)
     return mask
 
