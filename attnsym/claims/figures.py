@@ -39,8 +39,8 @@ def saturation_gradient_figure(
     Examples
     --------
     >>> fig = saturation_gradient_figure([1, 4], [0.3, 0.2], [0.3, 0.3], [1, 4], [1.0, 0.9], [0.0, 0.1])
-    >>> len(fig.axes)
-    2
+    >>> len(fig.axes)  # two panels and the right-hand axis of the second
+    3
     """
     from matplotlib.figure import Figure
 
@@ -59,13 +59,22 @@ def saturation_gradient_figure(
     ax.set_title("Softmax Jacobian norm")
     ax.legend(fontsize=9)
     dg = np.asarray(d_grad, dtype=float)
-    ax2.plot(dg, np.asarray(grad_ratio_typical, dtype=float), "o-", color="C3", label="geometric-mean ratio unscaled / scaled")
-    ax2.plot(dg, np.asarray(grad_dead_fraction, dtype=float), "^-", color="C2", label="fraction with ratio < 1 %")
+    ratio_line = ax2.plot(dg, np.asarray(grad_ratio_typical, dtype=float), "o-", color="C3",
+                          label="ratio unscaled / scaled (geometric mean, left axis)")
     ax2.axhline(1.0, color="0.6", ls=":")
     ax2.set_xscale("log", base=2)
     ax2.set_yscale("log")
     ax2.set_xlabel("dimension d")
+    ax2.set_ylabel(r"$\|\partial L/\partial W_Q\|$ unscaled / scaled")
     ax2.set_title(r"Gradient reaching $W_Q$ (one query's loss)")
-    ax2.legend(fontsize=9)
+    # the fraction is a proportion in [0, 1] (often exactly 0 at small d): a linear axis of its own
+    ax3 = ax2.twinx()
+    fraction_line = ax3.plot(dg, np.asarray(grad_dead_fraction, dtype=float), "^--", color="C2",
+                             label="fraction of queries with ratio < 1 % (right axis)")
+    ax3.set_ylim(-0.02, 1.02)
+    ax3.set_ylabel("fraction of queries with ratio < 1 %", color="C2")
+    ax3.tick_params(axis="y", colors="C2")
+    lines = ratio_line + fraction_line
+    ax2.legend(lines, [line.get_label() for line in lines], fontsize=9, loc="center left")
     fig.suptitle("Without 1/√d the softmax saturates: its Jacobian, and the gradient through it, vanish for most queries")
     return fig
