@@ -69,3 +69,20 @@ def test_figures_build(claim_id):
     ev = at.verify(claim_id, quick=True)
     for build in ev.figures.values():
         assert build().axes
+
+
+@pytest.mark.parametrize("claim_id", ["softmax-jacobian", "sinusoidal-positions"])
+def test_matrix_equations_are_shown_not_evaluated_to_false(claim_id):
+    # sp.Eq(symbol, Matrix) evaluates to BooleanFalse: the report printed "False" for the Jacobian and PE
+    ev = at.verify(claim_id, quick=True)
+    for title, eq in ev.equations:
+        assert isinstance(eq, sp.Equality), (title, eq)
+    eqs = dict(ev.equations)
+    if claim_id == "softmax-jacobian":
+        a0, a1 = (sp.Symbol(f"a_{i}", positive=True) for i in range(2))
+        closed = eqs["closed form, n = 2"].rhs
+        assert sp.Matrix(closed).xreplace({a0: sp.Rational(1, 4), a1: sp.Rational(3, 4)}) == \
+            sp.Matrix([[sp.Rational(3, 16), -sp.Rational(3, 16)], [-sp.Rational(3, 16), sp.Rational(3, 16)]])
+    else:
+        pe = sp.Matrix(eqs["symbolic PE, n = 3 rows of d = 8"].rhs)
+        assert pe.shape == (3, 8) and pe[1, 0] == sp.sin(1) and pe[1, 1] == sp.cos(1) and pe[0, 1] == 1

@@ -97,8 +97,8 @@ def check_softmax_jacobian(ctx: CheckContext, *, claimed=None) -> Evidence:
         equations=(
             ("softmax", sp.Eq(tex("a_i"), sp.exp(sp.Symbol("z_i")) / sp.Sum(sp.exp(sp.Symbol("z_k")), (sp.Symbol("k"), 1,
                                                                                                      sp.Symbol("n"))))),
-            ("derived by differentiation, n = 2", sp.Eq(tex(r"\partial a / \partial z"), jac2.derived)),
-            ("closed form, n = 2", sp.Eq(tex(r"\operatorname{diag}(a) - a a^\top"), jac2.closed_form)),
+            ("derived by differentiation, n = 2", sp.Eq(tex(r"\partial a / \partial z"), jac2.derived, evaluate=False)),
+            ("closed form, n = 2", sp.Eq(tex(r"\operatorname{diag}(a) - a a^\top"), jac2.closed_form, evaluate=False)),
             ("leading minor on the simplex, n = 3 (nonzero: rank n − 1)",
              sp.Eq(tex(r"\det J_{[0:2, 0:2]}"), derive_softmax_jacobian(3).minor_determinant)),
         ),
@@ -166,7 +166,7 @@ def check_sinusoidal_positions(ctx: CheckContext, *, claimed_ratio=None) -> Evid
     equations = (
         ("even columns", sp.Eq(tex(r"PE_{p, 2i}"), sp.sin(p / sp.Symbol("b") ** (2 * sp.Symbol("i") / sp.Symbol("d"))))),
         ("odd columns", sp.Eq(tex(r"PE_{p, 2i+1}"), sp.cos(p / sp.Symbol("b") ** (2 * sp.Symbol("i") / sp.Symbol("d"))))),
-        (f"symbolic PE, n = 3 rows of d = {d_sym}", sp.Eq(tex("PE"), PE[:3, :])),
+        (f"symbolic PE, n = 3 rows of d = {d_sym}", sp.Eq(tex("PE"), PE[:3, :], evaluate=False)),
         ("geometric frequencies: ratio of consecutive ω_i", sp.Eq(tex(r"\omega_{i+1}/\omega_i"), expected_ratio)),
         ("shift by k is a rotation of each (sin, cos) pair, independent of p",
          sp.Eq(sp.MatMul(R, pair, evaluate=False), shifted)),
