@@ -136,3 +136,17 @@ def test_version():
     proc = _run("--version")
     assert proc.returncode == 0
     assert proc.stdout.strip() == f"attnsym {at.__version__}"
+
+
+def test_cli_starts_in_a_fresh_interpreter_without_site():
+    # ``importlib.util`` is a submodule: ``import importlib`` alone does not provide it, and in a
+    # plain (non-editable) install nothing else imported it first, so every command crashed.
+    # Here an editable install's path hook may have imported it, so forget it first.
+    code = (
+        "import importlib, sys; sys.modules.pop('importlib.util', None); vars(importlib).pop('util', None); "
+        "from attnsym.cli import main; sys.exit(main(['--help']))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert "derive" in result.stdout
