@@ -60,3 +60,26 @@ def test_bad_arguments():
         structure.check_locality(QUICK, layer="rnn")
     with pytest.raises(ValueError, match="positions must be None or 'sinusoidal'"):
         structure.check_locality(QUICK, positions="rotary")
+
+
+def test_qk_symmetry_condition_names_the_biases():
+    # S = (X W_Q + 1 b_Q)(X W_K + 1 b_K)ᵀ: symmetric for all X iff M = W_Q W_Kᵀ symmetric and W_Q b_Kᵀ = W_K b_Qᵀ
+    import numpy as np
+
+    ev = structure.check_qk_symmetry(QUICK)
+    assert ev.verdict == "holds-under-conditions"
+    biased = ev.details["QKᵀ symmetric for all X, with biases (exact)"]
+    assert biased == {"W_K = W_Q, separate biases b_Q, b_K": False, "W_K = W_Q, shared bias b_K = b_Q": True}
+    assert any("W_Q b_Kᵀ = W_K b_Qᵀ" in c for c in ev.conditions)
+    rng = np.random.default_rng(3)
+    X, W = rng.standard_normal((5, 3)), rng.standard_normal((3, 3))
+    R = np.array([[2.0, 1.0, 0.0], [1.0, 3.0, -1.0], [0.0, -1.0, 1.0]])  # symmetric
+    b_Q, b_K = rng.standard_normal(3), rng.standard_normal(3)
+
+    def asym(WQ, WK, bq, bk):
+        S = (X @ WQ + bq) @ (X @ WK + bk).T
+        return np.abs(S - S.T).max()
+
+    assert asym(W, W, b_Q, b_K) > 1e-3                # tied weights, different biases: not symmetric
+    assert asym(W, W @ R, b_Q, b_Q @ R) < 1e-12       # M symmetric and W_Q b_Kᵀ = W_K b_Qᵀ with b_K ≠ b_Q
+    assert asym(W, W @ R, b_Q, b_Q) > 1e-3            # M symmetric alone is not enough

@@ -113,7 +113,19 @@ def check_qk_symmetry(ctx: CheckContext, *, criterion: Callable[[sp.Matrix, sp.M
         "max |S − Sᵀ|, W_K = W_Q": _max_abs(S_tied, S_tied.T),
     }
     counter_example = not _close(S_sep, S_sep.T) and _close(S_gram, S_gram.T) and _close(S_tied, S_tied.T)
-    ok = gram and proofs_ok and agree and counter_example
+    # biases: S − Sᵀ gains X(u − w)1ᵀ − 1(u − w)ᵀXᵀ with u = W_Q b_Kᵀ, w = W_K b_Qᵀ, so W_K = W_Q is not enough
+    Xs = sp.Matrix(2, d, lambda i, j: sp.Symbol(f"x_{{{i + 1},{j + 1}}}"))
+    b_Q, b_K = (sp.Matrix(1, d, lambda _, j, name=name: sp.Symbol(f"b^{{{name}}}_{{{j + 1}}}")) for name in ("Q", "K"))
+    ones = sp.ones(2, 1)
+
+    def biased_symmetric(bq, bk) -> bool:
+        S = (Xs * W + ones * bq) * (Xs * W + ones * bk).T
+        return sp.expand(S[0, 1] - S[1, 0]) == 0
+
+    bias_cases = {"W_K = W_Q, separate biases b_Q, b_K": biased_symmetric(b_Q, b_K),
+                  "W_K = W_Q, shared bias b_K = b_Q": biased_symmetric(b_Q, b_Q)}
+    ok = (gram and proofs_ok and agree and counter_example
+          and bias_cases["W_K = W_Q, shared bias b_K = b_Q"] and not bias_cases["W_K = W_Q, separate biases b_Q, b_K"])
     X_, M_ = sp.MatrixSymbol("X", sp.Symbol("n"), sp.Symbol("d")), sp.MatrixSymbol("M", sp.Symbol("d"), sp.Symbol("d"))
     return Evidence(
         "qk-asymmetry", QK_STATEMENT,
@@ -123,8 +135,11 @@ def check_qk_symmetry(ctx: CheckContext, *, criterion: Callable[[sp.Matrix, sp.M
                  f"{'confirmed' if agree and proofs_ok else 'contradicted'}; random W_Q, W_K: "
                  f"max|S − Sᵀ| = {numeric['max |S − Sᵀ|, separate random W_Q, W_K']:.3g}"),
         conditions=(f"Q Kᵀ stays symmetric whenever {criterion_text} (W_K = W_Q, or W_K = W_Q R with R symmetric); "
-                    "separate projections break the symmetry only when W_Q W_Kᵀ is not symmetric",),
-        details={"cases": table, "numeric": numeric, "X Xᵀ symmetric (entrywise and as matrix expression)": gram},
+                    "separate projections break the symmetry only when W_Q W_Kᵀ is not symmetric",
+                    "projections without biases: with biases b_Q, b_K, Q Kᵀ is symmetric for all X exactly when "
+                    "W_Q W_Kᵀ is symmetric and W_Q b_Kᵀ = W_K b_Qᵀ (W_K = W_Q with b_K ≠ b_Q is not symmetric)"),
+        details={"cases": table, "numeric": numeric, "X Xᵀ symmetric (entrywise and as matrix expression)": gram,
+                 "QKᵀ symmetric for all X, with biases (exact)": bias_cases},
         equations=(("S − Sᵀ = X (M − Mᵀ) Xᵀ with M = W_Q W_Kᵀ",
                     sp.Eq((X_ * M_ * X_.T) - (X_ * M_ * X_.T).T, X_ * (M_ - M_.T) * X_.T)),),
     )
