@@ -146,3 +146,24 @@ def test_beyond_the_conditions_the_exact_formulas_hold_and_the_claim_does_not(va
     assert means["exact E[q·k/√d]"] == pytest.approx(math.sqrt(dim) / 4)  # grows with d despite the scaling
     assert all(r["agrees with exact"] for r in rows)
     assert all(abs(r["z against the claim's Var = d"]) > 5 for r in rows)  # the measured variance is not d
+
+
+def test_xavier_score_variance_depends_on_the_matrix_layout(variance):
+    # Glorot: Var W = 2/(fan_in + fan_out). A square 512 × 512 W_Q gives 1/512 (the LeCun value, sd 1);
+    # torch.nn.MultiheadAttention initialises its packed (3·512) × 512 in_proj, so Var W = 2/2048 (sd 0.5)
+    table = {(r["init"], r["input"].startswith("LayerNorm")): r for r in variance.details["real score variance (exact)"]}
+    assert table[("xavier (W_Q d_model × d_model)", True)]["fan_in, fan_out"] == (512, 512)
+    assert table[("xavier (W_Q d_model × d_model)", True)]["Var s/√d_k"] == pytest.approx(1.0)
+    assert table[("xavier (torch MHA packed in_proj)", True)]["Var s/√d_k"] == pytest.approx((512 * 2 / 2048) ** 2)
+    assert table[("xavier", True)]["fan_in, fan_out"] == (512, 64)
+    implied = variance.details["what the real scores imply"]
+    assert "only LeCun init" not in implied and "Xavier on a square d_model × d_model W_Q" in implied
+
+
+@pytest.mark.oracle
+def test_torch_mha_in_proj_xavier_variance_matches_the_table(variance):
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(0)
+    mha = torch.nn.MultiheadAttention(512, 8)
+    row = {r["init"]: r for r in variance.details["real score variance (exact)"]}["xavier (torch MHA packed in_proj)"]
+    assert float(mha.in_proj_weight.detach().var()) == pytest.approx(row["Var W"], rel=0.02)

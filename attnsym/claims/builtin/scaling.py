@@ -173,13 +173,17 @@ def variance_scaling_evidence(
     inits = ["lecun", "xavier", "he", "normal-0.02", "pytorch-linear"]
     input_vars = {"LayerNorm output (var 1)": 1, "N(0, 0.02²) embeddings (var 4e-4)": sp.Rational(1, 2500)}
     real_rows = []
-    for init in inits:
-        vw = stats.init_variance(init, m_, dk)
+    # Xavier depends on fan_out: a per-head d_model × d_k matrix (the rows named "xavier"), one d_model × d_model
+    # W_Q split into heads (= LeCun here), or torch.nn.MultiheadAttention's packed (3 d_model) × d_model in_proj
+    xavier_layouts = {"xavier (W_Q d_model × d_model)": m_, "xavier (torch MHA packed in_proj)": 3 * m_}
+    for init in inits + list(xavier_layouts):
+        fan_out = xavier_layouts.get(init, dk)
+        vw = stats.init_variance(init.split(" ")[0], m_, fan_out)
         for label, vx in input_vars.items():
             un = stats.score_moments(m_, dk, vx, vw, vw)
             sc = stats.score_moments(m_, dk, vx, vw, vw, scale=1 / sp.sqrt(dk))
             real_rows.append({
-                "init": init, "Var W": _num(vw), "input": label,
+                "init": init, "fan_in, fan_out": (m_, fan_out), "Var W": _num(vw), "input": label,
                 "Var[q_a]": _num(m_ * vx * vw),
                 "Var s (unscaled)": _num(un.off_diagonal_variance),
                 "Var s/√d_k": _num(sc.off_diagonal_variance),
@@ -274,10 +278,11 @@ def variance_scaling_evidence(
         "and the scaled mean √d·μ_qμ_k grows with d",
         "q ≠ k: for q = k (W_Q = W_K, the diagonal of QKᵀ) E = dσ², Var = 2dσ⁴ (Gaussian), the scaled mean √d σ² grows",
         "only second moments enter the variance (no Gaussian assumption); the Monte Carlo intervals use the exact "
-        "fourth moment of the Gaussian case",
+        "fourth moment of each law",
         f"real scores X W_Q (X W_K)ᵀ have unit-variance components only when d_model·Var[x]·Var[W] = 1 "
-        f"(LeCun init on unit-variance inputs); at d_model={m_}, d_k={dk} He gives Var[s/√d_k] = 4, "
-        "N(0, 0.02²) gives ≈ 0.04",
+        f"(LeCun init on unit-variance inputs, or Xavier on a square d_model × d_model W_Q); at d_model={m_}, "
+        f"d_k={dk} He gives Var[s/√d_k] = 4, Xavier gives 3.2 per head (fan_out = d_k) but 0.25 with torch's packed "
+        "in_proj, N(0, 0.02²) gives ≈ 0.04",
         "scale by d_k (the head size), not d_model: 1/√d_model gives variance 1/h",
     )
     details = {
@@ -295,9 +300,11 @@ def variance_scaling_evidence(
         "real score variance (exact)": real_rows,
         "real score variance (Monte Carlo)": real_mc,
         "what the real scores imply": (
-            "only LeCun init (Var W = 1/d_model) on unit-variance inputs gives unit-variance q, k components and "
-            "Var[s/√d_k] = 1; Xavier and He give a scaled score sd of 1.8 and 2 (sharper attention at "
-            "initialisation), N(0, 0.02²) gives 0.2 (almost uniform attention), and tiny embedding-scale inputs give "
+            "only Var W = 1/d_model (LeCun, or Xavier on a square d_model × d_model W_Q) on unit-variance inputs gives "
+            "unit-variance q, k components and Var[s/√d_k] = 1; He and Xavier on a per-head d_model × d_k matrix give "
+            "a scaled score sd of 2 and 1.8 (sharper attention at initialisation), Xavier on torch's packed "
+            "(3 d_model) × d_model in_proj 0.5, N(0, 0.02²) 0.2 (almost uniform attention), and tiny embedding-scale "
+            "inputs give "
             "scores near 0 whatever the scaling: √d_k fixes the growth with d_k, not the overall scale"),
         "scaling variants": variant_rows,
     }
