@@ -205,3 +205,16 @@ def test_draw_mlp_and_contrast():
     fig = draw_contrast(c, head=1)
     assert len(fig.axes) == 4
     assert "distance" in fig.axes[3].get_title()
+
+
+def test_draw_contrast_head_out_of_range_is_a_shape_error():
+    # head=5 of 2 heads was a raw IndexError; head=3 of a single-head layer drew head 0 titled "head 3".
+    rng = np.random.default_rng(0)
+    for heads in (2, 1):
+        spec = at.AttentionSpec(n=3, d_model=4, heads=heads)
+        weights = {name: rng.standard_normal(spec.shapes[name]) for name in spec.parameter_names}
+        c = at.graphs.contrast(spec, *rng.standard_normal((2, 3, 4)), weights)
+        with pytest.raises(at.ShapeError, match=r"head=3 is out of range"):
+            draw_contrast(c, head=3)
+    fig = draw_contrast(c, head=-1)  # negative counts from the end, titled with the real index
+    assert fig.axes[2].get_title() == "attention head 0, input 1"

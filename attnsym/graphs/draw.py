@@ -13,7 +13,7 @@ import networkx as nx
 import numpy as np
 
 from ..errors import ShapeError
-from ._arrays import check_tokens
+from ._arrays import check_index, check_tokens
 from .routing import attention_matrix, routing_graph
 
 __all__ = ["draw_contrast", "draw_routing"]
@@ -179,6 +179,7 @@ def draw_contrast(c, *, head: int = 0, tokens=None, layout: str = "columns"):
 
     n = c.A1.shape[-1]
     labels = check_tokens(tokens, n)
+    head = check_index(head, 1 if c.A1.ndim == 2 else c.A1.shape[0], "head", "heads")
     A1 = c.A1 if c.A1.ndim == 2 else c.A1[head]
     A2 = c.A2 if c.A2.ndim == 2 else c.A2[head]
     fig = Figure(figsize=(9, 2 * max(3.0, 0.45 * n + 1)), layout="constrained")
