@@ -86,3 +86,17 @@ def test_bad_arguments():
         complexity.check_table1_column(QUICK, claimed={"transformer-xl": "O(1)"})
     with pytest.raises(ValueError, match="column must be 'path' or 'sequential'"):
         complexity.check_table1_column(QUICK, column="depth")
+
+
+def test_table1_column_attributes_the_convolution_path_correctly():
+    # Vaswani et al. 2017, Table 1, "Convolutional": maximum path length O(log_k(n)); O(n/k) is the text's
+    # figure for contiguous kernels (section 4), so it must not be presented as Table 1's entry
+    ev = complexity.check_table1_column(QUICK, column="path")
+    paper = {row["architecture"]: row["paper (Table 1)"] for row in ev.details["table"]}
+    assert paper["self_attention"] == "O(1)" and paper["recurrent"] == "O(n)" and paper["restricted_self_attention"] == "O(n/r)"
+    assert paper["dilated_convolution"] == "O(log_k n)"
+    assert paper["convolution"].startswith("O(n/k)") and "Table 1's convolutional row: O(log_k n)" in paper["convolution"]
+    rows = complexity.check_table1_column(QUICK, column="sequential").details["table"]
+    seq = {row["architecture"]: row["paper (Table 1)"] for row in rows}
+    assert seq == {"self_attention": "O(1)", "recurrent": "O(n)", "convolution": "O(1)", "dilated_convolution": "O(1)",
+                   "restricted_self_attention": "O(1)"}

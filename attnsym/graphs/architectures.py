@@ -54,7 +54,8 @@ __all__ = [
 ARCHITECTURES = ("self_attention", "recurrent", "convolution", "dilated_convolution", "restricted_self_attention")
 _CAUSAL = {"recurrent", "convolution", "dilated_convolution"}
 
-#: the growth printed in Table 1 of Vaswani et al. (2017): (sequential operations, maximum path length)
+#: the growth given by Vaswani et al. (2017): (sequential operations, maximum path length); Table 1 prints these
+#: except for the contiguous convolution, whose O(n/k) path is from section 4 (Table 1's row, O(log_k n), is dilated)
 PAPER_TABLE1 = {
     "self_attention": ("O(1)", "O(1)"),
     "recurrent": ("O(n)", "O(n)"),

@@ -51,6 +51,10 @@ PATH_CLAIMED = {"self_attention": "O(1)", "recurrent": "O(n)", "convolution": "O
 PARALLEL_CLAIMED = {"self_attention": "O(1)", "recurrent": "O(n)"}
 
 
+#: Table 1's one convolutional row prints O(log_k n) (dilated kernels); O(n/k) for contiguous kernels is from §4
+_PATH_SOURCE = {"convolution": " (§4 text, contiguous kernels; Table 1's convolutional row: O(log_k n), dilated)"}
+
+
 @functools.lru_cache(maxsize=4)
 def _table1(ns: tuple[int, ...], k: int, r: int) -> tuple:
     """Table 1 on computation graphs, shared by ``global-path-length`` and ``parallelism`` (read-only)."""
@@ -87,7 +91,7 @@ def check_table1_column(ctx: CheckContext, *, column: str = "path", claimed: Map
     measured = {row["arch"]: row[key] for row in rows}
     values = {row["arch"]: row[f"{key}_values"] for row in rows}
     table = [{"architecture": arch, "measured growth": fit.growth, "slope": round(fit.slope, 4),
-              "paper (Table 1)": PAPER_TABLE1[arch][1 if path else 0],
+              "paper (Table 1)": PAPER_TABLE1[arch][1 if path else 0] + (_PATH_SOURCE.get(arch, "") if path else ""),
               f"values at n = {ns[0]}, {ns[len(ns) // 2]}, {ns[-1]}": (values[arch][0], values[arch][len(ns) // 2],
                                                                        values[arch][-1]),
               "claimed": claimed.get(arch)} for arch, fit in measured.items()]
