@@ -285,6 +285,10 @@ def check_kv_cache(ctx: CheckContext, *, cached_degree: int = 1, uncached_degree
         for s in slow.steps
     )
     deg_fast, deg_slow = sp.degree(poly_fast["mul"], t), sp.degree(poly_slow["mul"], t)
+    # one layer without a cache could rerun only the last query row: re-project K, V of all t tokens (t·d·h·d_k
+    # each), score and mix t rows, W_O once — linear in t, d_model times the cached cost per past token
+    hd = heads * d_k
+    poly_last_row = sp.expand(2 * t * d * hd + d * hd + 2 * t * hd + hd * d)
     # without a causal mask, appending a token changes the earlier outputs: nothing can be cached
     Y_short = attention(X[:-1], W_Q, W_K, W_V, W_O, heads=heads, return_weights=False)
     Y_long = attention(X, W_Q, W_K, W_V, W_O, heads=heads, return_weights=False)
@@ -316,9 +320,14 @@ def check_kv_cache(ctx: CheckContext, *, cached_degree: int = 1, uncached_degree
         conditions=("needs a causal mask: without one, appending a token changes every earlier output "
                     f"(max change {bidirectional_change:.3g}), so past results cannot be reused",
                     "the cache costs O(n·d) memory per layer (keys and values of all past tokens)",
-                    "per-step cost counts the multiplications of the matrix products (projections, scores, mixing, W_O)"),
+                    "per-step cost counts the multiplications of the matrix products (projections, scores, mixing, W_O)",
+                    "'without cache' reruns causal attention over the whole prefix (all t query rows), as a stacked decoder "
+                    "must (later layers need every position's output); a single layer could rerun only the last query row "
+                    f"for {poly_last_row} multiplications, linear in t but re-projecting every past token (about d_model times "
+                    "the cached cost per token)"),
         details={"max error per token (cache)": err_fast, "max error per token (no cache)": err_slow,
                  "steps": steps, "counts equal the closed form at every step": counts_match,
+                 "mul without cache, last query row only (one layer)": str(poly_last_row),
                  "cache shape (heads, n, d_k)": fast.cache_shape,
                  "non-causal: max change of earlier outputs when a token is appended": bidirectional_change,
                  "symbolic: causal outputs of 2 tokens unchanged by a 3rd (exact)": symbolic_causal,
