@@ -631,9 +631,16 @@ def path_length_figure(
             ax.plot(ns, values, marker=markers[k % len(markers)], markevery=every, label=name)
             same.setdefault(tuple(values.tolist()), []).append(name)
         for values, names in same.items():
-            if len(names) > 1:  # lines drawn on top of each other: say so
-                ax.annotate(" = ".join(names), (ns[len(ns) // 2], values[len(ns) // 2]), textcoords="offset points",
-                            xytext=(0, 8), ha="center", fontsize=8, color="0.3")
+            if len(names) > 1:  # lines drawn on top of each other: say so, inside the axes, at the right end
+                lines = [names[0]]
+                for name in names[1:]:
+                    if len(lines[-1]) + len(name) > 36:
+                        lines[-1] += " ="
+                        lines.append(name)
+                    else:
+                        lines[-1] += " = " + name
+                ax.annotate("\n".join(lines), (ns[-1], values[-1]), textcoords="offset points",
+                            xytext=(-4, 6), ha="right", va="bottom", fontsize=8, color="0.3")
         ax.set_xlabel("sequence length n")
         ax.set_ylabel(ylabel)
         ax.set_title(title)

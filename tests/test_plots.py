@@ -258,3 +258,24 @@ def test_import_attnsym_and_plots_does_not_import_matplotlib():
             "print('matplotlib' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_path_length_figure_names_coinciding_lines_inside_the_axes():
+    # The note naming four coinciding lines was centred on the middle n and ran out of the panel,
+    # over the tick labels and the other panel's legend.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    ns = np.array([2, 4, 8, 16, 32, 64])
+    ones = [1] * len(ns)
+    depths = {"self_attention": ones, "recurrent": ns.tolist(), "convolution": ones, "dilated_convolution": ones,
+              "restricted_self_attention": ones}
+    fig = plots.path_length_figure(ns, {"self_attention": ones, "recurrent": ns.tolist()}, depths)
+    FigureCanvasAgg(fig).draw()
+    renderer = fig.canvas.get_renderer()
+    _, right = _main_axes(fig)
+    (note,) = right.texts
+    assert note.get_text().replace("\n", " ") == "self attention = convolution = dilated convolution = restricted self attention"
+    box, axes_box = note.get_window_extent(renderer), right.get_window_extent(renderer)
+    assert axes_box.x0 <= box.x0 and box.x1 <= axes_box.x1 and axes_box.y0 <= box.y0 and box.y1 <= axes_box.y1
+    for label in right.get_yticklabels():
+        assert not box.overlaps(label.get_window_extent(renderer))
