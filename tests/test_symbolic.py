@@ -463,3 +463,23 @@ def test_scores_twin_of_numeric_scores():
         scores(sp.ones(2, 2), np.ones((2, 2)))
     with pytest.raises(ShapeError, match="scale"):
         scores(sp.ones(2, 2), sp.ones(2, 2), scale="1/2")
+
+
+def test_lambdify_stays_finite_for_large_scores():
+    # scores ±900 and 0: exp(900) overflows float64, but the weights are plain softmax values
+    sym = attention(AttentionSpec(n=3, d_model=1, scale="none", causal=True, bias=True))
+    f = sym.lambdify("Y", "A")
+    X = np.array([[30.0], [-30.0], [0.0]])
+    one, zero = np.ones((1, 1)), np.zeros((1, 1))
+    with np.errstate(over="raise", invalid="raise"):
+        out = f(X=X, W_Q=one, W_K=one, W_V=one, b_Q=zero, b_K=zero, b_V=zero)
+    # by hand: row 0 attends to itself only; row 1 scores (-900, 900): weight 1 on itself;
+    # row 2 scores (0, 0, 0): uniform over its three keys
+    A = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1 / 3, 1 / 3, 1 / 3]])
+    np.testing.assert_allclose(out["A"], A, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(out["Y"], A @ X, rtol=1e-12, atol=1e-12)
+    batch = f(X=np.stack([X, X / 30]), W_Q=one, W_K=one, W_V=one, b_Q=zero, b_K=zero, b_V=zero)["A"]
+    S = (X / 30) @ (X / 30).T
+    small = np.where(np.tril(np.ones((3, 3), bool)), np.exp(S), 0.0)
+    np.testing.assert_allclose(batch[1], small / small.sum(1, keepdims=True), rtol=1e-12)
+    np.testing.assert_allclose(batch[0], A, rtol=1e-12, atol=1e-300)

@@ -335,6 +335,46 @@ class SymbolicAttention:
                 free[name] = symbols
         return free
 
+    def _max_shifted_outputs(self) -> tuple[dict[str, Any], list[tuple[sp.Symbol, sp.Expr]]]:
+        """``A``, ``Z`` and ``Y`` with each softmax row as ``exp(s_j - max_k s_k) / sum``, for compiling.
+
+        The same values as the fields (``exp(s_j) / sum``, exact and readable), but a compiled
+        function stays finite for large scores, where ``exp(s)`` alone overflows to ``inf / inf``.
+        The outputs are written in placeholder symbols for the allowed scores and the row
+        maxima; the returned definitions ``[(symbol, expression), …]`` give them (scores first).
+        """
+        scores_defs: list[tuple[sp.Symbol, sp.Expr]] = []
+        maxima_defs: list[tuple[sp.Symbol, sp.Expr]] = []
+
+        def shifted(h, S):
+            out = [[sp.Integer(0)] * S.shape[1] for _ in range(S.shape[0])]
+            for i in range(S.shape[0]):
+                keep = [j for j in range(S.shape[1]) if S[i, j] != -sp.oo]
+                if not keep:
+                    continue
+                s = {j: sp.Dummy(f"s{h}_{i}_{j}", real=True) for j in keep}
+                scores_defs.extend((s[j], S[i, j]) for j in keep)
+                m = sp.Dummy(f"m{h}_{i}", real=True)
+                maxima_defs.append((m, sp.Max(*s.values())))
+                exps = {j: sp.exp(s[j] - m) for j in keep}
+                total = sp.Add(*exps.values())
+                for j in keep:
+                    out[i][j] = exps[j] / total
+            return Matrix(out)
+
+        A_heads = tuple(shifted(h, S) for h, S in enumerate(self.S_heads))
+        Z_heads = tuple(matmul(a, v) for a, v in zip(A_heads, self.V_heads, strict=True))
+        Z = Matrix(sp.Matrix.hstack(*Z_heads))
+        Y = Z
+        if self.W_O is not None:
+            Y = matmul(Z, self.W_O)
+            if self.b_O is not None:
+                Y = Matrix(Y + _ones_times(self.b_O, Z.shape[0]))
+        out: dict[str, Any] = {"A_heads": A_heads, "Z_heads": Z_heads, "Z": Z, "Y": Y}
+        if self.spec.heads == 1:
+            out["A"] = A_heads[0]
+        return out, scores_defs + maxima_defs
+
     def lambdify(self, *names: str, modules: Any = "numpy") -> Callable[..., dict[str, Any]]:
         """Compile outputs to a numeric function (common subexpressions shared, ``cse=True``).
 
@@ -394,7 +434,17 @@ class SymbolicAttention:
                 f"the outputs contain symbols that are not inputs: {sorted(map(str, stray))}; substitute them with "
                 ".subs({symbol: value}) before lambdify"
             )
-        compiled = sp.lambdify(args, exprs, modules=modules, cse=True)
+        # softmax rows compile as exp(s - max s) / sum (no overflow); scores and maxima come first
+        shifted, definitions = self._max_shifted_outputs()
+        compiled_exprs: list[sp.Basic] = []
+        for name in names:
+            value = shifted.get(name, available[name])
+            for matrix in value if isinstance(value, tuple) else (value,):
+                compiled_exprs.extend(matrix)
+        score_defs, score_exprs = sp.cse([e for _, e in definitions], symbols=sp.numbered_symbols("_p"))
+        program = [*score_defs, *((sym, e) for (sym, _), e in zip(definitions, score_exprs, strict=True))]
+        post_defs, post_exprs = sp.cse(compiled_exprs, symbols=sp.numbered_symbols("_c"))
+        compiled = sp.lambdify(args, post_exprs, modules=modules, cse=lambda _: ([*program, *post_defs], post_exprs))
         shapes = {name: self.inputs[name].shape for name in free}
         # entries still symbolic (all of them, unless single symbols were substituted)
         positions = {name: [divmod(k, shapes[name][1]) for k, e in enumerate(self.inputs[name]) if isinstance(e, sp.Symbol)]
