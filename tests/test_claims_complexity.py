@@ -108,3 +108,14 @@ def test_kv_cache_states_what_the_uncached_baseline_recomputes():
     ev = complexity.check_kv_cache(QUICK)
     assert ev.details["mul without cache, last query row only (one layer)"] == "40*t + 32"
     assert any("whole prefix" in c and "40*t + 32" in c for c in ev.conditions)
+
+
+def test_quadratic_cost_count_by_hand_and_projections_named():
+    # by hand, one head: Q Kᵀ n²·d mul + n²(d−1) add; softmax n² exp, n(n−1) add, n div, n² mul (by 1/sum);
+    # A V n²·d mul + n·d(n−1) add  ->  4 d n² + 2 n² − d n in all, with no projection terms
+    ev = complexity.check_quadratic_cost(QUICK)
+    (title, eq), = [(t, e) for t, e in ev.equations if t.startswith("operations of one head")]
+    assert "projections not counted" in title
+    n, d = 7, 5
+    assert eq.rhs.subs({s: {"n": n, "d": d}[s.name] for s in eq.rhs.free_symbols}) == 4 * d * n**2 + 2 * n**2 - d * n
+    assert any("projections X W, not counted" in c for c in ev.conditions)

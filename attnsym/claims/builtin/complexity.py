@@ -228,12 +228,14 @@ def check_quadratic_cost(ctx: CheckContext, *, time_degree: tuple[int, int] = (2
                     "(online softmax, claim blockwise-exact) needs O(n·block + n·d) and still O(n²·d) time",
                     "time is judged on the exact operation count; wall times are measured by "
                     "benchmarks/bench_claims_cost.py (docs/benchmarks.md), not here, so the evidence is reproducible",
-                    "projections X W add O(n·d_model·d), linear in n"),
+                    "the count covers Q Kᵀ (n²·d multiplications), softmax and A V (n²·d); the projections X W, not "
+                    "counted, add O(n·d_model·d), linear in n"),
         details={"operations by kind": {k: str(v) for k, v in by_kind.items()},
                  "interpolated from the expression graph": {k: str(v) for k, v in interpolated.items()},
                  "closed form == interpolation": exact_match, "degrees (n, d)": deg, "total": str(total.as_expr()),
                  "measured": measured},
-        equations=(("operation count of one head (d_k = d_v = d, unscaled)", sp.Eq(sp.Symbol("ops"), sp.factor(closed.total))),
+        equations=(("operations of one head: Q Kᵀ, softmax, A V (d_k = d_v = d, unscaled; projections not counted)",
+                    sp.Eq(sp.Symbol("ops"), sp.factor(closed.total))),
                    ("memory of the plain path", sp.Eq(sp.Symbol("mem"), closed.memory["scores"] + closed.memory["weights"]))),
         figures={"memory-growth": figure},
     )
