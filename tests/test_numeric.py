@@ -396,3 +396,15 @@ def test_softmax_jacobian_twin():
     sym = at.symbolic.softmax_jacobian(4)  # in the symbols a_0 … a_3 (the softmax outputs)
     values = {s: sp.Float(float(a_num[int(s.name.split("_")[1])]), 30) for s in sym.free_symbols}
     np.testing.assert_allclose(np.array(sym.subs(values).tolist(), dtype=np.float64), J, rtol=1e-14, atol=1e-16)
+
+
+def test_zero_tokens_is_a_clear_shape_error():
+    W = np.eye(2)
+    for X in (np.ones((0, 2)), np.ones((4, 0, 2))):
+        with pytest.raises(ShapeError, match=r"X must hold at least one token, n >= 1 .* \(got shape \(.*0, 2\)\)"):
+            nm.attention(X, W, W, W)
+        with pytest.raises(ShapeError, match="at least one token"):
+            nm.attention_vjp(X, W, W, W, np.ones(X.shape))
+    # an empty batch is still fine: nothing to compute, shapes kept
+    Y, A = nm.attention(np.ones((0, 3, 2)), W, W, W)
+    assert Y.shape == (0, 3, 2) and A.shape == (0, 3, 3)

@@ -300,6 +300,8 @@ def _resolve(
             raise ShapeError(f"{name} is required (got None)")
     if X.ndim < 2:
         raise ShapeError(f"X must have shape (n, d_model) or (..., n, d_model) (got {tuple(X.shape)})")
+    if X.shape[-2] == 0:
+        raise ShapeError(f"X must hold at least one token, n >= 1 in (..., n, d_model) (got shape {tuple(X.shape)})")
     dtype_name = _check_float(xp, "X", X, None)
     for name, value in arrays.items():
         if name != "X" and value is not None:
