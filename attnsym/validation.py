@@ -10,6 +10,7 @@ tolerance from :data:`attnsym.testing.TOLERANCES`.
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -177,6 +178,8 @@ def validate(spec: AttentionSpec, seed: int = 0, dtype: str = "float64") -> Vali
         raise SpecError(f"spec must be an AttentionSpec (got {type(spec).__name__})")
     if dtype not in TOLERANCES:
         raise SpecError(f"dtype must be one of {sorted(TOLERANCES)} (got {dtype!r})")
+    if not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or seed < 0:
+        raise SpecError(f"seed must be a non-negative integer (got {seed!r})")
     tol = TOLERANCES[dtype]
     values = random_inputs(spec, seed)
     inputs = {k: v for k, v in values.items() if k != "G"}

@@ -97,3 +97,12 @@ def test_check_grad_catches_a_wrong_gradient():
 def test_validate_passes_random_small_specs(spec, seed):
     report = at.validate(spec, seed=seed)
     assert report.passed, report.to_markdown()
+
+
+def test_validate_rejects_a_seed_that_is_not_an_integer():
+    spec = at.AttentionSpec(n=2, d_model=2)
+    with pytest.raises(SpecError, match=r"seed must be a non-negative integer \(got 'a'\)"):
+        at.validate(spec, seed="a")
+    with pytest.raises(SpecError, match=r"seed must be a non-negative integer \(got -1\)"):
+        at.validate(spec, seed=-1)
+    assert at.validate(spec, seed=np.int64(3)).seed == 3
