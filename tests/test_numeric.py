@@ -408,3 +408,27 @@ def test_zero_tokens_is_a_clear_shape_error():
     # an empty batch is still fine: nothing to compute, shapes kept
     Y, A = nm.attention(np.ones((0, 3, 2)), W, W, W)
     assert Y.shape == (0, 3, 2) and A.shape == (0, 3, 3)
+
+
+def test_mask_may_not_add_batch_dimensions_to_X():
+    # a (2, n, n) mask with an unbatched X used to give Y of shape (2, n, d) from attention
+    # but a NumPy broadcast ValueError from attention_vjp; both now refuse it the same way
+    rng = np.random.default_rng(0)
+    X, W = rng.standard_normal((3, 2)), np.eye(2)
+    mask = np.ones((2, 3, 3), dtype=bool)
+    with pytest.raises(ShapeError, match=r"mask batch dimensions \(2,\) must broadcast to X's batch dimensions \(\)"):
+        nm.attention(X, W, W, W, mask=mask)
+    with pytest.raises(ShapeError, match=r"mask batch dimensions \(2,\) must broadcast to X's batch dimensions \(\)"):
+        nm.attention_vjp(X, W, W, W, np.ones((3, 2)), mask=mask)
+    with pytest.raises(ShapeError, match=r"mask batch dimensions \(3,\) must broadcast to X's batch dimensions \(1,\)"):
+        nm.attention(X[None], W, W, W, mask=np.ones((3, 3, 3), dtype=bool))
+    # masks with fewer or size-1 batch dimensions still broadcast, per batch element
+    X2 = rng.standard_normal((2, 3, 3, 2))
+    m = rng.random((3, 3, 3)) > 0.4
+    Y = nm.attention(X2, W, W, W, mask=m, return_weights=False)
+    for i in range(2):
+        for j in range(3):
+            np.testing.assert_allclose(Y[i, j], nm.attention(X2[i, j], W, W, W, mask=m[j], return_weights=False),
+                                       rtol=1e-12, atol=1e-12)
+    grads = nm.attention_vjp(X2, W, W, W, np.ones_like(X2), mask=m[None, :1])  # (1, 1, n, n)
+    assert grads["X"].shape == X2.shape

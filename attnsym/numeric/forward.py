@@ -380,10 +380,13 @@ def _resolve(
             if mask.ndim < 2 or tuple(mask.shape[-2:]) != (n, n):
                 raise ShapeError(f"mask must have shape (n, n) = ({n}, {n}) or (..., {n}, {n}) (got {tuple(mask.shape)})")
             try:
-                _broadcast_shapes(tuple(mask.shape[:-2]), batch_shape)
+                fits = _broadcast_shapes(tuple(mask.shape[:-2]), batch_shape) == batch_shape
             except ValueError:
-                raise ShapeError(f"mask batch dimensions {tuple(mask.shape[:-2])} do not broadcast with "
-                                 f"X's batch dimensions {batch_shape}") from None
+                fits = False
+            if not fits:  # a mask may not add batch dimensions: Y, A and every gradient keep X's batch shape
+                raise ShapeError(f"mask batch dimensions {tuple(mask.shape[:-2])} must broadcast to X's batch "
+                                 f"dimensions {batch_shape}; give X those batch dimensions (e.g. numpy.broadcast_to) "
+                                 "or one mask per batch element")
             mask_arr = mask
     if G is not None:
         d_out = arrays["W_O"].shape[1] if arrays["W_O"] is not None else heads * d_v
