@@ -432,3 +432,17 @@ def test_mask_may_not_add_batch_dimensions_to_X():
                                        rtol=1e-12, atol=1e-12)
     grads = nm.attention_vjp(X2, W, W, W, np.ones_like(X2), mask=m[None, :1])  # (1, 1, n, n)
     assert grads["X"].shape == X2.shape
+
+
+def test_mixed_libraries_error_names_each_argument():
+    torch = pytest.importorskip("torch")
+    X, W = np.ones((3, 2)), np.eye(2)
+    with pytest.raises(BackendError, match=r"\(got X is numpy\.ndarray, W_Q is numpy\.ndarray, W_K is torch\.Tensor, "
+                                           r"W_V is numpy\.ndarray\)"):
+        nm.attention(X, W, torch.eye(2, dtype=torch.float64), W)
+    with pytest.raises(BackendError, match=r"W_Q is torch\.Tensor.*G is numpy\.ndarray"):
+        t = torch.ones(3, 2, dtype=torch.float64)
+        nm.attention_vjp(t, t[:2], t[:2], t[:2], np.ones((3, 2)))
+    # backend= converts everything first, so the same mix is accepted then
+    Y, _ = nm.attention(X, W, torch.eye(2, dtype=torch.float64), W, backend="numpy")
+    assert isinstance(Y, np.ndarray)

@@ -29,7 +29,7 @@ from typing import Any
 
 import array_api_compat
 
-from ..errors import ShapeError, SpecError
+from ..errors import BackendError, ShapeError, SpecError
 from ..spec import AttentionSpec, _check_scale
 from .backend import array_namespace, asarray_in, erf, exp_inplace
 
@@ -289,8 +289,17 @@ def _resolve(
     X, W_Q, W_K, W_V, W_O, biases: dict, *, spec, heads, causal, mask, scale, positions, backend, G=None
 ) -> tuple[_Layer, dict]:
     """Check every input against the spec (or the keyword arguments) and return the layer and arrays."""
-    xp = array_namespace(X, W_Q, W_K, W_V, W_O, G, *biases.values(), backend=backend)  # a mask may be NumPy always
     named = {"X": X, "W_Q": W_Q, "W_K": W_K, "W_V": W_V, "W_O": W_O, **biases}
+    try:
+        xp = array_namespace(X, W_Q, W_K, W_V, W_O, G, *biases.values(), backend=backend)  # a mask may be NumPy always
+    except BackendError:
+        kinds = {k: f"{type(v).__module__}.{type(v).__name__}" for k, v in {**named, "G": G}.items()
+                 if v is not None and array_api_compat.is_array_api_obj(v)}
+        if len(set(kinds.values())) < 2:
+            raise
+        got = ", ".join(f"{k} is {t}" for k, t in kinds.items())
+        raise BackendError(f"all arrays of one call must come from one array library (got {got}); convert them first, "
+                           "e.g. numpy.asarray(t.cpu()) or torch.asarray(a), or pass backend='numpy' or 'torch'") from None
     if G is not None:
         named["G"] = G
     arrays = {k: _as_input(xp, k, v, backend) for k, v in named.items()}
