@@ -384,7 +384,8 @@ class SymbolicAttention:
             Outputs to compute, from :attr:`outputs` (``"Y"``, ``"A"``, ``"A_heads"``, ``"Q"``,
             …). Default: ``"Y"`` and ``"A"`` (``"A_heads"`` with several heads).
         modules : str or list, default "numpy"
-            Passed to :func:`sympy.lambdify`.
+            Passed to :func:`sympy.lambdify`. Softmax rows compile as ``exp(s_j - max_k s_k) / sum``
+            (the same weights as the fields' ``exp(s_j) / sum``), so large scores stay finite.
 
         Returns
         -------
