@@ -446,3 +446,16 @@ def test_mixed_libraries_error_names_each_argument():
     # backend= converts everything first, so the same mix is accepted then
     Y, _ = nm.attention(X, W, torch.eye(2, dtype=torch.float64), W, backend="numpy")
     assert isinstance(Y, np.ndarray)
+
+
+def test_softmax_mask_along_another_axis():
+    # allowed is given in the layout of S; it used to be applied after moving `axis` last,
+    # so axis=0 crashed for a non-square S and masked the transposed pattern for a square one
+    S = np.arange(6.0).reshape(2, 3)
+    allowed = np.array([[True, False, True], [True, True, False]])
+    E = np.where(allowed, np.exp(S), 0.0)
+    np.testing.assert_allclose(nm.softmax(S, allowed, axis=0), E / E.sum(axis=0, keepdims=True), rtol=1e-14)
+    S2, allowed2 = np.arange(4.0).reshape(2, 2), np.array([[True, False], [True, True]])
+    E2 = np.where(allowed2, np.exp(S2), 0.0)
+    np.testing.assert_allclose(nm.softmax(S2, allowed2, axis=0), E2 / E2.sum(axis=0, keepdims=True), rtol=1e-14)
+    np.testing.assert_allclose(nm.softmax(S2, allowed2, axis=-2), E2 / E2.sum(axis=0, keepdims=True), rtol=1e-14)

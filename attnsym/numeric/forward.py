@@ -198,10 +198,10 @@ def softmax(S, allowed=None, axis: int = -1):
     S = xp.asarray(S)
     if S.dtype not in (xp.float32, xp.float64):
         S = xp.astype(S, xp.float64)
-    moved = axis not in (-1, S.ndim - 1)
-    if moved:
-        S = xp.moveaxis(S, axis, -1)
     S = xp.where(xp.asarray(allowed), S, -xp.inf) if allowed is not None else S + 0.0  # never modify the input
+    moved = axis not in (-1, S.ndim - 1)
+    if moved:  # after masking: allowed has the layout of S, not of the moved axes
+        S = xp.moveaxis(S, axis, -1)
     P, total, _ = _shifted_exp(xp, S)
     A = _safe_divide(xp, P, total)
     return xp.moveaxis(A, -1, axis) if moved else A
