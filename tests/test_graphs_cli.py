@@ -63,3 +63,13 @@ def test_errors_are_one_line(tmp_path, capsys, extra, message):
     assert main(["graph", "-o", str(tmp_path / "o"), *extra]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
+
+
+def test_too_large_a_layer_is_refused_before_building_graphs(tmp_path, capsys):
+    # --n 5000 built two 25-million-edge graphs, wrote 4.4 GB and was then killed for memory.
+    out = tmp_path / "out"
+    assert main(["graph", "--n", "5000", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "n=5000" in err and "edges" in err and "--n" in err
+    assert not out.exists()
+    assert main(["graph", "--n", "100", "--inputs", "1", "-o", str(out)]) == 0  # an ordinary size still works

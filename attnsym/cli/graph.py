@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..errors import OverwriteError, ShapeError, SpecError
+from ..errors import OverwriteError, ShapeError, SizeLimitError, SpecError
 from ._common import add_spec_arguments
 
 _DESCRIPTION = """\
@@ -31,6 +31,7 @@ examples:
 """
 
 _EXTENSIONS = {"graphml": "graphml", "gexf": "gexf", "json": "json", "dot": "dot"}
+_MAX_EDGES = 10_000_000  # graph edges held in memory at once (networkx: about 300 bytes each)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -101,6 +102,15 @@ def run(args: argparse.Namespace) -> int:
         if args.inputs < 1:
             raise SpecError(f"--inputs must be >= 1 (got {args.inputs})")
         inputs = [rng.standard_normal(spec.shapes["X"]) for _ in range(args.inputs)]
+    # networkx holds every graph in memory (about 300 bytes an edge): every input's graphs, plus
+    # the full graphs the routing-distance comparison builds. Refuse before the machine runs out.
+    held = spec.heads * spec.n * spec.n * (len(inputs) + (4 if len(inputs) > 1 else 0))
+    if held > _MAX_EDGES:
+        raise SizeLimitError(
+            f"n={spec.n} with {spec.heads} head(s) and {len(inputs)} input(s) would hold about {held:.1e} graph edges "
+            f"in memory (limit {_MAX_EDGES:.0e}, about 3 GB); use a smaller --n, fewer heads or inputs, or "
+            f"attnsym.numeric.attention and attnsym.graphs.routing_distance on the matrices for larger layers"
+        )
     given = {"W_Q": args.wq, "W_K": args.wk, "W_V": args.wv, "W_O": args.wo}
     if args.wo is not None and not spec.output_projection:
         raise SpecError("--wo given but this layer has no output projection (it has one when --heads > 1)")
