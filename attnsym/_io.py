@@ -69,7 +69,10 @@ def atomic_write(path: str | os.PathLike, data: str | bytes, *, overwrite: bool 
         raise OverwriteError(f"{path} exists; pass overwrite=True (--force on the command line) to replace it")
     path.parent.mkdir(parents=True, exist_ok=True)
     payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as error:  # name the file asked for, not the hidden temporary one
+        raise type(error)(error.errno, f"cannot write {path}: {error.strerror}") from None
     try:
         # mkstemp makes the file private (0600); give it the mode an ordinary open() would
         os.fchmod(fd, 0o666 & ~_current_umask())

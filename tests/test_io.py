@@ -33,3 +33,18 @@ def test_written_file_gets_the_ordinary_permissions(tmp_path):
     finally:
         os.umask(mask)
     assert path.stat().st_mode & 0o777 == reference.stat().st_mode & 0o777 == 0o644
+
+
+def test_unwritable_folder_error_names_the_requested_file(tmp_path, monkeypatch):
+    # The error named the hidden temporary file (".a.md.x1y2.tmp"), not the file the user asked for.
+    import errno
+    import tempfile
+
+    def refuse(*args, dir=None, **kwargs):
+        raise PermissionError(errno.EACCES, "Permission denied", f"{dir}/.a.md.x1y2.tmp")
+
+    monkeypatch.setattr(tempfile, "mkstemp", refuse)
+    with pytest.raises(PermissionError, match=r"cannot write .*a\.md: Permission denied") as info:
+        atomic_write(tmp_path / "a.md", "x")
+    assert ".tmp" not in str(info.value)
+    assert not (tmp_path / "a.md").exists()
