@@ -268,3 +268,15 @@ def test_contrast_invariants_over_specs(spec, seed):
     c = contrast(spec, arrays["X"], X2, weights)
     assert c.mlp_identical and 0.0 <= c.attention_distance <= 1.0
     assert (c.attention_distance == 0.0) == c.attention_identical
+
+
+def test_routing_graph_records_negative_layer_and_head_as_their_index():
+    # layer=-1, head=-1 were stored verbatim: node attribute layer=-1 and graph head=-1.
+    stack = np.stack([np.stack([np.eye(3), np.full((3, 3), 1 / 3)])] * 2)  # 2 layers, 2 heads
+    G = routing_graph(stack, layer=-1, head=-1)
+    assert G.graph["layer"] == 1 and G.graph["head"] == 1
+    assert {data["layer"] for _, data in G.nodes(data=True)} == {1}
+    assert np.allclose(attention_matrix(G), 1 / 3)
+    G = routing_graph(stack, layer=0, head="mean")
+    assert G.graph["head"] == "mean" and G.graph["layer"] == 0
+    assert "layer" not in routing_graph(np.eye(2)).graph and "head" not in routing_graph(np.eye(2)).graph

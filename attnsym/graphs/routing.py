@@ -95,6 +95,12 @@ def select_attention(
     ...
     attnsym.errors.ShapeError: A holds 2 heads; pass head= (0..1) or head='mean'
     """
+    return _select(A, layer=layer, head=head, batch=batch, name=name)[0]
+
+
+def _select(A: Any, *, layer: Any, head: Any, batch: int, name: str = "A") -> tuple[np.ndarray, int | None, int | str | None]:
+    """:func:`select_attention`, also returning ``layer`` and ``head`` resolved (negatives counted from the end)."""
+    given_layer, given_head = layer, head
     stack = as_attention_stack(A, batch=batch, name=name)
     n_layers, n_heads = stack.shape[:2]
     if layer is None:
@@ -105,13 +111,13 @@ def select_attention(
     if isinstance(head, str):
         if head != "mean":
             raise ShapeError(f"head must be an integer or 'mean' (got {head!r})")
-        return stack[layer].mean(axis=0)
+        return stack[layer].mean(axis=0), None if given_layer is None else layer, head
     if head is None:
         if n_heads > 1:
             raise ShapeError(f"{name} holds {n_heads} heads; pass head= (0..{n_heads - 1}) or head='mean'")
         head = 0
     head = check_index(head, n_heads, "head", "heads")
-    return stack[layer, head]
+    return stack[layer, head], None if given_layer is None else layer, None if given_head is None else head
 
 
 def routing_graph(
@@ -170,7 +176,7 @@ def routing_graph(
     ...
     attnsym.errors.ShapeError: tokens must have one label per position: expected 2 (got 1)
     """
-    M = select_attention(A, layer=layer, head=head, batch=batch)
+    M, layer, head = _select(A, layer=layer, head=head, batch=batch)  # layer=-1 is recorded as the last layer's index
     n = M.shape[0]
     labels = check_tokens(tokens, n)
     threshold, top_k = check_pruning(threshold, top_k)
