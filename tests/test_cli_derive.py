@@ -86,3 +86,16 @@ def test_grad_appends_gradient_steps(capsys, monkeypatch):
     assert code == 0
     assert out.startswith("# Self-attention forward and backward")
     assert out.index("## 1. Inputs") < out.index("## 11. Upstream gradient")
+
+
+def test_output_suffix_picks_the_format_and_a_mismatch_is_refused(capsys, tmp_path):
+    # `attnsym derive -o y.tex` wrote Markdown into the .tex file.
+    code, _, _ = run(capsys, "--n", "2", "--d", "2", "-o", str(tmp_path / "y.tex"))
+    assert code == 0
+    text = (tmp_path / "y.tex").read_text()
+    assert text.startswith("\\documentclass") and text.rstrip().endswith("\\end{document}")
+    code, _, _ = run(capsys, "--n", "2", "--d", "2", "-o", str(tmp_path / "y.md"))
+    assert code == 0 and (tmp_path / "y.md").read_text().startswith("# Self-attention")
+    code, _, err = run(capsys, "--n", "2", "--d", "2", "--format", "md", "-o", str(tmp_path / "z.tex"))
+    assert code == 2 and "--format md does not match" in err and err.count("\n") == 1
+    assert not (tmp_path / "z.tex").exists()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from ..errors import SpecError
 from ._common import add_output_arguments, add_spec_arguments, emit, spec_from_args
 
 _DESCRIPTION = """\
@@ -30,8 +31,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_spec_arguments(parser)
-    parser.add_argument("--format", choices=["md", "tex"], default="md",
-                        help="md: Markdown with $$ math (default); tex: a standalone LaTeX document")
+    parser.add_argument("--format", choices=["md", "tex"], default=None,
+                        help="md: Markdown with $$ math; tex: a standalone LaTeX document "
+                             "(default: tex when -o ends in .tex, otherwise md)")
     parser.add_argument("--grad", action="store_true", help="append the gradient (backward pass) derivation")
     parser.add_argument("--max-terms", type=float, default=None,
                         help="size guard: the largest estimated number of expression terms to build "
@@ -45,12 +47,17 @@ def run(args: argparse.Namespace) -> int:
     """Build the derivation the flags describe and print or write it; returns 0."""
     from ..derivation import concatenate, derive
 
+    suffix = args.output.suffix.lower() if args.output is not None else ""
+    fmt = args.format or ("tex" if suffix == ".tex" else "md")
+    if (fmt, suffix) in {("md", ".tex"), ("tex", ".md")}:  # -o y.tex used to get Markdown
+        raise SpecError(f"--format {fmt} does not match the output file {str(args.output)!r}; "
+                        f"drop --format or change the suffix")
     spec = spec_from_args(args)
     derivation = derive(spec, max_terms=args.max_terms)
     if args.grad:
         backward = derive(spec, what="gradients", max_terms=args.max_terms)
         derivation = concatenate("Self-attention forward and backward, step by step", [derivation, backward])
-    text = derivation.to_markdown() if args.format == "md" else derivation.to_latex()
+    text = derivation.to_markdown() if fmt == "md" else derivation.to_latex()
     emit(text, args.output, force=args.force)
     return 0
 
