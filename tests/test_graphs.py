@@ -280,3 +280,13 @@ def test_routing_graph_records_negative_layer_and_head_as_their_index():
     G = routing_graph(stack, layer=0, head="mean")
     assert G.graph["head"] == "mean" and G.graph["layer"] == 0
     assert "layer" not in routing_graph(np.eye(2)).graph and "head" not in routing_graph(np.eye(2)).graph
+
+
+def test_complex_attention_is_refused_not_truncated():
+    # np.array(..., dtype=float64) dropped the imaginary part with only a ComplexWarning.
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(at.ShapeError, match=r"A must hold real numbers \(got complex dtype complex128\)"):
+            routing_graph(np.array([[1.0, 0.5j], [0.0, 1.0]]))
+        with pytest.raises(at.ShapeError, match="must be a numeric array"):
+            routing_graph([[1.0, 0.0], [0.0, 1.0, 2.0]])  # ragged lists still get the numeric-array message

@@ -51,6 +51,12 @@ def to_numpy(array: Any, name: str = "A") -> np.ndarray:
     elif type(array).__module__.split(".")[0] == "cupy":
         array = array.get()
     try:
+        complex_input = np.iscomplexobj(array)
+    except (TypeError, ValueError):  # ragged lists: reported below
+        complex_input = False
+    if complex_input:  # float64 conversion would drop the imaginary part with only a warning
+        raise ShapeError(f"{name} must hold real numbers (got complex dtype {np.asarray(array).dtype})")
+    try:
         out = np.array(array, dtype=np.float64)
     except (TypeError, ValueError) as error:
         raise ShapeError(f"{name} must be a numeric array (got {type(array).__name__}: {error})") from None
