@@ -218,3 +218,13 @@ def test_draw_contrast_head_out_of_range_is_a_shape_error():
             draw_contrast(c, head=3)
     fig = draw_contrast(c, head=-1)  # negative counts from the end, titled with the real index
     assert fig.axes[2].get_title() == "attention head 0, input 1"
+
+
+def test_attention_flow_single_output_position_needs_a_sequence():
+    # outputs=0 (the [CLS] position, not in a list) raised TypeError: 'int' object is not iterable.
+    A = np.array([[1.0, 0.0], [0.5, 0.5]])
+    for bad in (0, np.int64(0), np.array(0)):
+        with pytest.raises(at.ShapeError, match=r"sequence of positions \(got 0\); for one position pass \[0\]"):
+            attention_flow([A, A], outputs=bad)
+    # by hand (residual, two layers): A_hat = [[1, 0], [1/4, 3/4]]; flow j -> 0 is sum_m min(A_hat[m, j], A_hat[0, m])
+    assert attention_flow([A, A], outputs=np.array([0]), normalize=False).tolist() == [[1.0, 0.0]]

@@ -220,6 +220,8 @@ def attention_flow(
     G = flow_graph(attentions, head=head, residual=residual, batch=batch)
     n, n_layers = G.graph["n"], G.graph["layers"]
     top = n_layers * n
+    if outputs is not None and np.ndim(outputs) == 0:  # outputs=0 failed with "'int' object is not iterable"
+        raise ShapeError(f"outputs must be a sequence of positions (got {outputs}); for one position pass [{outputs}]")
     targets = list(range(n)) if outputs is None else [check_index(i, n, "outputs", "positions") for i in outputs]
     F = np.zeros((len(targets), n))
     if method == "networkx":
