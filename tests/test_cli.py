@@ -150,3 +150,11 @@ def test_cli_starts_in_a_fresh_interpreter_without_site():
     assert result.returncode == 0, result.stderr
     assert "Traceback" not in result.stderr
     assert "derive" in result.stdout
+
+
+def test_python_dash_m_runs_the_cli():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "attnsym", "--version"], capture_output=True, text=True, check=True)
+    assert out.stdout.strip().startswith("attnsym ")

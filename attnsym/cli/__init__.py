@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.util
 import sys
 from collections.abc import Sequence
 
@@ -56,8 +55,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show full tracebacks instead of one-line errors")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
-        if importlib.util.find_spec(f"{__name__}.{name}") is None:
-            continue  # sub-command not written yet
         importlib.import_module(f"{__name__}.{name}").add_parser(subparsers)
     return parser
 

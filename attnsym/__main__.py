@@ -1,0 +1,7 @@
+"""``python -m attnsym`` runs the command-line tool (the same as ``attnsym``)."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())
