@@ -246,3 +246,16 @@ def test_latex_with_bars_does_not_break_markdown_tables():
     x = sp.Symbol("x")
     line = _table([{"value": sp.Abs(x), "text": "a|b"}])[2]
     assert line.count("|") - line.count("\\|") == 3  # only the cell separators
+
+
+def test_verify_refuses_an_existing_report_before_checking_any_claim(tmp_path, monkeypatch, capsys):
+    import attnsym.claims
+    from attnsym.cli import main
+
+    (tmp_path / "report.md").write_text("mine")
+    calls = []
+    monkeypatch.setattr(attnsym.claims, "verify", lambda *a, **k: calls.append(a))
+    assert main(["verify", "gelu", "--quick", "--report", str(tmp_path)]) == 2
+    assert calls == []
+    assert "already holds a report" in capsys.readouterr().err
+    assert (tmp_path / "report.md").read_text() == "mine"

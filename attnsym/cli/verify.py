@@ -106,6 +106,21 @@ def _table(evidences, width: int):
     return table
 
 
+def _check_report_dir(directory: Path, *, force: bool) -> None:
+    """Fail before any claim is checked if the report could not be written at the end."""
+    import os
+
+    from ..errors import OverwriteError
+
+    if directory.exists() and not directory.is_dir():
+        raise OverwriteError(f"--report {directory} exists and is not a directory")
+    if not force and (directory / "report.md").exists():
+        raise OverwriteError(f"--report {directory} already holds a report (report.md); pass --force to replace it")
+    existing = next((p for p in [directory, *directory.parents] if p.exists()), None)
+    if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
+        raise PermissionError(f"--report {directory}: {existing} is not writable")
+
+
 def run(args: argparse.Namespace) -> int:
     """Check the claims; print a table (or JSON); write a report; return the exit status."""
     from rich.console import Console
@@ -121,10 +136,8 @@ def run(args: argparse.Namespace) -> int:
     unknown = [cid for cid in ids if cid not in known]
     if unknown:
         raise UnknownClaimError(f"unknown claim {unknown[0]!r}; known claims: {', '.join(known)} (attnsym verify --list)")
-    if args.report is not None and args.report.exists() and not args.report.is_dir():
-        from ..errors import OverwriteError
-
-        raise OverwriteError(f"--report {args.report} exists and is not a directory")
+    if args.report is not None:
+        _check_report_dir(args.report, force=args.force)
 
     err = Console(stderr=True)
     evidences = []
