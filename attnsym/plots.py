@@ -173,7 +173,8 @@ def attention_heatmap(
     tokens : sequence of str, optional
         Labels of the ``n`` positions (both axes); default ``0 … n-1``.
     head_titles : sequence of str, optional
-        Title of each panel; default ``"head 1"``, ``"head 2"``, … (none for a single head).
+        Title of each panel; default ``"head 0"``, ``"head 1"``, … (none for a single head), counted
+        from 0 like the head index of the graphs and of ``A[..., h, :, :]``.
     title : str, optional
         Figure title; default ``"Attention weights A = softmax(Q Kᵀ / √d_k)"``.
     annotate : bool, optional
@@ -197,7 +198,7 @@ def attention_heatmap(
     >>> A = np.array([[[1.0, 0.0], [0.5, 0.5]], [[0.2, 0.8], [0.6, 0.4]]])
     >>> fig = attention_heatmap(A, tokens=["a", "b"])
     >>> [ax.get_title() for ax in fig.axes if ax.get_label() != "<colorbar>"]
-    ['head 1', 'head 2']
+    ['head 0', 'head 1']
     """
     A = _as_numpy(A, "A")
     if A.ndim not in (2, 3) or A.shape[-1] != A.shape[-2]:
@@ -211,7 +212,7 @@ def attention_heatmap(
     if len(tokens) != n:
         raise ShapeError(f"tokens must have n = {n} labels (got {len(tokens)})")
     if head_titles is None:
-        head_titles = [f"head {h + 1}" for h in range(heads)] if heads > 1 else [""]
+        head_titles = [f"head {h}" for h in range(heads)] if heads > 1 else [""]
     if len(head_titles) != heads:
         raise ShapeError(f"head_titles must have {heads} entries (got {len(head_titles)})")
     if annotate is None:

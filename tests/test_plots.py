@@ -56,7 +56,7 @@ def test_heatmap_shows_the_matrix_per_head_with_labels_and_colour_bar():
         assert ax.get_ylabel() == "query i (attending)"
         assert [t.get_text() for t in ax.get_xticklabels()] == tokens
         assert [t.get_text() for t in ax.get_yticklabels()] == tokens
-        assert ax.get_title() == f"head {h + 1}"
+        assert ax.get_title() == f"head {h}"  # 0-based, as in the graphs and A[..., h, :, :]
         assert ax.images[0].get_clim() == (0.0, 1.0)
     (bar,) = _colorbars(fig)
     assert "attention weight" in bar.get_ylabel()
