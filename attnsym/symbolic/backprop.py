@@ -482,8 +482,13 @@ def _exact_values(arguments: Mapping[str, sp.ImmutableMatrix], values: Mapping[s
     return env
 
 
-def _memo_replace(expr: sp.Basic, mapping: Mapping[sp.Basic, sp.Basic], memo: dict) -> sp.Basic:
-    """``expr.xreplace(mapping)`` that visits each shared subtree once (a DAG walk, not a tree walk)."""
+def _memo_replace(expr: sp.Basic, mapping: Mapping[sp.Basic, sp.Basic], memo: dict,
+                  rebuild: Callable[[sp.Basic, tuple], sp.Basic] | None = None) -> sp.Basic:
+    """``expr.xreplace(mapping)`` that visits each shared subtree once (a DAG walk, not a tree walk).
+
+    ``rebuild(node, new_args)`` builds a node from its rewritten arguments; by default the
+    node's own constructor (and the node itself when nothing changed).
+    """
     stack = [expr]
     while stack:
         node = stack[-1]
@@ -494,17 +499,16 @@ def _memo_replace(expr: sp.Basic, mapping: Mapping[sp.Basic, sp.Basic], memo: di
             memo[node] = mapping[node]
             stack.pop()
             continue
-        if not node.args:
-            memo[node] = node
-            stack.pop()
-            continue
         pending = [a for a in node.args if a not in memo]
         if pending:
             stack.extend(pending)
             continue
         stack.pop()
         new_args = tuple(memo[a] for a in node.args)
-        memo[node] = node.func(*new_args) if new_args != node.args else node
+        if rebuild is not None:
+            memo[node] = rebuild(node, new_args)
+        else:
+            memo[node] = node.func(*new_args) if new_args != node.args else node
     return memo[expr]
 
 
@@ -693,39 +697,22 @@ class _Rewriter:
         return self.table[key]
 
     def __call__(self, expr: sp.Basic) -> sp.Expr:
-        memo, env = self.memo, self.env
-        stack = [expr]
-        while stack:
-            node = stack[-1]
-            if node in memo:
-                stack.pop()
-                continue
-            if node in env:
-                memo[node] = env[node]
-                stack.pop()
-                continue
-            pending = [a for a in node.args if a not in memo]
-            if pending:
-                stack.extend(pending)
-                continue
-            stack.pop()
-            args = tuple(memo[a] for a in node.args)
-            if isinstance(node, sp.exp):
-                content, prim = sp.expand(args[0]).as_content_primitive()
-                if prim.could_extract_minus_sign():
-                    content, prim = -content, -prim
-                memo[node] = self._symbol(("exp", prim)) ** content
-            elif isinstance(node, (sp.sin, sp.cos)):
-                memo[node] = self._symbol((node.func.__name__, sp.expand(args[0])))
-            elif node.is_Pow and args[1].is_Integer and args[1] < 0 and args[0].is_Add:
-                base = sp.expand(args[0])
-                if base.free_symbols:
-                    memo[node] = self._symbol(("inv", base)) ** (-args[1])
-                else:
-                    memo[node] = sp.radsimp(base ** args[1])
-            else:
-                memo[node] = node.func(*args) if args != node.args else node
-        return memo[expr]
+        return _memo_replace(expr, self.env, self.memo, self._rebuild)
+
+    def _rebuild(self, node: sp.Basic, args: tuple) -> sp.Basic:
+        if isinstance(node, sp.exp):
+            content, prim = sp.expand(args[0]).as_content_primitive()
+            if prim.could_extract_minus_sign():
+                content, prim = -content, -prim
+            return self._symbol(("exp", prim)) ** content
+        if isinstance(node, (sp.sin, sp.cos)):
+            return self._symbol((node.func.__name__, sp.expand(args[0])))
+        if node.is_Pow and args[1].is_Integer and args[1] < 0 and args[0].is_Add:
+            base = sp.expand(args[0])
+            if base.free_symbols:
+                return self._symbol(("inv", base)) ** (-args[1])
+            return sp.radsimp(base ** args[1])
+        return node.func(*args) if args != node.args else node
 
 
 def check_gradients(spec: AttentionSpec, wrt: str | Sequence[str] | None = None, *, loss: Any = None,
