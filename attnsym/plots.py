@@ -36,6 +36,7 @@ import numpy as np
 
 from ._io import atomic_write
 from .errors import OverwriteError, ShapeError, SpecError
+from .spec import DEFAULT_POSITION_BASE
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -261,7 +262,7 @@ def positional_encoding_figure(
     n: int = 64,
     d_model: int = 16,
     dims: Sequence[int] | None = None,
-    base: int = 10000,
+    base: int = DEFAULT_POSITION_BASE,
 ) -> Figure:
     """Sinusoidal positional encodings: selected dimensions as curves, and the whole matrix.
 
@@ -319,7 +320,7 @@ def positional_encoding_figure(
     ax_map.set_ylabel("position p")
     ax_map.set_title(f"PE matrix, n={n}, d_model={d_model}")
     fig.colorbar(image, ax=ax_map, label="PE value")
-    fig.suptitle(r"Sinusoidal positions: $PE(p,2i)=\sin(p/10000^{2i/d})$, $PE(p,2i+1)=\cos(p/10000^{2i/d})$")
+    fig.suptitle(rf"Sinusoidal positions: $PE(p,2i)=\sin(p/{base}^{{2i/d}})$, $PE(p,2i+1)=\cos(p/{base}^{{2i/d}})$")
     return fig
 
 

@@ -18,7 +18,7 @@ about shapes, masks, scaling or positions. Every convention lives here and only 
   expression is used as given.
 * **positions** — ``"sinusoidal"`` adds ``PE`` to ``X`` before the projections, with
   ``PE(pos, 2i) = sin(pos / base^(2i/d_model))``, ``PE(pos, 2i+1) = cos(pos / base^(2i/d_model))``,
-  positions counted from 0 and ``base = position_base = 10000``.
+  positions counted from 0 and ``base = position_base`` (default :data:`DEFAULT_POSITION_BASE`, 10000).
 """
 
 from __future__ import annotations
@@ -31,7 +31,10 @@ from typing import Any, Literal
 
 from .errors import SpecError
 
-__all__ = ["AttentionSpec"]
+__all__ = ["DEFAULT_POSITION_BASE", "AttentionSpec"]
+
+#: the base of the sinusoidal frequencies (Vaswani et al. 2017); the one place this number is written
+DEFAULT_POSITION_BASE = 10000
 
 ScaleName = Literal["sqrt", "none"]
 _POSITION_KINDS = (None, "sinusoidal")
@@ -136,7 +139,7 @@ class AttentionSpec:
     output_projection : bool, optional
         Apply ``W_O`` after concatenating heads. Defaults to ``heads > 1``; it cannot be
         switched off when ``heads > 1``.
-    position_base : int, default 10000
+    position_base : int, default DEFAULT_POSITION_BASE (10000)
         The base of the sinusoidal frequencies.
 
     Raises
@@ -170,7 +173,7 @@ class AttentionSpec:
     bias: bool = False
     positions: str | None = None
     output_projection: bool | None = None
-    position_base: int = 10000
+    position_base: int = DEFAULT_POSITION_BASE
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)

@@ -7,6 +7,7 @@ import numbers
 import sympy as sp
 
 from ..errors import SpecError
+from ..spec import DEFAULT_POSITION_BASE
 
 __all__ = ["sinusoidal_positions"]
 
@@ -17,7 +18,7 @@ def _positive_int(name: str, value, minimum: int = 1) -> int:
     return int(value)
 
 
-def sinusoidal_positions(n: int, d_model: int, base: int = 10000) -> sp.ImmutableMatrix:
+def sinusoidal_positions(n: int, d_model: int, base: int = DEFAULT_POSITION_BASE) -> sp.ImmutableMatrix:
     r"""The ``(n, d_model)`` sinusoidal position matrix of Vaswani et al. (2017), exactly.
 
     .. math::
@@ -34,7 +35,7 @@ def sinusoidal_positions(n: int, d_model: int, base: int = 10000) -> sp.Immutabl
         Number of positions (rows).
     d_model : int
         Width (columns).
-    base : int, default 10000
+    base : int, default DEFAULT_POSITION_BASE (10000)
         Base of the frequencies (``AttentionSpec.position_base``).
 
     Returns

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
+from ...spec import DEFAULT_POSITION_BASE
 from ...testing import TOLERANCES
 from .._registry import CheckContext, Evidence, claim
 
@@ -119,7 +120,7 @@ def check_sinusoidal_positions(ctx: CheckContext, *, claimed_ratio=None) -> Evid
     from ...symbolic import sinusoidal_positions as sym_pe
     from ..report import tex
 
-    base = 10000
+    base = DEFAULT_POSITION_BASE
     n_sym, d_sym = 6, 8
     PE = sym_pe(n_sym, d_sym, base)
     # frequencies read off the symbolic matrix: row 1 holds sin(omega_i), cos(omega_i)
@@ -187,7 +188,7 @@ def check_sinusoidal_positions(ctx: CheckContext, *, claimed_ratio=None) -> Evid
         summary=(f"frequencies ω_i = {base}^(-2i/d) (ratio {expected_ratio}); |PE| ≤ 1; PE(p+k) = R_k PE(p) proven "
                  f"for symbolic p, k (R_k orthogonal, free of p); numeric: rotation error {rot_err:.1e} over "
                  f"{n_num} positions, twin error {twin_err:.1e}"),
-        conditions=("absolute positions from 0, base 10000 (AttentionSpec.position_base); for odd d_model the last "
+        conditions=(f"absolute positions from 0, base {base} (AttentionSpec.position_base); for odd d_model the last "
                     "column is an unpaired sine",),
         details={"geometric frequencies": geometric, "symbolic matrix matches the definition": matches_definition,
                  "bounded in [-1, 1]": bounded_exact, "rotation proved (symbolic p, k)": rotation_proved,
