@@ -6,30 +6,25 @@ validated against (:func:`attnsym.validate`) and as the engine for long sequence
 * :func:`attention` — forward pass, ``(Y, A)`` or ``Y``; memory-lean blockwise path for long
   sequences when the weights are not asked for.
 * :func:`attention_vjp` — analytic backward pass (gradients for ``X`` and every parameter).
-* twins of the symbolic layer: :func:`scores`, :func:`softmax`, :func:`softmax_jacobian`,
-  :func:`sinusoidal_positions`, :func:`gelu`, :func:`gelu_tanh`.
+* twins of the symbolic layer, in modules named as there: :func:`scores`, :func:`softmax`
+  (``symbolic.scores``, ``symbolic.row_softmax``); :func:`softmax_jacobian`
+  (:mod:`~attnsym.numeric.jacobians`); :func:`sinusoidal_positions`
+  (:mod:`~attnsym.numeric.positions`); :func:`gelu`, :func:`gelu_tanh`
+  (:mod:`~attnsym.numeric.activations`).
 * :func:`array_namespace` — which library runs a call (see :mod:`attnsym.numeric.backend`).
 * :func:`causal_decode` — token-by-token causal decoding with or without a K/V cache
   (:mod:`attnsym.numeric.kvcache`); :func:`conv1d` — the convolution twin used to contrast
   locality (:mod:`attnsym.numeric.conv`).
 """
 
+from .activations import gelu, gelu_tanh
 from .backend import array_namespace, cupy_usable
 from .backward import attention_vjp
 from .conv import conv1d, shift_tokens
-from .forward import (
-    AUTO_BLOCKWISE_N,
-    BLOCK_ELEMENTS,
-    DEFAULT_BLOCK_SIZE,
-    attention,
-    gelu,
-    gelu_tanh,
-    scores,
-    sinusoidal_positions,
-    softmax,
-    softmax_jacobian,
-)
+from .forward import AUTO_BLOCKWISE_N, BLOCK_ELEMENTS, DEFAULT_BLOCK_SIZE, attention, scores, softmax
+from .jacobians import softmax_jacobian
 from .kvcache import DecodeResult, causal_decode
+from .positions import sinusoidal_positions
 
 __all__ = [
     "AUTO_BLOCKWISE_N",

@@ -30,18 +30,11 @@ from typing import Any
 import array_api_compat
 
 from ..errors import BackendError, ShapeError, SpecError
-from ..spec import AttentionSpec, _check_scale
-from .backend import array_namespace, asarray_in, erf, exp_inplace
+from ..spec import DEFAULT_POSITION_BASE, AttentionSpec, _check_scale
+from .backend import array_namespace, asarray_in, exp_inplace
+from .positions import sinusoidal_positions
 
-__all__ = [
-    "attention",
-    "gelu",
-    "gelu_tanh",
-    "scores",
-    "sinusoidal_positions",
-    "softmax",
-    "softmax_jacobian",
-]
+__all__ = ["attention", "scores", "softmax"]
 
 #: from this sequence length on, ``return_weights=False`` takes the blockwise path
 AUTO_BLOCKWISE_N = 1024
@@ -49,76 +42,6 @@ AUTO_BLOCKWISE_N = 1024
 DEFAULT_BLOCK_SIZE = 2048
 #: default blocks are halved until batch·heads·block² scores fit in this many elements (16 MiB in float32)
 BLOCK_ELEMENTS = 2**22
-
-
-# ---------------------------------------------------------------------------- elementwise twins
-def sinusoidal_positions(n: int, d_model: int, base: int = 10000, *, xp: ModuleType | None = None, dtype: Any = None):
-    """Sinusoidal positional encodings ``PE`` of shape ``(n, d_model)``, positions from 0.
-
-    .. math::
-
-        PE_{p, 2i} = \\sin\\!\\big(p / \\text{base}^{2i/d}\\big),\\qquad
-        PE_{p, 2i+1} = \\cos\\!\\big(p / \\text{base}^{2i/d}\\big)
-
-    Twin of :func:`attnsym.symbolic.sinusoidal_positions` (exact SymPy).
-
-    Parameters
-    ----------
-    n, d_model : int
-        Number of positions and width.
-    base : int, default 10000
-        Base of the geometric frequency progression.
-    xp : namespace, optional
-        Array namespace to build in (NumPy by default).
-    dtype : dtype, optional
-        Result dtype (float64 by default); computed in float64 and then cast.
-
-    Examples
-    --------
-    >>> pe = sinusoidal_positions(3, 4)
-    >>> pe.shape
-    (3, 4)
-    >>> np.allclose(pe[1], [np.sin(1), np.cos(1), np.sin(1 / 100), np.cos(1 / 100)])
-    True
-    """
-    for name, value in (("n", n), ("d_model", d_model), ("base", base)):
-        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < 1:
-            raise SpecError(f"{name} must be a positive integer (got {value!r})")
-    if base < 2:
-        raise SpecError(f"base must be an integer >= 2 (got {base!r})")
-    xp = array_namespace() if xp is None else xp
-    half = (d_model + 1) // 2
-    pos = xp.reshape(xp.arange(n, dtype=xp.float64), (n, 1))  # (n, 1)
-    two_i = xp.arange(0, 2 * half, 2, dtype=xp.float64)  # (half,)
-    angle = pos * xp.exp(-(two_i / d_model) * math.log(base))  # (n, half)
-    pe = xp.reshape(xp.stack([xp.sin(angle), xp.cos(angle)], axis=-1), (n, 2 * half))[:, :d_model]
-    return pe if dtype is None else xp.astype(pe, dtype)
-
-
-def gelu(x):
-    """Exact GELU, ``x·Φ(x) = x/2 · (1 + erf(x/√2))``, elementwise.
-
-    Twin of :func:`attnsym.symbolic.gelu`.
-
-    >>> gelu(np.array([0.0, 1.0])).round(6)  # 1·Φ(1) = 0.841345
-    array([0.      , 0.841345])
-    """
-    xp = array_namespace(x)
-    x = xp.asarray(x)
-    return 0.5 * x * (1.0 + erf(xp, x / math.sqrt(2.0)))
-
-
-def gelu_tanh(x):
-    """The tanh approximation of GELU, ``x/2 · (1 + tanh(√(2/π)(x + 0.044715 x³)))``.
-
-    Twin of :func:`attnsym.symbolic.gelu_tanh`.
-
-    >>> float(abs(gelu_tanh(np.array([1.0]))[0] - gelu(np.array([1.0]))[0])) < 1e-3
-    True
-    """
-    xp = array_namespace(x)
-    x = xp.asarray(x)
-    return 0.5 * x * (1.0 + xp.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
 
 
 # ---------------------------------------------------------------------------- scores and softmax
@@ -205,22 +128,6 @@ def softmax(S, allowed=None, axis: int = -1):
     P, total, _ = _shifted_exp(xp, S)
     A = _safe_divide(xp, P, total)
     return xp.moveaxis(A, -1, axis) if moved else A
-
-
-def softmax_jacobian(a):
-    """The Jacobian ``diag(a) − a aᵀ`` of the softmax at output ``a`` (batched over ``...``).
-
-    Twin of :func:`attnsym.symbolic.backprop.softmax_jacobian`.
-
-    >>> softmax_jacobian(np.array([0.25, 0.75]))
-    array([[ 0.1875, -0.1875],
-           [-0.1875,  0.1875]])
-    """
-    xp = array_namespace(a)
-    a = xp.asarray(a)
-    n = a.shape[-1]
-    col, row = xp.expand_dims(a, axis=-1), xp.expand_dims(a, axis=-2)  # (..., n, 1), (..., 1, n)
-    return xp.eye(n, dtype=a.dtype) * row - col * row
 
 
 # ---------------------------------------------------------------------------- the layer
@@ -379,7 +286,7 @@ def _resolve(
                 raise ShapeError(f"{name} must have shape (1, {k}) or ({k},) (got {tuple(arrays[name].shape)})")
         d_k, d_v = int(W_Q.shape[1]) // heads, int(W_V.shape[1]) // heads
         scale_value = AttentionSpec(n=1, d_model=1, d_k=d_k, scale=_check_scale(scale)).scale_float
-        base = 10000
+        base = DEFAULT_POSITION_BASE
         mask_arr = None
         if mask is not None:
             mask = array_api_compat.to_device(asarray_in(xp, mask), array_api_compat.device(X))  # numpy masks ok

@@ -30,7 +30,7 @@ from typing import Any
 from ..errors import ShapeError, SpecError
 from ..spec import _check_scale
 from .backend import array_namespace
-from .forward import sinusoidal_positions
+from .positions import sinusoidal_positions
 
 __all__ = ["DecodeResult", "causal_decode"]
 

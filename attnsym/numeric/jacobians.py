@@ -1,0 +1,37 @@
+"""The softmax Jacobian as a floating-point array: the numeric twin of :mod:`attnsym.symbolic.jacobians`."""
+
+from __future__ import annotations
+
+from .backend import array_namespace
+
+__all__ = ["softmax_jacobian"]
+
+
+def softmax_jacobian(a):
+    """The Jacobian ``∂a_i/∂z_j = a_i (δ_ij − a_j)``, i.e. ``diag(a) − a aᵀ``, at softmax output ``a``.
+
+    Twin of :func:`attnsym.symbolic.softmax_jacobian`: ``symbolic.softmax_jacobian(n)`` is
+    the same matrix in the symbols ``a_0, …, a_{n-1}``; this function evaluates it at the
+    numbers ``a`` (so ``softmax_jacobian(a)`` pairs with
+    ``symbolic.softmax_jacobian(a.shape[-1])`` with ``a_i`` substituted).
+
+    Parameters
+    ----------
+    a : (..., n) array
+        Softmax outputs (batched over leading dimensions).
+
+    Returns
+    -------
+    (..., n, n) array
+
+    Examples
+    --------
+    >>> softmax_jacobian(np.array([0.25, 0.75]))
+    array([[ 0.1875, -0.1875],
+           [-0.1875,  0.1875]])
+    """
+    xp = array_namespace(a)
+    a = xp.asarray(a)
+    n = a.shape[-1]
+    col, row = xp.expand_dims(a, axis=-1), xp.expand_dims(a, axis=-2)  # (..., n, 1), (..., 1, n)
+    return xp.eye(n, dtype=a.dtype) * row - col * row
