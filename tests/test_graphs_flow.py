@@ -16,14 +16,13 @@ from attnsym.graphs import (
     attention_flow,
     attention_rollout,
     classify_growth,
-    draw_contrast,
-    draw_routing,
     max_path_length,
     mlp_graph,
     routing_graph,
     sequential_depth,
 )
 from attnsym.graphs.architectures import expected_growth
+from attnsym.plots import draw_contrast, draw_routing
 
 # ------------------------------------------------------------------ the 2-layer, 3-token example, by hand
 # Layer 1: query i reads key i+1 (mod 3). Layer 2: a softer pattern.

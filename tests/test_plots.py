@@ -6,6 +6,7 @@ import io
 import math
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -258,6 +259,32 @@ def test_import_attnsym_and_plots_does_not_import_matplotlib():
             "print('matplotlib' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_only_the_plots_package_imports_matplotlib():
+    # every import statement of the library, at module top or inside a function, read from the source
+    import ast
+
+    root = Path(at.__file__).parent
+    offenders = []
+    for path in sorted(root.rglob("*.py")):
+        if path.relative_to(root).parts[0] == "plots":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) and node.level == 0 else [])
+            offenders += [f"{path.relative_to(root)}:{node.lineno}" for name in names if name.split(".")[0] == "matplotlib"]
+    assert offenders == []
+
+
+def test_graphs_drawing_names_are_the_plots_functions():
+    # attnsym.graphs.draw_routing / draw_contrast were public before the plots package; they stay importable
+    from attnsym import graphs
+
+    assert graphs.draw_routing is plots.draw_routing
+    assert graphs.draw_contrast is plots.draw_contrast
+    with pytest.raises(AttributeError, match="no attribute 'draw_heatmap'"):
+        graphs.draw_heatmap  # noqa: B018
 
 
 def test_path_length_figure_names_coinciding_lines_inside_the_axes():

@@ -262,18 +262,9 @@ class Report:
 
 
 def _render_figure(build, fmt: str) -> bytes:
-    import matplotlib
-
     from ..plots import figure_to_bytes
 
-    with matplotlib.rc_context({"svg.hashsalt": "attnsym", "path.simplify": True}):
-        fig = build()
-        try:
-            return figure_to_bytes(fig, fmt)
-        finally:
-            import matplotlib.pyplot as plt
-
-            plt.close(fig)
+    return figure_to_bytes(build(), fmt)
 
 
 def render_report(

@@ -182,7 +182,7 @@ def _graphs(t: _Tour) -> None:
                            ("json", "node-link JSON")):
             path = graphs.export(G, t.folder / "graphs" / f"{stem}.{fmt}", overwrite=t.overwrite)
             t.result.entries.append(TourEntry("graphs", path.relative_to(t.folder).as_posix(), f"{what}; {label}"))
-    fig = graphs.draw_contrast(c, tokens=tokens)
+    fig = plots.draw_contrast(c, tokens=tokens)
     t.write("graphs", "routing.png", plots.figure_to_bytes(fig, "png"),
             "drawn side by side: the MLP's graph for both inputs (identical) and the attention graphs (different)")
     t.result.facts["routing_distance"] = float(c.attention_distance)

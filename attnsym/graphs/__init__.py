@@ -11,7 +11,12 @@ and DOT.
 >>> G = at.graphs.routing_graph(np.array([[1.0, 0.0], [0.5, 0.5]]), tokens=["a", "b"])
 >>> G.number_of_edges()
 3
+
+The drawing functions live in :mod:`attnsym.plots` (the only package that imports matplotlib);
+``attnsym.graphs.draw_routing`` and ``attnsym.graphs.draw_contrast`` stay importable as aliases.
 """
+
+from typing import Any
 
 from ._arrays import ROW_SUM_ATOL, RowSumWarning, as_attention_stack
 from .architectures import (
@@ -25,7 +30,6 @@ from .architectures import (
     table1,
 )
 from .contrast import Contrast, contrast, graphs_equal
-from .draw import draw_contrast, draw_routing
 from .flow import attention_flow, attention_rollout, flow_graph
 from .io import FORMATS, GraphFormatError, export, read
 from .metrics import (
@@ -56,8 +60,6 @@ __all__ = [
     "classify_growth",
     "computation_graph",
     "contrast",
-    "draw_contrast",
-    "draw_routing",
     "effective_attended",
     "export",
     "flow_graph",
@@ -79,3 +81,14 @@ __all__ = [
     "sequential_depth",
     "table1",
 ]
+
+#: public names kept here for compatibility, defined in attnsym.plots.routing (imported on first access)
+_DRAWING = ("draw_contrast", "draw_routing")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _DRAWING:
+        from ..plots import routing  # the one import of plots by graphs: a compatibility alias, see _DRAWING
+
+        return getattr(routing, name)
+    raise AttributeError(f"module 'attnsym.graphs' has no attribute {name!r}")

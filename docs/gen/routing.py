@@ -15,6 +15,7 @@ import numpy as np
 
 import attnsym as at
 from attnsym import graphs as gr
+from attnsym import plots
 
 
 def _png(name: str, fig) -> str:
@@ -42,10 +43,10 @@ A = c.A1[0]
 G = gr.routing_graph(A, tokens=TOKENS)
 
 # ---------------------------------------------------------------------------------------------- figures
-fig_columns = _png("routing-columns", gr.draw_routing(G, title="Head 0: keys (left) -> queries (right)"))
-fig_circle = _png("routing-circle", gr.draw_routing(G, layout="circle", title="The same graph on a circle"))
-fig_topk = _png("routing-top2", gr.draw_routing(gr.routing_graph(A, tokens=TOKENS, top_k=2), title="top_k=2 per query"))
-fig_contrast = _png("routing-contrast", gr.draw_contrast(c, tokens=TOKENS))
+fig_columns = _png("routing-columns", plots.draw_routing(G, title="Head 0: keys (left) -> queries (right)"))
+fig_circle = _png("routing-circle", plots.draw_routing(G, layout="circle", title="The same graph on a circle"))
+fig_topk = _png("routing-top2", plots.draw_routing(gr.routing_graph(A, tokens=TOKENS, top_k=2), title="top_k=2 per query"))
+fig_contrast = _png("routing-contrast", plots.draw_contrast(c, tokens=TOKENS))
 
 edges = sorted(G.in_edges(2, data="weight"), key=lambda e: -e[2])
 edge_table = "\n".join(

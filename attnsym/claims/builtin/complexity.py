@@ -215,7 +215,7 @@ def check_quadratic_cost(ctx: CheckContext, *, time_degree: tuple[int, int] = (2
     lean_fig = measured["blockwise peak bytes (2 significant digits)"]
 
     def figure():
-        from ..cost_figures import memory_growth_figure
+        from ...plots import memory_growth_figure
 
         return memory_growth_figure(ns, plain_fig, lean_fig, plain_t or None, lean_t or None)
 
@@ -310,7 +310,7 @@ def check_kv_cache(ctx: CheckContext, *, cached_degree: int = 1, uncached_degree
              for a, b in zip(fast.steps, slow.steps, strict=True)]
 
     def figure():
-        from ..cost_figures import decode_cost_figure
+        from ...plots import decode_cost_figure
 
         return decode_cost_figure([s["t"] for s in steps], [s["mul with cache"] for s in steps],
                                   [s["mul without cache"] for s in steps])

@@ -106,7 +106,7 @@ def check_dynamic_routing(ctx: CheckContext, *, attention_changes: bool = True, 
     first = contrast(spec, *rng.standard_normal((2, *spec.shapes["X"])), weights)
 
     def figure():
-        from ...graphs import draw_contrast
+        from ...plots import draw_contrast
 
         return draw_contrast(first)
 
@@ -234,7 +234,7 @@ def check_two_token(ctx: CheckContext, *, routings=((0.1, 0.9), (0.95, 0.05)), m
     ok = ex.routings_match and numeric_ok and ex.routings_differ and (not ex.mlp_unchanged) == static_changes
 
     def figure():
-        from ..cost_figures import two_token_figure
+        from ...plots import two_token_figure
 
         return two_token_figure(numeric_rows, [float(v) for v in ex.mlp_routings[0]])
     return Evidence(

@@ -473,7 +473,7 @@ def check_softmax_saturation(ctx: CheckContext) -> Evidence:
                                     max_weight_scaled=np.array([r["max weight scaled"] for r in table]))
 
     def gradient_fig():
-        from ..figures import saturation_gradient_figure
+        from ...plots import saturation_gradient_figure
 
         return saturation_gradient_figure(
             [r["d"] for r in table], [r["‖J‖ mean unscaled"] for r in table], [r["‖J‖ mean scaled"] for r in table],

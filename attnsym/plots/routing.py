@@ -1,4 +1,6 @@
-"""Figures of routing graphs (matplotlib is imported inside the functions, never at import time).
+"""Routing graphs drawn: two columns or a circle, the MLP/attention contrast, the two-token example.
+
+matplotlib is imported inside the functions, never at import time.
 
 Every function returns a :class:`matplotlib.figure.Figure` and never calls ``show()``.
 Edge line width is proportional to ``|weight|`` (the largest drawn at ``max_width`` points);
@@ -7,16 +9,17 @@ negative MLP weights are drawn dashed.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import networkx as nx
 import numpy as np
 
 from ..errors import ShapeError
-from ._arrays import check_index, check_tokens
-from .routing import attention_matrix, routing_graph
+from ..graphs._arrays import check_index, check_tokens
+from ..graphs.routing import attention_matrix, routing_graph
 
-__all__ = ["draw_contrast", "draw_routing"]
+__all__ = ["draw_contrast", "draw_routing", "two_token_figure"]
 
 
 def _bipartite(G: nx.DiGraph) -> tuple[list[str], list[str], np.ndarray, str, str]:
@@ -194,4 +197,33 @@ def draw_contrast(c, *, head: int = 0, tokens=None, layout: str = "columns"):
     draw_routing(routing_graph(A2, tokens=labels), ax=axes[1, 1],
                  title=f"attention head {head}, input 2 (distance {distance:.3f})", layout=layout, scale=1.0)
     fig.suptitle("Same weights, two inputs: the MLP graph is fixed, the attention graph is computed from X")
+    return fig
+
+
+def two_token_figure(routings: Sequence[Sequence[float]], static: Sequence[float]):
+    """Token 1's mixing weights for each input: attention (computed) against a static mixer (fixed).
+
+    Examples
+    --------
+    >>> fig = two_token_figure([[0.1, 0.9], [0.95, 0.05]], [0.7, 0.3])
+    >>> len(fig.axes)
+    2
+    """
+    from matplotlib.figure import Figure
+
+    routings = np.asarray(routings, dtype=float)
+    fig = Figure(figsize=(9.0, 3.8), layout="constrained")
+    ax_att, ax_mlp = fig.subplots(1, 2, sharey=True)
+    x = np.arange(2)
+    width = 0.8 / len(routings)
+    for k, row in enumerate(routings):
+        ax_att.bar(x + k * width, row, width, label=f"input {k + 1}")
+        ax_mlp.bar(x + k * width, static, width, label=f"input {k + 1}")
+    for ax, title in ((ax_att, "attention: weights computed from the input"),
+                      (ax_mlp, "static mixer: the same weights for every input")):
+        ax.set_xticks(x + width * (len(routings) - 1) / 2, ["token 1", "token 2"])
+        ax.set_ylim(0, 1)
+        ax.set_title(title, fontsize=10)
+        ax.legend(fontsize=9)
+    ax_att.set_ylabel("weight of each token in output 1")
     return fig

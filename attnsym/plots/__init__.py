@@ -1,0 +1,72 @@
+"""Figures of attention: the one package that draws (and the only importer of matplotlib).
+
+Every function returns a :class:`matplotlib.figure.Figure` and never calls ``show()``; figures
+are built with the object-oriented API (no pyplot state), so they work headless with any
+backend, including ``Agg``. matplotlib is imported inside the functions: neither
+``import attnsym`` nor ``import attnsym.plots`` imports it.
+
+The functions here *draw*; they do not compute. Each figure takes its data as arguments, and
+when the data is left out it is fetched from the layer that owns the mathematics:
+:mod:`attnsym.numeric` (attention weights, positional encodings, GELU, Monte Carlo),
+:mod:`attnsym.graphs` (row entropy, path lengths and depths of Table 1).
+
+One module per subject, mirroring the layers below:
+
+==========================  ====================================================================
+``plots.heatmaps``          :func:`attention_heatmap`, :func:`random_attention`
+``plots.positions``         :func:`positional_encoding_figure`
+``plots.activations``       :func:`gelu_figure`
+``plots.scaling``           :func:`variance_figure`, :func:`entropy_figure`,
+                            :func:`saturation_gradient_figure`
+``plots.complexity``        :func:`path_length_figure`, :func:`memory_growth_figure`,
+                            :func:`decode_cost_figure`
+``plots.routing``           :func:`draw_routing`, :func:`draw_contrast`, :func:`two_token_figure`
+``plots.catalog``           :data:`FIGURES`, :func:`figure` (the standard figures by name)
+``plots.files``             :func:`figure_to_bytes`, :func:`save_figure`
+==========================  ====================================================================
+
+Save a figure as PNG or SVG with :func:`save_figure` (atomic, never a silent overwrite).
+
+Examples
+--------
+>>> import numpy as np
+>>> from attnsym import plots
+>>> fig = plots.attention_heatmap(np.array([[0.9, 0.1], [0.3, 0.7]]), tokens=["the", "cat"])
+>>> fig.axes[0].get_xlabel()
+'key j (attended to)'
+>>> [label.get_text() for label in fig.axes[0].get_yticklabels()]
+['the', 'cat']
+"""
+
+from ._base import DPI, FIGSIZE
+from .activations import gelu_figure
+from .catalog import FIGURES, figure
+from .complexity import decode_cost_figure, memory_growth_figure, path_length_figure
+from .files import FORMATS, figure_to_bytes, save_figure
+from .heatmaps import attention_heatmap, random_attention
+from .positions import positional_encoding_figure
+from .routing import draw_contrast, draw_routing, two_token_figure
+from .scaling import entropy_figure, saturation_gradient_figure, variance_figure
+
+__all__ = [
+    "DPI",
+    "FIGSIZE",
+    "FIGURES",
+    "FORMATS",
+    "attention_heatmap",
+    "decode_cost_figure",
+    "draw_contrast",
+    "draw_routing",
+    "entropy_figure",
+    "figure",
+    "figure_to_bytes",
+    "gelu_figure",
+    "memory_growth_figure",
+    "path_length_figure",
+    "positional_encoding_figure",
+    "random_attention",
+    "saturation_gradient_figure",
+    "save_figure",
+    "two_token_figure",
+    "variance_figure",
+]

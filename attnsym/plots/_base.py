@@ -1,0 +1,44 @@
+"""What every figure module shares: the default size, a fresh pyplot-free Figure, array conversion.
+
+matplotlib is imported inside :func:`new_figure`, so importing a figure module stays light.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import ShapeError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+__all__ = ["DPI", "FIGSIZE", "as_numpy", "new_figure"]
+
+#: default size of every figure, in inches; at ``dpi=100`` a PNG is 800 × 500 pixels
+FIGSIZE = (8.0, 5.0)
+DPI = 100
+
+
+def new_figure(figsize: tuple[float, float] = FIGSIZE) -> Figure:
+    """A fresh Figure that belongs to no pyplot window (safe headless, never leaks)."""
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=figsize, dpi=DPI, layout="constrained")
+
+
+def as_numpy(a: Any, name: str) -> np.ndarray:
+    """Convert NumPy / CuPy / PyTorch arrays (or nested lists) to a float64 NumPy array."""
+    if hasattr(a, "detach"):  # torch
+        a = a.detach().cpu().numpy()
+    elif hasattr(a, "get") and type(a).__module__.startswith("cupy"):
+        a = a.get()
+    try:
+        out = np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise ShapeError(f"{name} must be a numeric array (got {type(a).__name__}: {error})") from None
+    if not np.all(np.isfinite(out)):
+        raise ShapeError(f"{name} must contain only finite values")
+    return out
+

@@ -1,0 +1,67 @@
+"""The standard figures by name, each built from the layers' data (``attnsym plot`` and the tour)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..errors import SpecError
+from .activations import gelu_figure
+from .complexity import path_length_figure
+from .heatmaps import attention_heatmap, random_attention
+from .positions import positional_encoding_figure
+from .scaling import entropy_figure, variance_figure
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+__all__ = ["FIGURES", "figure"]
+
+#: the standard figures: name -> what it shows (build one with :func:`figure`; used by ``attnsym plot`` and the tour)
+FIGURES: dict[str, str] = {
+    "heatmap": "attention weights per head (query × key) for random inputs",
+    "positions": "sinusoidal positional-encoding curves and matrix",
+    "gelu": "GELU exact vs tanh approximation, and the error",
+    "variance": "variance of q·k vs d, unscaled and scaled by 1/√d (Monte Carlo + exact)",
+    "entropy": "row entropy and largest weight of softmax vs d, unscaled and scaled",
+    "paths": "Table 1: maximum path length and sequential depth vs n per architecture",
+}
+
+
+def figure(name: str, *, seed: int = 0, quick: bool = False, spec: Any = None) -> Figure:
+    """Build one of the standard figures of :data:`FIGURES` with data from the layers.
+
+    Parameters
+    ----------
+    name : {"heatmap", "positions", "gelu", "variance", "entropy", "paths"}
+    seed : int, default 0
+        Seed of every random input (heatmap, Monte Carlo, entropy).
+    quick : bool, default False
+        Fewer samples (for tests and ``attnsym tour --quick``).
+    spec : AttentionSpec, optional
+        The layer of the heatmap (default n=6, d_model=8, heads=2).
+
+    Raises
+    ------
+    SpecError
+        Unknown ``name``.
+
+    Examples
+    --------
+    >>> fig = figure("gelu")
+    >>> fig.axes[-1].get_ylabel()
+    'tanh − exact'
+    """
+    if name not in FIGURES:
+        raise SpecError(f"name must be one of {', '.join(FIGURES)} (got {name!r})")
+    if name == "heatmap":
+        A, tokens = random_attention(spec, seed=seed)
+        return attention_heatmap(A, tokens)
+    if name == "positions":
+        return positional_encoding_figure()
+    if name == "gelu":
+        return gelu_figure()
+    if name == "variance":
+        return variance_figure(seed=seed, quick=quick)
+    if name == "entropy":
+        return entropy_figure(seed=seed, quick=quick)
+    return path_length_figure()

@@ -1,0 +1,154 @@
+"""Attention weights as heatmaps, one panel per head, and the random attention they default to."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import ShapeError
+from ._base import as_numpy, new_figure
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+__all__ = ["attention_heatmap", "random_attention"]
+
+
+def attention_heatmap(
+    A: Any,
+    tokens: Sequence[str] | None = None,
+    *,
+    head_titles: Sequence[str] | None = None,
+    title: str | None = None,
+    annotate: bool | None = None,
+    label: str = "attention weight $A_{ij}$",
+) -> Figure:
+    """Heatmap of attention weights, one panel per head: query (rows) × key (columns).
+
+    Parameters
+    ----------
+    A : array-like, shape (n, n) or (heads, n, n)
+        Attention weights; row ``i`` is the distribution query ``i`` puts over the keys.
+        NumPy, CuPy or PyTorch arrays are accepted.
+    tokens : sequence of str, optional
+        Labels of the ``n`` positions (both axes); default ``0 … n-1``.
+    head_titles : sequence of str, optional
+        Title of each panel; default ``"head 0"``, ``"head 1"``, … (none for a single head), counted
+        from 0 like the head index of the graphs and of ``A[..., h, :, :]``.
+    title : str, optional
+        Figure title; default ``"Attention weights A = softmax(Q Kᵀ / √d_k)"``.
+    annotate : bool, optional
+        Print each weight in its cell; default when ``n <= 8``.
+    label : str
+        Label of the colour bar (change it when drawing scores ``S`` rather than weights).
+        Values outside [0, 1] get a colour scale from their minimum to their maximum.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One image axis per head sharing one colour bar (0 … 1, labelled).
+
+    Raises
+    ------
+    ShapeError
+        ``A`` is not (n, n) or (heads, n, n), or ``tokens`` has the wrong length.
+
+    Examples
+    --------
+    >>> A = np.array([[[1.0, 0.0], [0.5, 0.5]], [[0.2, 0.8], [0.6, 0.4]]])
+    >>> fig = attention_heatmap(A, tokens=["a", "b"])
+    >>> [ax.get_title() for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    ['head 0', 'head 1']
+    """
+    A = as_numpy(A, "A")
+    if A.ndim not in (2, 3) or A.shape[-1] != A.shape[-2]:
+        raise ShapeError(f"A must have shape (n, n) or (heads, n, n) (got {tuple(A.shape)})")
+    if A.ndim == 2:
+        A = A[None]
+    heads, n, _ = A.shape
+    if tokens is None:
+        tokens = [str(i) for i in range(n)]
+    tokens = [str(t) for t in tokens]
+    if len(tokens) != n:
+        raise ShapeError(f"tokens must have n = {n} labels (got {len(tokens)})")
+    if head_titles is None:
+        head_titles = [f"head {h}" for h in range(heads)] if heads > 1 else [""]
+    if len(head_titles) != heads:
+        raise ShapeError(f"head_titles must have {heads} entries (got {len(head_titles)})")
+    if annotate is None:
+        annotate = n <= 8
+    vmax = 1.0 if A.max() <= 1.0 + 1e-12 and A.min() >= 0 else float(A.max())
+    vmin = 0.0 if A.min() >= 0 else float(A.min())
+
+    cols = heads if heads <= 3 else (2 if heads == 4 else 3)
+    rows = math.ceil(heads / cols)
+    width = max(4.6 * cols + 1.2, 6.0)
+    fig = new_figure((width, 4.4 * rows + 0.6))
+    axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
+    image = None
+    for h, ax in enumerate(axes):
+        if h >= heads:
+            ax.set_visible(False)
+            continue
+        image = ax.imshow(A[h], cmap="viridis", vmin=vmin, vmax=vmax, aspect="equal", interpolation="nearest")
+        ax.set_xticks(range(n), tokens, rotation=45 if max(map(len, tokens)) > 3 else 0, ha="right"
+                      if max(map(len, tokens)) > 3 else "center")
+        ax.set_yticks(range(n), tokens)
+        if n > 16:  # keep tick labels legible
+            step = math.ceil(n / 16)
+            ax.set_xticks(range(0, n, step), tokens[::step])
+            ax.set_yticks(range(0, n, step), tokens[::step])
+        ax.set_xlabel("key j (attended to)")
+        ax.set_ylabel("query i (attending)")
+        if head_titles[h]:
+            ax.set_title(head_titles[h])
+        if annotate:
+            for i in range(n):
+                for j in range(n):
+                    value = A[h, i, j]
+                    shade = (value - vmin) / (vmax - vmin or 1.0)
+                    ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=9,
+                            color="black" if shade > 0.6 else "white")
+    fig.colorbar(image, ax=axes[:heads].tolist(), label=label, shrink=0.9)
+    fig.suptitle(title or r"Attention weights $A = \mathrm{softmax}(QK^\top/\sqrt{d_k})$, rows sum to 1")
+    return fig
+
+
+def random_attention(spec: Any = None, *, seed: int = 0, input_seed: int | None = None) -> tuple[np.ndarray, list[str]]:
+    """Attention weights of every head for random weights and inputs, computed by :mod:`attnsym.numeric`.
+
+    Weights are drawn with ``seed`` (entries ``N(0, 1/fan_in)``), the input ``X ~ N(0, 1)`` with
+    ``input_seed`` (default ``seed``): the same ``seed`` with two ``input_seed`` values gives two
+    inputs through the same weights.
+
+    Returns
+    -------
+    A : ndarray, shape (n, n) or (heads, n, n)
+    tokens : list of str
+        Placeholder words labelling the positions (position numbers beyond 8 tokens).
+
+    Examples
+    --------
+    >>> A, tokens = random_attention(at.AttentionSpec(n=3, d_model=4, heads=2), seed=0)
+    >>> A.shape, tokens
+    ((2, 3, 3), ['the', 'cat', 'sat'])
+    >>> bool(np.allclose(A.sum(axis=-1), 1.0))
+    True
+    """
+    from ..numeric import attention
+    from ..spec import AttentionSpec
+
+    spec = spec if spec is not None else AttentionSpec(n=6, d_model=8, heads=2)
+    rng = np.random.default_rng(seed)
+    shapes = spec.shapes
+    W = {name: rng.standard_normal(shapes[name]) / math.sqrt(shapes[name][0]) for name in spec.parameter_names
+         if name.startswith("W_")}
+    X = np.random.default_rng(seed if input_seed is None else input_seed + 7919).standard_normal(shapes["X"])
+    _, A = attention(X, W["W_Q"], W["W_K"], W["W_V"], W.get("W_O"), spec=spec)
+    tokens = ["the", "cat", "sat", "on", "the", "mat", "and", "purred"]
+    labels = tokens[: spec.n] if spec.n <= len(tokens) else [str(i) for i in range(spec.n)]
+    return np.asarray(A), labels
+

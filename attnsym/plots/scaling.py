@@ -1,0 +1,285 @@
+"""The 1/sqrt(d) scaling: score variance against d, softmax saturation (entropy, Jacobian, gradient)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import ShapeError
+from ._base import FIGSIZE, as_numpy, new_figure
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+__all__ = ["entropy_figure", "saturation_gradient_figure", "variance_figure"]
+
+
+def variance_figure(
+    d: Any = None,
+    unscaled: Any = None,
+    scaled: Any = None,
+    *,
+    unscaled_ci: Any = None,
+    scaled_ci: Any = None,
+    exact_unscaled: Any = None,
+    exact_scaled: Any = None,
+    samples: int | None = None,
+    seed: int = 0,
+    quick: bool = False,
+) -> Figure:
+    """Variance of the score q·k against d, unscaled and divided by √d (log–log axes).
+
+    Parameters
+    ----------
+    d : array-like of int
+        Dimensions. With ``unscaled``/``scaled`` left out, the Monte Carlo estimates (with
+        their 95 % intervals) and the exact values come from
+        :func:`attnsym.numeric.montecarlo.score_variance`.
+    unscaled, scaled : array-like
+        Estimated Var[q·k] and Var[q·k/√d] at each ``d``.
+    unscaled_ci, scaled_ci : array-like, shape (len(d), 2), optional
+        Lower and upper ends of each estimate's confidence interval.
+    exact_unscaled, exact_scaled : array-like, optional
+        Exact variances at each ``d`` (drawn as lines).
+    samples, seed, quick
+        Passed to the Monte Carlo when the data is fetched.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Left: both variances on log–log axes; right (when intervals are given): the scaled
+        variance with its intervals, zoomed.
+
+    Examples
+    --------
+    >>> d = np.array([1, 4, 16])
+    >>> fig = variance_figure(d, unscaled=1.0 * d, scaled=np.ones(3))
+    >>> fig.axes[0].get_xscale(), fig.axes[0].get_yscale()
+    ('log', 'log')
+    """
+    if unscaled is None or scaled is None:
+        data = _score_variance_data(d, samples=samples, seed=seed, quick=quick)
+        d, unscaled, scaled = data["d"], data["unscaled"], data["scaled"]
+        unscaled_ci, scaled_ci = data["unscaled_ci"], data["scaled_ci"]
+        exact_unscaled, exact_scaled = data["exact_unscaled"], data["exact_scaled"]
+    d = as_numpy(d, "d")
+    unscaled, scaled = as_numpy(unscaled, "unscaled"), as_numpy(scaled, "scaled")
+    if not (d.shape == unscaled.shape == scaled.shape) or d.ndim != 1:
+        raise ShapeError(f"d, unscaled and scaled must be 1-D of equal length (got {d.shape}, {unscaled.shape}, {scaled.shape})")
+    zoom = scaled_ci is not None
+    fig = new_figure((11.0, 4.8) if zoom else FIGSIZE)
+    axes = fig.subplots(1, 2, width_ratios=[1.3, 1]) if zoom else [fig.subplots()]
+    ax = axes[0]
+    for values, ci, exact, label, colour in (
+        (unscaled, unscaled_ci, exact_unscaled, r"unscaled $q\cdot k$", "C3"),
+        (scaled, scaled_ci, exact_scaled, r"scaled $q\cdot k/\sqrt{d}$", "C0"),
+    ):
+        if ci is not None:
+            ci = as_numpy(ci, "ci")
+            yerr = np.abs(np.stack([values - ci[:, 0], ci[:, 1] - values]))
+            ax.errorbar(d, values, yerr=yerr, fmt="o", color=colour, capsize=3, label=f"{label}: Monte Carlo, 95% CI")
+        else:
+            ax.plot(d, values, "o", color=colour, label=f"{label}: estimate")
+        if exact is not None:
+            ax.plot(d, as_numpy(exact, "exact"), "-", color=colour, alpha=0.6, label=f"{label}: exact")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log", base=2)
+    ax.set_xlabel("dimension d (components i.i.d., mean 0, variance 1)")
+    ax.set_ylabel("variance of the score")
+    ax.set_title("log–log: unscaled grows like d, scaled stays at 1")
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=9)
+    if zoom:
+        ci = as_numpy(scaled_ci, "scaled_ci")
+        ax2 = axes[1]
+        ax2.errorbar(d, scaled, yerr=np.abs(np.stack([scaled - ci[:, 0], ci[:, 1] - scaled])), fmt="o", color="C0",
+                     capsize=3, label="Monte Carlo, 95% CI")
+        if exact_scaled is not None:
+            ax2.plot(d, as_numpy(exact_scaled, "exact_scaled"), "-", color="C0", alpha=0.6, label="exact")
+        ax2.set_xscale("log", base=2)
+        ax2.set_xlabel("dimension d")
+        ax2.set_ylabel(r"Var$[q\cdot k/\sqrt{d}]$")
+        ax2.set_title("zoom on the scaled variance")
+        ax2.grid(True, alpha=0.3)
+        ax2.legend(fontsize=9)
+    fig.suptitle(r"Var$[q\cdot k] = d$; dividing by $\sqrt{d}$ brings it back to 1")
+    return fig
+
+
+def _score_variance_data(d: Any, *, samples: int | None, seed: int, quick: bool) -> dict[str, Any]:
+    """Fetch the Monte Carlo estimates behind :func:`variance_figure` from attnsym.numeric.montecarlo."""
+    from ..numeric import montecarlo
+
+    kwargs: dict[str, Any] = {"seed": seed}
+    if d is not None:
+        kwargs["d"] = [int(v) for v in np.atleast_1d(d)]
+    if samples is not None:
+        kwargs["samples"] = samples
+    elif quick:
+        kwargs["rel_error"] = 0.05  # 95 % intervals of ±5 % instead of ±2 %
+    return montecarlo.score_variance(**kwargs)
+
+
+def entropy_figure(
+    d: Any = None,
+    unscaled: Any = None,
+    scaled: Any = None,
+    *,
+    n: int = 16,
+    max_weight_unscaled: Any = None,
+    max_weight_scaled: Any = None,
+    seed: int = 0,
+    quick: bool = False,
+) -> Figure:
+    """Mean row entropy of softmax(q·k) against d, unscaled and scaled (saturation).
+
+    Parameters
+    ----------
+    d : array-like of int
+        Dimensions.
+    unscaled, scaled : array-like
+        Mean row entropy (nats) of the attention matrix at each ``d``. Left out, they are
+        computed by the layers: random inputs ``X ~ N(0, I)`` and independent ``W_Q, W_K`` with
+        entries ``N(0, 1/d)`` (so q and k have unit-variance components), ``attnsym.numeric.attention`` for
+        the weights, ``attnsym.graphs.row_entropy`` for the entropy.
+    n : int
+        Number of keys (sets the maximum entropy ``log n`` drawn as a reference).
+    max_weight_unscaled, max_weight_scaled : array-like, optional
+        Mean largest weight per row, drawn on a second panel.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> fig = entropy_figure([1, 16, 256], unscaled=[2.7, 1.1, 0.2], scaled=[2.7, 2.4, 2.4], n=16)
+    >>> round(fig.axes[0].get_lines()[2].get_ydata()[0], 4)      # log 16, the uniform row
+    2.7726
+    """
+    if unscaled is None or scaled is None:
+        data = _entropy_data(d, n=n, seed=seed, quick=quick)
+        d, unscaled, scaled = data["d"], data["unscaled"], data["scaled"]
+        max_weight_unscaled, max_weight_scaled = data["max_unscaled"], data["max_scaled"]
+    d = as_numpy(d, "d")
+    unscaled, scaled = as_numpy(unscaled, "unscaled"), as_numpy(scaled, "scaled")
+    if not (d.shape == unscaled.shape == scaled.shape) or d.ndim != 1:
+        raise ShapeError(f"d, unscaled and scaled must be 1-D of equal length (got {d.shape}, {unscaled.shape}, {scaled.shape})")
+    two = max_weight_unscaled is not None and max_weight_scaled is not None
+    fig = new_figure((11.0, 4.6) if two else FIGSIZE)
+    axes = fig.subplots(1, 2) if two else [fig.subplots()]
+    ax = axes[0]
+    ax.plot(d, unscaled, "o-", color="C3", label=r"unscaled $QK^\top$")
+    ax.plot(d, scaled, "s-", color="C0", label=r"scaled $QK^\top/\sqrt{d}$")
+    ax.axhline(math.log(n), color="0.5", ls=":", label=f"uniform: log n = {math.log(n):.2f}")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("dimension d")
+    ax.set_ylabel("mean row entropy (nats)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(f"Row entropy of A, n = {n} keys")
+    ax.legend(fontsize=9)
+    if two:
+        ax2 = axes[1]
+        ax2.plot(d, as_numpy(max_weight_unscaled, "max_weight_unscaled"), "o-", color="C3", label="unscaled")
+        ax2.plot(d, as_numpy(max_weight_scaled, "max_weight_scaled"), "s-", color="C0", label="scaled")
+        ax2.axhline(1 / n, color="0.5", ls=":", label=f"uniform: 1/n = {1 / n:.3f}")
+        ax2.set_xscale("log", base=2)
+        ax2.set_xlabel("dimension d")
+        ax2.set_ylabel("mean largest weight per row")
+        ax2.set_ylim(0, 1.05)
+        ax2.set_title("Largest weight: unscaled softmax saturates to one-hot")
+        ax2.legend(fontsize=9)
+    fig.suptitle("Without 1/√d the softmax saturates as d grows (entropy → 0, gradients vanish)")
+    return fig
+
+
+def _entropy_data(d: Any, *, n: int, seed: int, quick: bool) -> dict[str, Any]:
+    """Mean row entropy and largest weight of random attention matrices, via numeric + graphs."""
+    from ..graphs import row_entropy
+    from ..numeric import attention
+
+    dims = [int(v) for v in np.atleast_1d(d)] if d is not None else [2**k for k in range(0, 11 if not quick else 9)]
+    trials = 8 if quick else 32
+    rng = np.random.default_rng(seed)
+    out: dict[str, list[float]] = {"unscaled": [], "scaled": [], "max_unscaled": [], "max_scaled": []}
+    for dim in dims:
+        X = rng.standard_normal((trials, n, dim))
+        # independent W_Q, W_K with entries N(0, 1/d): the components of q and k have mean 0, variance ~1
+        W_Q, W_K = rng.standard_normal((2, dim, dim)) / math.sqrt(dim)
+        W_V = np.eye(dim)
+        for key, scale in (("unscaled", "none"), ("scaled", "sqrt")):
+            _, A = attention(X, W_Q, W_K, W_V, scale=scale)
+            A = np.asarray(A)
+            out[key].append(float(np.mean([np.mean(row_entropy(a)) for a in A])))
+            out["max_" + key].append(float(np.mean(A.max(axis=-1))))
+    return {"d": np.array(dims), **{k: np.array(v) for k, v in out.items()}}
+
+
+def saturation_gradient_figure(
+    d: Sequence[int],
+    jacobian_unscaled: Sequence[float],
+    jacobian_scaled: Sequence[float],
+    d_grad: Sequence[int],
+    grad_ratio_typical: Sequence[float],
+    grad_dead_fraction: Sequence[float],
+    *,
+    jacobian_median_unscaled: Sequence[float] | None = None,
+    jacobian_median_scaled: Sequence[float] | None = None,
+) -> Any:
+    """Softmax Jacobian norm against d (scaled vs unscaled), and the gradient reaching W_Q.
+
+    Parameters
+    ----------
+    d, jacobian_unscaled, jacobian_scaled : sequences
+        Mean Frobenius norm of ``diag(a) - a a^T`` per row at each ``d``.
+    d_grad, grad_ratio_typical, grad_dead_fraction : sequences
+        Typical (geometric-mean) ratio ``||dL/dW_Q||`` unscaled / scaled, and the fraction of
+        draws where it is below 1 %, at each ``d``.
+    jacobian_median_unscaled, jacobian_median_scaled : sequences, optional
+        Median norms, drawn dashed.
+
+    Examples
+    --------
+    >>> fig = saturation_gradient_figure([1, 4], [0.3, 0.2], [0.3, 0.3], [1, 4], [1.0, 0.9], [0.0, 0.1])
+    >>> len(fig.axes)  # two panels and the right-hand axis of the second
+    3
+    """
+    from matplotlib.figure import Figure
+
+    d, ju, js = (np.asarray(v, dtype=float) for v in (d, jacobian_unscaled, jacobian_scaled))
+    fig = Figure(figsize=(11.0, 4.6), layout="constrained")
+    ax, ax2 = fig.subplots(1, 2)
+    ax.plot(d, ju, "o-", color="C3", label="unscaled: mean")
+    ax.plot(d, js, "s-", color="C0", label="scaled by 1/√d: mean")
+    if jacobian_median_unscaled is not None and jacobian_median_scaled is not None:
+        ax.plot(d, np.asarray(jacobian_median_unscaled, dtype=float), "o--", color="C3", alpha=0.6, label="unscaled: median")
+        ax.plot(d, np.asarray(jacobian_median_scaled, dtype=float), "s--", color="C0", alpha=0.6, label="scaled: median")
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("dimension d")
+    ax.set_ylabel(r"$\|\mathrm{diag}(a) - a a^\top\|_F$ per row")
+    ax.set_title("Softmax Jacobian norm")
+    ax.legend(fontsize=9)
+    dg = np.asarray(d_grad, dtype=float)
+    ratio_line = ax2.plot(dg, np.asarray(grad_ratio_typical, dtype=float), "o-", color="C3",
+                          label="ratio unscaled / scaled (geometric mean, left axis)")
+    ax2.axhline(1.0, color="0.6", ls=":")
+    ax2.set_xscale("log", base=2)
+    ax2.set_yscale("log")
+    ax2.set_xlabel("dimension d")
+    ax2.set_ylabel(r"$\|\partial L/\partial W_Q\|$ unscaled / scaled")
+    ax2.set_title(r"Gradient reaching $W_Q$ (one query's loss)")
+    # the fraction is a proportion in [0, 1] (often exactly 0 at small d): a linear axis of its own
+    ax3 = ax2.twinx()
+    fraction_line = ax3.plot(dg, np.asarray(grad_dead_fraction, dtype=float), "^--", color="C2",
+                             label="fraction of queries with ratio < 1 % (right axis)")
+    ax3.set_ylim(-0.02, 1.02)
+    ax3.set_ylabel("fraction of queries with ratio < 1 %", color="C2")
+    ax3.tick_params(axis="y", colors="C2")
+    lines = ratio_line + fraction_line
+    ax2.legend(lines, [line.get_label() for line in lines], fontsize=9, loc="center left")
+    fig.suptitle("Without 1/√d the softmax saturates: its Jacobian, and the gradient through it, vanish for most queries")
+    return fig
