@@ -1,4 +1,4 @@
-"""Claims engine: each claim of CLAIMS.md as a function returning :class:`Evidence`.
+"""Claims engine: each claim of the shipped claims list as a function returning :class:`Evidence`.
 
 >>> import attnsym as at
 >>> ev = at.verify("variance-scaling", quick=True)
@@ -6,6 +6,7 @@
 'holds-under-conditions'
 """
 
+from ._evidence import BY_CONSTRUCTION
 from ._registry import (
     CLAIM_ORDER,
     CLAIMS,
@@ -17,21 +18,27 @@ from ._registry import (
     UnknownClaimError,
     claim,
     ordered_ids,
+    register,
     verify,
     verify_all,
 )
+from .catalogue import ClaimEntry, catalogue
 
 __all__ = [
+    "BY_CONSTRUCTION",
     "CLAIMS",
     "CLAIM_ORDER",
     "VERDICTS",
     "CheckContext",
     "Claim",
+    "ClaimEntry",
     "ClaimFailed",
     "Evidence",
     "UnknownClaimError",
+    "catalogue",
     "claim",
     "ordered_ids",
+    "register",
     "verify",
     "verify_all",
 ]

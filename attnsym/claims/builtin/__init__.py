@@ -1,14 +1,22 @@
-"""The built-in claims of CLAIMS.md, one module per claim group.
+"""The built-in claims, one module per claim group; :data:`BUILTIN` lists them all, explicitly.
 
-Importing this package registers every built-in claim in :data:`attnsym.claims.CLAIMS`.
-``attnsym verify`` reports them in the order of CLAIMS.md (``attnsym.claims.CLAIM_ORDER``),
-whatever the import order below.
+Each module defines its checks as plain functions and ends with a tuple ``CLAIMS`` of
+:class:`~attnsym.claims.Claim` made by :func:`attnsym.claims.catalogue.builtin_claim` (statement,
+expected verdict and source come from the shipped claims list, ``claims.toml``). Importing a
+module registers nothing; the registry (:mod:`attnsym.claims._registry`) is built from
+:data:`BUILTIN`. A new group module adds one import and one entry to ``MODULES`` below, and
+its claims to ``claims.toml``.
 """
 
-# one line per claim-group module, so each group owner edits only its own line
-# ruff: noqa: I001
-from . import primitives  # noqa: F401  softmax-jacobian, sinusoidal-positions, gelu
-from . import scaling  # noqa: F401  variance-scaling, softmax-saturation
-from . import routing  # noqa: F401  dynamic-routing, hypernetwork-view, two-token-example, weights-not-preset, multi-head
-from . import complexity  # noqa: F401  global-path-length, parallelism, quadratic-cost, kv-cache, blockwise-exact
-from . import structure  # noqa: F401  qk-asymmetry, permutation-equivariance, no-locality-bias
+from . import complexity, primitives, routing, scaling, structure
+
+__all__ = ["BUILTIN", "MODULES"]
+
+#: the claim-group modules: scaling (variance-scaling, softmax-saturation); routing (dynamic-routing,
+#: hypernetwork-view, two-token-example, weights-not-preset, multi-head); complexity (global-path-length,
+#: parallelism, quadratic-cost, kv-cache, blockwise-exact); structure (qk-asymmetry, permutation-equivariance,
+#: no-locality-bias); primitives (softmax-jacobian, sinusoidal-positions, gelu)
+MODULES = (scaling, routing, complexity, structure, primitives)
+
+#: every built-in claim (the registry orders them as the claims list does)
+BUILTIN = tuple(c for module in MODULES for c in module.CLAIMS)

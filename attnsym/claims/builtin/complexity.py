@@ -18,7 +18,8 @@ import sympy as sp
 
 from ...spec import AttentionSpec
 from ...testing import TOLERANCES
-from .._registry import CheckContext, Evidence, claim
+from .._evidence import CheckContext, Evidence
+from ..catalogue import builtin_claim, statement
 
 __all__ = [
     "check_blockwise_exact",
@@ -40,10 +41,8 @@ def _close(a, b) -> bool:
 
 # ----------------------------------------------------------------------------- Table 1 columns
 
-PATH_STATEMENT = ("In self-attention any two positions are one step apart, however long the sequence; recurrent nets "
-                  "need O(n) steps and convolutions O(log_k n).")
-PARALLEL_STATEMENT = ("Attention processes all positions at once (O(1) sequential operations), while an RNN must "
-                      "step through them (O(n)).")
+PATH_STATEMENT = statement("global-path-length")
+PARALLEL_STATEMENT = statement("parallelism")
 
 #: growth classes (as :func:`attnsym.graphs.classify_growth` names them) each claim asserts
 PATH_CLAIMED = {"self_attention": "O(1)", "recurrent": "O(n)", "convolution": "O(log n)",
@@ -128,19 +127,17 @@ def check_table1_column(ctx: CheckContext, *, column: str = "path", claimed: Map
     )
 
 
-@claim("global-path-length", PATH_STATEMENT)
 def _global_path_length(ctx: CheckContext) -> Evidence:
     return check_table1_column(ctx, column="path")
 
 
-@claim("parallelism", PARALLEL_STATEMENT)
 def _parallelism(ctx: CheckContext) -> Evidence:
     return check_table1_column(ctx, column="sequential")
 
 
 # ----------------------------------------------------------------------------- quadratic-cost
 
-QUAD_STATEMENT = "Computing the attention map costs O(n²·d) time and O(n²) memory in the sequence length n."
+QUAD_STATEMENT = statement("quadratic-cost")
 
 
 def _approx(nbytes: float) -> int:
@@ -241,15 +238,13 @@ def check_quadratic_cost(ctx: CheckContext, *, time_degree: tuple[int, int] = (2
     )
 
 
-@claim("quadratic-cost", QUAD_STATEMENT)
 def _quadratic_cost(ctx: CheckContext) -> Evidence:
     return check_quadratic_cost(ctx)
 
 
 # ----------------------------------------------------------------------------- kv-cache
 
-KV_STATEMENT = ("For causal (decoder) attention, caching past keys and values makes generating the next token cost "
-                "O(n·d) instead of recomputing O(n²·d).")
+KV_STATEMENT = statement("kv-cache")
 
 
 def check_kv_cache(ctx: CheckContext, *, cached_degree: int = 1, uncached_degree: int = 2) -> Evidence:
@@ -340,15 +335,13 @@ def check_kv_cache(ctx: CheckContext, *, cached_degree: int = 1, uncached_degree
     )
 
 
-@claim("kv-cache", KV_STATEMENT)
 def _kv_cache(ctx: CheckContext) -> Evidence:
     return check_kv_cache(ctx)
 
 
 # ----------------------------------------------------------------------------- blockwise-exact
 
-BLOCK_STATEMENT = ("Memory-efficient attention (the 'Flash Attention' idea) computes the same result without storing "
-                   "the n×n map.")
+BLOCK_STATEMENT = statement("blockwise-exact")
 
 
 def check_blockwise_exact(ctx: CheckContext, *, rescale: bool = True) -> Evidence:
@@ -401,6 +394,15 @@ def check_blockwise_exact(ctx: CheckContext, *, rescale: bool = True) -> Evidenc
     )
 
 
-@claim("blockwise-exact", BLOCK_STATEMENT)
 def _blockwise_exact(ctx: CheckContext) -> Evidence:
     return check_blockwise_exact(ctx)
+
+
+#: the claims of this module, for the registry (:mod:`attnsym.claims.builtin` lists the modules)
+CLAIMS = (
+    builtin_claim("global-path-length", _global_path_length),
+    builtin_claim("parallelism", _parallelism),
+    builtin_claim("quadratic-cost", _quadratic_cost),
+    builtin_claim("kv-cache", _kv_cache),
+    builtin_claim("blockwise-exact", _blockwise_exact),
+)

@@ -11,19 +11,19 @@ import sympy as sp
 
 from ...spec import DEFAULT_POSITION_BASE
 from ...testing import TOLERANCES
-from .._registry import CheckContext, Evidence, claim
+from .._evidence import CheckContext, Evidence
+from ..catalogue import builtin_claim, statement
 
 __all__ = ["check_gelu", "check_sinusoidal_positions", "check_softmax_jacobian"]
 
 
 # ----------------------------------------------------------------------------- softmax-jacobian
-JACOBIAN_STATEMENT = "The softmax Jacobian is diag(a) − a aᵀ."
+JACOBIAN_STATEMENT = statement("softmax-jacobian")
 #: central differences with step h: truncation O(h^2) + rounding O(eps/h); h = 1e-5 gives ~1e-10
 FD_STEP = 1e-5
 FD_ATOL = 1e-8
 
 
-@claim("softmax-jacobian", JACOBIAN_STATEMENT)
 def check_softmax_jacobian(ctx: CheckContext, *, claimed=None) -> Evidence:
     """Symbolic proof for small n, rank n − 1, and agreement with central finite differences.
 
@@ -32,7 +32,7 @@ def check_softmax_jacobian(ctx: CheckContext, *, claimed=None) -> Evidence:
     """
     from ...numeric import softmax
     from ...symbolic.jacobians import derive_softmax_jacobian
-    from ..report import tex
+    from .._evidence import tex
 
     def default(a):
         if isinstance(a, np.ndarray):
@@ -107,10 +107,9 @@ def check_softmax_jacobian(ctx: CheckContext, *, claimed=None) -> Evidence:
 
 
 # ----------------------------------------------------------------------------- sinusoidal-positions
-POSITIONS_STATEMENT = "Sinusoidal positional encodings are sin/cos curves of geometrically spaced frequencies."
+POSITIONS_STATEMENT = statement("sinusoidal-positions")
 
 
-@claim("sinusoidal-positions", POSITIONS_STATEMENT)
 def check_sinusoidal_positions(ctx: CheckContext, *, claimed_ratio=None) -> Evidence:
     """Symbolic PE, bounded, geometric frequencies, PE(p + k) = R_k PE(p) per pair (proved for symbolic p, k).
 
@@ -118,7 +117,7 @@ def check_sinusoidal_positions(ctx: CheckContext, *, claimed_ratio=None) -> Evid
     """
     from ...numeric import sinusoidal_positions as num_pe
     from ...symbolic import sinusoidal_positions as sym_pe
-    from ..report import tex
+    from .._evidence import tex
 
     base = DEFAULT_POSITION_BASE
     n_sym, d_sym = 6, 8
@@ -202,11 +201,9 @@ def check_sinusoidal_positions(ctx: CheckContext, *, claimed_ratio=None) -> Evid
 
 
 # ----------------------------------------------------------------------------- gelu
-GELU_STATEMENT = ("GELU(x) = x·Φ(x) = ½ x (1 + erf(x/√2)), the activation used in the feed-forward block; "
-                  "a tanh formula approximates it.")
+GELU_STATEMENT = statement("gelu")
 
 
-@claim("gelu", GELU_STATEMENT)
 def check_gelu(ctx: CheckContext, *, claimed_max_error: float = 1e-3) -> Evidence:
     """Symbolic form against the normal CDF, derivative, limits, the tanh approximation's maximum error.
 
@@ -218,7 +215,7 @@ def check_gelu(ctx: CheckContext, *, claimed_max_error: float = 1e-3) -> Evidenc
     from ...numeric import gelu as num_gelu
     from ...numeric import gelu_tanh as num_gelu_tanh
     from ...symbolic import gelu, gelu_tanh
-    from ..report import tex
+    from .._evidence import tex
 
     x = sp.Symbol("x", real=True)
     # the standard normal CDF, certified by its definition: Phi' = phi (the density) and Phi(-oo) = 0
@@ -285,3 +282,10 @@ def check_gelu(ctx: CheckContext, *, claimed_max_error: float = 1e-3) -> Evidenc
         figures={"gelu": figure},
     )
 
+
+#: the claims of this module, for the registry (:mod:`attnsym.claims.builtin` lists the modules)
+CLAIMS = (
+    builtin_claim("softmax-jacobian", check_softmax_jacobian),
+    builtin_claim("sinusoidal-positions", check_sinusoidal_positions),
+    builtin_claim("gelu", check_gelu),
+)

@@ -17,7 +17,8 @@ import sympy as sp
 
 from ...spec import AttentionSpec
 from ...testing import TOLERANCES
-from .._registry import CheckContext, Evidence, claim
+from .._evidence import CheckContext, Evidence
+from ..catalogue import builtin_claim, statement
 
 __all__ = [
     "check_dynamic_routing",
@@ -78,8 +79,7 @@ def _parameter_equation():
 
 # ----------------------------------------------------------------------------- dynamic-routing
 
-DYNAMIC_STATEMENT = ("In attention the mixing weights are a function of the input, A(X); two inputs give two different "
-                     "graphs, A(X₁) ≠ A(X₂). An MLP's mixing matrix W is the same for every input.")
+DYNAMIC_STATEMENT = statement("dynamic-routing")
 
 
 def check_dynamic_routing(ctx: CheckContext, *, attention_changes: bool = True, mlp_changes: bool = False) -> Evidence:
@@ -130,15 +130,13 @@ def check_dynamic_routing(ctx: CheckContext, *, attention_changes: bool = True, 
     )
 
 
-@claim("dynamic-routing", DYNAMIC_STATEMENT)
 def _dynamic_routing(ctx: CheckContext) -> Evidence:
     return check_dynamic_routing(ctx)
 
 
 # ----------------------------------------------------------------------------- hypernetwork-view
 
-HYPER_STATEMENT = ("Attention is y = W(x) x: the data first generates the weights, then those weights process the data; "
-                   "an MLP is y = W x.")
+HYPER_STATEMENT = statement("hypernetwork-view")
 
 
 def check_hypernetwork_view(ctx: CheckContext, *, routing_term: bool = True) -> Evidence:
@@ -203,15 +201,13 @@ def check_hypernetwork_view(ctx: CheckContext, *, routing_term: bool = True) -> 
     )
 
 
-@claim("hypernetwork-view", HYPER_STATEMENT)
 def _hypernetwork_view(ctx: CheckContext) -> Evidence:
     return check_hypernetwork_view(ctx)
 
 
 # ----------------------------------------------------------------------------- two-token-example
 
-TWO_TOKEN_STATEMENT = ("With two tokens, static mixing is fixed (e.g. 0.7/0.3) whatever the tokens mean, while attention "
-                       "may give (0.1, 0.9) for one input and (0.95, 0.05) for another.")
+TWO_TOKEN_STATEMENT = statement("two-token-example")
 
 
 def check_two_token(ctx: CheckContext, *, routings=((0.1, 0.9), (0.95, 0.05)), mixing=(0.7, 0.3),
@@ -252,15 +248,13 @@ def check_two_token(ctx: CheckContext, *, routings=((0.1, 0.9), (0.95, 0.05)), m
     )
 
 
-@claim("two-token-example", TWO_TOKEN_STATEMENT)
 def _two_token(ctx: CheckContext) -> Evidence:
     return check_two_token(ctx)
 
 
 # ----------------------------------------------------------------------------- weights-not-preset
 
-PRESET_STATEMENT = ("Attention is not 'a weighted sum with preset weights': the weights are computed from the data by a "
-                    "similarity, then used to aggregate.")
+PRESET_STATEMENT = statement("weights-not-preset")
 
 
 def check_weights_not_preset(ctx: CheckContext, *, preset: bool = False) -> Evidence:
@@ -310,15 +304,13 @@ def check_weights_not_preset(ctx: CheckContext, *, preset: bool = False) -> Evid
     )
 
 
-@claim("weights-not-preset", PRESET_STATEMENT)
 def _weights_not_preset(ctx: CheckContext) -> Evidence:
     return check_weights_not_preset(ctx)
 
 
 # ----------------------------------------------------------------------------- multi-head
 
-MULTI_STATEMENT = ("Several heads, each with its own Q/K/V projections, attend to different relations; splitting d into "
-                   "h heads of d/h keeps the parameter count.")
+MULTI_STATEMENT = statement("multi-head")
 
 
 def check_multi_head(ctx: CheckContext, *, d_k_of=None) -> Evidence:
@@ -385,6 +377,15 @@ def check_multi_head(ctx: CheckContext, *, d_k_of=None) -> Evidence:
     )
 
 
-@claim("multi-head", MULTI_STATEMENT)
 def _multi_head(ctx: CheckContext) -> Evidence:
     return check_multi_head(ctx)
+
+
+#: the claims of this module, for the registry (:mod:`attnsym.claims.builtin` lists the modules)
+CLAIMS = (
+    builtin_claim("dynamic-routing", _dynamic_routing),
+    builtin_claim("hypernetwork-view", _hypernetwork_view),
+    builtin_claim("two-token-example", _two_token),
+    builtin_claim("weights-not-preset", _weights_not_preset),
+    builtin_claim("multi-head", _multi_head),
+)

@@ -21,14 +21,12 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from .._registry import CheckContext, Evidence, claim
+from .._evidence import CheckContext, Evidence
+from ..catalogue import builtin_claim, statement
 
 __all__ = ["VARIANCE_STATEMENT", "variance_scaling_evidence"]
 
-VARIANCE_STATEMENT = (
-    "If the components of q and k are independent with mean 0 and variance 1, q·k has mean 0 and "
-    "variance d; dividing by √d brings the variance back to 1."
-)
+VARIANCE_STATEMENT = statement("variance-scaling")
 
 #: model width and head size of the "realistic" score check (the base model of Vaswani et al. 2017)
 REALISTIC = {"d_model": 512, "d_k": 64, "heads": 8, "n_tokens": 16}
@@ -244,7 +242,7 @@ def variance_scaling_evidence(
             parts.append("Monte Carlo for q = k or nonzero means disagrees with the exact formulas")
         summary = "; ".join(parts)
 
-    from ..report import tex
+    from .._evidence import tex
 
     def E(x: str):
         return tex(rf"\mathbb{{E}}\left[{x}\right]")
@@ -332,15 +330,12 @@ def variance_scaling_evidence(
     )
 
 
-@claim("variance-scaling", VARIANCE_STATEMENT)
 def check_variance_scaling(ctx: CheckContext) -> Evidence:
     """The built-in check: the claim as stated in CLAIMS.md (mean 0, variance d, scaled variance 1)."""
     return variance_scaling_evidence(ctx)
 
 
-SATURATION_STATEMENT = (
-    "Without the √d scaling, large d pushes softmax into regions where its gradient is near zero, slowing learning."
-)
+SATURATION_STATEMENT = statement("softmax-saturation")
 
 
 def _saturation_dims(quick: bool) -> tuple[list[int], list[int], int, int]:
@@ -350,14 +345,13 @@ def _saturation_dims(quick: bool) -> tuple[list[int], list[int], int, int]:
     return [2**k for k in range(13)], [1, 4, 16, 64, 256], 20000, 64
 
 
-@claim("softmax-saturation", SATURATION_STATEMENT)
 def check_softmax_saturation(ctx: CheckContext) -> Evidence:
     """Max weight, row entropy and softmax Jacobian norm against d, scaled vs unscaled; the gradient reaching W_Q."""
     from ...graphs import row_entropy
     from ...numeric import attention_vjp, softmax, softmax_jacobian
     from ...numeric import montecarlo as mc
     from ...symbolic import row_softmax
-    from ..report import tex
+    from .._evidence import tex
 
     n = 16
     dims, grad_dims, rows, draws = _saturation_dims(ctx.quick)
@@ -493,3 +487,10 @@ def check_softmax_saturation(ctx: CheckContext) -> Evidence:
         equations=equations,
         figures={"entropy": entropy_fig, "jacobian-gradient": gradient_fig},
     )
+
+
+#: the claims of this module, for the registry (:mod:`attnsym.claims.builtin` lists the modules)
+CLAIMS = (
+    builtin_claim("variance-scaling", check_variance_scaling),
+    builtin_claim("softmax-saturation", check_softmax_saturation),
+)

@@ -16,7 +16,8 @@ import sympy as sp
 
 from ...spec import AttentionSpec
 from ...testing import TOLERANCES
-from .._registry import CheckContext, Evidence, claim
+from .._evidence import CheckContext, Evidence
+from ..catalogue import builtin_claim, statement
 
 __all__ = ["check_locality", "check_permutation_equivariance", "check_qk_symmetry"]
 
@@ -56,8 +57,7 @@ def _locality_equations():
 
 # ----------------------------------------------------------------------------- qk-asymmetry
 
-QK_STATEMENT = ("Raw dot-product attention X Xᵀ is symmetric; separate Q and K projections break the symmetry "
-                "(Q Kᵀ is symmetric for all X exactly when W_Q W_Kᵀ is symmetric).")
+QK_STATEMENT = statement("qk-asymmetry")
 
 
 def _m_symmetric(W_Q, W_K) -> bool:
@@ -145,15 +145,13 @@ def check_qk_symmetry(ctx: CheckContext, *, criterion: Callable[[sp.Matrix, sp.M
     )
 
 
-@claim("qk-asymmetry", QK_STATEMENT)
 def _qk_asymmetry(ctx: CheckContext) -> Evidence:
     return check_qk_symmetry(ctx)
 
 
 # ----------------------------------------------------------------------------- permutation-equivariance
 
-PERM_STATEMENT = ("Without positional information self-attention has no notion of order: permuting the tokens "
-                  "permutes the outputs, A(PX) = P A(X) Pᵀ and Y(PX) = P Y(X); positional encoding breaks this.")
+PERM_STATEMENT = statement("permutation-equivariance")
 
 
 def _equivariance_once(ctx: CheckContext, *, positions: str | None, causal: bool, symbolic: bool) -> dict:
@@ -223,16 +221,13 @@ def check_permutation_equivariance(ctx: CheckContext, *, positions: str | None =
     )
 
 
-@claim("permutation-equivariance", PERM_STATEMENT)
 def _permutation_equivariance(ctx: CheckContext) -> Evidence:
     return check_permutation_equivariance(ctx)
 
 
 # ----------------------------------------------------------------------------- no-locality-bias
 
-LOCALITY_STATEMENT = ("Self-attention lacks the locality / translation bias of convolutions: a convolution is "
-                      "shift-equivariant and local; attention with absolute positions is not shift-equivariant, and "
-                      "without positions it is permutation-equivariant instead, with every output depending on every token.")
+LOCALITY_STATEMENT = statement("no-locality-bias")
 
 
 def _layer_profile(ctx: CheckContext, layer: str, positions: str | None) -> dict:
@@ -346,6 +341,13 @@ def check_locality(ctx: CheckContext, *, layer: str = "attention", positions: st
     )
 
 
-@claim("no-locality-bias", LOCALITY_STATEMENT, expected="holds")
 def _no_locality_bias(ctx: CheckContext) -> Evidence:
     return check_locality(ctx)
+
+
+#: the claims of this module, for the registry (:mod:`attnsym.claims.builtin` lists the modules)
+CLAIMS = (
+    builtin_claim("qk-asymmetry", _qk_asymmetry),
+    builtin_claim("permutation-equivariance", _permutation_equivariance),
+    builtin_claim("no-locality-bias", _no_locality_bias),
+)
