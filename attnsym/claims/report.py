@@ -27,44 +27,12 @@ from typing import Any
 import numpy as np
 
 from .._io import atomic_write
-from ._registry import Evidence
+from ._evidence import Evidence, tex
 
 __all__ = ["Report", "evidence_to_dict", "render_report", "tex", "to_json", "to_jsonable", "to_markdown", "write_report"]
 
 FIGURE_FORMATS = ("png", "svg")
 _VERDICT_MARK = {"holds": "✅ holds", "holds-under-conditions": "☑️ holds under conditions", "fails": "❌ fails"}
-
-
-def tex(latex: str):
-    """A SymPy symbol printed as the given LaTeX verbatim, for the left-hand sides of report equations.
-
-    SymPy splits symbol names at ``_`` and ``^``; this one is printed as given.
-
-    >>> print(sp.latex(sp.Eq(tex(r"\\operatorname{Var}[s_{ij}]"), 1)))
-    \\operatorname{Var}[s_{ij}] = 1
-    """
-    import sympy as sp
-
-    if not isinstance(latex, str) or not latex:
-        raise TypeError(f"latex must be a non-empty string (got {latex!r})")
-    return _tex_class(sp)(latex)
-
-
-_TEX_CLASS = None
-
-
-def _tex_class(sp):
-    global _TEX_CLASS
-    if _TEX_CLASS is None:
-
-        class TexSymbol(sp.Symbol):
-            """A symbol whose LaTeX is its name, verbatim."""
-
-            def _latex(self, printer):
-                return self.name
-
-        _TEX_CLASS = TexSymbol
-    return _TEX_CLASS
 
 
 def _is_sympy(obj: Any) -> bool:
