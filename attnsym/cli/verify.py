@@ -58,17 +58,23 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 
 
 def _print_list() -> int:
+    """The shipped claims list (``attnsym/claims/claims.toml``), then claims a user registered."""
     from rich.console import Console
     from rich.table import Table
 
-    from ..claims import CLAIMS, ordered_ids
+    from ..claims import CLAIMS, catalogue, ordered_ids
 
     table = Table(title="claims", show_lines=False)
-    table.add_column("id", style="bold")
+    table.add_column("id", style="bold", no_wrap=True)
     table.add_column("expected")
     table.add_column("statement")
+    table.add_column("source")
+    shipped = {e.id for e in catalogue()}
+    for e in catalogue():
+        table.add_row(e.id, e.expected, e.statement, e.source)
     for cid in ordered_ids():
-        table.add_row(cid, CLAIMS[cid].expected, CLAIMS[cid].statement)
+        if cid not in shipped:
+            table.add_row(cid, CLAIMS[cid].expected, CLAIMS[cid].statement, CLAIMS[cid].source or "user claim")
     Console().print(table)
     return 0
 
