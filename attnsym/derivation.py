@@ -6,9 +6,11 @@ whose right-hand side is explicit in the previous step's entries, so every step 
 checked on its own by substituting numbers:
 
 1. inputs ``X``, ``W_Q``, ``W_K``, ``W_V`` (``W_O``, biases);
-2. positions ``PE`` and ``X~ = X + PE`` (when the spec has them);
+2. positions ``PE`` and ``X~ = X + PE`` (sinusoidal positions);
 3. ``Q = X W_Q``, ``K = X W_K``, ``V = X W_V`` in the inputs ``x_{i,j}``, ``W^{Q}_{i,j}``, …;
-4. scores ``S = c Q Kᵀ`` in the entries ``q_{i,j}``, ``k_{i,j}`` (``-oo`` where masked);
+   with RoPE the rotated ``Q~``, ``K~`` and the identity ``R(mθ)q · R(nθ)k = qᵀR((n−m)θ)k``;
+   with ALiBi the bias matrices ``B_h`` (:mod:`attnsym.symbolic.position_steps`);
+4. scores ``S = c Q Kᵀ (+ B)`` in the entries ``q_{i,j}``, ``k_{i,j}`` (``-oo`` where masked);
 5. weights ``A = softmax_row(S)`` in the scores ``s_{i,j}`` (exactly 0 where masked);
 6. outputs ``Y = A V`` (per head, concatenated, ``W_O``) in ``alpha_{i,j}``, ``v_{i,j}``, ``z_{i,j}``;
 7. the elementwise form ``y_i = sum_j alpha_ij(x_1, …, x_n) v_j``, then every score
@@ -222,6 +224,7 @@ def _mask_words(spec: AttentionSpec) -> str:
 def _forward_steps(spec: AttentionSpec, max_terms) -> list[Step]:
     from .symbolic.matrices import attention, matmul, row_softmax
     from .symbolic.mlp import mlp
+    from .symbolic.position_steps import alibi_steps, rope_steps
 
     sym = attention(spec, max_terms=max_terms)
     n, m, h, d_k, d_v = spec.n, spec.d_model, spec.heads, spec.d_k, spec.d_v
@@ -270,6 +273,13 @@ def _forward_steps(spec: AttentionSpec, max_terms) -> list[Step]:
 
     # entry symbols of the previous steps
     q, k, v = _entries("q", sym.Q.shape), _entries("k", sym.K.shape), _entries("v", sym.V.shape)
+    qk_tex, bias_tex, bias = "", "", None
+    if spec.positions == "rope":  # rotated queries and keys, then the scores in their entries
+        steps.extend(Step(**fields) for fields in rope_steps(spec, q, k))
+        q, k, qk_tex = _entries(r"\tilde{q}", sym.Q.shape), _entries(r"\tilde{k}", sym.K.shape), r"\tilde "
+    elif spec.positions == "alibi":
+        steps.extend(Step(**fields) for fields in alibi_steps(spec))
+        bias, bias_tex = sym.B_heads, " + B" + ("_h" if multi else "")
     scale = spec.scale_expr
     allowed = spec.allowed
     scale_tex, scale_words = _scale_latex(spec)
@@ -281,15 +291,16 @@ def _forward_steps(spec: AttentionSpec, max_terms) -> list[Step]:
     score_eqs, s_entries = [], []
     for hh in range(h):
         qh, kh = q[:, hh * d_k:(hh + 1) * d_k], k[:, hh * d_k:(hh + 1) * d_k]
-        S = sp.ImmutableMatrix(n, n, lambda i, j, qh=qh, kh=kh: -sp.oo if allowed is not None and not allowed[i][j]
-                               else scale * sp.Add(*[qh[i, c] * kh[j, c] for c in range(d_k)]))
+        S = sp.ImmutableMatrix(n, n, lambda i, j, qh=qh, kh=kh, hh=hh: -sp.oo if allowed is not None and not allowed[i][j]
+                               else scale * sp.Add(*[qh[i, c] * kh[j, c] for c in range(d_k)])
+                               + (bias[hh][i, j] if bias is not None else 0))
         score_eqs.append(_eq(_msym(head_name("S", hh), (n, n)), S))
         s_entries.append(_entries("s", (n, n), hh + 1 if multi else None))
     head_suffix = "_h" if multi else ""
     steps.append(Step(
         "Scores", tuple(score_eqs),
         f"Score $s_{{i,j}}$ is the dot product of query $i$ with key $j$, {scale_words}.{_mask_words(spec)}",
-        formula=f"S{head_suffix} = {scale_tex} Q{head_suffix} K{head_suffix}^{{\\top}}",
+        formula=f"S{head_suffix} = {scale_tex} {qk_tex}Q{head_suffix} {qk_tex}K{head_suffix}^{{\\top}}{bias_tex}",
     ))
 
     # 5. weights

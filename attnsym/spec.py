@@ -16,9 +16,31 @@ about shapes, masks, scaling or positions. Every convention lives here and only 
   gradients or silently break the mask.
 * **scale** — ``"sqrt"`` means ``1/sqrt(d_k)``, ``"none"`` means 1, a number or a SymPy
   expression is used as given.
-* **positions** — ``"sinusoidal"`` adds ``PE`` to ``X`` before the projections, with
-  ``PE(pos, 2i) = sin(pos / base^(2i/d_model))``, ``PE(pos, 2i+1) = cos(pos / base^(2i/d_model))``,
-  positions counted from 0 and ``base = position_base`` (default :data:`DEFAULT_POSITION_BASE`, 10000).
+* **positions** — one of four schemes, positions counted from 0 (token ``p`` is row ``p``):
+
+  - ``None``: no positional information (the layer is permutation-equivariant).
+  - ``"sinusoidal"`` (Vaswani et al. 2017) adds ``PE`` to ``X`` before the projections,
+    ``PE(p, 2i) = sin(p / base^(2i/d_model))``, ``PE(p, 2i+1) = cos(p / base^(2i/d_model))``,
+    ``base = position_base`` (default :data:`DEFAULT_POSITION_BASE`, 10000).
+  - ``"rope"`` (rotary embeddings, Su et al. 2021, RoFormer) adds nothing to ``X``; after the
+    projections each head's query and key of token ``p`` are rotated, ``q~_p = R(p θ) q_p``,
+    ``k~_p = R(p θ) k_p`` (values are not rotated). ``R(p θ)`` rotates ``rotary_dims`` of the
+    ``d_k`` coordinates in ``rotary_dims / 2`` planes, plane ``i`` by the angle ``p θ_i`` with
+    ``θ_i = base^(-2i / rotary_dims)``, ``i = 0 … rotary_dims/2 − 1``, ``base = position_base``;
+    a coordinate pair ``(a, b)`` becomes ``(x_a cos − x_b sin, x_b cos + x_a sin)``. Which
+    coordinates pair up is ``rope_pairing``: ``"rotate_half"`` (default; Hugging Face
+    LLaMA / GPT-NeoX ``rotate_half``) pairs ``a = i`` with ``b = i + rotary_dims/2``;
+    ``"interleaved"`` (GPT-J, the RoFormer paper) pairs ``a = 2i`` with ``b = 2i + 1``.
+    ``rotary_pct`` (GPT-NeoX's name; Hugging Face's ``partial_rotary_factor``) rotates the first
+    ``rotary_dims = int(d_k · rotary_pct)`` coordinates of every head and passes the rest through.
+    Then ``q~_m · k~_n = q_mᵀ R((n − m) θ) k_n``: scores depend on positions only through ``n − m``.
+  - ``"alibi"`` (Press, Smith & Lewis 2022) adds nothing to ``X`` and rotates nothing; it adds a
+    bias to every head's scores after scaling, ``S_h[i, j] = c q_i·k_j − m_h |i − j|``, which for
+    the causal layers of the paper (``j ≤ i``) is its ``−m_h (i − j)``; a non-causal layer gets
+    the symmetric extension. The slopes are ``m_h = 2^(-8 (h+1) / H)`` for ``H`` heads a power of
+    two (``2^-1 … 2^-8`` for 8 heads); otherwise, with ``P`` the largest power of two below
+    ``H``, the ``P`` slopes of ``P`` heads followed by the first ``H − P`` of every other slope
+    of ``2P`` heads (``2^(-8 (2h+1) / (2P))``), the paper's rule (and BLOOM's).
 """
 
 from __future__ import annotations
@@ -27,17 +49,21 @@ import dataclasses
 import math
 import numbers
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any, Literal
 
 from .errors import SpecError
 
-__all__ = ["DEFAULT_POSITION_BASE", "AttentionSpec"]
+__all__ = ["DEFAULT_POSITION_BASE", "POSITION_KINDS", "ROPE_PAIRINGS", "AttentionSpec", "alibi_slope_exponents"]
 
 #: the base of the sinusoidal frequencies (Vaswani et al. 2017); the one place this number is written
 DEFAULT_POSITION_BASE = 10000
 
 ScaleName = Literal["sqrt", "none"]
-_POSITION_KINDS = (None, "sinusoidal")
+#: the position schemes (see the module docstring)
+POSITION_KINDS: tuple[str | None, ...] = (None, "sinusoidal", "rope", "alibi")
+#: the two RoPE pairing conventions: Hugging Face LLaMA / GPT-NeoX, and GPT-J / RoFormer
+ROPE_PAIRINGS: tuple[str, ...] = ("rotate_half", "interleaved")
 
 
 def _is_int(value: Any) -> bool:
@@ -109,6 +135,37 @@ def _check_scale(scale: Any) -> Any:
     )
 
 
+def alibi_slope_exponents(heads: int) -> tuple[Fraction, ...]:
+    """Exponents ``e_h`` of the ALiBi slopes ``m_h = 2^(-e_h)``, head ``h = 0 … heads−1``.
+
+    The rule of Press, Smith & Lewis (2022) and of their code (also BLOOM's
+    ``build_alibi_tensor``): for ``H`` a power of two, ``e_h = 8 (h+1) / H``; otherwise,
+    with ``P`` the largest power of two below ``H``, the ``P`` exponents of ``P`` heads and
+    then ``8 (2k+1) / (2P)`` for ``k = 0 … H−P−1`` (every other exponent of ``2P`` heads).
+
+    Parameters
+    ----------
+    heads : int
+        Number of heads ``H``.
+
+    Returns
+    -------
+    tuple of fractions.Fraction
+
+    Examples
+    --------
+    >>> [str(e) for e in alibi_slope_exponents(8)]
+    ['1', '2', '3', '4', '5', '6', '7', '8']
+    >>> [str(e) for e in alibi_slope_exponents(6)]
+    ['2', '4', '6', '8', '1', '3']
+    """
+    heads = _check_positive_int("heads", heads)
+    power = 1 << (heads.bit_length() - 1)  # the largest power of two <= heads
+    exponents = [Fraction(8 * (h + 1), power) for h in range(power)]
+    exponents += [Fraction(8 * (2 * k + 1), 2 * power) for k in range(heads - power)]
+    return tuple(exponents)
+
+
 @dataclass(frozen=True)
 class AttentionSpec:
     """Sizes and conventions of one (multi-head) self-attention layer.
@@ -134,13 +191,22 @@ class AttentionSpec:
         Factor applied to ``Q Kᵀ``: ``"sqrt"`` is ``1/sqrt(d_k)``, ``"none"`` is 1.
     bias : bool, default False
         Add bias rows ``b_Q, b_K, b_V`` (and ``b_O`` with an output projection).
-    positions : {None, "sinusoidal"}, default None
-        Add sinusoidal positional encodings to ``X`` before projecting.
+    positions : {None, "sinusoidal", "rope", "alibi"}, default None
+        The position scheme (module docstring): ``"sinusoidal"`` adds encodings to ``X``
+        before projecting; ``"rope"`` rotates each head's queries and keys after projecting;
+        ``"alibi"`` adds a per-head linear distance bias to the scores.
     output_projection : bool, optional
         Apply ``W_O`` after concatenating heads. Defaults to ``heads > 1``; it cannot be
         switched off when ``heads > 1``.
     position_base : int, default DEFAULT_POSITION_BASE (10000)
-        The base of the sinusoidal frequencies.
+        The base of the sinusoidal and of the rotary frequencies (Hugging Face's ``rope_theta``).
+    rope_pairing : {"rotate_half", "interleaved"}, default "rotate_half"
+        Which coordinates RoPE rotates together: ``i`` with ``i + rotary_dims/2`` (Hugging Face
+        LLaMA / GPT-NeoX) or ``2i`` with ``2i + 1`` (GPT-J, RoFormer). Only with ``positions="rope"``.
+    rotary_pct : float, default 1.0
+        Fraction of each head's ``d_k`` coordinates that RoPE rotates (GPT-NeoX's ``rotary_pct``):
+        the first ``int(d_k * rotary_pct)``, which must be even and at least 2. Only with
+        ``positions="rope"``.
 
     Raises
     ------
@@ -156,6 +222,9 @@ class AttentionSpec:
     ((4, 4), (2, 4))
     >>> AttentionSpec(n=3, d_model=2, causal=True).allowed
     ((True, False, False), (True, True, False), (True, True, True))
+    >>> rope = AttentionSpec(n=4, d_model=8, heads=2, positions="rope", rope_pairing="interleaved")
+    >>> rope.rotary_dims, rope.rope_pairs
+    (4, ((0, 1, 0), (2, 3, 1)))
     >>> AttentionSpec(n=2, d_model=10, heads=3)
     Traceback (most recent call last):
     ...
@@ -174,6 +243,8 @@ class AttentionSpec:
     positions: str | None = None
     output_projection: bool | None = None
     position_base: int = DEFAULT_POSITION_BASE
+    rope_pairing: str = "rotate_half"
+    rotary_pct: float = 1.0
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)
@@ -198,8 +269,9 @@ class AttentionSpec:
         if self.mask is not None:
             set_("mask", _normalise_mask(self.mask, n))
         set_("scale", _check_scale(self.scale))
-        if self.positions not in _POSITION_KINDS:
-            raise SpecError(f"positions must be None or 'sinusoidal' (got {self.positions!r})")
+        if not any(self.positions is kind or (isinstance(kind, str) and self.positions == kind)
+                   for kind in POSITION_KINDS):
+            raise SpecError(f"positions must be None, 'sinusoidal', 'rope' or 'alibi' (got {self.positions!r})")
         if self.output_projection is None:
             set_("output_projection", heads > 1)
         elif not isinstance(self.output_projection, bool):
@@ -211,6 +283,27 @@ class AttentionSpec:
             )
         if not _is_int(self.position_base) or self.position_base < 2:
             raise SpecError(f"position_base must be an integer >= 2 (got {self.position_base!r})")
+        self._check_rope_fields()
+
+    def _check_rope_fields(self) -> None:
+        if not isinstance(self.rope_pairing, str) or self.rope_pairing not in ROPE_PAIRINGS:
+            raise SpecError(f"rope_pairing must be 'rotate_half' (Hugging Face LLaMA/GPT-NeoX) or 'interleaved' "
+                            f"(GPT-J/RoFormer) (got {self.rope_pairing!r})")
+        pct = self.rotary_pct
+        if isinstance(pct, bool) or not isinstance(pct, numbers.Real) or not 0 < float(pct) <= 1:
+            raise SpecError(f"rotary_pct must be a number in (0, 1], the fraction of d_k that RoPE rotates "
+                            f"(got {pct!r})")
+        if self.positions != "rope":
+            changed = [f"{name}={getattr(self, name)!r}" for name, default in
+                       (("rope_pairing", "rotate_half"), ("rotary_pct", 1.0)) if getattr(self, name) != default]
+            if changed:
+                raise SpecError(f"{', '.join(changed)} only applies with positions='rope' "
+                                f"(got positions={self.positions!r})")
+            return
+        dims = int(self.d_k * float(pct))
+        if dims < 2 or dims % 2:
+            raise SpecError(f"RoPE rotates int(d_k * rotary_pct) = int({self.d_k} * {pct}) = {dims} coordinates per "
+                            "head, which must be even and at least 2; change d_k or rotary_pct")
 
     # ------------------------------------------------------------------ derived sizes
     @property
@@ -318,6 +411,52 @@ class AttentionSpec:
             return ()
         return tuple(i for i, row in enumerate(allowed) if not any(row))
 
+    # ------------------------------------------------------------------ position conventions
+    @property
+    def rotary_dims(self) -> int:
+        """Coordinates of each head that RoPE rotates, ``int(d_k * rotary_pct)``; 0 without RoPE."""
+        return int(self.d_k * float(self.rotary_pct)) if self.positions == "rope" else 0
+
+    @property
+    def rope_pairs(self) -> tuple[tuple[int, int, int], ...]:
+        """RoPE's rotation planes ``(a, b, i)`` within a head: coordinates ``a``, ``b`` turn by ``p θ_i``.
+
+        ``"rotate_half"``: ``(i, i + rotary_dims/2, i)``; ``"interleaved"``: ``(2i, 2i+1, i)``.
+        Empty without RoPE. The single source of the pairing for the symbolic and numeric views.
+
+        >>> AttentionSpec(n=2, d_model=4, positions="rope").rope_pairs
+        ((0, 2, 0), (1, 3, 1))
+        """
+        half = self.rotary_dims // 2
+        if self.rope_pairing == "interleaved":
+            return tuple((2 * i, 2 * i + 1, i) for i in range(half))
+        return tuple((i, i + half, i) for i in range(half))
+
+    @property
+    def rope_frequency_exponents(self) -> tuple[Fraction, ...]:
+        """Exponents ``2i / rotary_dims`` of the rotary frequencies ``θ_i = base^(-2i/rotary_dims)``.
+
+        >>> [str(e) for e in AttentionSpec(n=2, d_model=4, positions="rope").rope_frequency_exponents]
+        ['0', '1/2']
+        """
+        dims = self.rotary_dims
+        return tuple(Fraction(2 * i, dims) for i in range(dims // 2))
+
+    @property
+    def alibi_slope_exponents(self) -> tuple[Fraction, ...]:
+        """Exponents ``e_h`` of this layer's ALiBi slopes ``m_h = 2^(-e_h)`` (:func:`alibi_slope_exponents`);
+        empty unless ``positions="alibi"``.
+
+        >>> [str(e) for e in AttentionSpec(n=2, d_model=6, heads=3, positions="alibi").alibi_slope_exponents]
+        ['4', '8', '2']
+        """
+        return alibi_slope_exponents(self.heads) if self.positions == "alibi" else ()
+
+    @property
+    def adds_position_vectors(self) -> bool:
+        """True when positions are vectors added to ``X`` (only ``"sinusoidal"``; RoPE and ALiBi add none)."""
+        return self.positions == "sinusoidal"
+
     def replace(self, **changes: Any) -> AttentionSpec:
         """A copy with some fields changed (validated again).
 
@@ -349,7 +488,13 @@ class AttentionSpec:
         parts.append(scale)
         if self.bias:
             parts.append("biases")
-        if self.positions:
+        if self.positions == "rope":
+            rope = f"RoPE ({self.rope_pairing}, base {self.position_base}"
+            rope += f", {self.rotary_dims} of {self.d_k} dims)" if self.rotary_dims != self.d_k else ")"
+            parts.append(rope)
+        elif self.positions == "alibi":
+            parts.append("ALiBi")
+        elif self.positions:
             parts.append(f"{self.positions} positions")
         if self.output_projection:
             parts.append("W_O")

@@ -75,7 +75,7 @@ def test_replace_revalidates():
         (dict(n=2, d_model=2, scale=-1.0), r"scale must be a positive finite number \(got scale=-1.0\)"),
         (dict(n=2, d_model=2, scale=float("nan")), r"scale must be a positive finite number"),
         (dict(n=2, d_model=2, scale=[1]), r"scale must be .* \(got \[1\] of type list\)"),
-        (dict(n=2, d_model=2, positions="rotary"), r"positions must be None or 'sinusoidal' \(got 'rotary'\)"),
+        (dict(n=2, d_model=2, positions="rotary"), r"positions must be None, 'sinusoidal', 'rope' or 'alibi' \(got 'rotary'\)"),
         (dict(n=2, d_model=4, heads=2, output_projection=False), r"output_projection cannot be False when heads > 1"),
         (dict(n=2, d_model=2, causal="yes"), r"causal must be True or False \(got 'yes'\)"),
         (dict(n=2, d_model=2, mask=np.zeros((2, 3), bool)), r"mask must have shape \(n, n\) = \(2, 2\) \(got \(2, 3\)\)"),

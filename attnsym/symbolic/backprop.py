@@ -82,9 +82,12 @@ _ALTERNATIVE = "attnsym.numeric.attention_vjp"
 
 
 # ---------------------------------------------------------------------------------------------- inputs
-def _check_spec(spec: Any) -> AttentionSpec:
+def _check_spec(spec: Any, method: str = "closed_form") -> AttentionSpec:
     if not isinstance(spec, AttentionSpec):
         raise SpecError(f"spec must be an AttentionSpec (got {spec!r} of type {type(spec).__name__})")
+    if spec.positions in ("rope", "alibi") and method != "elementwise":
+        raise SpecError(f"{method} gradients do not support positions={spec.positions!r} yet; "
+                        "use method='elementwise'")
     return spec
 
 
@@ -173,7 +176,7 @@ def gradient_cost(spec: AttentionSpec, method: str = "closed_form") -> int:
     >>> gradient_cost(AttentionSpec(n=3, d_model=3), "elementwise") > gradient_cost(AttentionSpec(n=3, d_model=3))
     True
     """
-    spec = _check_spec(spec)
+    spec = _check_spec(spec, method)
     if method not in _METHODS:
         raise SpecError(f"method must be one of {list(_METHODS)} (got {method!r})")
     n, m, h, dk, dv = spec.n, spec.d_model, spec.heads, spec.d_k, spec.d_v
@@ -569,7 +572,7 @@ def gradients(spec: AttentionSpec, wrt: str | Sequence[str] | None = None, *, lo
     ...
     attnsym.errors.SizeLimitError: closed_form gradients for n=64, ... use attnsym.numeric.attention_vjp for numbers at this size.
     """
-    spec = _check_spec(spec)
+    spec = _check_spec(spec, method)
     if method not in _METHODS:
         raise SpecError(f"method must be one of {list(_METHODS)} (got {method!r})")
     wrt = _resolve_wrt(spec, wrt)

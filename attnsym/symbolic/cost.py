@@ -7,9 +7,12 @@ refuses, with a :class:`~attnsym.errors.SizeLimitError`, beyond a limit.
 The estimate counts *terms*: the leaves of the unexpanded expression trees (what printing,
 ``lambdify`` and differentiation walk). For one head with ``m = d_model``:
 
-* one entry of ``Q``, ``K`` or ``V``: ``t_in = m`` products (``2m`` with positions, since each
-  ``x`` becomes ``x + PE``), plus 1 with a bias;
-* one score ``S_ij``: ``t_S = 2 d_k t_in`` (``d_k`` products of a ``Q`` and a ``K`` entry);
+* one entry of ``Q``, ``K`` or ``V``: ``t_in = m`` products (``2m`` with sinusoidal positions,
+  since each ``x`` becomes ``x + PE``), plus 1 with a bias;
+* with RoPE a rotated query or key entry is ``q_a cos − q_b sin``: ``t_QK = 2 t_in + 2``
+  (``t_QK = t_in`` otherwise);
+* one score ``S_ij``: ``t_S = 2 d_k t_QK`` (``d_k`` products of a ``Q`` and a ``K`` entry),
+  plus 1 for an ALiBi bias;
 * one weight ``A_ij = exp(S_ij) / sum_k exp(S_ik)``: ``t_A = (n_i + 1) t_S`` where ``n_i`` is
   the number of keys query ``i`` may attend to (``n`` without a mask);
 * one entry of ``Z = A V``: ``t_Z = sum_j (t_A + t_V)`` over the allowed keys;
@@ -161,8 +164,9 @@ def estimate_cost(spec: AttentionSpec) -> SymbolicCost:
     if not isinstance(spec, AttentionSpec):
         raise SpecError(f"spec must be an AttentionSpec (got {spec!r} of type {type(spec).__name__})")
     n, m = spec.n, spec.d_model
-    t_in = (2 * m if spec.positions else m) + (1 if spec.bias else 0)
-    t_s = 2 * spec.d_k * t_in
+    t_in = (2 * m if spec.adds_position_vectors else m) + (1 if spec.bias else 0)
+    t_qk = 2 * t_in + 2 if spec.positions == "rope" else t_in
+    t_s = 2 * spec.d_k * t_qk + (1 if spec.positions == "alibi" else 0)
     allowed = spec.allowed
     keys = [sum(row) for row in allowed] if allowed is not None else [n] * n
     t_a_rows = [(k + 1) * t_s if k else 0 for k in keys]

@@ -5,6 +5,8 @@ Shapes (``h`` heads of width ``d_k``/``d_v``, ``m = d_model``)::
     X, PE, X_in   (n, m)          tokens, positions, tokens + positions
     W_Q, W_K      (m, h d_k)      W_V (m, h d_v)     W_O (h d_v, m)
     Q, K          (n, h d_k)      V (n, h d_v)       heads are column blocks
+    Q~_h, K~_h    (n, d_k)        per head with RoPE: row p rotated, R(p θ) q_p
+    B_h           (n, n)          per head with ALiBi: the bias −m_h |i − j|
     S_h, A_h      (n, n)          per head: scores and row-softmax weights
     Z_h           (n, d_v)        per head: A_h V_h
     Z             (n, h d_v)      heads concatenated
@@ -12,10 +14,11 @@ Shapes (``h`` heads of width ``d_k``/``d_v``, ``m = d_model``)::
 
 .. math::
 
-    Q = X W_Q + \mathbf 1 b_Q,\quad S_h = c\, Q_h K_h^\top,\quad
+    Q = X W_Q + \mathbf 1 b_Q,\quad S_h = c\, \tilde Q_h \tilde K_h^\top + B_h,\quad
     A_h = \operatorname{softmax}_{\text{row}}(S_h),\quad Y = [A_1 V_1, \dots, A_h V_h]\, W_O + \mathbf 1 b_O
 
-with the scale ``c`` of the spec. Masked scores are ``-oo`` and their weights exactly 0; a
+with the scale ``c`` of the spec; ``X_in = X + PE`` with sinusoidal positions (else ``X``),
+``Q~_h = Q_h``, ``K~_h = K_h`` without RoPE and ``B_h = 0`` without ALiBi. Masked scores are ``-oo`` and their weights exactly 0; a
 query that may attend to nothing gets an all-zero row (the :class:`~attnsym.AttentionSpec`
 convention).
 """
@@ -35,7 +38,7 @@ from ..errors import ShapeError, SpecError
 from ..spec import AttentionSpec
 from .cost import estimate_cost
 from .naming import input_symbols
-from .positions import sinusoidal_positions
+from .positions import alibi_bias, apply_rope, sinusoidal_positions
 
 __all__ = ["SymbolicAttention", "attention", "matmul", "row_softmax", "scores"]
 
@@ -187,7 +190,9 @@ class SymbolicAttention:
     Built by :func:`attention`; see the module docstring for shapes and formulas. Fields
     ``W_O``, ``b_*`` and ``PE`` are ``None`` when the spec has no output projection, no
     biases or no positions. Per-head tuples hold one matrix per head; ``S_heads`` has
-    ``-oo`` where attention is masked, ``A_heads`` exact zeros there.
+    ``-oo`` where attention is masked, ``A_heads`` exact zeros there. With RoPE,
+    ``Q_rot_heads`` and ``K_rot_heads`` are the rotated queries and keys the scores use; with
+    ALiBi, ``B_heads`` are the biases added to the scores (both ``None`` otherwise).
     """
 
     spec: AttentionSpec
@@ -213,6 +218,9 @@ class SymbolicAttention:
     Z_heads: tuple[sp.ImmutableMatrix, ...]
     Z: sp.ImmutableMatrix
     Y: sp.ImmutableMatrix
+    Q_rot_heads: tuple[sp.ImmutableMatrix, ...] | None = None
+    K_rot_heads: tuple[sp.ImmutableMatrix, ...] | None = None
+    B_heads: tuple[sp.ImmutableMatrix, ...] | None = None
 
     def __repr__(self) -> str:
         return f"SymbolicAttention({self.spec.describe()})"
@@ -253,6 +261,9 @@ class SymbolicAttention:
         out: dict[str, Any] = {"X_in": self.X_in, "Q": self.Q, "K": self.K, "V": self.V}
         if self.PE is not None:
             out["PE"] = self.PE
+        for name in ("Q_rot_heads", "K_rot_heads", "B_heads"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
         if self.spec.heads == 1:
             out.update(S=self.S, A=self.A)
         out.update(S_heads=self.S_heads, A_heads=self.A_heads, Z_heads=self.Z_heads, Z=self.Z, Y=self.Y)
@@ -575,7 +586,7 @@ def attention(spec: AttentionSpec, *, max_terms: float | None = None) -> Symboli
     n, m, h, d_k, d_v = spec.n, spec.d_model, spec.heads, spec.d_k, spec.d_v
 
     X = input_symbols("X", (n, m))
-    PE = sinusoidal_positions(n, m, spec.position_base) if spec.positions == "sinusoidal" else None
+    PE = sinusoidal_positions(n, m, spec.position_base) if spec.adds_position_vectors else None
     X_in = X if PE is None else Matrix(X + PE)
     W_Q = input_symbols("W_Q", (m, h * d_k))
     W_K = input_symbols("W_K", (m, h * d_k))
@@ -594,9 +605,16 @@ def attention(spec: AttentionSpec, *, max_terms: float | None = None) -> Symboli
     Q_heads = tuple(Matrix(Q[:, k * d_k:(k + 1) * d_k]) for k in range(h))
     K_heads = tuple(Matrix(K[:, k * d_k:(k + 1) * d_k]) for k in range(h))
     V_heads = tuple(Matrix(V[:, k * d_v:(k + 1) * d_v]) for k in range(h))
+    Q_rot = K_rot = B_heads = None
+    if spec.positions == "rope":  # rotate each head's queries and keys by their positions
+        Q_rot = tuple(apply_rope(q, spec) for q in Q_heads)
+        K_rot = tuple(apply_rope(k, spec) for k in K_heads)
     allowed = spec.allowed
     scale = spec.scale_expr
-    S_heads = tuple(scores(q, k, scale, allowed) for q, k in zip(Q_heads, K_heads, strict=True))
+    S_heads = tuple(scores(q, k, scale, allowed) for q, k in zip(Q_rot or Q_heads, K_rot or K_heads, strict=True))
+    if spec.positions == "alibi":  # -oo (masked) + bias stays -oo
+        B_heads = tuple(alibi_bias(spec, hh) for hh in range(h))
+        S_heads = tuple(Matrix(s + b) for s, b in zip(S_heads, B_heads, strict=True))
     A_heads = tuple(row_softmax(s, allowed) for s in S_heads)
     Z_heads = tuple(matmul(a, v) for a, v in zip(A_heads, V_heads, strict=True))
     Z = Matrix(sp.Matrix.hstack(*Z_heads))
@@ -609,5 +627,5 @@ def attention(spec: AttentionSpec, *, max_terms: float | None = None) -> Symboli
     return SymbolicAttention(
         spec=spec, X=X, PE=PE, X_in=X_in, W_Q=W_Q, W_K=W_K, W_V=W_V, W_O=W_O, b_Q=b_Q, b_K=b_K, b_V=b_V, b_O=b_O,
         Q=Q, K=K, V=V, Q_heads=Q_heads, K_heads=K_heads, V_heads=V_heads, S_heads=S_heads, A_heads=A_heads,
-        Z_heads=Z_heads, Z=Z, Y=Y,
+        Z_heads=Z_heads, Z=Z, Y=Y, Q_rot_heads=Q_rot, K_rot_heads=K_rot, B_heads=B_heads,
     )

@@ -268,7 +268,7 @@ def matrix_gradients(spec: AttentionSpec | None = None, *, output_projection: bo
             raise SpecError(f"{name} must be True, False or None (got {value!r})")
     use_wo = output_projection if output_projection is not None else bool(spec and spec.output_projection)
     use_b = bias if bias is not None else bool(spec and spec.bias)
-    use_pe = positions if positions is not None else bool(spec and spec.positions)
+    use_pe = positions if positions is not None else bool(spec and spec.adds_position_vectors)
     n, d, dk, dv = sp.symbols("n d d_k d_v", integer=True, positive=True)
     if spec is None or spec.scale == "sqrt":
         c = 1 / sp.sqrt(dk)

@@ -1,0 +1,121 @@
+r"""The position steps of a derivation (RoPE, ALiBi) as plain data, for :func:`attnsym.derive`.
+
+Each function returns dictionaries with the fields of :class:`attnsym.derivation.Step`
+(``title``, ``equation``, ``explanation``, ``formula``); :mod:`attnsym.derivation` turns
+them into steps, so this module needs nothing above :mod:`attnsym.symbolic`.
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+from ..spec import AttentionSpec
+from .positions import alibi_bias, alibi_slopes, apply_rope, rope_frequencies
+from .rope_proofs import prove_rope_relative
+
+__all__ = ["alibi_steps", "rope_steps"]
+
+
+def _head(letter: str, head: int, multi: bool) -> str:
+    return f"{letter}^{{({head + 1})}}" if multi else letter
+
+
+def _pairing_words(spec: AttentionSpec) -> str:
+    half = spec.rotary_dims // 2
+    if spec.rope_pairing == "interleaved":
+        pairs = "coordinates $2i$ and $2i+1$ are rotated together (interleaved pairs, GPT-J / RoFormer)"
+    else:
+        pairs = (f"coordinate $i$ is rotated together with $i + {half}$ (split halves, `rotate_half` as in "
+                 "Hugging Face LLaMA / GPT-NeoX)")
+    rest = "" if spec.rotary_dims == spec.d_k else (
+        f"; only the first {spec.rotary_dims} of the {spec.d_k} coordinates of each head are rotated "
+        f"(rotary_pct = {spec.rotary_pct}), the others pass through")
+    return pairs + rest
+
+
+def rope_steps(spec: AttentionSpec, q: sp.MatrixBase, k: sp.MatrixBase) -> list[dict]:
+    r"""The RoPE steps: rotated queries and keys, then the relative-position identity.
+
+    Parameters
+    ----------
+    spec : AttentionSpec
+        With ``positions="rope"``.
+    q, k : (n, heads·d_k) SymPy matrices
+        The entry symbols of the previous steps' ``Q`` and ``K``.
+
+    Returns
+    -------
+    list of dict
+        Two steps; the rotated entries are in ``steps[0]["equation"]`` (one ``Eq`` per head,
+        queries first).
+
+    Examples
+    --------
+    >>> spec = AttentionSpec(n=2, d_model=2, positions="rope")
+    >>> q = sp.Matrix(2, 2, sp.symbols("q1:3(1:3)")); k = sp.Matrix(2, 2, sp.symbols("k1:3(1:3)"))
+    >>> steps = rope_steps(spec, q, k)
+    >>> [s["title"] for s in steps]
+    ['Rotary position embedding', 'Scores depend on relative positions']
+    >>> steps[0]["equation"][0].rhs[1, :]
+    Matrix([[q21*cos(1) - q22*sin(1), q21*sin(1) + q22*cos(1)]])
+    """
+    n, h, dk = spec.n, spec.heads, spec.d_k
+    multi = h > 1
+    rotated_q, rotated_k = [], []
+    for hh in range(h):
+        cols = slice(hh * dk, (hh + 1) * dk)
+        for letter, M, out in (("Q", q, rotated_q), ("K", k, rotated_k)):
+            rot = apply_rope(sp.ImmutableMatrix(M[:, cols]), spec)
+            out.append(sp.Eq(sp.MatrixSymbol(rf"\tilde{{{_head(letter, hh, multi)}}}", n, dk), rot, evaluate=False))
+    theta = rope_frequencies(spec)
+    thetas = ", ".join(rf"\theta_{{{i}}} = {sp.latex(t)}" for i, t in enumerate(theta))
+    proof = prove_rope_relative(spec)
+    lhs = sp.Symbol(r"(R(m\theta)\, \mathbf{q})^{\top} (R(n\theta)\, \mathbf{k})")
+    return [
+        dict(
+            title="Rotary position embedding",
+            equation=tuple(rotated_q + rotated_k),
+            explanation=(f"RoPE adds nothing to the tokens: after the projections the query and key of position $p$ "
+                         f"(row $p$, counted from 0) are rotated by the angles $p\\theta_i$, ${thetas}$; "
+                         f"{_pairing_words(spec)}. Values are not rotated."),
+            formula=(rf"\tilde{{\mathbf q}}_p = R(p\theta)\, \mathbf q_p,\quad \tilde{{\mathbf k}}_p = R(p\theta)\, "
+                     rf"\mathbf k_p,\quad \theta_i = {spec.position_base}^{{-2i/{spec.rotary_dims}}}"),
+        ),
+        dict(
+            title="Scores depend on relative positions",
+            equation=sp.Eq(lhs, proof.rhs, evaluate=False),
+            explanation=("For a query $\\mathbf q$ at position $m$ and a key $\\mathbf k$ at position $n$ (symbols), "
+                         "$R(m\\theta)^\\top R(n\\theta) = R((n-m)\\theta)$, so the score is a function of $n - m$ only; "
+                         "the difference of the two sides expands to exactly "
+                         f"{'0' if proof.holds else 'a non-zero remainder'}."),
+            formula=r"\tilde{\mathbf q}_m^{\top} \tilde{\mathbf k}_n = \mathbf q^{\top} R\big((n-m)\theta\big)\, \mathbf k",
+        ),
+    ]
+
+
+def alibi_steps(spec: AttentionSpec) -> list[dict]:
+    r"""The ALiBi step: every head's bias matrix :math:`B^{(h)}_{ij} = -m_h |i - j|` and its slope.
+
+    Examples
+    --------
+    >>> step = alibi_steps(AttentionSpec(n=2, d_model=2, heads=2, positions="alibi"))[0]
+    >>> step["equation"][1].rhs
+    Matrix([
+    [     0, -1/256],
+    [-1/256,      0]])
+    """
+    multi = spec.heads > 1
+    slopes = alibi_slopes(spec.heads)
+    eqs = tuple(sp.Eq(sp.MatrixSymbol(_head("B", hh, multi), spec.n, spec.n), alibi_bias(spec, hh), evaluate=False)
+                for hh in range(spec.heads))
+    listed = ", ".join(f"$m_{{{hh + 1}}} = {sp.latex(s)}$" for hh, s in enumerate(slopes))
+    causal = (" With the causal mask only $j \\le i$ counts, where the bias is $-m_h (i - j)$ as in the paper."
+              if spec.causal else " Without a causal mask the bias is the symmetric extension $-m_h |i - j|$.")
+    return [dict(
+        title="Linear biases (ALiBi)",
+        equation=eqs,
+        explanation=("ALiBi adds no vectors to the tokens and rotates nothing: each head adds a penalty proportional "
+                     f"to the distance between query and key to its scaled scores, with slopes {listed} "
+                     f"(the geometric sequence of Press et al. 2022 for {spec.heads} heads).{causal}"),
+        formula=r"B^{(h)}_{i,j} = -m_h\, |i - j|",
+    )]
