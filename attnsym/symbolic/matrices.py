@@ -18,9 +18,9 @@ Shapes (``h`` heads of width ``d_k``/``d_v``, ``m = d_model``)::
     A_h = \operatorname{softmax}_{\text{row}}(S_h),\quad Y = [A_1 V_1, \dots, A_h V_h]\, W_O + \mathbf 1 b_O
 
 with the scale ``c`` of the spec; ``X_in = X + PE`` with sinusoidal positions (else ``X``),
-``Q~_h = Q_h``, ``K~_h = K_h`` without RoPE and ``B_h = 0`` without ALiBi. Masked scores are ``-oo`` and their weights exactly 0; a
-query that may attend to nothing gets an all-zero row (the :class:`~attnsym.AttentionSpec`
-convention).
+``Q~_h = Q_h``, ``K~_h = K_h`` without RoPE and ``B_h = 0`` without ALiBi. Masked scores
+are ``-oo`` and their weights exactly 0; a query that may attend to nothing gets an all-zero
+row (the :class:`~attnsym.AttentionSpec` convention).
 """
 
 from __future__ import annotations
