@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -57,7 +58,7 @@ def test_unsupported_model_type_names_the_supported_ones(folder_copy):
     config = json.loads((folder_copy / "config.json").read_text())
     (folder_copy / "config.json").unlink()
     (folder_copy / "config.json").write_text(json.dumps({**config, "model_type": "roberta"}))
-    with pytest.raises(UnsupportedModelError, match="model_type 'roberta' is not supported; attnsym runs 'bert' .*'gpt2'"):
+    with pytest.raises(UnsupportedModelError, match=r"model_type 'roberta' is not supported; attnsym runs 'bert' .*'gpt2'"):
         models.load(folder_copy)
 
 
@@ -89,7 +90,7 @@ def test_weights_missing_a_tensor_are_named(folder_copy):
 
     (folder_copy / "model.safetensors").unlink()
     save_file({"embeddings.word_embeddings.weight": np.zeros((2, 2), np.float32)}, str(folder_copy / "model.safetensors"))
-    with pytest.raises(CorruptWeightsError, match="has no tensor 'encoder.layer.0.attention.self.query.weight'"):
+    with pytest.raises(CorruptWeightsError, match=re.escape("has no tensor 'encoder.layer.0.attention.self.query.weight'")):
         models.load(folder_copy)
 
 
@@ -236,3 +237,18 @@ def test_contrast_bad_options(m):
         m.contrast("a b", "a c", "a", occurrence=2)
     with pytest.raises(TextError, match="token must be a non-empty word"):
         m.contrast("a b", "a c", " ")
+
+
+# ----------------------------------------------------------------------------- evidence for the claims
+def test_score_statistics_pool_the_real_scores(m):
+    from attnsym.models.evidence import packaged_model, score_statistics
+
+    assert packaged_model() is not None
+    texts = ("I like to eat apples", "a b")
+    s = score_statistics(m, texts)
+    r1, r2 = m.route(list(texts))
+    pooled = np.concatenate([r1.scores[3, 7].ravel(), r2.scores[3, 7].ravel()]).astype(np.float64)
+    assert s.score_variance[3, 7] == pytest.approx(pooled.var(), rel=1e-9)
+    np.testing.assert_allclose(s.unscaled_variance, 32 * s.score_variance)
+    assert s.tokens == r1.n + r2.n
+    assert np.all((s.normalised_entropy >= 0) & (s.normalised_entropy <= 1))

@@ -140,7 +140,8 @@ def read_config(path: str | Path) -> ModelConfig:
     >>> read_config(folder / "config.json")
     Traceback (most recent call last):
     ...
-    attnsym.models.errors.UnsupportedModelError: .../config.json: model_type 't5' is not supported; attnsym runs 'bert' (BERT-family encoder ...), 'gpt2' (GPT-2-family decoder ...)
+    attnsym.models.errors.UnsupportedModelError: .../config.json: model_type 't5' is not supported; attnsym runs
+    'bert' (BERT-family encoder ...), 'gpt2' (GPT-2-family decoder ...)
     """
     path = Path(path)
     try:

@@ -43,7 +43,6 @@ import numpy as np
 from .._checks import one_of, positive_int
 from ..graphs.metrics import row_entropy
 from .errors import TextError, TokenNotFoundError
-from .figures import contrast_figure
 from .route import Route, Word
 
 __all__ = ["ROLES", "ContrastTable", "TokenContrast", "contrast", "find_word", "role_shares"]
@@ -76,7 +75,8 @@ def find_word(route: Route, token: str, *, occurrence: int = 1, name: str = "tex
     >>> find_word(r, "pear")
     Traceback (most recent call last):
     ...
-    attnsym.models.errors.TokenNotFoundError: token 'pear' is not a word of text 'Apples, apples'; its words are 'Apples', ',', 'apples' (case, accents and endings after the given letters are ignored)
+    attnsym.models.errors.TokenNotFoundError: token 'pear' is not a word of text 'Apples, apples'; its words are
+    'Apples', ',', 'apples' (case, accents and endings after the given letters are ignored)
     """
     if not isinstance(token, str) or not _normal(token):
         raise TextError(f"token must be a non-empty word (got {token!r})")
@@ -243,7 +243,9 @@ class TokenContrast:
 
     def figure(self, *, layer: int | None = None, head: int | None = None):
         """The two routings side by side (``layer``/``head``, default the most different) and the distance grid."""
-        return contrast_figure(self, layer=layer, head=head)
+        from ..plots.models import token_contrast_figure  # the issue's c.figure(): drawing lives in plots
+
+        return token_contrast_figure(self, layer=layer, head=head)
 
     def as_dict(self) -> dict[str, Any]:
         """Plain values (JSON-ready)."""

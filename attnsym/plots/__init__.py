@@ -21,6 +21,8 @@ One module per subject, mirroring the layers below:
 ``plots.complexity``        :func:`path_length_figure`, :func:`memory_growth_figure`,
                             :func:`decode_cost_figure`
 ``plots.routing``           :func:`draw_routing`, :func:`draw_contrast`, :func:`two_token_figure`
+``plots.models``            :func:`token_contrast_figure`, :func:`attention_grid_figure`,
+                            :func:`rollout_flow_figure` (real models, :mod:`attnsym.models`)
 ``plots.catalog``           :data:`FIGURES`, :func:`figure` (the standard figures by name)
 ``plots.files``             :func:`figure_to_bytes`, :func:`save_figure`
 ==========================  ====================================================================
@@ -44,6 +46,7 @@ from .catalog import FIGURES, figure
 from .complexity import decode_cost_figure, memory_growth_figure, path_length_figure
 from .files import FORMATS, figure_to_bytes, save_figure
 from .heatmaps import attention_heatmap, random_attention
+from .models import attention_grid_figure, rollout_flow_figure, token_contrast_figure
 from .positions import positional_encoding_figure
 from .routing import draw_contrast, draw_routing, two_token_figure
 from .scaling import entropy_figure, saturation_gradient_figure, variance_figure
@@ -53,6 +56,7 @@ __all__ = [
     "FIGSIZE",
     "FIGURES",
     "FORMATS",
+    "attention_grid_figure",
     "attention_heatmap",
     "decode_cost_figure",
     "draw_contrast",
@@ -65,8 +69,10 @@ __all__ = [
     "path_length_figure",
     "positional_encoding_figure",
     "random_attention",
+    "rollout_flow_figure",
     "saturation_gradient_figure",
     "save_figure",
+    "token_contrast_figure",
     "two_token_figure",
     "variance_figure",
 ]

@@ -1,4 +1,4 @@
-"""Figures of real-model routes: the two-sentence contrast, the layer × head grid, rollout and flow.
+"""Figures of real-model routes (:mod:`attnsym.models`): the two-sentence contrast, the layer × head grid, rollout and flow.
 
 matplotlib is imported inside the functions, never when :mod:`attnsym.models` is imported.
 Every function returns a :class:`matplotlib.figure.Figure` and never calls ``show()``; the
@@ -13,13 +13,14 @@ from typing import Any
 import numpy as np
 
 from ..graphs._arrays import check_index
+from ._base import new_figure
 
-__all__ = ["attention_grid", "contrast_figure", "rollout_figure"]
+__all__ = ["attention_grid_figure", "rollout_flow_figure", "token_contrast_figure"]
 
 _ROLE_COLOURS = ("#9e9e9e", "#64b5f6", "#e53935", "#ffb74d", "#616161")
 
 
-def contrast_figure(c: Any, *, layer: int | None = None, head: int | None = None):
+def token_contrast_figure(c: Any, *, layer: int | None = None, head: int | None = None):
     """The word's attention row in both texts (one layer and head), the role shares, and the distance grid.
 
     Parameters
@@ -28,13 +29,11 @@ def contrast_figure(c: Any, *, layer: int | None = None, head: int | None = None
     layer, head : int, optional
         The head drawn in the top row; default the most different one (largest role distance).
     """
-    from matplotlib.figure import Figure
-
     L, H = c.role_distance.shape
     best = c.most_different()
     layer = best[0] if layer is None else check_index(layer, L, "layer", "layers")
     head = best[1] if head is None else check_index(head, H, "head", "heads")
-    fig = Figure(figsize=(13, 8.5), layout="constrained")
+    fig = new_figure((13, 8.5))
     grid = fig.add_gridspec(2, 2, height_ratios=(1.1, 1.0))
     for k in (0, 1):
         ax = fig.add_subplot(grid[0, k])
@@ -82,12 +81,10 @@ def _outline(x: int, y: int):
     return Rectangle((x - 0.5, y - 0.5), 1, 1, fill=False, edgecolor="#e53935", linewidth=2.5)
 
 
-def attention_grid(route: Any, *, max_labels: int = 24):
+def attention_grid_figure(route: Any, *, max_labels: int = 24):
     """A layers × heads grid of heatmaps of ``route.attention`` (rows queries, columns keys, shared 0..1 scale)."""
-    from matplotlib.figure import Figure
-
     L, H = route.layers, route.heads
-    fig = Figure(figsize=(1.35 * H + 1.5, 1.35 * L + 1.2), layout="constrained")
+    fig = new_figure((1.35 * H + 1.5, 1.35 * L + 1.2))
     axes = fig.subplots(L, H, squeeze=False)
     labels = route.labels()
     image = None
@@ -112,14 +109,12 @@ def attention_grid(route: Any, *, max_labels: int = 24):
     return fig
 
 
-def rollout_figure(route: Any, rollout: np.ndarray, flow: np.ndarray | None, *, head: str = "mean",
+def rollout_flow_figure(route: Any, rollout: np.ndarray, flow: np.ndarray | None, *, head: str = "mean",
                    outputs: tuple[int, ...] = (0,)):
     """Attention rollout (``(n, n)``) beside attention flow (``(len(outputs), n)``) of one route."""
-    from matplotlib.figure import Figure
-
     labels = route.labels()
     panels = 2 if flow is not None else 1
-    fig = Figure(figsize=(5.5 * panels + 1, 5.2), layout="constrained")
+    fig = new_figure((5.5 * panels + 1, 5.2))
     axes = fig.subplots(1, panels, squeeze=False)[0]
     image = axes[0].imshow(rollout, vmin=0, cmap="magma")
     axes[0].set_xticks(range(route.n), labels, rotation=90, fontsize=7)
