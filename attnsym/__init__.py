@@ -32,7 +32,7 @@ _LAZY: dict[str, str] = {
     "verify": "attnsym.claims",
     "Evidence": "attnsym.claims",
 }
-_SUBMODULES = ("symbolic", "numeric", "graphs", "claims", "plots", "testing", "render")
+_SUBMODULES = ("symbolic", "numeric", "graphs", "models", "claims", "plots", "testing", "render")
 
 __all__ = [
     "AttentionSpec",
