@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import numbers
-
 import sympy as sp
 
+from .._exact import exact, exact_matrix
 from ..errors import SpecError
 
 __all__ = ["GELU_TANH_CUBIC", "gelu", "gelu_tanh"]
@@ -16,18 +15,8 @@ GELU_TANH_CUBIC = sp.Rational(44715, 1000000)
 
 def _as_expr(x, name: str = "x"):
     if isinstance(x, sp.MatrixBase):
-        return x
-    if isinstance(x, bool) or isinstance(x, str):
-        raise SpecError(f"{name} must be a number, a SymPy expression or a SymPy Matrix (got {x!r})")
-    if isinstance(x, sp.Basic):
-        return x
-    if isinstance(x, numbers.Integral):
-        return sp.Integer(int(x))
-    if isinstance(x, numbers.Rational):
-        return sp.Rational(x.numerator, x.denominator)
-    if isinstance(x, numbers.Real):
-        return sp.Float(float(x))
-    raise SpecError(f"{name} must be a number, a SymPy expression or a SymPy Matrix (got {x!r} of type {type(x).__name__})")
+        return exact_matrix(name, x, error=SpecError)
+    return exact(name, x)
 
 
 def gelu(x):

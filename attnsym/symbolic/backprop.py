@@ -39,6 +39,7 @@ from typing import Any
 
 import sympy as sp
 
+from .._exact import exact_entries
 from ..errors import SpecError
 from ..spec import AttentionSpec
 from ._tape import Tape
@@ -470,8 +471,6 @@ class GradientResult(Mapping):
 
 
 def _exact_values(arguments: Mapping[str, sp.ImmutableMatrix], values: Mapping[str, Any]) -> dict[sp.Symbol, sp.Expr]:
-    from .matrices import _exact_matrix
-
     if not isinstance(values, Mapping):
         raise SpecError(f"values must be a mapping from input name to values (got {type(values).__name__})")
     missing = [k for k in arguments if k not in values]
@@ -480,7 +479,7 @@ def _exact_values(arguments: Mapping[str, sp.ImmutableMatrix], values: Mapping[s
         raise SpecError(f"values must give exactly {list(arguments)} (missing {missing}, unexpected {unknown})")
     env: dict[sp.Symbol, sp.Expr] = {}
     for name, symbols in arguments.items():
-        entries = _exact_matrix(values[name], name, symbols.shape)
+        entries = exact_entries(name, values[name], symbols.shape)
         env.update(zip(symbols, entries, strict=True))
     return env
 

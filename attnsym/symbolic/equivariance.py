@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from .._checks import is_int, positive_int
+from .._exact import exact, exact_matrix
 from ..errors import ShapeError, SpecError
 from ..spec import AttentionSpec
 from .naming import input_symbols
@@ -43,6 +45,8 @@ __all__ = [
 
 
 def _check_perm(perm: Sequence[int], n: int) -> tuple[int, ...]:
+    if isinstance(perm, str | bytes) or not hasattr(perm, "__iter__") or not all(is_int(p) for p in perm):
+        raise SpecError(f"perm must be a permutation of 0..{n - 1} (got {perm!r})")
     perm = tuple(int(p) for p in perm)
     if sorted(perm) != list(range(n)):
         raise SpecError(f"perm must be a permutation of 0..{n - 1} (got {perm!r})")
@@ -106,8 +110,10 @@ def conv1d(X, kernel, padding: str = "circular") -> sp.Matrix:
     [-2],
     [ 2]])
     """
-    X = sp.Matrix(X)
-    kernel = list(kernel)
+    X = exact_matrix("X", X)
+    if isinstance(kernel, str | bytes) or not hasattr(kernel, "__iter__"):
+        raise ShapeError(f"kernel must be a sequence of weights (got {kernel!r})")
+    kernel = [exact(f"kernel[{r}]", w, error=ShapeError) for r, w in enumerate(kernel)]
     if not kernel:
         raise ShapeError("kernel must have at least one weight (got an empty kernel)")
     if padding not in ("circular", "zeros"):
@@ -141,7 +147,7 @@ def dependency_pattern(Y: sp.Matrix, X: sp.Matrix) -> sp.Matrix:
     [1, 1, 0],
     [0, 1, 1]])
     """
-    Y, X = sp.Matrix(Y), sp.Matrix(X)
+    Y, X = exact_matrix("Y", Y), exact_matrix("X", X)
     rows = [set().union(*(Y[i, c].free_symbols for c in range(Y.cols))) for i in range(Y.rows)]
     tokens = [set(X[j, :]) for j in range(X.rows)]
     return sp.Matrix(Y.rows, X.rows, lambda i, j: 1 if rows[i] & tokens[j] else 0)
@@ -215,6 +221,7 @@ def check_conv_equivariance(n: int = 5, k: int = 3, perm: Sequence[int] | None =
     >>> check_conv_equivariance(5, 3, perm=[1, 0, 2, 3, 4]).holds   # not permutation-equivariant
     False
     """
+    n, k = positive_int("n", n), positive_int("k", k)
     perm = _check_perm(cyclic_shift(n) if perm is None else perm, n)
     X = input_symbols("X", (n, 1))
     w = sp.symbols(f"w_0:{k}", real=True)

@@ -26,14 +26,13 @@ row (the :class:`~attnsym.AttentionSpec` convention).
 from __future__ import annotations
 
 import dataclasses
-import fractions
-import numbers
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import sympy as sp
 
+from .._exact import exact, exact_entries, exact_modules
 from ..errors import ShapeError, SpecError
 from ..spec import AttentionSpec
 from .cost import estimate_cost
@@ -173,7 +172,7 @@ def scores(Q: sp.MatrixBase, K: sp.MatrixBase, scale=1, allowed=None) -> sp.Immu
         if n != m:
             raise ShapeError(f"an allowed pattern needs as many queries as keys (got Q {Q.shape}, K {K.shape})")
         pattern = _allowed_pattern(allowed, n)
-    scale = scale if isinstance(scale, sp.Basic) else sp.sympify(_exact_scalar(scale, "scale"))
+    scale = exact("scale", scale, error=ShapeError)
 
     def entry(i, j):
         if pattern is not None and not pattern[i][j]:
@@ -313,12 +312,12 @@ class SymbolicAttention:
         replacements: dict[sp.Basic, sp.Basic] = {}
         for key, value in values.items():
             if isinstance(key, sp.Symbol):
-                replacements[key] = _exact_scalar(value, str(key))
+                replacements[key] = exact(str(key), value, error=ShapeError)
                 continue
             if key not in inputs:
                 raise SpecError(f"values has an unknown input {key!r}; the inputs of this layer are {list(inputs)}")
             target = inputs[key]
-            matrix = _exact_matrix(value, key, target.shape)
+            matrix = exact_entries(key, value, target.shape)
             for sym, val in zip(target, matrix, strict=True):
                 if isinstance(sym, sp.Symbol):
                     replacements[sym] = val
@@ -456,6 +455,7 @@ class SymbolicAttention:
         score_defs, score_exprs = sp.cse([e for _, e in definitions], symbols=sp.numbered_symbols("_p"))
         program = [*score_defs, *((sym, e) for (sym, _), e in zip(definitions, score_exprs, strict=True))]
         post_defs, post_exprs = sp.cse(compiled_exprs, symbols=sp.numbered_symbols("_c"))
+        modules = exact_modules("modules", modules)
         compiled = sp.lambdify(args, post_exprs, modules=modules, cse=lambda _: ([*program, *post_defs], post_exprs))
         shapes = {name: self.inputs[name].shape for name in free}
         # entries still symbolic (all of them, unless single symbols were substituted)
@@ -487,60 +487,6 @@ class SymbolicAttention:
 
         evaluate.__doc__ = f"Evaluate {list(names)} from keyword arrays {list(free)}."
         return evaluate
-
-
-def _exact_scalar(value: Any, where: str) -> sp.Basic:
-    if isinstance(value, bool) or isinstance(value, str):
-        raise ShapeError(f"{where} must be a real number or a SymPy expression (got {value!r})")
-    if isinstance(value, sp.Basic):
-        if value.has(sp.nan, sp.zoo, sp.oo, -sp.oo):
-            raise ShapeError(f"{where} must be finite (got {value})")
-        return value
-    if isinstance(value, numbers.Integral):
-        return sp.Integer(int(value))
-    if isinstance(value, fractions.Fraction):
-        return sp.Rational(value.numerator, value.denominator)
-    if isinstance(value, numbers.Real):
-        as_float = float(value)
-        if as_float != as_float or as_float in (float("inf"), float("-inf")):
-            raise ShapeError(f"{where} must be finite (got {value!r})")
-        return sp.Float(as_float)
-    raise ShapeError(f"{where} must be a real number or a SymPy expression (got {value!r} of type {type(value).__name__})")
-
-
-def _describe(value: Any) -> str:
-    shape = getattr(value, "shape", None)
-    return f"an array of shape {tuple(shape)}" if shape is not None else repr(value)
-
-
-def _exact_matrix(value: Any, name: str, shape: tuple[int, int]) -> list[sp.Basic]:
-    """Row-major exact entries of ``value`` for an input of ``shape``."""
-    if isinstance(value, (numbers.Number, sp.Expr)) and not isinstance(value, sp.MatrixBase):
-        scalar = _exact_scalar(value, name)
-        return [scalar] * (shape[0] * shape[1])
-    if isinstance(value, (str, bytes)):
-        raise ShapeError(f"{name} must be an array-like of shape {shape} or a number (got the string {value!r})")
-    if isinstance(value, sp.MatrixBase):
-        rows = value.tolist()
-    elif hasattr(value, "tolist"):  # NumPy (or other) arrays: tolist gives Python scalars
-        rows = value.tolist()
-        if not isinstance(rows, list):  # a 0-d array is a number
-            return _exact_matrix(rows, name, shape)
-    else:
-        try:
-            rows = [list(r) if isinstance(r, (list, tuple)) or hasattr(r, "tolist") else r for r in value]
-        except TypeError:
-            raise ShapeError(f"{name} must be an array-like of shape {shape} or a number (got {value!r})") from None
-    if shape[0] == 1 and rows and not any(isinstance(r, (list, tuple)) for r in rows):
-        rows = [rows]  # a flat sequence for a (1, k) row, e.g. a bias given as a 1-d array
-    two_d = all(isinstance(r, (list, tuple)) and not any(isinstance(v, (list, tuple)) for v in r) for r in rows)
-    lengths = sorted({len(r) for r in rows}) if two_d else []
-    if not two_d or len(lengths) > 1:
-        raise ShapeError(f"{name} must be a 2-d array-like of shape {shape} or a number (got {_describe(value)})")
-    got = (len(rows), lengths[0] if lengths else 0)
-    if got != shape:
-        raise ShapeError(f"{name} must have shape {shape} (got {got})")
-    return [_exact_scalar(v, f"{name}[{i}][{j}]") for i, r in enumerate(rows) for j, v in enumerate(r)]
 
 
 def attention(spec: AttentionSpec, *, max_terms: float | None = None) -> SymbolicAttention:

@@ -29,6 +29,8 @@ from dataclasses import dataclass
 import sympy as sp
 from sympy.matrices.expressions import HadamardProduct, MatAdd, MatMul, MatrixExpr, MatrixSymbol, OneMatrix, Transpose
 
+from .._checks import one_of
+from .._exact import exact_matrix
 from ..errors import SpecError
 from ..spec import AttentionSpec
 
@@ -134,9 +136,14 @@ class MatrixGradients:
         [1/2, 1/2],
         [1/2, 1/2]])
         """
-        if name not in self.gradients:
-            raise SpecError(f"no gradient named {name!r}; choose from {list(self.gradients)}")
-        table = {str(k): sp.ImmutableMatrix(v) for k, v in values.items()}
+        name = one_of("name", name, tuple(self.gradients))
+        if not isinstance(values, Mapping):
+            raise SpecError(f"values must be a mapping from matrix name to matrix (got {type(values).__name__})")
+        table = {}
+        for key, value in values.items():
+            if not isinstance(key, str | sp.MatrixSymbol):
+                raise SpecError(f"values keys must be matrix names such as 'X' (got {key!r})")
+            table[str(key)] = sp.ImmutableMatrix(exact_matrix(f"values[{str(key)!r}]", value))
         n = next(iter(table.values())).shape[0] if "X" not in table else table["X"].shape[0]
         sizes = {self.sizes["n"]: n}
         if "X" in table:

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from .._checks import boolean
+from .._exact import exact, exact_matrix
 from ..errors import SpecError
 
 __all__ = ["OnlineSoftmaxProof", "block_statistics", "merge_blocks", "prove_online_softmax"]
@@ -88,7 +90,11 @@ def block_statistics(scores, values, shift):
     >>> l
     exp(-m + s_1) + exp(-m + s_2)
     """
-    values = sp.Matrix(values)
+    values = exact_matrix("values", values)
+    if isinstance(scores, str | bytes) or not hasattr(scores, "__iter__"):
+        raise SpecError(f"scores must be a sequence of expressions (got {scores!r})")
+    scores = [exact(f"scores[{j}]", s_j, finite=False, error=SpecError) for j, s_j in enumerate(scores)]
+    shift = exact("shift", shift)
     if values.rows != len(scores):
         raise SpecError(f"values must have one row per score (got {values.rows} rows for {len(scores)} scores)")
     weights = [sp.exp(s - shift) for s in scores]
@@ -111,7 +117,16 @@ def merge_blocks(first, second, shift, *, rescale: bool = True):
     tuple
         ``(m, ℓ, o)`` of the union.
     """
-    (m1, l1, o1), (m2, l2, o2) = first, second
+    blocks = []
+    for label, block in (("first", first), ("second", second)):
+        if isinstance(block, str | bytes) or not isinstance(block, tuple | list) or len(block) != 3:
+            raise SpecError(f"{label} must be a block's statistics (m, l, o) from block_statistics (got {block!r})")
+        m, ell, o = block
+        blocks.append((exact(f"{label}[0]", m, finite=False), exact(f"{label}[1]", ell),
+                       o if isinstance(o, sp.MatrixBase) else exact_matrix(f"{label}[2]", o).T))
+    (m1, l1, o1), (m2, l2, o2) = blocks
+    shift = exact("shift", shift, finite=False)
+    rescale = boolean("rescale", rescale)
     c1, c2 = (sp.exp(m1 - shift), sp.exp(m2 - shift)) if rescale else (sp.Integer(1), sp.Integer(1))
     return shift, c1 * l1 + c2 * l2, c1 * o1 + c2 * o2
 

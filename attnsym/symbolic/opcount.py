@@ -29,6 +29,8 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from .._checks import boolean
+from .._exact import exact, exact_subs
 from ..errors import SizeLimitError, SpecError
 
 __all__ = [
@@ -80,13 +82,30 @@ class OpCount:
 
     def leading(self, n: sp.Symbol) -> sp.Expr:
         """The highest-degree term in ``n`` of :attr:`total` (e.g. ``2 n² d_k`` …)."""
+        if not isinstance(n, sp.Symbol):
+            raise SpecError(f"n must be a SymPy Symbol such as size_symbols()[0] (got {n!r} of type {type(n).__name__})")
         poly = sp.Poly(self.total, n)
         degree = poly.degree()
         return sp.expand(poly.coeff_monomial(n**degree) * n**degree)
 
     def subs(self, values: dict) -> dict:
-        """Per-kind totals evaluated at concrete sizes (``{symbol: int}``)."""
-        return {k: int(v.subs(values)) if hasattr(v, "subs") else int(v) for k, v in self.by_kind().items()}
+        """Per-kind totals evaluated at concrete sizes (``{symbol: int}``; a key may be the symbol's name).
+
+        >>> attention_opcount().subs({"n": 4, "d_k": 2, "d_v": 2})["exp"]
+        16
+        """
+        totals = self.by_kind()
+        free = set().union(*(v.free_symbols for v in totals.values()))
+        values = exact_subs("values", values, free)
+        out = {}
+        for kind, total in totals.items():
+            value = total.xreplace(values)
+            if not value.is_Integer:
+                missing = sorted(str(s) for s in value.free_symbols)
+                raise SpecError(f"values must give every size of the count (missing {missing})" if missing else
+                                f"values must be integer sizes (the {kind} count is {value})")
+            out[kind] = int(value)
+        return out
 
 
 def attention_opcount(n=None, d_k=None, d_v=None, *, scaled: bool = True, block=None) -> OpCount:
@@ -118,10 +137,11 @@ def attention_opcount(n=None, d_k=None, d_v=None, *, scaled: bool = True, block=
     n**2
     """
     sn, sk, sv = size_symbols()
-    n = sn if n is None else sp.sympify(n)
-    d_v = (sv if d_k is None else sp.sympify(d_k)) if d_v is None else sp.sympify(d_v)
-    d_k = sk if d_k is None else sp.sympify(d_k)
-    block = sp.Symbol("b", positive=True, integer=True) if block is None else sp.sympify(block)
+    n = sn if n is None else exact("n", n)
+    d_k = sk if d_k is None else exact("d_k", d_k)
+    d_v = (sv if d_k is sk else d_k) if d_v is None else exact("d_v", d_v)
+    block = sp.Symbol("b", positive=True, integer=True) if block is None else exact("block", block)
+    scaled = boolean("scaled", scaled)
     stages = {
         # S = Q K^T: n*n dot products of length d_k
         "scores": {"mul": n * n * d_k, "add": n * n * (d_k - 1)},
@@ -267,11 +287,13 @@ def decode_step_opcount(t=None, d_model=None, d_k=None, d_v=None, *, heads=1, ca
     >>> sp.factor(decode_step_opcount(cached=False)["mul"])
     d_k*t*(3*d_model + 2*t)
     """
-    t = sp.Symbol("t", positive=True, integer=True) if t is None else sp.sympify(t)
-    d_model = sp.Symbol("d_model", positive=True, integer=True) if d_model is None else sp.sympify(d_model)
-    d_k = sp.Symbol("d_k", positive=True, integer=True) if d_k is None else sp.sympify(d_k)
-    d_v = d_k if d_v is None else sp.sympify(d_v)
-    h = sp.sympify(heads)
+    t = sp.Symbol("t", positive=True, integer=True) if t is None else exact("t", t)
+    d_model = sp.Symbol("d_model", positive=True, integer=True) if d_model is None else exact("d_model", d_model)
+    d_k = sp.Symbol("d_k", positive=True, integer=True) if d_k is None else exact("d_k", d_k)
+    d_v = d_k if d_v is None else exact("d_v", d_v)
+    h = exact("heads", heads)
+    cached = boolean("cached", cached)
+    output_projection = boolean("output_projection", output_projection)
     rows = 1 if cached else t  # rows projected and queries scored in this step
     mul = rows * d_model * h * (2 * d_k + d_v) + rows * t * h * (d_k + d_v)
     if output_projection:

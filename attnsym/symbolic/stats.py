@@ -31,6 +31,10 @@ from typing import Any
 
 import sympy as sp
 
+from .._checks import one_of
+from .._exact import exact
+from ..errors import SpecError
+
 __all__ = [
     "INITIALISATIONS",
     "DotProductMoments",
@@ -54,18 +58,7 @@ d = sp.Symbol("d", positive=True, integer=True)
 
 def _exact(value: Any, name: str) -> sp.Expr:
     """An exact SymPy number or expression; floats become Rationals, strings are refused."""
-    if isinstance(value, str):
-        raise TypeError(f"{name} must be a number or a SymPy expression (got the string {value!r}; strings are never parsed)")
-    if isinstance(value, bool):
-        raise TypeError(f"{name} must be a number or a SymPy expression (got {value!r})")
-    if isinstance(value, float):
-        return sp.nsimplify(value, rational=True)
-    if isinstance(value, sp.Basic):
-        return value
-    try:
-        return sp.sympify(value, strict=True)
-    except (sp.SympifyError, TypeError):
-        raise TypeError(f"{name} must be a number or a SymPy expression (got {value!r} of type {type(value).__name__})") from None
+    return exact(name, value, floats="rational")
 
 
 @dataclass(frozen=True)
@@ -91,11 +84,11 @@ class Law:
     def raw_moment(self, r: int) -> sp.Expr:
         """``E[x^r]`` (``r = 0`` gives 1)."""
         if not isinstance(r, int) or r < 0:
-            raise ValueError(f"r must be a non-negative integer (got {r!r})")
+            raise SpecError(f"r must be a non-negative integer (got {r!r})")
         if r == 0:
             return sp.Integer(1)
         if r > self.order:
-            raise ValueError(
+            raise SpecError(
                 f"the law {self.name} knows raw moments up to order {self.order} (asked for order {r}); "
                 "give more moments, e.g. normal(...) knows 8"
             )
@@ -117,7 +110,7 @@ class Law:
     def cumulants(self, upto: int = 4) -> tuple[sp.Expr, ...]:
         """The cumulants ``kappa_1 .. kappa_upto`` (``upto <= 4``) from the raw moments."""
         if upto not in (1, 2, 3, 4):
-            raise ValueError(f"upto must be 1, 2, 3 or 4 (got {upto!r})")
+            raise SpecError(f"upto must be 1, 2, 3 or 4 (got {upto!r})")
         m = [self.raw_moment(r) for r in range(1, upto + 1)]
         k = [m[0]]
         if upto >= 2:
@@ -155,7 +148,7 @@ def normal(mean: Any = 0, variance: Any = 1, *, order: int = 8) -> Law:
     """
     mu, var = _exact(mean, "mean"), _exact(variance, "variance")
     if var.is_negative:
-        raise ValueError(f"variance must be non-negative (got {variance!r})")
+        raise SpecError(f"variance must be non-negative (got {variance!r})")
     sigma = sp.sqrt(var)
     moments = tuple(
         sp.expand(sum(comb(r, j) * mu ** (r - j) * sigma**j * sp.factorial2(j - 1) for j in range(0, r + 1, 2)))
@@ -172,7 +165,7 @@ def uniform(low: Any = -1, high: Any = 1, *, order: int = 8) -> Law:
     """
     a, b = _exact(low, "low"), _exact(high, "high")
     if (b - a).is_positive is False:
-        raise ValueError(f"high must exceed low (got low={low!r}, high={high!r})")
+        raise SpecError(f"high must exceed low (got low={low!r}, high={high!r})")
     moments = tuple(sp.simplify((b ** (r + 1) - a ** (r + 1)) / ((r + 1) * (b - a))) for r in range(1, order + 1))
     return Law(f"U({a}, {b})", moments)
 
@@ -250,7 +243,7 @@ class DotProductMoments:
         subs = {sp.Symbol(k, **_assumptions(self, k)): _exact(v, k) for k, v in values.items()}
 
         def s(e):
-            return None if e is None else sp.simplify(sp.sympify(e).subs(subs))
+            return None if e is None else sp.simplify(e.xreplace(subs))
 
         return DotProductMoments(s(self.mean), s(self.variance), s(self.kappa4), self.term, s(self.d), s(self.scale), self.steps)
 
@@ -260,7 +253,7 @@ def _assumptions(m: DotProductMoments, name: str) -> dict[str, bool]:
         for sym in sp.sympify(expr).free_symbols:
             if sym.name == name:
                 return sym.assumptions0
-    raise ValueError(f"no symbol named {name!r} in these moments")
+    raise SpecError(f"no symbol named {name!r} in these moments")
 
 
 def dot_product_moments(
@@ -297,12 +290,12 @@ def dot_product_moments(
     -2*d
     """
     if isinstance(d, bool) or (isinstance(d, int) and d < 1):
-        raise ValueError(f"d must be a positive integer or a SymPy expression (got {d!r})")
+        raise SpecError(f"d must be a positive integer or a SymPy expression (got {d!r})")
     d_expr = _exact(d, "d")
     q = normal() if q is None else q
     if same:
         if k is not None:
-            raise ValueError("give k=None with same=True (k is q)")
+            raise SpecError("give k=None with same=True (k is q)")
         term = q.squared()
     else:
         k = normal() if k is None else k
@@ -310,7 +303,7 @@ def dot_product_moments(
     c = _exact(scale, "scale")
     kappa = term.cumulants(4) if term.order >= 4 else term.cumulants(term.order) if term.order >= 2 else None
     if kappa is None:
-        raise ValueError(f"the term law {term.name} needs at least two raw moments for a variance")
+        raise SpecError(f"the term law {term.name} needs at least two raw moments for a variance")
     mean = sp.expand(c * d_expr * kappa[0])  # polynomials in the moments: expand is exact and fast
     variance = sp.expand(c**2 * d_expr * kappa[1])
     kappa4 = sp.expand(c**4 * d_expr * kappa[3]) if len(kappa) >= 4 else None
@@ -358,8 +351,7 @@ def init_variance(name: str, fan_in: Any, fan_out: Any) -> sp.Expr:
     >>> init_variance("xavier", 512, 64)
     1/288
     """
-    if name not in INITIALISATIONS:
-        raise ValueError(f"name must be one of {sorted(INITIALISATIONS)} (got {name!r})")
+    name = one_of("name", name, tuple(INITIALISATIONS))
     return sp.nsimplify(INITIALISATIONS[name][1](_exact(fan_in, "fan_in"), _exact(fan_out, "fan_out")))
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from .._exact import exact_matrix
 from ..errors import SpecError
 from .naming import input_symbols
 
@@ -34,7 +35,7 @@ def is_symmetric(S: sp.Matrix) -> bool:
     >>> is_symmetric(x * x.T), is_symmetric(x * x)
     (True, False)
     """
-    S = sp.Matrix(S)
+    S = exact_matrix("S", S)
     if S.rows != S.cols:
         return False
     return all(sp.expand(S[i, j] - S[j, i]) == 0 for i in range(S.rows) for j in range(i + 1, S.cols))
@@ -123,7 +124,7 @@ def prove_qk_symmetry_condition(W_Q=None, W_K=None, *, d_model: int = 2, d_k: in
         raise SpecError("give both W_Q and W_K, or neither (for generic symbolic weights)")
     if W_Q is None:
         W_Q, W_K = input_symbols("W_Q", (d_model, d_k)), input_symbols("W_K", (d_model, d_k))
-    W_Q, W_K = sp.Matrix(W_Q), sp.Matrix(W_K)
+    W_Q, W_K = exact_matrix("W_Q", W_Q, error=SpecError), exact_matrix("W_K", W_K, error=SpecError)
     if W_Q.shape != W_K.shape:
         raise SpecError(f"W_Q and W_K must have the same shape (got {W_Q.shape} and {W_K.shape})")
     d_model = W_Q.rows

@@ -19,6 +19,7 @@ from fractions import Fraction
 
 import sympy as sp
 
+from .._exact import exact
 from ..errors import SpecError
 
 __all__ = ["TwoTokenExample", "solve_two_token"]
@@ -76,9 +77,9 @@ class TwoTokenExample:
 
 
 def _rational(value, name: str) -> sp.Rational:
-    if isinstance(value, bool) or not isinstance(value, (int, float, Fraction, sp.Rational)):
+    r = exact(name, value, floats="rational")
+    if not isinstance(r, sp.Rational):
         raise SpecError(f"{name} must be a number (got {value!r} of type {type(value).__name__})")
-    r = sp.Rational(Fraction(str(value))) if isinstance(value, float) else sp.Rational(value)
     return r
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
+from ..._exact import exact
 from ...spec import DEFAULT_POSITION_BASE
 from ...testing import TOLERANCES
 from .._evidence import CheckContext, Evidence
@@ -125,7 +126,8 @@ def check_sinusoidal_positions(ctx: CheckContext, *, claimed_ratio=None) -> Evid
     # frequencies read off the symbolic matrix: row 1 holds sin(omega_i), cos(omega_i)
     omegas = [PE[1, 2 * i].args[0] if PE[1, 2 * i] != 0 else sp.Integer(0) for i in range(d_sym // 2)]
     ratios = [sp.nsimplify(omegas[i + 1] / omegas[i]) for i in range(len(omegas) - 1)]
-    expected_ratio = sp.Integer(base) ** sp.Rational(-2, d_sym) if claimed_ratio is None else sp.nsimplify(claimed_ratio)
+    expected_ratio = sp.Integer(base) ** sp.Rational(-2, d_sym) if claimed_ratio is None else sp.nsimplify(
+        exact("claimed_ratio", claimed_ratio))
     geometric = all(sp.simplify(r - expected_ratio) == 0 for r in ratios)
     matches_definition = all(
         sp.simplify(PE[p, c] - (sp.sin if c % 2 == 0 else sp.cos)(p * omegas[c // 2])) == 0
