@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from .._exact import exact_matrix
 from ..spec import AttentionSpec
 from .positions import alibi_bias, alibi_slopes, apply_rope, rope_frequencies
 from .rope_proofs import prove_rope_relative
@@ -60,6 +61,7 @@ def rope_steps(spec: AttentionSpec, q: sp.MatrixBase, k: sp.MatrixBase) -> list[
     Matrix([[q21*cos(1) - q22*sin(1), q21*sin(1) + q22*cos(1)]])
     """
     n, h, dk = spec.n, spec.heads, spec.d_k
+    q, k = exact_matrix("q", q), exact_matrix("k", k)
     multi = h > 1
     rotated_q, rotated_k = [], []
     for hh in range(h):

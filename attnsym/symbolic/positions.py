@@ -18,6 +18,8 @@ import numbers
 
 import sympy as sp
 
+from .._checks import is_int
+from .._exact import exact, exact_matrix
 from ..errors import ShapeError, SpecError
 from ..spec import DEFAULT_POSITION_BASE, AttentionSpec, alibi_slope_exponents
 
@@ -91,12 +93,11 @@ def _rope_spec(spec) -> AttentionSpec:
 
 def _position(value, name: str = "position") -> sp.Expr:
     """An integer or a SymPy expression (a symbol ``m``); strings are never parsed."""
-    if isinstance(value, sp.Basic):
+    if isinstance(value, sp.Basic) or is_int(value):
+        value = exact(name, value)
         if not isinstance(value, sp.Expr) or value.is_real is False:
             raise SpecError(f"{name} must be an integer or a real SymPy expression (got {value!r})")
         return value
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
-        return sp.Integer(int(value))
     raise SpecError(f"{name} must be an integer or a real SymPy expression such as sp.Symbol('m') "
                     f"(got {value!r} of type {type(value).__name__})")
 
@@ -200,6 +201,7 @@ def apply_rope(M: sp.MatrixBase, spec: AttentionSpec, positions=None) -> sp.Immu
     if not isinstance(M, sp.MatrixBase) or M.shape[1] != spec.d_k:
         got = M.shape if isinstance(M, sp.MatrixBase) else type(M).__name__
         raise ShapeError(f"M must be a SymPy Matrix with d_k = {spec.d_k} columns (got {got})")
+    M = exact_matrix("M", M)
     rows = M.shape[0]
     if positions is None:
         positions = range(rows)
