@@ -1,0 +1,93 @@
+"""The explorer: one self-contained, interactive HTML page of derivations, claims and routing.
+
+The Python API computes; the page displays. :func:`page_data` gathers what the layers return —
+:func:`attnsym.derive` (forward pass and gradients), :func:`attnsym.claims.verify_all`
+(Evidence), the attention of a toy spec or of real-model routes with their head fusions,
+rollout, flow and contrasts — into a :class:`PageData`; :func:`write_page` serialises it once
+into one HTML file with KaTeX, the script and the style inlined, which opens from disk and
+fetches nothing.
+
+>>> import tempfile, pathlib
+>>> data = page_data(evidence=(), derivations=False)          # the toy spec's routing only
+>>> [i.name for i in data.inputs]
+['toy spec, input 1', 'toy spec, input 2']
+>>> path = write_page(data, pathlib.Path(tempfile.mkdtemp()) / "page.html")
+>>> path.stat().st_size > 100_000                             # KaTeX and its fonts are inside
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .collect import claims_section, derivation_entry, derivation_section, routing_input, toy_routing
+from .data import ContrastData, MlpData, PageData, RoutingInput, encode_array
+from .page import render_page, write_page
+
+__all__ = [
+    "ContrastData",
+    "MlpData",
+    "PageData",
+    "RoutingInput",
+    "claims_section",
+    "derivation_entry",
+    "derivation_section",
+    "encode_array",
+    "page_data",
+    "render_page",
+    "routing_input",
+    "toy_routing",
+    "write_page",
+]
+
+
+def page_data(*, evidence: Sequence[Any] | None = None, inputs: Sequence[RoutingInput] = (),
+              contrasts: Sequence[ContrastData] = (), toy: bool = True, derivations: bool = True,
+              figures: bool = True, seed: int = 0, quick: bool = False,
+              title: str = "attnsym explorer", meta: dict[str, Any] | None = None) -> PageData:
+    """Gather everything one page shows.
+
+    Parameters
+    ----------
+    evidence : sequence of Evidence, optional
+        The claims to show; ``None`` checks every claim now (:func:`attnsym.claims.verify_all`
+        with ``seed`` and ``quick``), ``()`` shows none.
+    inputs, contrasts : sequences
+        Routing inputs (e.g. real-model sentences) and word contrasts between them; they come
+        first in the page's input selector.
+    toy : bool, default True
+        Add the toy spec's two inputs (:func:`toy_routing`) after ``inputs``.
+    derivations : bool, default True
+        Derive the forward pass and gradients for ``n = 2, d_model = 2``.
+    figures : bool, default True
+        Inline the claims' figures.
+    seed : int, default 0
+        Seed of the toy weights and inputs, and of the claim checks.
+    quick : bool, default False
+        Quick claim checks.
+    """
+    if evidence is None:
+        from ..claims import verify_all
+
+        evidence = verify_all(seed=seed, quick=quick)
+    all_inputs = list(inputs)
+    all_contrasts = list(contrasts)
+    if toy:
+        toy_inputs, toy_contrasts = toy_routing(seed)
+        offset = len(all_inputs)
+        all_inputs += toy_inputs
+        all_contrasts += [ContrastData(c.word, (c.inputs[0] + offset, c.inputs[1] + offset), c.positions,
+                                       c.distance, c.metric) for c in toy_contrasts]
+    from .. import __version__
+
+    facts = {"attnsym": __version__, "seed": seed, "claims": len(evidence)}
+    if evidence:
+        facts["quick claim checks"] = "yes" if quick else "no"
+    facts.update(meta or {})
+    return PageData(
+        title=title,
+        derivations=derivation_section() if derivations else (),
+        claims=claims_section(evidence, figures=figures),
+        inputs=all_inputs, contrasts=all_contrasts, meta=facts,
+    )

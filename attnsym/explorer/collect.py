@@ -1,0 +1,218 @@
+"""Gather the page's data from the Python API: derivations, claims, routing inputs, contrasts.
+
+Each function calls the layer that owns the mathematics (``derive``, ``verify_all``,
+``numeric.attention``, ``graphs.attention_rollout`` / ``attention_flow`` /
+``graphs.node_changes``) and packs what it returns into the plain data of
+:mod:`attnsym.explorer.data`; nothing is computed here that a layer below already computes.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .._checks import non_negative_int
+from ..derivation import Derivation, derive
+from ..errors import ShapeError, SpecError
+from ..graphs import attention_flow, attention_rollout, node_changes
+from ..graphs.contrast import dense_weight
+from ..numeric import attention
+from ..spec import AttentionSpec
+from .data import ContrastData, MlpData, RoutingInput
+
+__all__ = [
+    "TOY_TOKENS",
+    "claims_section",
+    "derivation_entry",
+    "derivation_section",
+    "routing_input",
+    "toy_routing",
+]
+
+#: the words labelling the toy spec's positions
+TOY_TOKENS: tuple[str, ...] = ("the", "cat", "sat", "on", "the", "mat")
+
+#: fusions over heads the page offers, computed here once per layer
+FUSIONS: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+    "mean": lambda A: A.mean(axis=1),
+    "max": lambda A: A.max(axis=1),
+}
+
+
+# ----------------------------------------------------------------------------- derivations
+def derivation_entry(derivation: Derivation, key: str) -> dict[str, Any]:
+    """One derivation as page data: each step's title, explanation and LaTeX, and the whole document.
+
+    >>> d = derivation_entry(derive(AttentionSpec(n=2, d_model=2)), "forward")
+    >>> d["steps"][1]["title"], d["steps"][1]["formula"]
+    ('Queries', 'Q = X W_Q')
+    >>> d["document"].startswith(r"\\documentclass")
+    True
+    """
+    return {
+        "id": key,
+        "title": derivation.title,
+        "description": derivation.description,
+        "steps": [{"title": s.title, "explanation": s.explanation, "formula": s.formula, "latex": s.to_latex()}
+                  for s in derivation.steps],
+        "document": derivation.to_latex(),
+    }
+
+
+def derivation_section(spec: AttentionSpec | None = None) -> list[dict[str, Any]]:
+    """The forward pass and the gradients of ``spec`` (default ``n = 2, d_model = 2``), derived by SymPy."""
+    spec = AttentionSpec(n=2, d_model=2) if spec is None else spec
+    return [derivation_entry(derive(spec, what=what), what) for what in ("forward", "gradients")]
+
+
+# ----------------------------------------------------------------------------- claims
+def _png_data_uri(build: Callable[[], Any], dpi: int) -> str:
+    import matplotlib.pyplot as plt
+
+    from ..plots import figure_to_bytes
+
+    fig = build()
+    try:
+        png = figure_to_bytes(fig, "png", dpi=dpi)
+    finally:
+        plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
+
+
+def claims_section(evidence: Sequence[Any], *, figures: bool = True, dpi: int = 60) -> list[dict[str, Any]]:
+    """Each claim's Evidence as page data (:func:`attnsym.claims.report.evidence_to_dict`), figures as PNG.
+
+    Parameters
+    ----------
+    evidence : sequence of Evidence
+        From :func:`attnsym.claims.verify_all` (or :func:`~attnsym.claims.verify`).
+    figures : bool, default True
+        Render each claim's figures and inline them (PNG, ``dpi`` dots per inch).
+    """
+    from ..claims.report import evidence_to_dict
+
+    rows = []
+    for ev in evidence:
+        row = evidence_to_dict(ev)
+        row["figures"] = [{"name": name, "src": _png_data_uri(build, dpi)} for name, build in sorted(ev.figures.items())] \
+            if figures else []
+        rows.append(row)
+    return rows
+
+
+# ----------------------------------------------------------------------------- routing
+def _stack(A: Any, name: str) -> np.ndarray:
+    arr = np.asarray(A)
+    if arr.ndim == 2:
+        arr = arr[None, None]
+    elif arr.ndim == 3:
+        arr = arr[None]
+    if arr.ndim != 4 or arr.shape[-1] != arr.shape[-2]:
+        raise ShapeError(f"{name} must have shape (layers, heads, n, n), (heads, n, n) or (n, n) (got {np.shape(A)})")
+    return arr
+
+
+def routing_input(name: str, source: str, tokens: Sequence[str], A: Any, mlp: MlpData, *,
+                  flow: bool = True) -> RoutingInput:
+    """Pack one input's attention stack with its head fusions, rollout and flow (heads averaged).
+
+    Parameters
+    ----------
+    name, source : str
+        What the selector shows, and where the numbers come from.
+    tokens : sequence of str
+        One label per position.
+    A : array, (layers, heads, n, n) (or (heads, n, n), (n, n))
+        Attention probabilities; kept at their own dtype.
+    mlp : MlpData
+        The fixed graph shown beside the attention graph.
+    flow : bool, default True
+        Compute attention flow (``n²`` max-flows; seconds for 6 layers × 16 tokens).
+
+    Examples
+    --------
+    >>> mlp = MlpData("identity", ("a", "b"), ("a", "b"), np.eye(2), "fixed")
+    >>> r = routing_input("demo", "hand-made", ["a", "b"], np.array([[0.5, 0.5], [0.0, 1.0]]), mlp)
+    >>> r.layers, r.heads, r.rollout.tolist()
+    (1, 1, [[0.75, 0.25], [0.0, 1.0]])
+    """
+    stack = _stack(A, "A")
+    tokens = tuple(str(t) for t in tokens)
+    if len(tokens) != stack.shape[-1]:
+        raise ShapeError(f"tokens must have one label per position ({stack.shape[-1]}) (got {len(tokens)})")
+    mats = list(stack)  # one (heads, n, n) array per layer
+    return RoutingInput(
+        name=name, source=source, tokens=tokens, attention=stack,
+        fused={key: fuse(stack) for key, fuse in FUSIONS.items()},
+        rollout=attention_rollout(mats, head="mean"),
+        flow=attention_flow(mats, head="mean") if flow else None,
+        mlp=mlp,
+    )
+
+
+def _row_distance(A1: np.ndarray, A2: np.ndarray, p: int) -> np.ndarray:
+    """Per layer and head: total-variation distance between row ``p`` of ``A1`` and of ``A2``."""
+    L, H = A1.shape[:2]
+    return np.array([[node_changes(A1[l, h], A2[l, h]).row_tv[p] for h in range(H)] for l in range(L)])
+
+
+def toy_routing(seed: int = 0, *, spec: AttentionSpec | None = None,
+                tokens: Sequence[str] = TOY_TOKENS) -> tuple[list[RoutingInput], list[ContrastData]]:
+    """Two random inputs through the same random weights of a small spec, and their contrast.
+
+    The weights are drawn ``N(0, 1/fan_in)`` and the inputs ``N(0, 1)`` from ``seed``;
+    :func:`attnsym.numeric.attention` computes the weights of every head. The MLP graph is the
+    dense layer made of the same weights (:func:`attnsym.graphs.dense_weight`: ``W_V W_O``),
+    the contrast is every position's row total-variation distance
+    (:func:`attnsym.graphs.node_changes`) per head.
+
+    Returns
+    -------
+    inputs : list of RoutingInput
+        The two inputs (one layer, ``spec.heads`` heads).
+    contrasts : list of ContrastData
+        One per distinct word, positions as in input 1 (the toy inputs share their words).
+
+    Examples
+    --------
+    >>> inputs, contrasts = toy_routing(0)
+    >>> [i.name for i in inputs], inputs[0].attention.shape
+    (['toy spec, input 1', 'toy spec, input 2'], (1, 2, 6, 6))
+    >>> contrasts[1].word, contrasts[1].distance.shape
+    ('cat', (1, 2))
+    """
+    seed = non_negative_int("seed", seed)
+    spec = AttentionSpec(n=len(tokens), d_model=8, heads=2) if spec is None else spec
+    if len(tokens) != spec.n:
+        raise SpecError(f"tokens must have spec.n = {spec.n} labels (got {len(tokens)})")
+    rng = np.random.default_rng(seed)
+    weights = {name: rng.standard_normal(spec.shapes[name]) / np.sqrt(spec.shapes[name][0])
+               for name in spec.parameter_names}
+    X1, X2 = (rng.standard_normal(spec.shapes["X"]) for _ in range(2))
+    W = dense_weight(weights, spec)  # (d_model, d_model): y = x W, so out j reads in i with W[i, j]
+    features = tuple(f"x{j + 1}" for j in range(W.shape[0]))
+    mlp = MlpData(
+        title="MLP y = x W_V W_O (features)",
+        inputs=features, outputs=tuple(f"y{j + 1}" for j in range(W.shape[1])), W=W.T,
+        note="The dense layer made of the same weights: W is fixed, the same for input 1 and input 2.",
+    )
+    source = f"toy spec: {spec.describe()}; random weights and inputs, seed {seed}"
+    inputs = []
+    for k, X in enumerate((X1, X2), 1):
+        _, A = attention(X, **weights, spec=spec)
+        inputs.append(routing_input(f"toy spec, input {k}", source, tokens, A, mlp))
+    contrasts = []
+    seen: set[str] = set()
+    for p, word in enumerate(tokens):
+        if word in seen:
+            continue
+        seen.add(word)
+        contrasts.append(ContrastData(
+            word=word, inputs=(0, 1), positions=(p, p),
+            distance=_row_distance(inputs[0].attention, inputs[1].attention, p),
+            metric="total-variation distance between the word's two attention rows (0 same, 1 disjoint)",
+        ))
+    return inputs, contrasts

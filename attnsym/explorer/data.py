@@ -1,0 +1,232 @@
+r"""The explorer's data model: what the page shows, as plain data serialised once.
+
+Every number on the page comes from here: the Python API computes it (attention, head fusions,
+rollout, flow, distances, verdicts), :class:`PageData` holds it, :meth:`PageData.to_json`
+writes it into the page, and the page's JavaScript only *displays* it (no number is
+recomputed in the browser).
+
+Arrays are written at their own precision: ``float32`` entries as the shortest decimal that
+reads back to the same ``float32`` (so a 16-token, 6-layer, 12-head sentence costs about
+250 kB), ``float64`` entries as the shortest decimal that reads back to the same ``float64``.
+
+Shapes (``L`` layers, ``H`` heads, ``n`` tokens)::
+
+    RoutingInput.attention   (L, H, n, n)   attention[l, h, i, j]: query i reads key j
+    RoutingInput.fused       {"mean": (L, n, n), "max": (L, n, n)}   over heads
+    RoutingInput.rollout     (n, n)         attnsym.graphs.attention_rollout, heads averaged
+    RoutingInput.flow        (n, n)         attnsym.graphs.attention_flow, heads averaged
+    ContrastData.distance    (L, H)         the chosen word's routing distance per layer and head
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..errors import ShapeError, SpecError
+
+__all__ = ["ContrastData", "MlpData", "PageData", "RoutingInput", "encode_array"]
+
+#: decimals the page prints attention weights with (hover, click, tables)
+WEIGHT_DECIMALS = 3
+
+
+def encode_array(a: Any) -> Any:
+    """Nested lists of the shortest decimals that read back to the same values (float32 stays float32).
+
+    >>> encode_array(np.array([0.1, 1 / 3], dtype=np.float32))
+    [0.1, 0.33333334]
+    >>> encode_array(np.array([[0.5, 1 / 3]]))
+    [[0.5, 0.3333333333333333]]
+    """
+    arr = np.asarray(a)
+    if arr.dtype.kind == "b":
+        return arr.tolist()
+    if arr.dtype.kind in "iu":
+        return arr.astype(np.int64).tolist()
+    if arr.dtype.kind != "f":
+        raise ShapeError(f"the page holds real arrays only (got dtype {arr.dtype})")
+    if not np.all(np.isfinite(arr)):
+        raise ShapeError("the page holds finite numbers only (got NaN or inf)")
+    if arr.dtype == np.float32:
+        flat = [float(np.format_float_positional(v, unique=True, trim="-")) for v in arr.ravel()]
+        return np.array(flat, dtype=object).reshape(arr.shape).tolist() if arr.ndim else flat[0]
+    return arr.astype(np.float64).tolist()
+
+
+def _matrix(name: str, a: Any, shape: tuple[int | None, ...]) -> np.ndarray:
+    arr = np.asarray(a)
+    if arr.ndim != len(shape) or any(s is not None and s != t for s, t in zip(shape, arr.shape, strict=True)):
+        want = "(" + ", ".join("?" if s is None else str(s) for s in shape) + ")"
+        raise ShapeError(f"{name} must have shape {want} (got {arr.shape})")
+    return arr
+
+
+@dataclass(frozen=True)
+class MlpData:
+    """The fixed graph drawn beside the attention graph: ``out[i]`` reads ``in[j]`` with weight ``W[i, j]``.
+
+    Attributes
+    ----------
+    title : str
+    inputs, outputs : tuple of str
+        Node labels of the two sides.
+    W : numpy.ndarray, (len(outputs), len(inputs))
+    note : str
+        One sentence saying why this graph does not depend on the input.
+    """
+
+    title: str
+    inputs: tuple[str, ...]
+    outputs: tuple[str, ...]
+    W: np.ndarray
+    note: str
+
+    def __post_init__(self) -> None:
+        _matrix("MlpData.W", self.W, (len(self.outputs), len(self.inputs)))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"title": self.title, "inputs": list(self.inputs), "outputs": list(self.outputs),
+                "W": encode_array(self.W), "note": self.note}
+
+
+@dataclass(frozen=True)
+class RoutingInput:
+    """One input of the routing view: its tokens and everything the page shows about it.
+
+    Attributes
+    ----------
+    name : str
+        What the input selector shows (the sentence, or "toy spec, input 1").
+    source : str
+        Where the numbers come from (the model and its sizes, or the spec).
+    tokens : tuple of str
+    attention : numpy.ndarray, (L, H, n, n)
+    fused : dict of str -> numpy.ndarray (L, n, n)
+        Head fusions computed in Python (``"mean"``, ``"max"``).
+    rollout, flow : numpy.ndarray (n, n) or None
+    mlp : MlpData
+    """
+
+    name: str
+    source: str
+    tokens: tuple[str, ...]
+    attention: np.ndarray
+    fused: dict[str, np.ndarray]
+    rollout: np.ndarray | None
+    flow: np.ndarray | None
+    mlp: MlpData
+
+    def __post_init__(self) -> None:
+        n = len(self.tokens)
+        if n == 0:
+            raise ShapeError(f"input {self.name!r} has no tokens")
+        A = _matrix("attention", self.attention, (None, None, n, n))
+        for key, M in self.fused.items():
+            _matrix(f"fused[{key!r}]", M, (A.shape[0], n, n))
+        for key in ("rollout", "flow"):
+            if getattr(self, key) is not None:
+                _matrix(key, getattr(self, key), (n, n))
+
+    @property
+    def layers(self) -> int:
+        return int(np.shape(self.attention)[0])
+
+    @property
+    def heads(self) -> int:
+        return int(np.shape(self.attention)[1])
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name, "source": self.source, "tokens": list(self.tokens),
+            "layers": self.layers, "heads": self.heads,
+            "attention": encode_array(self.attention),
+            "fused": {k: encode_array(v) for k, v in self.fused.items()},
+            "rollout": None if self.rollout is None else encode_array(self.rollout),
+            "flow": None if self.flow is None else encode_array(self.flow),
+            "mlp": self.mlp.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class ContrastData:
+    """One word in two inputs: its routing per layer and head, and how far apart the two are.
+
+    Attributes
+    ----------
+    word : str
+        The word as the user asked for it.
+    inputs : (int, int)
+        Indices of the two inputs in :attr:`PageData.inputs`.
+    positions : (int, int)
+        The word's token position in each input.
+    distance : numpy.ndarray, (L, H)
+        The distance between the word's two routing rows, per layer and head.
+    metric : str
+        What :attr:`distance` measures, in one sentence.
+    """
+
+    word: str
+    inputs: tuple[int, int]
+    positions: tuple[int, int]
+    distance: np.ndarray
+    metric: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"word": self.word, "inputs": list(self.inputs), "positions": list(self.positions),
+                "distance": encode_array(self.distance), "metric": self.metric}
+
+
+@dataclass(frozen=True)
+class PageData:
+    """Everything one explorer page shows (see :func:`attnsym.explorer.write_page`).
+
+    Attributes
+    ----------
+    title : str
+    derivations : list of dict
+        From :func:`attnsym.explorer.derivation_section`.
+    claims : list of dict
+        From :func:`attnsym.explorer.claims_section`.
+    inputs : list of RoutingInput
+    contrasts : list of ContrastData
+    meta : dict
+        Plain facts shown in the page's footer (version, seed, what was computed).
+    """
+
+    title: str = "attnsym explorer"
+    derivations: Sequence[dict[str, Any]] = ()
+    claims: Sequence[dict[str, Any]] = ()
+    inputs: Sequence[RoutingInput] = ()
+    contrasts: Sequence[ContrastData] = ()
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for c in self.contrasts:
+            for k, (index, position) in enumerate(zip(c.inputs, c.positions, strict=True)):
+                if not 0 <= index < len(self.inputs):
+                    raise SpecError(f"contrast {c.word!r}: input index {index} is not one of the "
+                                    f"{len(self.inputs)} inputs")
+                inp = self.inputs[index]
+                if not 0 <= position < len(inp.tokens):
+                    raise SpecError(f"contrast {c.word!r}: position {position} is outside input {k + 1}'s "
+                                    f"{len(inp.tokens)} tokens")
+                _matrix("contrast distance", c.distance, (inp.layers, inp.heads))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "title": self.title, "decimals": WEIGHT_DECIMALS,
+            "derivations": list(self.derivations), "claims": list(self.claims),
+            "inputs": [i.to_dict() for i in self.inputs],
+            "contrasts": [c.to_dict() for c in self.contrasts],
+            "meta": dict(self.meta),
+        }
+
+    def to_json(self) -> str:
+        """Compact JSON, safe inside a ``<script>`` element: every ``<`` is written ``\\u003c``."""
+        text = json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        return text.replace("<", "\\u003c")

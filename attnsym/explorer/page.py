@@ -1,0 +1,140 @@
+"""One self-contained HTML file: the page's skeleton, KaTeX, the script, the style and the data, inlined.
+
+The page loads nothing: KaTeX's script, stylesheet and woff2 fonts (``vendor/katex``, MIT,
+re-created by ``vendor/update_katex.sh``) are inlined, fonts as ``data:`` URIs; figures are
+``data:`` PNGs; a Content-Security-Policy forbids every fetch (``connect-src 'none'``, fonts
+and images from ``data:`` only), so a browser refuses a network request even if one were
+attempted. Opening the file from disk is enough.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import os
+import re
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from .._io import atomic_write
+from .data import PageData
+
+__all__ = ["CSP", "katex_css", "render_page", "write_page"]
+
+#: what the page may load: nothing from a network, fonts and images only from data: URIs
+CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; font-src data:; "
+       "img-src data:; connect-src 'none'; form-action 'none'; base-uri 'none'")
+
+_FONT = re.compile(r"url\(fonts/(KaTeX_[A-Za-z0-9_-]+)\.woff2\) format\(\"woff2\"\)(?:,url\([^)]*\) format\(\"[a-z]+\"\))*")
+
+
+def _asset(*parts: str) -> str:
+    return resources.files("attnsym.explorer").joinpath(*parts).read_text(encoding="utf-8")
+
+
+def _asset_bytes(*parts: str) -> bytes:
+    return resources.files("attnsym.explorer").joinpath(*parts).read_bytes()
+
+
+@cache
+def katex_css() -> str:
+    """KaTeX's stylesheet with every font inlined as a woff2 ``data:`` URI (no other font format kept)."""
+    css = _asset("vendor", "katex", "katex.min.css")
+
+    def inline(match: re.Match) -> str:
+        font = base64.b64encode(_asset_bytes("vendor", "katex", "fonts", f"{match.group(1)}.woff2")).decode("ascii")
+        return f'url(data:font/woff2;base64,{font}) format("woff2")'
+
+    css = _FONT.sub(inline, css)
+    left = re.findall(r"url\((?!data:)[^)]*\)", css)
+    if left:  # a KaTeX update changed the stylesheet's font list: fail loudly rather than fetch
+        raise RuntimeError(f"katex.min.css still references files after inlining: {left[:3]}")
+    return css
+
+
+_SKELETON = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="{csp}">
+<meta name="generator" content="attnsym {version}">
+<title>{title}</title>
+<style>{katex_css}</style>
+<style>{css}</style>
+</head>
+<body>
+<header class="top"><h1>{title}</h1>
+<nav aria-label="sections"><a href="#derivations">Derivations</a><a href="#claims">Claims</a><a href="#routing">Routing</a></nav>
+</header>
+<main>
+<section class="part" id="derivations" aria-labelledby="h-derivations">
+<h2 id="h-derivations">Derivations</h2>
+<p>The forward pass and its gradients, derived exactly by SymPy, step by step: each step is explicit in the
+entries of the step before it. Every equation's LaTeX source is one click away.</p>
+<div id="derivation-list"></div>
+</section>
+<section class="part" id="claims" aria-labelledby="h-claims">
+<h2 id="h-claims">Claims</h2>
+<p>Each claim made about self-attention, checked symbolically, numerically or by Monte Carlo. Open a claim for its
+evidence, conditions and figures.</p>
+<div id="claim-list"></div>
+</section>
+<section class="part" id="routing" aria-labelledby="h-routing">
+<h2 id="h-routing">Routing</h2>
+<p>Attention computes its mixing weights from the input, A(X) = softmax(Q K<sup>T</sup>/&radic;d<sub>k</sub>), so each input
+has its own routing graph; the MLP's graph is the same for every input. <span id="routing-source" class="muted"></span></p>
+<div class="controls">
+<label for="pick-input">Input</label><select id="pick-input"></select>
+<label for="pick-view">View</label><select id="pick-view"></select>
+<label for="pick-layer">Layer</label><select id="pick-layer"></select>
+<label for="pick-head">Head</label><select id="pick-head"></select>
+</div>
+<p><strong>Showing:</strong> <span id="routing-what"></span>. Tokens (tab to one, arrows to move, Enter to pin):</p>
+<div id="token-strip" role="toolbar" aria-label="tokens"></div>
+<div id="token-panel" class="card" aria-live="polite"></div>
+<div id="routing-views" class="views"></div>
+<p id="mlp-note" class="muted"></p>
+<h3>The same word in two inputs</h3>
+<div id="contrast"></div>
+</section>
+<footer id="meta"></footer>
+</main>
+<script type="application/json" id="attnsym-data">{data}</script>
+<script>{katex_js}</script>
+<script>{js}</script>
+</body>
+</html>
+"""
+
+
+def render_page(data: PageData) -> str:
+    """The page as one HTML string (everything inlined; see the module docstring).
+
+    >>> page = render_page(PageData(title="demo"))
+    >>> page.startswith("<!DOCTYPE html>"), "connect-src 'none'" in page, "http://" in page.split("<script")[0]
+    (True, True, False)
+    """
+    from .. import __version__
+
+    if not isinstance(data, PageData):
+        from ..errors import SpecError
+
+        raise SpecError(f"data must be a PageData (got {type(data).__name__})")
+    return _SKELETON.format(
+        csp=CSP, version=__version__, title=html.escape(data.title), katex_css=katex_css(),
+        css=_asset("assets", "explorer.css"), data=data.to_json(),
+        katex_js=_asset("vendor", "katex", "katex.min.js"), js=_asset("assets", "explorer.js"),
+    )
+
+
+def write_page(data: PageData, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+    """Write the page atomically to ``path``; an existing file needs ``overwrite=True``.
+
+    Raises
+    ------
+    OverwriteError
+        ``path`` exists and ``overwrite`` is False.
+    """
+    return atomic_write(path, render_page(data), overwrite=overwrite)
