@@ -15,11 +15,13 @@ from typing import Any
 import numpy as np
 
 from .._checks import non_negative_int
+from ..claims.report import evidence_to_dict
 from ..derivation import Derivation, derive
 from ..errors import ShapeError, SpecError
 from ..graphs import attention_flow, attention_rollout, node_changes
 from ..graphs.contrast import dense_weight
 from ..numeric import attention
+from ..plots import figure_to_bytes
 from ..spec import AttentionSpec
 from .data import ContrastData, MlpData, RoutingInput
 
@@ -70,15 +72,7 @@ def derivation_section(spec: AttentionSpec | None = None) -> list[dict[str, Any]
 
 # ----------------------------------------------------------------------------- claims
 def _png_data_uri(build: Callable[[], Any], dpi: int) -> str:
-    import matplotlib.pyplot as plt
-
-    from ..plots import figure_to_bytes
-
-    fig = build()
-    try:
-        png = figure_to_bytes(fig, "png", dpi=dpi)
-    finally:
-        plt.close(fig)
+    png = figure_to_bytes(build(), "png", dpi=dpi)  # figures of attnsym.plots belong to no pyplot window
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
@@ -92,8 +86,6 @@ def claims_section(evidence: Sequence[Any], *, figures: bool = True, dpi: int = 
     figures : bool, default True
         Render each claim's figures and inline them (PNG, ``dpi`` dots per inch).
     """
-    from ..claims.report import evidence_to_dict
-
     rows = []
     for ev in evidence:
         row = evidence_to_dict(ev)
@@ -156,7 +148,7 @@ def routing_input(name: str, source: str, tokens: Sequence[str], A: Any, mlp: Ml
 def _row_distance(A1: np.ndarray, A2: np.ndarray, p: int) -> np.ndarray:
     """Per layer and head: total-variation distance between row ``p`` of ``A1`` and of ``A2``."""
     L, H = A1.shape[:2]
-    return np.array([[node_changes(A1[l, h], A2[l, h]).row_tv[p] for h in range(H)] for l in range(L)])
+    return np.array([[node_changes(A1[layer, h], A2[layer, h]).row_tv[p] for h in range(H)] for layer in range(L)])
 
 
 def toy_routing(seed: int = 0, *, spec: AttentionSpec | None = None,

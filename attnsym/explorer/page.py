@@ -86,10 +86,10 @@ evidence, conditions and figures.</p>
 <p>Attention computes its mixing weights from the input, A(X) = softmax(Q K<sup>T</sup>/&radic;d<sub>k</sub>), so each input
 has its own routing graph; the MLP's graph is the same for every input. <span id="routing-source" class="muted"></span></p>
 <div class="controls">
-<label for="pick-input">Input</label><select id="pick-input"></select>
-<label for="pick-view">View</label><select id="pick-view"></select>
-<label for="pick-layer">Layer</label><select id="pick-layer"></select>
-<label for="pick-head">Head</label><select id="pick-head"></select>
+<span><label for="pick-input">Input</label> <select id="pick-input"></select></span>
+<span><label for="pick-view">View</label> <select id="pick-view"></select></span>
+<span><label for="pick-layer">Layer</label> <select id="pick-layer"></select></span>
+<span><label for="pick-head">Head</label> <select id="pick-head"></select></span>
 </div>
 <p><strong>Showing:</strong> <span id="routing-what"></span>. Tokens (tab to one, arrows to move, Enter to pin):</p>
 <div id="token-strip" role="toolbar" aria-label="tokens"></div>

@@ -57,7 +57,7 @@
       span.textContent = tex;
       span.title = String(err.message || err);
     }
-    return span;
+    return display ? el("div", { "class": "scroll" }, span) : span;
   }
   function textWithMath(text) {
     var out = el("span");
@@ -140,7 +140,7 @@
         steps.appendChild(el("li", { "class": "step" }, [
           el("h4", { text: s.title }), el("p", null, textWithMath(s.explanation)),
           s.formula ? math(s.formula, true) : null,
-          el("div", { "class": "scroll" }, math(s.latex, true))
+          math(s.latex, true)
         ].concat(sourceToggle(tex, "LaTeX source"))));
       });
       root.appendChild(el("section", { "class": "derivation", id: "derivation-" + d.id }, [
@@ -182,7 +182,7 @@
       if (c.equations.length) {
         body.push(el("h4", { text: "Equations" }));
         c.equations.forEach(function (e) {
-          body.push(el("div", { "class": "equation" }, [el("p", { text: e.title }), el("div", { "class": "scroll" }, math(e.latex, true))].concat(sourceToggle(e.latex))));
+          body.push(el("div", { "class": "equation" }, [el("p", { text: e.title }), math(e.latex, true)].concat(sourceToggle(e.latex))));
         });
       }
       if (Object.keys(c.details).length) body.push(el("h4", { text: "Evidence" }), valueNode(c.details));

@@ -1,0 +1,164 @@
+"""Drive an explorer page in headless Chromium: the browser tests, the load time, the docs' screenshots.
+
+Uses Debian's ``chromium`` and ``chromedriver`` through selenium (a test dependency, imported
+only here and only when a browser is asked for). The network is blocked twice: Chromium's
+resolver maps every host to nothing, and the DevTools protocol blocks every ``http(s)``/``ws``
+URL; every request the page makes is recorded from the performance log, so a test can assert
+that there was none.
+
+``python -m attnsym.explorer.headless FOLDER`` writes the screenshots of the main views
+(the docs and the README show them) and prints the page's size and load time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+__all__ = ["BLOCKED", "browser_available", "chromium", "load", "requests_made", "screenshots"]
+
+#: URL patterns the DevTools protocol refuses to load
+BLOCKED = ["http://*", "https://*", "ws://*", "wss://*", "ftp://*"]
+
+_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+          "--disable-component-update", "--disable-sync", "--disable-extensions", "--disable-default-apps",
+          "--host-resolver-rules=MAP * ~NOTFOUND")
+
+
+def _binaries() -> tuple[str | None, str | None]:
+    return shutil.which("chromium") or shutil.which("chromium-browser"), shutil.which("chromedriver")
+
+
+def browser_available() -> str | None:
+    """None when headless Chromium can be driven here, else the reason it cannot (for ``pytest.skip``)."""
+    browser, driver = _binaries()
+    if browser is None or driver is None:
+        return "chromium and chromedriver are not installed (Debian: apt-get install chromium chromium-driver)"
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (pip install selenium)"
+    return None
+
+
+@contextlib.contextmanager
+def chromium(width: int = 1280, height: int = 900) -> Iterator[Any]:
+    """A headless Chromium WebDriver with the network blocked and requests and console logged.
+
+    The profile is a fresh temporary folder, removed afterwards.
+    """
+    reason = browser_available()
+    if reason:
+        raise RuntimeError(reason)
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    browser, driver_path = _binaries()
+    profile = tempfile.mkdtemp(prefix="attnsym-chromium-")
+    options = webdriver.ChromeOptions()
+    for flag in _FLAGS:
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={profile}")
+    options.add_argument(f"--window-size={width},{height}")
+    options.binary_location = browser
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    try:
+        driver.execute_cdp_cmd("Network.enable", {})
+        driver.execute_cdp_cmd("Network.setBlockedURLs", {"urls": BLOCKED})
+        if width < 500:  # a headless window is at least 500 px wide: emulate a phone's viewport instead
+            driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride",
+                                   {"width": width, "height": height, "deviceScaleFactor": 2, "mobile": True})
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+
+
+def requests_made(driver: Any) -> list[str]:
+    """The URLs of every request since the last call (from the performance log)."""
+    urls = []
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message.get("method") == "Network.requestWillBeSent":
+            urls.append(message["params"]["request"]["url"])
+    return urls
+
+
+def load(driver: Any, path: str | Path, *, timeout: float = 30.0) -> float:
+    """Open ``path`` and wait until the page says it is ready; returns the seconds it took."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    start = time.perf_counter()
+    driver.get(Path(path).resolve().as_uri())
+    WebDriverWait(driver, timeout).until(
+        lambda d: d.execute_script("return document.body && document.body.getAttribute('data-ready') === 'true'"))
+    return time.perf_counter() - start
+
+
+def screenshots(page: str | Path, folder: str | Path) -> dict[str, Path]:
+    """Screenshots of the page's main views into ``folder`` (laptop width, and one at a phone's width).
+
+    Returns the written files by view name.
+    """
+    from selenium.webdriver.common.by import By
+
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    out: dict[str, Path] = {}
+
+    def shoot(driver: Any, name: str, element_id: str | None = None) -> None:
+        path = folder / f"explorer-{name}.png"
+        if element_id is None:
+            driver.save_screenshot(str(path))
+        else:
+            driver.find_element(By.ID, element_id).screenshot(str(path))
+        out[name] = path
+
+    with chromium(1280, 900) as driver:
+        load(driver, page)
+        driver.execute_script("window.attnsymExplorer.select(2)")
+        shoot(driver, "routing", "routing")
+        driver.execute_script("document.querySelector('details.claim').open = true")
+        shoot(driver, "claims", "claims")
+        shoot(driver, "derivations", "derivation-forward")
+        driver.execute_script("document.getElementById('contrast').scrollIntoView()")
+        shoot(driver, "contrast", "contrast")
+    with chromium(390, 844) as driver:
+        load(driver, page)
+        driver.execute_script("document.getElementById('routing').scrollIntoView()")
+        shoot(driver, "phone")
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m attnsym.explorer.headless",
+                                     description="Write the explorer's screenshots and report its size and load time.")
+    parser.add_argument("folder", type=Path, help="where the screenshots go (e.g. docs/images)")
+    parser.add_argument("--page", type=Path, help="an existing page (default: build the tour's page)")
+    args = parser.parse_args(argv)
+    page = args.page
+    if page is None:
+        from . import page_data, write_page
+
+        page = Path(tempfile.mkdtemp()) / "explorer.html"
+        write_page(page_data(quick=True), page)
+    with chromium() as driver:
+        seconds = load(driver, page)
+    written = screenshots(page, args.folder)
+    print(f"page {page}: {page.stat().st_size / 1e6:.2f} MB, loaded in {seconds:.2f} s in headless Chromium")
+    for path in written.values():
+        print(f"wrote {path}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
