@@ -1,0 +1,138 @@
+"""The explorer's data model and page, without a browser: what is serialised is what Python computed."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from attnsym import AttentionSpec, OverwriteError, ShapeError, SpecError, graphs
+from attnsym.claims import verify
+from attnsym.explorer import (
+    ContrastData,
+    MlpData,
+    PageData,
+    derivation_section,
+    encode_array,
+    page_data,
+    render_page,
+    routing_input,
+    toy_routing,
+    write_page,
+)
+from attnsym.explorer.page import CSP, katex_css
+from attnsym.numeric import attention
+
+
+def _page_json(page: str) -> dict:
+    match = re.search(r'<script type="application/json" id="attnsym-data">(.*?)</script>', page, re.S)
+    assert match
+    return json.loads(match.group(1))
+
+
+@pytest.fixture(scope="module")
+def toy():
+    return toy_routing(5)
+
+
+def test_float32_is_written_as_the_shortest_decimal_that_reads_back_exactly():
+    rng = np.random.default_rng(0)
+    a = rng.random((3, 4, 5)).astype(np.float32)
+    back = np.array(json.loads(json.dumps(encode_array(a))), dtype=np.float64)
+    np.testing.assert_array_equal(back.astype(np.float32), a)
+    assert max(len(json.dumps(v)) for v in np.ravel(encode_array(a)).tolist()) <= 12
+    b = rng.random((2, 2))
+    np.testing.assert_array_equal(np.array(json.loads(json.dumps(encode_array(b)))), b)
+
+
+@pytest.mark.parametrize("bad", [np.array([1.0, np.nan]), np.array([np.inf]), np.array([1 + 2j])])
+def test_non_finite_or_complex_arrays_are_refused(bad):
+    with pytest.raises(ShapeError):
+        encode_array(bad)
+
+
+def test_toy_routing_is_numeric_attention_with_rollout_flow_and_node_changes(toy):
+    inputs, contrasts = toy
+    spec = AttentionSpec(n=6, d_model=8, heads=2)
+    rng = np.random.default_rng(5)
+    weights = {name: rng.standard_normal(spec.shapes[name]) / np.sqrt(spec.shapes[name][0]) for name in spec.parameter_names}
+    X1 = rng.standard_normal(spec.shapes["X"])
+    _, A1 = attention(X1, **weights, spec=spec)
+    np.testing.assert_array_equal(inputs[0].attention[0], A1)
+    np.testing.assert_array_equal(inputs[0].fused["mean"][0], A1.mean(axis=0))
+    np.testing.assert_array_equal(inputs[0].fused["max"][0], A1.max(axis=0))
+    np.testing.assert_array_equal(inputs[0].rollout, graphs.attention_rollout([A1]))
+    np.testing.assert_array_equal(inputs[0].flow, graphs.attention_flow([A1]))
+    cat = next(c for c in contrasts if c.word == "cat")
+    for h in range(2):
+        expected = graphs.node_changes(inputs[0].attention[0, h], inputs[1].attention[0, h]).row_tv[1]
+        assert cat.distance[0, h] == expected
+    assert [c.word for c in contrasts] == ["the", "cat", "sat", "on", "mat"]
+    assert inputs[0].mlp.W.shape == (8, 8) and inputs[0].mlp is inputs[1].mlp
+
+
+def test_routing_input_checks_shapes():
+    mlp = MlpData("id", ("a", "b"), ("a", "b"), np.eye(2), "fixed")
+    with pytest.raises(ShapeError, match="one label per position"):
+        routing_input("x", "y", ["a"], np.eye(2), mlp)
+    with pytest.raises(ShapeError, match=r"\(layers, heads, n, n\)"):
+        routing_input("x", "y", ["a", "b"], np.ones((2, 3)), mlp)
+    with pytest.raises(ShapeError, match=r"MlpData.W must have shape \(2, 3\)"):
+        MlpData("id", ("a", "b", "c"), ("a", "b"), np.eye(2), "fixed")
+
+
+def test_page_data_refuses_contrasts_that_point_nowhere(toy):
+    inputs, contrasts = toy
+    c = contrasts[0]
+    with pytest.raises(SpecError, match="input index 5"):
+        PageData(inputs=inputs, contrasts=[ContrastData(c.word, (0, 5), c.positions, c.distance, c.metric)])
+    with pytest.raises(SpecError, match="position 9"):
+        PageData(inputs=inputs, contrasts=[ContrastData(c.word, (0, 1), (0, 9), c.distance, c.metric)])
+    with pytest.raises(ShapeError, match="contrast distance"):
+        PageData(inputs=inputs, contrasts=[ContrastData(c.word, (0, 1), c.positions, np.zeros((2, 2)), c.metric)])
+
+
+def test_derivations_carry_every_step_and_the_document():
+    forward, gradients = derivation_section()
+    assert [s["title"] for s in forward["steps"]][:3] == ["Inputs", "Queries", "Keys"]
+    assert all(s["latex"] for s in forward["steps"] + gradients["steps"])
+    assert gradients["document"].startswith(r"\documentclass") and r"\end{document}" in gradients["document"]
+
+
+def test_the_page_is_self_contained_and_holds_the_data_it_was_given(toy):  # toy uses seed 5 too
+    ev = verify("gelu", quick=True)
+    data = page_data(evidence=[ev], seed=5)
+    page = render_page(data)
+    assert f'content="{CSP}"' in page
+    # nothing to fetch: no src/href to another resource, fonts inlined
+    assert not re.search(r'(?:src|href)\s*=\s*["\']?(?:https?:)?//', page)
+    assert "url(fonts/" not in page and page.count("data:font/woff2;base64,") >= 15
+    shown = _page_json(page)
+    assert shown["claims"][0]["claim"] == "gelu" and shown["claims"][0]["figures"][0]["src"].startswith("data:image/png")
+    np.testing.assert_array_equal(np.array(shown["inputs"][0]["attention"]), toy[0][0].attention)
+    assert shown["decimals"] == 3
+
+
+def test_text_that_looks_like_markup_cannot_end_the_data_script():
+    mlp = MlpData("</script><script>alert(1)</script>", ("a",), ("a",), np.eye(1), "<!-- x")
+    data = PageData(inputs=[routing_input("</script>", "s", ["<b>"], np.eye(1), mlp)])
+    page = render_page(data)
+    assert page.count("</script>") == 3  # the data, KaTeX and the page's script
+    assert _page_json(page)["inputs"][0]["mlp"]["title"] == "</script><script>alert(1)</script>"
+
+
+def test_katex_css_inlines_every_font_it_names():
+    css = katex_css()
+    assert "url(" in css and not re.search(r"url\((?!data:)", css)
+
+
+def test_write_page_never_overwrites_silently(tmp_path):
+    data = PageData()
+    path = write_page(data, tmp_path / "p.html")
+    with pytest.raises(OverwriteError):
+        write_page(data, path)
+    write_page(data, path, overwrite=True)
+    with pytest.raises(SpecError, match="PageData"):
+        render_page({"title": "x"})
