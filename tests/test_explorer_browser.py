@@ -218,8 +218,8 @@ def test_contrast_grid_selects_layer_and_head(browser, data):
     c = data.contrasts[1]
     _choose(browser, "pick-word", 1)
     grid = _cells(browser, "view-contrast-grid")
-    assert {(i, j): float(w) for i, j, w, _ in grid} == {(l, h): c.distance[l, h] for l in range(c.distance.shape[0])
-                                                           for h in range(c.distance.shape[1])}
+    L, H = c.distance.shape
+    assert {(i, j): float(w) for i, j, w, _ in grid} == {(layer, h): c.distance[layer, h] for layer in range(L) for h in range(H)}
     browser.execute_script("document.querySelector('#view-contrast-grid rect.cell[data-j=\"1\"]').dispatchEvent("
                            "new MouseEvent('click', {bubbles: true}))")
     assert browser.execute_script("return window.attnsymExplorer.state.head") == "1"

@@ -1,8 +1,8 @@
 """``attnsym tour``: derivations, the claims report, routing graphs and figures in one folder.
 
 The tour is the front door of attnsym: one command writes everything the library does, for
-small sizes, into ``./attnsym-tour/`` (or ``-o DIR``) with an ``index.md`` and a
-self-contained ``index.html`` that link every file and say what it shows.
+small sizes, into ``./attnsym-tour/`` (or ``-o DIR``) with an ``index.md`` that links every
+file and says what it shows, and ``index.html``, the explorer page (:mod:`attnsym.explorer`).
 
 :func:`write_tour` does the work and returns a :class:`TourResult` (no printing);
 :func:`run` adds the progress display and the summary.
@@ -11,7 +11,6 @@ self-contained ``index.html`` that link every file and say what it shows.
 from __future__ import annotations
 
 import argparse
-import html
 import sys
 import time
 from collections.abc import Callable
@@ -23,6 +22,7 @@ import numpy as np
 
 from .._io import atomic_write
 from ..errors import OverwriteError
+from ..explorer import write_tour_page
 
 __all__ = ["SECTIONS", "TourEntry", "TourResult", "write_tour"]
 
@@ -36,8 +36,10 @@ Write the whole of attnsym, for small sizes, into one folder:
                 graph of an MLP, as GraphML and node-link JSON, and a drawn figure
   figures/      attention heatmaps per head, positional encodings, GELU exact vs tanh,
                 variance of scores vs d, row entropy vs d, Table 1 path length / depth
-  index.md, index.html   what each file shows, with links (open index.html in a browser;
-                it loads nothing from the internet)
+  index.html    the explorer: derivations typeset, the claims with their evidence, routing
+                live (heatmaps, graphs, rollout, flow, contrasts), every file linked; one
+                self-contained page that opens from disk and fetches nothing
+  index.md      what each file shows, with links
 
 The folder must be new or empty; --force writes into a non-empty one, replacing files.
 """
@@ -93,6 +95,7 @@ class _Tour:
         self.overwrite = overwrite
         self.on_claim = on_claim
         self.result = TourResult(folder)
+        self.evidence: list = []  # the claims' Evidence, for the explorer page
 
     def write(self, section: str, name: str, data: str | bytes, what: str) -> Path:
         path = atomic_write(self.folder / section / name, data, overwrite=self.overwrite)
@@ -130,7 +133,7 @@ def _claims(t: _Tour) -> None:
     from ..claims import verify_all
     from ..claims.report import write_report
 
-    evidence = verify_all(seed=t.seed, quick=t.quick, progress=t.on_claim)
+    evidence = t.evidence = verify_all(seed=t.seed, quick=t.quick, progress=t.on_claim)
     written = write_report(evidence, t.folder / "claims", seed=t.seed, quick=t.quick, overwrite=t.overwrite,
                            formats=("png",))
     by_claim = {ev.claim: ev for ev in evidence}
@@ -243,61 +246,6 @@ def _index_markdown(result: TourResult) -> str:
     return "\n".join(lines)
 
 
-_CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; max-width: 70rem; margin: 2rem auto;
-       padding: 0 1rem; line-height: 1.5; color: #1b1b1b; }
-h1 { border-bottom: 2px solid #4051b5; padding-bottom: .3rem; }
-h2 { margin-top: 2.2rem; color: #4051b5; }
-code { background: #f2f2f2; padding: 0 .25rem; border-radius: 3px; }
-table { border-collapse: collapse; width: 100%; }
-td { border-bottom: 1px solid #ddd; padding: .35rem .5rem; vertical-align: top; }
-td:first-child { white-space: nowrap; }
-figure { margin: 1.2rem 0; }
-figure img { max-width: 100%; border: 1px solid #ddd; }
-figcaption { font-size: .9rem; color: #555; }
-th { text-align: left; border-bottom: 2px solid #4051b5; padding: .35rem .5rem; }
-td.ok { color: #1a7f37; white-space: nowrap; } td.bad { color: #b3261e; font-weight: bold; }
-.summary { background: #f5f7ff; border-left: 4px solid #4051b5; padding: .6rem 1rem; }
-"""
-
-
-def _index_html(result: TourResult, summary: list[str]) -> str:
-    esc = html.escape
-    parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-             "<title>attnsym tour</title>", f"<style>{_CSS}</style>", "</head>", "<body>",
-             "<h1>attnsym tour</h1>",
-             "<p>Self-attention computes its mixing matrix from the data, "
-             "<code>A(X) = softmax(Q K<sup>T</sup>/√d<sub>k</sub>)</code>, then applies it, "
-             "<code>Y = A(X) V</code>: an MLP's <code>y = W x</code> becomes <code>y = W(x) x</code>. "
-             "Every file below was written by <code>attnsym tour</code>.</p>",
-             '<div class="summary"><ul>', *[f"<li>{esc(line)}</li>" for line in summary], "</ul></div>"]
-    for folder, heading, blurb in SECTIONS:
-        entries = [e for e in result.entries if e.section == folder]
-        if not entries:
-            continue
-        parts += [f'<h2 id="{folder}">{esc(heading)}</h2>', f"<p>{esc(blurb)}</p>"]
-        if folder == "claims" and result.facts.get("claim_rows"):
-            parts.append('<table class="claims"><tr><th>claim</th><th>verdict</th><th>key evidence</th></tr>')
-            for row in result.facts["claim_rows"]:
-                css = "ok" if row["as_expected"] else "bad"
-                parts.append(f'<tr><td><code>{esc(row["claim"])}</code></td><td class="{css}">{esc(row["verdict"])}</td>'
-                             f'<td>{esc(row["summary"])}</td></tr>')
-            parts.append("</table><p></p>")
-        parts.append("<table>")
-        for entry in entries:
-            href = esc(entry.path, quote=True)
-            parts.append(f'<tr><td><a href="{href}">{esc(entry.path)}</a></td><td>{esc(entry.what)}</td></tr>')
-        parts.append("</table>")
-        for entry in entries:
-            if entry.path.endswith(".png") and folder != "claims":
-                href = esc(entry.path, quote=True)
-                parts.append(f'<figure><a href="{href}"><img src="{href}" alt="{esc(entry.what, quote=True)}" '
-                             f'loading="lazy"></a><figcaption>{esc(entry.what)}</figcaption></figure>')
-    parts += ["</body>", "</html>", ""]
-    return "\n".join(parts)
-
-
 def summary_lines(result: TourResult) -> list[str]:
     """A few lines saying what the tour verified (used by the CLI and index.html)."""
     f = result.facts
@@ -366,7 +314,9 @@ def write_tour(folder: str | Path = "attnsym-tour", *, seed: int = 0, quick: boo
     result = tour.result
     summary = summary_lines(result)
     atomic_write(folder / "index.md", _index_markdown(result), overwrite=force)
-    atomic_write(folder / "index.html", _index_html(result, summary), overwrite=force)
+    write_tour_page(folder / "index.html", evidence=tour.evidence, seed=seed, quick=quick, summary=summary,
+                    files=[(e.path, e.what) for e in result.entries] + [("index.md", "this index as Markdown")],
+                    overwrite=force)
     result.seconds = time.perf_counter() - start
     return result
 

@@ -18,7 +18,10 @@ True
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from .collect import claims_section, derivation_entry, derivation_section, routing_input, toy_routing
@@ -39,6 +42,7 @@ __all__ = [
     "routing_input",
     "toy_routing",
     "write_page",
+    "write_tour_page",
 ]
 
 
@@ -91,3 +95,29 @@ def page_data(*, evidence: Sequence[Any] | None = None, inputs: Sequence[Routing
         claims=claims_section(evidence, figures=figures),
         inputs=all_inputs, contrasts=all_contrasts, meta=facts,
     )
+
+
+def write_tour_page(path: str | os.PathLike, *, evidence: Sequence[Any], seed: int, quick: bool,
+                    files: Sequence[tuple[str, str]] = (), summary: Sequence[str] = (),
+                    overwrite: bool = False) -> Path:
+    """The tour's ``index.html``: the explorer page for the tour's evidence, listing the tour's files.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        Where the page goes (the tour writes ``index.html`` in its folder).
+    evidence : sequence of Evidence
+        The claims the tour checked (not checked again).
+    seed, quick : int, bool
+        As the tour was run.
+    files : sequence of (str, str)
+        The tour's files, relative to the page, and what each shows.
+    summary : sequence of str
+        The tour's summary lines, shown in the page's footer.
+    overwrite : bool, default False
+        Replace an existing page.
+    """
+    meta = {f"summary {k + 1}": line for k, line in enumerate(summary)}
+    data = page_data(evidence=evidence, seed=seed, quick=quick, title="attnsym tour", meta=meta)
+    data = replace(data, files=tuple(files))
+    return write_page(data, path, overwrite=overwrite)

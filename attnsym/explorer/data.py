@@ -194,6 +194,9 @@ class PageData:
         From :func:`attnsym.explorer.claims_section`.
     inputs : list of RoutingInput
     contrasts : list of ContrastData
+    files : list of (str, str)
+        Files beside the page (relative path, what it shows), listed at its end as links
+        (the tour's folder); a link is followed only when clicked, nothing is fetched.
     meta : dict
         Plain facts shown in the page's footer (version, seed, what was computed).
     """
@@ -203,6 +206,7 @@ class PageData:
     claims: Sequence[dict[str, Any]] = ()
     inputs: Sequence[RoutingInput] = ()
     contrasts: Sequence[ContrastData] = ()
+    files: Sequence[tuple[str, str]] = ()
     meta: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -223,6 +227,7 @@ class PageData:
             "derivations": list(self.derivations), "claims": list(self.claims),
             "inputs": [i.to_dict() for i in self.inputs],
             "contrasts": [c.to_dict() for c in self.contrasts],
+            "files": [{"path": str(p), "what": str(w)} for p, w in self.files],
             "meta": dict(self.meta),
         }
 

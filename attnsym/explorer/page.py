@@ -99,6 +99,7 @@ has its own routing graph; the MLP's graph is the same for every input. <span id
 <h3>The same word in two inputs</h3>
 <div id="contrast"></div>
 </section>
+<section class="part" id="files" hidden><h2>Files</h2><p>Every file written beside this page.</p></section>
 <footer id="meta"></footer>
 </main>
 <script type="application/json" id="attnsym-data">{data}</script>

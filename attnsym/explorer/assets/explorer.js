@@ -210,8 +210,8 @@
     var inp = current();
     if (state.view === "rollout") return "rollout over " + inp.layers + " layer(s), heads averaged";
     if (state.view === "flow") return "attention flow over " + inp.layers + " layer(s), heads averaged";
-    var head = state.head === "mean" || state.head === "max" ? state.head + " over heads" : "head " + state.head;
-    return "layer " + state.layer + ", " + head;
+    var head = state.head === "mean" || state.head === "max" ? state.head + " over heads" : "head " + (Number(state.head) + 1);
+    return "layer " + (state.layer + 1) + ", " + head;
   }
   function layout(n, labels) {
     var longest = labels.reduce(function (m, t) { return Math.max(m, String(t).length); }, 1);
@@ -295,8 +295,8 @@
     if (state.token !== null && state.token >= inp.tokens.length) state.token = null;
     if (state.view === "flow" && !inp.flow) state.view = "rollout";
     fillSelect(byId("pick-input"), DATA.inputs.map(function (x, k) { return [k, x.name]; }), state.input);
-    fillSelect(byId("pick-layer"), range(inp.layers).map(function (l) { return [l, "layer " + l]; }), state.layer);
-    fillSelect(byId("pick-head"), range(inp.heads).map(function (h) { return [String(h), "head " + h]; })
+    fillSelect(byId("pick-layer"), range(inp.layers).map(function (l) { return [l, "layer " + (l + 1)]; }), state.layer);
+    fillSelect(byId("pick-head"), range(inp.heads).map(function (h) { return [String(h), "head " + (h + 1)]; })
       .concat([["mean", "mean over heads"], ["max", "max over heads"]]), state.head);
     var views = [["attention", "attention"], ["rollout", "rollout"]];
     if (inp.flow) views.push(["flow", "flow"]);
@@ -339,10 +339,10 @@
     var reader = state.view === "attention" ? "reads from" : "receives from (input tokens)";
     panel.textContent = "";
     panel.setAttribute("data-token", k);
-    panel.appendChild(el("p", null, [el("strong", { text: tokens[k] }), " (position " + k + ") · " + describe()]));
+    panel.appendChild(el("p", null, [el("strong", { text: tokens[k] }), " (token " + (k + 1) + ") · " + describe()]));
     panel.appendChild(el("div", { "class": "pair" }, [
-      weightList("row " + k + ": " + reader, M[k].map(function (w, j) { return { label: j + " " + tokens[j], w: w }; }), "row"),
-      weightList("column " + k + ": read by", M.map(function (row, i) { return { label: i + " " + tokens[i], w: row[k] }; }), "col")
+      weightList("row " + (k + 1) + ": " + reader, M[k].map(function (w, j) { return { label: (j + 1) + " " + tokens[j], w: w }; }), "row"),
+      weightList("column " + (k + 1) + ": read by", M.map(function (row, i) { return { label: (i + 1) + " " + tokens[i], w: row[k] }; }), "col")
     ]));
   }
 
@@ -407,9 +407,9 @@
       if (state.head === "mean" || state.head === "max") return inp.fused[state.head][layer][p];
       return inp.attention[layer][head][p];
     }
-    var where = "layer " + layer + ", " + (numeric ? "head " + head : state.head + " over heads");
-    var grid = heatmap(c.distance, range(c.distance.length).map(function (l) { return "layer " + l; }),
-      range(c.distance[0].length).map(function (h) { return "h" + h; }), {
+    var where = "layer " + (layer + 1) + ", " + (numeric ? "head " + (head + 1) : state.head + " over heads");
+    var grid = heatmap(c.distance, range(c.distance.length).map(function (l) { return "layer " + (l + 1); }),
+      range(c.distance[0].length).map(function (h) { return "head " + (h + 1); }), {
         title: "distance per layer and head: " + c.metric, color: sequential, selected: null });
     Array.prototype.forEach.call(grid.querySelectorAll("rect.cell"), function (r) {
       r.style.cursor = "pointer";
@@ -425,8 +425,8 @@
       el("div", { "class": "card" }, [el("h3", { text: "“" + c.word + "” at " + where }),
         numeric ? el("p", null, ["distance ", el("strong", { "class": "contrast-distance", text: fmt(c.distance[layer][head]) })]) : null,
         el("div", { "class": "pair" }, [
-          weightList(a.name + ": reads from", row(a, c.positions[0]).map(function (w, j) { return { label: j + " " + a.tokens[j], w: w }; }), "row"),
-          weightList(b.name + ": reads from", row(b, c.positions[1]).map(function (w, j) { return { label: j + " " + b.tokens[j], w: w }; }), "row")
+          weightList(a.name + ": reads from", row(a, c.positions[0]).map(function (w, j) { return { label: (j + 1) + " " + a.tokens[j], w: w }; }), "row"),
+          weightList(b.name + ": reads from", row(b, c.positions[1]).map(function (w, j) { return { label: (j + 1) + " " + b.tokens[j], w: w }; }), "row")
         ])])
     ]));
   }
@@ -444,6 +444,13 @@
       });
     });
     renderRouting();
+    if (DATA.files.length) {
+      var files = byId("files");
+      files.hidden = false;
+      files.appendChild(el("ul", null, DATA.files.map(function (f) {
+        return el("li", null, [el("a", { href: f.path, text: f.path }), " — " + f.what]);
+      })));
+    }
     var meta = byId("meta");
     Object.keys(DATA.meta).forEach(function (k) { meta.appendChild(el("span", { text: k + ": " + DATA.meta[k] })); });
     document.body.setAttribute("data-ready", "true");
