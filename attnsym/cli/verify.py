@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "print_table", "run", "summary_line"]
 
 _EPILOG = """\
 examples:
@@ -57,29 +57,49 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     return parser
 
 
+#: How each verdict reads in the table, and its colour.
+_VERDICT_WORDS = {"holds": "holds", "holds-under-conditions": "holds under conditions", "fails": "fails"}
+_STYLE = {"holds": "green", "holds-under-conditions": "yellow", "fails": "red"}
+#: The one sentence that explains why "holds under conditions" meets an expected "holds".
+AS_EXPECTED_NOTE = ("as expected = the verdict the sources lead one to expect; 'holds under conditions' "
+                    "meets an expected 'holds' (the check found the conditions the sources leave implicit)")
+#: Below this terminal width each claim is shown as a block (name, verdict, time; then method and
+#: evidence on their own wrapped lines) instead of a five-column table.
+WIDE = 120
+
+
 def _print_list() -> int:
     """The shipped claims list (``attnsym/claims/claims.toml``), then claims a user registered."""
-    from rich.console import Console
+    from rich.padding import Padding
+    from rich.rule import Rule
     from rich.table import Table
+    from rich.text import Text
 
     from ..claims import CLAIMS, catalogue, ordered_ids
 
-    table = Table(title="claims", show_lines=False)
-    table.add_column("id", style="bold", no_wrap=True)
-    table.add_column("expected")
-    table.add_column("statement")
-    table.add_column("source")
     shipped = {e.id for e in catalogue()}
-    for e in catalogue():
-        table.add_row(e.id, e.expected, e.statement, e.source)
-    for cid in ordered_ids():
-        if cid not in shipped:
-            table.add_row(cid, CLAIMS[cid].expected, CLAIMS[cid].statement, CLAIMS[cid].source or "user claim")
-    Console().print(table)
+    rows = [(e.id, e.expected, e.statement, e.source) for e in catalogue()]
+    rows += [(cid, CLAIMS[cid].expected, CLAIMS[cid].statement, CLAIMS[cid].source or "user claim")
+             for cid in ordered_ids() if cid not in shipped]
+    console = _console()
+    if console.width >= WIDE:
+        table = Table(title="claims attnsym checks", show_lines=False)
+        table.add_column("claim id", style="bold", no_wrap=True)
+        table.add_column("expected verdict", no_wrap=True)
+        table.add_column("statement", ratio=3)
+        table.add_column("source", ratio=1)
+        for cid, expected, statement, source in rows:
+            table.add_row(cid, _VERDICT_WORDS.get(expected, expected), statement, source)
+        console.print(table)
+    else:  # a block per claim: id and expected verdict, then statement and source, wrapped
+        console.print(Text("claims attnsym checks (claim id, expected verdict; statement; source)", style="italic"))
+        for cid, expected, statement, source in rows:
+            console.print(Rule(style="dim"))
+            console.print(Text(cid, style="bold") + Text(f"  expected: {_VERDICT_WORDS.get(expected, expected)}"))
+            console.print(Padding(Text(statement), (0, 0, 0, 2)))
+            console.print(Padding(Text("source: ", style="dim") + Text(source or "—"), (0, 0, 0, 2)))
+    console.print(AS_EXPECTED_NOTE + ".", style="dim", highlight=False)
     return 0
-
-
-_STYLE = {"holds": "green", "holds-under-conditions": "yellow", "fails": "red"}
 
 
 def _short_method(method: str) -> str:
@@ -92,24 +112,98 @@ def _short_method(method: str) -> str:
     return " ".join("".join(kept).split())
 
 
-def _table(evidences, width: int):
+def _prose(text: str):
+    """Plain text with its `code` spans shown styled, without the backticks."""
+    from rich.text import Text
+
+    out = Text()
+    for i, part in enumerate(text.split("`")):
+        out.append(part, style="cyan" if i % 2 else "")
+    return out
+
+
+def _verdict(ev):
+    from rich.text import Text
+
+    verdict = Text(_VERDICT_WORDS.get(ev.verdict, ev.verdict), style=_STYLE.get(ev.verdict, ""))
+    if not ev.as_expected:
+        verdict.append(f" (expected {_VERDICT_WORDS.get(ev.expected, ev.expected)})", style="bold red")
+    return verdict
+
+
+def _wide_table(evidences):
+    from rich.table import Table
+
+    table = Table(title="attnsym verify", show_lines=True)
+    table.add_column("claim", style="bold", no_wrap=True)
+    table.add_column("verdict")
+    table.add_column("method", ratio=1)
+    table.add_column("key evidence", ratio=3)
+    table.add_column("time (s)", justify="right", no_wrap=True)
+    for ev in evidences:
+        table.add_row(ev.claim, _verdict(ev), ev.method, _prose(ev.summary), f"{ev.seconds:.1f}")
+    return table
+
+
+def _blocks(evidences, width: int):
+    """The narrow layout: per claim a line 'claim  verdict  time', then method and evidence, wrapped and indented."""
+    from rich.console import Group
+    from rich.padding import Padding
+    from rich.rule import Rule
     from rich.table import Table
     from rich.text import Text
 
-    wide = width >= 140
-    table = Table(title="attnsym verify", show_lines=True)
-    table.add_column("claim", style="bold", no_wrap=True)
-    table.add_column("verdict", no_wrap=True)
-    table.add_column("method", ratio=1)
-    table.add_column("key evidence", ratio=3 if wide else 2)
-    table.add_column("s", justify="right", no_wrap=True)
+    head = Table.grid(expand=True, padding=(0, 1))
+    head.add_column(ratio=1, no_wrap=True)
+    head.add_column(no_wrap=True)
+    head.add_column(justify="right", no_wrap=True, width=8)
+    head.add_row(Text("claim", style="bold underline"), Text("verdict", style="bold underline"),
+                 Text("time (s)", style="bold underline"))
+    parts = [Text("attnsym verify", style="italic", justify="center"), head]
     for ev in evidences:
-        verdict = Text(ev.verdict, style=_STYLE.get(ev.verdict, ""))
-        if not ev.as_expected:
-            verdict.append(f"\n(expected {ev.expected})", style="bold red")
-        method = ev.method if wide else _short_method(ev.method)
-        table.add_row(ev.claim, verdict, method, ev.summary, f"{ev.seconds:.1f}")
-    return table
+        row = Table.grid(expand=True, padding=(0, 1))
+        row.add_column(ratio=1, no_wrap=True, overflow="fold")
+        row.add_column(no_wrap=True)
+        row.add_column(justify="right", no_wrap=True, width=8)
+        row.add_row(Text(ev.claim, style="bold"), _verdict(ev), f"{ev.seconds:.1f}")
+        method = Text("method: ", style="dim") + Text(_short_method(ev.method))
+        evidence = Text("evidence: ", style="dim") + _prose(ev.summary)
+        parts += [Rule(style="dim"), row, Padding(method, (0, 0, 0, 2)), Padding(evidence, (0, 0, 0, 2))]
+    return Group(*parts)
+
+
+def summary_line(evidences) -> str:
+    """One line: how many claims, per verdict, and how many are not as expected.
+
+    >>> from attnsym.claims import Evidence
+    >>> summary_line([Evidence("a", "s", "holds", "m", "e"), Evidence("b", "s", "holds-under-conditions", "m", "e")])
+    '2 claims: 1 holds, 1 holds under conditions, 0 fail; all as expected'
+    """
+    counts = {v: sum(ev.verdict == v for ev in evidences) for v in _VERDICT_WORDS}
+    off = [ev.claim for ev in evidences if not ev.as_expected]
+    verdicts = (f"{counts['holds']} {'holds' if counts['holds'] == 1 else 'hold'}, "
+                f"{counts['holds-under-conditions']} {'holds' if counts['holds-under-conditions'] == 1 else 'hold'} "
+                f"under conditions, {counts['fails']} {'fails' if counts['fails'] == 1 else 'fail'}")
+    tail = "all as expected" if not off else f"{len(off)} not as expected ({', '.join(off)})"
+    return f"{len(evidences)} claim{'s' if len(evidences) != 1 else ''}: {verdicts}; {tail}"
+
+
+def _console():
+    import os
+
+    from rich.console import Console
+
+    console = Console()
+    if not console.is_terminal and "COLUMNS" not in os.environ:  # a file or a pipe: no terminal to fit
+        console = Console(width=max(console.width, 160))
+    return console
+
+
+def print_table(evidences, console) -> None:
+    """The verdicts: a table at 120 columns and more, a block per claim below; then the summary line."""
+    console.print(_wide_table(evidences) if console.width >= WIDE else _blocks(evidences, console.width))
+    console.print(summary_line(evidences), highlight=False)
+    console.print("(" + AS_EXPECTED_NOTE + ")", style="dim", highlight=False)
 
 
 def _check_report_dir(directory: Path, *, force: bool) -> None:
@@ -163,10 +257,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(to_json(evidences, seed=args.seed, quick=args.quick))
     else:
-        console = Console()
-        if not console.is_terminal:  # a file or a pipe: no terminal to fit, use a readable width
-            console = Console(width=max(console.width, 160))
-        console.print(_table(evidences, console.width))
+        print_table(evidences, _console())
     if args.report is not None:
         written = write_report(evidences, args.report, seed=args.seed, quick=args.quick, overwrite=args.force,
                                figures=not args.no_figures)
