@@ -41,6 +41,13 @@ about shapes, masks, scaling or positions. Every convention lives here and only 
     two (``2^-1 … 2^-8`` for 8 heads); otherwise, with ``P`` the largest power of two below
     ``H``, the ``P`` slopes of ``P`` heads followed by the first ``H − P`` of every other slope
     of ``2P`` heads (``2^(-8 (2h+1) / (2P))``), the paper's rule (and BLOOM's).
+* **numbering** — what a person reads counts from 1; what Python reads counts from 0 and is
+  called an *index*. Symbols and labels: ``x_{1,1}``, ``a_1 … a_n``, ``Z^{(1)}``, "token 1",
+  "head 1", "input 1", "layer 1" in derivations, figures, graph files, printed lines and help.
+  Indices: ``A[..., h, :, :]`` is head ``h + 1``, graph node ``i`` (attribute ``index``) is token
+  ``i + 1``, ``head=``/``layer=`` arguments are indices. The counts from 0 in the mathematics are
+  the papers' own: the position ``p`` above (the first token, "token 1", is at ``p = 0``) and
+  the head index ``h`` of the ALiBi slopes (head 1 has ``h = 0``).
 """
 
 from __future__ import annotations

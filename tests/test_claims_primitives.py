@@ -79,7 +79,7 @@ def test_matrix_equations_are_shown_not_evaluated_to_false(claim_id):
         assert isinstance(eq, sp.Equality), (title, eq)
     eqs = dict(ev.equations)
     if claim_id == "softmax-jacobian":
-        a0, a1 = (sp.Symbol(f"a_{i}", positive=True) for i in range(2))
+        a0, a1 = (sp.Symbol(f"a_{i}", positive=True) for i in (1, 2))  # the symbols count from 1
         closed = eqs["closed form, n = 2"].rhs
         assert sp.Matrix(closed).xreplace({a0: sp.Rational(1, 4), a1: sp.Rational(3, 4)}) == \
             sp.Matrix([[sp.Rational(3, 16), -sp.Rational(3, 16)], [-sp.Rational(3, 16), sp.Rational(3, 16)]])

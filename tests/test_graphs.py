@@ -38,7 +38,7 @@ def test_edge_direction_and_attributes():
     G = routing_graph(A3, tokens=["the", "cat", "sat"])
     assert isinstance(G, nx.DiGraph)
     assert sorted(G.nodes) == [0, 1, 2]
-    assert G.nodes[2] == {"index": 2, "token": "sat", "layer": 0}
+    assert G.nodes[2] == {"index": 2, "token": "sat", "label": "sat", "layer": 0}
     # value flows from key j to query i with weight A[i, j]
     assert G[0][2]["weight"] == 0.1 and G[2][0]["weight"] == 0.25
     assert not G.has_edge(0, 1)  # A[1, 0] == 0: no edge
@@ -78,7 +78,7 @@ def test_layered_graph_structure():
     assert G.number_of_edges() == 7 + 3
     assert G[3 + 0][6 + 0]["weight"] == 1.0  # layer 1 pos 0 -> layer 2 pos 0
     assert G[0][3 + 2]["weight"] == 0.1
-    assert G.nodes[7] == {"index": 1, "token": "b", "layer": 2}
+    assert G.nodes[7] == {"index": 1, "token": "b", "label": "b", "layer": 2}
     R = layered_graph([A3], residual=True)
     assert R[1][3 + 1]["weight"] == 1.0 and R[0][3]["weight"] == 0.75
 
@@ -87,8 +87,8 @@ def test_mlp_graph():
     W = np.array([[0.5, -1.0, 0.0], [2.0, 0.0, 0.25]])  # (d_in=2, d_out=3), y = x W
     M = mlp_graph(W, b=np.array([1.0, 0.0, -1.0]))
     assert sorted(M.edges(data="weight")) == [(0, 2, 0.5), (0, 3, -1.0), (1, 2, 2.0), (1, 4, 0.25)]
-    assert M.nodes[4] == {"index": 2, "token": "y2", "layer": 1, "bias": -1.0}
-    assert M.nodes[1] == {"index": 1, "token": "x1", "layer": 0}
+    assert M.nodes[4] == {"index": 2, "token": "y3", "label": "y3", "layer": 1, "bias": -1.0}  # features count from 1
+    assert M.nodes[1] == {"index": 1, "token": "x2", "label": "x2", "layer": 0}
     assert sorted(mlp_graph(W, top_k=1).edges) == [(0, 3), (1, 2), (1, 4)]  # largest |w| per output
     with pytest.raises(ShapeError, match="b must have shape"):
         mlp_graph(W, b=np.ones(2))

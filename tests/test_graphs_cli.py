@@ -13,13 +13,13 @@ def test_random_inputs_write_one_graph_per_head_and_input(tmp_path, capsys):
     out = tmp_path / "out"
     assert main(["graph", "--n", "6", "--seed", "0", "--heads", "2", "--format", "graphml", "-o", str(out)]) == 0
     names = sorted(p.name for p in out.iterdir())
-    assert names == [f"attention_x{k}_head{h}.graphml" for k in range(2) for h in range(2)] + ["mlp.graphml"]
-    G = read(out / "attention_x1_head0.graphml")
+    assert names == [f"attention_input{k}_head{h}.graphml" for k in (1, 2) for h in (1, 2)] + ["mlp.graphml"]
+    G = read(out / "attention_input2_head1.graphml")
     assert G.number_of_nodes() == 6 and G.number_of_edges() == 36
     assert np.allclose(attention_matrix(G).sum(axis=1), 1.0, atol=1e-12)
     assert read(out / "mlp.graphml").number_of_edges() == 8 * 8
     text = capsys.readouterr().out
-    assert "MLP graph identical = True" in text and "routing distance head 0:" in text
+    assert "MLP graph identical = True" in text and "input 1 vs input 2" in text and "routing distance head 1:" in text
     # a second run refuses to overwrite and leaves the files alone
     before = (out / "mlp.graphml").read_bytes()
     assert main(["graph", "--n", "6", "--seed", "1", "--heads", "2", "-o", str(out)]) == 2
@@ -38,7 +38,7 @@ def test_npy_inputs_and_weights(tmp_path, capsys):
     argv = ["graph", "--x", str(tmp_path / "x.npy"), "--format", "json", "-o", str(tmp_path / "o"), "--tokens", "a,b,c"]
     argv += [arg for name in W for arg in (f"--{name}", str(tmp_path / f"{name}.npy"))]
     assert main(argv) == 0
-    G = read(tmp_path / "o" / "attention_x0_head0.json")
+    G = read(tmp_path / "o" / "attention_input1_head1.json")
     Q, K = X @ W["wq"], X @ W["wk"]
     S = Q @ K.T / np.sqrt(2)
     A = np.exp(S - S.max(axis=1, keepdims=True))

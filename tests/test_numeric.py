@@ -393,8 +393,8 @@ def test_softmax_jacobian_twin():
     J = nm.softmax_jacobian(a_num)
     np.testing.assert_allclose(J.sum(axis=1), 0.0, atol=1e-16)
     assert np.linalg.matrix_rank(J) == 3
-    sym = at.symbolic.softmax_jacobian(4)  # in the symbols a_0 … a_3 (the softmax outputs)
-    values = {s: sp.Float(float(a_num[int(s.name.split("_")[1])]), 30) for s in sym.free_symbols}
+    sym = at.symbolic.softmax_jacobian(4)  # in the symbols a_1 … a_4 (the softmax outputs)
+    values = {s: sp.Float(float(a_num[int(s.name.split("_")[1]) - 1]), 30) for s in sym.free_symbols}
     np.testing.assert_allclose(np.array(sym.subs(values).tolist(), dtype=np.float64), J, rtol=1e-14, atol=1e-16)
 
 

@@ -18,9 +18,11 @@ Inputs and weights are random (seeded) unless given as .npy files. With two or m
 it also prints the routing distance between input 1 and each other input (mean
 total-variation distance between corresponding rows of A), per head.
 
-Files written to the -o folder:
-  attention_x{k}_head{h}.{ext}   routing graph of input k, head h (k, h from 0)
-  mlp.{ext}                      the dense layer's bipartite graph
+Files written to the -o folder (inputs and heads counted from 1, as in every label of attnsym):
+  attention_input{k}_head{h}.{ext}   routing graph of input k, head h
+  mlp.{ext}                          the dense layer's bipartite graph
+Nodes are token positions: node id i is token i + 1; its "label" (and "token") attribute is the
+token's word from --tokens (default: its number, 1, 2, ...), which Graphviz and Gephi display.
 """
 
 _EPILOG = """\
@@ -134,8 +136,8 @@ def run(args: argparse.Namespace) -> int:
         heads = np.asarray(A)[None] if spec.heads == 1 else np.asarray(A)
         for h, M in enumerate(heads):
             G = routing_graph(M, tokens, threshold=args.threshold, top_k=args.top_k)
-            G.graph.update(head=h, input=k)
-            plan.append((args.output / f"attention_x{k}_head{h}.{ext}", G))
+            G.graph.update(head=h, input=k)  # indices (from 0); the file name counts from 1
+            plan.append((args.output / f"attention_input{k + 1}_head{h + 1}.{ext}", G))
     plan.append((args.output / f"mlp.{ext}", mlp_graph(dense_weight(weights, spec))))
     if not args.force:
         existing = [str(path) for path, _ in plan if path.exists()]
@@ -148,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {path.name}: {G.number_of_nodes()} nodes, {G.number_of_edges()} edges")
     for k in range(1, len(inputs)):
         c = contrast(spec, inputs[0], inputs[k], weights)
-        per_head = ", ".join(f"head {h}: {d:.4f}" for h, d in enumerate(c.head_distances))
-        print(f"input 0 vs input {k}: MLP graph identical = {c.mlp_identical}; routing distance {per_head}")
+        per_head = ", ".join(f"head {h + 1}: {d:.4f}" for h, d in enumerate(c.head_distances))
+        print(f"input 1 vs input {k + 1}: MLP graph identical = {c.mlp_identical}; routing distance {per_head}")
     sys.stdout.flush()
     return 0

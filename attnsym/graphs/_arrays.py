@@ -205,9 +205,9 @@ def _one_layer(arr: np.ndarray, batch: int, name: str) -> np.ndarray:
 
 
 def check_tokens(tokens: Sequence[Any] | None, n: int, name: str = "tokens") -> list[str]:
-    """The token labels as strings, one per position (default ``"0"``, ``"1"``, …)."""
+    """The token labels as strings, one per position (default ``"1"``, ``"2"``, …, counted from 1)."""
     if tokens is None:
-        return [str(i) for i in range(n)]
+        return [str(i + 1) for i in range(n)]
     if isinstance(tokens, str):
         raise ShapeError(f"{name} must be a sequence of {n} labels, not a single string (got {tokens!r})")
     tokens = list(tokens)

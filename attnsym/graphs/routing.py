@@ -9,7 +9,9 @@ out-edges are its key column (out-strength = the total attention it receives).
 **Attribute scheme** (every value a plain Python ``int``, ``float``, ``str`` or ``bool``, so
 that all export formats keep them exactly):
 
-* node ``i`` (an ``int``): ``index`` (position), ``token`` (label), ``layer``;
+* node ``i`` (an ``int``): ``index`` (the position's index, from 0), ``token`` (its word; default
+  its number counted from 1), ``label`` (the same word: what Graphviz, Gephi and yEd display),
+  ``layer``;
 * edge: ``weight`` (``float``);
 * graph: ``kind`` (``"attention"``, ``"layered_attention"`` or ``"mlp"``), ``direction``, ``n``,
   and where they apply ``layer``, ``head``, ``threshold``, ``top_k``.
@@ -140,7 +142,7 @@ def routing_graph(
         ``(layers, heads, n, n)``, a CuPy array, a PyTorch tensor, or the Hugging Face
         ``output_attentions`` tuple of ``(batch, heads, n, n)`` tensors.
     tokens : sequence of str, optional
-        One label per position (default ``"0"``, ``"1"``, …).
+        One label per position (default ``"1"``, ``"2"``, …: token numbers count from 1).
     layer, head : int, optional
         Which layer / head to take from a stack (required when there are several);
         ``head="mean"`` averages the heads.
@@ -154,7 +156,7 @@ def routing_graph(
     Returns
     -------
     networkx.DiGraph
-        Nodes ``0..n-1`` (``index``, ``token``, ``layer``); one edge per non-zero kept weight.
+        Nodes ``0..n-1`` (``index``, ``token``, ``label``, ``layer``); one edge per non-zero kept weight.
 
     Raises
     ------
@@ -170,7 +172,7 @@ def routing_graph(
     >>> sorted(G.edges(data="weight"))          # key -> query
     [(0, 0, 1.0), (0, 1, 0.25), (1, 1, 0.75)]
     >>> G.nodes[1]
-    {'index': 1, 'token': 'cat', 'layer': 0}
+    {'index': 1, 'token': 'cat', 'label': 'cat', 'layer': 0}
     >>> routing_graph(A, tokens=["the"])
     Traceback (most recent call last):
     ...
@@ -187,7 +189,7 @@ def routing_graph(
         if value is not None:
             G.graph[key] = value if isinstance(value, str) else (float(value) if key == "threshold" else int(value))
     node_layer = 0 if layer is None else int(layer)
-    G.add_nodes_from((i, {"index": i, "token": labels[i], "layer": node_layer}) for i in range(n))
+    G.add_nodes_from((i, {"index": i, "token": labels[i], "label": labels[i], "layer": node_layer}) for i in range(n))
     positions = list(range(n))
     _fill_edges(G, M, positions, positions)
     return G
@@ -247,7 +249,8 @@ def layered_graph(
         if value is not None:
             G.graph[key] = value
     G.add_nodes_from(
-        (layer * n + p, {"index": p, "token": labels[p], "layer": layer}) for layer in range(n_layers + 1) for p in range(n)
+        (layer * n + p, {"index": p, "token": labels[p], "label": labels[p], "layer": layer})
+        for layer in range(n_layers + 1) for p in range(n)
     )
     for layer in range(1, n_layers + 1):
         M = mats[layer - 1]
@@ -302,7 +305,7 @@ def mlp_graph(
     b : array-like, (d_out,), optional
         Bias, stored as the ``bias`` attribute of the output nodes.
     inputs, outputs : sequence of str, optional
-        Labels (default ``x0, x1, …`` and ``y0, y1, …``).
+        Labels (default ``x1, x2, …`` and ``y1, y2, …``: features counted from 1).
     threshold : float, optional
         Keep only weights with ``|w| >= threshold``.
     top_k : int, optional
@@ -312,7 +315,7 @@ def mlp_graph(
     -------
     networkx.DiGraph
         Input nodes ``0..d_in-1`` (``layer=0``), output nodes ``d_in..d_in+d_out-1``
-        (``layer=1``); attributes ``index``, ``token``, ``layer`` (and ``bias``).
+        (``layer=1``); attributes ``index``, ``token``, ``label``, ``layer`` (and ``bias``).
 
     Examples
     --------
@@ -320,7 +323,7 @@ def mlp_graph(
     >>> sorted(M.edges(data="weight"))
     [(0, 2, 0.7), (1, 2, 0.3), (1, 3, 1.0)]
     >>> M.nodes[2]
-    {'index': 0, 'token': 'y0', 'layer': 1}
+    {'index': 0, 'token': 'y1', 'label': 'y1', 'layer': 1}
     """
     Wn = to_numpy(W, "W")
     if Wn.ndim != 2:
@@ -329,8 +332,8 @@ def mlp_graph(
         idx = tuple(int(i) for i in np.argwhere(~np.isfinite(Wn))[0])
         raise ShapeError(f"W must contain only finite weights (got {Wn[idx]} at index {idx})")
     d_in, d_out = Wn.shape
-    in_labels = check_tokens(inputs if inputs is not None else [f"x{j}" for j in range(d_in)], d_in, "inputs")
-    out_labels = check_tokens(outputs if outputs is not None else [f"y{k}" for k in range(d_out)], d_out, "outputs")
+    in_labels = check_tokens(inputs if inputs is not None else [f"x{j + 1}" for j in range(d_in)], d_in, "inputs")
+    out_labels = check_tokens(outputs if outputs is not None else [f"y{k + 1}" for k in range(d_out)], d_out, "outputs")
     bias = None
     if b is not None:
         bias = to_numpy(b, "b").reshape(-1)
@@ -347,9 +350,9 @@ def mlp_graph(
     for key, value in (("threshold", threshold), ("top_k", top_k)):
         if value is not None:
             G.graph[key] = value
-    G.add_nodes_from((j, {"index": j, "token": in_labels[j], "layer": 0}) for j in range(d_in))
+    G.add_nodes_from((j, {"index": j, "token": in_labels[j], "label": in_labels[j], "layer": 0}) for j in range(d_in))
     for k in range(d_out):
-        data = {"index": k, "token": out_labels[k], "layer": 1}
+        data = {"index": k, "token": out_labels[k], "label": out_labels[k], "layer": 1}
         if bias is not None:
             data["bias"] = float(bias[k])
         G.add_node(d_in + k, **data)

@@ -11,9 +11,9 @@ def softmax_jacobian(a):
     """The Jacobian ``∂a_i/∂z_j = a_i (δ_ij − a_j)``, i.e. ``diag(a) − a aᵀ``, at softmax output ``a``.
 
     Twin of :func:`attnsym.symbolic.softmax_jacobian`: ``symbolic.softmax_jacobian(n)`` is
-    the same matrix in the symbols ``a_0, …, a_{n-1}``; this function evaluates it at the
+    the same matrix in the symbols ``a_1, …, a_n``; this function evaluates it at the
     numbers ``a`` (so ``softmax_jacobian(a)`` pairs with
-    ``symbolic.softmax_jacobian(a.shape[-1])`` with ``a_i`` substituted).
+    ``symbolic.softmax_jacobian(a.shape[-1])`` with ``a_i`` set to ``a[i - 1]``).
 
     Parameters
     ----------

@@ -99,7 +99,6 @@ def backward_steps(spec: AttentionSpec, max_terms: float | None = None) -> list:
         + (" (masked entries get nothing)." if allowed is not None else "."),
         formula=r"\bar A_h = \bar Z_h V_h^\top",
     ))
-    a = sp.Matrix([sp.Symbol(f"a_{i}", positive=True) for i in range(n)])
     steps.append(Step(
         "Softmax Jacobian",
         _eq("J", softmax_jacobian(n)),
@@ -107,7 +106,6 @@ def backward_steps(spec: AttentionSpec, max_terms: float | None = None) -> list:
         "Its rows sum to zero and its rank is $n - 1$: adding a constant to a row of scores changes nothing.",
         formula=r"J = \frac{\partial a}{\partial s} = \operatorname{diag}(a) - a a^\top",
     ))
-    del a
     steps.append(Step(
         "Scores", tuple(s_eqs),
         "Multiplying $\\bar a_i$ by the softmax Jacobian of row $i$ gives $\\bar s_{ij} = \\alpha_{ij}(\\bar a_{ij} - "

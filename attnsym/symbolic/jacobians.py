@@ -37,6 +37,7 @@ __all__ = [
     "derive_softmax_jacobian",
     "mlp_input_jacobian",
     "softmax_jacobian",
+    "softmax_output_symbols",
 ]
 
 Matrix = sp.ImmutableMatrix
@@ -51,8 +52,18 @@ def _check_n(n, name: str = "n", largest: int = 12) -> int:
     return int(n)
 
 
-def _a_symbols(n: int) -> list[sp.Symbol]:
-    return [sp.Symbol(f"a_{i}", positive=True) for i in range(n)]
+def softmax_output_symbols(n: int) -> list[sp.Symbol]:
+    """The softmax outputs ``a_1 … a_n`` (positive), counted from 1 like every symbol of attnsym.
+
+    ``a_i`` is entry ``i - 1`` of a NumPy vector (see the numbering convention in :mod:`attnsym.spec`).
+
+    >>> softmax_output_symbols(3)
+    [a_1, a_2, a_3]
+    """
+    return [sp.Symbol(f"a_{i}", positive=True) for i in range(1, _check_n(n) + 1)]
+
+
+_a_symbols = softmax_output_symbols
 
 
 def softmax_jacobian(n: int) -> sp.ImmutableMatrix:
@@ -66,7 +77,7 @@ def softmax_jacobian(n: int) -> sp.ImmutableMatrix:
     Returns
     -------
     sympy.ImmutableMatrix
-        ``n x n``, in the symbols ``a_0, …, a_{n-1}`` (the softmax outputs, positive).
+        ``n x n``, in the symbols ``a_1, …, a_n`` (the softmax outputs, positive).
 
     See Also
     --------
@@ -76,8 +87,8 @@ def softmax_jacobian(n: int) -> sp.ImmutableMatrix:
     --------
     >>> softmax_jacobian(2)
     Matrix([
-    [-a_0**2 + a_0,      -a_0*a_1],
-    [     -a_0*a_1, -a_1**2 + a_1]])
+    [-a_1**2 + a_1,      -a_1*a_2],
+    [     -a_1*a_2, -a_2**2 + a_2]])
     """
     n = _check_n(n)
     a = Matrix(_a_symbols(n))
@@ -92,21 +103,21 @@ class SoftmaxJacobian:
     ----------
     n : int
     z : sympy.ImmutableMatrix
-        The scores ``z_0 … z_{n-1}`` (column).
+        The scores ``z_1 … z_n`` (column).
     softmax : sympy.ImmutableMatrix
         :math:`e^{z_i} / \sum_k e^{z_k}` (column).
     derived : sympy.ImmutableMatrix
         :math:`\partial\,\mathrm{softmax}_i / \partial z_j` as SymPy differentiates it.
     closed_form : sympy.ImmutableMatrix
-        ``diag(a) - a aᵀ`` in ``a_0 … a_{n-1}``.
+        ``diag(a) - a aᵀ`` in ``a_1 … a_n``.
     proven : bool
         ``derived - closed_form(a = softmax(z))`` cancels to the zero matrix.
     row_sums : sympy.ImmutableMatrix
-        ``closed_form @ 1`` with ``a_{n-1} = 1 - a_0 - … - a_{n-2}``: all zeros, so the
+        ``closed_form @ 1`` with ``a_n = 1 - a_1 - … - a_{n-1}``: all zeros, so the
         all-ones vector is in the kernel (rank at most ``n - 1``).
     minor_determinant : sympy.Expr
         Determinant of the leading ``(n-1) x (n-1)`` block on the simplex, which factors as
-        ``a_0 ⋯ a_{n-1}``: positive, so the rank is at least ``n - 1``.
+        ``a_1 ⋯ a_n``: positive, so the rank is at least ``n - 1``.
     rank : int
         ``n - 1`` (from the two facts above; also checked with SymPy's ``rank`` for ``n <= 4``).
     """
@@ -141,11 +152,11 @@ def derive_softmax_jacobian(n: int) -> SoftmaxJacobian:
     (True, 2)
     >>> jac.row_sums.T
     Matrix([[0, 0, 0]])
-    >>> jac.minor_determinant          # a_0 a_1 a_2 with a_2 = 1 - a_0 - a_1
-    -a_0*a_1*(a_0 + a_1 - 1)
+    >>> jac.minor_determinant          # a_1 a_2 a_3 with a_3 = 1 - a_1 - a_2
+    -a_1*a_2*(a_1 + a_2 - 1)
     """
     n = _check_n(n, largest=6)
-    z = Matrix([sp.Symbol(f"z_{i}", real=True) for i in range(n)])
+    z = Matrix([sp.Symbol(f"z_{i}", real=True) for i in range(1, n + 1)])
     exps = [sp.exp(zi) for zi in z]
     total = sp.Add(*exps)
     s = Matrix([e / total for e in exps])

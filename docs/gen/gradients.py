@@ -52,10 +52,10 @@ def _softmax_jacobian() -> str:
         f"and `derive_softmax_jacobian(3)` proves (by cancelling the difference) that this equals "
         f"(proven: **{jac.proven}**)",
         _display(r"J = \operatorname{diag}(a) - a a^\top = " + sp.latex(jac.closed_form)),
-        "On the simplex ($a_2 = 1 - a_0 - a_1$) every row sums to "
+        "On the simplex ($a_3 = 1 - a_1 - a_2$) every row sums to "
         f"${sp.latex(jac.row_sums.T)}$ — the all-ones vector is in the kernel, so the rank is at most $n - 1$ — "
         "and the leading $2 \\times 2$ minor is",
-        _display(sp.latex(jac.minor_determinant) + r" = a_0 a_1 a_2 > 0,"),
+        _display(sp.latex(jac.minor_determinant) + r" = a_1 a_2 a_3 > 0,"),
         f"so the rank is exactly $n - 1 = {jac.rank}$: adding the same constant to every score of a row changes "
         "no weight, and that is the one direction the gradient cannot see.",
     ]

@@ -74,9 +74,10 @@ def check_softmax_jacobian(ctx: CheckContext, *, claimed=None) -> Evidence:
         if n <= 4:  # the symbolic closed form, evaluated at a, against the numeric twin
             from ...numeric import softmax_jacobian as num_jacobian
             from ...symbolic.jacobians import softmax_jacobian as sym_jacobian
+            from ...symbolic.jacobians import softmax_output_symbols
 
             S = sym_jacobian(n)  # the twins: symbolic closed form and numeric function of the library
-            values = {sp.Symbol(f"a_{i}", positive=True): float(a[i]) for i in range(n)}
+            values = {sym: float(a[i]) for i, sym in enumerate(softmax_output_symbols(n))}  # a_1 is a[0]
             sym_num = np.array(S.xreplace(values).evalf(), dtype=float)
             twin = np.asarray(num_jacobian(a))
             row["max |symbolic − numeric twin|"] = float(np.max(np.abs(sym_num - twin)))
@@ -102,7 +103,7 @@ def check_softmax_jacobian(ctx: CheckContext, *, claimed=None) -> Evidence:
             ("derived by differentiation, n = 2", sp.Eq(tex(r"\partial a / \partial z"), jac2.derived, evaluate=False)),
             ("closed form, n = 2", sp.Eq(tex(r"\operatorname{diag}(a) - a a^\top"), jac2.closed_form, evaluate=False)),
             ("leading minor on the simplex, n = 3 (nonzero: rank n − 1)",
-             sp.Eq(tex(r"\det J_{[0:2, 0:2]}"), derive_softmax_jacobian(3).minor_determinant)),
+             sp.Eq(tex(r"\det J_{[1:2, 1:2]}"), derive_softmax_jacobian(3).minor_determinant)),
         ),
     )
 
