@@ -23,7 +23,7 @@ from attnsym.claims.report import to_markdown
 # what a Python repr looks like once it leaks into prose
 REPR_PATTERNS = {
     "None": re.compile(r"\bNone\b"),
-    "True/False": re.compile(r"\b(True|False)\b"),
+    "True/False": re.compile(r"\b(True|False)\b(?! by construction)"),
     "Matrix(": re.compile(r"\b(Immutable|Mutable)?(Dense)?Matrix\("),
     "list of strings": re.compile(r"\[\s*'"),
     "nested list": re.compile(r"\[\s*\["),
@@ -33,7 +33,7 @@ REPR_PATTERNS = {
     "dict": re.compile(r"\{\s*'"),
 }
 # the bold labels the report writes on purpose; any other <strong>/<em> came from the data
-LABELS = {"Verdict:", "Method:", "Key evidence:", "Conditions:"}
+LABELS = {"Verdict:", "Method:", "Key evidence:", "Conditions:", "Source:", "True by construction"}
 
 
 class _Prose(HTMLParser):
@@ -115,7 +115,8 @@ def _tricky_evidence() -> Evidence:
     return Evidence(
         "tricky", "Cost is `n*(4*d*n - d + 2*n)` and _not_ emphasis.", "holds-under-conditions",
         method="symbolic proof (h = 1e-05) + numeric check", summary="ops = $2 d n^2 + n^2$; `32*t**2` per step",
-        conditions=("d_model = h d_k", "|x| < 1"),
+        conditions=("d_model = h d_k", "|x| < 1"), by_construction=("the count `h*(d/h)*d` is an identity",),
+        source="Vaswani et al. 2017, §3.2.1 *Scaled* Dot-Product",
         equations=(("cost", sp.Eq(sp.Symbol("C"), 2 * d * n**2 + n**2)), ("as text", "a*b*c")),
         details={
             "claimed": None,
@@ -137,6 +138,8 @@ def test_tricky_values_render_as_math_code_or_words():
     md = to_markdown([_tricky_evidence()], seed=0, quick=True)
     assert _problems(md) == []
     assert r"$C = 2 d n^{2} + n^{2}$" not in md and "$$\nC = 2 d n^{2} + n^{2}\n$$" in md
+    assert "| symbolic proof (h = 1e-05) + numeric check † |" in md and "**Source:** Vaswani" in md
+    assert "- the count `h*(d/h)*d` is an identity" in md
     assert "`32*t**2`" in md and "- claimed: " + NOT_APPLICABLE in md
     assert "- routings: (0.1, 0.9), (0.95, 0.05)" in md
     assert r"\left[\begin{matrix}" in md  # the matrix is math, not Matrix([[...]])

@@ -131,6 +131,13 @@ def _verdict(ev):
     return verdict
 
 
+def _construction_mark(ev) -> str:
+    """A note on the method when parts of the check are true by construction (they could not fail)."""
+    from ..claims import BY_CONSTRUCTION
+
+    return f" (+ {len(ev.by_construction)} part(s) {BY_CONSTRUCTION})" if ev.by_construction else ""
+
+
 def _wide_table(evidences):
     from rich.table import Table
 
@@ -141,7 +148,7 @@ def _wide_table(evidences):
     table.add_column("key evidence", ratio=3)
     table.add_column("time (s)", justify="right", no_wrap=True)
     for ev in evidences:
-        table.add_row(ev.claim, _verdict(ev), ev.method, _prose(ev.summary), f"{ev.seconds:.1f}")
+        table.add_row(ev.claim, _verdict(ev), ev.method + _construction_mark(ev), _prose(ev.summary), f"{ev.seconds:.1f}")
     return table
 
 
@@ -166,7 +173,7 @@ def _blocks(evidences, width: int):
         row.add_column(no_wrap=True)
         row.add_column(justify="right", no_wrap=True, width=8)
         row.add_row(Text(ev.claim, style="bold"), _verdict(ev), f"{ev.seconds:.1f}")
-        method = Text("method: ", style="dim") + Text(_short_method(ev.method))
+        method = Text("method: ", style="dim") + Text(_short_method(ev.method) + _construction_mark(ev))
         evidence = Text("evidence: ", style="dim") + _prose(ev.summary)
         parts += [Rule(style="dim"), row, Padding(method, (0, 0, 0, 2)), Padding(evidence, (0, 0, 0, 2))]
     return Group(*parts)
