@@ -219,7 +219,7 @@ def check_quadratic_cost(ctx: CheckContext, *, time_degree: tuple[int, int] = (2
     return Evidence(
         "quadratic-cost", QUAD_STATEMENT, "holds-under-conditions" if ok else "fails",
         method="exact operation count (symbolic, interpolated from the expression graph) + measured memory (tracemalloc)",
-        summary=(f"ops = {sp.factor(closed.total)}: degree {deg[0]} in n, {deg[1]} in d; memory n² per map "
+        summary=(f"ops = `{sp.factor(closed.total)}`: degree {deg[0]} in n, {deg[1]} in d; memory n² per map "
                  f"(measured n^{plain_exp:.1f}; blockwise n^{lean_exp:.1f})"),
         conditions=("O(n²) memory is for the plain path that stores the map; the blockwise path "
                     "(online softmax, claim blockwise-exact) needs O(n·block + n·d) and still O(n²·d) time",
@@ -227,9 +227,9 @@ def check_quadratic_cost(ctx: CheckContext, *, time_degree: tuple[int, int] = (2
                     "benchmarks/bench_claims_cost.py (docs/benchmarks.md), not here, so the evidence is reproducible",
                     "the count covers Q Kᵀ (n²·d multiplications), softmax and A V (n²·d); the projections X W, not "
                     "counted, add O(n·d_model·d), linear in n"),
-        details={"operations by kind": {k: str(v) for k, v in by_kind.items()},
-                 "interpolated from the expression graph": {k: str(v) for k, v in interpolated.items()},
-                 "closed form == interpolation": exact_match, "degrees (n, d)": deg, "total": str(total.as_expr()),
+        details={"operations by kind": dict(by_kind),
+                 "interpolated from the expression graph": dict(interpolated),
+                 "closed form == interpolation": exact_match, "degrees (n, d)": deg, "total": total.as_expr(),
                  "measured": measured},
         equations=(("operations of one head: Q Kᵀ, softmax, A V (d_k = d_v = d, unscaled; projections not counted)",
                     sp.Eq(sp.Symbol("ops"), sp.factor(closed.total))),
@@ -313,18 +313,18 @@ def check_kv_cache(ctx: CheckContext, *, cached_degree: int = 1, uncached_degree
         "kv-cache", KV_STATEMENT, "holds" if ok else "fails",
         method=f"symbolic proof (prefix outputs) + numeric check (float64, rtol={_TOL.rtol:g}) + exact operation counts",
         summary=(f"cached decoding = full causal attention (error {max(err_fast):.1g}); per-step multiplications "
-                 f"{poly_fast['mul']} with cache vs {poly_slow['mul']} without (degree {deg_fast} vs {deg_slow} in t)"),
+                 f"`{poly_fast['mul']}` with cache vs `{poly_slow['mul']}` without (degree {deg_fast} vs {deg_slow} in t)"),
         conditions=("needs a causal mask: without one, appending a token changes every earlier output "
                     f"(max change {bidirectional_change:.3g}), so past results cannot be reused",
                     "the cache costs O(n·d) memory per layer (keys and values of all past tokens)",
                     "per-step cost counts the multiplications of the matrix products (projections, scores, mixing, W_O)",
                     "'without cache' reruns causal attention over the whole prefix (all t query rows), as a stacked decoder "
                     "must (later layers need every position's output); a single layer could rerun only the last query row "
-                    f"for {poly_last_row} multiplications, linear in t but re-projecting every past token (about d_model times "
+                    f"for `{poly_last_row}` multiplications, linear in t but re-projecting every past token (about d_model times "
                     "the cached cost per token)"),
         details={"max error per token (cache)": err_fast, "max error per token (no cache)": err_slow,
                  "steps": steps, "counts equal the closed form at every step": counts_match,
-                 "mul without cache, last query row only (one layer)": str(poly_last_row),
+                 "mul without cache, last query row only (one layer)": poly_last_row,
                  "cache shape (heads, n, d_k)": fast.cache_shape,
                  "non-causal: max change of earlier outputs when a token is appended": bidirectional_change,
                  "symbolic: causal outputs of 2 tokens unchanged by a 3rd (exact)": symbolic_causal,
@@ -386,7 +386,7 @@ def check_blockwise_exact(ctx: CheckContext, *, rescale: bool = True) -> Evidenc
                  f"{plain_peak / 2**20:.1f} MiB"),
         conditions=("equal in exact arithmetic; in floating point within rounding (float64 tolerance here)",
                     "the merge is exact for any shifts m_1, m_2, m; using the running maximum only keeps exp() in range"),
-        details={"symbolic difference": str(proof.difference), "rescaled merge": rescale, "numeric": rows,
+        details={"symbolic difference": proof.difference, "rescaled merge": rescale, "numeric": rows,
                  "peak bytes (plain, blockwise; 2 significant digits)": (_approx(plain_peak), _approx(lean_peak)),
                  "bytes of one n×n float64 map": one_map},
         equations=(("online softmax merged over two blocks (left) = softmax over their union (right)",

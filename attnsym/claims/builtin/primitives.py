@@ -50,7 +50,7 @@ def check_softmax_jacobian(ctx: CheckContext, *, claimed=None) -> Evidence:
         equal = all(sp.cancel(sp.together(u - v)) == 0 for u, v in zip(jac.derived, claimed_here, strict=True))
         proofs.append({"n": n, "derived = diag(a) − a aᵀ": jac.proven and equal, "rank": jac.rank,
                        "row sums zero": all(v == 0 for v in jac.row_sums),
-                       "leading minor": str(jac.minor_determinant)})
+                       "leading minor": jac.minor_determinant})
     symbolic_ok = all(p["derived = diag(a) − a aᵀ"] and p["rank"] == p["n"] - 1 and p["row sums zero"] for p in proofs)
 
     rng = ctx.rng("softmax-jacobian")

@@ -189,13 +189,14 @@ def check_hypernetwork_view(ctx: CheckContext, *, routing_term: bool = True) -> 
     return Evidence(
         "hypernetwork-view", HYPER_STATEMENT, "holds" if ok else "fails",
         method="symbolic proof (exact Jacobian) + numeric check (central differences, h = 1e-6, |error| < 1e-6)",
-        summary=(f"Y = A(X)·V{'·W_O' if sym.W_O is not None else ''} exactly: {y_equals_av}; ∂Y/∂X = frozen-routing "
-                 f"term + term from ∂A/∂X (max {routing_norm:.2g}, depends on X); MLP Jacobian constant: {mlp_constant}"),
+        summary=(f"Y = A(X)·V{'·W_O' if sym.W_O is not None else ''} {' exactly' if y_equals_av else ' NOT exactly'}; ∂Y/∂X = "
+                 f"frozen-routing term + term from ∂A/∂X (max {routing_norm:.2g}, depends on X); MLP Jacobian "
+                 f"{'constant' if mlp_constant else 'NOT constant'}"),
         conditions=(f"shown symbolically for {spec.describe()}",
                     "'W(x)' is the token-mixing matrix A(X) (n × n), applied to the values X W_V"),
         details={"Y − A V (W_O) is exactly 0": y_equals_av, "max |term from ∂A/∂X|": routing_norm,
                  "max |frozen + routing − total|": sum_error, "max |total − finite difference|": fd_error,
-                 "MLP Jacobian": str(J_mlp), "claimed formula includes the term from ∂A/∂X": routing_term,
+                 "MLP Jacobian": J_mlp, "claimed formula includes the term from ∂A/∂X": routing_term,
                  "max |claimed − total|": claimed_error},
         equations=_hypernetwork_equations(),
     )
@@ -239,9 +240,9 @@ def check_two_token(ctx: CheckContext, *, routings=((0.1, 0.9), (0.95, 0.05)), m
         summary=(f"one set of weights, inputs solved exactly: routings {', '.join(str(tuple(r)) for r in ex.routings)}; "
                  f"static mixer {tuple(ex.mlp_routings[0])} for every input"),
         conditions=("any target (p, 1 − p) with 0 < p < 1 is reachable: it needs the logit gap s₁₁ − s₁₂ = log(p/(1 − p))",),
-        details={"solutions t": [str(s) for s in ex.solutions], "inputs": [str(X.tolist()) for X in ex.inputs],
-                 "exact routings": [str(list(r)) for r in ex.routings], "numeric routings": numeric_rows,
-                 "static mixer rows": [str(list(r)) for r in ex.mlp_routings]},
+        details={"solutions t": list(ex.solutions), "inputs": [sp.ImmutableMatrix(X) for X in ex.inputs],
+                 "exact routings": [tuple(r) for r in ex.routings], "numeric routings": numeric_rows,
+                 "static mixer rows": [tuple(r) for r in ex.mlp_routings]},
         figures={"routings": figure},
         equations=(("logit gap for routing (p, 1 − p)", sp.Eq(sp.Symbol("s_11") - sp.Symbol("s_12"),
                                                                  sp.log(sp.Symbol("p") / (1 - sp.Symbol("p"))))),),
@@ -366,8 +367,9 @@ def check_multi_head(ctx: CheckContext, *, d_k_of=None) -> Evidence:
     return Evidence(
         "multi-head", MULTI_STATEMENT, "holds-under-conditions" if ok else "fails",
         method=f"exact parameter counts + symbolic identity + numeric check (float64, rtol={_TOL.rtol:g})",
-        summary=(f"parameters for h = 1, 2, 4, 8: {sorted({r['parameters'] for r in counts})} (4·d²); per-head maps "
-                 f"differ (distance ≥ {min(head_distances):.2f}); output = concat(heads)·W_O (exact: {symbolic_ok})"),
+        summary=(f"parameters for h = 1, 2, 4, 8: {', '.join(map(str, sorted({r['parameters'] for r in counts})))} "
+                 f"(4·d²); per-head maps differ (distance ≥ {min(head_distances):.2f}); output = concat(heads)·W_O "
+                 f"({'exact' if symbolic_ok else 'NOT exact'})"),
         conditions=("the count is kept when d_k = d_v = d_model/h (with W_O counted in both layouts)",
                     "'different relations' is checked as 'different maps' for random weights; trained heads can be redundant"),
         details={"parameter counts": counts, "head distances": head_distances, "concat·W_O error": concat_error,

@@ -215,7 +215,7 @@ def variance_scaling_evidence(
     variants = stats.scale_variants()
     variants_num = stats.scale_variants(dk, h)
     variant_rows = [
-        {"scaling": name, "factor on q·k": str(v["factor"]), "Var (symbolic, d_model = h d_k)": str(v["variance"]),
+        {"scaling": name, "factor on q·k": v["factor"], "Var (symbolic, d_model = h d_k)": v["variance"],
          f"Var at d_k={dk}, h={h}": _num(variants_num[name]["variance"])}
         for name, v in variants.items()
     ]

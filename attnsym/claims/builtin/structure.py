@@ -330,7 +330,8 @@ def check_locality(ctx: CheckContext, *, layer: str = "attention", positions: st
         summary=(f"conv: window ±{conv['symbolic dependency window (tokens either side)']}, shift- not "
                  f"permutation-equivariant; {layer} ({pos} positions): "
                  f"{'global' if subject['symbolic every output depends on every token'] else 'local'}, "
-                 f"shift-eq. {subject['symbolic shift-equivariant']}, perm.-eq. {subject['symbolic permutation-equivariant']}"),
+                 f"shift-equivariant: {'yes' if subject['symbolic shift-equivariant'] else 'no'}, "
+                 f"permutation-equivariant: {'yes' if subject['symbolic permutation-equivariant'] else 'no'}"),
         conditions=("checked for vanilla attention: a banded mask |i − j| ≤ 1 (restricted self-attention) makes it "
                     f"local again (dependency window ±{banded_window}, exact for n = {n_band}); relative-position "
                     "biases likewise add a notion of distance",
