@@ -8,7 +8,8 @@ validated against (:func:`attnsym.validate`) and as the engine for long sequence
 * :func:`attention_vjp` — analytic backward pass (gradients for ``X`` and every parameter).
 * twins of the symbolic layer, in modules named as there: :func:`scores`, :func:`softmax`
   (``symbolic.scores``, ``symbolic.row_softmax``); :func:`softmax_jacobian`
-  (:mod:`~attnsym.numeric.jacobians`); :func:`sinusoidal_positions`
+  (:mod:`~attnsym.numeric.jacobians`); :func:`sinusoidal_positions`, :func:`rope_frequencies`,
+  :func:`rope_rotation`, :func:`apply_rope`, :func:`alibi_slopes`, :func:`alibi_bias`
   (:mod:`~attnsym.numeric.positions`); :func:`gelu`, :func:`gelu_tanh`
   (:mod:`~attnsym.numeric.activations`).
 * :func:`array_namespace` — which library runs a call (see :mod:`attnsym.numeric.backend`).
@@ -24,13 +25,16 @@ from .conv import conv1d, shift_tokens
 from .forward import AUTO_BLOCKWISE_N, BLOCK_ELEMENTS, DEFAULT_BLOCK_SIZE, attention, scores, softmax
 from .jacobians import softmax_jacobian
 from .kvcache import DecodeResult, causal_decode
-from .positions import sinusoidal_positions
+from .positions import alibi_bias, alibi_slopes, apply_rope, rope_frequencies, rope_rotation, sinusoidal_positions
 
 __all__ = [
     "AUTO_BLOCKWISE_N",
     "BLOCK_ELEMENTS",
     "DEFAULT_BLOCK_SIZE",
     "DecodeResult",
+    "alibi_bias",
+    "alibi_slopes",
+    "apply_rope",
     "array_namespace",
     "attention",
     "attention_vjp",
@@ -39,6 +43,8 @@ __all__ = [
     "cupy_usable",
     "gelu",
     "gelu_tanh",
+    "rope_frequencies",
+    "rope_rotation",
     "scores",
     "shift_tokens",
     "sinusoidal_positions",

@@ -1,21 +1,34 @@
 """Positional information as floating-point arrays: the numeric twin of :mod:`attnsym.symbolic.positions`.
 
-Written once against the array API (NumPy by default; CuPy and PyTorch through ``xp=``).
-The conventions (positions counted from 0, the base) are those of :mod:`attnsym.spec`.
+Written once against the array API (NumPy by default; CuPy and PyTorch through ``xp=`` or
+the input's own library). The conventions (positions counted from 0, the base, RoPE's planes
+``spec.rope_pairs`` and frequency exponents, ALiBi's slope exponents) are those of
+:mod:`attnsym.spec`; this module only evaluates them in floating point:
+
+* :func:`sinusoidal_positions` — the encodings added to ``X``;
+* :func:`rope_frequencies`, :func:`rope_rotation`, :func:`apply_rope` — RoPE's ``θ_i``, the
+  rotation ``R(p θ)`` and the rotated rows (``inverse=True``: ``R(p θ)ᵀ``, the adjoint the
+  backward pass needs);
+* :func:`alibi_slopes`, :func:`alibi_bias` — ALiBi's slopes and per-head bias ``−m_h |i − j|``.
+
+Angles and slopes are computed in float64 and cast to the requested dtype at the end.
 """
 
 from __future__ import annotations
 
 import math
+import numbers
 from types import ModuleType
 from typing import Any
 
+import array_api_compat
+
 from .._checks import positive_int
-from ..errors import SpecError
-from ..spec import DEFAULT_POSITION_BASE
+from ..errors import ShapeError, SpecError
+from ..spec import DEFAULT_POSITION_BASE, AttentionSpec, alibi_slope_exponents
 from .backend import array_namespace
 
-__all__ = ["sinusoidal_positions"]
+__all__ = ["alibi_bias", "alibi_slopes", "apply_rope", "rope_frequencies", "rope_rotation", "sinusoidal_positions"]
 
 
 def sinusoidal_positions(n: int, d_model: int, base: int = DEFAULT_POSITION_BASE, *,
@@ -72,3 +85,200 @@ def sinusoidal_positions(n: int, d_model: int, base: int = DEFAULT_POSITION_BASE
     angle = pos * xp.exp(-(two_i / d_model) * math.log(base))  # (n, half)
     pe = xp.reshape(xp.stack([xp.sin(angle), xp.cos(angle)], axis=-1), (n, 2 * half))[:, :d_model]
     return pe if dtype is None else xp.astype(pe, dtype)
+
+
+def _rope_spec(spec) -> AttentionSpec:
+    if not isinstance(spec, AttentionSpec):
+        raise SpecError(f"spec must be an AttentionSpec (got {spec!r} of type {type(spec).__name__})")
+    if spec.positions != "rope":
+        raise SpecError(f"spec must have positions='rope' for rotary embeddings (got positions={spec.positions!r})")
+    return spec
+
+
+def _cast(xp: ModuleType, x, dtype):
+    return x if dtype is None else xp.astype(x, dtype)
+
+
+def rope_frequencies(spec: AttentionSpec, *, xp: ModuleType | None = None, dtype: Any = None):
+    """RoPE's frequencies ``θ_i = base^(-2i/d)``, ``d = spec.rotary_dims``, as a ``(d/2,)`` array.
+
+    Twin of :func:`attnsym.symbolic.rope_frequencies` (exact).
+
+    Examples
+    --------
+    >>> rope_frequencies(AttentionSpec(n=2, d_model=4, positions="rope"))
+    array([1.  , 0.01])
+    """
+    spec = _rope_spec(spec)
+    xp = array_namespace() if xp is None else xp
+    base = float(spec.position_base)
+    theta = xp.asarray([base ** -float(e) for e in spec.rope_frequency_exponents], dtype=xp.float64)
+    return _cast(xp, theta, dtype)
+
+
+def _angles(xp: ModuleType, spec: AttentionSpec, positions, device=None):
+    """``(..., rows, d/2)`` angles ``p θ_i`` in float64 for positions of shape ``(..., rows)``."""
+    theta = rope_frequencies(spec, xp=xp)
+    if device is not None:
+        theta = array_api_compat.to_device(theta, device)
+    return xp.expand_dims(positions, axis=-1) * theta
+
+
+def _positions_array(xp: ModuleType, positions, rows: int, device):
+    if positions is None:
+        return xp.arange(rows, dtype=xp.float64, device=device)
+    if isinstance(positions, str):
+        raise SpecError(f"positions must be integers, one per row (got the string {positions!r})")
+    p = xp.asarray(positions, device=device) if array_api_compat.is_array_api_obj(positions) else \
+        xp.asarray(list(positions), device=device)
+    if p.ndim == 0 or p.shape[-1] != rows:
+        raise ShapeError(f"positions must give one position per row of M ({rows}) (got shape {tuple(p.shape)})")
+    return xp.astype(p, xp.float64)
+
+
+def rope_rotation(spec: AttentionSpec, position, *, xp: ModuleType | None = None, dtype: Any = None):
+    """The ``(d_k, d_k)`` rotation ``R(p θ)`` of RoPE at one position (column-vector convention).
+
+    Twin of :func:`attnsym.symbolic.rope_rotation`: in each plane ``(a, b, i)`` of
+    ``spec.rope_pairs``, ``R[a, a] = R[b, b] = cos(p θ_i)``, ``R[b, a] = −R[a, b] = sin(p θ_i)``.
+
+    Examples
+    --------
+    >>> R = rope_rotation(AttentionSpec(n=2, d_model=2, positions="rope"), 1)
+    >>> bool(np.allclose(R, [[np.cos(1), -np.sin(1)], [np.sin(1), np.cos(1)]]))
+    True
+    """
+    spec = _rope_spec(spec)
+    if isinstance(position, bool) or not isinstance(position, numbers.Real):
+        raise SpecError(f"position must be a real number (got {position!r} of type {type(position).__name__})")
+    xp = array_namespace() if xp is None else xp
+    theta = [float(t) for t in rope_frequencies(spec)]
+    rows = [[1.0 if r == c else 0.0 for c in range(spec.d_k)] for r in range(spec.d_k)]
+    for a, b, i in spec.rope_pairs:
+        c, s_ = math.cos(float(position) * theta[i]), math.sin(float(position) * theta[i])
+        rows[a][a], rows[a][b], rows[b][a], rows[b][b] = c, -s_, s_, c
+    return _cast(xp, xp.asarray(rows, dtype=xp.float64), dtype)
+
+
+def apply_rope(M, spec: AttentionSpec, positions=None, *, inverse: bool = False):
+    """Rotate each row of queries or keys by its position: row ``r`` becomes ``R(p_r θ) m_r``.
+
+    Twin of :func:`attnsym.symbolic.apply_rope`. For each plane ``(a, b, i)`` of
+    ``spec.rope_pairs``: ``m~_a = m_a cos − m_b sin``, ``m~_b = m_b cos + m_a sin`` with the
+    angle ``p θ_i``; coordinates beyond ``spec.rotary_dims`` are copied. Runs in the library
+    and dtype of ``M`` (angles in float64, then cast).
+
+    Parameters
+    ----------
+    M : (..., rows, d_k) array
+        Queries or keys of one or several heads (any leading axes, e.g. ``(batch, H, n, d_k)``).
+    spec : AttentionSpec
+        With ``positions="rope"``.
+    positions : (rows,) or (..., rows) array-like, optional
+        The position of each row; default ``0 … rows − 1``.
+    inverse : bool, default False
+        Rotate by ``−p θ`` instead: ``R(p θ)ᵀ m``, the adjoint (and inverse) of the rotation,
+        which carries gradients of the rotated rows back to the unrotated ones.
+
+    Returns
+    -------
+    array of the shape, library and dtype of ``M``
+
+    Examples
+    --------
+    >>> spec = AttentionSpec(n=2, d_model=2, positions="rope")
+    >>> out = apply_rope(np.array([[1.0, 0.0], [1.0, 0.0]]), spec)
+    >>> bool(np.allclose(out, [[1, 0], [np.cos(1), np.sin(1)]]))
+    True
+    >>> bool(np.allclose(apply_rope(out, spec, inverse=True), [[1, 0], [1, 0]]))
+    True
+    """
+    spec = _rope_spec(spec)
+    xp = array_namespace(M)
+    M = xp.asarray(M)
+    if M.ndim < 2 or M.shape[-1] != spec.d_k:
+        raise ShapeError(f"M must have shape (..., rows, d_k) with d_k = {spec.d_k} (got {tuple(M.shape)})")
+    device = array_api_compat.device(M)
+    p = _positions_array(xp, positions, int(M.shape[-2]), device)
+    angles = _angles(xp, spec, p, device)  # (..., rows, d/2)
+    cos, sin = xp.astype(xp.cos(angles), M.dtype), xp.astype(xp.sin(angles), M.dtype)
+    if inverse:
+        sin = -sin
+    pairs = spec.rope_pairs
+    first = xp.asarray([a for a, _, _ in pairs], device=device)
+    second = xp.asarray([b for _, b, _ in pairs], device=device)
+    freq = [i for _, _, i in pairs]
+    if freq != list(range(len(pairs))):  # the spec's planes are listed in frequency order
+        raise SpecError("internal: rope_pairs must list the planes in frequency order")
+    x_a, x_b = xp.take(M, first, axis=-1), xp.take(M, second, axis=-1)  # (..., rows, d/2)
+    parts = [x_a * cos - x_b * sin, x_b * cos + x_a * sin]
+    order = [a for a, _, _ in pairs] + [b for _, b, _ in pairs]
+    if spec.rotary_dims < spec.d_k:  # partial rotary: the rest passes through
+        rest = list(range(spec.rotary_dims, spec.d_k))
+        parts.append(xp.take(M, xp.asarray(rest, device=device), axis=-1))
+        order += rest
+    inverse_order = [0] * len(order)
+    for k, c in enumerate(order):
+        inverse_order[c] = k
+    return xp.take(xp.concat(parts, axis=-1), xp.asarray(inverse_order, device=device), axis=-1)
+
+
+def alibi_slopes(heads: int, *, xp: ModuleType | None = None, dtype: Any = None):
+    """ALiBi's slopes ``m_h = 2^(-e_h)`` for ``heads`` heads (the paper's rule, :func:`attnsym.spec.alibi_slope_exponents`).
+
+    Twin of :func:`attnsym.symbolic.alibi_slopes`.
+
+    Examples
+    --------
+    >>> alibi_slopes(3)
+    array([0.0625    , 0.00390625, 0.25      ])
+    """
+    xp = array_namespace() if xp is None else xp
+    slopes = xp.asarray([2.0 ** -float(e) for e in alibi_slope_exponents(heads)], dtype=xp.float64)
+    return _cast(xp, slopes, dtype)
+
+
+def alibi_bias(spec: AttentionSpec, head: int, positions=None, *, xp: ModuleType | None = None, dtype: Any = None):
+    """The ``(n, n)`` ALiBi bias ``−m_h |p_i − p_j|`` of one head (``p_i = i`` by default).
+
+    Twin of :func:`attnsym.symbolic.alibi_bias`.
+
+    Examples
+    --------
+    >>> alibi_bias(AttentionSpec(n=3, d_model=1, positions="alibi"), 0)
+    array([[ 0.        , -0.00390625, -0.0078125 ],
+           [-0.00390625,  0.        , -0.00390625],
+           [-0.0078125 , -0.00390625,  0.        ]])
+    """
+    if not isinstance(spec, AttentionSpec) or spec.positions != "alibi":
+        got = spec.positions if isinstance(spec, AttentionSpec) else type(spec).__name__
+        raise SpecError(f"spec must be an AttentionSpec with positions='alibi' (got {got!r})")
+    if not isinstance(head, numbers.Integral) or isinstance(head, bool) or not 0 <= head < spec.heads:
+        raise SpecError(f"head must be an integer in 0 … {spec.heads - 1} (got {head!r})")
+    xp = array_namespace() if xp is None else xp
+    p = _positions_array(xp, positions, spec.n, None)
+    slope = 2.0 ** -float(spec.alibi_slope_exponents[int(head)])
+    bias = 0.0 - slope * xp.abs(xp.expand_dims(p, axis=-1) - xp.expand_dims(p, axis=-2))  # (n, n), no -0.0
+    return _cast(xp, bias, dtype)
+
+
+def alibi_bias_block(spec: AttentionSpec, i0: int, i1: int, j0: int, j1: int, *, xp: ModuleType, dtype: Any,
+                     device: Any = None):
+    """Every head's ALiBi bias for queries ``i0:i1`` and keys ``j0:j1``: a ``(H, i1−i0, j1−j0)`` array.
+
+    The block form of :func:`alibi_bias` for the plain (one block) and blockwise paths.
+
+    Examples
+    --------
+    >>> B = alibi_bias_block(AttentionSpec(n=4, d_model=2, heads=2, positions="alibi"), 2, 4, 0, 4,
+    ...                      xp=array_namespace(), dtype=None)
+    >>> B.shape, float(B[0, 1, 0])  # head 0, query 3, key 0: -2^-4 * 3
+    ((2, 2, 4), -0.1875)
+    """
+    slopes = alibi_slopes(spec.heads, xp=xp)
+    i = xp.reshape(xp.arange(i0, i1, dtype=xp.float64, device=device), (i1 - i0, 1))
+    j = xp.reshape(xp.arange(j0, j1, dtype=xp.float64, device=device), (1, j1 - j0))
+    if device is not None:
+        slopes = array_api_compat.to_device(slopes, device)
+    bias = 0.0 - xp.reshape(slopes, (spec.heads, 1, 1)) * xp.abs(i - j)  # (H, bi, bj), no -0.0
+    return _cast(xp, bias, dtype)

@@ -29,7 +29,8 @@ from .mlp import SymbolicMLP, mlp
 from .naming import entry_name, input_symbols
 from .online_softmax import prove_online_softmax
 from .opcount import attention_opcount, decode_step_opcount
-from .positions import sinusoidal_positions
+from .positions import alibi_bias, alibi_slopes, apply_rope, rope_frequencies, rope_rotation, sinusoidal_positions
+from .rope_proofs import RelativeProof, prove_rope_relative, prove_shift_invariance
 from .symmetry import prove_qk_symmetry_condition
 from .two_token import solve_two_token
 
@@ -40,10 +41,14 @@ __all__ = [
     "GradientResult",
     "InputJacobian",
     "MatrixGradients",
+    "RelativeProof",
     "SoftmaxJacobian",
     "SymbolicAttention",
     "SymbolicCost",
     "SymbolicMLP",
+    "alibi_bias",
+    "alibi_slopes",
+    "apply_rope",
     "attention",
     "attention_input_jacobian",
     "attention_opcount",
@@ -68,6 +73,10 @@ __all__ = [
     "mlp_input_jacobian",
     "prove_online_softmax",
     "prove_qk_symmetry_condition",
+    "prove_rope_relative",
+    "prove_shift_invariance",
+    "rope_frequencies",
+    "rope_rotation",
     "row_softmax",
     "scores",
     "sinusoidal_positions",
