@@ -83,7 +83,7 @@ def test_errors():
         causal_decode(X, W, W, W, heads=3)
     with pytest.raises(SpecError, match="positions"):
         causal_decode(X, W, W, W, positions="rotary")
-    with pytest.raises(SpecError, match="b_O needs an output projection"):
+    with pytest.raises(ShapeError, match="b_O needs an output projection"):
         causal_decode(X, W, W, W, b_O=np.ones(4))
 
 

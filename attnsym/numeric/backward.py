@@ -25,35 +25,14 @@ from typing import Any
 
 from ..errors import ShapeError
 from ..spec import AttentionSpec
-from .forward import (
-    _block_size,
-    _inplace_ok,
-    _Layer,
-    _merge_heads,
-    _plain_core,
-    _projections,
-    _resolve,
-    _split_heads,
-)
+from ._inputs import amax, finite_result
+from .blockwise import blockwise_core, blockwise_core_vjp
+from .layer import BoundLayer, bind, block_size_for, dscores, merge_heads, plain_core, projections, split_heads
 
 __all__ = ["attention_vjp"]
 
 
-def dscores(A, dA, rowsum):
-    """``dS = A ⊙ (dA − rowsum)``: the softmax VJP, with ``rowsum = Σ_j dA_ij A_ij`` per row.
-
-    The plain path computes ``rowsum`` from ``dA`` and ``A``; the blockwise path from the
-    equal quantity ``Σ_c dZ_ic Z_ic`` (since ``Z = A V`` and ``dA = dZ Vᵀ``). ``dA`` is
-    overwritten with the result where the array library allows it.
-    """
-    if _inplace_ok(dA):
-        dA -= rowsum
-        dA *= A
-        return dA
-    return A * (dA - rowsum)
-
-
-def _plain_core_vjp(layer: _Layer, Q, K, V, A, dZ):
+def _plain_core_vjp(layer: BoundLayer, Q, K, V, A, dZ):
     """dQ, dK, dV per head from dZ (all (..., H, n, ·)), through the stored weights A (..., H, n, n)."""
     xp = layer.xp
     dV = xp.matmul(xp.matrix_transpose(A), dZ)  # (..., H, n, d_v)
@@ -128,30 +107,30 @@ def attention_vjp(
     if G is None:
         raise ShapeError("G (the upstream gradient dL/dY, shape of Y) is required (got None)")
     biases = {"b_Q": b_Q, "b_K": b_K, "b_V": b_V, "b_O": b_O}
-    layer, a = _resolve(X, W_Q, W_K, W_V, W_O, biases, spec=spec, heads=heads, causal=causal, mask=mask,
-                        scale=scale, positions=positions, backend=backend, G=G)
+    layer, a = bind(X, W_Q, W_K, W_V, W_O, biases, spec=spec, heads=heads, causal=causal, mask=mask,
+                    scale=scale, positions=positions, backend=backend, G=G)
     xp = layer.xp
-    X_in, Q, K, V = _projections(layer, a)
+    X_in, Q, K, V = projections(layer, a)
     G = a["G"]
     grads: dict[str, Any] = {}
-    size = _block_size(layer, block_size)
+    size = block_size_for(layer, block_size)
     if block_size is not None or layer.n > size:
-        from .blockwise import blockwise_core, blockwise_core_vjp
-
         Z_heads, lse = blockwise_core(layer, Q, K, V, size)
         core_vjp = lambda dZ_heads: blockwise_core_vjp(layer, Q, K, V, Z_heads, lse, dZ_heads, size)
     else:
-        Z_heads, A = _plain_core(layer, Q, K, V, want_weights=True)  # A: (..., H, n, n)
+        Z_heads, A = plain_core(layer, Q, K, V, want_weights=True)  # A: (..., H, n, n)
         core_vjp = lambda dZ_heads: _plain_core_vjp(layer, Q, K, V, A, dZ_heads)
     if a.get("W_O") is not None:
-        Z = _merge_heads(xp, Z_heads)  # (..., n, H·d_v)
+        Z = merge_heads(xp, Z_heads)  # (..., n, H·d_v)
         grads["W_O"] = _weight_grad(xp, Z, G)  # (H·d_v, d_out)
         if a.get("b_O") is not None:
             grads["b_O"] = _bias_grad(xp, G, a["b_O"])
         dZ = xp.matmul(G, xp.matrix_transpose(a["W_O"]))  # (..., n, H·d_v)
     else:
         dZ = G
-    dQ, dK, dV = (_merge_heads(xp, g) for g in core_vjp(_split_heads(xp, dZ, layer.heads)))  # (..., n, H·w)
+    dQ, dK, dV = core_vjp(split_heads(xp, dZ, layer.heads))  # (..., H, n, ·), w.r.t. the rotated Q, K
+    dQ, dK = layer.rotate(dQ, adjoint=True), layer.rotate(dK, adjoint=True)  # hook (b): back through the rotation
+    dQ, dK, dV = (merge_heads(xp, g) for g in (dQ, dK, dV))  # (..., n, H·w)
     dX = None
     for name, d in (("Q", dQ), ("K", dK), ("V", dV)):
         W = a[f"W_{name}"]
@@ -162,4 +141,5 @@ def attention_vjp(
         dX = term if dX is None else dX + term
     grads["X"] = dX
     order = ["X", "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O"]
-    return {k: grads[k] for k in order if k in grads}
+    cause = f"|G| up to {amax(xp, G):.3g}, |X| up to {amax(xp, a['X']):.3g}"
+    return {k: finite_result(xp, grads[k], f"the gradient d{k}", cause) for k in order if k in grads}

@@ -26,18 +26,17 @@ recomputed weights are exactly 0, matching the plain path's policy.
 from __future__ import annotations
 
 from .backend import exp_inplace
-from .backward import dscores
-from .forward import _allowed_block, _inplace_ok, _Layer
+from .layer import BoundLayer, block_scores, dscores, inplace_ok
 
 __all__ = ["blockwise_core", "blockwise_core_vjp"]
 
 
-def _key_end(layer: _Layer, i1: int) -> int:
+def _key_end(layer: BoundLayer, i1: int) -> int:
     """Keys beyond this index are masked for every query < i1 (causal); others all count."""
     return i1 if layer.causal else layer.n
 
 
-def blockwise_core(layer: _Layer, Q, K, V, block_size: int, key_block_size: int | None = None):
+def blockwise_core(layer: BoundLayer, Q, K, V, block_size: int, key_block_size: int | None = None):
     """``Z_h = softmax(c Q_h K_hᵀ) V_h`` without an ``n × n`` array, and the row log-sum-exp.
 
     Parameters
@@ -64,14 +63,11 @@ def blockwise_core(layer: _Layer, Q, K, V, block_size: int, key_block_size: int 
         m = ell = acc = None
         for j0 in range(0, _key_end(layer, i1), bk):
             j1 = min(_key_end(layer, i1), j0 + bk)
-            S = xp.matmul(Qi, xp.matrix_transpose(K[..., j0:j1, :]))  # (..., H, bi, bj)
-            allowed = _allowed_block(layer, i0, i1, j0, j1)
-            if allowed is not None:
-                S = xp.where(allowed, S, -xp.inf)
+            S = block_scores(layer, Qi, K[..., j0:j1, :], i0, i1, j0, j1)  # (..., H, bi, bj)
             block_max = xp.max(S, axis=-1, keepdims=True)  # (..., H, bi, 1)
             m_new = block_max if m is None else xp.maximum(m, block_max)
             shift = xp.where(xp.isfinite(m_new), m_new, 0.0)  # rows masked so far: shift 0
-            if _inplace_ok(S):
+            if inplace_ok(S):
                 S -= shift
             else:
                 S = S - shift
@@ -91,7 +87,7 @@ def blockwise_core(layer: _Layer, Q, K, V, block_size: int, key_block_size: int 
     return xp.concat(Z_blocks, axis=-2), xp.concat(lse_blocks, axis=-2)
 
 
-def blockwise_core_vjp(layer: _Layer, Q, K, V, Z, lse, dZ, block_size: int):
+def blockwise_core_vjp(layer: BoundLayer, Q, K, V, Z, lse, dZ, block_size: int):
     """dQ, dK, dV of the blockwise core from dZ, recomputing each block's weights.
 
     Memory beyond the inputs and the three gradients: a few ``block × block`` arrays.
@@ -109,11 +105,8 @@ def blockwise_core_vjp(layer: _Layer, Q, K, V, Z, lse, dZ, block_size: int):
         first_i = (j0 // b) * b if layer.causal else 0  # earlier query blocks see none of these keys
         for i0 in range(first_i, n, b):
             i1 = min(n, i0 + b)
-            S = xp.matmul(Qs[..., i0:i1, :], xp.matrix_transpose(Kj))  # (..., H, bi, bj)
-            allowed = _allowed_block(layer, i0, i1, j0, j1)
-            if allowed is not None:
-                S = xp.where(allowed, S, -xp.inf)
-            if _inplace_ok(S):
+            S = block_scores(layer, Qs[..., i0:i1, :], Kj, i0, i1, j0, j1)  # (..., H, bi, bj)
+            if inplace_ok(S):
                 S -= lse[..., i0:i1, :]
             else:
                 S = S - lse[..., i0:i1, :]
@@ -125,7 +118,7 @@ def blockwise_core_vjp(layer: _Layer, Q, K, V, Z, lse, dZ, block_size: int):
             dK_part = xp.matmul(xp.matrix_transpose(dS), Qs[..., i0:i1, :])  # (..., H, bj, d_k)
             if dVj is None:
                 dVj, dKj = dV_part, dK_part
-            elif _inplace_ok(dVj):
+            elif inplace_ok(dVj):
                 dVj += dV_part
                 dKj += dK_part
             else:

@@ -16,6 +16,12 @@ multiplications of the matrix products it performs and the exponentials, read fr
 shapes it actually multiplies; :func:`attnsym.symbolic.opcount.decode_step_opcount` is the
 closed form of the same counts.
 
+The layer is bound once (:func:`attnsym.numeric.layer.bind`, from ``spec=`` or the keywords,
+``causal`` always), and every step uses the same projections, position hooks, scores and
+softmax as :func:`~attnsym.numeric.attention`. Before the first step the whole sequence is
+projected once, outside the step counts, only to refuse inputs whose scores would overflow
+(:func:`attnsym.numeric.layer.guard_logits`).
+
 Shape legend: ``n`` tokens, ``d`` = ``d_model``, ``H`` heads, ``d_k``/``d_v`` per-head widths.
 Written against the array API (NumPy, CuPy, PyTorch); ``X`` is one sequence ``(n, d)``.
 """
@@ -23,14 +29,22 @@ Written against the array API (NumPy, CuPy, PyTorch); ``X`` is one sequence ``(n
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass
 from typing import Any
 
+from .._checks import boolean
 from ..errors import ShapeError, SpecError
-from ..spec import _check_scale
-from .backend import array_namespace
-from .positions import sinusoidal_positions
+from ..spec import AttentionSpec
+from .layer import (
+    BoundLayer,
+    bind,
+    block_scores,
+    output,
+    project,
+    projections,
+    safe_divide,
+    shifted_exp,
+)
 
 __all__ = ["DecodeResult", "causal_decode"]
 
@@ -62,23 +76,26 @@ class DecodeResult:
         return sum(s["mul"] for s in self.steps)
 
 
-def _stable_softmax(xp, S):
-    """Row softmax over the last axis, shifted by the row maximum; ``-inf`` entries give 0."""
-    m = xp.max(S, axis=-1, keepdims=True)
-    E = xp.exp(S - m)
-    return E / xp.sum(E, axis=-1, keepdims=True)
-
-
-def _mm(xp, A, B, counter: list[int]):
-    """``A @ B`` (batched), adding the multiplications ``prod(batch)·p·q·r`` to ``counter``."""
+def _mul(A, B) -> int:
+    """Multiplications of the (batched) product ``A @ B``: ``prod(batch)·p·q·r``, read from the shapes."""
     *batch, p, q = A.shape
-    r = B.shape[-1]
-    counter[0] += math.prod(batch) * p * q * r
-    return xp.matmul(A, B)
+    return math.prod(batch) * p * q * int(B.shape[-1])
 
 
-def causal_decode(X, W_Q, W_K, W_V, W_O=None, *, b_Q=None, b_K=None, b_V=None, b_O=None, heads: int = 1,
-                  scale: Any = "sqrt", positions: str | None = None, cache: bool = True) -> DecodeResult:
+def _attend(layer: BoundLayer, Q, K, V, i0: int):
+    """Rows ``i0 : i0+r`` of causal attention over the keys ``0 : t``: ``Z`` (H, r, d_v) and the multiplications."""
+    xp = layer.xp
+    r, t = int(Q.shape[-2]), int(K.shape[-2])
+    Qs = Q * layer.scale
+    S = block_scores(layer, Qs, K, i0, i0 + r, 0, t)  # (H, r, t), the shared score code (scale, bias, masks)
+    P, total, _ = shifted_exp(xp, S)
+    A = safe_divide(xp, P, total, inplace=True)  # the shared softmax: fully masked rows give 0
+    return xp.matmul(A, V), _mul(Qs, xp.matrix_transpose(K)) + _mul(A, V)
+
+
+def causal_decode(X, W_Q, W_K, W_V, W_O=None, *, b_Q=None, b_K=None, b_V=None, b_O=None,
+                  spec: AttentionSpec | None = None, heads: int = 1, mask=None, scale: Any = "sqrt",
+                  positions: str | None = None, cache: bool = True) -> DecodeResult:
     """Generate the outputs of causal self-attention one token at a time.
 
     Parameters
@@ -91,11 +108,14 @@ def causal_decode(X, W_Q, W_K, W_V, W_O=None, *, b_Q=None, b_K=None, b_V=None, b
         Output projection of the concatenated heads.
     b_Q, b_K, b_V, b_O : (k,) or (1, k) arrays, optional
         Biases added after each projection.
-    heads : int, default 1
-    scale : {"sqrt", "none"} or float, default "sqrt"
-        As in :class:`~attnsym.AttentionSpec`.
-    positions : {None, "sinusoidal"}
-        Add sinusoidal positions (absolute: position ``t`` is known at step ``t``).
+    spec : AttentionSpec, optional
+        A causal spec deciding heads, mask, scale and positions (``position_base`` included)
+        and checking every shape, as in :func:`~attnsym.numeric.attention`; then the keywords
+        ``heads, mask, scale, positions`` stay at their defaults.
+    heads, mask, scale, positions
+        Without a spec, as in :func:`~attnsym.numeric.attention` (``causal`` is implied):
+        ``mask`` is an (n, n) bool array ANDed with the causal pattern; sinusoidal positions
+        are absolute, so position ``t`` is known at step ``t``.
     cache : bool, default True
         Keep keys and values of past tokens (linear cost per step) or recompute the prefix
         (quadratic cost per step).
@@ -107,9 +127,10 @@ def causal_decode(X, W_Q, W_K, W_V, W_O=None, *, b_Q=None, b_K=None, b_V=None, b
     Raises
     ------
     ShapeError
-        ``X`` not 2-D, or weights whose shapes do not fit ``X`` and ``heads``.
+        ``X`` not 2-D, weights whose shapes do not fit ``X`` and ``heads``, bad dtypes or
+        non-finite values, as :func:`~attnsym.numeric.attention`.
     SpecError
-        Invalid ``heads``, ``scale`` or ``positions``.
+        Invalid ``heads``, ``scale``, ``positions`` or ``cache``; a spec that is not causal.
 
     Examples
     --------
@@ -122,90 +143,49 @@ def causal_decode(X, W_Q, W_K, W_V, W_O=None, *, b_Q=None, b_K=None, b_V=None, b
     >>> [s["mul"] for s in fast.steps], [s["mul"] for s in slow.steps]
     ([16, 20, 24, 28], [16, 40, 72, 112])
     """
-    xp = array_namespace(X, W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O)
-    X = xp.asarray(X)
-    if X.ndim != 2:
-        raise ShapeError(f"X must have shape (n, d_model) (got shape {tuple(X.shape)})")
-    n, d = X.shape
-    if not isinstance(heads, numbers.Integral) or isinstance(heads, bool) or heads < 1:
-        raise SpecError(f"heads must be a positive integer (got {heads!r})")
-    H = int(heads)
-    W_Q, W_K, W_V = (xp.asarray(W) for W in (W_Q, W_K, W_V))
-    for name, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V)):
-        if W.ndim != 2 or W.shape[0] != d or W.shape[1] % H:
-            raise ShapeError(
-                f"{name} must have shape (d_model, heads*k) = ({d}, {H}*k) (got {tuple(W.shape)})"
-            )
-    if W_Q.shape != W_K.shape:
-        raise ShapeError(f"W_Q and W_K must have the same shape (got {tuple(W_Q.shape)} and {tuple(W_K.shape)})")
-    d_k, d_v = W_Q.shape[1] // H, W_V.shape[1] // H
-    if W_O is not None:
-        W_O = xp.asarray(W_O)
-        if W_O.ndim != 2 or W_O.shape[0] != H * d_v:
-            raise ShapeError(f"W_O must have shape (heads*d_v, d_out) = ({H * d_v}, d_out) (got {tuple(W_O.shape)})")
-    bias = {}
-    for name, b, k in (("b_Q", b_Q, H * d_k), ("b_K", b_K, H * d_k), ("b_V", b_V, H * d_v),
-                       ("b_O", b_O, None if W_O is None else W_O.shape[1])):
-        if b is None:
-            continue
-        if k is None:
-            raise SpecError("b_O needs an output projection W_O")
-        b = xp.reshape(xp.asarray(b), (-1,))
-        if b.shape[0] != k:
-            raise ShapeError(f"{name} must have {k} entries (got shape {tuple(b.shape)})")
-        bias[name] = b
-    scale = _check_scale(scale)
-    c = 1.0 / math.sqrt(d_k) if scale == "sqrt" else 1.0 if scale == "none" else float(scale)
-    if positions not in (None, "sinusoidal"):
-        raise SpecError(f"positions must be None or 'sinusoidal' (got {positions!r})")
-    if positions == "sinusoidal":
-        X = X + xp.astype(sinusoidal_positions(n, d, xp=xp), X.dtype)
+    cache = boolean("cache", cache)
+    if spec is not None and isinstance(spec, AttentionSpec) and not spec.causal:
+        raise SpecError("causal_decode needs a causal spec (got causal=False); pass spec.replace(causal=True)")
+    biases = {"b_Q": b_Q, "b_K": b_K, "b_V": b_V, "b_O": b_O}
+    layer, a = bind(X, W_Q, W_K, W_V, W_O, biases, spec=spec, heads=heads, causal=False if spec is not None else True,
+                    mask=mask, scale=scale, positions=positions, backend=None)
+    xp, n, H = layer.xp, layer.n, layer.heads
+    if layer.batch_shape:
+        raise ShapeError(f"X must have shape (n, d_model), one sequence (got shape {tuple(a['X'].shape)})")
+    X_in, *_ = projections(layer, a)  # (n, d): hook (a), absolute positions; refuses overflowing scores
+    d = layer.d_model
 
-    def project(rows, W, name, counter):
-        out = _mm(xp, rows, W, counter)
-        return out + bias[name] if name in bias else out
+    def proj_mul(rows: int, which: str) -> int:
+        return rows * d * int(a[f"W_{which}"].shape[1])
 
-    def split(M, k):  # (r, H*k) -> (H, r, k)
-        return xp.permute_dims(xp.reshape(M, (M.shape[0], H, k)), (1, 0, 2))
-
-    def finish(Z, counter):  # (H, r, d_v) -> (r, d_out)
-        Zc = xp.reshape(xp.permute_dims(Z, (1, 0, 2)), (Z.shape[1], H * d_v))
-        if W_O is None:
-            return Zc
-        out = _mm(xp, Zc, W_O, counter)
-        return out + bias["b_O"] if "b_O" in bias else out
+    def finish(Z) -> tuple[Any, int]:  # (H, r, d_v) -> (r, d_out) and its multiplications
+        W_O = a.get("W_O")
+        return output(layer, a, Z), 0 if W_O is None else int(Z.shape[-2]) * int(W_O.shape[0]) * int(W_O.shape[1])
 
     rows_out, steps = [], []
     if cache:
-        K_cache = xp.zeros((H, n, d_k), dtype=X.dtype)
-        V_cache = xp.zeros((H, n, d_v), dtype=X.dtype)
+        K_cache = xp.zeros((H, n, layer.d_k), dtype=a["X"].dtype, device=layer.device)
+        V_cache = xp.zeros((H, n, layer.d_v), dtype=a["X"].dtype, device=layer.device)
     for i in range(n):
         t = i + 1
-        counter = [0]
         if cache:
-            x = X[i:i + 1, :]  # (1, d)
-            q = split(project(x, W_Q, "b_Q", counter), d_k)  # (H, 1, d_k)
-            K_cache[:, i:i + 1, :] = split(project(x, W_K, "b_K", counter), d_k)
-            V_cache[:, i:i + 1, :] = split(project(x, W_V, "b_V", counter), d_v)
-            S = _mm(xp, q, xp.permute_dims(K_cache[:, :t, :], (0, 2, 1)), counter) * c  # (H, 1, t)
-            A = _stable_softmax(xp, S)
-            Z = _mm(xp, A, V_cache[:, :t, :], counter)  # (H, 1, d_v)
-            y = finish(Z, counter)  # (1, d_out)
+            x = X_in[i:i + 1, :]  # (1, d)
+            q = project(layer, a, x, "Q", i)  # (H, 1, d_k), rotated at position i (hook (b))
+            K_cache[:, i:i + 1, :] = project(layer, a, x, "K", i)
+            V_cache[:, i:i + 1, :] = project(layer, a, x, "V", i)
+            Z, mul = _attend(layer, q, K_cache[:, :t, :], V_cache[:, :t, :], i)  # (H, 1, d_v)
+            y, mul_o = finish(Z)  # (1, d_out)
+            mul += proj_mul(1, "Q") + proj_mul(1, "K") + proj_mul(1, "V") + mul_o
             exps = H * t
         else:
-            P = X[:t, :]  # (t, d): the whole prefix again
-            Q = split(project(P, W_Q, "b_Q", counter), d_k)  # (H, t, d_k)
-            K = split(project(P, W_K, "b_K", counter), d_k)
-            V = split(project(P, W_V, "b_V", counter), d_v)
-            S = _mm(xp, Q, xp.permute_dims(K, (0, 2, 1)), counter) * c  # (H, t, t)
-            rows = xp.reshape(xp.arange(t), (t, 1))
-            allowed = xp.reshape(xp.arange(t), (1, t)) <= rows  # causal, True = may attend
-            S = xp.where(allowed, S, xp.asarray(-math.inf, dtype=S.dtype))
-            A = _stable_softmax(xp, S)
-            Z = _mm(xp, A, V, counter)  # (H, t, d_v)
-            y = finish(Z, counter)[t - 1:t, :]
+            P = X_in[:t, :]  # (t, d): the whole prefix again
+            Q, K, V = (project(layer, a, P, w) for w in "QKV")  # (H, t, ·)
+            Z, mul = _attend(layer, Q, K, V, 0)  # (H, t, d_v)
+            y, mul_o = finish(Z)
+            y = y[t - 1:t, :]
+            mul += proj_mul(t, "Q") + proj_mul(t, "K") + proj_mul(t, "V") + mul_o
             exps = H * t * t
         rows_out.append(y)
-        steps.append({"t": t, "mul": counter[0], "exp": exps})
+        steps.append({"t": t, "mul": mul, "exp": exps})
     Y = xp.concat(rows_out, axis=0)
-    return DecodeResult(Y, tuple(steps), bool(cache), (H, n, d_k) if cache else None)
+    return DecodeResult(Y, tuple(steps), cache, (H, n, layer.d_k) if cache else None)
