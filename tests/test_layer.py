@@ -14,8 +14,9 @@ import pytest
 import attnsym as at
 import attnsym.numeric as nm
 from attnsym.errors import ShapeError, SpecError
+from attnsym.numeric.binding import bind, spec_from_keywords
 from attnsym.numeric.kvcache import causal_decode
-from attnsym.numeric.layer import BoundLayer, bind, spec_from_keywords
+from attnsym.numeric.layer import BoundLayer
 from attnsym.testing import TOLERANCES
 
 TOL64 = TOLERANCES["float64"]

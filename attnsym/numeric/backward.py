@@ -26,8 +26,9 @@ from typing import Any
 from ..errors import ShapeError
 from ..spec import AttentionSpec
 from ._inputs import amax, finite_result
+from .binding import bind
 from .blockwise import blockwise_core, blockwise_core_vjp
-from .layer import BoundLayer, bind, block_size_for, dscores, merge_heads, plain_core, projections, split_heads
+from .layer import BoundLayer, block_size_for, dscores, merge_heads, plain_core, projections, split_heads
 
 __all__ = ["attention_vjp"]
 

@@ -30,10 +30,10 @@ from ..errors import ShapeError, SpecError
 from ..spec import AttentionSpec
 from . import blockwise
 from ._inputs import amax, bool_mask, dtype_name, float_inputs
+from .binding import bind
 from .layer import (
     BLOCK_ELEMENTS,
     DEFAULT_BLOCK_SIZE,
-    bind,
     block_size_for,
     output,
     plain_core,

@@ -35,9 +35,9 @@ from typing import Any
 from .._checks import boolean
 from ..errors import ShapeError, SpecError
 from ..spec import AttentionSpec
+from .binding import bind
 from .layer import (
     BoundLayer,
-    bind,
     block_scores,
     output,
     project,
