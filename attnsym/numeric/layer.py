@@ -141,7 +141,7 @@ class BoundLayer:
         ``"sinusoidal"`` adds ``PE`` (:func:`~attnsym.numeric.sinusoidal_positions` with the
         spec's ``position_base``); other schemes return ``X``.
         """
-        if self.spec.positions == "sinusoidal":
+        if self.spec.adds_position_vectors:
             r = int(X.shape[-2])
             pe = sinusoidal_positions(r, self.d_model, self.spec.position_base, xp=self.xp, dtype=X.dtype)  # (r, d)
             return X + array_api_compat.to_device(pe, self.device)
