@@ -68,7 +68,8 @@ def test_gelu_tanh_coefficient_is_the_symbolic_one():
 def test_softmax_jacobian_twins_agree(n):
     a = np.random.default_rng(n).dirichlet(np.ones(n))
     J = sym.softmax_jacobian(n)
-    values = {s: sp.Float(a[int(s.name.split("_")[1])], 30) for s in J.free_symbols}
+    symbols = sorted(J.free_symbols, key=lambda s: int(s.name.rsplit("_", 1)[1]))  # a_1 … a_n (or from 0), in order
+    values = {s: sp.Float(a[k], 30) for k, s in enumerate(symbols)}
     np.testing.assert_allclose(nm.softmax_jacobian(a), np.array(J.xreplace(values), dtype=float), rtol=1e-14, atol=1e-16)
 
 
