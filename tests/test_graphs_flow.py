@@ -227,3 +227,29 @@ def test_attention_flow_single_output_position_needs_a_sequence():
             attention_flow([A, A], outputs=bad)
     # by hand (residual, two layers): A_hat = [[1, 0], [1/4, 3/4]]; flow j -> 0 is sum_m min(A_hat[m, j], A_hat[0, m])
     assert attention_flow([A, A], outputs=np.array([0]), normalize=False).tolist() == [[1.0, 0.0]]
+
+
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["max", "min"]), st.booleans())
+@settings(max_examples=25, deadline=None)
+def test_head_fusion_max_min_are_elementwise_then_row_normalised(seed, fusion, residual):
+    rng = np.random.default_rng(seed)
+    stack = rng.dirichlet(np.ones(4), size=(2, 3, 4))  # (layers, heads, n, n), rows on the simplex
+    fused = stack.max(axis=1) if fusion == "max" else stack.min(axis=1)
+    by_hand = fused / fused.sum(-1, keepdims=True)
+    if residual:
+        by_hand = 0.5 * by_hand + 0.5 * np.eye(4)
+    R = np.eye(4)
+    for M in by_hand:
+        R = M @ R
+    np.testing.assert_allclose(attention_rollout(stack, head=fusion, residual=residual), R, rtol=1e-12, atol=1e-12)
+    F_ = attention_flow(stack, head=fusion, outputs=[0])
+    np.testing.assert_allclose(F_.sum(-1), 1.0)
+
+
+def test_head_fusion_mean_is_the_default_and_bad_names_are_refused():
+    rng = np.random.default_rng(1)
+    stack = rng.dirichlet(np.ones(3), size=(2, 2, 3))
+    np.testing.assert_array_equal(attention_rollout(stack), attention_rollout(stack, head="mean"))
+    assert not np.allclose(attention_rollout(stack, head="max"), attention_rollout(stack, head="min"))
+    with pytest.raises(at.ShapeError, match="head must be an integer or one of 'mean', 'max', 'min' \\(got 'median'\\)"):
+        attention_rollout(stack, head="median")

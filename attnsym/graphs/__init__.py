@@ -42,11 +42,12 @@ from .metrics import (
     row_entropy,
     row_tv_distance,
 )
-from .routing import attention_matrix, layered_graph, mlp_graph, prune, routing_graph, select_attention
+from .routing import HEAD_FUSIONS, attention_matrix, layered_graph, mlp_graph, prune, routing_graph, select_attention
 
 __all__ = [
     "ARCHITECTURES",
     "FORMATS",
+    "HEAD_FUSIONS",
     "ROW_SUM_ATOL",
     "Contrast",
     "GraphFormatError",

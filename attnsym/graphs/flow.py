@@ -1,7 +1,10 @@
 r"""Attention rollout and attention flow across layers (Abnar & Zuidema, 2020).
 
-Both start from the per-layer matrices of a stack, heads averaged (or one head chosen), with
-the residual connection mixed in as in the paper:
+Both start from the per-layer matrices of a stack, with the heads of each layer *fused* into
+one matrix — averaged (``head="mean"``, the paper's choice), their elementwise maximum or
+minimum (``"max"`` / ``"min"``, rows re-normalised, as common rollout code for vision
+transformers offers), or one head chosen by index — and the residual connection mixed in as in
+the paper:
 :math:`\hat A^{(l)} = \tfrac12 A^{(l)} + \tfrac12 I`, rows re-normalised to sum to 1.
 
 **Rollout** multiplies them, the top layer on the left:
@@ -55,8 +58,10 @@ def attention_rollout(
         ``(heads, n, n)``), or the Hugging Face ``output_attentions`` tuple of
         ``(batch, heads, n, n)`` tensors. A single 3-D array is *one* layer's heads: pass
         a list (``list(A)``) to mean a ``(layers, n, n)`` stack.
-    head : int or "mean", default "mean"
-        A single head in every layer, or the mean over heads (the paper's choice).
+    head : int or {"mean", "max", "min"}, default "mean"
+        A single head in every layer, or the head fusion: the mean over heads (the paper's
+        choice), or the elementwise max / min over heads with rows re-normalised
+        (:func:`~attnsym.graphs.routing.layer_matrices`).
     residual : bool, default True
         Use :math:`\tfrac12 A + \tfrac12 I` (rows re-normalised) for every layer.
     batch : int, default 0
@@ -76,6 +81,9 @@ def attention_rollout(
     >>> A2 = np.array([[0.0, 1.0], [0.0, 1.0]])     # everyone reads position 1
     >>> attention_rollout([A1, A2]).tolist()
     [[0.75, 0.25], [0.5, 0.5]]
+    >>> heads = np.stack([A1, A2])                  # one layer, two heads, fused three ways
+    >>> [attention_rollout([heads], head=f, residual=False).tolist() for f in ("mean", "max", "min")]
+    [[[0.5, 0.5], [0.5, 0.5]], [[0.5, 0.5], [0.5, 0.5]], [[0.0, 0.0], [0.0, 0.0]]]
     """
     stack = as_attention_stack(attentions, batch=batch, name="attentions")
     mats = layer_matrices(stack, head=head, residual=residual)

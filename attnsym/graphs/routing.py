@@ -32,7 +32,8 @@ import numpy as np
 from ..errors import ShapeError
 from ._arrays import as_attention_stack, check_index, check_pruning, check_tokens, to_numpy
 
-__all__ = ["attention_matrix", "layered_graph", "mlp_graph", "prune", "routing_graph", "select_attention"]
+__all__ = ["HEAD_FUSIONS", "attention_matrix", "layer_matrices", "layered_graph", "mlp_graph", "prune", "routing_graph",
+           "select_attention"]
 
 DIRECTION = "key -> query (edge j -> i carries weight A[i, j])"
 
@@ -218,8 +219,8 @@ def layered_graph(
         ``(layers, heads, n, n)``, ``(layers, n, n)`` as a list, or the Hugging Face tuple.
     tokens : sequence of str, optional
         Labels of the ``n`` positions (repeated on every layer).
-    head : int or "mean", default "mean"
-        Which head to use in every layer, or the mean over heads.
+    head : int or {"mean", "max", "min"}, default "mean"
+        Which head to use in every layer, or how to fuse the heads (:func:`layer_matrices`).
     residual : bool, default False
         Mix in the residual connection as above.
     threshold, top_k, batch
@@ -260,19 +261,37 @@ def layered_graph(
     return G
 
 
-def layer_matrices(stack: np.ndarray, *, head: int | str = "mean", residual: bool = False) -> np.ndarray:
-    r"""Per-layer ``(layers, n, n)`` matrices: one head or the head mean, optionally with residual.
+#: how :func:`layer_matrices` fuses the heads of a layer into one matrix (besides one head by index)
+HEAD_FUSIONS = ("mean", "max", "min")
 
+
+def layer_matrices(stack: np.ndarray, *, head: int | str = "mean", residual: bool = False) -> np.ndarray:
+    r"""Per-layer ``(layers, n, n)`` matrices: one head, or the heads fused; optionally with residual.
+
+    ``head`` is a head index, or a fusion of :data:`HEAD_FUSIONS`: ``"mean"`` (the mean over
+    heads, Abnar & Zuidema's choice, row-stochastic as it is), ``"max"`` or ``"min"`` (the
+    elementwise maximum / minimum over heads, as in common rollout code for vision
+    transformers; these rows no longer sum to 1 and are re-normalised, an all-zero row staying 0).
     With ``residual=True``: :math:`\hat A = (\tfrac12 A + \tfrac12 I)` with rows re-normalised
     to sum to 1 (all-zero rows of ``A`` become the identity row).
 
     >>> layer_matrices(np.array([[[[0.0, 1.0], [0.5, 0.5]]]]), residual=True).tolist()
     [[[0.5, 0.5], [0.25, 0.75]]]
+    >>> two_heads = np.array([[[[1.0, 0.0], [0.5, 0.5]], [[0.5, 0.5], [0.0, 1.0]]]])
+    >>> layer_matrices(two_heads, head="max").tolist()     # max [[1, .5], [.5, 1]], rows re-normalised
+    [[[0.6666666666666666, 0.3333333333333333], [0.3333333333333333, 0.6666666666666666]]]
+    >>> layer_matrices(two_heads, head="min").tolist()     # min [[.5, 0], [0, .5]]
+    [[[1.0, 0.0], [0.0, 1.0]]]
     """
     if isinstance(head, str):
-        if head != "mean":
-            raise ShapeError(f"head must be an integer or 'mean' (got {head!r})")
-        mats = stack.mean(axis=1)
+        if head not in HEAD_FUSIONS:
+            raise ShapeError(f"head must be an integer or one of {', '.join(map(repr, HEAD_FUSIONS))} (got {head!r})")
+        if head == "mean":
+            mats = stack.mean(axis=1)
+        else:
+            mats = stack.max(axis=1) if head == "max" else stack.min(axis=1)
+            sums = mats.sum(axis=-1, keepdims=True)
+            mats = np.divide(mats, sums, out=np.zeros_like(mats), where=sums > 0)
     else:
         mats = stack[:, check_index(head, stack.shape[1], "head", "heads")]
     if not isinstance(residual, bool):
