@@ -1,4 +1,4 @@
-"""The ``attnsym`` command-line tool: ``attnsym {tour,derive,verify,graph,plot}``.
+"""The ``attnsym`` command-line tool: ``attnsym {tour,derive,verify,graph,plot,route}``.
 
 Each sub-command lives in its own module of this package, which defines
 ``add_parser(subparsers)``; the parser it adds sets ``run(args) -> int``. This package is the
@@ -19,7 +19,7 @@ from ..errors import AttnsymError
 
 __all__ = ["build_parser", "main"]
 
-COMMANDS = ("tour", "derive", "verify", "graph", "plot")
+COMMANDS = ("tour", "derive", "verify", "graph", "plot", "route")
 
 _DESCRIPTION = """\
 attnsym makes the mathematics of self-attention explicit.
@@ -36,6 +36,8 @@ examples:
   attnsym derive --n 2 --d 2 --format md    # the forward pass, step by step
   attnsym verify variance-scaling           # check one claim
   attnsym graph --n 6 --heads 2 -o out/     # routing graphs as GraphML
+  attnsym route "the Apple phone launch event" "I like to eat apples" --token apple -o out/
+                                            # a real model's routing, the same word in two contexts
 
 'attnsym COMMAND --help' explains each command.
 """

