@@ -25,9 +25,9 @@ def written(tmp_path_factory):
 def test_route_writes_graphs_figures_and_report(written):
     status, out = written
     assert status == 0
-    assert len(list((out / "text0" / "graphs").glob("layer*-head*.json"))) == 72
-    for name in ("report.md", "contrast.png", "contrast.md", "contrast.json", "text0/heatmaps.png",
-                 "text1/rollout-flow.png", "text1/route.json"):
+    assert len(list((out / "text1" / "graphs").glob("layer*-head*.json"))) == 72
+    for name in ("report.md", "contrast.png", "contrast.md", "contrast.json", "text1/heatmaps.png",
+                 "text2/rollout-flow.png", "text2/route.json"):
         assert (out / name).is_file(), name
     report = (out / "report.md").read_text()
     assert "'Apple' in 'the Apple phone launch event' and 'apples' in 'I like to eat apples'" in report
@@ -37,7 +37,7 @@ def test_route_writes_graphs_figures_and_report(written):
 def test_route_graph_files_hold_the_models_attention(written):
     _, out = written
     r = minilm().route(APPLE[1])
-    G = graphs.read(out / "text1" / "graphs" / "layer2-head5.json")
+    G = graphs.read(out / "text2" / "graphs" / "layer3-head6.json")  # text 2, layer index 2, head index 5
     A = graphs.attention_matrix(G)
     np.testing.assert_allclose(A, r.attention[2, 5], atol=1e-6)
     assert [G.nodes[i]["token"] for i in range(r.n)] == r.labels()

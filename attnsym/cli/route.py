@@ -30,7 +30,7 @@ tokenizer.json; BERT-family encoders and GPT-2-family decoders). Nothing is down
 
 Files written to the -o folder:
   report.md                         tokens, where attention lands, rollout/flow, the contrast
-  text{k}/graphs/layer{l}-head{h}.{ext}   routing graph of text k, layer l, head h (from 0)
+  text{k}/graphs/layer{l}-head{h}.{ext}   routing graph of text k, layer l, head h (from 1)
   text{k}/heatmaps.png              attention of every layer and head
   text{k}/rollout-flow.png          rollout and flow (heads fused by --head-fusion)
   text{k}/route.json                tokens, offsets, attention and scores as JSON
@@ -88,10 +88,10 @@ def write_route(folder: str | Path, model, texts: Sequence[str], token: str | No
         raise TextError(f"--token compares the word in exactly two texts (got {len(texts)} text(s))")
     if not overwrite:  # the names are known before anything is computed: refuse early
         L, H = model.config.layers, model.config.heads
-        names = ["report.md"] + [f"text{k}/{name}" for k in range(len(texts))
+        names = ["report.md"] + [f"text{k}/{name}" for k in range(1, len(texts) + 1)
                                  for name in ("heatmaps.png", "rollout-flow.png", "route.json")]
-        names += [f"text{k}/graphs/layer{ly}-head{h}.{fmt}" for k in range(len(texts)) for ly in range(L)
-                  for h in range(H)] if graphs else []
+        names += [f"text{k}/graphs/layer{ly}-head{h}.{fmt}" for k in range(1, len(texts) + 1) for ly in range(1, L + 1)
+                  for h in range(1, H + 1)] if graphs else []
         names += ["contrast.png", "contrast.md", "contrast.json"] if token is not None else []
         existing = [name for name in names if (folder / name).exists()]
         if existing:
@@ -100,14 +100,12 @@ def write_route(folder: str | Path, model, texts: Sequence[str], token: str | No
     step("routing the texts")
     routes = model.route(texts)
     plan: list[tuple[str, Any, str]] = []  # (relative path, a graph or a maker of the file's content, what)
-    outputs = {}
     body = [f"# Routing through {model.name}", "", report.describe(model), "", "## The texts", ""]
-    for k, r in enumerate(routes):
+    for k, r in enumerate(routes, start=1):  # people read text 1, layer 1, head 1 (the numbering rule of attnsym.spec)
         step(f"text {k}: rollout and flow")
         roll = gr.attention_rollout(r.attention, head=head_fusion)
         outs = _flow_outputs(r)
         fl = gr.attention_flow(r.attention, head=head_fusion, outputs=list(outs)) if flow else None
-        outputs[k] = (roll, fl)
         body.append(report.route_markdown(r, rollout=roll, flow=fl, flow_outputs=outs))
         if graphs:
             labels = r.labels()
@@ -116,8 +114,8 @@ def write_route(folder: str | Path, model, texts: Sequence[str], token: str | No
                     G = gr.routing_graph(r.attention[layer, head].astype(float), tokens=labels, layer=None, head=None,
                                          top_k=top_k, threshold=threshold)
                     G.graph.update(layer=layer, head=head, text=r.text, model=model.name)
-                    plan.append((f"text{k}/graphs/layer{layer}-head{head}.{fmt}", G,
-                                 f"routing graph of text {k}, layer {layer}, head {head}"))
+                    plan.append((f"text{k}/graphs/layer{layer + 1}-head{head + 1}.{fmt}", G,
+                                 f"routing graph of text {k}, layer {layer + 1}, head {head + 1}"))
         plan.append((f"text{k}/heatmaps.png", _png(plots, lambda r=r: plots.attention_grid_figure(r)),
                      f"text {k}: attention of every layer and head (rows queries, columns keys)"))
         plan.append((f"text{k}/rollout-flow.png",
@@ -135,7 +133,6 @@ def write_route(folder: str | Path, model, texts: Sequence[str], token: str | No
                      f"where '{c.words[0].text}' and '{c.words[1].text}' read from, side by side, and the distance grid"))
         plan.append(("contrast.md", lambda: c.table().to_markdown(), "the contrast table, every layer and head"))
         plan.append(("contrast.json", lambda: json.dumps(c.as_dict(), indent=1), "the contrast as JSON"))
-        outputs["contrast"] = c
     body += ["## [CLS], [SEP] and the first token", "", report.SPECIAL_NOTE, ""]
     body += ["## Files", ""] + [f"- [{p}]({p}) — {what}" for p, _, what in plan if "/graphs/" not in p]
     if graphs:
@@ -209,6 +206,6 @@ def run(args: argparse.Namespace) -> int:
         layer, head = f["most_different"]
         same = "identical" if f["weights_identical"] else "NOT identical"
         print(f"  '{f['words'][0]}' vs '{f['words'][1]}': mean role distance {f['mean_role_distance']:.3f}, largest "
-              f"{f['max_role_distance']:.3f} at layer {layer} head {head}; weights {same} for both texts")
+              f"{f['max_role_distance']:.3f} at layer {layer + 1} head {head + 1}; weights {same} for both texts")
     print(f"  read {result.folder / 'report.md'}")
     return 0

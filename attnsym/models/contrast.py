@@ -195,7 +195,7 @@ class TokenContrast:
         return self.routes[0].text, self.routes[1].text
 
     def most_different(self) -> tuple[int, int]:
-        """``(layer, head)`` with the largest role distance."""
+        """``(layer, head)`` *indices* (from 0) of the largest role distance; people read layer ``layer + 1``."""
         layer, head = np.unravel_index(int(np.argmax(self.role_distance)), self.role_distance.shape)
         return int(layer), int(head)
 
@@ -209,12 +209,14 @@ class TokenContrast:
     def table(self, *, top: int = 3, layer: int | None = None) -> ContrastTable:
         """Per layer and head: where the word reads from in each text, and how far apart the two are.
 
+        Layers and heads are labelled from 1 (the numbering rule of :mod:`attnsym.spec`).
+
         Parameters
         ----------
         top : int, default 3
             How many of the most-read tokens to list per text.
         layer : int, optional
-            Only this layer.
+            Only this layer (an index, from 0; negative counts from the end).
         """
         top = positive_int("top", top, error=TextError)
         L, H = self.role_distance.shape
@@ -226,7 +228,7 @@ class TokenContrast:
         for ly in layers:
             for h in range(H):
                 reads = [", ".join(f"{t} {w:.2f}" for t, w in self.top_reads(k, ly, h, top)) for k in (0, 1)]
-                rows.append((ly, h, reads[0], reads[1], float(self.entropy[0][ly, h]), float(self.entropy[1][ly, h]),
+                rows.append((ly + 1, h + 1, reads[0], reads[1], float(self.entropy[0][ly, h]), float(self.entropy[1][ly, h]),
                              float(self.role_distance[ly, h])))
         return ContrastTable(columns, tuple(rows))
 
@@ -237,7 +239,7 @@ class TokenContrast:
         same = "identical" if self.weights_identical else "NOT identical"
         return (f"'{w1}' in {self.texts[0]!r} and '{w2}' in {self.texts[1]!r}: mean role distance "
                 f"{float(self.role_distance.mean()):.3f} over {self.role_distance.size} heads, largest "
-                f"{float(self.role_distance[layer, head]):.3f} at layer {layer} head {head}; the projection and "
+                f"{float(self.role_distance[layer, head]):.3f} at layer {layer + 1} head {head + 1}; the projection and "
                 f"feed-forward weights applied to the word are {same} in both ({len(self.weight_digests)} layers "
                 "fingerprinted)")
 

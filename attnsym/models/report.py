@@ -35,9 +35,10 @@ def _esc(text: str) -> str:
 def special_markdown(route: Route) -> str:
     """A table: per layer, the share of attention to the first token, the closing special token, the rest."""
     s = special_shares(route)
-    lines = [f"| layer | to `{_esc(s.first_label)}` | to `{_esc(s.last_label)}` | to the other {route.n - 2} tokens |",
+    others = route.n - 1 - (s.last_label != "—")
+    lines = [f"| layer | to `{_esc(s.first_label)}` | to `{_esc(s.last_label)}` | to the other {others} tokens |",
              "|---|---|---|---|"]
-    lines += [f"| {layer} | {s.first[layer]:.3f} | {s.last[layer]:.3f} | {s.rest[layer]:.3f} |" for layer in range(route.layers)]
+    lines += [f"| {ly + 1} | {s.first[ly]:.3f} | {s.last[ly]:.3f} | {s.rest[ly]:.3f} |" for ly in range(route.layers)]
     return "\n".join(lines) + "\n"
 
 
@@ -46,16 +47,16 @@ def route_markdown(route: Route, *, rollout: np.ndarray | None = None, flow: np.
     """One text: its tokens with offsets, where attention lands per layer, and rollout/flow's top inputs."""
     labels = route.labels()
     lines = [f"### {_esc(route.text)!s}", "", f"{route.n} tokens, {route.layers} layers × {route.heads} heads.", "",
-             "| position | token | characters |", "|---|---|---|"]
+             "| token | word piece | characters |", "|---|---|---|"]
     for p, (token, (a, b), special) in enumerate(zip(route.tokens, route.offsets, route.special, strict=True)):
         where = "added by the tokenizer" if special else f"{a}–{b} `{_esc(route.text[a:b])}`"
-        lines.append(f"| {p} | `{_esc(token)}` | {where} |")
+        lines.append(f"| {p + 1} | `{_esc(token)}` | {where} |")
     lines += ["", "Mean attention per layer (over heads and queries):", "", special_markdown(route)]
     if rollout is not None:
         for a, i in enumerate(flow_outputs):
             order = np.argsort(-rollout[i], kind="stable")[:top]
             reads = ", ".join(f"`{_esc(labels[j])}` {rollout[i, j]:.3f}" for j in order)
-            lines.append(f"- rollout into `{_esc(labels[i])}` (position {i}): {reads}")
+            lines.append(f"- rollout into `{_esc(labels[i])}` (token {i + 1}): {reads}")
             if flow is not None:
                 order = np.argsort(-flow[a], kind="stable")[:top]
                 reads = ", ".join(f"`{_esc(labels[j])}` {flow[a, j]:.3f}" for j in order)
@@ -81,12 +82,12 @@ def contrast_markdown(c: TokenContrast, *, rows: int = 10) -> str:
              "| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
     for flat in order:
         layer, head = np.unravel_index(int(flat), (L, H))
-        row = by_index[(int(layer), int(head))]
+        row = by_index[(int(layer) + 1, int(head) + 1)]
         lines.append("| " + " | ".join(f"{v:.3f}" if isinstance(v, float) else _esc(v) for v in row) + " |")
     lines += ["", "| layer | mean role distance over heads | largest (head) |", "|---|---|---|"]
     for layer in range(L):
         d = c.role_distance[layer]
-        lines.append(f"| {layer} | {d.mean():.3f} | {d.max():.3f} ({int(np.argmax(d))}) |")
+        lines.append(f"| {layer + 1} | {d.mean():.3f} | {d.max():.3f} (head {int(np.argmax(d)) + 1}) |")
     same = "identical" if c.weights_identical else "**not identical**"
     names = ", ".join(f"`{k}`" for k in c.weight_digests[0])
     lines += ["", f"**The weights are the same.** Every parameter of every layer ({names}) was fingerprinted "
