@@ -27,7 +27,7 @@ _LAZY: dict[str, str] = {
     "derive": "attnsym.derivation",
     "Derivation": "attnsym.derivation",
     "Step": "attnsym.derivation",
-    "gradients": "attnsym.symbolic.backprop",
+    "gradients": "attnsym.symbolic",
     "validate": "attnsym.validation",
     "verify": "attnsym.claims",
     "Evidence": "attnsym.claims",

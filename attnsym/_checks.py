@@ -34,6 +34,7 @@ from .errors import AttnsymError, SpecError
 __all__ = [
     "boolean",
     "finite_real",
+    "instance_of",
     "is_int",
     "non_negative_int",
     "one_of",
@@ -113,3 +114,17 @@ def one_of(name: str, value: Any, choices: Iterable[Any], *, error: type[Attnsym
             return option
     listed = ", ".join(repr(o) for o in options)
     raise error(f"{name} must be one of {listed} (got {value!r})")
+
+
+def instance_of(name: str, value: Any, cls: type, *, error: type[AttnsymError] = SpecError) -> Any:
+    """``value`` if it is an instance of ``cls``, else ``error`` naming ``name``, the value and its type.
+
+    >>> instance_of("spec", 3, dict)
+    Traceback (most recent call last):
+    ...
+    attnsym.errors.SpecError: spec must be a dict (got 3 of type int)
+    """
+    if isinstance(value, cls):
+        return value
+    article = "an" if cls.__name__[:1].lower() in "aeiou" else "a"
+    raise error(f"{name} must be {article} {cls.__name__} (got {value!r} of type {type(value).__name__})")

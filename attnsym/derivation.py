@@ -24,8 +24,6 @@ Rendering (Markdown with ``$$`` math, a standalone LaTeX document, Jupyter) live
 
 from __future__ import annotations
 
-import importlib
-import inspect
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -33,75 +31,15 @@ from typing import Literal
 import sympy as sp
 
 from .errors import SpecError
+from .render import derivation_latex_document, derivation_latex_math, derivation_markdown
 from .spec import AttentionSpec
+from .symbolic._backward_steps import gradient_steps
+from .symbolic.matrices import attention, matmul, row_softmax
+from .symbolic.mlp import mlp
+from .symbolic.position_steps import alibi_steps, rope_steps
+from .symbolic.steps import Step
 
 __all__ = ["Derivation", "Step", "derive"]
-
-
-def _check_equation(equation):
-    if isinstance(equation, list):
-        equation = tuple(equation)
-    if isinstance(equation, tuple) and len(equation) == 1:
-        equation = equation[0]
-    items = equation if isinstance(equation, tuple) else (equation,)
-    if not items:
-        raise SpecError("equation must be a SymPy object or a non-empty tuple of them (got an empty tuple)")
-    for item in items:
-        if not isinstance(item, (sp.Basic, sp.MatrixBase)):
-            raise SpecError(f"equation must be a SymPy object (an Eq) or a tuple of them (got {item!r} of type "
-                            f"{type(item).__name__})")
-    return equation
-
-
-@dataclass(frozen=True)
-class Step:
-    r"""One titled step of a derivation.
-
-    Parameters
-    ----------
-    title : str
-        Short title, plain text (e.g. ``"Queries"``).
-    equation : SymPy object or tuple of SymPy objects
-        Usually ``sp.Eq(lhs, rhs)``; a tuple for a system of equations.
-    explanation : str
-        One line of plain text; ``$...$`` marks inline LaTeX math.
-    formula : str, optional
-        The general (matrix) formula in LaTeX, shown before the explicit equation,
-        e.g. ``r"Q = X W_Q"``.
-
-    Examples
-    --------
-    >>> x = sp.Symbol("x")
-    >>> step = Step("Square", sp.Eq(sp.Symbol("y"), x**2), "The output is the square of the input.")
-    >>> step.equations
-    (Eq(y, x**2),)
-    >>> step.to_latex()
-    'y = x^{2}'
-    """
-
-    title: str
-    equation: sp.Basic | tuple[sp.Basic, ...]
-    explanation: str
-    formula: str | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("title", "explanation"):
-            if not isinstance(getattr(self, name), str):
-                raise SpecError(f"{name} must be a string (got {getattr(self, name)!r})")
-        if self.formula is not None and not isinstance(self.formula, str):
-            raise SpecError(f"formula must be a LaTeX string or None (got {self.formula!r})")
-        object.__setattr__(self, "equation", _check_equation(self.equation))
-
-    @property
-    def equations(self) -> tuple:
-        """The equation(s) as a tuple."""
-        return self.equation if isinstance(self.equation, tuple) else (self.equation,)
-
-    def to_latex(self) -> str:
-        """The equations in LaTeX, one per line (joined by ``\\\\``)."""
-        from .render import latex_expression
-
-        return r" \\ ".join(latex_expression(e) for e in self.equations)
 
 
 @dataclass(frozen=True)
@@ -164,22 +102,16 @@ class Derivation:
 
     def to_markdown(self) -> str:
         """Markdown: a ``#`` title, a ``##`` heading per step, display math in ``$$`` blocks."""
-        from .render import derivation_markdown
-
         return derivation_markdown(self)
 
     def to_latex(self) -> str:
         """A standalone LaTeX document (``article``, amsmath) with one section per step."""
-        from .render import derivation_latex_document
-
         return derivation_latex_document(self)
 
     def _repr_markdown_(self) -> str:
         return self.to_markdown()
 
     def _repr_latex_(self) -> str:
-        from .render import derivation_latex_math
-
         return derivation_latex_math(self)
 
     def __repr__(self) -> str:
@@ -222,10 +154,6 @@ def _mask_words(spec: AttentionSpec) -> str:
 
 
 def _forward_steps(spec: AttentionSpec, max_terms) -> list[Step]:
-    from .symbolic.matrices import attention, matmul, row_softmax
-    from .symbolic.mlp import mlp
-    from .symbolic.position_steps import alibi_steps, rope_steps
-
     sym = attention(spec, max_terms=max_terms)
     n, m, h, d_k, d_v = spec.n, spec.d_model, spec.heads, spec.d_k, spec.d_v
     multi = h > 1
@@ -419,11 +347,10 @@ def derive(spec: AttentionSpec, what: Literal["forward", "gradients"] = "forward
     spec : AttentionSpec
         The layer. Symbolic derivations are meant for small sizes (``n, d_model <= 4-6``).
     what : {"forward", "gradients"}, default "forward"
-        ``"gradients"`` returns the steps of
-        :func:`attnsym.symbolic.backprop.gradient_steps`.
+        ``"gradients"`` returns the steps of :func:`attnsym.symbolic.gradient_steps`.
     max_terms : float, optional
-        Size guard passed to :func:`attnsym.symbolic.attention` (and to ``gradient_steps``
-        when it accepts a ``max_terms`` keyword).
+        Size guard passed to :func:`attnsym.symbolic.attention` or
+        :func:`attnsym.symbolic.gradient_steps`.
 
     Returns
     -------
@@ -452,28 +379,10 @@ def derive(spec: AttentionSpec, what: Literal["forward", "gradients"] = "forward
         return Derivation("Self-attention, step by step", tuple(_forward_steps(spec, max_terms)),
                           description=spec.describe(), spec=spec)
     if what == "gradients":
-        gradient_steps = _gradient_steps_function()
-        takes_limit = "max_terms" in inspect.signature(gradient_steps).parameters
-        steps = gradient_steps(spec, max_terms=max_terms) if takes_limit else gradient_steps(spec)
+        steps = gradient_steps(spec, max_terms=max_terms)
         return Derivation("Gradients of self-attention, step by step", tuple(steps),
                           description=spec.describe(), spec=spec)
     raise SpecError(f"what must be 'forward' or 'gradients' (got {what!r})")
-
-
-def _gradient_steps_function():
-    try:
-        module = importlib.import_module("attnsym.symbolic.backprop")
-    except ModuleNotFoundError as error:
-        if error.name != "attnsym.symbolic.backprop":
-            raise
-        module = None
-    function = getattr(module, "gradient_steps", None)
-    if function is None:
-        raise SpecError(
-            "what='gradients' needs attnsym.symbolic.backprop.gradient_steps, which this installation of attnsym "
-            "does not provide; use what='forward'"
-        )
-    return function
 
 
 def concatenate(title: str, derivations: Sequence[Derivation]) -> Derivation:

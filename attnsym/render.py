@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-import sympy as sp
+from .symbolic.cost import DEFAULT_MAX_TERMS
+from .symbolic.steps import latex_expression
 
 if TYPE_CHECKING:  # pragma: no cover
     from .derivation import Derivation
@@ -39,17 +40,6 @@ _LATEX_SPECIALS = {
     "^": r"\textasciicircum{}",
 }
 _MATH = re.compile(r"(\$[^$]+\$)")
-
-
-def latex_expression(expr) -> str:
-    r"""LaTeX of one SymPy object (an ``Eq`` of matrices prints as ``lhs = [matrix]``).
-
-    Examples
-    --------
-    >>> latex_expression(sp.Eq(sp.Symbol("y"), sp.Symbol("x_{1,2}") ** 2))
-    'y = x_{1,2}^{2}'
-    """
-    return sp.latex(expr)
 
 
 def escape_latex_text(text: str) -> str:
@@ -252,23 +242,18 @@ default admits $n = d_{model} = 6$ (one or two heads) and refuses $n = d_{model}
 """
 
 
-def deriving_page() -> str:
+def deriving_page(example: Derivation) -> str:
     """The text of the documentation page "Deriving attention" (``deriving.md``).
 
-    Prose on conventions and usage followed by the rendered ``n = 2, d_model = 2``
-    derivation, produced by :func:`attnsym.derive` at call time.
+    Prose on conventions and usage followed by ``example``, the rendered derivation (the
+    page uses ``attnsym.derive(AttentionSpec(n=2, d_model=2))``, produced at build time).
 
     Examples
     --------
-    >>> page = deriving_page()
+    >>> page = deriving_page(at.derive(at.AttentionSpec(n=2, d_model=2)))
     >>> page.startswith("# Deriving attention"), "## 1. Inputs" in page
     (True, True)
     """
-    from .derivation import derive
-    from .spec import AttentionSpec
-    from .symbolic.cost import DEFAULT_MAX_TERMS
-
-    example = derive(AttentionSpec(n=2, d_model=2))
     intro = _PAGE_INTRO.replace("{limit:,}", f"{DEFAULT_MAX_TERMS:,}")
     return intro + derivation_markdown(example, heading_level=2).replace(
         f"## {example.title}", f"## Example: {example.title} (n = 2, d_model = 2)", 1

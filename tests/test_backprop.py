@@ -27,7 +27,7 @@ from attnsym.symbolic import (
     sinusoidal_positions,
     softmax_jacobian,
 )
-from attnsym.symbolic.backprop import _Rewriter
+from attnsym.symbolic._rewrite import AtomRewriter
 
 
 def _kwargs(spec: AttentionSpec) -> dict:
@@ -123,7 +123,7 @@ def test_custom_loss_two_routes_and_value():
 
 def test_checker_detects_a_wrong_gradient(monkeypatch):
     """The check must be able to fail: compare against the elementwise gradients of a different layer."""
-    import attnsym.symbolic.backprop as bp
+    import attnsym.symbolic.backward as bp
 
     real = bp._elementwise
     monkeypatch.setattr(bp, "_elementwise", lambda spec, *a: real(spec.replace(scale="none"), *a))
@@ -267,7 +267,7 @@ def test_matrix_closed_forms_made_explicit_equal_entry_route(spec):
     rng = np.random.default_rng(0)  # exact at a random rational point (exp, sin, cos -> independent symbols)
     point = {s: sp.Rational(int(rng.integers(-9, 10)), int(rng.integers(1, 6)))
              for m in (*sym.inputs.values(), values["G"]) for s in m}
-    rewrite = _Rewriter(point)
+    rewrite = AtomRewriter(point)
     for name in entry:
         explicit = mg.explicit(name, values)
         assert explicit.shape == entry[name].shape
@@ -331,7 +331,7 @@ def test_softmax_jacobian_bad_n():
 )
 def test_attention_jacobian_is_frozen_plus_routing(spec):
     jac = attention_input_jacobian(spec)
-    rewrite = _Rewriter()
+    rewrite = AtomRewriter()
     for f, r, t in zip(jac.frozen, jac.routing, jac.total, strict=True):
         assert sp.expand(rewrite(f) + rewrite(r) - rewrite(t)) == 0
     x = set(input_symbols("X", spec.shapes["X"]))

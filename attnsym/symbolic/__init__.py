@@ -11,10 +11,13 @@ Matrix([
 [x_{2,1}, x_{2,2}]])
 """
 
+from ._backward_steps import gradient_steps
 from .activations import GELU_TANH_CUBIC, gelu, gelu_tanh
-from .backprop import GradientCheck, GradientResult, check_gradients, gradient_cost, gradient_steps, gradients
-from .cost import DEFAULT_MAX_TERMS, SymbolicCost, enforce_limit, estimate_cost
+from .backward import gradients
+from .cost import DEFAULT_MAX_GRADIENT_TERMS, DEFAULT_MAX_TERMS, SymbolicCost, enforce_limit, estimate_cost, gradient_cost
 from .equivariance import check_attention_equivariance, check_conv_equivariance, conv1d
+from .gradient_check import GradientCheck, check_gradients
+from .gradient_result import GradientResult
 from .jacobians import (
     InputJacobian,
     SoftmaxJacobian,
@@ -31,10 +34,12 @@ from .online_softmax import prove_online_softmax
 from .opcount import attention_opcount, decode_step_opcount
 from .positions import alibi_bias, alibi_slopes, apply_rope, rope_frequencies, rope_rotation, sinusoidal_positions
 from .rope_proofs import RelativeProof, prove_rope_relative, prove_shift_invariance
+from .steps import Step
 from .symmetry import prove_qk_symmetry_condition
 from .two_token import solve_two_token
 
 __all__ = [
+    "DEFAULT_MAX_GRADIENT_TERMS",
     "DEFAULT_MAX_TERMS",
     "GELU_TANH_CUBIC",
     "GradientCheck",
@@ -43,6 +48,7 @@ __all__ = [
     "MatrixGradients",
     "RelativeProof",
     "SoftmaxJacobian",
+    "Step",
     "SymbolicAttention",
     "SymbolicCost",
     "SymbolicMLP",

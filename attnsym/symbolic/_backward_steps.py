@@ -12,8 +12,12 @@ from __future__ import annotations
 import sympy as sp
 
 from ..spec import AttentionSpec
+from ._loss import input_matrices
+from .cost import check_gradient_size, check_gradient_spec
+from .jacobians import softmax_jacobian
+from .steps import Step
 
-__all__ = ["backward_steps"]
+__all__ = ["gradient_steps"]
 
 Matrix = sp.ImmutableMatrix
 
@@ -35,15 +39,37 @@ def _mm(A, B) -> sp.ImmutableMatrix:
     return Matrix(A.shape[0], B.shape[1], lambda i, j: sp.Add(*[A[i, k] * B[k, j] for k in range(A.shape[1])]))
 
 
-def backward_steps(spec: AttentionSpec, max_terms: float | None = None) -> list:
-    """Steps of the backward pass for ``spec`` (see :func:`attnsym.symbolic.backprop.gradient_steps`)."""
-    from ..derivation import Step
-    from .backprop import _guard, _input_matrices
-    from .jacobians import softmax_jacobian
+def gradient_steps(spec: AttentionSpec, max_terms: float | None = None) -> list[Step]:
+    r"""The backward pass as derivation steps, rendered like the forward one.
 
-    _guard(spec, "closed_form", max_terms)
+    ``attnsym.derive(spec, what="gradients")`` wraps these in a
+    :class:`~attnsym.derivation.Derivation`. Each step is an explicit matrix equation in the
+    entries of the previous steps (adjoints :math:`\bar M = \partial L/\partial M`), with its
+    general matrix formula and one line of explanation: loss, output projection, values,
+    attention weights, the softmax Jacobian, scores, queries and keys, projection weights, input.
+
+    Parameters
+    ----------
+    spec : AttentionSpec
+    max_terms : float, optional
+        Size guard, as for :func:`gradients`.
+
+    Returns
+    -------
+    list of Step
+
+    Examples
+    --------
+    >>> steps = gradient_steps(AttentionSpec(n=2, d_model=2))
+    >>> [s.title for s in steps][:4]
+    ['Loss and upstream gradient', 'Values', 'Attention weights', 'Softmax Jacobian']
+    >>> steps[4].equation.rhs[0, 0]
+    \alpha_{1,1}*(-\alpha_{1,1}*\bar{a}_{1,1} - \alpha_{1,2}*\bar{a}_{1,2} + \bar{a}_{1,1})
+    """
+    spec = check_gradient_spec(spec)
+    check_gradient_size(spec, "closed_form", max_terms)
     n, m, H, dk, dv = spec.n, spec.d_model, spec.heads, spec.d_k, spec.d_v
-    inputs = _input_matrices(spec)
+    inputs = input_matrices(spec)
     allowed = spec.allowed
     ok = (lambda i, j: True) if allowed is None else (lambda i, j: allowed[i][j])
     c = spec.scale_expr

@@ -32,14 +32,31 @@ from __future__ import annotations
 import math
 import numbers
 from dataclasses import dataclass
+from typing import Any
 
+from .._checks import instance_of, one_of
 from ..errors import SizeLimitError, SpecError
 from ..spec import AttentionSpec
 
-__all__ = ["DEFAULT_MAX_TERMS", "SymbolicCost", "enforce_limit", "estimate_cost"]
+__all__ = [
+    "DEFAULT_MAX_GRADIENT_TERMS",
+    "DEFAULT_MAX_TERMS",
+    "GRADIENT_METHODS",
+    "SymbolicCost",
+    "check_gradient_spec",
+    "enforce_limit",
+    "estimate_cost",
+    "gradient_cost",
+]
 
 #: default ceiling on the estimated number of expression terms of a symbolic build
 DEFAULT_MAX_TERMS = 500_000
+
+#: default ceiling on the estimated terms of the closed-form gradient program (about (12, 12) single-head)
+DEFAULT_MAX_GRADIENT_TERMS = 60_000
+
+#: the routes of :func:`attnsym.symbolic.gradients`
+GRADIENT_METHODS = ("closed_form", "elementwise", "matrix")
 
 
 @dataclass(frozen=True)
@@ -184,3 +201,56 @@ def estimate_cost(spec: AttentionSpec) -> SymbolicCost:
         terms_A=terms_a,
         terms_Y=terms_y,
     )
+
+
+# ------------------------------------------------------------------------------------- gradients
+def gradient_cost(spec: AttentionSpec, method: str = "closed_form") -> int:
+    r"""Estimated size, in expression terms, of a gradient derivation (checked by the size guard).
+
+    ``"closed_form"``: the leaves of the straight-line program (forward and backward), about
+    :math:`18\, n\, d_{model}\, h d_k + h n^2 (6 d_k + 8 d_v + 12)` plus the output projection's
+    share (with ``d_v = d_k``) — a polynomial of low degree, unlike the trees of the elementwise route.
+    ``"elementwise"``: the terms of the unexpanded forward pass
+    (:func:`~attnsym.symbolic.estimate_cost`) times the number of input entries
+    differentiated, since ``.diff`` walks the whole tree once per entry. ``"matrix"``: four
+    times the terms of the forward pass (the identities multiply written-out matrices).
+
+    Examples
+    --------
+    >>> gradient_cost(AttentionSpec(n=2, d_model=2)) < gradient_cost(AttentionSpec(n=8, d_model=8))
+    True
+    >>> gradient_cost(AttentionSpec(n=3, d_model=3), "elementwise") > gradient_cost(AttentionSpec(n=3, d_model=3))
+    True
+    """
+    check_gradient_spec(spec, method)
+    n, m, h, dk, dv = spec.n, spec.d_model, spec.heads, spec.d_k, spec.d_v
+    if method == "elementwise":
+        entries = sum(r * c for r, c in (spec.shapes[k] for k in ("X", *spec.parameter_names)))
+        return estimate_cost(spec).total * entries
+    if method == "matrix":  # the written-out forward pass, then a few matrix products over it
+        return 4 * estimate_cost(spec).total
+    qkv = n * (2 * h * dk + h * dv) * (2 * m + 1)
+    scores = h * n * n * (2 * dk + 6)
+    mixing = h * n * dv * 2 * n
+    out = n * spec.d_out * 2 * h * dv if spec.output_projection else 0
+    backward = 2 * (qkv + out) + h * n * n * (4 * dv + 6) + 2 * h * n * n * (2 * dk) + h * n * dv * 2 * n
+    return qkv + scores + mixing + out + backward
+
+
+def check_gradient_spec(spec: Any, method: str = "closed_form") -> AttentionSpec:
+    """``spec`` if ``method`` can differentiate it (RoPE and ALiBi: the elementwise route only, for now)."""
+    instance_of("spec", spec, AttentionSpec)
+    one_of("method", method, GRADIENT_METHODS)
+    if spec.positions in ("rope", "alibi") and method != "elementwise":
+        raise SpecError(f"{method} gradients do not support positions={spec.positions!r} yet; "
+                        "use method='elementwise'")
+    return spec
+
+
+def check_gradient_size(spec: AttentionSpec, method: str, max_terms: float | None) -> None:
+    """Refuse, before anything is built, a gradient derivation above ``max_terms`` (see :func:`gradient_cost`)."""
+    terms = gradient_cost(spec, method)
+    limit = max_terms
+    if limit is None:
+        limit = DEFAULT_MAX_GRADIENT_TERMS if method == "closed_form" else DEFAULT_MAX_TERMS
+    enforce_limit(terms, limit, what=f"{method} gradients for {spec.describe()}", alternative="attnsym.numeric.attention_vjp")

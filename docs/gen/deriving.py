@@ -6,7 +6,8 @@ The page text, including the rendered n = 2, d_model = 2 derivation, comes from
 
 import mkdocs_gen_files
 
+import attnsym as at
 from attnsym.render import deriving_page
 
 with mkdocs_gen_files.open("deriving.md", "w") as page:
-    page.write(deriving_page())
+    page.write(deriving_page(at.derive(at.AttentionSpec(n=2, d_model=2))))

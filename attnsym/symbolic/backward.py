@@ -1,0 +1,281 @@
+r"""Exact gradients of self-attention (:func:`gradients`), by three routes that check each other.
+
+The scalar loss is :math:`L = \langle G, Y\rangle = \sum_{ij} G_{ij} Y_{ij}` with a symbolic
+upstream gradient ``G`` (entries ``g_{i,j}``), so each gradient is the full vector-Jacobian
+product of the layer; a user-supplied scalar loss :math:`\ell(Y)` is accepted too (then
+:math:`G = \partial \ell / \partial Y`).
+
+``method="closed_form"`` (default) applies the matrix rules of backpropagation entry by entry,
+per head :math:`h` (shapes: ``n`` tokens, ``c`` the score scale)::
+
+    dZ  = G W_Oᵀ            dW_O = Zᵀ G           db_O = 1ᵀ G
+    dV_h = A_hᵀ dZ_h        dA_h = dZ_h V_hᵀ
+    dS_h = A_h ⊙ (dA_h − rowsum(dA_h ⊙ A_h) 1ᵀ)          (the softmax Jacobian diag(a) − a aᵀ, row by row)
+    dQ_h = c dS_h K_h       dK_h = c dS_hᵀ Q_h
+    dW_Q = X_inᵀ dQ         db_Q = 1ᵀ dQ          (likewise K, V)
+    dX   = dQ W_Qᵀ + dK W_Kᵀ + dV W_Vᵀ
+
+Every intermediate entry is written once as an assignment of a straight-line program
+(:class:`~attnsym.symbolic._tape.Tape`), so the derivation costs a few SymPy constructor
+calls per entry and ``lambdify`` gets the common subexpressions for free. No ``expand``, no
+``simplify``.
+
+``method="elementwise"`` is the independent route: SymPy's ``.diff`` of the loss built from
+the forward pass of :func:`attnsym.symbolic.attention`, one input entry at a time. It walks
+the whole written-out expression once per input entry, is far slower, and is guarded to
+small sizes (see :func:`gradient_cost`).
+
+``method="matrix"`` evaluates the ``MatrixSymbol`` identities of
+:func:`~attnsym.symbolic.matrix_gradients` on the written-out forward pass, head by head.
+
+:func:`~attnsym.symbolic.check_gradients` proves the routes equal (see there for how, exactly);
+the result type is :class:`~attnsym.symbolic.GradientResult`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import sympy as sp
+
+from ..spec import AttentionSpec
+from ._loss import Loss, input_matrices, resolve_loss, resolve_wrt
+from ._tape import Tape
+from .cost import check_gradient_size, check_gradient_spec
+from .gradient_result import GradientResult
+from .matrices import attention, matmul
+from .matrix_calculus import matrix_gradients
+from .positions import sinusoidal_positions
+
+__all__ = ["gradients"]
+
+Matrix = sp.ImmutableMatrix
+
+
+def gradients(spec: AttentionSpec, wrt: str | Sequence[str] | None = None, *, loss: Any = None,
+              method: str = "closed_form", max_terms: float | None = None) -> GradientResult:
+    r"""Exact gradients of a scalar loss of the attention output with respect to its inputs.
+
+    Parameters
+    ----------
+    spec : AttentionSpec
+        The layer (heads, mask, scale, biases, positions).
+    wrt : str or sequence of str, optional
+        Inputs to differentiate with respect to: ``"X"``, ``"W_Q"``, ``"W_K"``, ``"W_V"``,
+        and ``"W_O"``, ``"b_Q"``, … when the layer has them. Default: all of them. With
+        positions, ``X`` is the token input (``X_in = X + PE`` and ``PE`` is constant).
+    loss : None, sympy.Expr or callable, optional
+        ``None``: :math:`L = \langle G, Y\rangle = \sum_{ij} g_{ij} Y_{ij}`, a symbolic upstream
+        gradient, so the result is the vector-Jacobian product. Otherwise a scalar SymPy
+        expression in the output symbols ``y_{i,j}`` (``attnsym.symbolic.input_symbols("Y", shape)``),
+        or a callable taking that output Matrix and returning one, e.g.
+        ``lambda Y: sum(Y) ** 2 / 2``. Other free symbols (targets) become arguments.
+    method : {"closed_form", "elementwise", "matrix"}, default "closed_form"
+        ``"closed_form"``: backpropagation's matrix rules applied entry by entry with shared
+        subexpressions (fast). ``"elementwise"``: SymPy ``.diff`` of the loss of the forward
+        pass, entry by entry (independent, slow, small sizes only). ``"matrix"``: the
+        ``MatrixSymbol`` identities of :func:`~attnsym.symbolic.matrix_gradients` evaluated on
+        the written-out forward pass of :func:`attnsym.symbolic.attention`, head by head.
+    max_terms : float, optional
+        Size guard (see :func:`gradient_cost`); default :data:`DEFAULT_MAX_GRADIENT_TERMS` for the
+        closed form and :data:`~attnsym.symbolic.DEFAULT_MAX_TERMS` for elementwise;
+        ``float("inf")`` disables it.
+
+    Returns
+    -------
+    GradientResult
+        Mapping name -> Matrix of the input's shape, with ``.lambdify()``, ``.loss``, ``.G``.
+
+    Raises
+    ------
+    SpecError
+        Unknown ``wrt`` name or ``method``, or an invalid ``loss``.
+    SizeLimitError
+        The estimated size exceeds ``max_terms`` (raised before anything is built; use
+        :func:`attnsym.numeric.attention_vjp` for numbers at that size).
+
+    Examples
+    --------
+    >>> spec = AttentionSpec(n=2, d_model=1, scale="none")
+    >>> g = gradients(spec, wrt=("W_V",))
+    >>> g["W_V"].shape, g.loss
+    ((1, 1), g_{1,1}*y_{1,1} + g_{2,1}*y_{2,1})
+    >>> e = gradients(spec, wrt="W_V", method="elementwise")
+    >>> sp.simplify(g["W_V"][0] - e["W_V"][0])
+    0
+    >>> gradients(AttentionSpec(n=64, d_model=64))
+    Traceback (most recent call last):
+    ...
+    attnsym.errors.SizeLimitError: closed_form gradients for n=64, ... use attnsym.numeric.attention_vjp for numbers at this size.
+    """
+    spec = check_gradient_spec(spec, method)
+    wrt = resolve_wrt(spec, wrt)
+    check_gradient_size(spec, method, max_terms)
+    inputs = input_matrices(spec)
+    the_loss = resolve_loss(spec, loss, inputs)
+    common = dict(spec=spec, method=method, wrt=wrt, inputs=inputs, loss=the_loss.expr, G=the_loss.G, Y=the_loss.y,
+                  _loss=the_loss)
+    if method == "closed_form":
+        tape, outs, _ = _closed_form_program(spec, inputs, the_loss, wrt)
+        return GradientResult(**common, _tape=tape, _program_outputs=outs)
+    if method == "matrix":
+        return GradientResult(**common, _explicit=_matrix_route(spec, inputs, the_loss, wrt))
+    return GradientResult(**common, _explicit=_elementwise(spec, inputs, the_loss, wrt))
+
+
+# ---------------------------------------------------------------------------------------------- closed form
+def _closed_form_program(spec: AttentionSpec, inputs: Mapping[str, sp.ImmutableMatrix], loss: Loss,
+                         wrt: Sequence[str]) -> tuple[Tape, dict[str, sp.ImmutableMatrix], dict[str, Any]]:
+    """Forward and backward passes as one straight-line program; returns tape, gradients, forward."""
+    tape = Tape()
+    n, m, h, dk, dv = spec.n, spec.d_model, spec.heads, spec.d_k, spec.d_v
+    allowed = spec.allowed
+    ok = (lambda i, j: True) if allowed is None else (lambda i, j: allowed[i][j])
+    X = inputs["X"]
+    W_Q, W_K, W_V = inputs["W_Q"], inputs["W_K"], inputs["W_V"]
+    W_O = inputs.get("W_O")
+    b = {k: inputs.get(f"b_{k}") for k in "QKVO"}
+    add = sp.Add
+
+    # ---- forward
+    if spec.positions == "sinusoidal":
+        PE = sinusoidal_positions(n, m, spec.position_base)
+        X_in = tape.emit_matrix(n, m, lambda i, j: X[i, j] + PE[i, j])
+    else:
+        X_in = X
+
+    def project(W, bias):
+        cols = W.shape[1]
+        return tape.emit_matrix(n, cols, lambda i, j: add(*[X_in[i, k] * W[k, j] for k in range(m)],
+                                                          *([bias[0, j]] if bias is not None else [])))
+
+    Q, K, V = project(W_Q, b["Q"]), project(W_K, b["K"]), project(W_V, b["V"])
+    c = tape.emit(spec.scale_expr)
+    zero = sp.Integer(0)
+    heads = []
+    for hh in range(h):
+        qk = range(hh * dk, (hh + 1) * dk)
+        vc = range(hh * dv, (hh + 1) * dv)
+        S = [[tape.emit(c * add(*[Q[i, k] * K[j, k] for k in qk])) if ok(i, j) else None for j in range(n)]
+             for i in range(n)]
+        E = [[tape.emit(sp.exp(S[i][j])) if ok(i, j) else None for j in range(n)] for i in range(n)]
+        A = []
+        for i in range(n):
+            keys = [j for j in range(n) if ok(i, j)]
+            r = tape.emit(add(*[E[i][j] for j in keys])) if keys else None
+            if len(keys) > 1:
+                tape.softmax_rows.append(([S[i][j] for j in keys], [E[i][j] for j in keys]))
+            A.append([tape.emit(E[i][j] / r) if ok(i, j) else zero for j in range(n)])
+        Z = [[tape.emit(add(*[A[i][j] * V[j, cc] for j in range(n) if ok(i, j)])) for cc in vc] for i in range(n)]
+        heads.append({"qk": qk, "vc": vc, "S": S, "A": A, "Z": Z})
+    Z = Matrix(n, h * dv, lambda i, j: heads[j // dv]["Z"][i][j % dv])
+    if W_O is not None:
+        Y = tape.emit_matrix(n, m, lambda i, j: add(*[Z[i, k] * W_O[k, j] for k in range(h * dv)],
+                                                    *([b["O"][0, j]] if b["O"] is not None else [])))
+    else:
+        Y = Z
+
+    # ---- upstream gradient dL/dY on the tape
+    if loss.upstream is not None:
+        G = loss.upstream
+    else:
+        to_tape = dict(zip(loss.y, Y, strict=True))
+        G = tape.emit_matrix(n, spec.d_out, lambda i, j: loss.G[i, j].xreplace(to_tape))
+
+    # ---- backward
+    want = set(wrt)
+    grads: dict[str, sp.ImmutableMatrix] = {}
+    if "W_O" in want:
+        grads["W_O"] = tape.emit_matrix(h * dv, m, lambda k, j: add(*[Z[i, k] * G[i, j] for i in range(n)]))
+    if "b_O" in want:
+        grads["b_O"] = tape.emit_matrix(1, m, lambda _, j: add(*[G[i, j] for i in range(n)]))
+    need_v = bool(want & {"X", "W_V", "b_V"})
+    need_qk = bool(want & {"X", "W_Q", "W_K", "b_Q", "b_K"})
+    if need_v or need_qk:
+        if W_O is not None:
+            dZ = tape.emit_matrix(n, h * dv, lambda i, k: add(*[G[i, j] * W_O[k, j] for j in range(m)]))
+        else:
+            dZ = G
+        dQ = [[zero] * (h * dk) for _ in range(n)]
+        dK = [[zero] * (h * dk) for _ in range(n)]
+        dV = [[zero] * (h * dv) for _ in range(n)]
+        for hd in heads:
+            qk, vc, A = hd["qk"], hd["vc"], hd["A"]
+            if need_v:
+                for j in range(n):
+                    for cc in vc:
+                        dV[j][cc] = tape.emit(add(*[A[i][j] * dZ[i, cc] for i in range(n) if ok(i, j)]))
+            if need_qk:
+                dA = [[tape.emit(add(*[dZ[i, cc] * V[j, cc] for cc in vc])) if ok(i, j) else zero for j in range(n)]
+                      for i in range(n)]
+                rho = [tape.emit(add(*[dA[i][j] * A[i][j] for j in range(n) if ok(i, j)])) for i in range(n)]
+                dS = [[tape.emit(A[i][j] * (dA[i][j] - rho[i])) if ok(i, j) else zero for j in range(n)]
+                      for i in range(n)]
+                for i in range(n):
+                    for k in qk:
+                        dQ[i][k] = tape.emit(c * add(*[dS[i][j] * K[j, k] for j in range(n) if ok(i, j)]))
+                for j in range(n):
+                    for k in qk:
+                        dK[j][k] = tape.emit(c * add(*[dS[i][j] * Q[i, k] for i in range(n) if ok(i, j)]))
+        dQm, dKm, dVm = Matrix(dQ), Matrix(dK), Matrix(dV)
+        for name, dP, W in (("Q", dQm, W_Q), ("K", dKm, W_K), ("V", dVm, W_V)):
+            if f"W_{name}" in want:
+                grads[f"W_{name}"] = tape.emit_matrix(
+                    m, W.shape[1], lambda k, j, dP=dP: add(*[X_in[i, k] * dP[i, j] for i in range(n)]))
+            if f"b_{name}" in want:
+                grads[f"b_{name}"] = tape.emit_matrix(1, W.shape[1], lambda _, j, dP=dP: add(*[dP[i, j] for i in range(n)]))
+        if "X" in want:
+            grads["X"] = tape.emit_matrix(n, m, lambda i, k: add(
+                *[dQm[i, j] * W_Q[k, j] for j in range(h * dk)] if need_qk else [],
+                *[dKm[i, j] * W_K[k, j] for j in range(h * dk)] if need_qk else [],
+                *[dVm[i, j] * W_V[k, j] for j in range(h * dv)]))
+    forward = {"X_in": X_in, "Q": Q, "K": K, "V": V, "Z": Z, "Y": Y, "G": G,
+               "A_heads": tuple(Matrix(hd["A"]) for hd in heads)}
+    return tape, {name: grads[name] for name in wrt}, forward
+
+
+# ---------------------------------------------------------------------------------------------- the other routes
+def _matrix_route(spec: AttentionSpec, inputs, loss: Loss, wrt) -> dict[str, sp.ImmutableMatrix]:
+    """Evaluate the MatrixSymbol identities of :func:`matrix_gradients` on the written-out forward pass, head by head."""
+    sym = attention(spec, max_terms=float("inf"))  # the guard above already bounded the size
+    n, m, dk, dv = spec.n, spec.d_model, spec.d_k, spec.d_v
+    G = loss.upstream if loss.upstream is not None else loss.G.xreplace(dict(zip(loss.y, sym.Y, strict=True)))
+    grads: dict[str, sp.ImmutableMatrix] = {}
+    if spec.output_projection:
+        grads["W_O"] = matmul(sym.Z.T, G)
+        if spec.bias:
+            grads["b_O"] = Matrix(1, m, lambda _, j: sp.Add(*G[:, j]))
+        dZ = matmul(G, sym.W_O.T)
+    else:
+        dZ = G
+    identities = matrix_gradients(spec, output_projection=False)
+    parts: dict[str, list] = {name: [] for name in ("W_Q", "W_K", "W_V", "b_Q", "b_K", "b_V")}
+    dX = sp.zeros(n, m)
+    for h in range(spec.heads):
+        qk, vc = list(range(h * dk, (h + 1) * dk)), list(range(h * dv, (h + 1) * dv))
+        values = {"X": sym.X, "W_Q": sym.W_Q[:, qk], "W_K": sym.W_K[:, qk], "W_V": sym.W_V[:, vc],
+                  "A": sym.A_heads[h], "G": dZ[:, vc]}
+        if spec.bias:
+            values.update(b_Q=sym.b_Q[:, qk], b_K=sym.b_K[:, qk], b_V=sym.b_V[:, vc])
+        if spec.positions:
+            values["PE"] = sym.PE
+        for name in parts:
+            if name in wrt:
+                parts[name].append(identities.explicit(name, values))
+        if "X" in wrt:
+            dX += identities.explicit("X", values)
+    for name, blocks in parts.items():
+        if blocks:
+            grads[name] = Matrix(sp.Matrix.hstack(*blocks))
+    grads["X"] = Matrix(dX)
+    return {name: Matrix(grads[name]) for name in wrt}
+
+
+def _elementwise(spec: AttentionSpec, inputs, loss: Loss, wrt) -> dict[str, sp.ImmutableMatrix]:
+    sym = attention(spec, max_terms=float("inf"))  # the guard above already bounded the size
+    for name in wrt:  # the two builders must agree on the symbols
+        if sym.inputs[name] != inputs[name]:
+            raise AssertionError(f"internal: the forward pass names {name} differently")
+    L = loss.expr.xreplace(dict(zip(loss.y, sym.Y, strict=True)))
+    return {name: Matrix(*inputs[name].shape, [L.diff(s) for s in inputs[name]]) for name in wrt}
