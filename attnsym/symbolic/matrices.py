@@ -32,9 +32,10 @@ from typing import Any
 
 import sympy as sp
 
-from .._exact import exact, exact_entries, exact_modules
+from .._exact import exact, exact_entries
 from ..errors import ShapeError, SpecError
 from ..spec import AttentionSpec
+from ._compile import Argument, Output, Program, compile_program
 from .cost import estimate_cost
 from .naming import input_symbols
 from .positions import alibi_bias, apply_rope, sinusoidal_positions
@@ -345,34 +346,33 @@ class SymbolicAttention:
                 free[name] = symbols
         return free
 
-    def _max_shifted_outputs(self) -> tuple[dict[str, Any], list[tuple[sp.Symbol, sp.Expr]]]:
-        """``A``, ``Z`` and ``Y`` with each softmax row as ``exp(s_j - max_k s_k) / sum``, for compiling.
+    def _program(self, names: tuple[str, ...]) -> Program:
+        """The outputs ``names`` as a program for :func:`~attnsym.symbolic._compile.compile_program`.
 
-        The same values as the fields (``exp(s_j) / sum``, exact and readable), but a compiled
-        function stays finite for large scores, where ``exp(s)`` alone overflows to ``inf / inf``.
-        The outputs are written in placeholder symbols for the allowed scores and the row
-        maxima; the returned definitions ``[(symbol, expression), …]`` give them (scores first).
+        Each allowed score is defined once (``s = S_ij``), then its exponential (``e = exp(s)``);
+        ``A``, ``Z`` and ``Y`` are written in the exponentials, and every row is declared a
+        softmax row, so the compiler shifts it by its maximum (the fields keep ``exp(s_j) / sum``).
         """
-        scores_defs: list[tuple[sp.Symbol, sp.Expr]] = []
-        maxima_defs: list[tuple[sp.Symbol, sp.Expr]] = []
+        definitions: list[tuple[sp.Symbol, sp.Expr]] = []
+        rows: list[tuple[list[sp.Symbol], list[sp.Symbol]]] = []
 
-        def shifted(h, S):
+        def weights(h: int, S: sp.ImmutableMatrix) -> sp.ImmutableMatrix:
             out = [[sp.Integer(0)] * S.shape[1] for _ in range(S.shape[0])]
             for i in range(S.shape[0]):
                 keep = [j for j in range(S.shape[1]) if S[i, j] != -sp.oo]
                 if not keep:
                     continue
                 s = {j: sp.Dummy(f"s{h}_{i}_{j}", real=True) for j in keep}
-                scores_defs.extend((s[j], S[i, j]) for j in keep)
-                m = sp.Dummy(f"m{h}_{i}", real=True)
-                maxima_defs.append((m, sp.Max(*s.values())))
-                exps = {j: sp.exp(s[j] - m) for j in keep}
-                total = sp.Add(*exps.values())
+                e = {j: sp.Dummy(f"e{h}_{i}_{j}", positive=True) for j in keep}
+                definitions.extend((s[j], S[i, j]) for j in keep)
+                definitions.extend((e[j], sp.exp(s[j])) for j in keep)
+                rows.append(([s[j] for j in keep], [e[j] for j in keep]))
+                total = sp.Add(*e.values())
                 for j in keep:
-                    out[i][j] = exps[j] / total
+                    out[i][j] = e[j] / total
             return Matrix(out)
 
-        A_heads = tuple(shifted(h, S) for h, S in enumerate(self.S_heads))
+        A_heads = tuple(weights(h, S) for h, S in enumerate(self.S_heads))
         Z_heads = tuple(matmul(a, v) for a, v in zip(A_heads, self.V_heads, strict=True))
         Z = Matrix(sp.Matrix.hstack(*Z_heads))
         Y = Z
@@ -380,21 +380,31 @@ class SymbolicAttention:
             Y = matmul(Z, self.W_O)
             if self.b_O is not None:
                 Y = Matrix(Y + _ones_times(self.b_O, Z.shape[0]))
-        out: dict[str, Any] = {"A_heads": A_heads, "Z_heads": Z_heads, "Z": Z, "Y": Y}
+        shifted: dict[str, Any] = {"A_heads": A_heads, "Z_heads": Z_heads, "Z": Z, "Y": Y}
         if self.spec.heads == 1:
-            out["A"] = A_heads[0]
-        return out, scores_defs + maxima_defs
+            shifted["A"] = A_heads[0]
+        available = self.outputs
+        outputs = []
+        for name in names:
+            value = shifted.get(name, available[name])
+            matrices = value if isinstance(value, tuple) else (value,)
+            shape = (len(matrices), *matrices[0].shape) if isinstance(value, tuple) else tuple(matrices[0].shape)
+            outputs.append(Output(name, shape, tuple(e for m in matrices for e in m)))
+        arguments = tuple(Argument.of(name, self.inputs[name]) for name in self.free_inputs())
+        return Program(arguments, tuple(outputs), tuple(definitions), tuple(rows),
+                       hint="; substitute them with .subs({symbol: value}) before lambdify")
 
-    def lambdify(self, *names: str, modules: Any = "numpy") -> Callable[..., dict[str, Any]]:
-        """Compile outputs to a numeric function (common subexpressions shared, ``cse=True``).
+    def lambdify(self, *names: str, modules: str = "numpy") -> Callable[..., dict[str, Any]]:
+        """Compile outputs to a numeric function (common subexpressions shared).
 
         Parameters
         ----------
         *names : str
             Outputs to compute, from :attr:`outputs` (``"Y"``, ``"A"``, ``"A_heads"``, ``"Q"``,
             …). Default: ``"Y"`` and ``"A"`` (``"A_heads"`` with several heads).
-        modules : str or list, default "numpy"
-            Passed to :func:`sympy.lambdify`. Softmax rows compile as ``exp(s_j - max_k s_k) / sum``
+        modules : {"numpy", "cupy"}, default "numpy"
+            The array library of the compiled function (a single set of NumPy inputs is
+            evaluated with Python floats). Softmax rows compile as ``exp(s_j - max_k s_k) / sum``
             (the same weights as the fields' ``exp(s_j) / sum``), so large scores stay finite.
 
         Returns
@@ -403,7 +413,8 @@ class SymbolicAttention:
             ``f(**arrays) -> dict``: one keyword per input that is still symbolic (see
             :meth:`free_inputs`), each an array of the input's shape, optionally with leading
             batch axes ``(..., rows, cols)``. Returns ``name -> ndarray`` with the same batch
-            axes; ``*_heads`` outputs get a head axis before the matrix axes.
+            axes and the inputs' floating dtype; ``*_heads`` outputs get a head axis before
+            the matrix axes.
 
         Raises
         ------
@@ -420,73 +431,12 @@ class SymbolicAttention:
         array([[0.5, 0.5],
                [0.5, 0.5]])
         """
-        import numpy as np
-
         available = self.outputs
         names = names or (("Y", "A") if self.spec.heads == 1 else ("Y", "A_heads"))
         for name in names:
             if name not in available:
                 raise SpecError(f"cannot lambdify {name!r}; the outputs of this layer are {list(available)}")
-        free = self.free_inputs()
-        args = [s for symbols in free.values() for s in symbols]
-        exprs: list[sp.Basic] = []
-        layout: list[tuple[str, tuple[int, ...], int, int]] = []
-        for name in names:
-            value = available[name]
-            matrices = value if isinstance(value, tuple) else (value,)
-            start = len(exprs)
-            for matrix in matrices:
-                exprs.extend(matrix)
-            shape = (len(matrices), *matrices[0].shape) if isinstance(value, tuple) else matrices[0].shape
-            layout.append((name, shape, start, len(exprs)))
-        stray = set().union(*(e.free_symbols for e in exprs)) - set(args) if exprs else set()
-        if stray:
-            raise SpecError(
-                f"the outputs contain symbols that are not inputs: {sorted(map(str, stray))}; substitute them with "
-                ".subs({symbol: value}) before lambdify"
-            )
-        # softmax rows compile as exp(s - max s) / sum (no overflow); scores and maxima come first
-        shifted, definitions = self._max_shifted_outputs()
-        compiled_exprs: list[sp.Basic] = []
-        for name in names:
-            value = shifted.get(name, available[name])
-            for matrix in value if isinstance(value, tuple) else (value,):
-                compiled_exprs.extend(matrix)
-        score_defs, score_exprs = sp.cse([e for _, e in definitions], symbols=sp.numbered_symbols("_p"))
-        program = [*score_defs, *((sym, e) for (sym, _), e in zip(definitions, score_exprs, strict=True))]
-        post_defs, post_exprs = sp.cse(compiled_exprs, symbols=sp.numbered_symbols("_c"))
-        modules = exact_modules("modules", modules)
-        compiled = sp.lambdify(args, post_exprs, modules=modules, cse=lambda _: ([*program, *post_defs], post_exprs))
-        shapes = {name: self.inputs[name].shape for name in free}
-        # entries still symbolic (all of them, unless single symbols were substituted)
-        positions = {name: [divmod(k, shapes[name][1]) for k, e in enumerate(self.inputs[name]) if isinstance(e, sp.Symbol)]
-                     for name in free}
-
-        def evaluate(**arrays: Any) -> dict[str, Any]:
-            missing = [name for name in free if name not in arrays]
-            unknown = [name for name in arrays if name not in free]
-            if missing or unknown:
-                raise SpecError(
-                    f"this function takes keyword arrays {list(free)} (missing {missing}, unexpected {unknown})"
-                )
-            flat = []
-            batch: tuple[int, ...] = ()
-            for name in free:
-                array = np.asarray(arrays[name])
-                if array.ndim < 2 or array.shape[-2:] != shapes[name]:
-                    raise ShapeError(f"{name} must have shape (..., {shapes[name][0]}, {shapes[name][1]}) "
-                                     f"(got {array.shape})")
-                batch = np.broadcast_shapes(batch, array.shape[:-2])
-                flat.extend(array[..., i, j] for i, j in positions[name])
-            values = compiled(*flat)
-            out = {}
-            for name, shape, start, stop in layout:
-                entries = [np.broadcast_to(np.asarray(v, dtype=float), batch) for v in values[start:stop]]
-                out[name] = np.stack(entries, axis=-1).reshape(*batch, *shape)
-            return out
-
-        evaluate.__doc__ = f"Evaluate {list(names)} from keyword arrays {list(free)}."
-        return evaluate
+        return compile_program(self._program(tuple(names)), modules)
 
 
 def attention(spec: AttentionSpec, *, max_terms: float | None = None) -> SymbolicAttention:
