@@ -23,6 +23,8 @@ One module per subject, mirroring the layers below:
 ``plots.routing``           :func:`draw_routing`, :func:`draw_contrast`, :func:`two_token_figure`
 ``plots.models``            :func:`token_contrast_figure`, :func:`attention_grid_figure`,
                             :func:`rollout_flow_figure` (real models, :mod:`attnsym.models`)
+``plots.limits``            :func:`dispersion_figure`, :func:`entropy_bound_figure`,
+                            :func:`jacobian_norm_figure`, :func:`rank_collapse_figure`
 ``plots.catalog``           :data:`FIGURES`, :func:`figure` (the standard figures by name)
 ``plots.files``             :func:`figure_to_bytes`, :func:`save_figure`
 ==========================  ====================================================================
@@ -46,6 +48,7 @@ from .catalog import FIGURES, figure
 from .complexity import decode_cost_figure, memory_growth_figure, path_length_figure
 from .files import FORMATS, figure_to_bytes, save_figure
 from .heatmaps import attention_heatmap, random_attention
+from .limits import dispersion_figure, entropy_bound_figure, jacobian_norm_figure, rank_collapse_figure
 from .models import attention_grid_figure, rollout_flow_figure, token_contrast_figure
 from .positions import positional_encoding_figure
 from .routing import draw_contrast, draw_routing, two_token_figure
@@ -59,16 +62,20 @@ __all__ = [
     "attention_grid_figure",
     "attention_heatmap",
     "decode_cost_figure",
+    "dispersion_figure",
     "draw_contrast",
     "draw_routing",
+    "entropy_bound_figure",
     "entropy_figure",
     "figure",
     "figure_to_bytes",
     "gelu_figure",
+    "jacobian_norm_figure",
     "memory_growth_figure",
     "path_length_figure",
     "positional_encoding_figure",
     "random_attention",
+    "rank_collapse_figure",
     "rollout_flow_figure",
     "saturation_gradient_figure",
     "save_figure",

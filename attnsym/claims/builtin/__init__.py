@@ -8,15 +8,17 @@ module registers nothing; the registry (:mod:`attnsym.claims._registry`) is buil
 its claims to ``claims.toml``.
 """
 
-from . import complexity, primitives, routing, scaling, structure
+from . import complexity, limits, primitives, routing, scaling, structure
 
 __all__ = ["BUILTIN", "MODULES"]
 
 #: the claim-group modules: scaling (variance-scaling, softmax-saturation); routing (dynamic-routing,
 #: hypernetwork-view, two-token-example, weights-not-preset, multi-head); complexity (global-path-length,
 #: parallelism, quadratic-cost, kv-cache, blockwise-exact); structure (qk-asymmetry, permutation-equivariance,
-#: no-locality-bias); primitives (softmax-jacobian, sinusoidal-positions, gelu)
-MODULES = (scaling, routing, complexity, structure, primitives)
+#: no-locality-bias); primitives (softmax-jacobian, sinusoidal-positions, gelu); limits (from the
+#: literature: rank-collapse, entropy-lower-bound, key-bias-invariance, softmax-jacobian-norm, dispersion,
+#: rank-one-input)
+MODULES = (scaling, routing, complexity, structure, primitives, limits)
 
 #: every built-in claim (the registry orders them as the claims list does)
 BUILTIN = tuple(c for module in MODULES for c in module.CLAIMS)

@@ -1,0 +1,151 @@
+"""Claims from the literature: rank-collapse, entropy-lower-bound, key-bias-invariance,
+softmax-jacobian-norm, dispersion, rank-one-input — and the exact/numeric layers behind them."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import sympy as sp
+
+from attnsym.claims import CheckContext
+from attnsym.claims.builtin import limits
+from attnsym.numeric import attention_vjp, softmax
+from attnsym.numeric.rank_collapse import collapse_run, composite_norm, residual_norm
+from attnsym.numeric.softmax_search import max_jacobian_norm, min_entropy_on_sphere, softmax_entropy
+from attnsym.spec import AttentionSpec
+from attnsym.symbolic.invariances import bias_score_derivatives, equal_token_gradients, rows_constant
+from attnsym.symbolic.softmax_limits import (
+    dispersion_top_weight,
+    entropy_lower_bound,
+    entropy_minimiser,
+    two_point_jacobian_norm,
+)
+
+QUICK = CheckContext(quick=True)
+
+
+# ----------------------------------------------------------------------------- exact layer against numbers
+
+def test_dispersion_numbers_of_the_issue_by_hand():
+    # logits +3 and -2 elsewhere: e^3 / (e^3 + (n - 1) e^-2), computed directly
+    for n, expected in ((10, 0.943), (1000, 0.129), (100000, 0.00148)):
+        direct = math.exp(3) / (math.exp(3) + (n - 1) * math.exp(-2))
+        assert float(dispersion_top_weight(n, 5)) == pytest.approx(direct, rel=1e-14)
+        assert float(f"{direct:.3g}") == expected
+
+
+def test_entropy_bound_against_the_numeric_entropy_of_its_minimiser():
+    for T in (2, 3, 16):
+        for sigma in (0.3, 2.0, 7.0):
+            top, rest = (float(v) for v in entropy_minimiser(sigma, T))
+            z = np.array([top] + [rest] * (T - 1))
+            assert np.linalg.norm(z) == pytest.approx(sigma)
+            assert float(softmax_entropy(z)) == pytest.approx(float(entropy_lower_bound(sigma, T)), abs=1e-12)
+
+
+def test_entropy_search_never_beats_the_bound():
+    rng = np.random.default_rng(3)
+    for sigma in (1.0, 4.0):
+        found = min_entropy_on_sphere(8, sigma, rng, samples=300, restarts=2)
+        assert found.value >= float(entropy_lower_bound(sigma, 8)) - 1e-9
+        assert np.linalg.norm(found.point) == pytest.approx(sigma)
+
+
+def test_jacobian_two_point_norm_and_search():
+    p = sp.Symbol("p", positive=True)
+    assert sp.expand(two_point_jacobian_norm(p) - 2 * p * (1 - p)) == 0
+    best = max_jacobian_norm(5, np.random.default_rng(1), samples=200, restarts=2)
+    assert best.value == pytest.approx(0.5, abs=1e-9)
+    assert sorted(best.point)[-2:] == pytest.approx([0.5, 0.5], abs=1e-4)
+    uniform = np.linalg.eigvalsh(np.diag(np.full(4, 0.25)) - np.full((4, 4), 1 / 16))[-1]
+    assert uniform == pytest.approx(0.25)  # 1/n at the uniform a
+
+
+def test_key_bias_derivatives_are_row_constant_and_query_bias_ones_are_not():
+    spec = AttentionSpec(n=3, d_model=2, bias=True, causal=True)
+    allowed = [[j <= i for j in range(3)] for i in range(3)]
+    assert all(rows_constant(D, allowed) for D in bias_score_derivatives(spec, "b_K")[0])
+    assert not all(rows_constant(D, allowed) for D in bias_score_derivatives(spec, "b_Q")[0])
+    with pytest.raises(ValueError, match="has no biases"):
+        bias_score_derivatives(AttentionSpec(n=2, d_model=1), "b_K")
+
+
+def test_equal_tokens_give_zero_query_key_gradients_exactly_and_numerically():
+    grads = equal_token_gradients(AttentionSpec(n=3, d_model=2, heads=2))
+    assert all(e == 0 for e in grads["W_Q"]) and all(e == 0 for e in grads["W_K"])
+    assert any(e != 0 for e in grads["W_V"])
+    rng = np.random.default_rng(0)
+    X = np.tile(rng.standard_normal(3), (5, 1))
+    W = [rng.standard_normal((3, 3)) for _ in range(3)]
+    g = attention_vjp(X, *W, rng.standard_normal((5, 3)))
+    assert np.abs(g["W_Q"]).max() < 1e-12 and np.abs(g["W_K"]).max() < 1e-12 and np.abs(g["W_V"]).max() > 1e-3
+
+
+def test_residual_and_composite_norm_by_hand():
+    M = np.array([[1.0, -2.0], [3.0, 0.5]])
+    # max column abs sum 4, max row abs sum 3.5
+    assert composite_norm(M) == pytest.approx(math.sqrt(4 * 3.5))
+    assert residual_norm(np.tile([2.0, -1.0], (4, 1))) == 0.0
+    run = collapse_run("attention", np.random.default_rng(0).standard_normal((8, 4)), 6, np.random.default_rng(1))
+    assert run.relative_residual.shape == (7,) and run.relative_residual[-1] < 1e-8
+    with pytest.raises(ValueError, match="architecture must be one of"):
+        collapse_run("rnn", np.zeros((2, 2)), 1, np.random.default_rng(0))
+
+
+# ----------------------------------------------------------------------------- the claims
+
+@pytest.mark.parametrize("check", [limits.check_dispersion, limits.check_softmax_jacobian_norm,
+                                   limits.check_entropy_lower_bound, limits.check_key_bias_invariance,
+                                   limits.check_rank_one_input])
+def test_claims_hold(check):
+    ev = check(QUICK)
+    assert ev.verdict == "holds", ev.summary
+    assert ev.conditions and ev.equations
+
+
+def test_rank_collapse_holds_only_under_conditions_because_mlps_do_not_prevent_it():
+    ev = limits.check_rank_collapse(QUICK)
+    assert ev.verdict == "holds-under-conditions"
+    rows = {r["architecture"]: r for r in ev.details["rows"]}
+    assert rows["attention"]["collapses (median < 1e-8)"] and not rows["attention+skip"]["collapses (median < 1e-8)"]
+    assert rows["attention"][limits.RATE] >= 2  # cubic-like contraction: doubly exponential
+    assert ev.details["rank-1 input is a fixed point (exact)"]
+    lo, hi = rows["attention+skip"]["95% range over seeds"]
+    assert 0 < lo <= hi
+
+
+@pytest.mark.parametrize(("check", "wrong"), [
+    (limits.check_dispersion, {"claimed": {1000: 0.5}}),
+    (limits.check_dispersion, {"claimed_limit": 0.1}),
+    (limits.check_softmax_jacobian_norm, {"claimed_bound": 0.25}),   # beaten at (1/2, 1/2)
+    (limits.check_softmax_jacobian_norm, {"claimed_bound": 1.0}),    # true but never reached
+    (limits.check_entropy_lower_bound, {"claimed_bound": lambda s, T: entropy_lower_bound(s, T) + sp.Rational(1, 20)}),
+    (limits.check_entropy_lower_bound, {"claimed_bound": lambda s, T: entropy_lower_bound(s, T) / 2}),  # not tight
+    (limits.check_key_bias_invariance, {"claimed_zero": "b_Q"}),
+    (limits.check_rank_one_input, {"claimed_zero": ("W_Q", "W_K", "W_V")}),
+    (limits.check_rank_collapse, {"collapses": {"attention": False}}),
+    (limits.check_rank_collapse, {"collapses": {"attention": True, "attention+skip": True}}),
+])
+def test_false_statements_fail(check, wrong):
+    assert check(QUICK, **wrong).verdict == "fails"
+
+
+@pytest.mark.parametrize(("check", "name"), [
+    (limits.check_dispersion, "dispersion"), (limits.check_softmax_jacobian_norm, "jacobian-norm"),
+    (limits.check_entropy_lower_bound, "entropy-bound"), (limits.check_rank_collapse, "rank-collapse"),
+])
+def test_figures_draw_the_checked_data(check, name):
+    ev = check(QUICK)
+    fig = ev.figures[name]()
+    ax = fig.axes[0]
+    assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel() and ax.lines
+
+
+def test_dispersion_figure_marks_the_checked_numbers():
+    ev = limits.check_dispersion(QUICK)
+    ax = ev.figures["dispersion"]().axes[0]
+    marks = next(line for line in ax.lines if line.get_marker() == "o")
+    assert list(marks.get_ydata()) == [r["exact"] for r in ev.details["rows"]]
+    assert float(np.asarray(softmax(np.array([3.0] + [-2.0] * 9)))[0]) == pytest.approx(ev.details["rows"][0]["exact"])
