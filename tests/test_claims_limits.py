@@ -11,6 +11,7 @@ import sympy as sp
 
 from attnsym.claims import CheckContext
 from attnsym.claims.builtin import limits
+from attnsym.errors import SpecError
 from attnsym.numeric import attention_vjp, softmax
 from attnsym.numeric.rank_collapse import collapse_run, composite_norm, residual_norm
 from attnsym.numeric.softmax_search import max_jacobian_norm, min_entropy_on_sphere, softmax_entropy
@@ -68,7 +69,7 @@ def test_key_bias_derivatives_are_row_constant_and_query_bias_ones_are_not():
     allowed = [[j <= i for j in range(3)] for i in range(3)]
     assert all(rows_constant(D, allowed) for D in bias_score_derivatives(spec, "b_K")[0])
     assert not all(rows_constant(D, allowed) for D in bias_score_derivatives(spec, "b_Q")[0])
-    with pytest.raises(ValueError, match="has no biases"):
+    with pytest.raises(SpecError, match="has no biases"):
         bias_score_derivatives(AttentionSpec(n=2, d_model=1), "b_K")
 
 

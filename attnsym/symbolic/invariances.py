@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import sympy as sp
 
+from .._checks import one_of
+from ..errors import SpecError
 from ..spec import AttentionSpec
 from .matrices import attention
 
@@ -36,10 +38,11 @@ def bias_score_derivatives(spec: AttentionSpec, which: str = "b_K") -> list[list
     >>> [rows_constant(D) for D in bias_score_derivatives(spec, "b_Q")[0]]
     [False]
     """
-    if which not in ("b_K", "b_Q"):
-        raise ValueError(f"which must be 'b_K' or 'b_Q' (got {which!r})")
+    one_of("which", which, ("b_K", "b_Q"))
+    if not isinstance(spec, AttentionSpec):
+        raise SpecError(f"spec must be an AttentionSpec (got {type(spec).__name__})")
     if not spec.bias:
-        raise ValueError(f"the spec has no biases (got bias={spec.bias}); pass AttentionSpec(..., bias=True)")
+        raise SpecError(f"the spec has no biases (got bias={spec.bias}); pass AttentionSpec(..., bias=True)")
     sym = attention(spec)
     bias = getattr(sym, which)
     out = []
@@ -68,6 +71,8 @@ def equal_token_gradients(spec: AttentionSpec) -> dict[str, sp.ImmutableMatrix]:
     independent of ``X``, so substituting ``X = 1 xᵀ`` before differentiating is exact.
     Returns name -> gradient matrix (the shape of the weight).
     """
+    if not isinstance(spec, AttentionSpec):
+        raise SpecError(f"spec must be an AttentionSpec (got {type(spec).__name__})")
     sym = attention(spec)
     x = sp.symbols(f"x_0:{spec.d_model}", real=True)
     same = {sym.X[i, j]: x[j] for i in range(spec.n) for j in range(spec.d_model)}

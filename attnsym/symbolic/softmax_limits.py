@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import sympy as sp
 
+from .._checks import positive_int
+from .._exact import exact
+
 __all__ = [
     "dispersion_half_point",
     "dispersion_top_weight",
@@ -43,7 +46,7 @@ def dispersion_top_weight(n, gap):
     >>> float(dispersion_top_weight(10, 5))  # logits +3 and nine times -2
     0.9428...
     """
-    n, gap = sp.sympify(n), sp.sympify(gap)
+    n, gap = exact("n", n), exact("gap", gap)
     return 1 / (1 + (n - 1) * sp.exp(-gap))
 
 
@@ -53,12 +56,12 @@ def dispersion_half_point(gap):
     >>> dispersion_half_point(5)
     1 + exp(5)
     """
-    return 1 + sp.exp(sp.sympify(gap))
+    return 1 + sp.exp(exact("gap", gap))
 
 
 def entropy(a) -> sp.Expr:
     """Shannon entropy ``−Σ a_i log a_i`` (nats) of a probability vector (SymPy entries)."""
-    return -sum(p * sp.log(p) for p in a)
+    return -sum(p * sp.log(p) for p in (exact("a", v) for v in a))
 
 
 def entropy_lower_bound(sigma, T):
@@ -72,7 +75,7 @@ def entropy_lower_bound(sigma, T):
     >>> float(entropy_lower_bound(0, 4)) == float(sp.log(4))  # σ = 0: uniform weights
     True
     """
-    sigma, T = sp.sympify(sigma), sp.sympify(T)
+    sigma, T = exact("sigma", sigma), exact("T", T)
     beta = sp.exp(-sigma * sp.sqrt(T / (T - 1)))
     return sp.log(1 + (T - 1) * beta) + sigma * sp.sqrt(T * (T - 1)) * beta / (1 + (T - 1) * beta)
 
@@ -87,7 +90,7 @@ def entropy_minimiser(sigma, T: int | sp.Expr):
     >>> sp.simplify(top**2 + 3 * rest**2)
     sigma**2
     """
-    sigma, T = sp.sympify(sigma), sp.sympify(T)
+    sigma, T = exact("sigma", sigma), exact("T", T)
     return sigma * sp.sqrt((T - 1) / T), -sigma / sp.sqrt(T * (T - 1))
 
 
@@ -99,7 +102,7 @@ def two_point_jacobian_norm(p):
     >>> two_point_jacobian_norm(sp.Rational(1, 2))
     1/2
     """
-    p = sp.sympify(p)
+    p = exact("p", p)
     a = sp.Matrix([p, 1 - p])
     J = sp.diag(*a) - a * a.T
     eigs = [sp.factor(e) for e in J.eigenvals()]
@@ -117,6 +120,7 @@ def jacobian_quadratic_form(n: int) -> tuple[sp.Expr, sp.Expr]:
     >>> sp.expand(form - var)
     0
     """
+    n = positive_int("n", n)
     a = sp.Matrix(sp.symbols(f"a_0:{n}", nonnegative=True))
     v = sp.Matrix(sp.symbols(f"v_0:{n}", real=True))
     J = sp.diag(*a) - a * a.T

@@ -16,6 +16,7 @@ import numpy as np
 import sympy as sp
 
 from ... import plots
+from ..._exact import exact
 from ...numeric import attention, attention_vjp, softmax, softmax_jacobian
 from ...numeric.rank_collapse import ARCHITECTURES, collapse_run
 from ...numeric.softmax_search import entropy_on_sphere, max_jacobian_norm, min_entropy_on_sphere, softmax_entropy
@@ -68,16 +69,16 @@ def check_dispersion(ctx: CheckContext, *, gap: float = 5, claimed: dict[int, fl
     n, D = sp.symbols("n Delta", positive=True)
     top = dispersion_top_weight(n, D)
     limit = sp.limit(top, n, sp.oo)
-    exact_gap = sp.nsimplify(gap)
+    exact_gap = exact("gap", gap, floats="rational")
     rows = []
     for size, value in sorted(claimed.items()):
-        exact = top.subs({n: size, D: exact_gap})
+        exact_top = top.subs({n: exact("claimed n", size), D: exact_gap})
         z = np.full(size, -2.0)
         z[0] = -2.0 + float(gap)
         numeric = float(np.asarray(softmax(z))[0])
-        rows.append({"n": size, "exact": float(exact), "numeric softmax": numeric, "claimed": value,
-                     "claimed (3 significant digits) matches": float(f"{float(exact):.3g}") == value,
-                     "numeric = exact": math.isclose(numeric, float(exact), rel_tol=1e-12)})
+        rows.append({"n": size, "exact": float(exact_top), "numeric softmax": numeric, "claimed": value,
+                     "claimed (3 significant digits) matches": float(f"{float(exact_top):.3g}") == value,
+                     "numeric = exact": math.isclose(numeric, float(exact_top), rel_tol=1e-12)})
     half = dispersion_half_point(exact_gap)
     # any logits inside an interval of width gap: the top weight never exceeds the exact form
     rng = ctx.rng("dispersion")
@@ -86,7 +87,7 @@ def check_dispersion(ctx: CheckContext, *, gap: float = 5, claimed: dict[int, fl
     for size in sizes:
         Z = rng.uniform(0.0, float(gap), size=(200, size))
         worst.append(float(np.asarray(softmax(Z)).max()) <= float(top.subs({n: size, D: exact_gap})) + 1e-15)
-    limit_ok = sp.simplify(limit - sp.nsimplify(claimed_limit)) == 0
+    limit_ok = sp.simplify(limit - exact("claimed_limit", claimed_limit, floats="rational")) == 0
     ok = limit_ok and all(r["claimed (3 significant digits) matches"] and r["numeric = exact"] for r in rows) and all(worst)
     curve_n = np.unique(np.logspace(0, 6, 61).astype(int))
     gaps = (1.0, 3.0, float(gap), 10.0) if float(gap) not in (1.0, 3.0, 10.0) else (1.0, 3.0, 10.0)
@@ -140,7 +141,7 @@ def check_softmax_jacobian_norm(ctx: CheckContext, *, claimed_bound: float = 0.5
                      "two largest weights at the maximum": top2.tolist(),
                      "uniform a: norm 1/n": 1 / n})
     found = max(r["largest norm found"] for r in rows)
-    bound = sp.nsimplify(claimed_bound)
+    bound = exact("claimed_bound", claimed_bound, floats="rational")
     below = found <= float(bound) + 1e-12
     attained = sp.simplify(peak - bound) == 0 and abs(found - float(bound)) <= 1e-6
     two_point_at = all(abs(r["two largest weights at the maximum"][0] - 0.5) < 1e-3 for r in rows)

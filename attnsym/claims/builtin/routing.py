@@ -240,7 +240,7 @@ def check_two_token(ctx: CheckContext, *, routings=((0.1, 0.9), (0.95, 0.05)), m
         summary=(f"one set of weights, inputs solved exactly: routings {', '.join(str(tuple(r)) for r in ex.routings)}; "
                  f"static mixer {tuple(ex.mlp_routings[0])} for every input"),
         conditions=("any target (p, 1 − p) with 0 < p < 1 is reachable: it needs the logit gap s₁₁ − s₁₂ = log(p/(1 − p))",),
-        details={"solutions t": list(ex.solutions), "inputs": [sp.ImmutableMatrix(X) for X in ex.inputs],
+        details={"solutions t": list(ex.solutions), "inputs": [X.as_immutable() for X in ex.inputs],
                  "exact routings": [tuple(r) for r in ex.routings], "numeric routings": numeric_rows,
                  "static mixer rows": [tuple(r) for r in ex.mlp_routings]},
         figures={"routings": figure},
