@@ -8,7 +8,7 @@ module registers nothing; the registry (:mod:`attnsym.claims._registry`) is buil
 its claims to ``claims.toml``.
 """
 
-from . import complexity, limits, primitives, routing, scaling, structure
+from . import complexity, limits, positions, primitives, routing, scaling, structure
 
 __all__ = ["BUILTIN", "MODULES"]
 
@@ -17,8 +17,8 @@ __all__ = ["BUILTIN", "MODULES"]
 #: parallelism, quadratic-cost, kv-cache, blockwise-exact); structure (qk-asymmetry, permutation-equivariance,
 #: no-locality-bias); primitives (softmax-jacobian, sinusoidal-positions, gelu); limits (from the
 #: literature: rank-collapse, entropy-lower-bound, key-bias-invariance, softmax-jacobian-norm, dispersion,
-#: rank-one-input)
-MODULES = (scaling, routing, complexity, structure, primitives, limits)
+#: rank-one-input); positions (rope-relative, rope-shift-invariance, rope-long-range-decay, alibi-recency)
+MODULES = (scaling, routing, complexity, structure, primitives, limits, positions)
 
 #: every built-in claim (the registry orders them as the claims list does)
 BUILTIN = tuple(c for module in MODULES for c in module.CLAIMS)
