@@ -84,14 +84,19 @@ def test_routing_input_checks_shapes():
 
 
 def test_page_data_refuses_contrasts_that_point_nowhere(toy):
+    from dataclasses import replace
+
     inputs, contrasts = toy
     c = contrasts[0]
     with pytest.raises(SpecError, match="input index 5"):
-        PageData(inputs=inputs, contrasts=[ContrastData(c.word, (0, 5), c.positions, c.distance, c.metric)])
+        PageData(inputs=inputs, contrasts=[replace(c, inputs=(0, 5))])
     with pytest.raises(SpecError, match="position 9"):
-        PageData(inputs=inputs, contrasts=[ContrastData(c.word, (0, 1), (0, 9), c.distance, c.metric)])
-    with pytest.raises(ShapeError, match="contrast distance"):
-        PageData(inputs=inputs, contrasts=[ContrastData(c.word, (0, 1), c.positions, np.zeros((2, 2)), c.metric)])
+        PageData(inputs=inputs, contrasts=[replace(c, positions=(0, 9))])
+    with pytest.raises(ShapeError, match=r"rows\[0\]\['heads'\] must have shape \(2, 2, 6\)"):
+        replace(c, distance=np.zeros((2, 2)))
+    with pytest.raises(ShapeError, match=r"rows\[1\]\['mean'\]"):
+        ContrastData(c.word, c.inputs, c.positions, c.distance, c.metric,
+                     rows=(c.rows[0], {**c.rows[1], "mean": np.zeros((1, 2))}))
 
 
 def test_derivations_carry_every_step_and_the_document():

@@ -1,4 +1,4 @@
-"""The ``attnsym`` command-line tool: ``attnsym {tour,derive,verify,graph,plot,route}``.
+"""The ``attnsym`` command-line tool: ``attnsym {tour,derive,verify,graph,plot,route,explore}``.
 
 Each sub-command lives in its own module of this package, which defines
 ``add_parser(subparsers)``; the parser it adds sets ``run(args) -> int``. This package is the
@@ -19,7 +19,7 @@ from ..errors import AttnsymError
 
 __all__ = ["build_parser", "main"]
 
-COMMANDS = ("tour", "derive", "verify", "graph", "plot", "route")
+COMMANDS = ("tour", "derive", "verify", "graph", "plot", "route", "explore")
 
 _DESCRIPTION = """\
 attnsym makes the mathematics of self-attention explicit.

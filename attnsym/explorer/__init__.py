@@ -81,8 +81,7 @@ def page_data(*, evidence: Sequence[Any] | None = None, inputs: Sequence[Routing
         toy_inputs, toy_contrasts = toy_routing(seed)
         offset = len(all_inputs)
         all_inputs += toy_inputs
-        all_contrasts += [ContrastData(c.word, (c.inputs[0] + offset, c.inputs[1] + offset), c.positions,
-                                       c.distance, c.metric) for c in toy_contrasts]
+        all_contrasts += [replace(c, inputs=(c.inputs[0] + offset, c.inputs[1] + offset)) for c in toy_contrasts]
     from .. import __version__
 
     facts = {"attnsym": __version__, "seed": seed, "claims": len(evidence)}

@@ -206,5 +206,8 @@ def toy_routing(seed: int = 0, *, spec: AttentionSpec | None = None,
             word=word, inputs=(0, 1), positions=(p, p),
             distance=_row_distance(inputs[0].attention, inputs[1].attention, p),
             metric="total-variation distance between the word's two attention rows (0 same, 1 disjoint)",
+            rows=tuple({"heads": i.attention[:, :, p, :], "mean": i.fused["mean"][:, p, :],
+                        "max": i.fused["max"][:, p, :]} for i in inputs),
+            note="The same weights for both inputs: only the input X changed.",
         ))
     return inputs, contrasts

@@ -168,6 +168,14 @@ class ContrastData:
         The distance between the word's two routing rows, per layer and head.
     metric : str
         What :attr:`distance` measures, in one sentence.
+    rows : (dict, dict)
+        Per input, the word's attention row: ``"heads"`` ``(L, H, n_k)`` and the head fusions
+        ``"mean"``, ``"max"`` ``(L, n_k)``, as the layer that compared them computed them.
+    shares : (array, array) or None
+        Per input, the rows pooled into :attr:`roles`, ``(L, H, len(roles))``.
+    roles : tuple of str
+    note : str
+        One sentence on what stayed the same (e.g. the weights' fingerprints).
     """
 
     word: str
@@ -175,10 +183,28 @@ class ContrastData:
     positions: tuple[int, int]
     distance: np.ndarray
     metric: str
+    rows: tuple[dict[str, np.ndarray], dict[str, np.ndarray]]
+    shares: tuple[np.ndarray, np.ndarray] | None = None
+    roles: tuple[str, ...] = ()
+    note: str = ""
+
+    def __post_init__(self) -> None:
+        L, H = _matrix("contrast distance", self.distance, (None, None)).shape
+        for k, row in enumerate(self.rows):
+            n = np.shape(row["heads"])[-1]
+            _matrix(f"rows[{k}]['heads']", row["heads"], (L, H, n))
+            for key in ("mean", "max"):
+                _matrix(f"rows[{k}][{key!r}]", row[key], (L, n))
+        if self.shares is not None:
+            for k, share in enumerate(self.shares):
+                _matrix(f"shares[{k}]", share, (L, H, len(self.roles)))
 
     def to_dict(self) -> dict[str, Any]:
         return {"word": self.word, "inputs": list(self.inputs), "positions": list(self.positions),
-                "distance": encode_array(self.distance), "metric": self.metric}
+                "distance": encode_array(self.distance), "metric": self.metric,
+                "rows": [{k: encode_array(v) for k, v in row.items()} for row in self.rows],
+                "shares": None if self.shares is None else [encode_array(s) for s in self.shares],
+                "roles": list(self.roles), "note": self.note}
 
 
 @dataclass(frozen=True)
@@ -220,6 +246,7 @@ class PageData:
                     raise SpecError(f"contrast {c.word!r}: position {position} is outside input {k + 1}'s "
                                     f"{len(inp.tokens)} tokens")
                 _matrix("contrast distance", c.distance, (inp.layers, inp.heads))
+                _matrix(f"contrast rows[{k}]", c.rows[k]["heads"], (inp.layers, inp.heads, len(inp.tokens)))
 
     def to_dict(self) -> dict[str, Any]:
         return {

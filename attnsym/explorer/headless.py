@@ -109,33 +109,32 @@ def screenshots(page: str | Path, folder: str | Path) -> dict[str, Path]:
 
     Returns the written files by view name.
     """
-    from selenium.webdriver.common.by import By
-
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
     out: dict[str, Path] = {}
 
-    def shoot(driver: Any, name: str, element_id: str | None = None) -> None:
+    def shoot(driver: Any, name: str, element_id: str | None = None, offset: int = 0) -> None:
         path = folder / f"explorer-{name}.png"
-        if element_id is None:
-            driver.save_screenshot(str(path))
-        else:
-            driver.find_element(By.ID, element_id).screenshot(str(path))
+        driver.execute_script("document.querySelector('header.top').style.position = 'static';"
+                              "const e = arguments[0] && document.getElementById(arguments[0]);"
+                              "window.scrollTo(0, e ? e.getBoundingClientRect().top + window.scrollY - 8 + arguments[1] : 0);",
+                              element_id, offset)
+        driver.save_screenshot(str(path))
         out[name] = path
 
-    with chromium(1280, 900) as driver:
+    with chromium(1280, 1000) as driver:
         load(driver, page)
         driver.execute_script("window.attnsymExplorer.select(2)")
         shoot(driver, "routing", "routing")
-        driver.execute_script("document.querySelector('details.claim').open = true")
+        shoot(driver, "contrast", "contrast", -40)
+        driver.execute_script("const c = document.querySelector('details.claim:nth-of-type(3)') ||"
+                              " document.querySelector('details.claim'); if (c) c.open = true")
         shoot(driver, "claims", "claims")
-        shoot(driver, "derivations", "derivation-forward")
-        driver.execute_script("document.getElementById('contrast').scrollIntoView()")
-        shoot(driver, "contrast", "contrast")
+        shoot(driver, "derivations", "derivations")
     with chromium(390, 844) as driver:
         load(driver, page)
-        driver.execute_script("document.getElementById('routing').scrollIntoView()")
-        shoot(driver, "phone")
+        driver.execute_script("window.attnsymExplorer.select(2)")
+        shoot(driver, "phone", "routing")
     return out
 
 

@@ -93,8 +93,8 @@ has its own routing graph; the MLP's graph is the same for every input. <span id
 </div>
 <p><strong>Showing:</strong> <span id="routing-what"></span>. Tokens (tab to one, arrows to move, Enter to pin):</p>
 <div id="token-strip" role="toolbar" aria-label="tokens"></div>
-<div id="token-panel" class="card" aria-live="polite"></div>
 <div id="routing-views" class="views"></div>
+<div id="token-panel" class="card" aria-live="polite"></div>
 <p id="mlp-note" class="muted"></p>
 <h3>The same word in two inputs</h3>
 <div id="contrast"></div>

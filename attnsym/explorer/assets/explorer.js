@@ -403,9 +403,13 @@
     }), state.contrast);
     var c = DATA.contrasts[state.contrast], a = DATA.inputs[c.inputs[0]], b = DATA.inputs[c.inputs[1]];
     var layer = Math.min(state.layer, a.layers - 1), numeric = /^\d+$/.test(state.head), head = numeric ? Number(state.head) : 0;
-    function row(inp, p) {
-      if (state.head === "mean" || state.head === "max") return inp.fused[state.head][layer][p];
-      return inp.attention[layer][head][p];
+    function row(k) {
+      if (state.head === "mean" || state.head === "max") return c.rows[k][state.head][layer];
+      return c.rows[k].heads[layer][head];
+    }
+    function shares(k) {
+      if (!c.shares || !numeric) return null;
+      return el("p", { "class": "muted" }, "roles: " + c.roles.map(function (r, q) { return r + " " + fmt(c.shares[k][layer][head][q]); }).join(" · "));
     }
     var where = "layer " + (layer + 1) + ", " + (numeric ? "head " + (head + 1) : state.head + " over heads");
     var grid = heatmap(c.distance, range(c.distance.length).map(function (l) { return "layer " + (l + 1); }),
@@ -425,9 +429,9 @@
       el("div", { "class": "card" }, [el("h3", { text: "“" + c.word + "” at " + where }),
         numeric ? el("p", null, ["distance ", el("strong", { "class": "contrast-distance", text: fmt(c.distance[layer][head]) })]) : null,
         el("div", { "class": "pair" }, [
-          weightList(a.name + ": reads from", row(a, c.positions[0]).map(function (w, j) { return { label: (j + 1) + " " + a.tokens[j], w: w }; }), "row"),
-          weightList(b.name + ": reads from", row(b, c.positions[1]).map(function (w, j) { return { label: (j + 1) + " " + b.tokens[j], w: w }; }), "row")
-        ])])
+          el("div", null, [weightList(a.name + ": reads from", row(0).map(function (w, j) { return { label: (j + 1) + " " + a.tokens[j], w: w }; }), "row"), shares(0)]),
+          el("div", null, [weightList(b.name + ": reads from", row(1).map(function (w, j) { return { label: (j + 1) + " " + b.tokens[j], w: w }; }), "row"), shares(1)])
+        ]), c.note ? el("p", { "class": "muted", text: c.note }) : null])
     ]));
   }
 

@@ -1,0 +1,119 @@
+"""Real-model sentences for the page: :class:`attnsym.models.Route` and :class:`~attnsym.models.contrast.TokenContrast`.
+
+:func:`model_routing` routes the sentences through a loaded model (one padded batch, each
+route holding only its real tokens), packs every route as a :class:`RoutingInput` and, for the
+first two sentences and a word both contain, the model's contrast
+(:func:`attnsym.models.contrast.contrast`) as a :class:`ContrastData` — role distance per layer
+and head, the word's two rows and their role shares, exactly as ``attnsym.models`` computed them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..errors import SpecError
+from ..models import Model, Route
+from ..models.contrast import ROLES, TokenContrast, contrast, find_word
+from ..models.errors import TextError, TokenNotFoundError
+from .collect import routing_input
+from .data import ContrastData, MlpData, RoutingInput
+
+__all__ = ["FLOW_MAX_TOKENS", "common_word", "model_routing", "route_input"]
+
+#: attention flow (n² max-flows) is computed for sentences up to this many tokens
+FLOW_MAX_TOKENS = 40
+
+ROLE_METRIC = ("role distance: total-variation distance between the word's two rows pooled into the roles "
+               + ", ".join(ROLES) + " (0 same proportions, 1 disjoint); comparable across sentence lengths")
+
+
+def _token_mlp(tokens: Sequence[str]) -> MlpData:
+    """The token graph of the position-wise feed-forward block: each position reads only itself."""
+    return MlpData(
+        title="Feed-forward block (tokens)", inputs=tuple(tokens), outputs=tuple(tokens),
+        W=np.eye(len(tokens)),
+        note=("The feed-forward block (and every projection) applies the same weights to each token on its own: "
+              "in the token graph every position reads only itself, for every input. Attention is the only "
+              "part of a layer whose token graph depends on the input."),
+    )
+
+
+def route_input(route: Route, source: str, *, flow: bool | None = None) -> RoutingInput:
+    """One route as a routing input: its labels, attention (float32, as computed), fusions, rollout, flow.
+
+    ``flow=None`` computes the flow for routes of at most :data:`FLOW_MAX_TOKENS` tokens.
+    """
+    labels = route.labels()
+    with_flow = route.n <= FLOW_MAX_TOKENS if flow is None else bool(flow)
+    return routing_input(route.text, source, labels, route.attention, _token_mlp(labels), flow=with_flow)
+
+
+def common_word(route1: Route, route2: Route) -> str | None:
+    """The first word of ``route1`` that :func:`~attnsym.models.contrast.find_word` finds in ``route2``."""
+    for word in route1.words():
+        if not any(ch.isalnum() for ch in word.text):
+            continue
+        try:
+            find_word(route2, word.text)
+        except (TokenNotFoundError, TextError):
+            continue
+        return word.text
+    return None
+
+
+def _contrast_data(c: TokenContrast, inputs: tuple[int, int]) -> ContrastData:
+    rows = [np.asarray(r) for r in c.rows]
+    return ContrastData(
+        word=c.token, inputs=inputs, positions=(c.words[0].positions[0], c.words[1].positions[0]),
+        distance=np.asarray(c.role_distance), metric=ROLE_METRIC,
+        rows=tuple({"heads": r, "mean": r.mean(axis=1), "max": r.max(axis=1)} for r in rows),
+        shares=tuple(np.asarray(s) for s in c.shares), roles=ROLES,
+        note=(f"'{c.words[0].text}' and '{c.words[1].text}' ({c.pieces} of their word pieces); the projection and "
+              f"feed-forward weights applied to them are {'identical' if c.weights_identical else 'NOT identical'} "
+              f"in both sentences ({len(c.weight_digests)} layers fingerprinted)."),
+    )
+
+
+def model_routing(model: Model, texts: Sequence[str], *, word: str | None = None,
+                  flow: bool | None = None) -> tuple[list[RoutingInput], list[ContrastData]]:
+    """Route ``texts`` through ``model`` for the page; contrast ``word`` between the first two.
+
+    Parameters
+    ----------
+    model : attnsym.models.Model
+        From :func:`attnsym.models.load`.
+    texts : sequence of str
+        One or more sentences.
+    word : str, optional
+        The word to follow in the first two sentences (found as
+        :func:`~attnsym.models.contrast.find_word` finds it); default the first word of the first
+        sentence that the second also has, and no contrast if there is none.
+    flow : bool, optional
+        Compute attention flow (default: for sentences of at most :data:`FLOW_MAX_TOKENS` tokens).
+
+    Raises
+    ------
+    TokenNotFoundError
+        ``word`` is not in one of the first two sentences.
+    SpecError
+        ``word`` is given with fewer than two sentences.
+    """
+    texts = [texts] if isinstance(texts, str) else list(texts)
+    if not texts:
+        raise TextError("texts must hold at least one sentence (got none)")
+    if word is not None and len(texts) < 2:
+        raise SpecError(f"word={word!r} needs two sentences to contrast (got {len(texts)})")
+    source = f"{model.name} ({model.config.describe()})"
+    routes: list[Any] = model.route(texts)
+    contrasts = []
+    if len(texts) >= 2:
+        chosen = word if word is not None else common_word(routes[0], routes[1])
+        if chosen is not None:
+            c = contrast(model, texts[0], texts[1], chosen)
+            routes[0], routes[1] = c.routes  # the contrast's own batch: the rows shown are the routes shown
+            contrasts.append(_contrast_data(c, (0, 1)))
+    inputs = [route_input(r, source, flow=flow) for r in routes]
+    return inputs, contrasts
