@@ -24,9 +24,11 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..models.evidence import APPLE, packaged_model
 from .collect import claims_section, derivation_entry, derivation_section, routing_input, toy_routing
 from .data import ContrastData, MlpData, PageData, RoutingInput, encode_array
 from .page import render_page, write_page
+from .real import model_routing
 
 __all__ = [
     "ContrastData",
@@ -101,6 +103,9 @@ def write_tour_page(path: str | os.PathLike, *, evidence: Sequence[Any], seed: i
                     overwrite: bool = False) -> Path:
     """The tour's ``index.html``: the explorer page for the tour's evidence, listing the tour's files.
 
+    When the packaged model is installed, the sources' example comes first: "apple" in two
+    sentences (:data:`attnsym.models.evidence.APPLE`) routed by all-MiniLM-L6-v2.
+
     Parameters
     ----------
     path : str or PathLike
@@ -117,6 +122,13 @@ def write_tour_page(path: str | os.PathLike, *, evidence: Sequence[Any], seed: i
         Replace an existing page.
     """
     meta = {f"summary {k + 1}": line for k, line in enumerate(summary)}
-    data = page_data(evidence=evidence, seed=seed, quick=quick, title="attnsym tour", meta=meta)
+    inputs, contrasts = [], []
+    model = packaged_model()
+    if model is not None:  # the sources' example on a real model, first
+        text1, text2, word = APPLE
+        inputs, contrasts = model_routing(model, [text1, text2], word=word)
+        meta["model"] = model.name
+    data = page_data(evidence=evidence, inputs=inputs, contrasts=contrasts, seed=seed, quick=quick,
+                     title="attnsym tour", meta=meta)
     data = replace(data, files=tuple(files))
     return write_page(data, path, overwrite=overwrite)
