@@ -206,7 +206,7 @@ def validate(spec: AttentionSpec, seed: int = 0, dtype: str = "float64") -> Vali
 
 def _symbolic_gradients(spec: AttentionSpec, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The symbolic gradients of ⟨G, Y⟩, lambdified and evaluated at ``values``."""
-    from . import gradients
+    from .symbolic import gradients
 
     result = gradients(spec)
     return result.lambdify()(**values)

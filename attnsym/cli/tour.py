@@ -110,8 +110,9 @@ class _Tour:
 
 # ----------------------------------------------------------------------------- steps
 def _derivations(t: _Tour) -> None:
-    from .. import derive, validate
+    from ..derivation import derive
     from ..spec import AttentionSpec
+    from ..validation import validate
 
     spec = AttentionSpec(n=2, d_model=2)
     for what, label in (("forward", "forward pass"), ("gradients", "gradients (backward pass)")):

@@ -1,0 +1,94 @@
+"""The import graph of attnsym, computed from the source: no cycles, no arrow pointing up the layers.
+
+The layers and the few deliberate exceptions are written once, in ``tests/layers.py``; a new
+top-level module or package gets a row there (the first test says so when it is missing).
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import layers
+import pytest
+from layers import FACADES, LAYERS, PENDING_CYCLES, UPWARD_ALLOWED, cycles, import_graph, part_graph, part_of, rank
+
+
+@pytest.fixture(scope="module")
+def graph():
+    return import_graph()
+
+
+def test_every_module_belongs_to_a_layer(graph):
+    orphans = [m for m in graph if part_of(m) is None]
+    assert orphans == [], f"add these to a row of LAYERS in tests/layers.py: {orphans}"
+
+
+def test_the_layer_table_names_each_part_once_and_every_part_exists(graph):
+    parts = [p for layer in LAYERS for p in layer.parts]
+    assert len(parts) == len(set(parts))
+    assert [p for p in parts if p not in graph] == []
+
+
+def test_no_import_cycle_between_modules(graph):
+    found = [tuple(c) for c in cycles(graph)]
+    assert [c for c in found if c not in PENDING_CYCLES] == []
+    # a pending cycle that is gone must leave the table too, so the table cannot go stale
+    assert [c for c in PENDING_CYCLES if c not in found] == []
+
+
+def test_no_import_cycle_between_parts(graph):
+    parts = part_graph(graph)
+    pending_parts = {tuple(sorted({part_of(m) for m in c})) for c in PENDING_CYCLES}
+    assert [c for c in cycles(parts) if tuple(c) not in pending_parts] == []
+
+
+def test_no_arrow_points_up_the_layers(graph):
+    upward = []
+    for source, targets in graph.items():
+        for target, line in targets.items():
+            a, b = part_of(source), part_of(target)
+            if rank(b) > rank(a) and (source, target) not in UPWARD_ALLOWED:
+                upward.append(f"{source}:{line} imports {target} ({LAYERS[rank(a)].name} -> {LAYERS[rank(b)].name})")
+    assert upward == []
+
+
+def test_every_allowed_upward_arrow_still_exists(graph):
+    assert [edge for edge in UPWARD_ALLOWED if edge[1] not in graph.get(edge[0], {})] == []
+
+
+def test_nothing_inside_imports_a_compatibility_facade(graph):
+    assert [(m, f) for m, targets in graph.items() for f in targets if f in FACADES] == []
+
+
+def test_modules_import_from_the_defining_module_not_the_package_facade():
+    # `from .. import derive` hides the real dependency behind the façade's PEP 562 __getattr__
+    assert layers.facade_imports() == []
+
+
+def test_imports_inside_functions_and_literal_import_module_count(tmp_path, monkeypatch):
+    # the checker must see what the interpreter runs late, and must be able to fail
+    package = tmp_path / "attnsym"
+    (package / "low").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "low" / "__init__.py").write_text(textwrap.dedent("""
+        from typing import TYPE_CHECKING
+        if TYPE_CHECKING:
+            from ..high import never_runs
+        def late():
+            from ..high import thing
+    """))
+    (package / "high.py").write_text("import importlib\nfrom .low import late\nimportlib.import_module('attnsym.low')\n")
+    monkeypatch.setattr(layers, "ROOT", tmp_path)
+    monkeypatch.setattr(layers, "PACKAGE", package)
+    toy = import_graph()
+    assert toy["attnsym.low"] == {"attnsym.high": 6}
+    assert toy["attnsym.high"] == {"attnsym.low": 2}
+    assert cycles(toy) == [["attnsym.high", "attnsym.low"]]
+
+
+def test_the_architecture_page_shows_the_current_graph(graph):
+    page = (layers.ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    begin, end = "<!-- import-graph:begin (python tests/layers.py) -->\n", "<!-- import-graph:end -->"
+    assert begin in page and end in page
+    shown = page.split(begin, 1)[1].split(end, 1)[0]
+    assert shown == layers.diagram(graph), "regenerate the block: python tests/layers.py"
