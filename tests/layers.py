@@ -7,8 +7,9 @@ with a literal name counts too. The graph has one node per module (a package is 
 
 To add a module inside a listed package, do nothing. To add a new top-level module or
 package, add its name to the row of :data:`LAYERS` it belongs to (an import may point to its
-own row or to a row below, never up). Run ``python tests/layers.py`` to print the diagram
-that ``docs/architecture.md`` shows between its ``import-graph`` markers.
+own row or to a row below, never up). ``python tests/layers.py`` prints the diagram that
+``docs/architecture.md`` shows between its ``import-graph`` markers; ``python tests/layers.py
+--write`` updates the page (needed when an arrow between two parts appears or goes).
 """
 
 from __future__ import annotations
@@ -238,5 +239,25 @@ def _reach(parts: dict[str, set[str]], start: str) -> set[str]:
     return seen
 
 
+BEGIN, END = "<!-- import-graph:begin (python tests/layers.py) -->\n", "<!-- import-graph:end -->"
+PAGE = ROOT / "docs" / "architecture.md"
+
+
+def shown_on_page() -> str:
+    """The block of docs/architecture.md between the import-graph markers."""
+    text = PAGE.read_text(encoding="utf-8")
+    return text.split(BEGIN, 1)[1].split(END, 1)[0]
+
+
+def write_page() -> None:
+    """Replace that block with the current :func:`diagram`."""
+    text = PAGE.read_text(encoding="utf-8")
+    head, rest = text.split(BEGIN, 1)
+    PAGE.write_text(head + BEGIN + diagram(import_graph()) + END + rest.split(END, 1)[1], encoding="utf-8")
+
+
 if __name__ == "__main__":
-    print(diagram(import_graph()), end="")
+    if sys.argv[1:] == ["--write"]:
+        write_page()
+    else:
+        print(diagram(import_graph()), end="")
