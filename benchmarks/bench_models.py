@@ -15,8 +15,8 @@ the load average are reported. Sides:
   implementation that can return the weights), ``output_attentions=True``,
   ``output_hidden_states=True``, under ``torch.inference_mode()``, on pre-tokenized ids.
 
-Peak memory of one forward pass (the first call; later calls reuse the allocator's freed pages) is measured in a fresh subprocess per
-side as the peak resident set size during the call (``VmHWM``, reset through
+Peak memory of one forward pass (the first call; later calls reuse the allocator's freed
+pages) is measured in a fresh subprocess per side as the peak resident set size during the call (``VmHWM``, reset through
 ``/proc/self/clear_refs``) minus the resident size before it — the outputs kept included —
 and for NumPy also exactly with ``tracemalloc``. The result replaces the section between ``<!-- begin:models -->``
 and ``<!-- end:models -->`` of docs/benchmarks.md.

@@ -60,3 +60,15 @@ def test_route_refuses_existing_files_and_bad_input(written, capsys):
     assert main(["route", *APPLE, "--token", "pear", "-o", str(out / "new")]) == 2
     assert "'pear' is not a word of text1" in capsys.readouterr().err
     assert not (out / "new").exists()  # nothing is written before every check passed
+
+
+def test_tour_section_leads_the_tour_with_the_apple_contrast(tmp_path):
+    from attnsym.cli import tour
+    from attnsym.cli.route import tour_section
+
+    minilm()
+    assert tour.STEPS[0][1] is tour._real_model and tour.SECTIONS[0][0] == "real-model"
+    written = tour_section(tmp_path)
+    names = [rel for rel, _ in written.entries]
+    assert "contrast.png" in names and "report.md" in names and not any("/graphs/" in n for n in names)
+    assert "'Apple'" in written.facts["summary"] and "identical" in written.facts["summary"]

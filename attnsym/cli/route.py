@@ -15,7 +15,7 @@ import networkx as nx
 from .._io import atomic_write
 from ..errors import OverwriteError
 
-__all__ = ["RouteFiles", "write_route"]
+__all__ = ["RouteFiles", "tour_section", "write_route"]
 
 _DESCRIPTION = """\
 Route one or more texts through a pretrained transformer (run in NumPy by attnsym.models)
@@ -209,3 +209,27 @@ def run(args: argparse.Namespace) -> int:
               f"{f['max_role_distance']:.3f} at layer {layer + 1} head {head + 1}; weights {same} for both texts")
     print(f"  read {result.folder / 'report.md'}")
     return 0
+
+
+def tour_section(folder: str | Path, *, overwrite: bool = False) -> RouteFiles | None:
+    """The tour's real-model section: the sources' "apple" example routed by the packaged model.
+
+    Writes ``report.md``, ``contrast.png`` / ``.md`` / ``.json`` and each text's heatmaps,
+    rollout/flow figure and ``route.json`` into ``folder`` (no per-head graph files), and
+    returns what it wrote, with ``facts["summary"]`` one line for the tour's summary. Returns
+    None, writing nothing, when the packaged model is not installed.
+    """
+    from ..models.evidence import APPLE, packaged_model
+
+    model = packaged_model()
+    if model is None:
+        return None
+    text1, text2, token = APPLE
+    result = write_route(folder, model, [text1, text2], token, graphs=False, overwrite=overwrite)
+    f = result.facts
+    layer, head = f["most_different"]
+    same = "identical" if f["weights_identical"] else "NOT identical"
+    f["summary"] = (f"a real model ({model.name}): '{f['words'][0]}' in {text1!r} and '{f['words'][1]}' in {text2!r} are "
+                    f"routed differently by the same weights (mean role distance {f['mean_role_distance']:.3f}, largest "
+                    f"{f['max_role_distance']:.3f} at layer {layer + 1} head {head + 1}); the weights are {same}")
+    return result

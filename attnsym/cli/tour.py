@@ -29,6 +29,8 @@ __all__ = ["SECTIONS", "TourEntry", "TourResult", "write_tour"]
 _DESCRIPTION = """\
 Write the whole of attnsym, for small sizes, into one folder:
 
+  real-model/   the packaged all-MiniLM-L6-v2 (when installed) routing "apple" in two
+                sentences: the contrast figure and table, heatmaps, rollout and flow
   derivations/  the forward pass and the gradients for n = 2 tokens of width d = 2,
                 as Markdown (with $$ math) and standalone LaTeX
   claims/       the claims report: every claim, verdict, method, evidence and figures
@@ -55,6 +57,8 @@ still written and says which), 2 an error (e.g. a non-empty folder without --for
 
 #: (folder, heading, one line on what the section shows) in the order of the index
 SECTIONS: tuple[tuple[str, str, str], ...] = (
+    ("real-model", "A real model: one word, two contexts",
+     "A pretrained transformer (attnsym.models) routes 'apple' differently in two sentences with the same weights."),
     ("derivations", "Derivations",
      "The forward pass and its gradients for n = 2 tokens of width d = 2, derived exactly by SymPy."),
     ("claims", "Claims report",
@@ -211,7 +215,17 @@ def _figures(t: _Tour) -> None:
     t.figure("paths", plots.figure("paths"), plots.FIGURES["paths"])
 
 
+def _real_model(t: _Tour) -> None:  # the models section (cli/route.py); skipped when no model is installed
+    from .route import tour_section
+
+    written = tour_section(t.folder / "real-model", overwrite=t.overwrite)
+    if written is not None:
+        t.result.entries += [TourEntry("real-model", f"real-model/{rel}", what) for rel, what in written.entries]
+        t.result.facts["real_model"] = written.facts["summary"]
+
+
 STEPS: tuple[tuple[str, Callable[[_Tour], None]], ...] = (
+    ("routing 'apple' through a real model", _real_model),
     ("deriving the forward pass and gradients (n=2, d=2)", _derivations),
     ("drawing figures", _figures),
     ("building routing graphs", _graphs),
@@ -250,7 +264,7 @@ def _index_markdown(result: TourResult) -> str:
 def summary_lines(result: TourResult) -> list[str]:
     """A few lines saying what the tour verified (used by the CLI and index.html)."""
     f = result.facts
-    lines = []
+    lines = [f["real_model"]] if "real_model" in f else []
     if "forward_steps" in f:
         lines.append(f"derived the forward pass ({f['forward_steps']} steps) and the gradients "
                      f"({f.get('gradients_steps', 0)} steps) for n=2, d=2 exactly with SymPy")
