@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ShapeError
+from ..numeric import gelu, gelu_tanh
 from ._base import as_numpy, new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -39,8 +40,6 @@ def gelu_figure(x: Any = None, exact: Any = None, approx: Any = None) -> Figure:
     """
     x = np.linspace(-5.0, 5.0, 801) if x is None else as_numpy(x, "x")
     if exact is None or approx is None:
-        from ..numeric import gelu, gelu_tanh
-
         exact = gelu(x) if exact is None else exact
         approx = gelu_tanh(x) if approx is None else approx
     exact, approx = as_numpy(exact, "exact"), as_numpy(approx, "approx")

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .. import graphs
 from ..errors import ShapeError
 from ._base import as_numpy, new_figure
 
@@ -86,8 +87,6 @@ def path_length_figure(
 
 
 def _table1_data(ns: Any) -> dict[str, Any]:
-    from .. import graphs
-
     ns = [int(v) for v in np.atleast_1d(ns)] if ns is not None else [2, 4, 8, 16, 32, 64]
     archs = getattr(graphs, "ARCHITECTURES", ("self-attention", "recurrent", "convolutional"))
     path_lengths = {arch: [graphs.max_path_length(arch, n) for n in ns] for arch in archs}

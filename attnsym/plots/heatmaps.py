@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ShapeError
+from ..numeric import attention
+from ..spec import AttentionSpec
 from ._base import as_numpy, new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -138,9 +140,6 @@ def random_attention(spec: Any = None, *, seed: int = 0, input_seed: int | None 
     >>> bool(np.allclose(A.sum(axis=-1), 1.0))
     True
     """
-    from ..numeric import attention
-    from ..spec import AttentionSpec
-
     spec = spec if spec is not None else AttentionSpec(n=6, d_model=8, heads=2)
     rng = np.random.default_rng(seed)
     shapes = spec.shapes

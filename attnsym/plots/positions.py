@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ShapeError
+from ..numeric import sinusoidal_positions
 from ..spec import DEFAULT_POSITION_BASE
 from ._base import as_numpy, new_figure
 
@@ -52,8 +53,6 @@ def positional_encoding_figure(
     array([1.    , 0.5403])
     """
     if PE is None:
-        from ..numeric import sinusoidal_positions
-
         PE = sinusoidal_positions(n, d_model, base=base)
     PE = as_numpy(PE, "PE")
     if PE.ndim != 2:

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ShapeError
+from ..graphs import row_entropy
+from ..numeric import attention, montecarlo
 from ._base import FIGSIZE, as_numpy, new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -111,8 +113,6 @@ def variance_figure(
 
 def _score_variance_data(d: Any, *, samples: int | None, seed: int, quick: bool) -> dict[str, Any]:
     """Fetch the Monte Carlo estimates behind :func:`variance_figure` from attnsym.numeric.montecarlo."""
-    from ..numeric import montecarlo
-
     kwargs: dict[str, Any] = {"seed": seed}
     if d is not None:
         kwargs["d"] = [int(v) for v in np.atleast_1d(d)]
@@ -198,9 +198,6 @@ def entropy_figure(
 
 def _entropy_data(d: Any, *, n: int, seed: int, quick: bool) -> dict[str, Any]:
     """Mean row entropy and largest weight of random attention matrices, via numeric + graphs."""
-    from ..graphs import row_entropy
-    from ..numeric import attention
-
     dims = [int(v) for v in np.atleast_1d(d)] if d is not None else [2**k for k in range(0, 11 if not quick else 9)]
     trials = 8 if quick else 32
     rng = np.random.default_rng(seed)
