@@ -115,6 +115,17 @@ def _normalise_mask(mask: Any, n: int) -> tuple[tuple[bool, ...], ...]:
     return tuple(tuple(bool(v) for v in row) for row in rows)
 
 
+def _check_scale_value(scale: Any) -> None:
+    """A numeric scale must be a positive finite float (``10**400``, NaN and complex values are not)."""
+    text = repr(scale) if len(repr(scale)) <= 40 else f"{repr(scale)[:20]}...({len(repr(scale))} characters)"
+    try:
+        value = float(scale)
+    except (OverflowError, TypeError, ValueError):
+        raise SpecError(f"scale must be a positive finite real number that fits a float (got scale={text})") from None
+    if not math.isfinite(value) or value <= 0:
+        raise SpecError(f"scale must be a positive finite number (got scale={text})")
+
+
 def _check_scale(scale: Any) -> Any:
     if isinstance(scale, str):
         if scale not in ("sqrt", "none"):
@@ -128,13 +139,13 @@ def _check_scale(scale: Any) -> Any:
     if isinstance(scale, numbers.Number) and not hasattr(scale, "free_symbols"):
         if isinstance(scale, numbers.Complex) and not isinstance(scale, numbers.Real):
             raise SpecError(f"scale must be a positive real number (got {scale!r})")
-        value = float(scale)
-        if not math.isfinite(value) or value <= 0:
-            raise SpecError(f"scale must be a positive finite number (got scale={scale!r})")
+        _check_scale_value(scale)
         return scale
     if hasattr(scale, "free_symbols"):  # a SymPy expression, built by the user, never parsed
-        if scale.is_positive is False:
-            raise SpecError(f"scale must be positive (got scale={scale})")
+        if scale.is_positive is False or scale.is_extended_real is False:
+            raise SpecError(f"scale must be positive and real (got scale={scale})")
+        if not scale.free_symbols:  # a number (nan, zoo, 1 + I, 10**400 included): it must evaluate finite, > 0
+            _check_scale_value(scale)
         return scale
     raise SpecError(
         f"scale must be 'sqrt', 'none', a positive number or a SymPy expression "

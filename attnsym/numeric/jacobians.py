@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from .backend import array_namespace
+from ..errors import ShapeError
+from ._inputs import float_inputs
 
 __all__ = ["softmax_jacobian"]
 
@@ -24,14 +25,21 @@ def softmax_jacobian(a):
     -------
     (..., n, n) array
 
+    Raises
+    ------
+    ShapeError
+        ``a`` not a finite float32/float64 array of at least one dimension.
+
     Examples
     --------
     >>> softmax_jacobian(np.array([0.25, 0.75]))
     array([[ 0.1875, -0.1875],
            [-0.1875,  0.1875]])
     """
-    xp = array_namespace(a)
-    a = xp.asarray(a)
+    xp, arrays, _ = float_inputs({"a": a})
+    a = arrays["a"]
+    if a.ndim < 1:
+        raise ShapeError(f"a must have shape (..., n), at least one dimension (got shape {tuple(a.shape)})")
     n = a.shape[-1]
     col, row = xp.expand_dims(a, axis=-1), xp.expand_dims(a, axis=-2)  # (..., n, 1), (..., 1, n)
     return xp.eye(n, dtype=a.dtype) * row - col * row

@@ -35,6 +35,7 @@ per-head widths, ``bi``/``bj`` rows of a query/key block.
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -232,6 +233,13 @@ def guard_logits(layer: BoundLayer, a: dict, Q, K) -> None:
     if layer.scale * layer.d_k * qmax * kmax <= float(xp.finfo(Q.dtype).max):
         return
     n, b = layer.n, block_size_for(layer, None)
+    with warnings.catch_warnings():  # NumPy warns on the overflow this loop looks for
+        warnings.simplefilter("ignore", RuntimeWarning)
+        _exact_overflow_check(layer, a, Q, K, n, b, qmax, kmax)
+
+
+def _exact_overflow_check(layer: BoundLayer, a: dict, Q, K, n: int, b: int, qmax: float, kmax: float) -> None:
+    xp = layer.xp
     for i0 in range(0, n, b):
         Qs = Q[..., i0:i0 + b, :] * layer.scale  # (..., H, bi, d_k)
         for j0 in range(0, n, b):
