@@ -3,7 +3,8 @@
 Our own tests use these, and so can users checking their own attention code.
 
 ``TOLERANCES`` maps a dtype name to the (rtol, atol) that numeric results in that dtype are
-held to when compared with an exact (symbolic) or float64 reference.
+held to when compared with an exact (symbolic) or float64 reference; it is defined in
+:mod:`attnsym.tolerances` (a bottom module library code reads too) and re-exported here.
 
 >>> TOLERANCES["float64"]
 Tolerance(rtol=1e-12, atol=1e-12)
@@ -12,37 +13,14 @@ Tolerance(rtol=1e-12, atol=1e-12)
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
+
+import numpy as np
+
+from .tolerances import TOLERANCES, Tolerance, tolerance_for
+from .validation import validate
 
 __all__ = ["TOLERANCES", "Tolerance", "assert_views_agree", "check_grad", "tolerance_for"]
-
-
-class Tolerance(NamedTuple):
-    """Relative and absolute tolerance for ``|a - b| <= atol + rtol * |b|``."""
-
-    rtol: float
-    atol: float
-
-
-#: per-dtype tolerances, the single place they are defined
-TOLERANCES: dict[str, Tolerance] = {
-    "float64": Tolerance(rtol=1e-12, atol=1e-12),
-    "float32": Tolerance(rtol=1e-5, atol=1e-5),
-}
-
-
-def tolerance_for(dtype) -> Tolerance:
-    """The tolerance of a dtype (NumPy, CuPy or PyTorch dtype, or its name).
-
-    >>> import numpy as np
-    >>> tolerance_for(np.float32).rtol
-    1e-05
-    """
-    name = str(dtype).removeprefix("torch.")
-    name = {"<class 'numpy.float64'>": "float64", "<class 'numpy.float32'>": "float32"}.get(name, name)
-    if name not in TOLERANCES:
-        raise KeyError(f"no tolerance for dtype {dtype!r}; known: {sorted(TOLERANCES)}")
-    return TOLERANCES[name]
 
 
 def check_grad(
@@ -93,8 +71,6 @@ def check_grad(
     >>> check_grad(lambda x: float(np.sum(x**3)), {"x": np.array([1.0, 2.0])}, {"x": np.array([3.0, 12.0])})["x"][0] != 0
     True
     """
-    import numpy as np
-
     rng = np.random.default_rng(seed)
     base = {k: np.asarray(v, dtype=np.float64) for k, v in inputs.items()}
     results: dict[str, tuple[float, float]] = {}
@@ -136,8 +112,6 @@ def assert_views_agree(spec, seed: int = 0, dtype: str = "float64"):
     >>> assert_views_agree(at.AttentionSpec(n=2, d_model=2)).passed
     True
     """
-    from .validation import validate
-
     report = validate(spec, seed=seed, dtype=dtype)
     if not report.passed:
         raise AssertionError("the symbolic and numeric views disagree:\n" + report.to_markdown())

@@ -5,7 +5,7 @@ exact SymPy layer (``attnsym.symbolic.attention(spec)``, lambdified with common-
 elimination) and its symbolic gradients (``attnsym.gradients(spec)``), runs the numeric
 backend (``attnsym.numeric.attention`` / ``attention_vjp``, which shares no code with SymPy),
 and reports each quantity's largest absolute and relative error against the dtype's
-tolerance from :data:`attnsym.testing.TOLERANCES`.
+tolerance from :data:`attnsym.tolerances.TOLERANCES` (re-exported as ``attnsym.testing.TOLERANCES``).
 """
 
 from __future__ import annotations
@@ -17,9 +17,10 @@ from typing import Any
 
 import numpy as np
 
+from . import numeric, symbolic
 from .errors import SpecError
 from .spec import AttentionSpec
-from .testing import TOLERANCES, Tolerance
+from .tolerances import TOLERANCES, Tolerance
 
 __all__ = ["ValidationReport", "ValidationRow", "validate"]
 
@@ -172,8 +173,6 @@ def validate(spec: AttentionSpec, seed: int = 0, dtype: str = "float64") -> Vali
     >>> report["Y"].max_abs < 1e-12
     True
     """
-    from . import numeric, symbolic
-
     if not isinstance(spec, AttentionSpec):
         raise SpecError(f"spec must be an AttentionSpec (got {type(spec).__name__})")
     if dtype not in TOLERANCES:
@@ -206,7 +205,5 @@ def validate(spec: AttentionSpec, seed: int = 0, dtype: str = "float64") -> Vali
 
 def _symbolic_gradients(spec: AttentionSpec, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The symbolic gradients of ⟨G, Y⟩, lambdified and evaluated at ``values``."""
-    from .symbolic import gradients
-
-    result = gradients(spec)
+    result = symbolic.gradients(spec)
     return result.lambdify()(**values)

@@ -47,7 +47,7 @@ def test_blockwise_equals_plain_forward_and_backward(case):
     g_block = nm.attention_vjp(X, *Ws[:3], G, Ws[3], block_size=case["block"], **kw)
     assert g_plain.keys() == g_block.keys()
     for name in g_plain:
-        np.testing.assert_allclose(g_block[name], g_plain[name], rtol=1e-11, atol=1e-11, err_msg=name)
+        np.testing.assert_allclose(g_block[name], g_plain[name], rtol=TOL64.rtol, atol=TOL64.atol, err_msg=name)
 
 
 def test_long_sequences_without_weights_take_the_blockwise_path(monkeypatch):
@@ -70,7 +70,7 @@ def test_long_sequences_without_weights_take_the_blockwise_path(monkeypatch):
     assert calls[-1] == 300
     Y_plain, _ = nm.attention(X, W, W, W, causal=True)  # weights asked for: plain path
     assert len(calls) == 2
-    np.testing.assert_allclose(Y, Y_plain, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(Y, Y_plain, rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 def _peak_bytes(fn) -> int:
@@ -116,7 +116,7 @@ def test_online_softmax_twin_of_the_symbolic_merge():
     X = np.array([[1.0, float(a), float(b)] for a, b in zip(s, v, strict=True)])
     W_Q, W_K, W_V = np.array([[1.0], [0], [0]]), np.array([[0.0], [1], [0]]), np.array([[0.0], [0], [1]])
     Y = nm.attention(X, W_Q, W_K, W_V, scale="none", return_weights=False, block_size=2)
-    np.testing.assert_allclose(Y[:, 0], expected, rtol=1e-15)
+    np.testing.assert_allclose(Y[:, 0], expected, rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
@@ -150,4 +150,4 @@ def test_many_heads_and_batch_elements_shrink_the_default_block(monkeypatch):
     assert calls and 32 * calls[0] ** 2 <= nm.BLOCK_ELEMENTS < 32 * (2 * calls[0]) ** 2
     assert calls[0] < 300  # so this short sequence takes the blockwise path, in several blocks
     Y_plain, _ = nm.attention(X, W, W, W, W, heads=4)
-    np.testing.assert_allclose(Y, Y_plain, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(Y, Y_plain, rtol=TOL64.rtol, atol=TOL64.atol)

@@ -88,7 +88,7 @@ def test_rotation_and_score_bias_hooks_reach_every_path(schemes, causal):
     loss = lambda **kw: float(np.sum(G * _reference(kw.get("X", X), kw.get("W_Q", W[0]), kw.get("W_K", W[1]),
                                                      W[2], W[3], heads, causal)[0]))
     for name, value in (("X", X), ("W_Q", W[0]), ("W_K", W[1])):
-        np.testing.assert_allclose(blocked[name], plain[name], rtol=1e-11, atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(blocked[name], plain[name], rtol=TOL64.rtol, atol=TOL64.atol, err_msg=name)
         E = np.zeros_like(value)
         E.flat[3] = 1e-6
         fd = (loss(**{name: value + E}) - loss(**{name: value - E})) / 2e-6
@@ -151,5 +151,5 @@ def test_causal_decode_with_a_mask_matches_masked_causal_attention():
     mask[4, 1] = False
     full, _ = nm.attention(X, *W, causal=True, mask=mask)
     for cache in (True, False):
-        np.testing.assert_allclose(causal_decode(X, *W, mask=mask, cache=cache).Y, full, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(causal_decode(X, *W, mask=mask, cache=cache).Y, full, rtol=TOL64.rtol, atol=TOL64.atol)
     assert np.all(full[3] == 0)

@@ -86,7 +86,7 @@ def test_gradients_match_central_differences(spec, seed):
 
     grads = nm.attention_vjp(a["X"], G=a["G"], spec=spec, **params(spec, a))
     assert set(grads) == set(names)
-    check_grad(loss, {k: a[k] for k in names}, grads, eps=1e-6, seed=seed, rtol=1e-6, atol=1e-8)
+    check_grad(loss, {k: a[k] for k in names}, grads, seed=seed)  # central differences: check_grad's own tolerance
 
 
 def test_batched_equals_loop_over_batch_and_sums_parameter_gradients():
@@ -99,14 +99,14 @@ def test_batched_equals_loop_over_batch_and_sums_parameter_gradients():
     for i in range(2):
         for j in range(3):
             Yij, Aij = nm.attention(a["X"][i, j], spec=spec, **params(spec, a))
-            np.testing.assert_allclose(Y[i, j], Yij, rtol=1e-13, atol=1e-13)
-            np.testing.assert_allclose(A[i, j], Aij, rtol=1e-13, atol=1e-13)
+            np.testing.assert_allclose(Y[i, j], Yij, rtol=TOL64.rtol, atol=TOL64.atol)
+            np.testing.assert_allclose(A[i, j], Aij, rtol=TOL64.rtol, atol=TOL64.atol)
             g = nm.attention_vjp(a["X"][i, j], G=a["G"][i, j], spec=spec, **params(spec, a))
-            np.testing.assert_allclose(grads["X"][i, j], g["X"], rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(grads["X"][i, j], g["X"], rtol=TOL64.rtol, atol=TOL64.atol)
             for k in total:
                 total[k] += g[k]
     for k in total:
-        np.testing.assert_allclose(grads[k], total[k], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(grads[k], total[k], rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 def test_keyword_arguments_equal_the_spec():
@@ -129,7 +129,7 @@ def test_batched_mask_applies_per_batch_element():
     _, A = nm.attention(X, W, W, W, mask=mask)
     assert np.all(A[1, :, 0] == 0) and np.all(A[0, :, 0] > 0)
     _, A0 = nm.attention(X[1], W, W, W, mask=mask[1])
-    np.testing.assert_allclose(A[1], A0, rtol=1e-14)
+    np.testing.assert_allclose(A[1], A0, rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 # ---------------------------------------------------------------------------- properties
@@ -140,26 +140,26 @@ def test_weights_are_a_distribution_and_permutation_equivariant(spec, seed):
     Y, A = nm.attention(a["X"], spec=spec, **params(spec, a))
     A = A if spec.heads > 1 else A[None]
     assert np.all(A >= 0)
-    np.testing.assert_allclose(A.sum(axis=-1), 1.0, rtol=1e-13)
+    np.testing.assert_allclose(A.sum(axis=-1), 1.0, rtol=TOL64.rtol, atol=TOL64.atol)
     if spec.positions is None and not spec.causal:
         perm = np.random.default_rng(seed).permutation(spec.n)
         Yp, Ap = nm.attention(a["X"][perm], spec=spec, **params(spec, a))
         Ap = Ap if spec.heads > 1 else Ap[None]
-        np.testing.assert_allclose(Yp, Y[perm], rtol=1e-12, atol=1e-12)
-        np.testing.assert_allclose(Ap, A[:, perm][:, :, perm], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(Yp, Y[perm], rtol=TOL64.rtol, atol=TOL64.atol)
+        np.testing.assert_allclose(Ap, A[:, perm][:, :, perm], rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 @settings(deadline=None)
 @given(shift=st.floats(-1e3, 1e3), seed=st.integers(0, 100))
 def test_softmax_ignores_a_constant_added_to_a_row(shift, seed):
     S = np.random.default_rng(seed).standard_normal((3, 4))
-    np.testing.assert_allclose(nm.softmax(S + shift), nm.softmax(S), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(nm.softmax(S + shift), nm.softmax(S), rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 def test_softmax_along_another_axis_and_does_not_modify_its_input():
     S = np.random.default_rng(1).standard_normal((3, 4))
     before = S.copy()
-    np.testing.assert_allclose(nm.softmax(S, axis=0), nm.softmax(S.T).T, rtol=1e-15)
+    np.testing.assert_allclose(nm.softmax(S, axis=0), nm.softmax(S.T).T, rtol=TOL64.rtol, atol=TOL64.atol)
     np.testing.assert_array_equal(S, before)
 
 
@@ -181,7 +181,7 @@ def test_extreme_logits_stay_finite(dtype):
         for value in (Y, A, Yb, *grads.values(), *grads_b.values()):
             assert value.dtype == np.dtype(dtype)
             assert np.all(np.isfinite(value))
-        np.testing.assert_allclose(A.sum(axis=-1), 1.0, rtol=1e-6)
+        np.testing.assert_allclose(A.sum(axis=-1), 1.0, rtol=TOLERANCES[dtype].rtol)
 
 
 def test_fully_masked_rows_give_zero_weights_zero_output_and_finite_gradients():
@@ -198,7 +198,7 @@ def test_fully_masked_rows_give_zero_weights_zero_output_and_finite_gradients():
         assert all(np.all(np.isfinite(g)) for g in grads.values())
         # a query that attends nowhere has no influence through its query vector
         Yb = nm.attention(a["X"], spec=spec, return_weights=False, block_size=block or 3, **params(spec, a))
-        np.testing.assert_allclose(Yb, Y, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(Yb, Y, rtol=TOL64.rtol, atol=TOL64.atol)
 
     def loss(**kw):
         return float(np.sum(a["G"] * nm.attention(kw["X"], spec=spec, return_weights=False, **params(spec, a))))
@@ -261,7 +261,7 @@ def test_errors_name_argument_expected_and_received():
 def test_lists_run_on_numpy_and_unknown_backend_is_rejected():
     X, W = _eye_args()
     Y, _ = nm.attention(X.tolist(), W.tolist(), W, W)
-    np.testing.assert_allclose(Y, nm.attention(X, W, W, W)[0], rtol=1e-15)
+    np.testing.assert_allclose(Y, nm.attention(X, W, W, W)[0], rtol=TOL64.rtol, atol=TOL64.atol)
     with pytest.raises(BackendError, match="backend must be one of"):
         nm.attention(X, W, W, W, backend="jax")
 
@@ -311,42 +311,14 @@ def test_the_numeric_core_does_not_use_sympy(module):
     assert "sympy" not in imported and "symbolic" not in imported
 
 
-# ---------------------------------------------------------------------------- PyTorch tensors through the same code
-def test_torch_tensors_in_torch_tensors_out():
-    torch = pytest.importorskip("torch")
-    spec = at.AttentionSpec(n=4, d_model=4, heads=2, causal=True, bias=True, positions="sinusoidal")
-    a = random_arrays(spec, 2, batch=(2,))
-    t = {k: torch.from_numpy(v) for k, v in a.items()}
-    Y, A = nm.attention(a["X"], spec=spec, **params(spec, a))
-    Yt, At = nm.attention(t["X"], spec=spec, **params(spec, t))
-    assert isinstance(Yt, torch.Tensor) and Yt.dtype == torch.float64
-    np.testing.assert_allclose(Yt.numpy(), Y, rtol=1e-13, atol=1e-13)
-    np.testing.assert_allclose(At.numpy(), A, rtol=1e-13, atol=1e-13)
-    g = nm.attention_vjp(a["X"], G=a["G"], spec=spec, **params(spec, a))
-    for block in (None, 3):
-        gt = nm.attention_vjp(t["X"], G=t["G"], spec=spec, block_size=block, **params(spec, t))
-        for k in g:
-            assert isinstance(gt[k], torch.Tensor)
-            np.testing.assert_allclose(gt[k].numpy(), g[k], rtol=1e-12, atol=1e-12)
-    Yb = nm.attention(t["X"], spec=spec, return_weights=False, block_size=3, **params(spec, t))
-    np.testing.assert_allclose(Yb.numpy(), Y, rtol=1e-12, atol=1e-12)
-    Yc, _ = nm.attention(a["X"], spec=spec, backend="torch", **params(spec, a))
-    assert isinstance(Yc, torch.Tensor)
-    with pytest.raises(BackendError, match="all arrays of one call must come from one array library"):
-        nm.attention(t["X"], spec=spec, **params(spec, a))
-    # a mask is a fixed pattern: a NumPy mask works with torch tensors (and a torch mask with NumPy arrays)
-    mask = np.tril(np.ones((4, 4), dtype=bool))
-    kw = dict(heads=2, mask=mask)
-    _, A_mixed = nm.attention(t["X"], t["W_Q"], t["W_K"], t["W_V"], t["W_O"], **kw)
-    _, A_np = nm.attention(a["X"], a["W_Q"], a["W_K"], a["W_V"], a["W_O"], heads=2, mask=torch.from_numpy(mask))
-    np.testing.assert_allclose(A_mixed.numpy(), A_np, rtol=1e-14)
+# ---------------------------------------------------------------------------- array libraries: tests/test_backends.py
 
 
 # ---------------------------------------------------------------------------- symbolic twins
 def test_sinusoidal_positions_twin():
     for n, d in [(1, 1), (4, 5), (6, 4)]:
         exact = np.array(at.symbolic.sinusoidal_positions(n, d, base=100).evalf(30).tolist(), dtype=np.float64)
-        np.testing.assert_allclose(nm.sinusoidal_positions(n, d, base=100), exact, rtol=1e-14, atol=1e-15)
+        np.testing.assert_allclose(nm.sinusoidal_positions(n, d, base=100), exact, rtol=TOL64.rtol, atol=TOL64.atol)
     pe = nm.sinusoidal_positions(3, 4, dtype=np.float32)
     assert pe.dtype == np.float32
     with pytest.raises(SpecError, match="d_model must be a positive integer"):
@@ -359,7 +331,7 @@ def test_gelu_twins(name):
     exact = getattr(at.symbolic, name)(x)
     points = np.array([-6.0, -1.5, -0.1, 0.0, 0.3, 1.0, 2.5, 8.0])
     expected = np.array([float(exact.subs(x, sp.Float(p, 30)).evalf(30)) for p in points])
-    np.testing.assert_allclose(getattr(nm, name)(points), expected, rtol=1e-14, atol=1e-16)
+    np.testing.assert_allclose(getattr(nm, name)(points), expected, rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 def test_softmax_twin_with_masks():
@@ -367,7 +339,7 @@ def test_softmax_twin_with_masks():
     S = sp.Matrix(3, 3, lambda i, j: sp.Rational(i * 3 + j - 4, 3))
     exact = np.array(at.symbolic.row_softmax(S, allowed).evalf(30).tolist(), dtype=np.float64)
     got = nm.softmax(np.array(S.tolist(), dtype=np.float64), allowed=np.array(allowed))
-    np.testing.assert_allclose(got, exact, rtol=1e-15, atol=1e-16)
+    np.testing.assert_allclose(got, exact, rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 def test_scores_twin_against_the_symbolic_layer():
@@ -379,7 +351,7 @@ def test_scores_twin_against_the_symbolic_layer():
     S = nm.scores(Q, K, spec.scale_float, spec.allowed_array())
     np.testing.assert_array_equal(np.isinf(S), np.isinf(sym["S_heads"]))
     finite = np.isfinite(S)
-    np.testing.assert_allclose(S[finite], sym["S_heads"][finite], rtol=1e-13, atol=1e-14)
+    np.testing.assert_allclose(S[finite], sym["S_heads"][finite], rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 def test_softmax_jacobian_twin():
@@ -389,13 +361,13 @@ def test_softmax_jacobian_twin():
     point = {s: sp.Rational(k, 3) - 1 for k, s in enumerate(a_sym)}
     J_exact = np.array(jac.subs(point).evalf(30).tolist(), dtype=np.float64)
     a_num = nm.softmax(np.array([float(v) for v in point.values()]))
-    np.testing.assert_allclose(nm.softmax_jacobian(a_num), J_exact, rtol=1e-14, atol=1e-16)
+    np.testing.assert_allclose(nm.softmax_jacobian(a_num), J_exact, rtol=TOL64.rtol, atol=TOL64.atol)
     J = nm.softmax_jacobian(a_num)
     np.testing.assert_allclose(J.sum(axis=1), 0.0, atol=1e-16)
     assert np.linalg.matrix_rank(J) == 3
     sym = at.symbolic.softmax_jacobian(4)  # in the symbols a_1 … a_4 (the softmax outputs)
     values = {s: sp.Float(float(a_num[int(s.name.split("_")[1]) - 1]), 30) for s in sym.free_symbols}
-    np.testing.assert_allclose(np.array(sym.subs(values).tolist(), dtype=np.float64), J, rtol=1e-14, atol=1e-16)
+    np.testing.assert_allclose(np.array(sym.subs(values).tolist(), dtype=np.float64), J, rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 def test_zero_tokens_is_a_clear_shape_error():
@@ -429,7 +401,7 @@ def test_mask_may_not_add_batch_dimensions_to_X():
     for i in range(2):
         for j in range(3):
             np.testing.assert_allclose(Y[i, j], nm.attention(X2[i, j], W, W, W, mask=m[j], return_weights=False),
-                                       rtol=1e-12, atol=1e-12)
+                                       rtol=TOL64.rtol, atol=TOL64.atol)
     grads = nm.attention_vjp(X2, W, W, W, np.ones_like(X2), mask=m[None, :1])  # (1, 1, n, n)
     assert grads["X"].shape == X2.shape
 
@@ -454,8 +426,10 @@ def test_softmax_mask_along_another_axis():
     S = np.arange(6.0).reshape(2, 3)
     allowed = np.array([[True, False, True], [True, True, False]])
     E = np.where(allowed, np.exp(S), 0.0)
-    np.testing.assert_allclose(nm.softmax(S, allowed, axis=0), E / E.sum(axis=0, keepdims=True), rtol=1e-14)
+    np.testing.assert_allclose(nm.softmax(S, allowed, axis=0), E / E.sum(axis=0, keepdims=True), rtol=TOL64.rtol, atol=TOL64.atol)
     S2, allowed2 = np.arange(4.0).reshape(2, 2), np.array([[True, False], [True, True]])
     E2 = np.where(allowed2, np.exp(S2), 0.0)
-    np.testing.assert_allclose(nm.softmax(S2, allowed2, axis=0), E2 / E2.sum(axis=0, keepdims=True), rtol=1e-14)
-    np.testing.assert_allclose(nm.softmax(S2, allowed2, axis=-2), E2 / E2.sum(axis=0, keepdims=True), rtol=1e-14)
+    np.testing.assert_allclose(nm.softmax(S2, allowed2, axis=0), E2 / E2.sum(axis=0, keepdims=True),
+                               rtol=TOL64.rtol, atol=TOL64.atol)
+    np.testing.assert_allclose(nm.softmax(S2, allowed2, axis=-2), E2 / E2.sum(axis=0, keepdims=True),
+                               rtol=TOL64.rtol, atol=TOL64.atol)

@@ -18,6 +18,9 @@ import sympy as sp
 import attnsym.numeric as nm
 import attnsym.symbolic as sym
 from attnsym.spec import DEFAULT_POSITION_BASE, AttentionSpec
+from attnsym.testing import TOLERANCES
+
+TOL64 = TOLERANCES["float64"]
 
 TWIN_MODULES = ("positions", "activations", "jacobians")
 
@@ -42,7 +45,7 @@ def test_twin_modules_mirror_each_other(module):
 @pytest.mark.parametrize(("n", "d", "base"), [(4, 6, DEFAULT_POSITION_BASE), (3, 5, DEFAULT_POSITION_BASE), (5, 4, 7)])
 def test_sinusoidal_positions_twins_agree(n, d, base):
     exact = np.array(sym.sinusoidal_positions(n, d, base).evalf(20), dtype=float)
-    np.testing.assert_allclose(nm.sinusoidal_positions(n, d, base), exact, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(nm.sinusoidal_positions(n, d, base), exact, rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 def test_position_base_has_one_home():
@@ -55,7 +58,7 @@ def test_position_base_has_one_home():
 def test_gelu_twins_agree(name):
     x = np.linspace(-6.0, 6.0, 25)
     exact = np.array([float(getattr(sym, name)(sp.Float(v, 30))) for v in x])
-    np.testing.assert_allclose(getattr(nm, name)(x), exact, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(getattr(nm, name)(x), exact, rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 def test_gelu_tanh_coefficient_is_the_symbolic_one():
@@ -70,7 +73,8 @@ def test_softmax_jacobian_twins_agree(n):
     J = sym.softmax_jacobian(n)
     symbols = sorted(J.free_symbols, key=lambda s: int(s.name.rsplit("_", 1)[1]))  # a_1 … a_n (or from 0), in order
     values = {s: sp.Float(a[k], 30) for k, s in enumerate(symbols)}
-    np.testing.assert_allclose(nm.softmax_jacobian(a), np.array(J.xreplace(values), dtype=float), rtol=1e-14, atol=1e-16)
+    np.testing.assert_allclose(nm.softmax_jacobian(a), np.array(J.xreplace(values), dtype=float),
+                               rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 def test_scores_and_softmax_twins_agree():
@@ -78,5 +82,6 @@ def test_scores_and_softmax_twins_agree():
     Q, K = rng.standard_normal((3, 2)), rng.standard_normal((4, 2))
     S_exact = sym.scores(sp.Matrix(Q), sp.Matrix(K), sp.Rational(1, 2))
     S = nm.scores(Q, K, 0.5)
-    np.testing.assert_allclose(S, np.array(S_exact, dtype=float), rtol=1e-14)
-    np.testing.assert_allclose(nm.softmax(S), np.array(sym.row_softmax(sp.Matrix(S)).evalf(20), dtype=float), rtol=1e-13)
+    np.testing.assert_allclose(S, np.array(S_exact, dtype=float), rtol=TOL64.rtol, atol=TOL64.atol)
+    np.testing.assert_allclose(nm.softmax(S), np.array(sym.row_softmax(sp.Matrix(S)).evalf(20), dtype=float),
+                               rtol=TOL64.rtol, atol=TOL64.atol)
