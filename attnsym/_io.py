@@ -1,14 +1,45 @@
-"""Safe file writing: atomic (temp file, then rename) and never a silent overwrite."""
+"""Safe file writing: atomic, never a silent overwrite, never replacing what is not a regular file.
+
+Three promises, one module:
+
+* **Atomic.** :func:`atomic_write` writes into a temporary file beside the destination and
+  renames it into place, so a reader never sees half a file and a crash leaves the old file
+  intact. :func:`staged_directory` does the same for a set of files (a tour, a set of graphs):
+  they are written into a temporary sibling folder that is moved into place only when the
+  whole set is complete, so an interrupted run leaves no partial set behind and re-running is
+  just running again.
+* **No silent overwrite.** An existing file is replaced only with ``overwrite=True``
+  (``--force`` on the command line), and ``overwrite`` must be a real ``bool``: ``"no"`` is
+  refused, not taken as true. :func:`refuse_existing` is the one pre-check every writer calls
+  before spending time on the content.
+* **``--force`` never destroys what is not ours.** Only *regular files* are ever replaced. A
+  symbolic link, a directory, a FIFO, a socket or a device node at the destination is refused
+  with :class:`~attnsym.errors.OutputError` even with ``overwrite=True`` (writing through a
+  symbolic link would write somewhere the user did not name; replacing it would destroy the
+  link). A parent that is a file is reported as such.
+
+Temporaries are named ``.<name>.attnsym-<pid>-<random>.tmp``. One left behind by a process
+that was killed (SIGKILL, power loss) is removed by the next write to the same destination,
+once its process is gone; a temporary of a process still running is left alone.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import os
+import shutil
+import stat
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from .errors import OverwriteError
+from ._checks import boolean
+from .errors import OutputError, OverwriteError
 
-__all__ = ["atomic_write"]
+__all__ = ["atomic_write", "refuse_existing", "staged_directory"]
+
+_TAG = "attnsym"
 
 
 def _current_umask() -> int:
@@ -25,12 +56,161 @@ def _current_umask() -> int:
     return mask
 
 
+def _kind(path: Path) -> str | None:
+    """What is at ``path`` without following a final symbolic link (``None``: nothing)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        return None
+    if stat.S_ISREG(mode):
+        return "regular file"
+    if stat.S_ISLNK(mode):
+        return "symbolic link"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISFIFO(mode):
+        return "FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device node"
+    return "special file"
+
+
+def _check_parent(path: Path) -> None:
+    """The nearest existing ancestor of ``path`` must be a directory."""
+    for parent in path.parents:
+        kind = _kind(parent)
+        if kind is None:
+            continue
+        if kind == "directory" or parent.is_dir():  # a link to a directory is a directory to write into
+            return
+        raise OutputError(f"cannot write {path}: {parent} is a {kind}, not a folder")
+
+
+def _os_error(path: Path, error: OSError) -> OutputError:
+    """An OSError while writing ``path``, naming ``path`` (never the hidden temporary)."""
+    out = OutputError(f"cannot write {path}: {error.strerror or error}")
+    out.errno = error.errno  # (strerror and filename stay unset: they would replace the message)
+    return out
+
+
+def _overwrite_error(paths: list[Path]) -> OverwriteError:
+    more = f" (and {len(paths) - 1} more)" if len(paths) > 1 else ""
+    return OverwriteError(f"{paths[0]} exists{more}; pass overwrite=True (--force on the command line) to replace "
+                          + ("them" if more else "it"), paths=paths)
+
+
+def refuse_existing(paths: str | os.PathLike | Iterable[str | os.PathLike], *, overwrite: bool,
+                    folders: bool = False) -> list[Path]:
+    """Fail now, before any work, if writing ``paths`` would overwrite silently or destroy something.
+
+    Every writer calls this before computing what it writes, so a refusal costs nothing.
+
+    Parameters
+    ----------
+    paths : path or iterable of paths
+        The files about to be written (with ``folders=True``: the folders about to be filled).
+    overwrite : bool
+        Whether existing regular files may be replaced (a non-empty folder written into). Must
+        be a real ``bool``.
+    folders : bool, default False
+        ``paths`` are folders: each must be absent or a directory (a link to one is followed),
+        and a non-empty one needs ``overwrite``.
+
+    Returns
+    -------
+    list of Path
+        ``paths`` as :class:`~pathlib.Path` objects.
+
+    Raises
+    ------
+    OutputError
+        A destination is not a regular file (a directory, symbolic link, FIFO, socket, device),
+        or a parent folder is a file.
+    OverwriteError
+        A destination is an existing regular file and ``overwrite`` is False.
+    SpecError
+        ``overwrite`` is not a bool.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> (folder / "a.txt").write_text("x")
+    1
+    >>> refuse_existing([folder / "a.txt", folder / "b.txt"], overwrite=False)
+    Traceback (most recent call last):
+    ...
+    attnsym.errors.OverwriteError: .../a.txt exists; pass overwrite=True (--force on the command line) to replace it
+    >>> refuse_existing(folder, overwrite=True)
+    Traceback (most recent call last):
+    ...
+    attnsym.errors.OutputError: ... is a directory; attnsym replaces only regular files: remove it or choose another name
+    """
+    overwrite = boolean("overwrite", overwrite)
+    if isinstance(paths, str | os.PathLike):
+        paths = [paths]
+    checked = [Path(p) for p in paths]
+    existing = []
+    for path in checked:
+        _check_parent(path)
+        kind = _kind(path)
+        if kind is None:
+            continue
+        if folders:
+            if not path.is_dir():
+                raise OutputError(f"{path} is a {kind}; give a folder")
+            if any(path.iterdir()) and not overwrite:
+                raise OverwriteError(f"{path} exists and is not empty; pass overwrite=True (--force on the command "
+                                     "line) to write into it (files of the same name are replaced)", paths=[path])
+            continue
+        if kind != "regular file":
+            raise OutputError(f"{path} is a {kind}; attnsym replaces only regular files: remove it or choose another name")
+        existing.append(path)
+    if existing and not overwrite:
+        raise _overwrite_error(existing)
+    return checked
+
+
+def _temp_prefix(name: str) -> str:
+    return f".{name}.{_TAG}-{os.getpid()}-"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # exists (another user's) or cannot tell: leave its files alone
+    return True
+
+
+def _remove_stale(folder: Path, name: str) -> None:
+    """Remove temporaries of ``name`` left in ``folder`` by attnsym processes that no longer run."""
+    pattern = os.path.join(glob.escape(str(folder)), f".{glob.escape(name)}.{_TAG}-*-*.tmp")
+    for leftover in glob.glob(pattern):
+        pid_text = os.path.basename(leftover)[len(name) + len(_TAG) + 3:].split("-", 1)[0]
+        if not pid_text.isdigit() or int(pid_text) == os.getpid() or _alive(int(pid_text)):
+            continue  # not ours, this process's own (possibly in use), or its writer still runs
+        kind = _kind(Path(leftover))
+        with contextlib.suppress(OSError):
+            if kind == "regular file":
+                os.unlink(leftover)
+            elif kind == "directory":
+                shutil.rmtree(leftover)
+
+
 def atomic_write(path: str | os.PathLike, data: str | bytes, *, overwrite: bool = False) -> Path:
-    """Write ``data`` to ``path`` atomically; refuse to replace an existing file.
+    """Write ``data`` to ``path`` atomically; refuse to replace an existing file unless asked.
 
     The data goes to a temporary file in the same folder, which is then renamed over
     ``path``, so a reader never sees a half-written file and a crash leaves the old file
-    intact. Parent folders are created.
+    intact. Parent folders are created. Only a regular file is ever replaced (see
+    :func:`refuse_existing`); stale temporaries of killed writers are removed.
 
     Parameters
     ----------
@@ -39,7 +219,7 @@ def atomic_write(path: str | os.PathLike, data: str | bytes, *, overwrite: bool 
     data : str or bytes
         Text (written as UTF-8) or bytes.
     overwrite : bool, default False
-        Replace an existing file. Without it an existing file raises :class:`OverwriteError`.
+        Replace an existing regular file. Without it an existing file raises :class:`OverwriteError`.
 
     Returns
     -------
@@ -50,6 +230,8 @@ def atomic_write(path: str | os.PathLike, data: str | bytes, *, overwrite: bool 
     ------
     OverwriteError
         ``path`` exists and ``overwrite`` is False.
+    OutputError
+        ``path`` is not a regular file (directory, symbolic link, FIFO, device...), or a parent is a file.
 
     Examples
     --------
@@ -61,18 +243,19 @@ def atomic_write(path: str | os.PathLike, data: str | bytes, *, overwrite: bool 
     Traceback (most recent call last):
     ...
     attnsym.errors.OverwriteError: ... exists; pass overwrite=True (--force on the command line) to replace it
+    >>> atomic_write(folder / "a.txt", "again", overwrite="no")
+    Traceback (most recent call last):
+    ...
+    attnsym.errors.SpecError: overwrite must be True or False (got 'no' of type str)
     """
-    path = Path(path)
-    if path.is_dir():
-        raise OverwriteError(f"{path} is a directory; give a file name")
-    if path.exists() and not overwrite:
-        raise OverwriteError(f"{path} exists; pass overwrite=True (--force on the command line) to replace it")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    (path,) = refuse_existing([path], overwrite=overwrite)
     payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale(path.parent, path.name)
+        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path.name), suffix=".tmp", dir=path.parent)
     except OSError as error:  # name the file asked for, not the hidden temporary one
-        raise type(error)(error.errno, f"cannot write {path}: {error.strerror}") from None
+        raise _os_error(path, error) from None
     try:
         # mkstemp makes the file private (0600); give it the mode an ordinary open() would
         os.fchmod(fd, 0o666 & ~_current_umask())
@@ -85,14 +268,88 @@ def atomic_write(path: str | os.PathLike, data: str | bytes, *, overwrite: bool 
             try:
                 os.link(tmp, path)
             except FileExistsError:
-                raise OverwriteError(
-                    f"{path} exists; pass overwrite=True (--force on the command line) to replace it"
-                ) from None
+                raise _overwrite_error([path]) from None
             except OSError:  # file systems without hard links
                 os.replace(tmp, path)
         else:
+            if _kind(path) not in (None, "regular file"):  # appeared since the check: still never replaced
+                refuse_existing([path], overwrite=True)
             os.replace(tmp, path)
+    except OSError as error:
+        if isinstance(error, OverwriteError | OutputError):
+            raise
+        raise _os_error(path, error) from None
     finally:
-        if os.path.exists(tmp):
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
     return path
+
+
+def _move_into_place(stage: Path, folder: Path) -> None:
+    """Move the complete staged set into ``folder`` (a rename when ``folder`` is new or empty)."""
+    if _kind(folder) is None or (_kind(folder) == "directory" and not any(folder.iterdir())):
+        try:
+            os.rename(stage, folder)  # atomic: the whole set appears at once
+            return
+        except OSError:
+            pass  # created and filled meanwhile: merge below
+    files = sorted(p for p in stage.rglob("*") if not p.is_dir())
+    targets = [folder / p.relative_to(stage) for p in files]
+    refuse_existing(targets, overwrite=True)  # everything checked before anything moves
+    for source, target in zip(files, targets, strict=True):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(source, target)
+
+
+@contextlib.contextmanager
+def staged_directory(folder: str | os.PathLike, *, overwrite: bool = False) -> Iterator[Path]:
+    """Write a set of files into a temporary sibling of ``folder``, moved into place when complete.
+
+    Use it as ``with staged_directory(out, overwrite=force) as stage:`` and write every file
+    under ``stage``. On success the set is moved into ``folder``: renamed into place when
+    ``folder`` is new or empty (the set appears at once), otherwise (``overwrite=True``) file by
+    file, after checking that every destination is a regular file or absent, replacing files
+    of the same name and leaving other files alone. On an exception (or Ctrl-C) the staged
+    files are removed and ``folder`` is untouched; after a SIGKILL the next run removes them.
+
+    Parameters
+    ----------
+    folder : str or PathLike
+        The destination folder, created if missing.
+    overwrite : bool, default False
+        Required when ``folder`` exists and is not empty.
+
+    Yields
+    ------
+    Path
+        The staging folder to write into.
+
+    Raises
+    ------
+    OverwriteError
+        ``folder`` is not empty and ``overwrite`` is False.
+    OutputError
+        ``folder`` is a file (or another non-directory), or a parent is a file.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "set"
+    >>> with staged_directory(out) as stage:
+    ...     _ = atomic_write(stage / "a.txt", "a")
+    ...     _ = atomic_write(stage / "sub" / "b.txt", "b")
+    >>> sorted(p.relative_to(out).as_posix() for p in out.rglob("*.txt"))
+    ['a.txt', 'sub/b.txt']
+    """
+    (folder,) = refuse_existing([folder], overwrite=overwrite, folders=True)
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        _remove_stale(folder.parent, folder.name)
+        stage = Path(tempfile.mkdtemp(prefix=_temp_prefix(folder.name), suffix=".tmp", dir=folder.parent))
+    except OSError as error:
+        raise _os_error(folder, error) from None
+    try:
+        yield stage
+        _move_into_place(stage, folder)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)

@@ -12,9 +12,12 @@ Messages name the argument, the value received and what was expected, e.g.::
 
 from __future__ import annotations
 
+from pathlib import Path
+
 __all__ = [
     "AttnsymError",
     "BackendError",
+    "OutputError",
     "OverwriteError",
     "ShapeError",
     "SizeLimitError",
@@ -47,4 +50,20 @@ class SizeLimitError(AttnsymError, ValueError):
 
 
 class OverwriteError(AttnsymError, FileExistsError):
-    """A write would replace an existing file and overwriting was not asked for."""
+    """A write would replace an existing file and overwriting was not asked for.
+
+    ``paths`` holds the existing files (the command line turns the message into
+    "``<path>`` exists; pass --force to replace it").
+    """
+
+    def __init__(self, message: str, *, paths=()) -> None:
+        super().__init__(message)
+        self.paths = tuple(Path(p) for p in paths)
+
+
+class OutputError(AttnsymError, OSError):
+    """An output cannot be written where asked: not a regular file, a parent that is a file, no permission.
+
+    Raised even with ``overwrite=True``: attnsym replaces only regular files, never a directory,
+    symbolic link, FIFO, socket or device node.
+    """

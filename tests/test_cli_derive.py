@@ -54,11 +54,11 @@ def test_output_file_no_silent_overwrite_and_force(capsys, tmp_path):
 @pytest.mark.parametrize(
     ("argv", "pattern"),
     [
-        (["--n", "0"], "n must be a positive integer"),
-        (["--d", "3", "--heads", "2"], "heads must divide d_model"),
+        (["--n", "0"], "--n must be a positive integer (got 0)"),
+        (["--d", "3", "--heads", "2"], "--heads must divide d_model"),
         (["--n", "12", "--d", "12"], "max_terms"),
         (["--n", "3", "--d", "3", "--max-terms", "10"], "above the limit max_terms=10"),
-        (["--n", "2", "--d", "2", "--max-terms", "-5"], "max_terms must be a positive number"),
+        (["--n", "2", "--d", "2", "--max-terms", "-5"], "--max-terms must be a positive number or inf (got -5.0)"),
     ],
 )
 def test_errors_are_one_line_with_status_2(capsys, argv, pattern):

@@ -54,9 +54,9 @@ def test_npy_inputs_and_weights(tmp_path, capsys):
     ("extra", "message"),
     [
         (["--tokens", "a,b"], "tokens must have one label per position: expected 6 (got 2)"),
-        (["--top-k", "0"], "top_k must be an integer >= 1"),
+        (["--top-k", "0"], "--top-k must be a positive integer (got 0)"),
         (["--x", "missing.npy"], "no such file"),
-        (["--heads", "3"], "heads must divide d_model"),
+        (["--heads", "3"], "--heads must divide d_model"),
     ],
 )
 def test_errors_are_one_line(tmp_path, capsys, extra, message):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from attnsym import OverwriteError
+from attnsym import OutputError, OverwriteError
 from attnsym._io import atomic_write
 
 
@@ -18,8 +18,9 @@ def test_refuses_overwrite_and_keeps_content(tmp_path):
 
 
 def test_directory_target_is_an_error(tmp_path):
-    with pytest.raises(OverwriteError, match="is a directory"):
-        atomic_write(tmp_path, "x")
+    for overwrite in (False, True):
+        with pytest.raises(OutputError, match="is a directory; attnsym replaces only regular files"):
+            atomic_write(tmp_path, "x", overwrite=overwrite)
 
 
 def test_written_file_gets_the_ordinary_permissions(tmp_path):
@@ -44,7 +45,8 @@ def test_unwritable_folder_error_names_the_requested_file(tmp_path, monkeypatch)
         raise PermissionError(errno.EACCES, "Permission denied", f"{dir}/.a.md.x1y2.tmp")
 
     monkeypatch.setattr(tempfile, "mkstemp", refuse)
-    with pytest.raises(PermissionError, match=r"cannot write .*a\.md: Permission denied") as info:
+    with pytest.raises(OutputError, match=r"cannot write .*a\.md: Permission denied") as info:
         atomic_write(tmp_path / "a.md", "x")
     assert ".tmp" not in str(info.value)
+    assert info.value.errno == errno.EACCES and isinstance(info.value, OSError)
     assert not (tmp_path / "a.md").exists()

@@ -176,15 +176,15 @@ def test_heatmaps_of_the_two_inputs_differ(tour):
 
 
 def test_folder_check(tmp_path):
-    from attnsym.errors import OverwriteError
+    from attnsym.errors import OutputError, OverwriteError
 
     assert _check_folder(tmp_path / "new", force=False) == tmp_path / "new"
     assert _check_folder(tmp_path, force=False) == tmp_path  # exists but empty
     (tmp_path / "x").write_text("x")
-    with pytest.raises(OverwriteError, match="not empty; pass --force"):
+    with pytest.raises(OverwriteError, match="not empty; pass overwrite=True"):
         _check_folder(tmp_path, force=False)
     assert _check_folder(tmp_path, force=True) == tmp_path
-    with pytest.raises(OverwriteError, match="is a file"):
+    with pytest.raises(OutputError, match="is a regular file; give a folder"):
         _check_folder(tmp_path / "x", force=True)
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from .._io import atomic_write
+from .._io import atomic_write, refuse_existing
 from ._evidence import BY_CONSTRUCTION, Evidence, tex
 from ._markdown import is_sympy, text_markdown, value_markdown
 
@@ -293,18 +293,9 @@ def write_report(
     ['report.md', 'claims.json']
     """
     directory = Path(directory)
-    if directory.exists() and not directory.is_dir():
-        from ..errors import OverwriteError
-
-        raise OverwriteError(f"{directory} exists and is not a directory; give a directory for the report")
+    refuse_existing([directory], overwrite=True, folders=True)  # a file named like the folder
     report = render_report(evidences, seed=seed, quick=quick, figures=figures, formats=formats)
     targets = {"report.md": report.markdown.encode("utf-8"),
                "claims.json": to_json(evidences, seed=seed, quick=quick).encode("utf-8"), **report.files}
-    if not overwrite:
-        existing = [directory / rel for rel in targets if (directory / rel).exists()]
-        if existing:
-            from ..errors import OverwriteError
-
-            raise OverwriteError(f"{existing[0]} exists (and {len(existing) - 1} more report files); "
-                                 "pass overwrite=True (--force on the command line) to replace them")
+    refuse_existing([directory / rel for rel in targets], overwrite=overwrite)
     return [atomic_write(directory / rel, data, overwrite=overwrite) for rel, data in targets.items()]

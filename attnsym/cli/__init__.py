@@ -15,7 +15,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from ..errors import AttnsymError
+from .._checks import finite_real, non_negative_int, positive_int
+from ..errors import AttnsymError, OverwriteError, SpecError
 
 __all__ = ["build_parser", "main"]
 
@@ -43,9 +44,38 @@ examples:
 """
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error printed as one line (the sub-command parsers inherit it)."""
+
+    def error(self, message: str):  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _positive_or_inf(name: str, value: float) -> float:
+    if value != value or value <= 0:
+        raise SpecError(f"{name} must be a positive number or inf (got {value})")
+    return value
+
+
+#: option dest -> the validator its value goes through, whichever sub-command defines it
+_OPTION_CHECKS = {
+    "n": positive_int, "d_model": positive_int, "heads": positive_int, "inputs": positive_int,
+    "top_k": positive_int, "dpi": positive_int, "seed": non_negative_int,
+    "threshold": finite_real, "max_terms": _positive_or_inf,
+}
+
+
+def _check_options(args: argparse.Namespace, options: dict[str, str]) -> None:
+    """Range-check every numeric option in one place, naming it as typed (``--n must be ... (got 0)``)."""
+    for dest, check in _OPTION_CHECKS.items():
+        value = getattr(args, dest, None)
+        if value is not None and dest in options:
+            check(options[dest], value)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser with every sub-command registered."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="attnsym",
         description=_DESCRIPTION,
         epilog=_EPILOG,
@@ -61,27 +91,74 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _options_as_typed(parser: argparse.ArgumentParser, command: str, argv: Sequence[str]) -> dict[str, str]:
+    """``dest -> option`` of the sub-command's flags, spelled as the user typed them (``--d`` or ``--d-model``)."""
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices[command]
+    typed = {arg.split("=", 1)[0] for arg in argv if arg.startswith("-")}
+    names = {}
+    for action in sub._actions:
+        if action.option_strings and action.dest not in ("help", "force", "output"):
+            spelled = [o for o in action.option_strings if o in typed]
+            names[action.dest] = (spelled or [o for o in action.option_strings if o.startswith("--")]
+                                  or action.option_strings)[0]
+    return names
+
+
+def _in_cli_words(text: str, options: dict[str, str]) -> str:
+    """Name the argument an error is about (its first word: ``heads must ...``) as the option that set it."""
+    first, _, rest = text.partition(" ")
+    return f"{options[first]} {rest}" if first in options and rest else text
+
+
+def _one_line(error: BaseException, options: dict[str, str]) -> str:
+    """The message of an error the user can act on, on one line, in the command line's words."""
+    if isinstance(error, OverwriteError) and error.paths:
+        more = f" (and {len(error.paths) - 1} more)" if len(error.paths) > 1 else ""
+        if "not empty" in str(error):
+            return (f"{error.paths[0]} exists and is not empty; pass --force to write into it "
+                    "(files of the same name are replaced)")
+        return f"{error.paths[0]} exists{more}; pass --force to replace {'them' if more else 'it'}"
+    if isinstance(error, MemoryError):
+        return "out of memory; use smaller sizes (--n, --d, --heads)"
+    if isinstance(error, RecursionError):
+        return "the input is nested too deeply to process"
+    text = str(error) or type(error).__name__
+    if isinstance(error, AttnsymError):
+        text = _in_cli_words(text, options)
+    elif not isinstance(error, OSError):
+        text = f"internal error ({type(error).__name__}: {text}); please report it, --debug shows the traceback"
+    return " ".join(text.split())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 success, 1 a check failed, 2 an error).
+
+    Every error is printed as one line on standard error with exit status 2, never a
+    traceback (``--debug`` shows it): attnsym's own errors (:class:`~attnsym.AttnsymError`),
+    file-system errors, running out of memory, and, as an internal error, anything else.
 
     >>> main(["--version"])  # doctest: +SKIP
     attnsym 0.1.0
     """
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv)  # a usage error exits 2 after one line (see _Parser.error)
     if args.command is None:
         parser.print_help()
         return 2
+    options = _options_as_typed(parser, args.command, argv)
     try:
+        _check_options(args, options)
         return int(args.run(args) or 0)
-    except (AttnsymError, OSError) as error:
-        if args.debug:
-            raise
-        print(f"attnsym {args.command}: error: {error}", file=sys.stderr)
-        return 2
     except KeyboardInterrupt:
         print("attnsym: interrupted", file=sys.stderr)
         return 130
+    except Exception as error:  # the one place that turns any failure into one line
+        if args.debug:
+            raise
+        message = _one_line(error, options)
+        print(f"attnsym {args.command}: error: {message}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..errors import OverwriteError, ShapeError, SizeLimitError, SpecError
+from .._io import refuse_existing, staged_directory
+from ..errors import ShapeError, SizeLimitError, SpecError
 from ._common import add_spec_arguments
 
 _DESCRIPTION = """\
@@ -139,12 +140,11 @@ def run(args: argparse.Namespace) -> int:
             G.graph.update(head=h, input=k)  # indices (from 0); the file name counts from 1
             plan.append((args.output / f"attention_input{k + 1}_head{h + 1}.{ext}", G))
     plan.append((args.output / f"mlp.{ext}", mlp_graph(dense_weight(weights, spec))))
-    if not args.force:
-        existing = [str(path) for path, _ in plan if path.exists()]
-        if existing:
-            raise OverwriteError(f"{len(existing)} file(s) exist, e.g. {existing[0]}; pass --force to replace them")
-    for path, G in plan:
-        export(G, path, overwrite=args.force)
+    refuse_existing([path for path, _ in plan], overwrite=args.force)
+    # the set is staged and moved into place complete: an interrupted run leaves no partial set
+    with staged_directory(args.output, overwrite=True) as stage:
+        for path, G in plan:
+            export(G, stage / path.name, overwrite=args.force)
     print(f"{spec.describe()}; {len(inputs)} input(s); wrote {len(plan)} {args.format} file(s) to {args.output}/")
     for path, G in plan:
         print(f"  {path.name}: {G.number_of_nodes()} nodes, {G.number_of_edges()} edges")

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .._io import refuse_existing
 from ..errors import SpecError
 
 _DESCRIPTION = """\
@@ -63,8 +64,7 @@ def run(args: argparse.Namespace) -> int:
     suffix = args.output.suffix.lower()
     if suffix not in (".png", ".svg"):
         raise SpecError(f"-o must end in .png or .svg (got {str(args.output)!r})")
-    if args.output.exists() and not args.force:
-        raise FileExistsError(f"{args.output} exists; pass --force to replace it")
+    refuse_existing(args.output, overwrite=args.force)
     if args.dpi < 10 or args.dpi > 1200:
         raise SpecError(f"--dpi must be between 10 and 1200 (got {args.dpi})")
     spec = AttentionSpec(n=args.n, d_model=args.d_model, heads=args.heads, causal=args.causal)

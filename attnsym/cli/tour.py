@@ -20,8 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .._io import atomic_write
-from ..errors import OverwriteError
+from .._io import atomic_write, refuse_existing, staged_directory
 from ..explorer import write_tour_page
 
 __all__ = ["SECTIONS", "TourEntry", "TourResult", "write_tour"]
@@ -286,11 +285,7 @@ def summary_lines(result: TourResult) -> list[str]:
 
 # ----------------------------------------------------------------------------- driver
 def _check_folder(folder: Path, *, force: bool) -> Path:
-    if folder.exists() and not folder.is_dir():
-        raise OverwriteError(f"{folder} is a file; give a folder for the tour")
-    if folder.is_dir() and any(folder.iterdir()) and not force:
-        raise OverwriteError(f"{folder} exists and is not empty; pass --force to write into it "
-                             "(files of the same name are replaced)")
+    (folder,) = refuse_existing([folder], overwrite=force, folders=True)
     return folder
 
 
@@ -318,20 +313,22 @@ def write_tour(folder: str | Path = "attnsym-tour", *, seed: int = 0, quick: boo
         ``folder`` is a non-empty directory (or a file) and ``force`` is False.
     """
     folder = _check_folder(Path(folder), force=force)
-    folder.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    tour = _Tour(folder, seed=seed, quick=quick, overwrite=force, on_claim=on_claim)
-    tour.result.facts.update(seed=seed, quick=quick)
-    for label, step in STEPS:
-        if on_step is not None:
-            on_step(label)
-        step(tour)
-    result = tour.result
-    summary = summary_lines(result)
-    atomic_write(folder / "index.md", _index_markdown(result), overwrite=force)
-    write_tour_page(folder / "index.html", evidence=tour.evidence, seed=seed, quick=quick, summary=summary,
-                    files=[(e.path, e.what) for e in result.entries] + [("index.md", "this index as Markdown")],
-                    overwrite=force)
+    # written into a staging folder moved into place at the end: an interrupted tour leaves no partial set
+    with staged_directory(folder, overwrite=force) as stage:
+        tour = _Tour(stage, seed=seed, quick=quick, overwrite=force, on_claim=on_claim)
+        tour.result.facts.update(seed=seed, quick=quick)
+        for label, step in STEPS:
+            if on_step is not None:
+                on_step(label)
+            step(tour)
+        result = tour.result
+        summary = summary_lines(result)
+        atomic_write(stage / "index.md", _index_markdown(result), overwrite=force)
+        write_tour_page(stage / "index.html", evidence=tour.evidence, seed=seed, quick=quick, summary=summary,
+                        files=[(e.path, e.what) for e in result.entries] + [("index.md", "this index as Markdown")],
+                        overwrite=force)
+    result.folder = folder
     result.seconds = time.perf_counter() - start
     return result
 

@@ -11,6 +11,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from .._io import refuse_existing
+
 __all__ = ["add_parser", "print_table", "run", "summary_line"]
 
 _EPILOG = """\
@@ -217,12 +219,8 @@ def _check_report_dir(directory: Path, *, force: bool) -> None:
     """Fail before any claim is checked if the report could not be written at the end."""
     import os
 
-    from ..errors import OverwriteError
-
-    if directory.exists() and not directory.is_dir():
-        raise OverwriteError(f"--report {directory} exists and is not a directory")
-    if not force and (directory / "report.md").exists():
-        raise OverwriteError(f"--report {directory} already holds a report (report.md); pass --force to replace it")
+    refuse_existing([directory], overwrite=True, folders=True)
+    refuse_existing([directory / "report.md", directory / "claims.json"], overwrite=force)
     existing = next((p for p in [directory, *directory.parents] if p.exists()), None)
     if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
         raise PermissionError(f"--report {directory}: {existing} is not writable")

@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .._io import atomic_write
-from ..errors import OverwriteError, SpecError
+from .._io import atomic_write, refuse_existing
+from ..errors import SpecError
 from ._base import DPI
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -89,7 +89,6 @@ def save_figure(fig: Figure, path: str | os.PathLike, *, overwrite: bool = False
     fmt = path.suffix.lower().lstrip(".")
     if fmt not in FORMATS:
         raise SpecError(f"path must end in .png or .svg (got {str(path)!r})")
-    if path.exists() and not overwrite:  # fail before spending time on rendering
-        raise OverwriteError(f"{path} exists; pass overwrite=True (--force on the command line) to replace it")
+    refuse_existing(path, overwrite=overwrite)  # fail before spending time on rendering
     return atomic_write(path, figure_to_bytes(fig, fmt, dpi=dpi), overwrite=overwrite)
 
