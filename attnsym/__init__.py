@@ -17,7 +17,16 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from .errors import AttnsymError, BackendError, OutputError, OverwriteError, ShapeError, SizeLimitError, SpecError
+from .errors import (
+    AttnsymError,
+    BackendError,
+    FileFormatError,
+    OutputError,
+    OverwriteError,
+    ShapeError,
+    SizeLimitError,
+    SpecError,
+)
 from .spec import AttentionSpec
 
 __version__ = "0.1.0"
@@ -38,6 +47,7 @@ __all__ = [
     "AttentionSpec",
     "AttnsymError",
     "BackendError",
+    "FileFormatError",
     "OutputError",
     "OverwriteError",
     "ShapeError",

@@ -34,10 +34,12 @@ import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from ._checks import boolean
-from .errors import OutputError, OverwriteError
+import numpy as np
 
-__all__ = ["atomic_write", "refuse_existing", "staged_directory"]
+from ._checks import boolean
+from .errors import FileFormatError, OutputError, OverwriteError
+
+__all__ = ["atomic_write", "read_array", "refuse_existing", "staged_directory"]
 
 _TAG = "attnsym"
 
@@ -353,3 +355,82 @@ def staged_directory(folder: str | os.PathLike, *, overwrite: bool = False) -> I
         _move_into_place(stage, folder)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def read_array(path: str | os.PathLike, name: str = "file") -> np.ndarray:
+    """A real-valued array from a ``.npy`` file, or one :class:`~attnsym.errors.FileFormatError` saying what is wrong.
+
+    The header is read and checked first (at most 10,000 bytes; no pickled objects; the data
+    the header promises must be in the file), so an archive, an empty or truncated file, or a
+    header written to exhaust memory is refused before anything is allocated.
+
+    Parameters
+    ----------
+    path : str or PathLike
+        A file written by ``numpy.save``.
+    name : str
+        What the file is for, as the user gave it (e.g. ``"--x"``), for the message.
+
+    Returns
+    -------
+    numpy.ndarray
+        The array (integer, unsigned or floating dtype).
+
+    Raises
+    ------
+    FileFormatError
+        The file is missing, not a regular file, empty, a ``.npz`` archive, not a ``.npy`` file,
+        truncated, or holds objects, strings, booleans or complex numbers.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> np.save(folder / "x.npy", np.eye(2))
+    >>> read_array(folder / "x.npy", "--x").shape
+    (2, 2)
+    >>> np.savez(folder / "x.npz", x=np.eye(2))
+    >>> read_array(folder / "x.npz", "--x")
+    Traceback (most recent call last):
+    ...
+    attnsym.errors.FileFormatError: --x: ...x.npz is a .npz archive (numpy.savez); save one array with numpy.save
+    """
+    path = Path(path)
+    if not path.exists():
+        raise FileFormatError(f"{name}: no such file {path}")
+    if not path.is_file():
+        raise FileFormatError(f"{name}: {path} is a {_kind(path)}, not a .npy file")
+    size = path.stat().st_size
+    if size == 0:
+        raise FileFormatError(f"{name}: {path} is empty (expected an array written by numpy.save)")
+    fmt = np.lib.format
+    try:
+        with open(path, "rb") as handle:
+            if handle.read(4) == b"PK\x03\x04":
+                raise FileFormatError(f"{name}: {path} is a .npz archive (numpy.savez); save one array with numpy.save")
+            handle.seek(0)
+            version = fmt.read_magic(handle)
+            if version == (1, 0):
+                shape, _, dtype = fmt.read_array_header_1_0(handle, max_header_size=10_000)
+            elif version == (2, 0):
+                shape, _, dtype = fmt.read_array_header_2_0(handle, max_header_size=10_000)
+            else:
+                raise FileFormatError(f"{name}: {path} is a .npy file of version {version}, which is not supported")
+            offset = handle.tell()
+    except FileFormatError:
+        raise
+    except (ValueError, EOFError, OSError, SyntaxError) as error:
+        text = str(error)
+        if "max_header_size" in text:
+            text = "its header is longer than the 10,000 bytes a real array needs"
+        raise FileFormatError(f"{name}: {path} is not a .npy array ({' '.join(text.split())})") from error
+    if dtype.hasobject or dtype.kind not in "iuf":
+        raise FileFormatError(f"{name}: {path} must hold real numbers (got dtype {dtype})")
+    needed = int(np.prod(shape, dtype=object)) * dtype.itemsize
+    if needed > size - offset:
+        raise FileFormatError(f"{name}: {path} is truncated: its header promises shape {shape} of {dtype} "
+                              f"({needed} bytes), the file holds {size - offset}")
+    try:
+        return np.load(path, allow_pickle=False)
+    except (ValueError, EOFError, OSError) as error:
+        raise FileFormatError(f"{name}: {path} is not a readable .npy array ({error})") from error

@@ -17,6 +17,7 @@ from pathlib import Path
 __all__ = [
     "AttnsymError",
     "BackendError",
+    "FileFormatError",
     "OutputError",
     "OverwriteError",
     "ShapeError",
@@ -66,4 +67,12 @@ class OutputError(AttnsymError, OSError):
 
     Raised even with ``overwrite=True``: attnsym replaces only regular files, never a directory,
     symbolic link, FIFO, socket or device node.
+    """
+
+
+class FileFormatError(AttnsymError, ValueError):
+    """A file attnsym was asked to read is missing, malformed or not of the expected kind.
+
+    The message names the file and what is wrong with it (``g.graphml: line 3: edge to undeclared
+    node 'x'``); the underlying parser's exception, if any, is the ``__cause__``.
     """

@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from .._io import refuse_existing, staged_directory
+from .._io import read_array, refuse_existing, staged_directory
 from ..errors import ShapeError, SizeLimitError, SpecError
 from ._common import add_spec_arguments
 
@@ -68,15 +68,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def _load(path: Path, name: str):
     import numpy as np
 
-    if not path.exists():
-        raise FileNotFoundError(f"{name}: no such file {str(path)!r}")
-    try:
-        array = np.load(path, allow_pickle=False)
-    except ValueError as error:
-        raise ShapeError(f"{name}: {str(path)!r} is not a plain .npy array ({error})") from None
-    if array.dtype.kind not in "fiu":
-        raise ShapeError(f"{name}: {str(path)!r} must hold real numbers (got dtype {array.dtype})")
-    return array.astype(np.float64)
+    return read_array(path, name).astype(np.float64)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import SpecError
+from ..errors import SizeLimitError, SpecError
 from .activations import gelu_figure
 from .complexity import path_length_figure
 from .heatmaps import attention_heatmap, random_attention
@@ -14,7 +14,10 @@ from .scaling import entropy_figure, variance_figure
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-__all__ = ["FIGURES", "figure"]
+__all__ = ["FIGURES", "MAX_HEATMAP_N", "figure"]
+
+#: the largest sequence length the heatmap figure draws (a panel has no more pixels than that)
+MAX_HEATMAP_N = 1024
 
 #: the standard figures: name -> what it shows (build one with :func:`figure`; used by ``attnsym plot`` and the tour)
 FIGURES: dict[str, str] = {
@@ -54,6 +57,11 @@ def figure(name: str, *, seed: int = 0, quick: bool = False, spec: Any = None) -
     if name not in FIGURES:
         raise SpecError(f"name must be one of {', '.join(FIGURES)} (got {name!r})")
     if name == "heatmap":
+        if spec is not None and spec.n > MAX_HEATMAP_N:  # before computing heads·n² weights
+            raise SizeLimitError(
+                f"n must be at most {MAX_HEATMAP_N} for a heatmap (got n={spec.n}: {spec.heads} head(s) × n² = "
+                f"{spec.heads * spec.n**2:.1e} weights, {spec.heads * spec.n**2 * 8 / 1e9:.2g} GB, more cells than "
+                "pixels); draw a slice of A with attnsym.plots.attention_heatmap instead")
         A, tokens = random_attention(spec, seed=seed)
         return attention_heatmap(A, tokens)
     if name == "positions":
