@@ -257,5 +257,5 @@ def test_verify_refuses_an_existing_report_before_checking_any_claim(tmp_path, m
     monkeypatch.setattr(attnsym.claims, "verify", lambda *a, **k: calls.append(a))
     assert main(["verify", "gelu", "--quick", "--report", str(tmp_path)]) == 2
     assert calls == []
-    assert "already holds a report" in capsys.readouterr().err
+    assert "report.md exists; pass --force to replace it" in capsys.readouterr().err
     assert (tmp_path / "report.md").read_text() == "mine"
