@@ -28,6 +28,7 @@ from attnsym.symbolic import (
     softmax_jacobian,
 )
 from attnsym.symbolic._rewrite import AtomRewriter
+from attnsym.symbolic.jacobians import softmax_output_symbols
 
 
 def _kwargs(spec: AttentionSpec) -> dict:
@@ -292,7 +293,7 @@ def test_softmax_jacobian_derived_rank_and_rows(n):
     jac = derive_softmax_jacobian(n)
     assert jac.proven and jac.rank == n - 1
     assert jac.row_sums == sp.zeros(n, 1)
-    a = [sp.Symbol(f"a_{i}", positive=True) for i in range(n)]
+    a = softmax_output_symbols(n)
     if n > 1:  # the leading minor is the product of all a_i on the simplex: positive, so rank >= n - 1
         product = sp.Mul(*a[:-1]) * (1 - sp.Add(*a[:-1]))
         assert sp.expand(jac.minor_determinant - product) == 0
@@ -303,7 +304,7 @@ def test_softmax_jacobian_against_numbers():
     z = rng.standard_normal(4)
     softmax = lambda v: np.exp(v - v.max()) / np.exp(v - v.max()).sum()
     a = softmax(z)
-    J = np.array(softmax_jacobian(4).xreplace({sp.Symbol(f"a_{i}", positive=True): a[i] for i in range(4)}), dtype=float)
+    J = np.array(softmax_jacobian(4).xreplace(dict(zip(softmax_output_symbols(4), a, strict=True))), dtype=float)
     fd = np.column_stack([(softmax(z + 1e-6 * e) - softmax(z - 1e-6 * e)) / 2e-6 for e in np.eye(4)])
     np.testing.assert_allclose(J, fd, atol=1e-9)
     assert np.linalg.matrix_rank(J) == 3
@@ -314,7 +315,7 @@ def test_softmax_jacobian_twins_agree():
     from attnsym.numeric import softmax_jacobian as numeric_softmax_jacobian
 
     a = np.array([0.1, 0.2, 0.3, 0.4])
-    symbolic = softmax_jacobian(4).xreplace({sp.Symbol(f"a_{i}", positive=True): sp.Float(a[i]) for i in range(4)})
+    symbolic = softmax_jacobian(4).xreplace(dict(zip(softmax_output_symbols(4), map(sp.Float, a), strict=True)))
     np.testing.assert_allclose(np.array(symbolic, dtype=float), numeric_softmax_jacobian(a), rtol=1e-15, atol=1e-16)
 
 
