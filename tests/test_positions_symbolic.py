@@ -225,3 +225,35 @@ def test_derivation_shows_alibi_bias_in_the_scores():
     assert d.step("Scores").equation[1].rhs[2, 0].has(sp.Rational(-1, 128))  # head 2: slope 2^-8, distance 2
     assert "$m_{1} = \\frac{1}{16}$" in d.step("Linear biases (ALiBi)").explanation
     assert d.to_markdown().count("## ") == len(d.steps)
+
+
+# ----------------------------------------------------------------------------- gradients
+@pytest.mark.parametrize(("kwargs", "against"), [
+    pytest.param(dict(n=2, d_model=2, positions="rope"), "elementwise", marks=pytest.mark.slow),
+    (dict(n=2, d_model=2, heads=2, positions="alibi", causal=True), "elementwise"),
+    (dict(n=3, d_model=2, heads=2, positions="alibi", bias=True), "matrix"),
+])
+def test_closed_form_gradients_equal_the_independent_routes(kwargs, against):
+    check = at.symbolic.check_gradients(at.AttentionSpec(**kwargs), how="points", points=1, against=against)
+    assert check, check.mismatches
+
+
+def test_closed_form_rope_gradients_match_finite_differences_of_the_symbolic_layer():
+    spec = at.AttentionSpec(n=3, d_model=4, positions="rope", rope_pairing="interleaved", causal=True)
+    grads = at.gradients(spec).lambdify()
+    rng = np.random.default_rng(0)
+    values = {name: rng.standard_normal(spec.shapes[name]) for name in ("X", *spec.parameter_names)}
+    values["G"] = rng.standard_normal(spec.shapes["Y"])
+    g = grads(**values)
+    forward = at.symbolic.attention(spec).lambdify("Y")
+    f = lambda v: float(np.sum(values["G"] * forward(**{k: v.get(k, values[k]) for k in ("X", *spec.parameter_names)})["Y"]))
+    for name in ("X", "W_Q", "W_K"):
+        E = np.zeros(spec.shapes[name])
+        E[1, 0] = 1e-6
+        fd = (f({name: values[name] + E}) - f({name: values[name] - E})) / 2e-6
+        assert g[name][1, 0] == pytest.approx(fd, rel=1e-6, abs=1e-8), name
+
+
+def test_matrix_route_refuses_rope_with_the_alternatives():
+    with pytest.raises(SpecError, match="method='matrix' has no rotation"):
+        at.gradients(at.AttentionSpec(n=2, d_model=2, positions="rope"), method="matrix")

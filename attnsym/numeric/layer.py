@@ -47,7 +47,7 @@ from ..errors import ShapeError, SpecError
 from ..spec import AttentionSpec
 from ._inputs import amax, finite_result
 from .backend import exp_inplace
-from .positions import sinusoidal_positions
+from .positions import alibi_bias_block, apply_rope, sinusoidal_positions
 
 __all__ = [
     "BLOCK_ELEMENTS",
@@ -77,7 +77,7 @@ DEFAULT_BLOCK_SIZE = 2048
 #: default blocks are halved until batch·heads·block² scores fit in this many elements (16 MiB in float32)
 BLOCK_ELEMENTS = 2**22
 #: the position schemes the numeric passes implement (the spec may know more; binding refuses those)
-NUMERIC_POSITIONS = (None, "sinusoidal")
+NUMERIC_POSITIONS = (None, "sinusoidal", "rope", "alibi")
 
 
 @dataclass(frozen=True)
@@ -152,17 +152,26 @@ class BoundLayer:
         """Hook (b): rotate each head's rows of ``M`` (..., H, r, d_k), at positions ``p0 … p0+r-1``.
 
         Applied to ``Q`` and ``K`` after the projections; ``adjoint=True`` applies the
-        transpose (to ``dQ``, ``dK`` in the backward pass). No scheme implemented today
-        rotates, so ``M`` is returned unchanged.
+        transpose (to ``dQ``, ``dK`` in the backward pass). ``"rope"`` rotates row ``p`` by
+        ``R(p θ)`` (:func:`~attnsym.numeric.apply_rope`, the spec's pairing and ``rotary_pct``);
+        other schemes return ``M`` unchanged.
         """
-        return M
+        if self.spec.positions != "rope":
+            return M
+        r = int(M.shape[-2])
+        positions = None if p0 == 0 else self.xp.arange(p0, p0 + r, dtype=self.xp.float64, device=self.device)
+        return apply_rope(M, self.spec, positions, inverse=adjoint)
 
     def score_bias(self, i0: int, i1: int, j0: int, j1: int):
         """Hook (c): the additive (H, i1-i0, j1-j0) score bias of queries ``i0:i1`` and keys ``j0:j1``, or None.
 
-        No scheme implemented today biases scores, so this is None.
+        ``"alibi"``: ``−m_h |i − j|`` (:func:`~attnsym.numeric.positions.alibi_bias_block`);
+        other schemes: None.
         """
-        return None
+        if self.spec.positions != "alibi":
+            return None
+        return alibi_bias_block(self.spec, i0, i1, j0, j1, xp=self.xp, dtype=getattr(self.xp, self.dtype),
+                                device=self.device)
 
 
 def d_out(layer: BoundLayer, a: dict) -> int:

@@ -15,6 +15,7 @@ from ..spec import AttentionSpec
 from ._loss import input_matrices
 from .cost import check_gradient_size, check_gradient_spec
 from .jacobians import softmax_jacobian
+from .positions import apply_rope
 from .steps import Step
 
 __all__ = ["gradient_steps"]
@@ -97,13 +98,14 @@ def gradient_steps(spec: AttentionSpec, max_terms: float | None = None) -> list[
             formula=r"\bar Z = G\, W_O^\top, \qquad \bar W_O = Z^\top G" + (r", \qquad \bar b_O = 1^\top G" if spec.bias else ""),
         ))
     zbar_symbols = _entries(r"\bar{z}", (n, spec.inner_v)) if spec.output_projection else G
-    v_eqs, a_eqs, s_eqs, qk_eqs = [], [], [], []
+    rope = spec.positions == "rope"
+    v_eqs, a_eqs, s_eqs, qk_eqs, rot_eqs = [], [], [], [], []
     for h in heads:
         hh = 0 if h is None else h
         vc = slice(hh * dv, (hh + 1) * dv)
         alpha = Matrix(n, n, lambda i, j, h=h: _entries(r"\alpha", (n, n), h)[i, j] if ok(i, j) else 0)
         v = _entries("v", (n, dv), h)
-        q, k = _entries("q", (n, dk), h), _entries("k", (n, dk), h)
+        q, k = (_entries(rf"\tilde{{{t}}}" if rope else t, (n, dk), h) for t in ("q", "k"))
         Zb = Matrix(zbar_symbols[:, vc])
         v_eqs.append(_eq(_name(r"\bar{V}", h), _mm(alpha.T, Zb)))
         abar = Matrix(n, n, lambda i, j, Zb=Zb, v=v: sp.Add(*[Zb[i, t] * v[j, t] for t in range(dv)]) if ok(i, j) else 0)
@@ -113,7 +115,13 @@ def gradient_steps(spec: AttentionSpec, max_terms: float | None = None) -> list[
             *[ab[i, t] * alpha[i, t] for t in range(n)])) if ok(i, j) else 0)
         s_eqs.append(_eq(_name(r"\bar{S}", h), sbar))
         sb = Matrix(n, n, lambda i, j, h=h: _entries(r"\bar{s}", (n, n), h)[i, j] if ok(i, j) else 0)
-        qk_eqs += [_eq(_name(r"\bar{Q}", h), c * _mm(sb, k)), _eq(_name(r"\bar{K}", h), c * _mm(sb.T, q))]
+        qk_eqs += [_eq(_name(r"\bar{\tilde{Q}}" if rope else r"\bar{Q}", h), c * _mm(sb, k)),
+                   _eq(_name(r"\bar{\tilde{K}}" if rope else r"\bar{K}", h), c * _mm(sb.T, q))]
+        if rope:  # back through q~_p = R(p θ) q_p: the transpose R(p θ)ᵀ = R(−p θ), row by row
+            back = [-p for p in range(n)]
+            for letter in ("q", "k"):
+                rotated = _entries(rf"\bar{{\tilde{{{letter}}}}}", (n, dk), h)
+                rot_eqs.append(_eq(_name(rf"\bar{{{letter.upper()}}}", h), apply_rope(rotated, spec, back)))
     steps.append(Step(
         "Values", tuple(v_eqs),
         "$Z = A V$ is linear in $V$: the gradient reaches each value through the weights that used it.",
@@ -135,15 +143,26 @@ def gradient_steps(spec: AttentionSpec, max_terms: float | None = None) -> list[
     steps.append(Step(
         "Scores", tuple(s_eqs),
         "Multiplying $\\bar a_i$ by the softmax Jacobian of row $i$ gives $\\bar s_{ij} = \\alpha_{ij}(\\bar a_{ij} - "
-        "\\sum_m \\bar a_{im} \\alpha_{im})$: no $n \\times n$ Jacobian is ever formed.",
+        "\\sum_m \\bar a_{im} \\alpha_{im})$: no $n \\times n$ Jacobian is ever formed."
+        + (" ALiBi's bias $B_h$ is a constant added to the scores: it shapes $A$ but receives no gradient."
+           if spec.positions == "alibi" else ""),
         formula=r"\bar S_h = A_h \circ \bigl(\bar A_h - \operatorname{rowsum}(\bar A_h \circ A_h)\, 1^\top\bigr)",
     ))
     steps.append(Step(
         "Queries and keys", tuple(qk_eqs),
         "$S = c\\, Q K^\\top$ is bilinear: the query gradient uses the keys and the key gradient the queries.",
-        formula=r"\bar Q_h = c\, \bar S_h K_h, \qquad \bar K_h = c\, \bar S_h^\top Q_h" + rf", \qquad c = {sp.latex(c)}",
+        formula=(r"\bar{\tilde Q}_h = c\, \bar S_h \tilde K_h, \qquad \bar{\tilde K}_h = c\, \bar S_h^\top \tilde Q_h" if rope
+                 else r"\bar Q_h = c\, \bar S_h K_h, \qquad \bar K_h = c\, \bar S_h^\top Q_h") + rf", \qquad c = {sp.latex(c)}",
     ))
-    xin = _entries(r"\tilde{x}", (n, m)) if spec.positions else inputs["X"]
+    if rope:
+        steps.append(Step(
+            "Through the rotation (RoPE)", tuple(rot_eqs),
+            "RoPE rotated query and key $p$ by $R(p\\theta)$ after the projections; the gradient goes back through the "
+            "transpose, $R(p\\theta)^\\top = R(-p\\theta)$, the same rotation backwards (values were not rotated).",
+            formula=r"\bar{\mathbf q}_p = R(p\theta)^\top \bar{\tilde{\mathbf q}}_p, \qquad "
+                    r"\bar{\mathbf k}_p = R(p\theta)^\top \bar{\tilde{\mathbf k}}_p",
+        ))
+    xin = _entries(r"\tilde{x}", (n, m)) if spec.adds_position_vectors else inputs["X"]
     qbar, kbar, vbar = (_entries(r"\bar{q}", (n, spec.inner_qk)), _entries(r"\bar{k}", (n, spec.inner_qk)),
                         _entries(r"\bar{v}", (n, spec.inner_v)))
     w_eqs = [_eq(r"\bar{W}_Q", _mm(xin.T, qbar)), _eq(r"\bar{W}_K", _mm(xin.T, kbar)), _eq(r"\bar{W}_V", _mm(xin.T, vbar))]
@@ -164,7 +183,7 @@ def gradient_steps(spec: AttentionSpec, max_terms: float | None = None) -> list[
     steps.append(Step(
         "Input", _eq(r"\bar{X}", xbar),
         "The input reaches the loss three ways, as queries, keys and values; the three contributions add"
-        + (" (positions are constant, so $\\bar X = \\bar X_{in}$)." if spec.positions else "."),
+        + (" (positions are constant, so $\\bar X = \\bar X_{in}$)." if spec.adds_position_vectors else "."),
         formula=r"\bar X = \bar Q W_Q^\top + \bar K W_K^\top + \bar V W_V^\top",
     ))
     return steps

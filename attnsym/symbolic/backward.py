@@ -46,7 +46,7 @@ from .cost import check_gradient_size, check_gradient_spec
 from .gradient_result import GradientResult
 from .matrices import attention, matmul
 from .matrix_calculus import matrix_gradients
-from .positions import sinusoidal_positions
+from .positions import alibi_bias, rope_frequencies, sinusoidal_positions
 
 __all__ = ["gradients"]
 
@@ -151,14 +151,19 @@ def _closed_form_program(spec: AttentionSpec, inputs: Mapping[str, sp.ImmutableM
                                                           *([bias[0, j]] if bias is not None else [])))
 
     Q, K, V = project(W_Q, b["Q"]), project(W_K, b["K"]), project(W_V, b["V"])
+    planes = _rope_planes(spec)  # RoPE: each head's queries and keys rotated by their position
+    if planes:
+        Q_pre, K_pre = Q, K
+        Q, K = _rotate(tape, Q_pre, planes, adjoint=False), _rotate(tape, K_pre, planes, adjoint=False)
+    bias = [alibi_bias(spec, hh) for hh in range(h)] if spec.positions == "alibi" else None
     c = tape.emit(spec.scale_expr)
     zero = sp.Integer(0)
     heads = []
     for hh in range(h):
         qk = range(hh * dk, (hh + 1) * dk)
         vc = range(hh * dv, (hh + 1) * dv)
-        S = [[tape.emit(c * add(*[Q[i, k] * K[j, k] for k in qk])) if ok(i, j) else None for j in range(n)]
-             for i in range(n)]
+        S = [[tape.emit(c * add(*[Q[i, k] * K[j, k] for k in qk]) + (bias[hh][i, j] if bias else 0))
+              if ok(i, j) else None for j in range(n)] for i in range(n)]
         E = [[tape.emit(sp.exp(S[i][j])) if ok(i, j) else None for j in range(n)] for i in range(n)]
         A = []
         for i in range(n):
@@ -219,6 +224,8 @@ def _closed_form_program(spec: AttentionSpec, inputs: Mapping[str, sp.ImmutableM
                     for k in qk:
                         dK[j][k] = tape.emit(c * add(*[dS[i][j] * Q[i, k] for i in range(n) if ok(i, j)]))
         dQm, dKm, dVm = Matrix(dQ), Matrix(dK), Matrix(dV)
+        if planes and need_qk:  # through the rotation: the transpose R(p θ)ᵀ, row by row
+            dQm, dKm = _rotate(tape, dQm, planes, adjoint=True), _rotate(tape, dKm, planes, adjoint=True)
         for name, dP, W in (("Q", dQm, W_Q), ("K", dKm, W_K), ("V", dVm, W_V)):
             if f"W_{name}" in want:
                 grads[f"W_{name}"] = tape.emit_matrix(
@@ -230,9 +237,32 @@ def _closed_form_program(spec: AttentionSpec, inputs: Mapping[str, sp.ImmutableM
                 *[dQm[i, j] * W_Q[k, j] for j in range(h * dk)] if need_qk else [],
                 *[dKm[i, j] * W_K[k, j] for j in range(h * dk)] if need_qk else [],
                 *[dVm[i, j] * W_V[k, j] for j in range(h * dv)]))
+    if planes:
+        Q, K = Q_pre, K_pre
     forward = {"X_in": X_in, "Q": Q, "K": K, "V": V, "Z": Z, "Y": Y, "G": G,
                "A_heads": tuple(Matrix(hd["A"]) for hd in heads)}
     return tape, {name: grads[name] for name in wrt}, forward
+
+
+def _rope_planes(spec: AttentionSpec) -> list[tuple[int, int, sp.Expr]]:
+    """RoPE's planes over all heads as ``(a, b, θ)`` column pairs of ``Q`` (empty without RoPE)."""
+    if spec.positions != "rope":
+        return []
+    theta = rope_frequencies(spec)
+    return [(hh * spec.d_k + a, hh * spec.d_k + b, theta[i]) for hh in range(spec.heads) for a, b, i in spec.rope_pairs]
+
+
+def _rotate(tape: Tape, M, planes, *, adjoint: bool) -> sp.ImmutableMatrix:
+    """Row ``p`` of ``M`` turned by ``R(p θ)`` (``adjoint``: by its transpose), each new entry on the tape."""
+    rows = [list(M.row(p)) for p in range(M.shape[0])]
+    sign = -1 if adjoint else 1
+    for p, row in enumerate(rows):
+        for a, b, theta in planes:
+            cos, sin = sp.cos(p * theta), sign * sp.sin(p * theta)
+            x_a, x_b = M[p, a], M[p, b]
+            row[a] = tape.emit(x_a * cos - x_b * sin)
+            row[b] = tape.emit(x_b * cos + x_a * sin)
+    return Matrix(rows)
 
 
 # ---------------------------------------------------------------------------------------------- the other routes
@@ -258,7 +288,7 @@ def _matrix_route(spec: AttentionSpec, inputs, loss: Loss, wrt) -> dict[str, sp.
                   "A": sym.A_heads[h], "G": dZ[:, vc]}
         if spec.bias:
             values.update(b_Q=sym.b_Q[:, qk], b_K=sym.b_K[:, qk], b_V=sym.b_V[:, vc])
-        if spec.positions:
+        if spec.adds_position_vectors:
             values["PE"] = sym.PE
         for name in parts:
             if name in wrt:

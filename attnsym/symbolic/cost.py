@@ -238,12 +238,12 @@ def gradient_cost(spec: AttentionSpec, method: str = "closed_form") -> int:
 
 
 def check_gradient_spec(spec: Any, method: str = "closed_form") -> AttentionSpec:
-    """``spec`` if ``method`` can differentiate it (RoPE and ALiBi: the elementwise route only, for now)."""
+    """``spec`` if ``method`` can differentiate it (RoPE: not the ``"matrix"`` route, whose identities have no rotation)."""
     instance_of("spec", spec, AttentionSpec)
     one_of("method", method, GRADIENT_METHODS)
-    if spec.positions in ("rope", "alibi") and method != "elementwise":
-        raise SpecError(f"{method} gradients do not support positions={spec.positions!r} yet; "
-                        "use method='elementwise'")
+    if spec.positions == "rope" and method == "matrix":
+        raise SpecError("method='matrix' has no rotation in its MatrixSymbol identities, so it does not support "
+                        "positions='rope'; use method='closed_form' or 'elementwise'")
     return spec
 
 
