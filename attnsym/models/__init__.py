@@ -10,9 +10,15 @@ network — for two families: BERT-style encoders (all-MiniLM-L6-v2 is one, pack
   offsets, attention ``(layers, heads, n, n)``, scaled scores, hidden states);
 * :func:`contrast` — the same word in two texts, routed by the same weights
   (:class:`TokenContrast`, ``.table()``, ``.figure()``);
-* :mod:`attnsym.models.evidence` — real-model numbers for the claims.
+* :mod:`attnsym.models.evidence` — real-model numbers for the claims; :func:`packaged_model`
+  (the packaged model loaded once, or None when it is not installed).
+
+>>> import attnsym as at
+>>> at.models.SUPPORTED["gpt2"]
+'GPT-2-family decoder (pre-LayerNorm, causal, packed c_attn Conv1D weights)'
 """
 
+from . import evidence
 from .config import SUPPORTED, ModelConfig, read_config
 from .errors import (
     CorruptWeightsError,
@@ -22,6 +28,7 @@ from .errors import (
     TokenNotFoundError,
     UnsupportedModelError,
 )
+from .evidence import packaged_model
 from .forward import ForwardOutput, forward, layer_norm
 from .model import FILES, PACKAGED, Model, available, load, packaged_folder
 from .route import Route, Word
@@ -45,10 +52,12 @@ __all__ = [
     "Weights",
     "Word",
     "available",
+    "evidence",
     "forward",
     "layer_norm",
     "load",
     "packaged_folder",
+    "packaged_model",
     "read_config",
     "read_weights",
 ]

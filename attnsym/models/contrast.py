@@ -300,10 +300,14 @@ def contrast(model: Any, text1: str, text2: str, token: str, *, occurrence: int 
 
     Examples
     --------
-    >>> m = at.models.load()                                                             # doctest: +SKIP
-    >>> c = m.contrast("the Apple phone launch event", "I like to eat apples", "apple")  # doctest: +SKIP
-    >>> c.weights_identical, c.role_distance.shape                                       # doctest: +SKIP
-    (True, (6, 12))
+    >>> m = at.models.packaged_model()
+    >>> c = m.contrast("the Apple phone launch event", "I like to eat apples", "apple")
+    >>> [w.text for w in c.words], c.weights_identical, c.role_distance.shape
+    (['Apple', 'apples'], True, (6, 12))
+    >>> c.top_reads(0, layer=0, head=2, k=1), c.top_reads(1, layer=0, head=2, k=1)   # a previous-token head
+    ([('the', 1.0)], [('eat', 1.0)])
+    >>> float(c.role_distance[0, 2]) < 0.01    # the same rule (read the token before), so role distance ~0
+    True
     """
     pieces = one_of("pieces", pieces, ("mean", "first"), error=TextError)
     for name, text in (("text1", text1), ("text2", text2)):

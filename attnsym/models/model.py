@@ -116,9 +116,14 @@ def load(name_or_path: str | Path = "all-MiniLM-L6-v2", *, dtype: str = "float32
 
     Examples
     --------
-    >>> m = load("all-MiniLM-L6-v2")          # doctest: +SKIP
-    >>> m.config.describe()                   # doctest: +SKIP
+    >>> m = load("all-MiniLM-L6-v2")
+    >>> m.config.describe()
     'bert: 6 layers, 12 heads of width 32, d_model 384, feed-forward 1536, up to 512 tokens'
+    >>> load("no-such-model")
+    Traceback (most recent call last):
+    ...
+    attnsym.models.errors.ModelFileMissing: model 'no-such-model' is neither a folder nor a packaged model
+    (['all-MiniLM-L6-v2']); give a folder holding config.json, model.safetensors, tokenizer.json
     """
     dtype = one_of("dtype", dtype, ("float32", "float64"), error=ModelError)
     backend = one_of("backend", backend, BACKENDS, error=ModelError)
@@ -207,12 +212,16 @@ class Model:
 
         Examples
         --------
-        >>> m = at.models.load()                                   # doctest: +SKIP
-        >>> r = m.route("I like to eat apples")                    # doctest: +SKIP
-        >>> r.tokens                                               # doctest: +SKIP
+        >>> m = at.models.packaged_model()          # load() once per process
+        >>> r = m.route("I like to eat apples")
+        >>> r.tokens
         ('[CLS]', 'i', 'like', 'to', 'eat', 'apples', '[SEP]')
-        >>> r.attention.shape, r.hidden_states.shape               # doctest: +SKIP
-        ((6, 12, 7, 7), (7, 7, 384))
+        >>> r.attention.shape, r.scores.shape, r.hidden_states.shape
+        ((6, 12, 7, 7), (6, 12, 7, 7), (7, 7, 384))
+        >>> r.offsets[5], r.text[14:20]
+        ((14, 20), 'apples')
+        >>> [len(x.tokens) for x in m.route(["a", "I like to eat apples"])]   # a padded batch: real tokens only
+        [3, 7]
         """
         single = isinstance(text, str)
         texts = [text] if single else list(text)
