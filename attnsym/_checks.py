@@ -35,6 +35,7 @@ __all__ = [
     "boolean",
     "finite_real",
     "instance_of",
+    "integer_at_least",
     "is_int",
     "non_negative_int",
     "one_of",
@@ -69,6 +70,19 @@ def non_negative_int(name: str, value: Any, *, error: type[AttnsymError] = SpecE
     """``value`` as an ``int`` ≥ 0, or ``error`` naming ``name``."""
     if not is_int(value) or value < 0:
         raise error(f"{name} must be a non-negative integer (got {_describe(value)})")
+    return int(value)
+
+
+def integer_at_least(name: str, value: Any, minimum: int, *, error: type[AttnsymError] = SpecError) -> int:
+    """``value`` as an ``int`` ≥ ``minimum`` (e.g. a base of at least 2), or ``error`` naming ``name``.
+
+    >>> integer_at_least("base", 1, 2)
+    Traceback (most recent call last):
+    ...
+    attnsym.errors.SpecError: base must be an integer >= 2 (got 1)
+    """
+    if not is_int(value) or value < minimum:
+        raise error(f"{name} must be an integer >= {minimum} (got {_describe(value)})")
     return int(value)
 
 

@@ -73,8 +73,7 @@ def cyclic_shift(n: int, s: int = 1) -> tuple[int, ...]:
     >>> cyclic_shift(4)
     (3, 0, 1, 2)
     """
-    if not isinstance(n, int) or n < 1:
-        raise SpecError(f"n must be a positive integer (got {n!r})")
+    n = positive_int("n", n)
     return tuple((i - s) % n for i in range(n))
 
 

@@ -22,11 +22,11 @@ the second the extra term an MLP lacks: the weights themselves move with the inp
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import sympy as sp
 
+from .._checks import positive_int
 from ..errors import SpecError
 from ..spec import AttentionSpec
 
@@ -44,8 +44,7 @@ Matrix = sp.ImmutableMatrix
 
 
 def _check_n(n, name: str = "n", largest: int = 12) -> int:
-    if not isinstance(n, numbers.Integral) or isinstance(n, bool) or n < 1:
-        raise SpecError(f"{name} must be a positive integer (got {n!r})")
+    n = positive_int(name, n)
     if n > largest:
         raise SpecError(f"{name} must be at most {largest} for a symbolic softmax Jacobian (got {name}={n}); "
                         "use attnsym.numeric.softmax_jacobian for numbers")

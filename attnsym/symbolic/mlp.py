@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from .._checks import boolean
 from ..errors import SpecError
 from ..spec import AttentionSpec
 from .matrices import matmul
@@ -78,8 +79,7 @@ def mlp(spec_or_sizes, *, bias: bool = False) -> SymbolicMLP:
     [W_{1,1}*x_{1,1} + b_{1}],
     [W_{1,1}*x_{2,1} + b_{1}]])
     """
-    if not isinstance(bias, bool):
-        raise SpecError(f"bias must be True or False (got {bias!r})")
+    bias = boolean("bias", bias)
     n, d_in, d_out = _sizes(spec_or_sizes)
     X = input_symbols("X", (n, d_in))
     W = input_symbols("W", (d_in, d_out))

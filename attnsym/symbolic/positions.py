@@ -18,18 +18,12 @@ import numbers
 
 import sympy as sp
 
-from .._checks import is_int
+from .._checks import integer_at_least, is_int
 from .._exact import exact, exact_matrix
 from ..errors import ShapeError, SpecError
 from ..spec import DEFAULT_POSITION_BASE, AttentionSpec, alibi_slope_exponents
 
 __all__ = ["alibi_bias", "alibi_slopes", "apply_rope", "rope_frequencies", "rope_rotation", "sinusoidal_positions"]
-
-
-def _positive_int(name: str, value, minimum: int = 1) -> int:
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum:
-        raise SpecError(f"{name} must be an integer >= {minimum} (got {value!r})")
-    return int(value)
 
 
 def sinusoidal_positions(n: int, d_model: int, base: int = DEFAULT_POSITION_BASE, *, offset=0) -> sp.ImmutableMatrix:
@@ -70,9 +64,9 @@ def sinusoidal_positions(n: int, d_model: int, base: int = DEFAULT_POSITION_BASE
     [     0,      1,          0,          1],
     [sin(1), cos(1), sin(1/100), cos(1/100)]])
     """
-    n = _positive_int("n", n)
-    d_model = _positive_int("d_model", d_model)
-    base = _positive_int("base", base, minimum=2)
+    n = integer_at_least("n", n, 1)
+    d_model = integer_at_least("d_model", d_model, 1)
+    base = integer_at_least("base", base, 2)
     shift = _position(offset, "offset")
 
     def entry(pos: int, col: int):

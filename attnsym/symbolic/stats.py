@@ -31,7 +31,7 @@ from typing import Any
 
 import sympy as sp
 
-from .._checks import one_of
+from .._checks import non_negative_int, one_of
 from .._exact import exact
 from ..errors import SpecError
 
@@ -83,8 +83,7 @@ class Law:
 
     def raw_moment(self, r: int) -> sp.Expr:
         """``E[x^r]`` (``r = 0`` gives 1)."""
-        if not isinstance(r, int) or r < 0:
-            raise SpecError(f"r must be a non-negative integer (got {r!r})")
+        r = non_negative_int("r", r)
         if r == 0:
             return sp.Integer(1)
         if r > self.order:
