@@ -10,7 +10,6 @@ tolerance from :data:`attnsym.tolerances.TOLERANCES` (re-exported as ``attnsym.t
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from . import numeric, symbolic
+from ._checks import non_negative_int
 from .errors import SpecError
 from .spec import AttentionSpec
 from .tolerances import TOLERANCES, Tolerance
@@ -177,8 +177,7 @@ def validate(spec: AttentionSpec, seed: int = 0, dtype: str = "float64") -> Vali
         raise SpecError(f"spec must be an AttentionSpec (got {type(spec).__name__})")
     if dtype not in TOLERANCES:
         raise SpecError(f"dtype must be one of {sorted(TOLERANCES)} (got {dtype!r})")
-    if not isinstance(seed, numbers.Integral) or isinstance(seed, bool) or seed < 0:
-        raise SpecError(f"seed must be a non-negative integer (got {seed!r})")
+    seed = non_negative_int("seed", seed)
     tol = TOLERANCES[dtype]
     values = random_inputs(spec, seed)
     inputs = {k: v for k, v in values.items() if k != "G"}

@@ -101,7 +101,7 @@ def test_validate_passes_random_small_specs(spec, seed):
 
 def test_validate_rejects_a_seed_that_is_not_an_integer():
     spec = at.AttentionSpec(n=2, d_model=2)
-    with pytest.raises(SpecError, match=r"seed must be a non-negative integer \(got 'a'\)"):
+    with pytest.raises(SpecError, match=r"seed must be a non-negative integer \(got 'a' of type str\)"):
         at.validate(spec, seed="a")
     with pytest.raises(SpecError, match=r"seed must be a non-negative integer \(got -1\)"):
         at.validate(spec, seed=-1)

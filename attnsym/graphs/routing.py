@@ -29,6 +29,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from .._checks import boolean
 from ..errors import ShapeError
 from ._arrays import as_attention_stack, check_index, check_pruning, check_tokens, to_numpy
 
@@ -294,8 +295,7 @@ def layer_matrices(stack: np.ndarray, *, head: int | str = "mean", residual: boo
             mats = np.divide(mats, sums, out=np.zeros_like(mats), where=sums > 0)
     else:
         mats = stack[:, check_index(head, stack.shape[1], "head", "heads")]
-    if not isinstance(residual, bool):
-        raise ShapeError(f"residual must be True or False (got {residual!r})")
+    residual = boolean("residual", residual, error=ShapeError)
     if residual:
         n = mats.shape[-1]
         mats = 0.5 * mats + 0.5 * np.eye(n)
