@@ -34,8 +34,9 @@ class Layer:
 #: may form, between modules or between parts
 LAYERS: tuple[Layer, ...] = (
     Layer("errors", ("attnsym.errors",), "the exception hierarchy"),
-    Layer("foundation", ("attnsym", "attnsym.spec", "attnsym._checks", "attnsym._exact", "attnsym._io"),
-          "the spec, argument checks, exact conversion, atomic files; the package façade (the rest on first access)"),
+    Layer("foundation", ("attnsym", "attnsym.spec", "attnsym.tolerances", "attnsym._checks", "attnsym._exact", "attnsym._io"),
+          "the spec, the tolerance table, argument checks, exact conversion, atomic files; "
+          "the package façade (the rest on first access)"),
     Layer("views", ("attnsym.symbolic", "attnsym.numeric"), "two independent implementations of the mathematics"),
     Layer("graphs", ("attnsym.graphs",), "routing graphs of the matrices the views compute"),
     Layer("models", ("attnsym.models",), "real transformers run on numeric"),
@@ -59,9 +60,7 @@ UPWARD_ALLOWED: dict[tuple[str, str], str] = {
 FACADES: tuple[str, ...] = ("attnsym.symbolic.backprop",)
 
 #: cycles still being removed, each with who removes it; delete the entry with the cycle
-PENDING_CYCLES: dict[tuple[str, ...], str] = {
-    ("attnsym.testing", "attnsym.validation"): "numeric: TOLERANCES move below both (#12 item 2)",
-}
+PENDING_CYCLES: dict[tuple[str, ...], str] = {}
 
 #: names a module of attnsym may import from the package façade (everything else: from its own module)
 FROM_FACADE: tuple[str, ...] = ("__version__",)
