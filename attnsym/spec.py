@@ -59,6 +59,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any, Literal
 
+from ._checks import boolean, integer_at_least, positive_int
 from .errors import SpecError
 
 __all__ = ["DEFAULT_POSITION_BASE", "POSITION_KINDS", "ROPE_PAIRINGS", "AttentionSpec", "alibi_slope_exponents"]
@@ -71,18 +72,6 @@ ScaleName = Literal["sqrt", "none"]
 POSITION_KINDS: tuple[str | None, ...] = (None, "sinusoidal", "rope", "alibi")
 #: the two RoPE pairing conventions: Hugging Face LLaMA / GPT-NeoX, and GPT-J / RoFormer
 ROPE_PAIRINGS: tuple[str, ...] = ("rotate_half", "interleaved")
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
-
-
-def _check_positive_int(name: str, value: Any) -> int:
-    if not _is_int(value):
-        raise SpecError(f"{name} must be a positive integer (got {value!r} of type {type(value).__name__})")
-    if value < 1:
-        raise SpecError(f"{name} must be a positive integer (got {name}={value})")
-    return int(value)
 
 
 def _normalise_mask(mask: Any, n: int) -> tuple[tuple[bool, ...], ...]:
@@ -177,7 +166,7 @@ def alibi_slope_exponents(heads: int) -> tuple[Fraction, ...]:
     >>> [str(e) for e in alibi_slope_exponents(6)]
     ['2', '4', '6', '8', '1', '3']
     """
-    heads = _check_positive_int("heads", heads)
+    heads = positive_int("heads", heads)
     power = 1 << (heads.bit_length() - 1)  # the largest power of two <= heads
     exponents = [Fraction(8 * (h + 1), power) for h in range(power)]
     exponents += [Fraction(8 * (2 * k + 1), 2 * power) for k in range(heads - power)]
@@ -266,9 +255,9 @@ class AttentionSpec:
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)
-        n = _check_positive_int("n", self.n)
-        d_model = _check_positive_int("d_model", self.d_model)
-        heads = _check_positive_int("heads", self.heads)
+        n = positive_int("n", self.n)
+        d_model = positive_int("d_model", self.d_model)
+        heads = positive_int("heads", self.heads)
         set_("n", n)
         set_("d_model", d_model)
         set_("heads", heads)
@@ -279,11 +268,10 @@ class AttentionSpec:
                 )
             set_("d_k", d_model // heads)
         else:
-            set_("d_k", _check_positive_int("d_k", self.d_k))
-        set_("d_v", self.d_k if self.d_v is None else _check_positive_int("d_v", self.d_v))
+            set_("d_k", positive_int("d_k", self.d_k))
+        set_("d_v", self.d_k if self.d_v is None else positive_int("d_v", self.d_v))
         for flag in ("causal", "bias"):
-            if not isinstance(getattr(self, flag), bool):
-                raise SpecError(f"{flag} must be True or False (got {getattr(self, flag)!r})")
+            boolean(flag, getattr(self, flag))
         if self.mask is not None:
             set_("mask", _normalise_mask(self.mask, n))
         set_("scale", _check_scale(self.scale))
@@ -299,8 +287,7 @@ class AttentionSpec:
                 f"output_projection cannot be False when heads > 1 (got heads={heads}): "
                 "the heads are concatenated and mixed by W_O"
             )
-        if not _is_int(self.position_base) or self.position_base < 2:
-            raise SpecError(f"position_base must be an integer >= 2 (got {self.position_base!r})")
+        integer_at_least("position_base", self.position_base, 2)
         self._check_rope_fields()
 
     def _check_rope_fields(self) -> None:
