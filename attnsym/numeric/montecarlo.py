@@ -38,6 +38,8 @@ from typing import Any
 
 import numpy as np
 
+from .._checks import positive_int
+
 __all__ = [
     "LAWS",
     "SampleMoments",
@@ -70,12 +72,6 @@ def default_workers() -> int:
     return max(1, min(8, count))
 
 
-def _check_positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-        raise ValueError(f"{name} must be a positive integer (got {value!r})")
-    return int(value)
-
-
 def _seed_sequence(seed: Any) -> np.random.SeedSequence:
     if isinstance(seed, np.random.SeedSequence):
         return seed
@@ -96,7 +92,7 @@ def z_value(level: float = 0.95, *, tests: int = 1) -> float:
 
     if not 0 < level < 1:
         raise ValueError(f"level must lie strictly between 0 and 1 (got {level!r})")
-    tests = _check_positive_int("tests", tests)
+    tests = positive_int("tests", tests)
     return float(ndtri(1 - (1 - level) / (2 * tests)))
 
 
@@ -235,9 +231,9 @@ def sample_statistic(
     >>> round(est.variance, 2), round(est.kurtosis, 1)
     (1.0, 3.0)
     """
-    n_samples = _check_positive_int("n_samples", n_samples)
-    block = _check_positive_int("block", block)
-    workers = default_workers() if workers is None else _check_positive_int("workers", workers)
+    n_samples = positive_int("n_samples", n_samples)
+    block = positive_int("block", block)
+    workers = default_workers() if workers is None else positive_int("workers", workers)
     sizes = _block_sizes(n_samples, block)
     children = _seed_sequence(seed).spawn(len(sizes))
 
@@ -292,8 +288,8 @@ def dot_products(
     >>> dot_products(rng, 5, 3).shape
     (5,)
     """
-    size = _check_positive_int("size", size)
-    d = _check_positive_int("d", d)
+    size = positive_int("size", size)
+    d = positive_int("d", d)
     if law not in LAWS:
         raise ValueError(f"law must be one of {LAWS} (got {law!r})")
     rows = d if same else 2 * d
@@ -353,7 +349,7 @@ def dot_product_moments(
     >>> bool(lo <= 16 <= hi)
     True
     """
-    d = _check_positive_int("d", d)
+    d = positive_int("d", d)
 
     def sampler(rng: np.random.Generator, size: int) -> np.ndarray:
         return dot_products(rng, size, d, mean_q=mean_q, std_q=std_q, mean_k=mean_k, std_k=std_k, same=same, scale=scale,
@@ -401,13 +397,13 @@ def score_variance(
     >>> bool(np.all((r["scaled_ci"][:, 0] <= 1) & (1 <= r["scaled_ci"][:, 1])))
     True
     """
-    dims = [_check_positive_int("d", int(v)) for v in d]
+    dims = [positive_int("d", int(v)) for v in d]
     children = _seed_sequence(seed).spawn(len(dims))
     z = z_value(level)
     counts = []
     for dim in dims:
         counts.append(samples_for_precision(rel_error, 3 + 6 / dim, level=level) if samples is None
-                      else _check_positive_int("samples", samples))
+                      else positive_int("samples", samples))
     total = sum(c * dd for c, dd in zip(counts, dims, strict=True))
     done = 0
     est, se = [], []
@@ -469,10 +465,10 @@ def score_entry_moments(
     >>> bool(abs(r["off_diagonal"] - 8192) < 4 * r["off_diagonal_se"])
     True
     """
-    d_model = _check_positive_int("d_model", d_model)
-    d_k = _check_positive_int("d_k", d_k)
-    n_tokens = _check_positive_int("n_tokens", n_tokens)
-    reps = _check_positive_int("reps", reps)
+    d_model = positive_int("d_model", d_model)
+    d_k = positive_int("d_k", d_k)
+    n_tokens = positive_int("n_tokens", n_tokens)
+    reps = positive_int("reps", reps)
     if n_tokens < 2:
         raise ValueError(f"n_tokens must be at least 2 for off-diagonal entries (got {n_tokens})")
     off_mask = ~np.eye(n_tokens, dtype=bool)
@@ -490,7 +486,7 @@ def score_entry_moments(
             res[r, 1] = np.diagonal(S2).mean()
         return res
 
-    workers = default_workers() if workers is None else _check_positive_int("workers", workers)
+    workers = default_workers() if workers is None else positive_int("workers", workers)
     sizes = _block_sizes(reps, 32)  # fixed blocks: the result does not depend on workers
     streams = _seed_sequence(seed).spawn(len(sizes))
     with _blas_single_thread():  # BLAS threads on top of ours oversubscribe the cores (15x slower here)
@@ -525,7 +521,7 @@ def score_rows(rng: np.random.Generator, rows: int, n: int, d: int, *, scale: fl
     >>> round(float(S.var()) / 64, 1)
     1.0
     """
-    rows, n, d = (_check_positive_int(k, v) for k, v in (("rows", rows), ("n", n), ("d", d)))
+    rows, n, d = (positive_int(k, v) for k, v in (("rows", rows), ("n", n), ("d", d)))
     norm = np.sqrt(rng.chisquare(d, size=(rows, 1)))  # ||q||, (rows, 1)
     return (scale * norm) * rng.standard_normal((rows, n))  # (rows, n)
 
@@ -549,7 +545,7 @@ def normal_rate(seconds: float = 0.5, *, workers: int = 1, seed: int = 0) -> flo
     """
     import time
 
-    workers = _check_positive_int("workers", workers)
+    workers = positive_int("workers", workers)
     children = _seed_sequence(seed).spawn(workers)
 
     def run(w: int) -> int:
