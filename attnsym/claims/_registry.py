@@ -11,10 +11,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
-import numpy as np
-
+from .._checks import non_negative_int
 from ._evidence import VERDICTS, CheckContext, Claim, ClaimFailed, Evidence, UnknownClaimError, Verdict
 from .builtin import BUILTIN
 from .catalogue import catalogue
@@ -85,12 +83,6 @@ def claim(claim_id: str, statement: str, *, expected: Verdict = "holds", source:
     return decorate
 
 
-def _check_seed(seed: Any) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer (got {seed!r})")
-    return int(seed)
-
-
 def verify(claim_id: str, *, seed: int = 0, quick: bool = False, strict: bool = False,
            progress: Callable[[int, int], None] | None = None) -> Evidence:
     """Check one claim and return its :class:`Evidence`.
@@ -121,7 +113,7 @@ def verify(claim_id: str, *, seed: int = 0, quick: bool = False, strict: bool = 
     >>> ev.verdict, ev.as_expected
     ('holds-under-conditions', True)
     """
-    seed = _check_seed(seed)
+    seed = non_negative_int("seed", seed)
     if claim_id not in CLAIMS:
         raise UnknownClaimError(f"unknown claim {claim_id!r}; known claims: {', '.join(ordered_ids())}")
     entry = CLAIMS[claim_id]
