@@ -98,7 +98,7 @@ class SymbolicCost:
         attnsym.errors.SizeLimitError: symbolic attention for n=64, d_model=64, ... would build about 1.4e+11 terms ...
         """
         enforce_limit(self.total, max_terms, what=f"{what} for {self.spec.describe()}",
-                      detail=f"A: {self.terms_A:.2g}, Y: {self.terms_Y:.2g}")
+                      detail=f"A: {approx(self.terms_A)}, Y: {approx(self.terms_Y)}")
         return self
 
 
@@ -143,15 +143,31 @@ def enforce_limit(terms: float, max_terms: float | None = None, *, what: str, de
         limit_text = "inf" if math.isinf(limit) else f"{limit:g}" if isinstance(limit, float) else str(limit)
         extra = f" ({detail})" if detail else ""
         raise SizeLimitError(
-            f"{what} would build about {terms:.2g} terms{extra}, above the limit max_terms={limit_text}; "
+            f"{what} would build about {approx(terms)} terms{extra}, above the limit max_terms={limit_text}; "
             f"symbolic work is meant for small sizes (n, d_model <= 4-6). Pass max_terms={_suggest(terms)} "
             f"(--max-terms on the command line) to build it anyway (it may take very long), "
             f"or use {alternative} for numbers at this size."
         )
 
 
+def approx(value: float) -> str:
+    """``value`` to two significant digits (``1.4e+11``), also for integers beyond the float range.
+
+    >>> approx(123456), approx(10**400)
+    ('1.2e+05', '1e+400')
+    """
+    try:
+        return f"{value:.2g}"
+    except OverflowError:
+        digits = str(int(value))
+        return f"{digits[0]}e+{len(digits) - 1}"
+
+
 def _suggest(terms: float) -> str:
-    return str(int(10 ** math.ceil(math.log10(max(terms, 1)))))
+    exponent = math.ceil(math.log10(max(terms, 1)))
+    if exponent > 300:
+        return 'float("inf")'
+    return str(10**exponent) if exponent <= 12 else f"1e{exponent}"
 
 
 def estimate_cost(spec: AttentionSpec) -> SymbolicCost:
@@ -184,20 +200,31 @@ def estimate_cost(spec: AttentionSpec) -> SymbolicCost:
     t_in = (2 * m if spec.adds_position_vectors else m) + (1 if spec.bias else 0)
     t_qk = 2 * t_in + 2 if spec.positions == "rope" else t_in
     t_s = 2 * spec.d_k * t_qk + (1 if spec.positions == "alibi" else 0)
-    allowed = spec.allowed
-    keys = [sum(row) for row in allowed] if allowed is not None else [n] * n
-    t_a_rows = [(k + 1) * t_s if k else 0 for k in keys]
-    t_z_rows = [k * (t_a + t_in) for k, t_a in zip(keys, t_a_rows, strict=True)]
-    if spec.output_projection:
-        t_y_rows = [spec.inner_v * (t_z + 1) + (1 if spec.bias else 0) for t_z in t_z_rows]
+    # rows allow k_i keys; only the sums s1 = Σ k_i, s2 = Σ k_i² and max k_i enter, in closed form
+    # (O(1) in n) without an explicit mask: k_i = n, or k_i = i + 1 when causal
+    if spec.mask is not None:
+        keys = [sum(row) for row in spec.allowed]  # the given (n, n) mask is already this big
+        s1, s2, k_max = sum(keys), sum(k * k for k in keys), max(keys)
+    elif spec.causal:
+        s1, s2, k_max = n * (n + 1) // 2, n * (n + 1) * (2 * n + 1) // 6, n
     else:
-        t_y_rows = t_z_rows
-    terms_a = spec.heads * sum(k * t_a for k, t_a in zip(keys, t_a_rows, strict=True))
-    terms_y = spec.d_out * sum(t_y_rows)
+        s1, s2, k_max = n * n, n * n * n, n
+    # a row with k keys: t_A = (k + 1) t_S per weight (0 for k = 0), t_Z = k (t_A + t_in)
+    def t_z(k: int) -> int:
+        return k * ((k + 1) * t_s + t_in)
+
+    sum_t_z = (s2 + s1) * t_s + s1 * t_in
+    if spec.output_projection:
+        bias = 1 if spec.bias else 0
+        sum_t_y, max_t_y = spec.inner_v * (sum_t_z + n) + n * bias, spec.inner_v * (t_z(k_max) + 1) + bias
+    else:
+        sum_t_y, max_t_y = sum_t_z, t_z(k_max)
+    terms_a = spec.heads * (s2 + s1) * t_s
+    terms_y = spec.d_out * sum_t_y
     return SymbolicCost(
         spec=spec,
         entries={"Q": n * spec.inner_qk, "A": spec.heads * n * n, "Y": n * spec.d_out},
-        terms_per_entry={"Q": t_in, "S": t_s, "A": max(t_a_rows), "Z": max(t_z_rows), "Y": max(t_y_rows)},
+        terms_per_entry={"Q": t_in, "S": t_s, "A": (k_max + 1) * t_s if k_max else 0, "Z": t_z(k_max), "Y": max_t_y},
         terms_A=terms_a,
         terms_Y=terms_y,
     )

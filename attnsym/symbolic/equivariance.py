@@ -31,6 +31,7 @@ from .._checks import is_int, positive_int
 from .._exact import exact, exact_matrix
 from ..errors import ShapeError, SpecError
 from ..spec import AttentionSpec
+from .cost import enforce_limit, estimate_cost
 from .naming import input_symbols
 
 __all__ = [
@@ -221,6 +222,7 @@ def check_conv_equivariance(n: int = 5, k: int = 3, perm: Sequence[int] | None =
     False
     """
     n, k = positive_int("n", n), positive_int("k", k)
+    enforce_limit(n * k, None, what=f"a symbolic convolution for n={n}, k={k}")
     perm = _check_perm(cyclic_shift(n) if perm is None else perm, n)
     X = input_symbols("X", (n, 1))
     w = sp.symbols(f"w_0:{k}", real=True)
@@ -262,6 +264,7 @@ def check_attention_equivariance(spec: AttentionSpec, perm: Sequence[int] | None
     if not isinstance(spec, AttentionSpec):
         raise SpecError(f"spec must be an AttentionSpec (got {spec!r} of type {type(spec).__name__})")
     n = spec.n
+    estimate_cost(spec).check()  # the size guard first: n may be too large even to list a permutation
     perm = _check_perm(tuple(range(n - 1, -1, -1)) if perm is None else perm, n)
     sym = attention(spec)
     X = sym.X

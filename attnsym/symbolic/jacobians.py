@@ -29,6 +29,7 @@ import sympy as sp
 from .._checks import positive_int
 from ..errors import SpecError
 from ..spec import AttentionSpec
+from .cost import enforce_limit
 
 __all__ = [
     "InputJacobian",
@@ -306,7 +307,7 @@ def attention_input_jacobian(spec: AttentionSpec, *, weights: str = "explicit",
     return InputJacobian(spec=spec, frozen=Matrix(frozen), routing=Matrix(routing), total=total)
 
 
-def mlp_input_jacobian(spec_or_sizes, *, bias: bool = False) -> sp.ImmutableMatrix:
+def mlp_input_jacobian(spec_or_sizes, *, bias: bool = False, max_terms: float | None = None) -> sp.ImmutableMatrix:
     r"""∂vec(Y)/∂vec(X) of the MLP layer ``Y = X W (+ 1 b)``: ``I_n ⊗ Wᵀ``, the same for every ``X``.
 
     Parameters
@@ -330,8 +331,12 @@ def mlp_input_jacobian(spec_or_sizes, *, bias: bool = False) -> sp.ImmutableMatr
     >>> any(str(s).startswith("x") for s in J.free_symbols)
     False
     """
-    from .mlp import mlp
+    from .mlp import _sizes, mlp
 
-    layer = mlp(spec_or_sizes, bias=bias)
+    n, d_in, d_out = _sizes(spec_or_sizes)
+    # (n d_out) x (n d_in) entries, each a derivative of a d_in-term sum
+    enforce_limit(n * d_out * n * d_in * (d_in + 1), max_terms,
+                  what=f"the symbolic MLP input Jacobian for n={n}, d_in={d_in}, d_out={d_out}")
+    layer = mlp(spec_or_sizes, bias=bias, max_terms=float("inf"))
     Y, X = list(layer.Y), list(layer.X)
     return Matrix(len(Y), len(X), lambda r, q: Y[r].diff(X[q]))

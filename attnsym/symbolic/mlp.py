@@ -16,6 +16,7 @@ import sympy as sp
 from .._checks import boolean
 from ..errors import SpecError
 from ..spec import AttentionSpec
+from .cost import enforce_limit
 from .matrices import matmul
 from .naming import input_symbols
 
@@ -50,7 +51,7 @@ def _sizes(spec_or_sizes) -> tuple[int, int, int]:
     return n, d_in, rest[0] if rest else d_in
 
 
-def mlp(spec_or_sizes, *, bias: bool = False) -> SymbolicMLP:
+def mlp(spec_or_sizes, *, bias: bool = False, max_terms: float | None = None) -> SymbolicMLP:
     """Build the linear (MLP) layer ``Y = X W + 1 b`` symbolically.
 
     Parameters
@@ -81,6 +82,8 @@ def mlp(spec_or_sizes, *, bias: bool = False) -> SymbolicMLP:
     """
     bias = boolean("bias", bias)
     n, d_in, d_out = _sizes(spec_or_sizes)
+    enforce_limit(n * d_out * (d_in + (1 if bias else 0)), max_terms, what=f"a symbolic MLP for n={n}, d_in={d_in}, "
+                  f"d_out={d_out}")
     X = input_symbols("X", (n, d_in))
     W = input_symbols("W", (d_in, d_out))
     b = input_symbols("b", (1, d_out)) if bias else None

@@ -24,6 +24,7 @@ import re
 import sympy as sp
 
 from ..errors import ShapeError, SpecError
+from .cost import enforce_limit
 
 __all__ = ["entry_name", "input_symbols"]
 
@@ -109,6 +110,7 @@ def input_symbols(name: str, shape: tuple[int, int]) -> sp.ImmutableMatrix:
         valid = False
     if not valid:
         raise ShapeError(f"shape must be a pair of positive integers (rows, columns) (got {shape!r})")
+    enforce_limit(rows * cols, None, what=f"symbols for a {rows} x {cols} matrix {name}")
     entry_name(name, 0, 0)  # validates the name
     if name[0] in _SINGLE_INDEX and rows != 1:
         raise ShapeError(f"{name} is a bias row and must have shape (1, k) (got {shape!r})")

@@ -22,11 +22,16 @@ from .._checks import integer_at_least, is_int
 from .._exact import exact, exact_matrix
 from ..errors import ShapeError, SpecError
 from ..spec import DEFAULT_POSITION_BASE, AttentionSpec, alibi_slope_exponents
+from .cost import enforce_limit
 
 __all__ = ["alibi_bias", "alibi_slopes", "apply_rope", "rope_frequencies", "rope_rotation", "sinusoidal_positions"]
 
 
-def sinusoidal_positions(n: int, d_model: int, base: int = DEFAULT_POSITION_BASE, *, offset=0) -> sp.ImmutableMatrix:
+_TERMS_PER_PE_ENTRY = 100
+
+
+def sinusoidal_positions(n: int, d_model: int, base: int = DEFAULT_POSITION_BASE, *, offset=0,
+                         max_terms: float | None = None) -> sp.ImmutableMatrix:
     r"""The ``(n, d_model)`` sinusoidal position matrix of Vaswani et al. (2017), exactly.
 
     .. math::
@@ -68,6 +73,10 @@ def sinusoidal_positions(n: int, d_model: int, base: int = DEFAULT_POSITION_BASE
     d_model = integer_at_least("d_model", d_model, 1)
     base = integer_at_least("base", base, 2)
     shift = _position(offset, "offset")
+    # an exact entry sin(p / base^(2i/d)) costs SymPy about as much as 100 terms of the forward pass
+    # (measured: n=10**5, d_model=4, i.e. 400 000 entries, took 559 s): weigh entries accordingly
+    enforce_limit(n * d_model * _TERMS_PER_PE_ENTRY, max_terms,
+                  what=f"symbolic positional encodings for n={n}, d_model={d_model}")
 
     def entry(pos: int, col: int):
         i2 = col - col % 2  # 2i
@@ -255,6 +264,7 @@ def alibi_bias(spec: AttentionSpec, head: int, positions=None) -> sp.ImmutableMa
     if not isinstance(head, numbers.Integral) or isinstance(head, bool) or not 0 <= head < spec.heads:
         raise SpecError(f"head must be an integer in 0 … {spec.heads - 1} (got {head!r})")
     slope = alibi_slopes(spec.heads)[int(head)]
+    enforce_limit(spec.n * spec.n, None, what=f"the symbolic ALiBi bias for n={spec.n}")
     p = [_position(v, "positions[]") for v in (range(spec.n) if positions is None else positions)]
     if len(p) != spec.n:
         raise ShapeError(f"positions must give n = {spec.n} positions (got {len(p)})")

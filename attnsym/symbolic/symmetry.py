@@ -21,8 +21,10 @@ from dataclasses import dataclass
 
 import sympy as sp
 
+from .._checks import positive_int
 from .._exact import exact_matrix
 from ..errors import SpecError
+from .cost import enforce_limit
 from .naming import input_symbols
 
 __all__ = ["QKSymmetryProof", "is_symmetric", "prove_gram_symmetric", "prove_qk_symmetry_condition"]
@@ -50,7 +52,9 @@ def prove_gram_symmetric(n: int = 3, d: int | None = None) -> bool:
     >>> prove_gram_symmetric(3, 2)
     True
     """
-    d = n if d is None else d
+    n = positive_int("n", n)
+    d = n if d is None else positive_int("d", d)
+    enforce_limit(n * n * d, None, what=f"the symbolic Gram matrix X Xᵀ for n={n}, d={d}")
     X = input_symbols("X", (n, d))
     entrywise = is_symmetric(X * X.T)
     rows, cols = sp.symbols("n d", positive=True, integer=True)
@@ -128,6 +132,8 @@ def prove_qk_symmetry_condition(W_Q=None, W_K=None, *, d_model: int = 2, d_k: in
     if W_Q.shape != W_K.shape:
         raise SpecError(f"W_Q and W_K must have the same shape (got {W_Q.shape} and {W_K.shape})")
     d_model = W_Q.rows
+    enforce_limit(n * n * d_model * d_model * W_Q.cols, None,
+                  what=f"the symbolic scores X W_Q W_Kᵀ Xᵀ for n={n}, d_model={d_model}, d_k={W_Q.cols}")
     X = input_symbols("X", (n, d_model))
     M = W_Q * W_K.T
     antisym = (M - M.T).applyfunc(sp.expand)
