@@ -5,7 +5,9 @@ Run benchmarks with the BLAS overrides of these machines removed, in that comman
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_numeric.py
 
 Each script writes its own section of ``docs/benchmarks.md`` between
-``<!-- BEGIN name -->`` and ``<!-- END name -->`` markers, leaving the other sections alone.
+``<!-- begin:name -->`` and ``<!-- end:name -->`` markers, leaving the other sections alone
+(a section still between the older ``<!-- BEGIN name -->`` / ``<!-- END name -->`` markers
+is replaced in place and gets the new markers).
 """
 
 from __future__ import annotations
@@ -45,14 +47,7 @@ def environment_report() -> str:
     except ImportError:  # pragma: no cover
         pass
     try:
-        from threadpoolctl import threadpool_info
-
-        for pool in threadpool_info():
-            if pool.get("user_api") == "blas":
-                lines.append(
-                    f"- BLAS: {pool.get('internal_api')} {pool.get('version')}, kernel "
-                    f"`{pool.get('architecture')}`, {pool.get('num_threads')} threads"
-                )
+        lines += [f"- BLAS: {k}" for k in blas_kernels()]
     except ImportError:
         lines.append("- BLAS: threadpoolctl not installed (pip install threadpoolctl)")
     overrides = {k: os.environ[k] for k in ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE") if k in os.environ}
@@ -60,15 +55,33 @@ def environment_report() -> str:
     return "\n".join(lines)
 
 
+def load_average() -> tuple[float, float, float]:
+    """The 1, 5 and 15 minute load averages (what else ran on the machine), or NaNs where unknown."""
+    try:
+        return os.getloadavg()
+    except OSError:  # pragma: no cover - not on Linux/macOS
+        return (float("nan"),) * 3
+
+
+def blas_kernels() -> list[str]:
+    """The BLAS libraries threadpoolctl sees: library, version, kernel (architecture), threads."""
+    from threadpoolctl import threadpool_info
+
+    return [f"{p.get('internal_api')} {p.get('version')}, kernel `{p.get('architecture')}`, "
+            f"{p.get('num_threads')} threads" for p in threadpool_info() if p.get("user_api") == "blas"]
+
+
 def write_section(name: str, markdown: str, path: Path = BENCHMARKS_MD) -> Path:
     """Replace (or append) the section ``name`` of docs/benchmarks.md with ``markdown``."""
-    begin, end = f"<!-- BEGIN {name} -->", f"<!-- END {name} -->"
+    begin, end = f"<!-- begin:{name} -->", f"<!-- end:{name} -->"
     text = path.read_text() if path.exists() else "# Benchmarks\n"
     block = f"{begin}\n{markdown.strip()}\n{end}"
-    if begin in text and end in text:
-        head, rest = text.split(begin, 1)
-        _, tail = rest.split(end, 1)
-        text = head + block + tail
+    for b, e in ((begin, end), (f"<!-- BEGIN {name} -->", f"<!-- END {name} -->")):
+        if b in text and e in text:
+            head, rest = text.split(b, 1)
+            _, tail = rest.split(e, 1)
+            text = head + block + tail
+            break
     else:
         text = text.rstrip() + "\n\n" + block + "\n"
     tmp = path.with_suffix(".md.tmp")

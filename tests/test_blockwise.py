@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import tracemalloc
 
 import numpy as np
@@ -12,6 +13,7 @@ from hypothesis import strategies as st
 
 import attnsym.numeric.blockwise as bw
 from attnsym import numeric as nm
+from attnsym.numeric import _fast
 from attnsym.testing import TOLERANCES
 
 TOL64 = TOLERANCES["float64"]
@@ -27,7 +29,17 @@ def blockwise_cases(draw):
     if draw(st.booleans()):
         mask = np.array(draw(st.lists(st.lists(st.booleans(), min_size=n, max_size=n), min_size=n, max_size=n)))
     return dict(n=n, heads=heads, d=d, batch=batch, mask=mask, causal=draw(st.booleans()),
-                block=draw(st.integers(1, n + 2)), seed=draw(st.integers(0, 2**16)))
+                block=draw(st.integers(1, n + 2)), seed=draw(st.integers(0, 2**16)), fast=draw(st.booleans()))
+
+
+@contextlib.contextmanager
+def numpy_fast_path(enabled: bool):
+    """Run NumPy arrays through the fast path (attnsym.numeric._fast) or the generic array-API code."""
+    saved, _fast.ENABLED = _fast.ENABLED, enabled
+    try:
+        yield
+    finally:
+        _fast.ENABLED = saved
 
 
 @settings(max_examples=60, deadline=None)
@@ -41,10 +53,11 @@ def test_blockwise_equals_plain_forward_and_backward(case):
     G = rng.standard_normal(X.shape)
     kw = dict(heads=heads, causal=case["causal"], mask=case["mask"], positions="sinusoidal", **b)
     Y_plain, _ = nm.attention(X, *Ws, **kw)
-    Y_block = nm.attention(X, *Ws, return_weights=False, block_size=case["block"], **kw)
-    np.testing.assert_allclose(Y_block, Y_plain, rtol=TOL64.rtol, atol=TOL64.atol)
     g_plain = nm.attention_vjp(X, *Ws[:3], G, Ws[3], **kw)
-    g_block = nm.attention_vjp(X, *Ws[:3], G, Ws[3], block_size=case["block"], **kw)
+    with numpy_fast_path(case["fast"]):
+        Y_block = nm.attention(X, *Ws, return_weights=False, block_size=case["block"], **kw)
+        g_block = nm.attention_vjp(X, *Ws[:3], G, Ws[3], block_size=case["block"], **kw)
+    np.testing.assert_allclose(Y_block, Y_plain, rtol=TOL64.rtol, atol=TOL64.atol)
     assert g_plain.keys() == g_block.keys()
     for name in g_plain:
         np.testing.assert_allclose(g_block[name], g_plain[name], rtol=TOL64.rtol, atol=TOL64.atol, err_msg=name)

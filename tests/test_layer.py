@@ -14,6 +14,7 @@ import pytest
 import attnsym as at
 import attnsym.numeric as nm
 from attnsym.errors import ShapeError, SpecError
+from attnsym.numeric import _fast
 from attnsym.numeric.binding import bind, spec_from_keywords
 from attnsym.numeric.kvcache import causal_decode
 from attnsym.numeric.layer import BoundLayer
@@ -66,8 +67,10 @@ def _reference(X, W_Q, W_K, W_V, W_O, heads, causal):
     return (A @ V).transpose(1, 0, 2).reshape(n, -1) @ W_O, A
 
 
+@pytest.mark.parametrize("fast", [True, False], ids=["numpy-fast-path", "generic-path"])
 @pytest.mark.parametrize("causal", [False, True])
-def test_rotation_and_score_bias_hooks_reach_every_path(schemes, causal):
+def test_rotation_and_score_bias_hooks_reach_every_path(schemes, causal, fast, monkeypatch):
+    monkeypatch.setattr(_fast, "ENABLED", fast)
     rng = np.random.default_rng(0)
     n, d, heads = 9, 8, 2
     X = rng.standard_normal((n, d))

@@ -25,10 +25,11 @@ from typing import Any
 
 from ..errors import ShapeError
 from ..spec import AttentionSpec
+from . import _fast
 from ._inputs import amax, finite_result
 from .binding import bind
 from .blockwise import blockwise_core, blockwise_core_vjp
-from .layer import BoundLayer, block_size_for, dscores, merge_heads, plain_core, projections, split_heads
+from .layer import AUTO_BLOCKWISE_N, BoundLayer, block_size_for, dscores, merge_heads, plain_core, projections, split_heads
 
 __all__ = ["attention_vjp"]
 
@@ -74,8 +75,10 @@ def attention_vjp(
         Upstream gradient, the shape of ``Y``.
     block_size : int, optional
         Use the memory-lean blockwise backward with this block size. By default it is used
-        when ``n`` exceeds one default block (see :func:`~attnsym.numeric.attention`); below
-        that the plain path, which keeps the weights from the forward pass, is faster.
+        when ``n`` exceeds one default block (see :func:`~attnsym.numeric.attention`), and for
+        NumPy arrays from ``n >= AUTO_BLOCKWISE_N`` (their blockwise code,
+        :mod:`attnsym.numeric._fast`, is then faster); below that the plain path, which keeps
+        the weights from the forward pass, is faster.
 
     Returns
     -------
@@ -115,7 +118,7 @@ def attention_vjp(
     G = a["G"]
     grads: dict[str, Any] = {}
     size = block_size_for(layer, block_size)
-    if block_size is not None or layer.n > size:
+    if block_size is not None or layer.n > size or (layer.n >= AUTO_BLOCKWISE_N and _fast.usable(layer, Q, K, V)):
         Z_heads, lse = blockwise_core(layer, Q, K, V, size)
         core_vjp = lambda dZ_heads: blockwise_core_vjp(layer, Q, K, V, Z_heads, lse, dZ_heads, size)
     else:

@@ -32,6 +32,7 @@ from . import blockwise
 from ._inputs import amax, bool_mask, dtype_name, float_inputs
 from .binding import bind
 from .layer import (
+    AUTO_BLOCKWISE_N,
     BLOCK_ELEMENTS,
     DEFAULT_BLOCK_SIZE,
     block_size_for,
@@ -44,8 +45,6 @@ from .layer import (
 
 __all__ = ["AUTO_BLOCKWISE_N", "BLOCK_ELEMENTS", "DEFAULT_BLOCK_SIZE", "attention", "scores", "softmax"]
 
-#: from this sequence length on, ``return_weights=False`` takes the blockwise path
-AUTO_BLOCKWISE_N = 1024
 
 
 # ---------------------------------------------------------------------------- scores and softmax

@@ -50,6 +50,7 @@ from .backend import exp_inplace
 from .positions import alibi_bias_block, apply_rope, sinusoidal_positions
 
 __all__ = [
+    "AUTO_BLOCKWISE_N",
     "BLOCK_ELEMENTS",
     "DEFAULT_BLOCK_SIZE",
     "NUMERIC_POSITIONS",
@@ -72,6 +73,9 @@ __all__ = [
     "split_heads",
 ]
 
+#: from this sequence length on, ``return_weights=False`` (and, for NumPy arrays, ``attention_vjp``) takes the
+#: blockwise path
+AUTO_BLOCKWISE_N = 1024
 #: the default block size (queries and keys) of the blockwise path, for one head and no batch
 DEFAULT_BLOCK_SIZE = 2048
 #: default blocks are halved until batch·heads·block² scores fit in this many elements (16 MiB in float32)

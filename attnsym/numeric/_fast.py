@@ -1,0 +1,274 @@
+"""The NumPy fast path of the blockwise core: few passes over each score block, on a thread pool.
+
+The generic blockwise code (:mod:`attnsym.numeric.blockwise`, array API) makes four
+element-wise passes over every ``b × b`` block of scores (max, subtract, exp, sum) beside two
+matrix products, all single-threaded NumPy loops next to multi-threaded BLAS. For NumPy
+arrays this module computes the same result with **one** element-wise pass in the forward
+(``exp``) and two in the backward (``exp``, a product), by moving the rest into the matrix
+products, and runs query (forward) or key (backward) blocks on a thread pool with BLAS set
+to one thread per worker so the cores are not oversubscribed:
+
+* **the shift goes into the product.** With ``u_i = c·‖q_i‖·max_j ‖k_j‖ ≥ max_j S_ij``
+  (Cauchy–Schwarz), ``[c·Q, −u] [K, 1]ᵀ = S − u`` is one product, and ``exp`` of it never
+  exceeds 1: no running maximum, no rescaling between key blocks.
+* **the row sums come out of the product.** ``P [V, 1] = [P V, ℓ]``.
+* **the backward folds its shifts too.** ``[c·Q, −L] [K, 1]ᵀ = S − L`` (``L`` the row
+  log-sum-exp of the forward) gives ``A = exp(·)`` in one pass, and
+  ``[dZ, −D] [V, 1]ᵀ = dA − D`` makes ``dS = A ⊙ (dA − D)`` one in-place product.
+
+The bound can be loose: when ``u_i`` exceeds the true row maximum by so much that the row's
+sum ``ℓ_i`` falls below :data:`MIN_ROW_SUM`, that query block is recomputed with the exact
+online softmax (running maximum), so precision never depends on the bound. Fully masked rows
+get ``Z = 0`` and ``L = +inf``, the policy of :mod:`attnsym.spec`.
+
+Masks, causal blocks and additive score biases (position hook (c)) are applied per block as
+in the generic path; blocks entirely above a causal diagonal are skipped.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import queue
+import threading
+import tracemalloc
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+from .backend import backend_name
+from .layer import BoundLayer
+
+__all__ = ["ENABLED", "FAST_BLOCK", "MIN_ROW_SUM", "THREADS", "backward", "blocks", "forward", "usable"]
+
+#: query rows and key columns of one score block (256 × 1024 float32 = 1 MiB, the L2 cache of one core here)
+FAST_BLOCK = (256, 1024)
+#: a row whose shifted sum falls below this is recomputed with the exact running maximum
+MIN_ROW_SUM = 1e-6
+#: take the fast path for NumPy arrays (tests switch it off to run the generic path on NumPy)
+ENABLED = True
+#: worker threads (the cores this process may run on)
+THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+_POOL: dict[str, Any] = {}
+
+
+def usable(layer: BoundLayer, *arrays) -> bool:
+    """Whether the fast path applies: NumPy arrays of float32/float64."""
+    return ENABLED and backend_name(layer.xp) == "numpy" and all(isinstance(a, np.ndarray) for a in arrays)
+
+
+def blocks(queries: int, keys: int) -> tuple[int, int]:
+    """The fast path's block shape for a requested one: at most :data:`FAST_BLOCK`, cache-sized."""
+    return min(queries, FAST_BLOCK[0]), min(keys, FAST_BLOCK[1])
+
+
+def _run(tasks: list, scratch: dict[str, tuple[int, Any]]) -> None:
+    """Run ``task(buffers)`` for each task on the pool, BLAS limited to one thread per worker.
+
+    ``scratch`` names the per-worker buffers (``name -> (elements, dtype)``); they are
+    allocated here, once per call and worker, so repeated calls allocate the same memory.
+    Serial with one thread, one task, or while :mod:`tracemalloc` traces (reproducible peaks).
+    """
+    workers = 1 if THREADS < 2 or len(tasks) < 2 or tracemalloc.is_tracing() else THREADS
+    free: queue.SimpleQueue = queue.SimpleQueue()
+    for _ in range(workers):
+        free.put({name: np.empty(size, dtype) for name, (size, dtype) in scratch.items()})
+    if workers == 1:
+        buffers = free.get()
+        for task in tasks:
+            task(buffers)
+        return
+    if "pool" not in _POOL:
+        from threadpoolctl import ThreadpoolController
+
+        _POOL.update(pool=ThreadPoolExecutor(THREADS, thread_name_prefix="attnsym"), blas=ThreadpoolController())
+
+    def run(task):
+        buffers = free.get()
+        try:
+            task(buffers)
+        finally:
+            free.put(buffers)
+
+    with _POOL["blas"].limit(limits=1, user_api="blas"):
+        list(_POOL["pool"].map(run, tasks))
+
+
+def _buffer(buffers: dict, name: str, shape: tuple) -> np.ndarray:
+    """A C-contiguous ``shape`` view of the worker's scratch buffer ``name``."""
+    return buffers[name][:math.prod(shape)].reshape(shape)
+
+
+class _Lanes:
+    """The batch × head lanes of one call, flattened, with per-lane masks and biases."""
+
+    def __init__(self, layer: BoundLayer, Q, K, V):
+        self.layer = layer
+        self.H = layer.heads
+        self.shape = Q.shape[:-2]  # (..., H)
+        self.Q, self.K, self.V = (np.ascontiguousarray(M).reshape(-1, *M.shape[-2:]) for M in (Q, K, V))
+        self.n = layer.n
+        mask = layer.mask
+        if mask is not None:
+            mask = np.broadcast_to(np.asarray(mask), (*layer.batch_shape, layer.n, layer.n)).reshape(-1, layer.n, layer.n)
+        self.mask = mask  # (B, n, n) or None
+
+    def allowed(self, lane: int, i0: int, i1: int, j0: int, j1: int):
+        """The (bi, bj) allowed pattern of a block of one lane, or None when all may attend."""
+        layer = self.layer
+        allowed = None
+        if layer.causal and j1 - 1 > i0:
+            allowed = np.arange(i0, i1)[:, None] >= np.arange(j0, j1)[None, :]
+        if self.mask is not None:
+            m = self.mask[lane // self.H, i0:i1, j0:j1]
+            allowed = m if allowed is None else allowed & m
+        return allowed
+
+    def scores_into(self, S, lane, Qx, Kx, i0, i1, j0, j1):
+        """``S ← Qx Kxᵀ`` (shift folded in) + bias, ``-inf`` where masked: the block's shifted scores."""
+        np.matmul(Qx, Kx.T, out=S)
+        bias = self.layer.score_bias(i0, i1, j0, j1)
+        if bias is not None:
+            S += np.asarray(bias, dtype=S.dtype)[lane % self.H]
+        allowed = self.allowed(lane, i0, i1, j0, j1)
+        if allowed is not None:
+            np.copyto(S, -np.inf, where=~allowed)
+        return allowed
+
+    def key_end(self, i1: int) -> int:
+        return i1 if self.layer.causal else self.n
+
+
+def _row_has_key(lanes: _Lanes, lane: int, i0: int, i1: int) -> np.ndarray | None:
+    """Which rows of a query block may attend to some key (None: all of them)."""
+    if lanes.mask is None:
+        return None
+    m = lanes.mask[lane // lanes.H, i0:i1]
+    if lanes.layer.causal:
+        m = m & (np.arange(i0, i1)[:, None] >= np.arange(lanes.n)[None, :])
+    return m.any(axis=1)
+
+
+def _forward_block(lanes: _Lanes, lane: int, i0: int, i1: int, Kx, Vx, kmax: float, exact: bool, bj: int,
+                   buffers: dict):
+    """Z (bi, d_v) and L (bi,) of one query block of one lane; ``exact`` uses the running maximum."""
+    layer, dtype = lanes.layer, lanes.Q.dtype
+    bi = i1 - i0
+    c = layer.scale
+    Qb = lanes.Q[lane, i0:i1]  # (bi, d_k)
+    Qx = np.empty((bi, Qb.shape[1] + 1), dtype)  # [c·Q, −u]
+    np.multiply(Qb, c, out=Qx[:, :-1])
+    if exact:
+        Qx[:, -1] = 0.0
+        m = np.full(bi, -np.inf, dtype)
+    else:
+        u = c * np.sqrt(np.einsum("ij,ij->i", Qb, Qb, dtype=np.float64)) * kmax  # ≥ every score of the row
+        Qx[:, -1] = -u
+    acc = np.zeros((bi, Vx.shape[1]), dtype)  # [Σ P V, ℓ]
+    part = _buffer(buffers, "part", (bi, Vx.shape[1]))
+    end = lanes.key_end(i1)
+    for j0 in range(0, end, bj):
+        j1 = min(end, j0 + bj)
+        S = _buffer(buffers, "S", (bi, j1 - j0))
+        lanes.scores_into(S, lane, Qx, Kx[j0:j1], i0, i1, j0, j1)  # (bi, bj) = S − u
+        if exact:
+            m_new = np.maximum(m, S.max(axis=1))
+            shift = np.where(np.isfinite(m_new), m_new, 0.0).astype(dtype)
+            S -= shift[:, None]
+            alpha = np.where(np.isfinite(m), np.exp(np.where(np.isfinite(m), m, 0.0) - shift), 0.0)
+            acc *= alpha[:, None].astype(dtype)  # rescale the earlier blocks to the new maximum
+            m = m_new
+        np.exp(S, out=S)  # the one pass over the block: entries in [0, 1]
+        np.matmul(S, Vx[j0:j1], out=part)  # [P V, ℓ] of this block
+        acc += part
+    ell = acc[:, -1]
+    shift = np.where(np.isfinite(m), m, 0.0) if exact else -Qx[:, -1]
+    seen = ell > 0
+    Z = acc[:, :-1] / np.where(seen, ell, 1.0)[:, None]
+    with np.errstate(divide="ignore"):
+        L = np.where(seen, shift + np.log(np.where(seen, ell, 1.0)), np.inf)
+    return Z, L, ell
+
+
+def forward(layer: BoundLayer, Q, K, V, block: tuple[int, int] = FAST_BLOCK):
+    """``Z`` (..., H, n, d_v) and the row log-sum-exp ``L`` (..., H, n, 1), as :func:`blockwise_core`."""
+    lanes = _Lanes(layer, Q, K, V)
+    n, dtype = lanes.n, lanes.Q.dtype
+    Z = np.empty((lanes.Q.shape[0], n, lanes.V.shape[-1]), dtype)
+    L = np.empty((lanes.Q.shape[0], n), dtype)
+    ones = np.ones((n, 1), dtype)
+    Kx = [np.concatenate([k, ones], axis=1) for k in lanes.K]  # [K, 1] per lane
+    Vx = [np.concatenate([v, ones], axis=1) for v in lanes.V]  # [V, 1] per lane
+    kmax = [float(np.sqrt(np.einsum("ij,ij->i", k, k, dtype=np.float64).max())) for k in lanes.K]
+    bi = block[0]
+
+    def task(lane: int, i0: int):
+        def run(buffers):
+            i1 = min(n, i0 + bi)
+            one = lambda exact: _forward_block(lanes, lane, i0, i1, Kx[lane], Vx[lane], kmax[lane], exact=exact,
+                                               bj=block[1], buffers=buffers)
+            Zb, Lb, ell = one(False)
+            has_key = _row_has_key(lanes, lane, i0, i1)
+            low = ell < MIN_ROW_SUM if has_key is None else (ell < MIN_ROW_SUM) & has_key
+            if low.any():  # the bound was loose for some row: redo the block with the running maximum
+                Zb, Lb, _ = one(True)
+            Z[lane, i0:i1], L[lane, i0:i1] = Zb, Lb
+        return run
+
+    scratch = {"S": (bi * block[1], dtype), "part": (bi * Vx[0].shape[1], dtype)}
+    _run([task(lane, i0) for lane in range(lanes.Q.shape[0]) for i0 in range(0, n, bi)], scratch)
+    return Z.reshape(*lanes.shape, n, -1), L.reshape(*lanes.shape, n, 1)
+
+
+def backward(layer: BoundLayer, Q, K, V, Z, lse, dZ, block: tuple[int, int] = FAST_BLOCK):
+    """dQ, dK, dV (shapes of Q, K, V) from dZ, recomputing each block's weights from ``lse``."""
+    lanes = _Lanes(layer, Q, K, V)
+    n, dtype, c = lanes.n, lanes.Q.dtype, layer.scale
+    count = lanes.Q.shape[0]
+    Zf, dZf = (np.ascontiguousarray(M).reshape(count, n, -1) for M in (Z, dZ))
+    Lf = np.ascontiguousarray(lse).reshape(count, n)
+    big = np.finfo(dtype).max / 4  # stands in for +inf (fully masked rows): exp(S − big) = 0, no inf·0 in BLAS
+    ones = np.ones((n, 1), dtype)
+    Qx = [np.concatenate([c * q, -np.minimum(lv, big)[:, None]], axis=1).astype(dtype) for q, lv in zip(lanes.Q, Lf, strict=True)]
+    D = np.einsum("lnd,lnd->ln", dZf, Zf)  # rowsum(dA ⊙ A) = rowsum(dZ ⊙ Z)
+    dZx = [np.concatenate([g, -D[lane][:, None]], axis=1).astype(dtype) for lane, g in enumerate(dZf)]
+    Kx = [np.concatenate([k, ones], axis=1) for k in lanes.K]
+    Vx = [np.concatenate([v, ones], axis=1) for v in lanes.V]
+    dQ = np.zeros_like(lanes.Q)
+    dK = np.empty_like(lanes.K)
+    dV = np.empty_like(lanes.V)
+    bk, bj = block  # keys per task: dK, dV of these keys are owned by one task
+    partial_dQ: dict[int, np.ndarray] = {}  # one dQ accumulator per worker thread, summed at the end
+
+    def task(lane: int, j0: int):
+        def run(buffers):
+            j1 = min(n, j0 + bk)
+            dKj = np.zeros((j1 - j0, lanes.K.shape[-1]), dtype)
+            dVj = np.zeros((j1 - j0, lanes.V.shape[-1]), dtype)
+            own = partial_dQ.get(threading.get_ident())
+            if own is None:  # each thread writes only its own entry
+                own = partial_dQ[threading.get_ident()] = np.zeros_like(dQ)
+            for i0 in range(0, n, bj):
+                i1 = min(n, i0 + bj)
+                if layer.causal and i1 - 1 < j0:  # every query of this block precedes every key
+                    continue
+                A = _buffer(buffers, "A", (i1 - i0, j1 - j0))
+                lanes.scores_into(A, lane, Qx[lane][i0:i1], Kx[lane][j0:j1], i0, i1, j0, j1)  # S − L
+                np.exp(A, out=A)  # the weights A_ij of this block
+                dS = _buffer(buffers, "dS", (i1 - i0, j1 - j0))
+                np.matmul(dZx[lane][i0:i1], Vx[lane][j0:j1].T, out=dS)  # dA − D
+                dS *= A  # dS = A ⊙ (dA − D)
+                dVj += A.T @ dZf[lane, i0:i1]
+                dKj += dS.T @ lanes.Q[lane, i0:i1]
+                own[lane, i0:i1] += dS @ lanes.K[lane, j0:j1]
+            dK[lane, j0:j1] = c * dKj
+            dV[lane, j0:j1] = dVj
+        return run
+
+    _run([task(lane, j0) for lane in range(count) for j0 in range(0, n, bk)], {"A": (bj * bk, dtype), "dS": (bj * bk, dtype)})
+    for part in partial_dQ.values():
+        dQ += part
+    dQ *= c
+    return tuple(M.reshape(*lanes.shape, n, -1) for M in (dQ, dK, dV))

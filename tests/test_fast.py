@@ -1,0 +1,111 @@
+"""The NumPy fast path of the blockwise core (attnsym.numeric._fast) against the generic array-API code.
+
+Same inputs, fast path on and off: equal within the dtype's tolerance, including the cases the
+fast path treats specially — a loose Cauchy–Schwarz bound (the exact running-maximum
+fallback), fully masked rows, batch masks, blocks of every odd size, one or two threads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnsym import numeric as nm
+from attnsym.numeric import _fast
+from attnsym.testing import TOLERANCES
+
+
+def _both(monkeypatch, fn):
+    monkeypatch.setattr(_fast, "ENABLED", False)
+    generic = fn()
+    monkeypatch.setattr(_fast, "ENABLED", True)
+    return fn(), generic
+
+
+def _assert_same(got, want, dtype):
+    tol = TOLERANCES[dtype]
+    if isinstance(want, dict):
+        assert got.keys() == want.keys()
+        for k in want:
+            np.testing.assert_allclose(got[k], want[k], rtol=tol.rtol, atol=tol.atol * max(1.0, np.abs(want[k]).max()),
+                                       err_msg=k)
+    else:
+        np.testing.assert_allclose(got, want, rtol=tol.rtol, atol=tol.atol)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("block", [3, 16, None])
+def test_fast_path_equals_generic_path(monkeypatch, dtype, causal, block):
+    rng = np.random.default_rng(0)
+    n, d, heads = 90, 8, 2
+    X = rng.standard_normal((2, n, d)).astype(dtype)
+    W = [(rng.standard_normal((d, d)) / np.sqrt(d)).astype(dtype) for _ in range(4)]
+    G = rng.standard_normal(X.shape).astype(dtype)
+    kw = dict(heads=heads, causal=causal, block_size=block or 2048)
+    Y, Y_generic = _both(monkeypatch, lambda: nm.attention(X, *W, return_weights=False, **kw))
+    _assert_same(Y, Y_generic, dtype)
+    g, g_generic = _both(monkeypatch, lambda: nm.attention_vjp(X, *W[:3], G, W[3], **kw))
+    _assert_same(g, g_generic, dtype)
+
+
+def test_a_loose_bound_falls_back_to_the_running_maximum(monkeypatch):
+    rng = np.random.default_rng(1)
+    n, d = 40, 4
+    X = np.zeros((n, d))
+    X[:, 0] = X[:, 1] = 60.0
+    X[:, 2] = rng.standard_normal(n)
+    W_Q, W_K = np.diag([1.0, 0.0, 1.0, 0.0]), np.diag([0.0, 1.0, 1.0, 0.0])  # q = (60, 0, r, 0), k = (0, 60, r, 0)
+    calls = []  # |q|·|k|/2 ≈ 1800 bounds scores that are only r_i·r_j/2: the shifted row sums underflow
+    real = _fast._forward_block
+    monkeypatch.setattr(_fast, "_forward_block", lambda *a, **k: calls.append(k["exact"]) or real(*a, **k))
+    W = np.eye(d)
+    Y = nm.attention(X, W_Q, W_K, W, return_weights=False, block_size=16)
+    assert calls.count(True) == 3  # every query block was redone with the running maximum
+    Y_plain, _ = nm.attention(X, W_Q, W_K, W)
+    np.testing.assert_allclose(Y, Y_plain, rtol=TOLERANCES["float64"].rtol, atol=TOLERANCES["float64"].atol)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_fully_masked_rows_and_batch_masks(monkeypatch, dtype):
+    rng = np.random.default_rng(2)
+    n, d = 37, 4
+    X = rng.standard_normal((3, n, d)).astype(dtype)
+    W = np.eye(d, dtype=dtype)
+    mask = rng.random((3, n, n)) > 0.4
+    mask[0, 5, :] = False  # fully masked rows: zero output, zero gradient
+    mask[2, :, 3] = False
+    G = rng.standard_normal(X.shape).astype(dtype)
+    for causal in (False, True):
+        kw = dict(mask=mask, causal=causal, block_size=8)
+        Y, Y_generic = _both(monkeypatch, lambda kw=kw: nm.attention(X, W, W, W, return_weights=False, **kw))
+        _assert_same(Y, Y_generic, dtype)
+        assert np.all(Y[0, 5] == 0)
+        g, g_generic = _both(monkeypatch, lambda kw=kw: nm.attention_vjp(X, W, W, W, G, **kw))
+        _assert_same(g, g_generic, dtype)
+
+
+def test_one_thread_and_two_threads_agree(monkeypatch):
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((300, 8)).astype(np.float32)
+    W = [rng.standard_normal((8, 8)).astype(np.float32) / 3 for _ in range(3)]
+    G = rng.standard_normal((300, 8)).astype(np.float32)
+    results = []
+    for threads in (1, 2):
+        monkeypatch.setattr(_fast, "THREADS", threads)
+        results.append((nm.attention(X, *W, return_weights=False, block_size=64), nm.attention_vjp(X, *W, G, block_size=64)))
+    _assert_same(results[1][0], results[0][0], "float32")
+    _assert_same(results[1][1], results[0][1], "float32")
+
+
+def test_numpy_sequences_from_the_auto_length_take_the_fast_backward(monkeypatch):
+    seen = []
+    monkeypatch.setattr(_fast, "backward", lambda *a, real=_fast.backward, **k: seen.append(1) or real(*a, **k))
+    rng = np.random.default_rng(4)
+    n = nm.AUTO_BLOCKWISE_N
+    X, G = rng.standard_normal((n, 4)), rng.standard_normal((n, 4))
+    W = np.eye(4)
+    nm.attention_vjp(X[:64], W, W, W, G[:64])
+    assert seen == []  # short: the plain path keeps the weights
+    nm.attention_vjp(X, W, W, W, G)
+    assert seen == [1]
