@@ -17,8 +17,9 @@ to one thread per worker so the cores are not oversubscribed:
   ``[dZ, −D] [V, 1]ᵀ = dA − D`` makes ``dS = A ⊙ (dA − D)`` one in-place product.
 
 The bound can be loose: when ``u_i`` exceeds the true row maximum by so much that the row's
-sum ``ℓ_i`` falls below :data:`MIN_ROW_SUM`, that query block is recomputed with the exact
-online softmax (running maximum), so precision never depends on the bound. Fully masked rows
+sum ``ℓ_i`` falls below :data:`MIN_ROW_SUM` (or a positive score bias pushes a sum past the
+dtype's range), that query block is recomputed with the exact online softmax (running
+maximum), so precision never depends on the bound. ALiBi biases are ≤ 0 and keep the bound. Fully masked rows
 get ``Z = 0`` and ``L = +inf``, the policy of :mod:`attnsym.spec`.
 
 Masks, causal blocks and additive score biases (position hook (c)) are applied per block as
@@ -212,7 +213,8 @@ def forward(layer: BoundLayer, Q, K, V, block: tuple[int, int] = FAST_BLOCK):
             Zb, Lb, ell = one(False)
             has_key = _row_has_key(lanes, lane, i0, i1)
             low = ell < MIN_ROW_SUM if has_key is None else (ell < MIN_ROW_SUM) & has_key
-            if low.any():  # the bound was loose for some row: redo the block with the running maximum
+            if low.any() or not np.isfinite(ell).all():  # a loose bound, or a positive score bias above it:
+                # redo the block with the running maximum
                 Zb, Lb, _ = one(True)
             Z[lane, i0:i1], L[lane, i0:i1] = Zb, Lb
         return run
