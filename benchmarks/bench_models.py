@@ -5,8 +5,10 @@ Run with the BLAS overrides of these machines removed, in this command alone::
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_models.py
 
 Both sides are timed alternately in one process (round k runs attnsym then PyTorch, round k+1
-PyTorch then attnsym), so load on a shared machine hits them alike; medians, quartiles and
-the load average are reported. Sides:
+PyTorch then attnsym), so load on a shared machine hits them alike; wall-time medians and
+quartiles, CPU-time medians (all threads summed) and the load average are reported, once with
+each library's default threads and once with one thread each (threadpoolctl for the BLAS,
+``torch.set_num_threads(1)``), which is far less sensitive to a busy machine. Sides:
 
 * attnsym ``Model.route(text)`` — tokenization, the NumPy forward pass (all attention
   probabilities, scaled scores and hidden states kept) and slicing into a Route;
@@ -39,7 +41,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from _common import BENCHMARKS_MD, environment_report  # noqa: E402
 
 N_TOKENS = 128
-ROUNDS = 11
+ROUNDS = 9
 BEGIN, END = "<!-- begin:models -->", "<!-- end:models -->"
 
 
@@ -111,6 +113,7 @@ def main() -> None:
     import numpy as np
     import torch
     import transformers
+    from threadpoolctl import threadpool_limits
 
     from attnsym import models
 
@@ -137,18 +140,26 @@ def main() -> None:
         "attnsym forward(ids), torch tensors": lambda: mt.forward(ids),
         "PyTorch reference (transformers, eager)": run_hf,
     }
-    times: dict[str, list[float]] = {k: [] for k in sides}
-    for fn in sides.values():  # warm-up
-        fn()
-    order = list(sides)
-    for k in range(ROUNDS):
-        for name in order if k % 2 == 0 else order[::-1]:
-            start = time.perf_counter()
-            sides[name]()
-            times[name].append(time.perf_counter() - start)
-        print(f"round {k + 1}/{ROUNDS}", file=sys.stderr)
+    threads_default = torch.get_num_threads()
+    results: dict[str, dict[str, list[float]]] = {}
+    for config, limit in (("library default threads", None), ("one thread each", 1)):
+        times: dict[str, list[float]] = {k: [] for k in sides}
+        cpu: dict[str, list[float]] = {k: [] for k in sides}
+        with threadpool_limits(limits=limit):
+            torch.set_num_threads(limit or threads_default)
+            for fn in sides.values():  # warm-up
+                fn()
+            order = list(sides)
+            for k in range(ROUNDS):
+                for name in order if k % 2 == 0 else order[::-1]:
+                    start, start_cpu = time.perf_counter(), time.process_time()
+                    sides[name]()
+                    times[name].append(time.perf_counter() - start)
+                    cpu[name].append(time.process_time() - start_cpu)
+                print(f"{config}: round {k + 1}/{ROUNDS}", file=sys.stderr)
+        torch.set_num_threads(threads_default)
+        results[config] = {"wall": times, "cpu": cpu}
     load_after = os.getloadavg()
-    ref_median = statistics.median(times["PyTorch reference (transformers, eager)"])
     mem_np = memory("numpy", r.ids.tolist())
     mem_torch = memory("torch", r.ids.tolist())
 
@@ -156,15 +167,23 @@ def main() -> None:
         "## Real model: all-MiniLM-L6-v2 forward, attnsym.models vs PyTorch",
         "",
         f"One {N_TOKENS}-token sentence (word pieces, [CLS] and [SEP] included) through all 6 layers, float32, batch 1, "
-        f"{ROUNDS} rounds timed alternately in one process (order reversed every other round). Command: "
+        f"{ROUNDS} rounds per thread setting timed alternately in one process (order reversed every other round); "
+        "CPU time is the process's, all threads summed. Command: "
         "`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_models.py`.",
         "",
-        "| side | median (ms) | quartiles (ms) | × the PyTorch reference |",
-        "|---|---|---|---|",
     ]
-    for name, ts in times.items():
-        q1, med, q3 = _quartiles(ts)
-        lines.append(f"| {name} | {1e3 * med:.1f} | {1e3 * q1:.1f} – {1e3 * q3:.1f} | {med / ref_median:.2f} |")
+    ref = "PyTorch reference (transformers, eager)"
+    for config, result in results.items():
+        wall, cpu = result["wall"], result["cpu"]
+        ref_wall, ref_cpu = statistics.median(wall[ref]), statistics.median(cpu[ref])
+        lines += ["", f"**{config}** ({threads_default if config.startswith('library') else 1} BLAS / torch threads):", "",
+                  "| side | wall median (ms) | wall quartiles (ms) | × reference (wall) | CPU median (ms) | × reference (CPU) |",
+                  "|---|---|---|---|---|---|"]
+        for name in sides:
+            q1, med, q3 = _quartiles(wall[name])
+            c = statistics.median(cpu[name])
+            lines.append(f"| {name} | {1e3 * med:.1f} | {1e3 * q1:.1f} – {1e3 * q3:.1f} | {med / ref_wall:.2f} | "
+                         f"{1e3 * c:.1f} | {c / ref_cpu:.2f} |")
     lines += [
         "",
         f"- agreement on this sentence: attention probabilities max |Δ| = {err_att:.1e}, last hidden state "
