@@ -34,12 +34,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import array_api_compat
+import numpy as np
 
 from ..numeric import array_namespace, gelu, gelu_tanh, scores, softmax
 from .config import ACTIVATIONS, ModelConfig
 from .weights import LayerWeights, Weights
 
-__all__ = ["ForwardOutput", "forward", "layer_norm"]
+__all__ = ["ForwardOutput", "forward", "gelu_float32", "layer_norm"]
 
 
 @dataclass(frozen=True)
@@ -69,22 +70,67 @@ def layer_norm(x, weight, bias, eps: float):
     array([[-1.,  1.]])
     """
     xp = array_namespace(x, weight, bias)
-    mu = xp.mean(x, axis=-1, keepdims=True)  # (..., 1)
-    centred = x - mu  # (..., d)
+    centred = x - xp.mean(x, axis=-1, keepdims=True)  # (..., d)
     var = xp.mean(centred * centred, axis=-1, keepdims=True)  # (..., 1)
-    return centred / xp.sqrt(var + eps) * weight + bias
+    centred *= 1.0 / xp.sqrt(var + eps)  # in place: the forward pass never needs gradients
+    centred *= weight
+    centred += bias
+    return centred
 
 
 def _linear(xp, x, W, b):
     """``x W + b`` as one 2-D matrix product (a stacked product runs one small BLAS call per batch row)."""
     *lead, d_in = x.shape
-    out = xp.matmul(xp.reshape(x, (-1, d_in)), W) + b  # (B·n, d_in) @ (d_in, d_out)
+    out = xp.matmul(xp.reshape(x, (-1, d_in)), W)  # (B·n, d_in) @ (d_in, d_out)
+    out += b
     return xp.reshape(out, (*lead, W.shape[1]))
+
+
+#: float32 rational approximation of erf on [-4, 4] (the form XLA and Eigen use): erf(x) = x·P(x²)/Q(x²)
+_ERF_P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
+          -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02)
+_ERF_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
+          -1.42647390514189e-02)
+
+
+def gelu_float32(x):
+    r"""Exact GELU :math:`x\,\Phi(x)` for float32 NumPy arrays, 4–5 times faster than :func:`attnsym.numeric.gelu`.
+
+    ``scipy.special.erf`` evaluates float32 input in double precision (about 4 ms for the
+    ``128 × 1536`` feed-forward activations of MiniLM, a quarter of a forward pass); this uses
+    the float32 rational approximation :math:`\operatorname{erf}(z) \approx z P(z^2) / Q(z^2)`
+    on :math:`z` clipped to :math:`[-4, 4]` (where erf is 1 to float32 precision), a few
+    in-place array operations. Its largest error against double-precision erf is below
+    ``5e-7`` (the tests check it on a fine grid and tie this function to
+    :func:`attnsym.numeric.gelu`); float64 and other libraries use :func:`attnsym.numeric.gelu`.
+
+    >>> x = np.linspace(-5, 5, 11, dtype=np.float32)
+    >>> bool(np.abs(gelu_float32(x) - gelu(x.astype(np.float64))).max() < 2e-6)
+    True
+    """
+    z = np.clip(x * np.float32(1 / math.sqrt(2.0)), -4.0, 4.0)  # (..., f)
+    z2 = z * z
+    p = np.full_like(z, _ERF_P[0])
+    for a in _ERF_P[1:]:
+        p *= z2
+        p += np.float32(a)
+    q = np.full_like(z, _ERF_Q[0])
+    for c in _ERF_Q[1:]:
+        q *= z2
+        q += np.float32(c)
+    p *= z
+    p /= q  # erf(x / √2)
+    p += 1.0
+    p *= x
+    p *= 0.5
+    return p
 
 
 def _activation(xp, name: str, x):
     kind = ACTIVATIONS[name]
     if kind == "gelu":
+        if array_api_compat.is_numpy_array(x) and x.dtype == np.float32:
+            return gelu_float32(x)
         return gelu(x)
     if kind == "gelu_tanh":
         return gelu_tanh(x)
