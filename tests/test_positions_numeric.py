@@ -53,6 +53,7 @@ def test_keywords_build_the_same_layer_as_the_spec():
     Y1, _ = at.numeric.attention(v["X"], v["W_Q"], v["W_K"], v["W_V"], positions="rope")
     Y2, _ = at.numeric.attention(v["X"], v["W_Q"], v["W_K"], v["W_V"], spec=spec)
     np.testing.assert_array_equal(Y1, Y2)
+    np.testing.assert_array_equal(A1, A2)
     Y0, _ = at.numeric.attention(v["X"], v["W_Q"], v["W_K"], v["W_V"])
     assert np.max(np.abs(Y0 - Y1)) > 1e-3  # the rotation changes the output
     with pytest.raises(SpecError, match="must be even"):

@@ -19,8 +19,12 @@ def add_spec_arguments(parser: argparse.ArgumentParser, *, n: int = 2, d: int = 
     group.add_argument("--causal", action="store_true", help="query i may attend only to keys j <= i")
     group.add_argument("--no-scale", action="store_true", help="do not divide scores by sqrt(d_k)")
     group.add_argument("--bias", action="store_true", help="add bias rows b_Q, b_K, b_V (and b_O)")
-    group.add_argument("--positions", choices=["none", "sinusoidal"], default="none",
-                       help="add sinusoidal positional encodings to X (default none)")
+    group.add_argument("--positions", choices=["none", "sinusoidal", "rope", "alibi"], default="none",
+                       help="sinusoidal: encodings added to X; rope: rotary embeddings of queries and keys; "
+                            "alibi: linear distance biases on the scores (default none)")
+    group.add_argument("--rope-pairing", choices=["rotate_half", "interleaved"], default="rotate_half",
+                       help="with --positions rope: pair coordinate i with i + d_k/2 (Hugging Face LLaMA, default) "
+                            "or 2i with 2i + 1 (GPT-J, RoFormer)")
 
 
 def spec_from_args(args: argparse.Namespace):
@@ -35,7 +39,13 @@ def spec_from_args(args: argparse.Namespace):
         scale="none" if args.no_scale else "sqrt",
         bias=args.bias,
         positions=None if args.positions == "none" else args.positions,
+        **rope_arguments(args),
     )
+
+
+def rope_arguments(args: argparse.Namespace) -> dict:
+    """``rope_pairing`` for the spec when ``--positions rope`` (the flag is ignored otherwise)."""
+    return {"rope_pairing": args.rope_pairing} if args.positions == "rope" else {}
 
 
 def add_output_arguments(parser: argparse.ArgumentParser, *, what: str = "file") -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from .._io import read_array, refuse_existing, staged_directory
 from ..errors import ShapeError, SizeLimitError, SpecError
-from ._common import add_spec_arguments
+from ._common import add_spec_arguments, rope_arguments
 
 _DESCRIPTION = """\
 Run one attention layer on one or more inputs with the same weights and write its routing
@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         n=args.n if args.n is not None else n_file,
         d_model=args.d_model if args.d_model is not None else d_file,
         heads=args.heads, causal=args.causal, scale="none" if args.no_scale else "sqrt", bias=args.bias,
-        positions=None if args.positions == "none" else args.positions,
+        positions=None if args.positions == "none" else args.positions, **rope_arguments(args),
     )
     rng = np.random.default_rng(args.seed)
     if inputs is None:

@@ -208,6 +208,8 @@ def _figures(t: _Tour) -> None:
         t.figure(f"heatmap-input-{k}", fig, f"attention weights of both heads for input {k} "
                                             "(rows: queries, columns: keys; the same weights for both inputs)")
     t.figure("positions", plots.figure("positions"), plots.FIGURES["positions"])
+    t.figure("rope-decay", plots.rope_decay_figure(samples=200 if t.quick else 2000),  # positions (issue 16)
+             "RoPE's long-range decay bound vs actual scores; more in the docs page 'Positions: sinusoids, RoPE, ALiBi'")
     t.figure("gelu", plots.figure("gelu"), plots.FIGURES["gelu"])
     t.figure("variance", plots.figure("variance", seed=t.seed, quick=t.quick), plots.FIGURES["variance"])
     t.figure("entropy", plots.figure("entropy", seed=t.seed, quick=t.quick), plots.FIGURES["entropy"])

@@ -25,7 +25,7 @@ import numpy as np
 from ..errors import ShapeError, SpecError
 from ..spec import AttentionSpec
 from .forward import scores, softmax
-from .positions import alibi_bias_block, apply_rope, rope_frequencies
+from .positions import alibi_bias_block, rope_frequencies
 
 __all__ = ["alibi_weights", "rope_abel_bound", "rope_decay_bound", "rope_relative_scores", "weight_by_distance"]
 
@@ -85,7 +85,9 @@ def rope_relative_scores(q, k, spec: AttentionSpec, distances) -> np.ndarray:
     r"""The RoPE score :math:`q^\top R(\Delta\theta)\, k` of a query and a key ``Δ`` positions apart.
 
     By :func:`attnsym.symbolic.prove_rope_relative` this is the score of ``q`` at position
-    ``m`` and ``k`` at ``n = m + Δ`` for every ``m``.
+    ``m`` and ``k`` at ``n = m + Δ`` for every ``m``. Computed plane by plane as
+    :math:`\operatorname{Re}\sum_i h_i e^{\mathrm{i}\Delta\theta_i}` plus the pass-through
+    coordinates' ``q·k`` (one small matrix product; the tests tie it to :func:`rope_rotation`).
 
     Parameters
     ----------
@@ -106,8 +108,11 @@ def rope_relative_scores(q, k, spec: AttentionSpec, distances) -> np.ndarray:
     spec = _rope(spec)
     q, k = _check_qk(spec, q, k)
     d = _distances(distances)
-    k_rot = apply_rope(np.broadcast_to(k[..., None, :], (*k.shape[:-1], d.size, spec.d_k)), spec, d)  # (..., D, d_k)
-    return np.einsum("...c,...dc->...d", q, k_rot)
+    h = np.conj(_planes(spec, q)) * _planes(spec, k)  # (..., d/2)
+    phase = np.exp(1j * d[:, None] * np.asarray(rope_frequencies(spec))[None, :])  # (D, d/2)
+    rest = spec.rotary_dims
+    passthrough = np.sum(q[..., rest:] * k[..., rest:], axis=-1, keepdims=True)  # (..., 1)
+    return np.real(h @ phase.T) + passthrough
 
 
 def rope_abel_bound(q, k, spec: AttentionSpec, distances) -> np.ndarray:
