@@ -98,7 +98,7 @@ class SymbolicCost:
         attnsym.errors.SizeLimitError: symbolic attention for n=64, d_model=64, ... would build about 1.4e+11 terms ...
         """
         enforce_limit(self.total, max_terms, what=f"{what} for {self.spec.describe()}",
-                      detail=f"A: {approx(self.terms_A)}, Y: {approx(self.terms_Y)}")
+                      detail=f"A: {_approx(self.terms_A)}, Y: {_approx(self.terms_Y)}")
         return self
 
 
@@ -143,17 +143,17 @@ def enforce_limit(terms: float, max_terms: float | None = None, *, what: str, de
         limit_text = "inf" if math.isinf(limit) else f"{limit:g}" if isinstance(limit, float) else str(limit)
         extra = f" ({detail})" if detail else ""
         raise SizeLimitError(
-            f"{what} would build about {approx(terms)} terms{extra}, above the limit max_terms={limit_text}; "
+            f"{what} would build about {_approx(terms)} terms{extra}, above the limit max_terms={limit_text}; "
             f"symbolic work is meant for small sizes (n, d_model <= 4-6). Pass max_terms={_suggest(terms)} "
             f"(--max-terms on the command line) to build it anyway (it may take very long), "
             f"or use {alternative} for numbers at this size."
         )
 
 
-def approx(value: float) -> str:
+def _approx(value: float) -> str:
     """``value`` to two significant digits (``1.4e+11``), also for integers beyond the float range.
 
-    >>> approx(123456), approx(10**400)
+    >>> _approx(123456), _approx(10**400)
     ('1.2e+05', '1e+400')
     """
     try:

@@ -15,6 +15,7 @@ import networkx as nx
 import numpy as np
 import sympy as sp
 
+from ..._checks import one_of
 from ...graphs import routing_graph, row_entropy
 from ...numeric import alibi_slopes, apply_rope, scores, softmax
 from ...numeric.position_experiments import (
@@ -145,8 +146,7 @@ def check_rope_shift_invariance(ctx: CheckContext, *, positions: str = "rope") -
     numerically on a multi-head layer: the routing graphs at offset 0 and ``t`` are compared
     edge by edge. ``positions="sinusoidal"`` is the false variant.
     """
-    if positions not in ("rope", "alibi", "sinusoidal", None):
-        raise ValueError(f"positions must be 'rope', 'alibi', 'sinusoidal' or None (got {positions!r})")
+    positions = one_of("positions", positions, ("rope", "alibi", "sinusoidal", None))
     rng = ctx.rng("rope-shift-invariance", str(positions))
     sym_spec = AttentionSpec(n=3, d_model=2 if ctx.quick else 4, positions=positions, causal=False)
     proof = prove_shift_invariance(sym_spec)
