@@ -50,8 +50,8 @@ def test_numeric_agrees_with_the_symbolic_layer(kwargs, dtype):
 def test_keywords_build_the_same_layer_as_the_spec():
     spec = at.AttentionSpec(n=4, d_model=4, positions="rope")
     v = _inputs(spec, 0)
-    Y1, _ = at.numeric.attention(v["X"], v["W_Q"], v["W_K"], v["W_V"], positions="rope")
-    Y2, _ = at.numeric.attention(v["X"], v["W_Q"], v["W_K"], v["W_V"], spec=spec)
+    Y1, A1 = at.numeric.attention(v["X"], v["W_Q"], v["W_K"], v["W_V"], positions="rope")
+    Y2, A2 = at.numeric.attention(v["X"], v["W_Q"], v["W_K"], v["W_V"], spec=spec)
     np.testing.assert_array_equal(Y1, Y2)
     np.testing.assert_array_equal(A1, A2)
     Y0, _ = at.numeric.attention(v["X"], v["W_Q"], v["W_K"], v["W_V"])

@@ -16,7 +16,7 @@ One module per subject, mirroring the layers below:
 ``plots.heatmaps``          :func:`attention_heatmap`, :func:`random_attention`
 ``plots.positions``         :func:`positional_encoding_figure`
 ``plots.rope_alibi``        :func:`rope_frequencies_figure`, :func:`rope_decay_figure`,
-                            :func:`alibi_bias_figure` (RoPE and ALiBi)
+                            :func:`alibi_bias_figure`, :func:`shift_figure` (RoPE, ALiBi)
 ``plots.activations``       :func:`gelu_figure`
 ``plots.scaling``           :func:`variance_figure`, :func:`entropy_figure`,
                             :func:`saturation_gradient_figure`
@@ -53,7 +53,7 @@ from .heatmaps import attention_heatmap, random_attention
 from .limits import dispersion_figure, entropy_bound_figure, jacobian_norm_figure, rank_collapse_figure
 from .models import attention_grid_figure, rollout_flow_figure, token_contrast_figure
 from .positions import positional_encoding_figure
-from .rope_alibi import alibi_bias_figure, rope_decay_figure, rope_frequencies_figure
+from .rope_alibi import alibi_bias_figure, rope_decay_figure, rope_frequencies_figure, shift_figure
 from .routing import draw_contrast, draw_routing, two_token_figure
 from .scaling import entropy_figure, saturation_gradient_figure, variance_figure
 
@@ -85,6 +85,7 @@ __all__ = [
     "rope_frequencies_figure",
     "saturation_gradient_figure",
     "save_figure",
+    "shift_figure",
     "token_contrast_figure",
     "two_token_figure",
     "variance_figure",

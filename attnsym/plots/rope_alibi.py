@@ -17,7 +17,7 @@ from ._base import new_figure
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-__all__ = ["alibi_bias_figure", "rope_decay_figure", "rope_frequencies_figure"]
+__all__ = ["alibi_bias_figure", "rope_decay_figure", "rope_frequencies_figure", "shift_figure"]
 
 
 def _rope_spec(d_k: int, base: int, pairing: str = "rotate_half") -> AttentionSpec:
@@ -196,4 +196,44 @@ def rope_decay_figure(*, d_k: int = 128, base: int = DEFAULT_POSITION_BASE, max_
     ax_s.set_xlabel("relative distance |m − n|")
     ax_s.set_title(f"scores ({samples} random q, k): only an upper bound decays")
     ax_s.legend(fontsize=8)
+    return fig
+
+
+def shift_figure(weights) -> Figure:
+    """Attention weights of the same tokens placed at different offsets, side by side.
+
+    Parameters
+    ----------
+    weights : mapping of str to (n, n) array
+        Panel title (e.g. ``"RoPE, positions 0 … n−1"``) to the weights it shows.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One heatmap per entry (query rows, key columns), one colour scale.
+
+    Examples
+    --------
+    >>> fig = shift_figure({"a": np.eye(2), "b": np.full((2, 2), 0.5)})
+    >>> [ax.get_title() for ax in fig.axes[:2]]
+    ['a', 'b']
+    """
+    from ._base import as_numpy
+
+    items = [(str(k), as_numpy(v, f"weights[{k!r}]")) for k, v in dict(weights).items()]
+    if not items or any(a.ndim != 2 for _, a in items):
+        raise ShapeError("weights must map titles to (n, n) arrays (got none, or arrays that are not 2-d)")
+    cols = min(2, len(items))
+    rows = -(-len(items) // cols)
+    fig = new_figure((4.2 * cols + 1.0, 3.8 * rows))
+    axes = np.atleast_1d(fig.subplots(rows, cols)).ravel()
+    vmax = max(float(a.max()) for _, a in items)
+    for ax, (title, A) in zip(axes, items, strict=False):
+        image = ax.imshow(A, cmap="viridis", vmin=0, vmax=vmax, interpolation="nearest")
+        ax.set_title(title)
+        ax.set_xlabel("key j")
+        ax.set_ylabel("query i")
+    for ax in axes[len(items):]:
+        ax.set_visible(False)
+    fig.colorbar(image, ax=list(axes[:len(items)]), shrink=0.8, label="attention weight")
     return fig

@@ -162,7 +162,7 @@ def check_rope_shift_invariance(ctx: CheckContext, *, positions: str = "rope") -
     allowed = np.tril(np.ones((n, n), dtype=bool))
     A0 = softmax(_scores_at(X, W_Q, W_K, spec, 0), allowed=allowed)
     graphs_same, max_dA = True, 0.0
-    for t in (1, 5, 250):
+    for t in (1, 5, 250):  # 250: the offset the figure shows
         At = softmax(_scores_at(X, W_Q, W_K, spec, t), allowed=allowed)
         max_dA = max(max_dA, float(np.max(np.abs(At - A0))))
         G0, Gt = routing_graph(A0), routing_graph(At)
@@ -176,6 +176,18 @@ def check_rope_shift_invariance(ctx: CheckContext, *, positions: str = "rope") -
     perm_gap = float(np.max(np.abs(A_perm - A_full[perm][:, perm])))
     numeric_ok = max_dA <= 1e-9 and graphs_same
     holds = proof.holds and numeric_ok
+    far = 250
+
+    def figure():
+        from ... import plots
+
+        panels = {}
+        for kind in (positions, "sinusoidal" if positions != "sinusoidal" else "rope"):
+            other = spec.replace(positions=kind)
+            for t in (0, far):
+                panels[f"{kind}: positions {t} … {t + n - 1}"] = softmax(_scores_at(X, W_Q, W_K, other, t),
+                                                                      allowed=allowed)
+        return plots.shift_figure(panels)
     return Evidence(
         "rope-shift-invariance", SHIFT_STATEMENT,
         "holds-under-conditions" if holds else "fails",
@@ -192,11 +204,11 @@ def check_rope_shift_invariance(ctx: CheckContext, *, positions: str = "rope") -
                  "max |A(t) − A(0)|": max_dA, "routing graphs identical": graphs_same,
                  "max |A(PX) − P A(X) Pᵀ|": perm_gap,
                  "see also": ["permutation-equivariance", "no-locality-bias"]},
-        equations=(("scores at shifted positions (head 1, n = 3)",
-                    sp.Eq(tex(r"S(t) - S(0)"), sp.ImmutableMatrix(proof.lhs - proof.rhs).applyfunc(
-                        lambda e: sp.Integer(0) if e.has(sp.oo, -sp.oo) else e), evaluate=False))
-                   if proof.holds else ("a score that changes with t", sp.Eq(tex("s(t) - s(0)"), proof.residual)),),
-        figures={"frequencies": _frequencies_figure},
+        equations=((("a score at the shifted positions t, t + 1 (it reduces to the score at 0, 1)",
+                     sp.Eq(tex(r"s_{1,2}(t)"), proof.lhs[0, 1]))
+                    if proof.holds else ("a score that changes with t: s(t) − s(0)",
+                                         sp.Eq(tex("s(t) - s(0)"), proof.residual))),),
+        figures={"shift": figure},
     )
 
 
