@@ -56,10 +56,10 @@ import dataclasses
 import math
 import numbers
 from dataclasses import dataclass
-from fractions import Fraction
 from typing import Any, Literal
 
 from ._checks import boolean, integer_at_least, positive_int
+from ._positions import POSITION_KINDS, ROPE_PAIRINGS, PositionConventions, alibi_slope_exponents
 from .errors import SpecError
 
 __all__ = ["DEFAULT_POSITION_BASE", "POSITION_KINDS", "ROPE_PAIRINGS", "AttentionSpec", "alibi_slope_exponents"]
@@ -68,10 +68,6 @@ __all__ = ["DEFAULT_POSITION_BASE", "POSITION_KINDS", "ROPE_PAIRINGS", "Attentio
 DEFAULT_POSITION_BASE = 10000
 
 ScaleName = Literal["sqrt", "none"]
-#: the position schemes (see the module docstring)
-POSITION_KINDS: tuple[str | None, ...] = (None, "sinusoidal", "rope", "alibi")
-#: the two RoPE pairing conventions: Hugging Face LLaMA / GPT-NeoX, and GPT-J / RoFormer
-ROPE_PAIRINGS: tuple[str, ...] = ("rotate_half", "interleaved")
 
 
 def _normalise_mask(mask: Any, n: int) -> tuple[tuple[bool, ...], ...]:
@@ -142,39 +138,8 @@ def _check_scale(scale: Any) -> Any:
     )
 
 
-def alibi_slope_exponents(heads: int) -> tuple[Fraction, ...]:
-    """Exponents ``e_h`` of the ALiBi slopes ``m_h = 2^(-e_h)``, head ``h = 0 … heads−1``.
-
-    The rule of Press, Smith & Lewis (2022) and of their code (also BLOOM's
-    ``build_alibi_tensor``): for ``H`` a power of two, ``e_h = 8 (h+1) / H``; otherwise,
-    with ``P`` the largest power of two below ``H``, the ``P`` exponents of ``P`` heads and
-    then ``8 (2k+1) / (2P)`` for ``k = 0 … H−P−1`` (every other exponent of ``2P`` heads).
-
-    Parameters
-    ----------
-    heads : int
-        Number of heads ``H``.
-
-    Returns
-    -------
-    tuple of fractions.Fraction
-
-    Examples
-    --------
-    >>> [str(e) for e in alibi_slope_exponents(8)]
-    ['1', '2', '3', '4', '5', '6', '7', '8']
-    >>> [str(e) for e in alibi_slope_exponents(6)]
-    ['2', '4', '6', '8', '1', '3']
-    """
-    heads = positive_int("heads", heads)
-    power = 1 << (heads.bit_length() - 1)  # the largest power of two <= heads
-    exponents = [Fraction(8 * (h + 1), power) for h in range(power)]
-    exponents += [Fraction(8 * (2 * k + 1), 2 * power) for k in range(heads - power)]
-    return tuple(exponents)
-
-
 @dataclass(frozen=True)
-class AttentionSpec:
+class AttentionSpec(PositionConventions):
     """Sizes and conventions of one (multi-head) self-attention layer.
 
     Parameters
@@ -288,27 +253,7 @@ class AttentionSpec:
                 "the heads are concatenated and mixed by W_O"
             )
         integer_at_least("position_base", self.position_base, 2)
-        self._check_rope_fields()
-
-    def _check_rope_fields(self) -> None:
-        if not isinstance(self.rope_pairing, str) or self.rope_pairing not in ROPE_PAIRINGS:
-            raise SpecError(f"rope_pairing must be 'rotate_half' (Hugging Face LLaMA/GPT-NeoX) or 'interleaved' "
-                            f"(GPT-J/RoFormer) (got {self.rope_pairing!r})")
-        pct = self.rotary_pct
-        if isinstance(pct, bool) or not isinstance(pct, numbers.Real) or not 0 < float(pct) <= 1:
-            raise SpecError(f"rotary_pct must be a number in (0, 1], the fraction of d_k that RoPE rotates "
-                            f"(got {pct!r})")
-        if self.positions != "rope":
-            changed = [f"{name}={getattr(self, name)!r}" for name, default in
-                       (("rope_pairing", "rotate_half"), ("rotary_pct", 1.0)) if getattr(self, name) != default]
-            if changed:
-                raise SpecError(f"{', '.join(changed)} only applies with positions='rope' "
-                                f"(got positions={self.positions!r})")
-            return
-        dims = int(self.d_k * float(pct))
-        if dims < 2 or dims % 2:
-            raise SpecError(f"RoPE rotates int(d_k * rotary_pct) = int({self.d_k} * {pct}) = {dims} coordinates per "
-                            "head, which must be even and at least 2; change d_k or rotary_pct")
+        self._check_position_fields()
 
     # ------------------------------------------------------------------ derived sizes
     @property
@@ -415,52 +360,6 @@ class AttentionSpec:
         if allowed is None:
             return ()
         return tuple(i for i, row in enumerate(allowed) if not any(row))
-
-    # ------------------------------------------------------------------ position conventions
-    @property
-    def rotary_dims(self) -> int:
-        """Coordinates of each head that RoPE rotates, ``int(d_k * rotary_pct)``; 0 without RoPE."""
-        return int(self.d_k * float(self.rotary_pct)) if self.positions == "rope" else 0
-
-    @property
-    def rope_pairs(self) -> tuple[tuple[int, int, int], ...]:
-        """RoPE's rotation planes ``(a, b, i)`` within a head: coordinates ``a``, ``b`` turn by ``p θ_i``.
-
-        ``"rotate_half"``: ``(i, i + rotary_dims/2, i)``; ``"interleaved"``: ``(2i, 2i+1, i)``.
-        Empty without RoPE. The single source of the pairing for the symbolic and numeric views.
-
-        >>> AttentionSpec(n=2, d_model=4, positions="rope").rope_pairs
-        ((0, 2, 0), (1, 3, 1))
-        """
-        half = self.rotary_dims // 2
-        if self.rope_pairing == "interleaved":
-            return tuple((2 * i, 2 * i + 1, i) for i in range(half))
-        return tuple((i, i + half, i) for i in range(half))
-
-    @property
-    def rope_frequency_exponents(self) -> tuple[Fraction, ...]:
-        """Exponents ``2i / rotary_dims`` of the rotary frequencies ``θ_i = base^(-2i/rotary_dims)``.
-
-        >>> [str(e) for e in AttentionSpec(n=2, d_model=4, positions="rope").rope_frequency_exponents]
-        ['0', '1/2']
-        """
-        dims = self.rotary_dims
-        return tuple(Fraction(2 * i, dims) for i in range(dims // 2))
-
-    @property
-    def alibi_slope_exponents(self) -> tuple[Fraction, ...]:
-        """Exponents ``e_h`` of this layer's ALiBi slopes ``m_h = 2^(-e_h)`` (:func:`alibi_slope_exponents`);
-        empty unless ``positions="alibi"``.
-
-        >>> [str(e) for e in AttentionSpec(n=2, d_model=6, heads=3, positions="alibi").alibi_slope_exponents]
-        ['4', '8', '2']
-        """
-        return alibi_slope_exponents(self.heads) if self.positions == "alibi" else ()
-
-    @property
-    def adds_position_vectors(self) -> bool:
-        """True when positions are vectors added to ``X`` (only ``"sinusoidal"``; RoPE and ALiBi add none)."""
-        return self.positions == "sinusoidal"
 
     def replace(self, **changes: Any) -> AttentionSpec:
         """A copy with some fields changed (validated again).

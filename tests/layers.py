@@ -34,7 +34,8 @@ class Layer:
 #: may form, between modules or between parts
 LAYERS: tuple[Layer, ...] = (
     Layer("errors", ("attnsym.errors",), "the exception hierarchy"),
-    Layer("foundation", ("attnsym", "attnsym.spec", "attnsym.tolerances", "attnsym._checks", "attnsym._exact", "attnsym._io"),
+    Layer("foundation", ("attnsym", "attnsym.spec", "attnsym._positions", "attnsym.tolerances", "attnsym._checks",
+                         "attnsym._exact", "attnsym._io"),
           "the spec, the tolerance table, argument checks, exact conversion, atomic files; "
           "the package façade (the rest on first access)"),
     Layer("views", ("attnsym.symbolic", "attnsym.numeric"), "two independent implementations of the mathematics"),

@@ -161,3 +161,18 @@ def test_torch_tensors_run_the_same_rope_and_alibi_code():
         Yt, _ = at.numeric.attention(spec=spec, **{k: torch.tensor(val) for k, val in v.items()})
         assert isinstance(Yt, torch.Tensor)
         np.testing.assert_allclose(Yt.numpy(), Y, rtol=1e-13, atol=1e-13)
+
+
+# ----------------------------------------------------------------------------- the graph view
+@pytest.mark.parametrize("positions", ["rope", "alibi"])
+def test_routing_graphs_of_rope_and_alibi_layers(positions):
+    spec = at.AttentionSpec(n=6, d_model=4, heads=2, positions=positions, causal=True)
+    rng = np.random.default_rng(8)
+    weights = {name: rng.standard_normal(spec.shapes[name]) for name in spec.parameter_names}
+    X1, X2 = rng.standard_normal((2, 6, 4))
+    c = at.graphs.contrast(spec, X1, X2, weights)
+    assert c.mlp_identical and not c.attention_identical
+    _, A = at.numeric.attention(X1, spec=spec, **weights)
+    for h, G in enumerate(c.attention1):
+        np.testing.assert_allclose(at.graphs.attention_matrix(G), A[h], atol=1e-12)
+        assert G.number_of_edges() == 6 * 7 // 2  # every causal edge: ALiBi and RoPE keep all keys reachable
