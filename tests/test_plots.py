@@ -57,8 +57,8 @@ def test_heatmap_shows_the_matrix_per_head_with_labels_and_colour_bar():
         assert ax.get_ylabel() == "query i (attending)"
         assert [t.get_text() for t in ax.get_xticklabels()] == tokens
         assert [t.get_text() for t in ax.get_yticklabels()] == tokens
-        assert ax.get_title() == f"head {h}"  # 0-based, as in the graphs and A[..., h, :, :]
-        assert ax.images[0].get_clim() == (0.0, 1.0)
+        assert ax.get_title() == f"head {h + 1}"  # people count heads from 1; the panel shows A[h]
+        assert ax.images[0].get_clim() == (0.0, A.max())  # the colour scale spans the weights shown
     (bar,) = _colorbars(fig)
     assert "attention weight" in bar.get_ylabel()
     _assert_labelled(fig)
@@ -76,7 +76,7 @@ def test_heatmap_of_any_layer_shows_its_weights_head_by_head(spec, seed):
     assert len(axes) == spec.heads
     for h, ax in enumerate(axes):
         np.testing.assert_array_equal(ax.images[0].get_array(), A[h])
-        assert ax.images[0].get_clim() == (0.0, 1.0)  # weights are probabilities
+        assert ax.images[0].get_clim() == (0.0, float(A.max()) if A.max() > 0 else 1.0)  # 0 … the largest weight
         assert ax.get_xlabel() and ax.get_ylabel()
     assert len(_colorbars(fig)) == 1
 
@@ -136,8 +136,9 @@ def test_gelu_figure_shows_exact_tanh_and_their_difference():
     np.testing.assert_allclose(top.get_lines()[1].get_ydata(), approx, rtol=1e-12, atol=1e-14)
     np.testing.assert_allclose(bottom.get_lines()[0].get_ydata(), approx - exact, atol=1e-14)
     # the annotated maximum error is the true one (known to be about 4.7e-4 near |x| = 2.7)
-    annotation = next(t for t in bottom.texts if "max |error|" in t.get_text())
-    assert f"{np.max(np.abs(approx - exact)):.2e}" in annotation.get_text()
+    note = bottom.get_title()
+    assert f"{np.max(np.abs(approx - exact)):.2e}" in note
+    assert "x = -2.70 and x = +2.70" in note and "even" in note  # both maxima named, the reason given
     assert 4e-4 < np.max(np.abs(approx - exact)) < 5e-4
     assert top.get_legend() is not None
     _assert_labelled(fig)
@@ -211,8 +212,17 @@ def test_saved_svg_is_svg_and_never_overwritten_silently(tmp_path):
         plots.save_figure(fig, path)
     assert path.read_bytes() == before
     plots.save_figure(fig, path, overwrite=True)
-    with pytest.raises(at.SpecError, match=r"must end in \.png or \.svg"):
+    with pytest.raises(at.SpecError, match=r"must end in \.png, \.svg, \.pdf"):
         plots.save_figure(fig, tmp_path / "g.jpg")
+
+
+@pytest.mark.parametrize(("suffix", "magic"), [(".png", b"\x89PNG"), (".svg", b"<?xml"), (".pdf", b"%PDF")])
+def test_the_suffix_chooses_the_format_and_the_bytes_repeat(tmp_path, suffix, magic):
+    fig = plots.gelu_figure(np.linspace(-1, 1, 5), np.zeros(5), np.zeros(5))
+    a = plots.save_figure(fig, tmp_path / f"a{suffix}").read_bytes()
+    b = plots.save_figure(plots.gelu_figure(np.linspace(-1, 1, 5), np.zeros(5), np.zeros(5)),
+                          tmp_path / f"b{suffix}").read_bytes()
+    assert a.startswith(magic) and a == b  # no date or producer in the file
 
 
 def test_png_bytes_are_deterministic():  # same figure twice, and a fresh identical figure
@@ -306,3 +316,21 @@ def test_path_length_figure_names_coinciding_lines_inside_the_axes():
     assert axes_box.x0 <= box.x0 and box.x1 <= axes_box.x1 and axes_box.y0 <= box.y0 and box.y1 <= axes_box.y1
     for label in right.get_yticklabels():
         assert not box.overlaps(label.get_window_extent(renderer))
+
+
+def test_heatmap_marks_masked_cells_and_scales_colours_to_the_weights():
+    spec = at.AttentionSpec(n=16, d_model=8, heads=2, causal=True)
+    A, tokens = plots.random_attention(spec, seed=0)
+    fig = plots.attention_heatmap(A, tokens, allowed=spec.allowed_array(), annotate=True)
+    axes = _main_axes(fig)
+    allowed = spec.allowed_array()
+    for ax in axes:
+        image = ax.images[0].get_array()
+        assert np.ma.is_masked(image) and np.array_equal(np.ma.getmaskarray(image), ~allowed)
+        texts = {(round(t.get_position()[1]), round(t.get_position()[0])): t.get_text() for t in ax.texts}
+        assert texts[(0, 1)] == "×" and texts[(1, 0)] != "×"  # a masked cell is marked, a real weight printed
+        assert all(text != "0.00" for (i, j), text in texts.items() if not allowed[i, j])
+        vmin, vmax = ax.images[0].get_clim()
+        assert vmin == 0.0 and vmax == pytest.approx(A[:, allowed].max())  # not a fixed 0–1 scale
+    (bar,) = _colorbars(fig)
+    assert "masked" in bar.get_ylabel()

@@ -33,7 +33,8 @@ from ._markdown import is_sympy, text_markdown, value_markdown
 __all__ = ["Report", "evidence_to_dict", "render_report", "tex", "to_json", "to_jsonable", "to_markdown", "write_report"]
 
 FIGURE_FORMATS = ("png", "svg")
-_VERDICT_MARK = {"holds": "✅ holds", "holds-under-conditions": "☑️ holds under conditions", "fails": "❌ fails"}
+# words only: an emoji renders as a box in fonts without it (PDF, LaTeX, many terminals)
+_VERDICT_MARK = {"holds": "holds", "holds-under-conditions": "holds under conditions", "fails": "FAILS"}
 
 
 def to_jsonable(obj: Any) -> Any:

@@ -1,4 +1,4 @@
-"""``attnsym plot``: draw one of the standard figures to a PNG or SVG file."""
+"""``attnsym plot``: draw one of the standard figures to a PNG, SVG or PDF file."""
 
 from __future__ import annotations
 
@@ -9,41 +9,43 @@ from pathlib import Path
 from .._io import refuse_existing
 from ..errors import SpecError
 
-_DESCRIPTION = """\
-Draw one figure and save it as PNG or SVG (the suffix of -o decides).
 
-figures:
-  heatmap    attention weights per head, query (rows) x key (columns), for random
-             inputs and weights of the layer given by --n/--d/--heads
-  positions  sinusoidal positional encodings: curves PE(p, dim) and the whole matrix
-  gelu       GELU exact x*Phi(x) against its tanh approximation, and their difference
-  variance   variance of q.k against d, unscaled (grows like d) and divided by sqrt(d)
-             (stays 1): Monte Carlo with 95% intervals and the exact values
-  entropy    row entropy and largest weight of softmax(q.k) against d: without the
-             1/sqrt(d) scaling the softmax saturates to one-hot
-  paths      Table 1 of Vaswani et al. (2017): maximum path length and sequential depth
-             against n for self-attention, recurrent and convolutional layers
-"""
+def _description() -> str:
+    """The help text, built from :data:`attnsym.plots.FIGURES` and :data:`attnsym.plots.FORMATS` (never retyped)."""
+    import textwrap
+
+    from ..plots import FIGURES, FORMATS
+
+    suffixes = ", ".join(f".{f}" for f in FORMATS)
+    lines = [f"Draw one figure and save it; the suffix of -o ({suffixes}) decides the format.", "", "figures:"]
+    for name, what in FIGURES.items():
+        wrapped = textwrap.wrap(what, 66) or [""]
+        lines.append(f"  {name:<10} {wrapped[0]}")
+        lines += [f"  {'':<10} {more}" for more in wrapped[1:]]
+    return "\n".join(lines) + "\n"
+
 
 _EPILOG = """\
 examples:
   attnsym plot heatmap --n 6 --d 8 --heads 2 -o heads.png
   attnsym plot variance --quick -o variance.svg
+  attnsym plot gelu -o gelu.pdf
 """
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from ..plots import FIGURES
+    from ..plots import FIGURES, FORMATS
 
     parser = subparsers.add_parser(
         "plot",
-        help="draw a figure (heatmap, positions, gelu, variance, entropy, paths) to PNG/SVG",
-        description=_DESCRIPTION,
+        help=f"draw a figure ({', '.join(FIGURES)}) to {'/'.join(f.upper() for f in FORMATS)}",
+        description=_description(),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("figure", choices=list(FIGURES), help="which figure to draw")
-    parser.add_argument("-o", "--output", type=Path, required=True, help="output file, FILE.png or FILE.svg")
+    parser.add_argument("-o", "--output", type=Path, required=True,
+                        help="output file: " + ", ".join(f"FILE.{f}" for f in FORMATS))
     parser.add_argument("--force", action="store_true", help="replace an existing output file")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs and Monte Carlo (default 0)")
     parser.add_argument("--quick", action="store_true", help="fewer Monte Carlo samples (seconds instead of tens)")
@@ -61,9 +63,9 @@ def run(args: argparse.Namespace) -> int:
     from .. import plots
     from ..spec import AttentionSpec
 
-    suffix = args.output.suffix.lower()
-    if suffix not in (".png", ".svg"):
-        raise SpecError(f"-o must end in .png or .svg (got {str(args.output)!r})")
+    suffix = args.output.suffix.lower().lstrip(".")
+    if suffix not in plots.FORMATS:
+        raise SpecError(f"-o must end in {', '.join('.' + f for f in plots.FORMATS)} (got {str(args.output)!r})")
     refuse_existing(args.output, overwrite=args.force)
     if args.dpi < 10 or args.dpi > 1200:
         raise SpecError(f"--dpi must be between 10 and 1200 (got {args.dpi})")

@@ -14,7 +14,7 @@ from ..errors import ShapeError
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-__all__ = ["DPI", "FIGSIZE", "as_numpy", "new_figure"]
+__all__ = ["DPI", "FIGSIZE", "as_numpy", "legend_below", "new_figure"]
 
 #: default size of every figure, in inches; at ``dpi=100`` a PNG is 800 × 500 pixels
 FIGSIZE = (8.0, 5.0)
@@ -26,6 +26,18 @@ def new_figure(figsize: tuple[float, float] = FIGSIZE) -> Figure:
     from matplotlib.figure import Figure
 
     return Figure(figsize=figsize, dpi=DPI, layout="constrained")
+
+
+def legend_below(ax, handles=None, labels=None, *, ncol: int = 2, fontsize: float = 9):
+    """A legend under the axes (outside the data, so no curve can run through it).
+
+    The figure's constrained layout makes room for it. Returns the legend.
+    """
+    kwargs = {"loc": "upper center", "bbox_to_anchor": (0.5, -0.16), "ncol": ncol, "fontsize": fontsize,
+              "frameon": False}
+    if handles is None:
+        return ax.legend(**kwargs)
+    return ax.legend(handles, labels if labels is not None else [h.get_label() for h in handles], **kwargs)
 
 
 def as_numpy(a: Any, name: str) -> np.ndarray:

@@ -63,7 +63,9 @@ def figure(name: str, *, seed: int = 0, quick: bool = False, spec: Any = None) -
                 f"{spec.heads * spec.n**2:.1e} weights, {spec.heads * spec.n**2 * 8 / 1e9:.2g} GB, more cells than "
                 "pixels); draw a slice of A with attnsym.plots.attention_heatmap instead")
         A, tokens = random_attention(spec, seed=seed)
-        return attention_heatmap(A, tokens)
+        allowed = None if spec is None else spec.allowed_array()
+        return attention_heatmap(A, tokens, allowed=allowed,
+                                 title="Attention weights for a random input (the words label random vectors)")
     if name == "positions":
         return positional_encoding_figure()
     if name == "gelu":

@@ -21,6 +21,8 @@ def path_length_figure(
     ns: Any = None,
     path_lengths: Mapping[str, Sequence[float]] | None = None,
     depths: Mapping[str, Sequence[float]] | None = None,
+    *,
+    panels: Sequence[str] = ("path", "depth"),
 ) -> Figure:
     """Table 1 of Vaswani et al. (2017) as growth curves: maximum path length and sequential depth.
 
@@ -32,6 +34,9 @@ def path_length_figure(
         The longest shortest path between any two positions, and the depth of the computation
         DAG. Left out, they come from :func:`attnsym.graphs.max_path_length` and
         :func:`attnsym.graphs.sequential_depth` (built from real graphs).
+    panels : sequence of {"path", "depth"}, default both
+        Which columns of Table 1 to draw: ``("path",)`` for the claim global-path-length,
+        ``("depth",)`` for parallelism.
 
     Returns
     -------
@@ -50,13 +55,17 @@ def path_length_figure(
         data = _table1_data(ns)
         ns, path_lengths, depths = data["n"], data["path_lengths"], data["depths"]
     ns = as_numpy(ns, "ns")
-    fig = new_figure((11.0, 4.6))
-    axes = fig.subplots(1, 2, sharex=True)
+    panels = tuple(panels)
+    if not panels or any(p not in ("path", "depth") for p in panels) or len(set(panels)) != len(panels):
+        raise ShapeError(f"panels must be 'path', 'depth' or both, each once (got {panels!r})")
+    columns = {
+        "path": (path_lengths, "maximum path length (edges)", "Maximum path length between positions"),
+        "depth": (depths, "sequential operations (DAG depth)", "Sequential operations"),
+    }
+    fig = new_figure((11.0, 4.6) if len(panels) == 2 else (6.5, 4.6))
+    axes = np.atleast_1d(fig.subplots(1, len(panels), sharex=True))
     markers = "osD^vx*"
-    for ax, table, ylabel, title in (
-        (axes[0], path_lengths, "maximum path length (edges)", "Maximum path length between positions"),
-        (axes[1], depths, "sequential operations (DAG depth)", "Sequential operations"),
-    ):
+    for ax, (table, ylabel, title) in zip(axes, (columns[p] for p in panels), strict=True):
         same: dict[tuple, list[str]] = {}
         every = max(1, len(ns) // 12)  # at most about a dozen markers per line
         for k, (arch, values) in enumerate(table.items()):
@@ -82,7 +91,9 @@ def path_length_figure(
         ax.set_title(title)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=9)
-    fig.suptitle("Table 1 of Vaswani et al. (2017), computed from graphs: self-attention is O(1) in both")
+    what = {("path",): "maximum path length", ("depth",): "sequential operations"}.get(panels, "both columns")
+    fig.suptitle(f"Table 1 of Vaswani et al. (2017), {what}, from graphs" + ("" if len(panels) == 1 else
+                 ": self-attention is O(1) in both"))
     return fig
 
 
@@ -113,14 +124,16 @@ def memory_growth_figure(ns: Sequence[int], plain_bytes: Sequence[float], blockw
     fig = Figure(figsize=(11.0 if with_time else 6.0, 4.4), layout="constrained")
     axes = fig.subplots(1, 2 if with_time else 1)
     ax = axes[0] if with_time else axes
-    ax.loglog(ns, np.asarray(plain_bytes, float) / 2**20, "o-", color="C3", label="plain (stores A)")
-    ax.loglog(ns, np.asarray(blockwise_bytes, float) / 2**20, "s-", color="C0", label="blockwise (online softmax)")
-    ax.loglog(ns, 8 * ns**2 / 2**20, ":", color="grey", label="one n×n float64 map")
+    plain = np.asarray(plain_bytes, float) / 2**20
+    lean = np.asarray(blockwise_bytes, float) / 2**20
+    ax.loglog(ns, plain, "o-", color="C3", label=f"plain (stores A): ∝ n^{_slope(ns, plain):.1f}")
+    ax.loglog(ns, lean, "s-", color="C0", label=f"blockwise (online softmax): ∝ n^{_slope(ns, lean):.1f}")
+    ax.loglog(ns, 8 * ns**2 / 2**20, ":", color="grey", label="one n×n float64 map: ∝ n²")
     _plain_log_ticks(ax, ns)
-    ax.set_xlabel("sequence length n")
+    ax.set_xlabel(f"sequence length n ({len(ns)} sizes measured)")
     ax.set_ylabel("peak traced memory (MiB)")
     ax.set_title("Memory of one attention call")
-    ax.legend(fontsize=9)
+    ax.legend(fontsize=9, loc="upper left")
     if with_time:
         ax2 = axes[1]
         ax2.loglog(ns, plain_seconds, "o-", color="C3", label="plain")
@@ -135,14 +148,21 @@ def memory_growth_figure(ns: Sequence[int], plain_bytes: Sequence[float], blockw
     return fig
 
 
+def _slope(ns, values) -> float:
+    """The exponent of a power law through the points, by least squares on log–log axes."""
+    return float(np.polyfit(np.log(ns), np.log(np.asarray(values, float)), 1)[0])
+
+
 def _plain_log_ticks(ax, ns) -> None:
-    """Tick the x axis at the measured sizes and print numbers plainly (no 10^k notation)."""
-    from matplotlib.ticker import FormatStrFormatter, NullFormatter
+    """Tick the x axis at the measured sizes; label the y axis at 1, 2, 5 × 10^k, plainly (no 10^k notation)."""
+    from matplotlib.ticker import FormatStrFormatter, LogLocator, NullFormatter
 
     ax.set_xticks(ns, [str(int(v)) for v in ns])
     ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
-    ax.yaxis.set_minor_formatter(FormatStrFormatter("%g"))
+    ax.yaxis.set_minor_locator(LogLocator(base=10, subs=np.arange(2, 10) / 1.0))
+    ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def decode_cost_figure(t: Sequence[int], mul_cached: Sequence[int], mul_recompute: Sequence[int]):
@@ -156,12 +176,21 @@ def decode_cost_figure(t: Sequence[int], mul_cached: Sequence[int], mul_recomput
     """
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(6.5, 4.4), layout="constrained")
-    ax = fig.subplots()
-    ax.plot(t, mul_recompute, "o-", color="C3", label="recompute the prefix (∝ t²)")
-    ax.plot(t, mul_cached, "s-", color="C0", label="K/V cache (∝ t)")
-    ax.set_xlabel("token t")
-    ax.set_ylabel("multiplications in this step")
-    ax.set_title("Cost of generating token t")
-    ax.legend(fontsize=9)
+    t = np.asarray(t, dtype=float)
+    cached, recompute = np.asarray(mul_cached, dtype=float), np.asarray(mul_recompute, dtype=float)
+    fig = Figure(figsize=(10.0, 4.2), layout="constrained")
+    ax_lin, ax_log = fig.subplots(1, 2)
+    for ax in (ax_lin, ax_log):
+        ax.plot(t, recompute, "o-", color="C3", label="recompute the prefix (∝ t²)")
+        ax.plot(t, cached, "s-", color="C0", label="K/V cache (∝ t)")
+        ax.set_xlabel("token t")
+        ax.grid(True, alpha=0.3)
+    ax_lin.set_ylabel("multiplications in this step")
+    ax_lin.set_title("linear axis: the cached cost looks flat beside t²")
+    ax_lin.legend(fontsize=9, loc="upper left")
+    ax_log.set_yscale("log")
+    ax_log.set_title("log axis: the cached cost grows too, linearly in t")
+    ax_log.annotate(f"at t = {t[-1]:g}: {recompute[-1] / cached[-1]:.1f}× fewer with the cache",
+                    (0.98, 0.04), xycoords="axes fraction", ha="right", va="bottom", fontsize=9)
+    fig.suptitle("Cost of generating token t, with and without a K/V cache")
     return fig

@@ -1,4 +1,4 @@
-"""Figures to bytes and files: PNG or SVG rendered in memory, written atomically, never a silent overwrite."""
+"""Figures to bytes and files: PNG, SVG or PDF rendered in memory, written atomically, never a silent overwrite."""
 
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["FORMATS", "figure_to_bytes", "save_figure"]
 
 #: the file formats a figure is written in
-FORMATS = ("png", "svg")
+FORMATS = ("png", "svg", "pdf")
 
 
 def figure_to_bytes(fig: Figure, fmt: str = "png", *, dpi: int = DPI) -> bytes:
-    """Render ``fig`` to PNG or SVG bytes in memory, byte-for-byte reproducible (no date, fixed SVG ids).
+    """Render ``fig`` to PNG, SVG or PDF bytes in memory, byte-for-byte reproducible (no date, fixed SVG ids).
 
     Examples
     --------
@@ -36,7 +36,9 @@ def figure_to_bytes(fig: Figure, fmt: str = "png", *, dpi: int = DPI) -> bytes:
     import matplotlib
 
     buffer = io.BytesIO()
-    metadata = {"Software": None} if fmt == "png" else {"Date": None}
+    # no date or producer: the same figure gives the same bytes on every run
+    metadata = {"png": {"Software": None}, "svg": {"Date": None},
+                "pdf": {"CreationDate": None, "ModDate": None, "Producer": None}}[fmt]
     # a fixed SVG id salt and path simplification: the same figure gives the same bytes on every run
     with matplotlib.rc_context({"svg.hashsalt": "attnsym", "path.simplify": True}):
         fig.draw_without_rendering()  # settle the constrained layout, so every render is identical
@@ -45,7 +47,7 @@ def figure_to_bytes(fig: Figure, fmt: str = "png", *, dpi: int = DPI) -> bytes:
 
 
 def save_figure(fig: Figure, path: str | os.PathLike, *, overwrite: bool = False, dpi: int = DPI) -> Path:
-    """Save ``fig`` to ``path`` (``.png`` or ``.svg``) atomically; refuse to overwrite silently.
+    """Save ``fig`` to ``path`` (``.png``, ``.svg`` or ``.pdf``) atomically; refuse to overwrite silently.
 
     The image is rendered in memory and written with :func:`attnsym._io.atomic_write`, so a
     reader never sees a half-written file. A PNG of a default figure is
@@ -55,7 +57,7 @@ def save_figure(fig: Figure, path: str | os.PathLike, *, overwrite: bool = False
     ----------
     fig : matplotlib.figure.Figure
     path : str or PathLike
-        Destination; the suffix (``.png`` or ``.svg``) chooses the format.
+        Destination; the suffix (``.png``, ``.svg`` or ``.pdf``) chooses the format.
     overwrite : bool, default False
         Replace an existing file (otherwise :class:`~attnsym.OverwriteError`).
     dpi : int, default 100
@@ -69,7 +71,7 @@ def save_figure(fig: Figure, path: str | os.PathLike, *, overwrite: bool = False
     Raises
     ------
     SpecError
-        The suffix is not ``.png`` or ``.svg``.
+        The suffix is not ``.png``, ``.svg`` or ``.pdf``.
     OverwriteError
         ``path`` exists and ``overwrite`` is False.
 
@@ -88,7 +90,7 @@ def save_figure(fig: Figure, path: str | os.PathLike, *, overwrite: bool = False
     path = Path(path)
     fmt = path.suffix.lower().lstrip(".")
     if fmt not in FORMATS:
-        raise SpecError(f"path must end in .png or .svg (got {str(path)!r})")
+        raise SpecError(f"path must end in {', '.join('.' + f for f in FORMATS)} (got {str(path)!r})")
     refuse_existing(path, overwrite=overwrite)  # fail before spending time on rendering
     return atomic_write(path, figure_to_bytes(fig, fmt, dpi=dpi), overwrite=overwrite)
 

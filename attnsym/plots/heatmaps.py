@@ -27,6 +27,7 @@ def attention_heatmap(
     title: str | None = None,
     annotate: bool | None = None,
     label: str = "attention weight $A_{ij}$",
+    allowed: Any = None,
 ) -> Figure:
     """Heatmap of attention weights, one panel per head: query (rows) × key (columns).
 
@@ -36,22 +37,26 @@ def attention_heatmap(
         Attention weights; row ``i`` is the distribution query ``i`` puts over the keys.
         NumPy, CuPy or PyTorch arrays are accepted.
     tokens : sequence of str, optional
-        Labels of the ``n`` positions (both axes); default ``0 … n-1``.
+        Labels of the ``n`` positions (both axes); default ``1 … n`` (tokens count from 1).
     head_titles : sequence of str, optional
-        Title of each panel; default ``"head 0"``, ``"head 1"``, … (none for a single head), counted
-        from 0 like the head index of the graphs and of ``A[..., h, :, :]``.
+        Title of each panel; default ``"head 1"``, ``"head 2"``, … (none for a single head): people
+        count heads from 1, so panel ``"head h"`` shows ``A[..., h - 1, :, :]``.
     title : str, optional
         Figure title; default ``"Attention weights A = softmax(Q Kᵀ / √d_k)"``.
     annotate : bool, optional
         Print each weight in its cell; default when ``n <= 8``.
     label : str
         Label of the colour bar (change it when drawing scores ``S`` rather than weights).
-        Values outside [0, 1] get a colour scale from their minimum to their maximum.
+        The colour scale runs from 0 (or the minimum, if negative) to the largest value shown, so
+        that the many small weights of a long sequence (about 1/n each) are not all the same dark.
+    allowed : (n, n) bool array-like, optional
+        ``True`` where query ``i`` may attend to key ``j`` (e.g. ``spec.allowed_array()``); the
+        other cells are drawn grey and hatched and printed "×", never "0.00" like a real zero.
 
     Returns
     -------
     matplotlib.figure.Figure
-        One image axis per head sharing one colour bar (0 … 1, labelled).
+        One image axis per head sharing one colour bar (labelled, 0 … the largest weight).
 
     Raises
     ------
@@ -63,8 +68,10 @@ def attention_heatmap(
     >>> A = np.array([[[1.0, 0.0], [0.5, 0.5]], [[0.2, 0.8], [0.6, 0.4]]])
     >>> fig = attention_heatmap(A, tokens=["a", "b"])
     >>> [ax.get_title() for ax in fig.axes if ax.get_label() != "<colorbar>"]
-    ['head 0', 'head 1']
+    ['head 1', 'head 2']
     """
+    from matplotlib.patches import Rectangle
+
     A = as_numpy(A, "A")
     if A.ndim not in (2, 3) or A.shape[-1] != A.shape[-2]:
         raise ShapeError(f"A must have shape (n, n) or (heads, n, n) (got {tuple(A.shape)})")
@@ -72,18 +79,23 @@ def attention_heatmap(
         A = A[None]
     heads, n, _ = A.shape
     if tokens is None:
-        tokens = [str(i) for i in range(n)]
+        tokens = [str(i + 1) for i in range(n)]
     tokens = [str(t) for t in tokens]
     if len(tokens) != n:
         raise ShapeError(f"tokens must have n = {n} labels (got {len(tokens)})")
     if head_titles is None:
-        head_titles = [f"head {h}" for h in range(heads)] if heads > 1 else [""]
+        head_titles = [f"head {h + 1}" for h in range(heads)] if heads > 1 else [""]
     if len(head_titles) != heads:
         raise ShapeError(f"head_titles must have {heads} entries (got {len(head_titles)})")
     if annotate is None:
         annotate = n <= 8
-    vmax = 1.0 if A.max() <= 1.0 + 1e-12 and A.min() >= 0 else float(A.max())
-    vmin = 0.0 if A.min() >= 0 else float(A.min())
+    if allowed is not None:
+        allowed = np.asarray(allowed, dtype=bool)
+        if allowed.shape != (n, n):
+            raise ShapeError(f"allowed must have shape (n, n) = ({n}, {n}) (got {allowed.shape})")
+    shown = A if allowed is None else A[:, allowed]
+    vmin = 0.0 if shown.min() >= 0 else float(shown.min())
+    vmax = float(shown.max()) if shown.max() > vmin else vmin + 1.0
 
     cols = heads if heads <= 3 else (2 if heads == 4 else 3)
     rows = math.ceil(heads / cols)
@@ -95,7 +107,13 @@ def attention_heatmap(
         if h >= heads:
             ax.set_visible(False)
             continue
-        image = ax.imshow(A[h], cmap="viridis", vmin=vmin, vmax=vmax, aspect="equal", interpolation="nearest")
+        data = A[h] if allowed is None else np.ma.masked_array(A[h], mask=~allowed)
+        image = ax.imshow(data, cmap="viridis", vmin=vmin, vmax=vmax, aspect="equal", interpolation="nearest")
+        if allowed is not None:  # masked cells: grey, hatched, so they never read as weight 0
+            ax.set_facecolor("0.85")
+            for i, j in zip(*np.nonzero(~allowed), strict=True):
+                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor="0.6",
+                                       linewidth=0))
         ax.set_xticks(range(n), tokens, rotation=45 if max(map(len, tokens)) > 3 else 0, ha="right"
                       if max(map(len, tokens)) > 3 else "center")
         ax.set_yticks(range(n), tokens)
@@ -111,10 +129,16 @@ def attention_heatmap(
             for i in range(n):
                 for j in range(n):
                     value = A[h, i, j]
+                    if allowed is not None and not allowed[i, j]:
+                        ax.text(j, i, "×", ha="center", va="center", fontsize=9, color="0.35")
+                        continue
                     shade = (value - vmin) / (vmax - vmin or 1.0)
                     ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=9,
                             color="black" if shade > 0.6 else "white")
-    fig.colorbar(image, ax=axes[:heads].tolist(), label=label, shrink=0.9)
+    note = f"{label} (colour scale {vmin:g} … {vmax:.3g}, the largest shown)"
+    if allowed is not None:
+        note += "\ngrey hatched ×: masked, may not attend"
+    fig.colorbar(image, ax=axes[:heads].tolist(), label=note, shrink=0.9)
     fig.suptitle(title or r"Attention weights $A = \mathrm{softmax}(QK^\top/\sqrt{d_k})$, rows sum to 1")
     return fig
 
@@ -130,7 +154,8 @@ def random_attention(spec: Any = None, *, seed: int = 0, input_seed: int | None 
     -------
     A : ndarray, shape (n, n) or (heads, n, n)
     tokens : list of str
-        Placeholder words labelling the positions (position numbers beyond 8 tokens).
+        Placeholder words labelling the positions (token numbers 1 … n beyond 8 tokens): the inputs
+        are random vectors, so two positions labelled "the" hold different vectors.
 
     Examples
     --------
@@ -148,6 +173,6 @@ def random_attention(spec: Any = None, *, seed: int = 0, input_seed: int | None 
     X = np.random.default_rng(seed if input_seed is None else input_seed + 7919).standard_normal(shapes["X"])
     _, A = attention(X, W["W_Q"], W["W_K"], W["W_V"], W.get("W_O"), spec=spec)
     tokens = ["the", "cat", "sat", "on", "the", "mat", "and", "purred"]
-    labels = tokens[: spec.n] if spec.n <= len(tokens) else [str(i) for i in range(spec.n)]
+    labels = tokens[: spec.n] if spec.n <= len(tokens) else [str(i + 1) for i in range(spec.n)]
     return np.asarray(A), labels
 

@@ -52,8 +52,10 @@ def positional_encoding_figure(
     >>> np.round(curves.get_lines()[1].get_ydata()[:2], 4)      # cos(0), cos(1)
     array([1.    , 0.5403])
     """
+    continuous = None
     if PE is None:
         PE = sinusoidal_positions(n, d_model, base=base)
+        continuous = _continuous_curves(d_model, base)
     PE = as_numpy(PE, "PE")
     if PE.ndim != 2:
         raise ShapeError(f"PE must have shape (n, d_model) (got {tuple(PE.shape)})")
@@ -66,10 +68,17 @@ def positional_encoding_figure(
     fig = new_figure((11.0, 4.6))
     ax_curves, ax_map = fig.subplots(1, 2, width_ratios=[1.25, 1])
     positions = np.arange(n)
-    for dim in dims:
+    fine = np.linspace(0, n - 1, 40 * n)
+    for k, dim in enumerate(dims):
         kind = "sin" if dim % 2 == 0 else "cos"
-        ax_curves.plot(positions, PE[:, dim], marker="." if n <= 40 else None, label=f"dim {dim} ({kind}, i={dim // 2})")
-    ax_curves.set_xlabel("position p")
+        label = f"dim {dim} ({kind}, i={dim // 2})"
+        if continuous is not None:  # the curve of real p, and the integer positions a sequence uses on it
+            ax_curves.plot(fine, continuous(fine)[dim], color=f"C{k}", lw=1.2, label=label)
+            ax_curves.plot(positions, PE[:, dim], ".", color=f"C{k}", ms=4 if n > 40 else 6)
+        else:  # only the samples are known
+            ax_curves.plot(positions, PE[:, dim], ".-", color=f"C{k}", lw=0.6, ms=4, label=label)
+    ax_curves.set_xlabel("position p (lines: real p; dots: the integer positions of tokens)"
+                         if continuous is not None else "position p")
     ax_curves.set_ylabel("PE(p, dim)")
     ax_curves.set_ylim(-1.15, 1.15)
     ax_curves.axhline(0, color="0.7", lw=0.8)
@@ -82,4 +91,16 @@ def positional_encoding_figure(
     fig.colorbar(image, ax=ax_map, label="PE value")
     fig.suptitle(rf"Sinusoidal positions: $PE(p,2i)=\sin(p/{base}^{{2i/d}})$, $PE(p,2i+1)=\cos(p/{base}^{{2i/d}})$")
     return fig
+
+
+def _continuous_curves(d_model: int, base: int):
+    """``PE(p, ·)`` for real ``p``: the library's exact formula with a symbolic position, lambdified."""
+    import sympy as sp
+
+    from ..symbolic.positions import sinusoidal_positions as exact_positions
+
+    p = sp.Symbol("p", real=True)
+    row = exact_positions(1, d_model, base, offset=p)
+    f = sp.lambdify(p, list(row), modules="numpy")
+    return lambda values: [np.broadcast_to(np.asarray(v, dtype=float), np.shape(values)) for v in f(values)]
 

@@ -31,11 +31,11 @@ def _bipartite(G: nx.DiGraph) -> tuple[list[str], list[str], np.ndarray, str, st
         W = np.zeros((d_out, d_in))
         for u, v, w in G.edges(data="weight"):
             W[v - d_in, u] = w
-        return left, right, W, "inputs", "outputs"
+        return left, right, W, "input features", "output features"
     A = attention_matrix(G)
     order = sorted(G.nodes, key=lambda node: G.nodes[node].get("index", node))
     labels = [str(G.nodes[node].get("token", node)) for node in order]
-    return labels, labels, A, "keys (j)", "queries (i)"
+    return labels, labels, A, "key tokens j", "query tokens i"
 
 
 def _as_graph(G_or_A: Any, tokens) -> nx.DiGraph:
@@ -159,45 +159,106 @@ def draw_routing(
     return fig
 
 
-def draw_contrast(c, *, head: int = 0, tokens=None, layout: str = "columns"):
+#: Beyond this many nodes a side, :func:`draw_contrast` draws only the largest weights of each row.
+DISPLAY_NODES = 6
+#: How many weights per query (per output feature) are drawn once a graph is pruned for display.
+DISPLAY_TOP_K = 3
+
+
+def _width_legend(fig, max_width: float, mlp_scale: float) -> None:
+    """A figure legend under the panels: what line width and a dashed line mean."""
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color="C0", lw=max_width * w, label=f"A[i, j] = {w:g}") for w in (1.0, 0.5, 0.1)]
+    handles += [Line2D([], [], color="C2", lw=max_width, label=f"|W[j, k]| = {mlp_scale:.2g} (the largest)"),
+                Line2D([], [], color="C2", lw=max_width / 2, ls="--", label="dashed: a negative weight")]
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=9, frameon=False,
+               title="line width ∝ |weight|", title_fontsize=9)
+
+
+def draw_contrast(c, *, head: int = 0, tokens=None, layout: str = "columns", top_k: int | None = None):
     """The side-by-side figure: the MLP graph and the attention graph, for two inputs.
 
-    Top row: the dense layer's graph for input 1 and input 2 (identical). Bottom row: the
-    attention routing graph of head ``head`` for input 1 and input 2 (different), with the
-    routing distance in the title.
+    Top row: the dense layer's graph (nodes: the features of one token, ``y = x W``; the same
+    for input 1 and input 2). Bottom row: the attention routing graph of head ``head + 1``
+    (nodes: the tokens; edge key ``j`` → query ``i`` weighted ``A[i, j]``) for input 1 and
+    input 2, with the routing distance in the title. A legend explains line widths and dashes.
 
     Parameters
     ----------
     c : Contrast
         The result of :func:`~attnsym.graphs.contrast`.
     head : int, default 0
+        The head's index (from 0); the titles say "head 1" for index 0.
     tokens : sequence of str, optional
     layout : {"columns", "circle"}
+    top_k : int, optional
+        Draw only the ``top_k`` largest weights of each query row (each output feature).
+        Default: all of them up to :data:`DISPLAY_NODES` nodes a side, else :data:`DISPLAY_TOP_K`;
+        the titles say when a graph is pruned (the graphs themselves keep every edge).
 
     Returns
     -------
     matplotlib.figure.Figure
+
+    Examples
+    --------
+    >>> from attnsym import AttentionSpec, graphs
+    >>> spec = AttentionSpec(n=8, d_model=4)
+    >>> rng = np.random.default_rng(0)
+    >>> W = {k: rng.standard_normal(spec.shapes[k]) for k in spec.parameter_names}
+    >>> c = graphs.contrast(spec, rng.standard_normal((8, 4)), rng.standard_normal((8, 4)), W)
+    >>> fig = draw_contrast(c)
+    >>> print(fig.axes[3].get_title())
+    attention input 2 (distance 0.614)
+    the 3 largest weights per query drawn
     """
     from matplotlib.figure import Figure
 
     n = c.A1.shape[-1]
     labels = check_tokens(tokens, n)
-    head = check_index(head, 1 if c.A1.ndim == 2 else c.A1.shape[0], "head", "heads")
+    heads = 1 if c.A1.ndim == 2 else c.A1.shape[0]
+    head = check_index(head, heads, "head", "heads")
     A1 = c.A1 if c.A1.ndim == 2 else c.A1[head]
     A2 = c.A2 if c.A2.ndim == 2 else c.A2[head]
-    fig = Figure(figsize=(9, 2 * max(3.0, 0.45 * n + 1)), layout="constrained")
+    d_in, d_out = c.mlp1.graph["d_in"], c.mlp1.graph["d_out"]
+    k_att = top_k if top_k is not None else (DISPLAY_TOP_K if n > DISPLAY_NODES else None)
+    k_mlp = top_k if top_k is not None else (DISPLAY_TOP_K if max(d_in, d_out) > DISPLAY_NODES else None)
+
+    def pruned(k, what):
+        return "all weights drawn" if k is None or k >= (n if what == "query" else d_in) else \
+            f"the {k} largest weights per {what} drawn"
+
+    fig = Figure(figsize=(9.5, 2 * max(3.0, 0.45 * max(n, d_in, d_out) + 1) + 1.2), layout="constrained")
     axes = fig.subplots(2, 2)
     mlp_scale = max(abs(w) for _, _, w in c.mlp1.edges(data="weight")) if c.mlp1.number_of_edges() else 1.0
-    draw_routing(c.mlp1, ax=axes[0, 0], title="MLP, input 1", color="C2", layout=layout, scale=mlp_scale)
-    draw_routing(c.mlp2, ax=axes[0, 1], title="MLP, input 2 (same graph)" if c.mlp_identical else "MLP, input 2",
+    mlp1 = c.mlp1 if k_mlp is None else _pruned_mlp(c.mlp1, k_mlp)
+    mlp2 = c.mlp2 if k_mlp is None else _pruned_mlp(c.mlp2, k_mlp)
+    draw_routing(mlp1, ax=axes[0, 0], title=f"MLP, input 1\nnodes: the {d_in} features of a token, y = x W",
                  color="C2", layout=layout, scale=mlp_scale)
-    draw_routing(routing_graph(A1, tokens=labels), ax=axes[1, 0], title=f"attention head {head}, input 1",
-                 layout=layout, scale=1.0)
+    draw_routing(mlp2, ax=axes[0, 1], title=("MLP, input 2: the same graph" if c.mlp_identical else "MLP, input 2")
+                 + "\n" + pruned(k_mlp, "output"), color="C2", layout=layout, scale=mlp_scale)
+    head_name = f" head {head + 1}," if heads > 1 else ""
+    draw_routing(routing_graph(A1, tokens=labels, top_k=k_att), ax=axes[1, 0],
+                 title=f"attention{head_name} input 1\nnodes: the {n} tokens, weights A(X)", layout=layout, scale=1.0)
     distance = c.head_distances[head] if len(c.head_distances) > 1 else c.attention_distance
-    draw_routing(routing_graph(A2, tokens=labels), ax=axes[1, 1],
-                 title=f"attention head {head}, input 2 (distance {distance:.3f})", layout=layout, scale=1.0)
+    draw_routing(routing_graph(A2, tokens=labels, top_k=k_att), ax=axes[1, 1],
+                 title=f"attention{head_name} input 2 (distance {distance:.3f})\n" + pruned(k_att, "query"),
+                 layout=layout, scale=1.0)
+    for ax in axes.ravel():
+        ax.title.set_fontsize(10)
+    _width_legend(fig, 6.0, mlp_scale)
     fig.suptitle("Same weights, two inputs: the MLP graph is fixed, the attention graph is computed from X")
     return fig
+
+
+def _pruned_mlp(G: nx.DiGraph, k: int) -> nx.DiGraph:
+    """A copy of an MLP graph keeping the ``k`` largest ``|weight|`` feeding each output node."""
+    H = G.copy()
+    for v in [v for v, layer in G.nodes(data="layer") if layer == 1]:
+        incoming = sorted(G.in_edges(v, data="weight"), key=lambda e: -abs(e[2]))
+        H.remove_edges_from((u, v) for u, v, _ in incoming[k:])
+    return H
 
 
 def two_token_figure(routings: Sequence[Sequence[float]], static: Sequence[float]):

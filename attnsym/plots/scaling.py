@@ -11,7 +11,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..graphs import row_entropy
 from ..numeric import attention, montecarlo
-from ._base import FIGSIZE, as_numpy, new_figure
+from ._base import FIGSIZE, as_numpy, legend_below, new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -259,7 +259,7 @@ def saturation_gradient_figure(
     ax.set_xlabel("dimension d")
     ax.set_ylabel(r"$\|\mathrm{diag}(a) - a a^\top\|_F$ per row")
     ax.set_title("Softmax Jacobian norm")
-    ax.legend(fontsize=9)
+    legend_below(ax)
     dg = np.asarray(d_grad, dtype=float)
     ratio_line = ax2.plot(dg, np.asarray(grad_ratio_typical, dtype=float), "o-", color="C3",
                           label="ratio unscaled / scaled (geometric mean, left axis)")
@@ -277,6 +277,6 @@ def saturation_gradient_figure(
     ax3.set_ylabel("fraction of queries with ratio < 1 %", color="C2")
     ax3.tick_params(axis="y", colors="C2")
     lines = ratio_line + fraction_line
-    ax2.legend(lines, [line.get_label() for line in lines], fontsize=9, loc="center left")
+    legend_below(ax2, lines, ncol=1)
     fig.suptitle("Without 1/√d the softmax saturates: its Jacobian, and the gradient through it, vanish for most queries")
     return fig

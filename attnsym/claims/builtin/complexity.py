@@ -133,7 +133,8 @@ def check_table1_column(ctx: CheckContext, *, column: str = "path", claimed: Map
         from ... import plots
 
         return plots.path_length_figure(ns, {row["arch"]: row["path_values"] for row in rows},
-                                        {row["arch"]: row["sequential_values"] for row in rows})
+                                        {row["arch"]: row["sequential_values"] for row in rows},
+                                        panels=("path",) if path else ("depth",))  # one figure per claim
     return Evidence(
         "global-path-length" if path else "parallelism", PATH_STATEMENT if path else PARALLEL_STATEMENT, verdict,
         method="graph computation (networkx) + growth decision over Table 1's candidates",

@@ -265,7 +265,8 @@ def check_gelu(ctx: CheckContext, *, claimed_max_error: float = 1e-3) -> Evidenc
         verdict="holds" if holds else "fails",
         method="symbolic proof (Φ certified by Φ' = φ, Φ(−∞) = 0) + numeric twin vs SciPy + bounded optimisation",
         summary=(f"GELU = x·Φ(x) exactly; GELU' = Φ(x) + x φ(x); minimum at x = {float(minimum_x):.4f}; "
-                 f"tanh approximation max error {max_err:.3e} at x = {at_x:+.4f} (checked in exact arithmetic)"),
+                 f"tanh approximation max error {max_err:.3e} at x = ±{abs(at_x):.4f} (two maxima, the error is even in x; "
+                 "checked in exact arithmetic)"),
         conditions=(f"'approximates' means an absolute error below {claimed_max_error:g} everywhere (maximum "
                     f"{max_err:.2e}); the relative error is larger for x → −∞ where both tend to 0",),
         details={"GELU = x·Φ(x)": form_ok, "derivative": dg, "derivative = Φ + xφ": derivative_ok,
