@@ -93,7 +93,7 @@ def test_plot_svg_and_heatmap_layer_flags(tmp_path):
 def test_errors_are_one_line_without_traceback_and_exit_2(tmp_path):
     proc = _run("plot", "gelu", "-o", str(tmp_path / "gelu.jpg"))
     assert proc.returncode == 2
-    assert proc.stderr.strip() == f"attnsym plot: error: -o must end in .png or .svg (got '{tmp_path / 'gelu.jpg'}')"
+    assert proc.stderr.strip() == f"attnsym plot: error: -o must end in .png, .svg, .pdf (got '{tmp_path / 'gelu.jpg'}')"
     assert "Traceback" not in proc.stderr
 
 
@@ -120,7 +120,7 @@ def test_debug_shows_the_traceback(tmp_path):
     assert proc.returncode == 1
     assert "Traceback (most recent call last)" in proc.stderr
     assert "SpecError" in proc.stderr
-    with pytest.raises(at.SpecError, match=r"must end in \.png or \.svg"):
+    with pytest.raises(at.SpecError, match=r"must end in \.png, \.svg, \.pdf"):
         main(["--debug", "plot", "gelu", "-o", str(tmp_path / "gelu.jpg")])
 
 

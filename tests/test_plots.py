@@ -114,13 +114,17 @@ def test_positions_figure_draws_the_numeric_encodings():
     fig = plots.positional_encoding_figure(n=n, d_model=d, dims=[0, 1, 6])
     curves, matrix = _main_axes(fig)
     # independent closed form: PE(p, 2i) = sin(p / 10000^(2i/d)), PE(p, 2i+1) = cos(...)
-    p = np.arange(n)
-    for line, dim in zip(curves.get_lines()[:3], [0, 1, 6], strict=True):
-        angle = p / 10000 ** (2 * (dim // 2) / d)
-        expected = np.sin(angle) if dim % 2 == 0 else np.cos(angle)
-        np.testing.assert_allclose(line.get_ydata(), expected, rtol=1e-12, atol=1e-12)
+    lines = curves.get_lines()
+    for k, dim in enumerate([0, 1, 6]):
+        curve, dots = lines[2 * k], lines[2 * k + 1]  # the curve of real p, then the integer positions on it
+        for line in (curve, dots):
+            angle = line.get_xdata() / 10000 ** (2 * (dim // 2) / d)
+            expected = np.sin(angle) if dim % 2 == 0 else np.cos(angle)
+            np.testing.assert_allclose(line.get_ydata(), expected, rtol=1e-12, atol=1e-12)
+        np.testing.assert_array_equal(dots.get_xdata(), np.arange(n))
+        assert len(curve.get_xdata()) > 10 * n and dots.get_linestyle() == "None"  # no sawtooth between integers
     assert matrix.images[0].get_array().shape == (n, d)
-    assert curves.get_xlabel() == "position p"
+    assert curves.get_xlabel().startswith("position p")
     assert "PE" in _colorbars(fig)[0].get_ylabel()
     _assert_labelled(fig)
 

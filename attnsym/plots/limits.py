@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ._base import as_numpy, new_figure
+from ._base import as_numpy, legend_below, new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -69,7 +69,7 @@ def entropy_bound_figure(sigma: Sequence[float], bound: Sequence[float], draws: 
     ax.set_xlabel("logit norm σ")
     ax.set_ylabel("entropy (nats)")
     ax.set_title("Attention entropy collapses as the logit norm grows")
-    ax.legend(fontsize=8, loc="upper right")
+    legend_below(ax, ncol=1, fontsize=8)
     return fig
 
 
@@ -116,6 +116,7 @@ def rank_collapse_figure(curves: Mapping[str, np.ndarray], *, floor: float = 1e-
     ax.set_yscale("log")
     ax.set_xlabel("layer l")
     ax.set_ylabel("relative residual ‖X − 1xᵀ‖₁,∞ / ‖X‖₁,∞")
-    ax.set_title("Rank collapse: without skips the residual vanishes doubly exponentially (0 drawn at 1e-17)")
+    ax.set_title("Rank collapse: without skips the residual vanishes doubly exponentially\n"
+                 f"(an exact 0 is drawn at {floor:g})")
     ax.legend(fontsize=8, loc="lower left")
     return fig

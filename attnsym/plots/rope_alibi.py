@@ -12,7 +12,7 @@ import numpy as np
 
 from ..errors import ShapeError, SpecError
 from ..spec import DEFAULT_POSITION_BASE, AttentionSpec
-from ._base import new_figure
+from ._base import legend_below, new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -195,7 +195,7 @@ def rope_decay_figure(*, d_k: int = 128, base: int = DEFAULT_POSITION_BASE, max_
     ax_s.axhline(0, color="0.7", lw=0.8)
     ax_s.set_xlabel("relative distance |m − n|")
     ax_s.set_title(f"scores ({samples} random q, k): only an upper bound decays")
-    ax_s.legend(fontsize=8)
+    legend_below(ax_s, ncol=1, fontsize=8)
     return fig
 
 
