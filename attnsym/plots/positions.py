@@ -47,7 +47,7 @@ def positional_encoding_figure(
     --------
     >>> fig = positional_encoding_figure(n=8, d_model=4, dims=[0, 1])
     >>> curves = fig.axes[0]
-    >>> [line.get_label() for line in curves.get_lines()[::2]]   # a curve per dimension, then its dots
+    >>> [line.get_label() for line in curves.get_lines()[:4:2]]   # a curve per dimension, then its dots
     ['dim 0 (sin, i=0)', 'dim 1 (cos, i=0)']
     >>> np.round(curves.get_lines()[3].get_ydata()[:2], 4)      # at positions 0, 1: cos(0), cos(1)
     array([1.    , 0.5403])
