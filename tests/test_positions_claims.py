@@ -102,3 +102,15 @@ def test_position_figures_draw_the_claims_data():
     fig = plots.rope_frequencies_figure(d_k=16, base=100, n=8)
     np.testing.assert_allclose(fig.axes[0].get_lines()[0].get_ydata(), at.numeric.rope_frequencies(
         at.AttentionSpec(n=1, d_model=16, positions="rope", position_base=100)))
+
+
+@pytest.mark.parametrize("name", ["rope", "rope-decay", "alibi"])
+def test_position_figures_are_in_the_catalogue(name, tmp_path):
+    from attnsym import plots
+    from attnsym.cli import main
+
+    assert name in plots.FIGURES
+    fig = plots.figure(name, quick=True)
+    assert fig.axes and all(ax.has_data() for ax in fig.axes if ax.get_label() != "<colorbar>")
+    assert main(["plot", name, "-o", str(tmp_path / f"{name}.png")]) == 0
+    assert (tmp_path / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

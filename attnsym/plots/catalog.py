@@ -9,6 +9,7 @@ from .activations import gelu_figure
 from .complexity import path_length_figure
 from .heatmaps import attention_heatmap, random_attention
 from .positions import positional_encoding_figure
+from .rope_alibi import alibi_bias_figure, rope_decay_figure, rope_frequencies_figure
 from .scaling import entropy_figure, variance_figure
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -27,6 +28,9 @@ FIGURES: dict[str, str] = {
     "variance": "variance of q·k vs d, unscaled and scaled by 1/√d (Monte Carlo + exact)",
     "entropy": "row entropy and largest weight of softmax vs d, unscaled and scaled",
     "paths": "Table 1: maximum path length and sequential depth vs n per architecture",
+    "rope": "RoPE frequencies θ_i = 10000^(−2i/d) and the angles p θ_i they turn",
+    "rope-decay": "RoFormer's long-range decay bound of RoPE scores vs distance, and actual scores",
+    "alibi": "ALiBi's bias −m_h (i − j) per head and the recency it gives the weights",
 }
 
 
@@ -35,7 +39,7 @@ def figure(name: str, *, seed: int = 0, quick: bool = False, spec: Any = None) -
 
     Parameters
     ----------
-    name : {"heatmap", "positions", "gelu", "variance", "entropy", "paths"}
+    name : {"heatmap", "positions", "gelu", "variance", "entropy", "paths", "rope", "rope-decay", "alibi"}
     seed : int, default 0
         Seed of every random input (heatmap, Monte Carlo, entropy).
     quick : bool, default False
@@ -74,4 +78,10 @@ def figure(name: str, *, seed: int = 0, quick: bool = False, spec: Any = None) -
         return variance_figure(seed=seed, quick=quick)
     if name == "entropy":
         return entropy_figure(seed=seed, quick=quick)
+    if name == "rope":
+        return rope_frequencies_figure()
+    if name == "rope-decay":
+        return rope_decay_figure(seed=seed, samples=200 if quick else 2000)
+    if name == "alibi":
+        return alibi_bias_figure()
     return path_length_figure()
