@@ -19,6 +19,7 @@ import numpy as np
 from . import numeric, symbolic
 from ._checks import non_negative_int
 from .errors import SpecError
+from .numeric.sampling import random_inputs
 from .spec import AttentionSpec
 from .tolerances import TOLERANCES, Tolerance
 
@@ -118,25 +119,6 @@ def _compare(quantity: str, numeric: Any, reference: Any, tol: Tolerance) -> Val
     return ValidationRow(quantity, tuple(ref.shape), max_abs, max_rel, tol, passed)
 
 
-def random_inputs(spec: AttentionSpec, seed: int = 0) -> dict[str, np.ndarray]:
-    """Random float64 inputs for ``spec``: ``X`` standard normal, weights ``N(0, 1/fan_in)``.
-
-    Includes ``G`` (the upstream gradient, shape of ``Y``). Biases are ``N(0, 1/4)``.
-
-    >>> sorted(random_inputs(AttentionSpec(n=2, d_model=2)))
-    ['G', 'W_K', 'W_Q', 'W_V', 'X']
-    """
-    rng = np.random.default_rng(seed)
-    shapes = spec.shapes
-    values = {"X": rng.standard_normal(shapes["X"])}
-    for name in spec.parameter_names:
-        rows, cols = shapes[name]
-        spread = 0.5 if name.startswith("b_") else 1.0 / np.sqrt(rows)
-        values[name] = spread * rng.standard_normal((rows, cols))
-    values["G"] = rng.standard_normal(shapes["Y"])
-    return values
-
-
 def validate(spec: AttentionSpec, seed: int = 0, dtype: str = "float64") -> ValidationReport:
     """Compare the numeric backend with the exact symbolic layer on random inputs.
 
@@ -149,7 +131,7 @@ def validate(spec: AttentionSpec, seed: int = 0, dtype: str = "float64") -> Vali
     spec : AttentionSpec
         The layer; its size must be within the symbolic size guard.
     seed : int, default 0
-        Seed of :func:`random_inputs`.
+        Seed of :func:`attnsym.numeric.random_inputs`.
     dtype : {"float64", "float32"}, default "float64"
         Precision of the numeric run; the symbolic reference is always evaluated in float64,
         and the tolerance is ``TOLERANCES[dtype]``.

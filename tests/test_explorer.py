@@ -23,7 +23,7 @@ from attnsym.explorer import (
     write_page,
 )
 from attnsym.explorer.page import CSP, katex_css
-from attnsym.numeric import attention
+from attnsym.numeric import attention, random_inputs
 
 
 def _page_json(page: str) -> dict:
@@ -56,9 +56,9 @@ def test_non_finite_or_complex_arrays_are_refused(bad):
 def test_toy_routing_is_numeric_attention_with_rollout_flow_and_node_changes(toy):
     inputs, contrasts = toy
     spec = AttentionSpec(n=6, d_model=8, heads=2)
-    rng = np.random.default_rng(5)
-    weights = {name: rng.standard_normal(spec.shapes[name]) / np.sqrt(spec.shapes[name][0]) for name in spec.parameter_names}
-    X1 = rng.standard_normal(spec.shapes["X"])
+    drawn = random_inputs(spec, 5, batch=(2,))  # the inputs the explorer draws for seed 5
+    weights = {name: drawn[name] for name in spec.parameter_names}
+    X1 = drawn["X"][0]
     _, A1 = attention(X1, **weights, spec=spec)
     np.testing.assert_array_equal(inputs[0].attention[0], A1)
     np.testing.assert_array_equal(inputs[0].fused["mean"][0], A1.mean(axis=0))

@@ -76,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
     from ..graphs import contrast, export, mlp_graph, routing_graph
     from ..graphs.contrast import dense_weight
+    from ..numeric.sampling import random_inputs
     from ..spec import AttentionSpec
 
     inputs = [_load(p, "--x") for p in args.x] if args.x else None
@@ -92,11 +93,11 @@ def run(args: argparse.Namespace) -> int:
         heads=args.heads, causal=args.causal, scale="none" if args.no_scale else "sqrt", bias=args.bias,
         positions=None if args.positions == "none" else args.positions, **rope_arguments(args),
     )
-    rng = np.random.default_rng(args.seed)
+    if inputs is None and args.inputs < 1:
+        raise SpecError(f"--inputs must be >= 1 (got {args.inputs})")
+    drawn = random_inputs(spec, args.seed, batch=(args.inputs,) if inputs is None else ())
     if inputs is None:
-        if args.inputs < 1:
-            raise SpecError(f"--inputs must be >= 1 (got {args.inputs})")
-        inputs = [rng.standard_normal(spec.shapes["X"]) for _ in range(args.inputs)]
+        inputs = list(drawn["X"])
     # networkx holds every graph in memory (about 300 bytes an edge): every input's graphs, plus
     # the full graphs the routing-distance comparison builds. Refuse before the machine runs out.
     held = spec.heads * spec.n * spec.n * (len(inputs) + (4 if len(inputs) > 1 else 0))
@@ -117,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
             if weights[name].shape != shape:
                 raise ShapeError(f"{name} from {str(given[name])!r} must have shape {shape} (got {weights[name].shape})")
         else:
-            weights[name] = rng.standard_normal(shape) / np.sqrt(shape[0])
+            weights[name] = drawn[name]
     tokens = None if args.tokens is None else [t.strip() for t in args.tokens.split(",")]
 
     from ..numeric import attention

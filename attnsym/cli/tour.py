@@ -18,8 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from .._io import atomic_write, refuse_existing, staged_directory
 from ..explorer import write_tour_page
 
@@ -171,14 +169,14 @@ def _claims(t: _Tour) -> None:
 
 def _graphs(t: _Tour) -> None:
     from .. import graphs, plots
+    from ..numeric import random_inputs
     from ..spec import AttentionSpec
 
     tokens = ["the", "cat", "sat", "on", "mats"]
     spec = AttentionSpec(n=len(tokens), d_model=4)
-    rng = np.random.default_rng(t.seed)
-    weights = {name: rng.standard_normal(spec.shapes[name]) for name in spec.parameter_names}
-    X1, X2 = (rng.standard_normal(spec.shapes["X"]) for _ in range(2))
-    c = graphs.contrast(spec, X1, X2, weights, tokens=tokens)
+    drawn = random_inputs(spec, t.seed, batch=(2,))
+    weights = {name: drawn[name] for name in spec.parameter_names}
+    c = graphs.contrast(spec, *drawn["X"], weights, tokens=tokens)
     described = (
         ("attention-input-1", c.attention1[0], "routing graph of input 1: edge key j → query i with weight A[i, j]"),
         ("attention-input-2", c.attention2[0], "routing graph of input 2, through the same weights: other weights A[i, j]"),

@@ -20,7 +20,7 @@ from ..derivation import Derivation, derive
 from ..errors import ShapeError, SpecError
 from ..graphs import attention_flow, attention_rollout, node_changes
 from ..graphs.contrast import dense_weight
-from ..numeric import attention
+from ..numeric import attention, random_inputs
 from ..plots import figure_to_bytes
 from ..spec import AttentionSpec
 from .data import ContrastData, MlpData, RoutingInput
@@ -180,10 +180,9 @@ def toy_routing(seed: int = 0, *, spec: AttentionSpec | None = None,
     spec = AttentionSpec(n=len(tokens), d_model=8, heads=2) if spec is None else spec
     if len(tokens) != spec.n:
         raise SpecError(f"tokens must have spec.n = {spec.n} labels (got {len(tokens)})")
-    rng = np.random.default_rng(seed)
-    weights = {name: rng.standard_normal(spec.shapes[name]) / np.sqrt(spec.shapes[name][0])
-               for name in spec.parameter_names}
-    X1, X2 = (rng.standard_normal(spec.shapes["X"]) for _ in range(2))
+    drawn = random_inputs(spec, seed, batch=(2,))
+    weights = {name: drawn[name] for name in spec.parameter_names}
+    X1, X2 = drawn["X"]
     W = dense_weight(weights, spec)  # (d_model, d_model): y = x W, so out j reads in i with W[i, j]
     features = tuple(f"x{j + 1}" for j in range(W.shape[0]))
     mlp = MlpData(

@@ -139,9 +139,9 @@ def contrast(spec: AttentionSpec, X1: Any, X2: Any, weights: Mapping[str, Any], 
     Examples
     --------
     >>> spec = at.AttentionSpec(n=3, d_model=4)
-    >>> rng = np.random.default_rng(0)
-    >>> weights = {name: rng.standard_normal(spec.shapes[name]) for name in spec.parameter_names}
-    >>> X1, X2 = rng.standard_normal((2, 3, 4))
+    >>> drawn = at.numeric.random_inputs(spec, seed=0, batch=(2,))
+    >>> weights = {name: drawn[name] for name in spec.parameter_names}
+    >>> X1, X2 = drawn["X"]
     >>> c = contrast(spec, X1, X2, weights)
     >>> c.mlp_identical, c.attention_identical, c.attention_distance > 0
     (True, False, True)

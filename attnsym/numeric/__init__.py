@@ -12,6 +12,8 @@ validated against (:func:`attnsym.validate`) and as the engine for long sequence
   :func:`rope_rotation`, :func:`apply_rope`, :func:`alibi_slopes`, :func:`alibi_bias`
   (:mod:`~attnsym.numeric.positions`); :func:`gelu`, :func:`gelu_tanh`
   (:mod:`~attnsym.numeric.activations`).
+* :func:`random_inputs` — random ``X``, weights, biases and ``G`` for a spec, the one sampling rule
+  (:mod:`~attnsym.numeric.sampling`).
 * :func:`array_namespace` — which library runs a call (see :mod:`attnsym.numeric.backend`).
 * :func:`causal_decode` — token-by-token causal decoding with or without a K/V cache
   (:mod:`attnsym.numeric.kvcache`); :func:`conv1d` — the convolution twin used to contrast
@@ -26,6 +28,7 @@ from .forward import AUTO_BLOCKWISE_N, BLOCK_ELEMENTS, DEFAULT_BLOCK_SIZE, atten
 from .jacobians import softmax_jacobian
 from .kvcache import DecodeResult, causal_decode
 from .positions import alibi_bias, alibi_slopes, apply_rope, rope_frequencies, rope_rotation, sinusoidal_positions
+from .sampling import random_inputs
 
 __all__ = [
     "AUTO_BLOCKWISE_N",
@@ -43,6 +46,7 @@ __all__ = [
     "cupy_usable",
     "gelu",
     "gelu_tanh",
+    "random_inputs",
     "rope_frequencies",
     "rope_rotation",
     "scores",

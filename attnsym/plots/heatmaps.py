@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ShapeError
-from ..numeric import attention
+from ..numeric import attention, random_inputs
 from ..spec import AttentionSpec
 from ._base import as_numpy, new_figure
 
@@ -146,9 +146,10 @@ def attention_heatmap(
 def random_attention(spec: Any = None, *, seed: int = 0, input_seed: int | None = None) -> tuple[np.ndarray, list[str]]:
     """Attention weights of every head for random weights and inputs, computed by :mod:`attnsym.numeric`.
 
-    Weights are drawn with ``seed`` (entries ``N(0, 1/fan_in)``), the input ``X ~ N(0, 1)`` with
-    ``input_seed`` (default ``seed``): the same ``seed`` with two ``input_seed`` values gives two
-    inputs through the same weights.
+    The inputs come from :func:`attnsym.numeric.random_inputs`: weights and biases drawn with
+    ``seed`` (entries ``N(0, 1/fan_in)``), the input ``X ~ N(0, 1)`` with ``input_seed`` (default
+    ``seed``): the same ``seed`` with two ``input_seed`` values gives two inputs through the same
+    weights.
 
     Returns
     -------
@@ -166,12 +167,8 @@ def random_attention(spec: Any = None, *, seed: int = 0, input_seed: int | None 
     True
     """
     spec = spec if spec is not None else AttentionSpec(n=6, d_model=8, heads=2)
-    rng = np.random.default_rng(seed)
-    shapes = spec.shapes
-    W = {name: rng.standard_normal(shapes[name]) / math.sqrt(shapes[name][0]) for name in spec.parameter_names
-         if name.startswith("W_")}
-    X = np.random.default_rng(seed if input_seed is None else input_seed + 7919).standard_normal(shapes["X"])
-    _, A = attention(X, W["W_Q"], W["W_K"], W["W_V"], W.get("W_O"), spec=spec)
+    values = random_inputs(spec, seed, input_seed=input_seed)
+    _, A = attention(values["X"], spec=spec, **{name: values[name] for name in spec.parameter_names})
     tokens = ["the", "cat", "sat", "on", "the", "mat", "and", "purred"]
     labels = tokens[: spec.n] if spec.n <= len(tokens) else [str(i + 1) for i in range(spec.n)]
     return np.asarray(A), labels

@@ -15,6 +15,7 @@ import itertools
 import numpy as np
 import sympy as sp
 
+from ...numeric.sampling import random_inputs
 from ...spec import AttentionSpec
 from ...testing import TOLERANCES
 from .._evidence import CheckContext, Evidence
@@ -40,7 +41,8 @@ def _close(a, b) -> bool:
 
 
 def _random_weights(rng: np.random.Generator, spec: AttentionSpec) -> dict[str, np.ndarray]:
-    return {name: rng.standard_normal(spec.shapes[name]) / np.sqrt(spec.shapes[name][0]) for name in spec.parameter_names}
+    values = random_inputs(spec, int(rng.integers(2**32)))  # the one sampling rule, seeded from the claim's stream
+    return {name: values[name] for name in spec.parameter_names}
 
 
 def _distance_equation():
