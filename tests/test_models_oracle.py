@@ -99,6 +99,8 @@ def test_gpt2_matches_transformers_with_causal_mask_and_padding(scale_by_layer, 
     ids, mask = _ids(routes)
     assert mask.min() == 0
     assert _compare(routes, hf, ids, mask) <= TOL
+    c = m.contrast(texts[0], texts[1], "apple")  # words found through byte-level pieces (offsets include the space)
+    assert [w.text for w in c.words] == ["apple", "apples"] and c.weights_identical
     for r in routes:
         upper = np.triu(np.ones((r.n, r.n), dtype=bool), 1)
         assert np.all(r.attention[..., upper] == 0.0)  # causal: no query reads a later key

@@ -105,6 +105,9 @@ class Route:
         for positions in groups.values():
             start = min(self.offsets[p][0] for p in positions)
             end = max(self.offsets[p][1] for p in positions)
+            span = self.text[start:end]  # byte-level BPE (GPT-2) offsets include the space before a word
+            start += len(span) - len(span.lstrip())
+            end -= len(span) - len(span.rstrip())
             out.append(Word(self.text[start:end], start, end, tuple(positions)))
         return tuple(out)
 
