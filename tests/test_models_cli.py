@@ -62,13 +62,29 @@ def test_route_refuses_existing_files_and_bad_input(written, capsys):
     assert not (out / "new").exists()  # nothing is written before every check passed
 
 
-def test_tour_section_leads_the_tour_with_the_apple_contrast(tmp_path):
-    from attnsym.cli import tour
-    from attnsym.cli.route import tour_section
+def test_tour_section_leads_the_tour_with_the_apple_contrast(tmp_path, monkeypatch):
+    # the files themselves are what test_route_writes_graphs_figures_and_report checks; here: what the tour asks for
+    from attnsym.cli import route, tour
+    from attnsym.models import evidence
 
-    minilm()
     assert tour.STEPS[0][1] is tour._real_model and tour.SECTIONS[0][0] == "real-model"
-    written = tour_section(tmp_path)
-    names = [rel for rel, _ in written.entries]
-    assert "contrast.png" in names and "report.md" in names and not any("/graphs/" in n for n in names)
-    assert "'Apple'" in written.facts["summary"] and "identical" in written.facts["summary"]
+    calls = []
+
+    def fake_write_route(folder, model, texts, token, **options):
+        calls.append((folder, model.name, list(texts), token, options))
+        result = route.RouteFiles(folder)
+        result.facts.update(words=["Apple", "apples"], mean_role_distance=0.28, max_role_distance=0.8,
+                            most_different=(0, 3), weights_identical=True)
+        return result
+
+    monkeypatch.setattr(route, "write_route", fake_write_route)
+    minilm()
+    written = route.tour_section(tmp_path)
+    assert calls == [(tmp_path, "all-MiniLM-L6-v2", list(evidence.APPLE[:2]), "apple", {"graphs": False, "overwrite": False})]
+    assert "'Apple'" in written.facts["summary"] and "layer 1 head 4" in written.facts["summary"]
+    evidence.packaged_model.cache_clear()
+    monkeypatch.setattr(evidence, "available", lambda: [])
+    try:
+        assert route.tour_section(tmp_path / "none") is None  # no model installed: the tour has no such section
+    finally:
+        evidence.packaged_model.cache_clear()
