@@ -96,7 +96,7 @@ def test_position_figures_draw_the_claims_data():
     spec = at.AttentionSpec(n=1, d_model=32, positions="rope")
     np.testing.assert_allclose(fig.axes[0].get_lines()[0].get_ydata(), rope_decay_bound(spec, np.arange(41)))
     fig = plots.alibi_bias_figure(heads=5, n=6, show_heads=2)
-    assert [ax.get_title() for ax in fig.axes[:2]] == ["head 1: $m = 2^{-2}$", "head 2: $m = 2^{-4}$"]
+    assert [ax.get_title() for ax in fig.axes[:2]] == ["head 5: $m = 2^{-1}$", "head 1: $m = 2^{-2}$"]
     slopes = [line.get_ydata()[1] for line in fig.axes[3].get_lines()]  # the bias at distance 1, per head
     np.testing.assert_allclose(slopes, -at.numeric.alibi_slopes(5))
     fig = plots.rope_frequencies_figure(d_k=16, base=100, n=8)

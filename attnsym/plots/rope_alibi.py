@@ -79,7 +79,7 @@ def alibi_bias_figure(*, heads: int = 8, n: int = 16, show_heads: int = 4, weigh
     n : int, default 16
         Tokens (causal).
     show_heads : int, default 4
-        Bias matrices drawn (the steepest heads first).
+        Bias matrices drawn: those of the steepest heads, steepest first.
     weights : (heads, n) array, optional
         Mean attention weight at each distance per head (by default the weights of all-zero
         scores, ``∝ exp(−m_h k)``, the pure effect of the bias; the claim passes its measured ones).
@@ -87,14 +87,14 @@ def alibi_bias_figure(*, heads: int = 8, n: int = 16, show_heads: int = 4, weigh
     Returns
     -------
     matplotlib.figure.Figure
-        Top row: the causal bias matrix of the first ``show_heads`` heads. Bottom left: bias
+        Top row: the causal bias matrix of the ``show_heads`` steepest heads. Bottom left: bias
         against distance per head (slope ``−m_h``). Bottom right: mean weight against distance.
 
     Examples
     --------
     >>> fig = alibi_bias_figure(heads=3, n=4, show_heads=3)
-    >>> fig.axes[0].get_title()
-    'head 1: $m = 2^{-4}$'
+    >>> fig.axes[0].get_title()  # 3 heads: slopes 2^-4, 2^-8, 2^-2, the steepest first
+    'head 3: $m = 2^{-2}$'
     """
     from ..numeric import alibi_slopes
     from ..numeric.position_experiments import alibi_weights, weight_by_distance
@@ -113,15 +113,16 @@ def alibi_bias_figure(*, heads: int = 8, n: int = 16, show_heads: int = 4, weigh
     grid = fig.add_gridspec(2, show)
     i, j = np.arange(n)[:, None], np.arange(n)[None, :]
     exponents = spec.alibi_slope_exponents
-    for h in range(show):
-        ax = fig.add_subplot(grid[0, h])
+    steepest = sorted(range(heads), key=lambda h: -slopes[h])[:show]  # (for 2^k heads: heads 1, 2, …)
+    for col, h in enumerate(steepest):
+        ax = fig.add_subplot(grid[0, col])
         bias = np.where(j <= i, -slopes[h] * (i - j), np.nan)
-        image = ax.imshow(bias, cmap="viridis", interpolation="nearest", vmin=-slopes[0] * (n - 1), vmax=0)
+        image = ax.imshow(bias, cmap="viridis", interpolation="nearest", vmin=-slopes.max() * (n - 1), vmax=0)
         ax.set_title(rf"head {h + 1}: $m = 2^{{-{exponents[h]}}}$")
         ax.xaxis.get_major_locator().set_params(integer=True)
         ax.yaxis.get_major_locator().set_params(integer=True)
         ax.set_xlabel("key j")
-        if h == 0:
+        if col == 0:
             ax.set_ylabel("query i")
     fig.colorbar(image, ax=fig.axes[:show], shrink=0.8, label="bias (masked above the diagonal)")
     ax_bias = fig.add_subplot(grid[1, : max(1, show // 2)])
