@@ -45,8 +45,8 @@ def rope_frequencies_figure(*, d_k: int = 64, base: int = DEFAULT_POSITION_BASE,
     Examples
     --------
     >>> fig = rope_frequencies_figure(d_k=8, n=4)
-    >>> np.round(fig.axes[0].get_lines()[0].get_ydata(), 4)
-    array([1.e+00, 1.e-01, 1.e-02, 1.e-03])
+    >>> np.round(fig.axes[0].get_lines()[0].get_ydata(), 4).tolist()
+    [1.0, 0.1, 0.01, 0.001]
     """
     from ..numeric import rope_frequencies
 

@@ -25,7 +25,7 @@ from ...numeric.position_experiments import (
     rope_relative_scores,
     weight_by_distance,
 )
-from ...spec import AttentionSpec
+from ...spec import DEFAULT_POSITION_BASE, AttentionSpec
 from ...symbolic.positions import alibi_bias as exact_alibi_bias
 from ...symbolic.rope_proofs import prove_rope_relative, prove_shift_invariance
 from ...testing import TOLERANCES
@@ -35,7 +35,7 @@ from ..catalogue import builtin_claim, statement
 __all__ = ["check_alibi_recency", "check_rope_long_range_decay", "check_rope_relative", "check_rope_shift_invariance"]
 
 _TOL = TOLERANCES["float64"]
-#: RoFormer's setting for the decay figure (d = 128 rotated coordinates, base 10000)
+#: RoFormer's setting for the decay figure (d = 128 rotated coordinates, the default base)
 DECAY_D = 128
 SEE_ALSO_SHIFT = ("permutation-equivariance: without positions attention is permutation-equivariant; RoPE keeps only "
                   "the shift (translation) part of that symmetry",
@@ -43,7 +43,7 @@ SEE_ALSO_SHIFT = ("permutation-equivariance: without positions attention is perm
                   "output still depends on every token (no window), so the locality bias stays absent")
 
 
-def _sinusoidal_scores(X, W_Q, W_K, offset: int, base: int = 10000):
+def _sinusoidal_scores(X, W_Q, W_K, offset: int, base: int = DEFAULT_POSITION_BASE):
     from ...numeric import sinusoidal_positions
 
     n, d = X.shape
@@ -264,7 +264,8 @@ def check_rope_long_range_decay(ctx: CheckContext, *, subject: str = "bound") ->
                     f"the decay is not monotone: the bound has ripples (it increases at {increases} of 256 steps)",
                     "the bound covers the rotated coordinates; with rotary_pct < 1 the pass-through coordinates add "
                     "a distance-independent term",
-                    f"θ_i = 10000^(−2i/d) with d = {DECAY_D}, as in the paper; other bases move the curve"),
+                    f"θ_i = {spec.position_base}^(−2i/d) with d = {DECAY_D}, as in the paper; other bases move the "
+                    "curve"),
         details={"bound at 0, 10, 100, 256": [float(bound[i]) for i in (0, 10, 100, 256)],
                  "far/zero ratio": far, "increases": increases, "max |score| / Abel bound": ratio,
                  "std of random scores (near, far)": [near, far_std],
