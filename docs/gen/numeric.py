@@ -1,7 +1,7 @@
 """Generate the documentation page "Numeric backend" (numeric.md) at build time.
 
 Every table and number on the page is computed here by attnsym when the docs are built:
-the tolerance table from ``attnsym.testing.TOLERANCES``, the fully-masked-row example, the
+the tolerance table from ``attnsym.tolerances.TOLERANCES``, the fully-masked-row example, the
 memory of the blockwise path (tracemalloc) and a validation report.
 """
 
@@ -13,7 +13,8 @@ import numpy as np
 
 import attnsym as at
 from attnsym import numeric as nm
-from attnsym.testing import TOLERANCES
+from attnsym.numeric import _fast
+from attnsym.tolerances import TOLERANCES
 
 
 def _peak_mib(fn) -> float:
@@ -111,6 +112,23 @@ same code runs on every library and returns the caller's array type and dtype.
 - Only float32 and float64 are accepted (an integer array raises `ShapeError` with the
   conversion to use); all arrays of a call share one dtype; non-finite inputs raise `ShapeError`.
 
+## Bad numbers: one checking path
+
+`attention`, `attention_vjp`, `causal_decode`, `scores`, `softmax`, `softmax_jacobian`, `gelu` and
+`gelu_tanh` check their arrays through one module (`attnsym/numeric/_inputs.py`), with one message
+per kind of mistake naming the argument: integer, boolean, float16 or complex dtypes (a complex
+array is never truncated to its real part), NaN and ±inf (`softmax` lets `-inf` through: it means
+*masked*), masks that are not boolean (`0/1` integers, additive `0/-inf` floats: the message gives
+the conversion), and flags that are not booleans (`cache="no"` is refused, not read as true).
+
+Finite inputs can still produce numbers the dtype cannot hold — `X = [[1e155, 0], [0, 1]]` in
+float64 gives scores near 1e310, `1e20` in float32 scores near 1e40. attnsym never returns the
+silent NaN rows that softmax would make of them: the scores are bounded first by
+`c·d_k·max|Q|·max|K|` (one pass over `Q` and `K`), and only when the bound exceeds the dtype's range
+are they formed block by block; if an allowed score really overflows, a `ShapeError` says so and
+names the magnitudes of `X`, `Q` and `K`. Outputs (`Y = Z W_O`) and every gradient are checked the
+same way. A scale of `sympy.nan`, a complex scale or `10**400` is a `SpecError`.
+
 The standard lacks two operations, dispatched once in `attnsym/numeric/backend.py`: `erf`
 (SciPy, CuPy's `cupyx.scipy.special`, `torch.erf`) for `gelu`, and an in-place `exp` that saves
 one n × n buffer.
@@ -157,20 +175,46 @@ above the diagonal are skipped.
   is {nm.DEFAULT_BLOCK_SIZE} rows for one head without batch dimensions, halved until
   batch·heads·block² ≤ {nm.BLOCK_ELEMENTS:,} scores (`BLOCK_ELEMENTS`, 16 MiB in float32): few, large
   matrix products, with the memory bounded whatever the batch and head counts.
-- `attention_vjp` uses the blockwise backward when `block_size=` is given or `n` exceeds one default
-  block; below that the plain backward, which keeps the forward's weights, is faster at the same
-  order of memory.
+- `attention_vjp` uses the blockwise backward when `block_size=` is given, when `n` exceeds one
+  default block, or — for NumPy arrays — from `n >= {nm.AUTO_BLOCKWISE_N}`; below that the plain
+  backward, which keeps the forward's weights, is faster at the same order of memory.
 - It equals the plain path within float rounding, forward and backward (tested with hypothesis
   over sizes, block sizes, masks, heads and batch dimensions).
 
 {memory_example()}
 
-Timings and memory at n up to 65536 against PyTorch are on the [benchmarks](benchmarks.md) page.
+## Speed on NumPy: the fast path
+
+For NumPy arrays the blockwise forward and backward run in `attnsym/numeric/_fast.py`, which
+computes the same result with fewer passes over each block of scores and uses every core:
+
+- **the shift goes into the matrix product.** With `u_i = c·‖q_i‖·max_j ‖k_j‖ ≥ max_j S_ij`
+  (Cauchy–Schwarz), the product `[c·Q, −u] [K, 1]ᵀ = S − u` needs no separate maximum or
+  subtraction, and `exp` of it never exceeds 1 — so there is no running maximum and no
+  rescaling between key blocks;
+- **the row sums come out of the product** `P [V, 1] = [P V, ℓ]`;
+- **the backward folds its shifts too**: `[c·Q, −L] [K, 1]ᵀ = S − L` gives the weights in one `exp`
+  pass, and `[dZ, −D] [V, 1]ᵀ = dA − D` makes `dS = A ⊙ (dA − D)` one in-place product;
+- blocks of {_fast.FAST_BLOCK[0]} queries × {_fast.FAST_BLOCK[1]} keys (1 MiB of float32 scores,
+  the L2 cache of one core here) run on a thread pool of as many threads as the process may use
+  cores, with BLAS set to one thread inside each worker (threadpoolctl), so the cores are not
+  oversubscribed. NumPy releases the GIL in its matrix products and `exp` loops.
+
+So the forward makes one element-wise pass over each block (`exp`) and the backward two (`exp`, a
+product), instead of four and six. The bound can be loose (large, nearly orthogonal `q` and `k`):
+a row whose shifted sum falls below {_fast.MIN_ROW_SUM:g} has its query block recomputed with the
+exact running maximum, so the precision never depends on the bound. The results equal the generic
+array-API code within the dtype's tolerance (`tests/test_fast.py`, and every blockwise test runs
+both); CuPy and PyTorch arrays take the generic code.
+
+Timings and memory at n up to 65536 against PyTorch's flash kernel are on the
+[benchmarks](benchmarks.md) page.
 
 ## Tolerances
 
-One table, `attnsym.testing.TOLERANCES`, used by `attnsym.validate`, `assert_views_agree` and the
-tests: a numeric value `a` agrees with a reference `b` when `|a − b| ≤ atol + rtol·|b|`.
+One table, `attnsym.tolerances.TOLERANCES` (re-exported as `attnsym.testing.TOLERANCES`), used by
+`attnsym.validate`, `assert_views_agree`, the claims and the tests: a numeric value `a` agrees
+with a reference `b` when `|a − b| ≤ atol + rtol·|b|`.
 
 {tolerance_table()}
 
