@@ -141,3 +141,26 @@ def test_write_page_never_overwrites_silently(tmp_path):
     write_page(data, path, overwrite=True)
     with pytest.raises(SpecError, match="PageData"):
         render_page({"title": "x"})
+
+
+def test_result_types_display_themselves_in_jupyter(toy):
+    import xml.etree.ElementTree as ET
+
+    from attnsym._html import heatmap_svg, sequential
+
+    ev = verify("softmax-jacobian", quick=True)
+    shown = ev._repr_html_()
+    assert ev.claim in shown and ev.verdict in shown and "$$" in shown
+    spec = AttentionSpec(n=3, d_model=4)
+    rng = np.random.default_rng(0)
+    weights = {name: rng.standard_normal(spec.shapes[name]) for name in spec.parameter_names}
+    X1, X2 = rng.standard_normal((2, 3, 4))
+    c = graphs.contrast(spec, X1, X2, weights, tokens=["a", "<b>", "c"])
+    shown = c._repr_html_()
+    assert "&lt;b&gt;" in shown and "<b>" not in shown and shown.count("<svg") == 2
+    svg = heatmap_svg(c.A1, ["a", "<b>", "c"], title="x")
+    root = ET.fromstring(svg)
+    cells = root.findall("{http://www.w3.org/2000/svg}rect")
+    assert [float(r.get("data-w")) for r in cells] == c.A1.ravel().tolist()
+    assert [r.get("fill") for r in cells] == [sequential(w) for w in c.A1.ravel()]
+    assert (sequential(-1), sequential(2)) == (sequential(0), sequential(1))

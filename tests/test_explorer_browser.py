@@ -233,3 +233,15 @@ def test_phone_width_has_no_horizontal_scroll(page):
         headless.load(driver, page)
         wide = driver.execute_script("return document.documentElement.scrollWidth")
         assert wide <= 390
+
+
+def test_the_page_and_python_colour_a_heatmap_alike(browser):
+    """The page's JavaScript colour scale and attnsym._html.sequential (used by _repr_html_) are one scale."""
+    from attnsym._html import sequential
+
+    _choose(browser, "pick-head", 0)
+    cells = _cells(browser)
+    assert cells and all(fill == sequential(float(w)) for _, _, w, fill in cells)
+    _choose(browser, "pick-head", "max")
+    assert all(fill == sequential(float(w)) for _, _, w, fill in _cells(browser))
+    _choose(browser, "pick-head", 0)

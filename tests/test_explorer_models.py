@@ -128,3 +128,12 @@ def test_hover_shows_the_models_weights_in_chromium(full_page):
         assert cols == [f"{w:.3f}" for w in A[3, 7, :, k]]
         assert [u for u in headless.requests_made(driver) if not u.startswith(("file:", "data:", "blob:"))] == []
         assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+
+
+def test_routes_and_contrasts_display_themselves_in_jupyter(model):
+    r = model.route("I like apples")
+    shown = r._repr_html_()
+    assert shown.count("<svg") == r.layers and "[CLS]" in shown
+    c = model.contrast("the Apple phone", "I like apples", "apple")
+    shown = c._repr_html_()
+    assert "role distance" in shown and shown.count("<rect") == c.role_distance.size

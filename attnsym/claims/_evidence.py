@@ -14,6 +14,7 @@ from typing import Any, Literal
 import numpy as np
 import sympy as sp
 
+from .._html import evidence_html
 from ..errors import AttnsymError
 
 __all__ = [
@@ -144,6 +145,9 @@ class Evidence:
         if self.verdict == self.expected:
             return True
         return self.expected == "holds" and self.verdict == "holds-under-conditions"
+
+    def _repr_html_(self) -> str:
+        return evidence_html(self, sp.latex)
 
 
 @dataclass(frozen=True)

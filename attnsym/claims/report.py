@@ -220,6 +220,9 @@ class Report:
     markdown: str
     files: dict[str, bytes]
 
+    def _repr_markdown_(self) -> str:
+        return self.markdown
+
 
 def _render_figure(build, fmt: str) -> bytes:
     from ..plots import figure_to_bytes

@@ -20,6 +20,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from .._html import contrast_html
 from ..errors import ShapeError, SpecError
 from ..spec import AttentionSpec
 from ._arrays import to_numpy
@@ -96,6 +97,9 @@ class Contrast:
             "head_distances": list(self.head_distances),
             "changes": [c.as_dict() for c in self.changes],
         }
+
+    def _repr_html_(self) -> str:
+        return contrast_html(self)
 
 
 def dense_weight(weights: Mapping[str, Any], spec: AttentionSpec) -> np.ndarray:

@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import one_of, positive_int
+from .._html import token_contrast_html
 from ..graphs.metrics import row_entropy
 from .errors import TextError, TokenNotFoundError
 from .route import Route, Word
@@ -259,6 +260,9 @@ class TokenContrast:
             "role_distance": self.role_distance.tolist(), "entropy": [e.tolist() for e in self.entropy],
             "weights_identical": self.weights_identical, "most_different": list(self.most_different()),
         }
+
+    def _repr_html_(self) -> str:
+        return token_contrast_html(self)
 
 
 def _rows(route: Route, word: Word, pieces: str) -> np.ndarray:

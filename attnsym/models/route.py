@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from .._html import route_html
+
 __all__ = ["Route", "Word"]
 
 
@@ -139,3 +141,6 @@ class Route:
         if hidden_states:
             out["hidden_states"] = self.hidden_states.tolist()
         return out
+
+    def _repr_html_(self) -> str:
+        return route_html(self)
