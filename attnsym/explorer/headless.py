@@ -142,14 +142,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m attnsym.explorer.headless",
                                      description="Write the explorer's screenshots and report its size and load time.")
     parser.add_argument("folder", type=Path, help="where the screenshots go (e.g. docs/images)")
-    parser.add_argument("--page", type=Path, help="an existing page (default: build the tour's page)")
+    parser.add_argument("--page", type=Path, help="an existing page (default: build the tour's page, quick claims)")
     args = parser.parse_args(argv)
     page = args.page
-    if page is None:
-        from . import page_data, write_page
+    if page is None:  # the tour's page: the apple example on the packaged model (if installed), quick claims
+        from ..claims import verify_all
+        from . import write_tour_page
 
-        page = Path(tempfile.mkdtemp()) / "explorer.html"
-        write_page(page_data(quick=True), page)
+        page = write_tour_page(Path(tempfile.mkdtemp()) / "explorer.html", evidence=verify_all(quick=True),
+                               seed=0, quick=True)
     with chromium() as driver:
         seconds = load(driver, page)
     written = screenshots(page, args.folder)

@@ -437,8 +437,11 @@
 
   // ------------------------------------------------------------------ start
   function start() {
+    var timings = { parsed: performance.now() };
     renderDerivations();
+    timings.derivations = performance.now();
     renderClaims();
+    timings.claims = performance.now();
     [["pick-input", "input"], ["pick-layer", "layer"], ["pick-head", "head"], ["pick-view", "view"]].forEach(function (p) {
       byId(p[0]).addEventListener("change", function (ev) {
         var v = ev.target.value;
@@ -457,6 +460,8 @@
     }
     var meta = byId("meta");
     Object.keys(DATA.meta).forEach(function (k) { meta.appendChild(el("span", { text: k + ": " + DATA.meta[k] })); });
+    timings.ready = performance.now();
+    window.attnsymExplorer.timings = timings;  // milliseconds since navigation started
     document.body.setAttribute("data-ready", "true");
   }
   window.attnsymExplorer = { state: state, render: renderRouting, svgText: svgText, select: selectToken };
