@@ -12,10 +12,6 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..explorer import page_data, write_page
-from ..explorer.real import model_routing
-from ..models import load
-
 __all__ = ["add_parser", "run"]
 
 _DESCRIPTION = """\
@@ -63,6 +59,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
+    # imported here, as every sub-command does: the explorer pulls in the claims and the models,
+    # seconds of imports that `attnsym --help` must not pay
+    from ..explorer import page_data, write_page
+    from ..explorer.real import model_routing
+    from ..models import load
+
     if args.output.exists() and not args.force:  # before any work: say so at once
         from ..errors import OverwriteError
 

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 from .._io import atomic_write, refuse_existing, staged_directory
-from ..explorer import write_tour_page
 
 __all__ = ["SECTIONS", "TourEntry", "TourResult", "write_tour"]
 
@@ -325,6 +324,8 @@ def write_tour(folder: str | Path = "attnsym-tour", *, seed: int = 0, quick: boo
         result = tour.result
         summary = summary_lines(result)
         atomic_write(stage / "index.md", _index_markdown(result), overwrite=force)
+        from ..explorer import write_tour_page  # lazy, as every step's import: `attnsym --help` stays fast
+
         write_tour_page(stage / "index.html", evidence=tour.evidence, seed=seed, quick=quick, summary=summary,
                         files=[(e.path, e.what) for e in result.entries] + [("index.md", "this index as Markdown")],
                         overwrite=force)
