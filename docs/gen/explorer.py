@@ -81,7 +81,8 @@ Below: {real}the toy spec (two random inputs through the same random weights), a
 `attnsym.explorer` wrote it while these docs were built
 ([open it alone](explorer/apple.html)).
 
-<iframe src="explorer/apple.html" title="attnsym explorer" style="width:100%;height:900px;border:1px solid #ddd"></iframe>
+<!-- the page is served as explorer/index.html, so the frame's address is relative to explorer/ -->
+<iframe src="apple.html" title="attnsym explorer" style="width:100%;height:900px;border:1px solid #ddd"></iframe>
 
 ## Screenshots
 
@@ -101,7 +102,7 @@ Claims with their evidence, and the derivations typeset.
 
 At a phone's width:
 
-<img src="images/explorer-phone.png" alt="Phone width" width="320">
+![Phone width](images/explorer-phone.png)
 
 ## Tested in a real browser
 
