@@ -206,8 +206,9 @@ class AttentionSpec(PositionConventions):
     n: int
     d_model: int
     heads: int = 1
-    d_k: int | None = None
-    d_v: int | None = None
+    # None means 'derive it': __post_init__ always stores an int, so readers see an int
+    d_k: int = None  # type: ignore[assignment]
+    d_v: int = None  # type: ignore[assignment]
     causal: bool = False
     mask: Any = None
     scale: Any = "sqrt"
@@ -387,7 +388,7 @@ class AttentionSpec(PositionConventions):
             parts.append("causal")
         if self.mask is not None:
             parts.append("explicit mask")
-        scale = {"sqrt": "scale 1/sqrt(d_k)", "none": "unscaled"}.get(self.scale) if isinstance(self.scale, str) \
+        scale = {"sqrt": "scale 1/sqrt(d_k)", "none": "unscaled"}[self.scale] if isinstance(self.scale, str) \
             else f"scale {self.scale}"
         parts.append(scale)
         if self.bias:

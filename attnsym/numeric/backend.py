@@ -66,19 +66,19 @@ def _named_namespace(name: str) -> ModuleType:
         return xp
     if name == "torch":
         try:
-            import array_api_compat.torch as xp
+            import array_api_compat.torch as xp_torch
         except ImportError as exc:
             raise BackendError(f"backend='torch' needs PyTorch, which does not import here ({exc})") from None
-        return xp
+        return xp_torch
     if name == "cupy":
         ok, why = cupy_usable()
         if not ok:
             warnings.warn(f"backend='cupy' was asked for but CuPy cannot run here ({why}); using NumPy instead",
                           RuntimeWarning, stacklevel=3)
             return _named_namespace("numpy")
-        import array_api_compat.cupy as xp
+        import array_api_compat.cupy as xp_cupy
 
-        return xp
+        return xp_cupy
     raise BackendError(f"backend must be one of {BACKENDS} or None (got {name!r})")
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
+from .._typing import Array
 from ..errors import ShapeError
 from ..spec import AttentionSpec
 from . import _fast
@@ -56,10 +57,10 @@ def _bias_grad(xp: ModuleType, dM, like):
 
 
 def attention_vjp(
-    X, W_Q, W_K, W_V, G, W_O=None, *,
-    b_Q=None, b_K=None, b_V=None, b_O=None,
+    X: Array, W_Q: Array, W_K: Array, W_V: Array, G: Array, W_O: Array | None = None, *,
+    b_Q: Array | None = None, b_K: Array | None = None, b_V: Array | None = None, b_O: Array | None = None,
     spec: AttentionSpec | None = None,
-    heads: int = 1, causal: bool = False, mask=None, scale: Any = "sqrt", positions: str | None = None,
+    heads: int = 1, causal: bool = False, mask: Any = None, scale: Any = "sqrt", positions: str | None = None,
     block_size: int | None = None, backend: str | None = None,
 ) -> dict[str, Any]:
     """Gradients of ``⟨G, Y⟩`` with respect to ``X`` and every weight and bias.

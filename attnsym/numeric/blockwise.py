@@ -83,6 +83,7 @@ def blockwise_core(layer: BoundLayer, Q, K, V, block_size: int, key_block_size: 
                 ell = alpha * ell + xp.sum(P, axis=-1, keepdims=True)
                 acc = alpha * acc + PV
             m = m_new
+        assert m is not None and ell is not None  # every query block sees at least one key block (n >= 1)
         shift = xp.where(xp.isfinite(m), m, 0.0)
         seen = ell > 0
         Z_blocks.append(acc / xp.where(seen, ell, 1.0))

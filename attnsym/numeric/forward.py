@@ -26,6 +26,7 @@ from typing import Any
 import array_api_compat
 
 from .._checks import boolean, is_int, positive_real
+from .._typing import Array
 from ..errors import ShapeError, SpecError
 from ..spec import AttentionSpec
 from . import blockwise
@@ -144,12 +145,12 @@ def softmax(S, allowed=None, axis: int = -1):
 
 # ---------------------------------------------------------------------------- the layer
 def attention(
-    X, W_Q, W_K, W_V, W_O=None, *,
-    b_Q=None, b_K=None, b_V=None, b_O=None,
+    X: Array, W_Q: Array, W_K: Array, W_V: Array, W_O: Array | None = None, *,
+    b_Q: Array | None = None, b_K: Array | None = None, b_V: Array | None = None, b_O: Array | None = None,
     spec: AttentionSpec | None = None,
-    heads: int = 1, causal: bool = False, mask=None, scale: Any = "sqrt", positions: str | None = None,
+    heads: int = 1, causal: bool = False, mask: Any = None, scale: Any = "sqrt", positions: str | None = None,
     return_weights: bool = True, block_size: int | None = None, backend: str | None = None,
-):
+) -> Any:
     """Forward pass of a (multi-head) self-attention layer on NumPy, CuPy or PyTorch arrays.
 
     Parameters

@@ -360,8 +360,12 @@ def dot_product_moments(
     return sample_statistic(sampler, n_samples, seed=seed, workers=workers, block=block, progress=progress)
 
 
+#: dimensions of the score-variance experiment by default: 1, 2, 4, …, 4096
+_DEFAULT_DIMS = tuple(2**k for k in range(13))
+
+
 def score_variance(
-    d: Sequence[int] = tuple(2**k for k in range(13)),
+    d: Sequence[int] = _DEFAULT_DIMS,
     samples: int | None = None,
     *,
     seed: Any = 0,
@@ -418,7 +422,7 @@ def score_variance(
     darr = np.array(dims, dtype=np.int64)
     unscaled, se_u = np.array(est), np.array(se)
     scaled, se_s = unscaled / darr, se_u / darr
-    return {
+    out: dict[str, Any] = {
         "d": darr,
         "samples": np.array(counts, dtype=np.int64),
         "unscaled": unscaled,
@@ -431,6 +435,7 @@ def score_variance(
         "exact_scaled": np.ones(len(dims)),
         "z": np.float64(z),
     }
+    return out
 
 
 def score_entry_moments(
