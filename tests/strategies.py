@@ -55,3 +55,36 @@ def row_stochastic(draw, min_n: int = 1, max_n: int = 6, zeros: bool = True) -> 
         M[rng.random((n, n)) < draw(st.sampled_from([0.0, 0.3, 0.7]))] = 0.0
         M[np.arange(n), rng.integers(0, n, n)] += 0.1  # every row keeps a non-zero weight
     return M / M.sum(axis=1, keepdims=True)
+
+
+#: strings a graph file must survive (or be refused at export): whitespace, markup, quotes, control
+#: characters, lone surrogates, the names the formats use themselves
+HOSTILE_TEXT = st.one_of(
+    st.sampled_from(["", " ", "a\nb", "\t", "a\r\nb", "<b>&amp;</b>", '"', "'", "\\", "\\n", "\x00", "\x1f", "\ud800",
+                     "\ufffe", "id", "source", "target", "key", "label", "viz", "weight", "edges", "nodes", "-1", "01",
+                     "1e5", "nan", "true", "->", "--", "{", "}", ";", "é", "𝔸", "\u202e"]),
+    st.text(max_size=6),
+)
+#: attribute values: booleans, huge and small integers, floats including non-finite ones, hostile text
+HOSTILE_VALUES = st.one_of(
+    st.booleans(), st.integers(min_value=-(10**30), max_value=10**30), st.integers(-3, 3),
+    st.floats(allow_nan=True, allow_infinity=True), st.sampled_from([0.1, -0.0, 5e-324, 1.7976931348623157e308]),
+    HOSTILE_TEXT,
+)
+
+
+@st.composite
+def hostile_graphs(draw, max_nodes: int = 5):
+    """Small directed graphs with hostile ids, attribute names and values (for export round trips)."""
+    import networkx as nx
+
+    G = nx.DiGraph()
+    ints = draw(st.booleans())
+    ids = draw(st.lists(st.integers(-(10**20), 10**20) if ints else HOSTILE_TEXT, max_size=max_nodes, unique=True))
+    for node in ids:
+        G.add_node(node, **draw(st.dictionaries(HOSTILE_TEXT, HOSTILE_VALUES, max_size=2)))
+    if len(ids) > 1:
+        for u, v in draw(st.lists(st.tuples(st.sampled_from(ids), st.sampled_from(ids)), max_size=6)):
+            G.add_edge(u, v, **draw(st.dictionaries(HOSTILE_TEXT, HOSTILE_VALUES, max_size=2)))
+    G.graph.update(draw(st.dictionaries(HOSTILE_TEXT, HOSTILE_VALUES, max_size=2)))
+    return G

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from attnsym import OverwriteError
+from attnsym import FileFormatError, OverwriteError
 from attnsym.graphs import GraphFormatError, export, layered_graph, mlp_graph, read, routing_graph
 
 FORMATS = (".graphml", ".gexf", ".json", ".dot")
@@ -114,7 +114,7 @@ def test_format_errors(tmp_path):
     assert_same_graph(read(export(mixed, tmp_path / "mixed.dot")), mixed)
     with pytest.raises(GraphFormatError, match="multigraphs are not supported"):
         export(nx.MultiDiGraph([(0, 1)]), tmp_path / "m.json")
-    with pytest.raises(FileNotFoundError, match="no graph file"):
+    with pytest.raises(FileFormatError, match="no graph file"):
         read(tmp_path / "missing.graphml")
 
 

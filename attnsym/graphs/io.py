@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import numbers
 import os
 import re
@@ -40,11 +41,13 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+import defusedxml.ElementTree as DefusedET
 import networkx as nx
 import numpy as np
+from defusedxml import DefusedXmlException
 
-from .._io import atomic_write
-from ..errors import AttnsymError
+from .._io import atomic_write, refuse_existing
+from ..errors import FileFormatError
 
 __all__ = ["FORMATS", "GraphFormatError", "export", "read"]
 
@@ -54,8 +57,8 @@ _XML_BAD = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")
 _GEXF_TAG = "attnsym:"
 
 
-class GraphFormatError(AttnsymError, ValueError):
-    """A graph cannot be written to (or read from) a format exactly."""
+class GraphFormatError(FileFormatError):
+    """A graph cannot be written to (or read from) a format exactly; the message names the node, attribute or file."""
 
 
 # --------------------------------------------------------------------------- sanitising
@@ -143,6 +146,61 @@ def _check_text_ids(H: nx.Graph, fmt: str) -> None:
         )
 
 
+#: attribute names a format uses for itself (they would be dropped or misread on the way back)
+_RESERVED = {
+    "json": {"node": {"id"}, "edge": {"source", "target", "key"}, "graph": set()},
+    "gexf": {"node": {"id", "key", "viz", "start", "end", "spells", "pid"}, "edge": {"viz", "start", "end", "spells", "key"},
+             "graph": set()},
+    "graphml": {"node": set(), "edge": set(), "graph": set()},
+    "dot": {"node": set(), "edge": set(), "graph": set()},
+}
+
+
+def _check_storable(H: nx.Graph, fmt: str) -> None:
+    """Refuse, naming the node or attribute, anything ``fmt`` could not give back exactly."""
+    xml = fmt in ("graphml", "gexf")
+
+    def text_ok(text: str, where: str) -> None:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise GraphFormatError(f"{where} contains a lone surrogate ({text!r}), which a UTF-8 file cannot hold") from None
+        if xml and _XML_BAD.search(text):
+            raise GraphFormatError(f"{where} contains a control character {fmt} (XML) cannot hold: {text!r}")
+
+    def value_ok(value: Any, where: str) -> None:
+        if isinstance(value, str):
+            text_ok(value, where)
+        elif isinstance(value, float) and not math.isfinite(value) and fmt in ("json", "dot"):
+            raise GraphFormatError(f"{where} is {value!r}; {fmt} has no standard spelling for NaN or infinity "
+                                   "(GraphML has: use a .graphml file)")
+
+    def items_ok(domain: str, items, owner: str) -> None:
+        for key, value in items:
+            where = f"attribute {key!r} of {owner}"
+            text_ok(key, f"the name of {where}")
+            if key in _RESERVED[fmt][domain]:
+                raise GraphFormatError(f"{where}: {fmt} uses the {domain} attribute name {key!r} itself, so it would "
+                                       "not come back; rename it")
+            if fmt == "gexf" and domain == "edge" and key == "weight":
+                if isinstance(value, bool | str):
+                    raise GraphFormatError(f"{where} is {value!r}; GEXF stores edge weights as numbers")
+                if isinstance(value, int) and abs(value) > 2**53:
+                    raise GraphFormatError(f"{where} is {value}; GEXF stores edge weights as doubles, exact only "
+                                           "up to 2**53")
+            if fmt == "gexf" and (key == "label" or (domain == "edge" and key == "id")) and not isinstance(value, str):
+                raise GraphFormatError(f"{where} is {value!r}; GEXF stores {key}s as text, so it would come back a str")
+            value_ok(value, where)
+
+    items_ok("graph", H.graph.items(), "the graph")
+    for node, data in H.nodes(data=True):
+        if isinstance(node, str):
+            text_ok(node, f"node id {node!r}")
+        items_ok("node", data.items(), f"node {node!r}")
+    for u, v, data in H.edges(data=True):
+        items_ok("edge", data.items(), f"edge {u!r} -> {v!r}")
+
+
 # --------------------------------------------------------------------------- format choice
 def _format(path: Path, fmt: str | None) -> str:
     if fmt is not None:
@@ -200,7 +258,9 @@ def export(G: nx.Graph, path: str | os.PathLike, format: str | None = None, *, o
     """
     path = Path(path)
     fmt = _format(path, format)
+    refuse_existing(path, overwrite=overwrite)  # before the (possibly long) serialisation
     H = _sanitise(G)
+    _check_storable(H, fmt)
     if fmt == "graphml":
         _check_text_ids(H, "GraphML")
         text = _graphml_text(H)
@@ -208,7 +268,7 @@ def export(G: nx.Graph, path: str | os.PathLike, format: str | None = None, *, o
         _check_text_ids(H, "GEXF")
         text = _gexf_text(H)
     elif fmt == "json":
-        text = json.dumps(_node_link_data(H))
+        text = json.dumps(_node_link_data(H), allow_nan=False)
     else:
         text = _dot_text(H)
     return atomic_write(path, text, overwrite=overwrite)
@@ -230,7 +290,27 @@ def read(path: str | os.PathLike, format: str | None = None) -> nx.Graph:
     path = Path(path)
     fmt = _format(path, format)
     if not path.exists():
-        raise FileNotFoundError(f"no graph file at {str(path)!r}")
+        raise FileFormatError(f"no graph file at {str(path)!r}")
+    if not path.is_file():
+        raise FileFormatError(f"{path} is not a file")
+    try:
+        return _read(path, fmt)
+    except GraphFormatError as error:
+        raise GraphFormatError(f"{path}: {error}" if str(path) not in str(error) else str(error)) from error
+    except (ET.ParseError, DefusedXmlException) as error:
+        raise GraphFormatError(f"{path}: not well-formed {fmt} (XML) or uses entities/DTDs, which are refused: "
+                               f"{error}") from error
+    except json.JSONDecodeError as error:
+        raise GraphFormatError(f"{path}: not valid JSON: {error}") from error
+    except UnicodeDecodeError as error:
+        raise GraphFormatError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from error
+    except RecursionError:
+        raise GraphFormatError(f"{path}: nested too deeply to read") from None
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, nx.NetworkXError) as error:
+        raise GraphFormatError(f"{path}: not a {fmt} graph attnsym can read ({type(error).__name__}: {error})") from error
+
+
+def _read(path: Path, fmt: str) -> nx.Graph:
     if fmt == "graphml":
         try:
             return _int_ids(_read_simple_graphml(path))
@@ -274,7 +354,7 @@ def _xml_text(value: str, where: str) -> str:
     if _XML_BAD.search(value):
         raise GraphFormatError(f"{where} contains a control character XML cannot hold: {value!r}")
     return (value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-            .replace('"', "&quot;").replace("\r", "&#13;"))
+            .replace('"', "&quot;").replace("\r", "&#13;").replace("\n", "&#10;").replace("\t", "&#9;"))
 
 
 def _type_name(value: Any) -> str:
@@ -334,7 +414,7 @@ def _graphml_text(H: nx.Graph) -> str:
     def text(value: Any, where: str) -> str:
         kind = type(value)
         if kind is float:
-            return repr(value)
+            return repr(value) if math.isfinite(value) else _XSD_DOUBLE[repr(value)]
         if kind is bool:
             return "true" if value else "false"
         if kind is int:
@@ -363,6 +443,10 @@ def _graphml_text(H: nx.Graph) -> str:
     return "\n".join(head + body)
 
 
+#: XML Schema's spellings of the non-finite doubles (``float()`` reads them back)
+_XSD_DOUBLE = {"nan": "NaN", "inf": "INF", "-inf": "-INF"}
+
+
 class _NotSimple(Exception):
     """A GraphML feature the fast reader leaves to networkx (defaults, hyperedges, nested graphs, ports…)."""
 
@@ -380,7 +464,7 @@ def _read_simple_graphml(path: Path) -> nx.Graph:
     G: nx.Graph | None = None
     target: dict | None = None
     edges: list = []
-    for event, element in ET.iterparse(path, events=("start", "end")):
+    for event, element in DefusedET.iterparse(path, events=("start", "end"), forbid_dtd=True):
         tag = element.tag.rsplit("}", 1)[-1]
         if event == "start":
             if tag == "graph":
@@ -479,9 +563,10 @@ def _gexf_text(H: nx.Graph) -> str:
 
 
 def _read_gexf(path: Path) -> nx.Graph:
+    root = DefusedET.parse(path, forbid_dtd=True).getroot()  # entities and DTDs refused before networkx parses
     G = nx.read_gexf(path)
     meta = {}
-    for element in ET.parse(path).getroot().iter():
+    for element in root.iter():
         if element.tag.endswith("description") and (element.text or "").startswith(_GEXF_TAG):
             meta = json.loads(element.text[len(_GEXF_TAG):])
     G = _int_ids(G)
