@@ -208,6 +208,8 @@ def test_round_trip_property(tmp_path, nodes, weights):
         try:
             H = read(export(G, tmp_path / f"p{suffix}", overwrite=True))
         except GraphFormatError as error:  # GraphML and GEXF declare one type per attribute name
-            assert "mixes types" in str(error) and suffix in (".graphml", ".gexf")
+            text = str(error)  # and JSON / DOT have no standard spelling for infinity: refused, named
+            assert ("mixes types" in text and suffix in (".graphml", ".gexf")) or (
+                "no standard spelling for NaN or infinity" in text and suffix in (".json", ".dot", ".gv"))
             continue
         assert_same_graph(H, G)
