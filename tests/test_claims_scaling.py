@@ -167,3 +167,46 @@ def test_torch_mha_in_proj_xavier_variance_matches_the_table(variance):
     mha = torch.nn.MultiheadAttention(512, 8)
     row = {r["init"]: r for r in variance.details["real score variance (exact)"]}["xavier (torch MHA packed in_proj)"]
     assert float(mha.in_proj_weight.detach().var()) == pytest.approx(row["Var W"], rel=0.02)
+
+
+def test_saturation_reports_an_interval_for_every_statistic_and_measures_no_learning():
+    from attnsym.claims.builtin.scaling import check_softmax_saturation
+
+    ev = check_softmax_saturation(CheckContext(quick=True))
+    assert ev.verdict == "holds-under-conditions"
+    for row in ev.details["softmax statistics"]:
+        for key, value in row.items():
+            if key != "d" and not key.endswith("95% CI"):
+                lo, hi = row[f"{key} 95% CI"]
+                assert lo <= value <= hi, key
+    for row in ev.details["gradient reaching W_Q"]:
+        lo, hi = row["geometric-mean ratio 95% CI"]
+        assert lo <= row["geometric-mean ratio"] <= hi
+    assert any("NOT measured: that learning slows" in c for c in ev.conditions)
+    assert check_softmax_saturation(CheckContext(quick=True), saturating="scaled").verdict == "fails"
+
+
+def test_entropy_figure_uses_the_claims_experiment_fresh_draws_per_d():
+    import math
+
+    import numpy as np
+
+    from attnsym.plots.scaling import _entropy_data
+
+    for seed in (0, 1):
+        data = _entropy_data(None, n=16, seed=seed, quick=True)
+        assert np.all(np.diff(data["unscaled"]) < 0)  # monotone (one weight draw per d made it not)
+        assert data["unscaled"][0] < math.log(16) - 0.1  # d = 1 is not the uniform row
+
+
+def test_interval_helpers_by_hand():
+    import numpy as np
+
+    from attnsym.numeric.saturation import mean_interval, median_interval, wilson_interval
+
+    m, lo, hi = mean_interval(np.array([1.0, 2.0, 3.0, 4.0]))
+    assert m == 2.5 and hi - m == pytest.approx(1.959964 * np.std([1, 2, 3, 4], ddof=1) / 2, rel=1e-5)
+    p, lo, hi = wilson_interval(0, 20)
+    assert p == 0 and lo == pytest.approx(0, abs=1e-12) and hi == pytest.approx(0.1611, abs=1e-3)
+    med, lo, hi = median_interval(np.arange(101.0))
+    assert med == 50 and lo < 50 < hi

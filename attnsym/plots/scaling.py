@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ShapeError
-from ..graphs import row_entropy
-from ..numeric import attention, montecarlo
+from ..numeric import montecarlo
+from ..numeric.saturation import softmax_saturation
 from ._base import FIGSIZE, as_numpy, legend_below, new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -142,9 +142,9 @@ def entropy_figure(
         Dimensions.
     unscaled, scaled : array-like
         Mean row entropy (nats) of the attention matrix at each ``d``. Left out, they are
-        computed by the layers: random inputs ``X ~ N(0, I)`` and independent ``W_Q, W_K`` with
-        entries ``N(0, 1/d)`` (so q and k have unit-variance components), ``attnsym.numeric.attention`` for
-        the weights, ``attnsym.graphs.row_entropy`` for the entropy.
+        computed by the experiment of the claim ``softmax-saturation``
+        (:func:`attnsym.numeric.saturation.softmax_saturation`: fresh scores of unit-variance
+        q, k components for every row and every ``d``).
     n : int
         Number of keys (sets the maximum entropy ``log n`` drawn as a reference).
     max_weight_unscaled, max_weight_scaled : array-like, optional
@@ -197,22 +197,17 @@ def entropy_figure(
 
 
 def _entropy_data(d: Any, *, n: int, seed: int, quick: bool) -> dict[str, Any]:
-    """Mean row entropy and largest weight of random attention matrices, via numeric + graphs."""
+    """Mean row entropy and largest weight: the experiment of the claim softmax-saturation, not one of our own.
+
+    :func:`attnsym.numeric.saturation.softmax_saturation` draws fresh scores for every row and
+    every ``d`` (independent unit-variance q, k components), so no single weight draw shapes a curve.
+    """
     dims = [int(v) for v in np.atleast_1d(d)] if d is not None else [2**k for k in range(0, 11 if not quick else 9)]
-    trials = 8 if quick else 32
-    rng = np.random.default_rng(seed)
-    out: dict[str, list[float]] = {"unscaled": [], "scaled": [], "max_unscaled": [], "max_scaled": []}
-    for dim in dims:
-        X = rng.standard_normal((trials, n, dim))
-        # independent W_Q, W_K with entries N(0, 1/d): the components of q and k have mean 0, variance ~1
-        W_Q, W_K = rng.standard_normal((2, dim, dim)) / math.sqrt(dim)
-        W_V = np.eye(dim)
-        for key, scale in (("unscaled", "none"), ("scaled", "sqrt")):
-            _, A = attention(X, W_Q, W_K, W_V, scale=scale)
-            A = np.asarray(A)
-            out[key].append(float(np.mean([np.mean(row_entropy(a)) for a in A])))
-            out["max_" + key].append(float(np.mean(A.max(axis=-1))))
-    return {"d": np.array(dims), **{k: np.array(v) for k, v in out.items()}}
+    table = softmax_saturation(np.random.default_rng(seed), dims, rows=500 if quick else 4000, n=n)
+    return {"d": np.array(dims), "unscaled": np.array([r["entropy unscaled"] for r in table]),
+            "scaled": np.array([r["entropy scaled"] for r in table]),
+            "max_unscaled": np.array([r["max weight unscaled"] for r in table]),
+            "max_scaled": np.array([r["max weight scaled"] for r in table])}
 
 
 def saturation_gradient_figure(

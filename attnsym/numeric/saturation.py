@@ -1,0 +1,115 @@
+"""Softmax saturation without the 1/√d scaling, measured: the one experiment behind the claim and its figures.
+
+:func:`softmax_saturation` draws score rows ``q·k_j`` (``q, k_j`` with independent unit-variance
+components, :func:`attnsym.numeric.montecarlo.score_rows`) and reports, unscaled and scaled by
+``1/√d`` on the same draws, the largest weight, the row entropy and the Frobenius norm of the
+softmax Jacobian — each mean with a 95 % confidence interval, the Jacobian's median with a
+distribution-free interval. :func:`gradient_ratio` measures the gradient reaching ``W_Q`` for
+one query's loss, unscaled over scaled, per draw; its typical size is the geometric mean, with
+a t-interval on the log scale. ``attnsym.plots.entropy_figure`` and
+``attnsym.plots.saturation_gradient_figure`` draw these results; the claim
+``softmax-saturation`` judges them.
+
+>>> rows = softmax_saturation(np.random.default_rng(0), [1, 256], rows=400, n=16)
+>>> rows[-1]["max weight unscaled"] > 0.8 > rows[-1]["max weight scaled"]
+True
+"""
+
+from __future__ import annotations
+
+import math
+from statistics import NormalDist
+
+import numpy as np
+from scipy import stats
+
+from .backward import attention_vjp
+from .forward import softmax
+from .jacobians import softmax_jacobian
+from .montecarlo import score_rows
+from .softmax_search import softmax_entropy
+
+__all__ = ["gradient_ratio", "mean_interval", "median_interval", "softmax_saturation", "wilson_interval"]
+
+_Z95 = NormalDist().inv_cdf(0.975)
+
+
+def mean_interval(x: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
+    """Mean and its normal-approximation confidence interval ``mean ± z·sd/√N``."""
+    x = np.asarray(x, dtype=float)
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    m, se = float(x.mean()), float(x.std(ddof=1) / math.sqrt(x.size))
+    return m, m - z * se, m + z * se
+
+
+def median_interval(x: np.ndarray, level: float = 0.95) -> tuple[float, float, float]:
+    """Median and a distribution-free interval from order statistics (binomial ranks)."""
+    x = np.sort(np.asarray(x, dtype=float))
+    n = x.size
+    lo = int(stats.binom.ppf((1 - level) / 2, n, 0.5))
+    hi = int(stats.binom.isf((1 - level) / 2, n, 0.5))
+    return float(np.median(x)), float(x[max(lo - 1, 0)]), float(x[min(hi, n - 1)])
+
+
+def wilson_interval(successes: int, n: int, level: float = 0.95) -> tuple[float, float, float]:
+    """A proportion and its Wilson score interval."""
+    z = NormalDist().inv_cdf(0.5 + level / 2)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return p, max(0.0, min(p, centre - half)), min(1.0, max(p, centre + half))
+
+
+def softmax_saturation(rng: np.random.Generator, dims, *, rows: int, n: int = 16) -> list[dict]:
+    """Per ``d``: largest weight, entropy and ``‖J‖_F`` of softmax rows, unscaled and scaled, with 95 % intervals.
+
+    The same score draws are used for both scalings; a fresh draw for every ``d`` (never one
+    weight matrix shared by all rows).
+    """
+    uniform = math.sqrt(n - 1) / n  # ||diag(a) - a a^T||_F at a = 1/n
+    table = []
+    for d in dims:
+        S = score_rows(rng, rows, n, int(d))  # (rows, n)
+        row: dict = {"d": int(d)}
+        for key, c in (("unscaled", 1.0), ("scaled", 1 / math.sqrt(d))):
+            A = np.asarray(softmax(c * S))  # (rows, n)
+            J = np.linalg.norm(np.asarray(softmax_jacobian(A)), axis=(-2, -1))  # (rows,)
+            for name, values in (("max weight", A.max(axis=1)), ("entropy", softmax_entropy(c * S)), ("‖J‖ mean", J)):
+                m, lo, hi = mean_interval(values)
+                row[f"{name} {key}"], row[f"{name} {key} 95% CI"] = m, (lo, hi)
+            med, lo, hi = median_interval(J)
+            row[f"‖J‖ median {key}"], row[f"‖J‖ median {key} 95% CI"] = med, (lo, hi)
+            p, lo, hi = wilson_interval(int(np.sum(J < 0.01 * uniform)), rows)
+            row[f"rows with ‖J‖ < 1% of uniform {key}"], row[f"rows with ‖J‖ < 1% of uniform {key} 95% CI"] = p, (lo, hi)
+        table.append(row)
+    return table
+
+
+def gradient_ratio(rng: np.random.Generator, d: int, *, draws: int, n: int = 16) -> dict:
+    """``‖∇W_Q‖`` unscaled over scaled for one query's loss, ``draws`` independent layers (LeCun weights).
+
+    Returns the geometric mean of the ratio with a 95 % t-interval on the log scale, the median,
+    the fraction of draws with a ratio below 1 % (Wilson interval) and the mean norms.
+    """
+    ratios, norms_u, norms_s = [], [], []
+    for _ in range(draws):
+        X = rng.standard_normal((n, d))  # (n, d): unit-variance tokens
+        W = [rng.standard_normal((d, d)) / math.sqrt(d) for _ in range(3)]  # LeCun: unit-variance q, k
+        G = np.zeros((n, d))
+        G[0] = rng.standard_normal(d)  # loss on the first query's output only
+        gu = float(np.linalg.norm(np.asarray(attention_vjp(X, *W, G, scale="none")["W_Q"])))
+        gs = float(np.linalg.norm(np.asarray(attention_vjp(X, *W, G, scale="sqrt")["W_Q"])))
+        norms_u.append(gu)
+        norms_s.append(gs)
+        ratios.append(gu / gs if gs > 0 else math.nan)
+    r = np.array(ratios)
+    logs = np.log(np.maximum(r[np.isfinite(r)], np.finfo(float).tiny))
+    t = stats.t.ppf(0.975, logs.size - 1)
+    half = t * logs.std(ddof=1) / math.sqrt(logs.size)
+    frac, f_lo, f_hi = wilson_interval(int(np.sum(r < 0.01)), draws)
+    return {"d": int(d), "draws": draws,
+            "geometric-mean ratio": float(np.exp(logs.mean())),
+            "geometric-mean ratio 95% CI": (float(np.exp(logs.mean() - half)), float(np.exp(logs.mean() + half))),
+            "median ratio": float(np.median(r)),
+            "fraction ratio < 1%": frac, "fraction ratio < 1% 95% CI": (f_lo, f_hi),
+            "mean ‖∇W_Q‖ unscaled": float(np.mean(norms_u)), "mean ‖∇W_Q‖ scaled": float(np.mean(norms_s))}
