@@ -48,7 +48,11 @@ def check_softmax_jacobian(ctx: CheckContext, *, claimed=None) -> Evidence:
         jac = derive_softmax_jacobian(n)
         claimed_here = sp.Matrix(claimed(sp.Matrix(jac.softmax)))  # the claimed formula at a = softmax(z)
         equal = all(sp.cancel(sp.together(u - v)) == 0 for u, v in zip(jac.derived, claimed_here, strict=True))
-        proofs.append({"n": n, "derived = diag(a) − a aᵀ": jac.proven and equal, "rank": jac.rank,
+        # the rank computed, not assumed: diag(a) − a aᵀ at an exact rational point of the open simplex
+        a_syms = sorted(jac.closed_form.free_symbols, key=lambda v: v.name)
+        a_point = {v: sp.Rational(2 * k + 1, n * n) for k, v in enumerate(a_syms)}  # Σ (2k + 1) = n², all > 0
+        rank = sp.Matrix(jac.closed_form).xreplace(a_point).rank()
+        proofs.append({"n": n, "derived = diag(a) − a aᵀ": jac.proven and equal, "rank": rank,
                        "row sums zero": all(v == 0 for v in jac.row_sums),
                        "leading minor": jac.minor_determinant})
     symbolic_ok = all(p["derived = diag(a) − a aᵀ"] and p["rank"] == p["n"] - 1 and p["row sums zero"] for p in proofs)

@@ -136,6 +136,10 @@ def check_dynamic_routing(ctx: CheckContext, *, attention_changes: bool = True, 
                  **({} if real is None else _real_details(real))},
         figures={"contrast": figure, **({"real-model": real.figure} if real is not None else {})},
         equations=(("routing distance (mean total variation between corresponding rows)", _distance_equation()),),
+        by_construction=("the MLP graph is built from its weight matrix alone (no input enters it), so 'the MLP graph "
+                         "is identical for every input' cannot fail; it is also a feature graph (d_model nodes) while "
+                         "the attention graph is a token graph (n nodes) — the informative part is that the attention "
+                         "graphs differ (measured distance > 0, with X₁ = X₂ giving exactly 0)",),
     )
 
 
@@ -290,6 +294,9 @@ def check_two_token(ctx: CheckContext, *, routings=((0.1, 0.9), (0.95, 0.05)), m
                  "exact routings": [tuple(r) for r in ex.routings], "numeric routings": numeric_rows,
                  "static mixer rows": [tuple(r) for r in ex.mlp_routings]},
         figures={"routings": figure},
+        by_construction=("the static mixer is built from the claimed mixing (0.7, 0.3), so its routing equals the claimed "
+                         "one for every input and every target; the informative part is that one set of attention "
+                         "weights reaches both target routings exactly (solved, then checked numerically)",),
         equations=(("logit gap for routing (p, 1 − p)", sp.Eq(sp.Symbol("s_11") - sp.Symbol("s_12"),
                                                                  sp.log(sp.Symbol("p") / (1 - sp.Symbol("p"))))),),
     )
@@ -420,6 +427,11 @@ def check_multi_head(ctx: CheckContext, *, d_k_of=None) -> Evidence:
                     "'different relations' is checked as 'different maps' for random weights; trained heads can be redundant"),
         details={"parameter counts": counts, "head distances": head_distances, "concat·W_O error": concat_error,
                  "symbolic per-head identity": symbolic_ok},
+        by_construction=("'splitting d into h heads of d/h keeps the parameter count' is the identity h·(d/h) = d: "
+                         "4·d² for every h by arithmetic (a wrong width d_k fails it, nothing else can)",
+                         "'the output equals concatenation followed by W_O' compares attnsym's multi-head layer with "
+                         "attnsym's single-head layer on weight columns (numeric) and SymPy with SymPy (symbolic): "
+                         "the same formulas, not an independent implementation"),
         equations=(("parameters of h heads of width d/h, with W_O", _parameter_equation()),),
         figures={"heads": figure},
     )

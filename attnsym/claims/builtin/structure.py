@@ -291,20 +291,31 @@ def _layer_profile(ctx: CheckContext, layer: str, positions: str | None) -> dict
 
 
 def check_locality(ctx: CheckContext, *, layer: str = "attention", positions: str | None = None) -> Evidence:
-    """Check that ``layer`` ("attention" or "conv") has *no* locality bias, against a convolution.
+    """Check that ``layer`` ("attention", "banded-attention" or "conv") lacks the two biases of a convolution.
 
-    A layer has a locality bias when its output at ``i`` depends only on a window of tokens
-    around ``i`` (symbolically: the token dependency pattern of ``∂Y/∂X`` is a band; numerically:
-    perturbing one token leaves far outputs exactly unchanged) and it commutes with shifts but
-    not with arbitrary permutations. The claim "``layer`` lacks locality bias" holds when the
-    layer is neither local nor shift-but-not-permutation equivariant.
+    The definitions the verdict uses, and the statement's three parts:
+
+    1. *locality bias* — the output at ``i`` depends only on a window of tokens around ``i``
+       (symbolically: the token dependency pattern of ``∂Y/∂X`` is a band; numerically:
+       perturbing one token leaves far outputs exactly unchanged);
+    2. *translation bias* — the layer commutes with a shift of the tokens **but not** with every
+       permutation: it treats every position alike *and* keeps their order. Attention without
+       positions is shift-equivariant too (it commutes with every permutation), so it lacks
+       this bias by having no notion of order at all; with absolute sinusoidal positions it
+       commutes with no shift;
+    3. "which is why it needs more data" — an empirical statement about training; not checkable
+       here, and the verdict is therefore at most "holds-under-conditions".
+
+    The claim holds for ``layer`` when it is neither local (1) nor translation-biased (2), while
+    the convolution is both. ``"banded-attention"`` (a mask ``|i − j| ≤ 1``, restricted
+    self-attention) is local: the claim is false for it.
     """
-    if layer not in ("attention", "conv"):
-        raise ValueError(f"layer must be 'attention' or 'conv' (got {layer!r})")
+    if layer not in ("attention", "banded-attention", "conv"):
+        raise ValueError(f"layer must be 'attention', 'banded-attention' or 'conv' (got {layer!r})")
     if positions not in (None, "sinusoidal"):
         raise ValueError(f"positions must be None or 'sinusoidal' (got {positions!r})")
     conv = _layer_profile(ctx, "conv", None)
-    subject = _layer_profile(ctx, layer, positions)
+    subject = _layer_profile(ctx, "attention" if layer == "banded-attention" else layer, positions)
     profiles = [conv] if layer == "conv" and positions is None else [conv, subject]
     if layer == "attention" and not ctx.quick:
         other = "sinusoidal" if positions is None else None
@@ -321,6 +332,8 @@ def check_locality(ctx: CheckContext, *, layer: str = "attention", positions: st
     conv_biased = conv["local"] and conv["symbolic shift-equivariant"] and not conv["symbolic permutation-equivariant"]
     subject_biased = subject["local"] or (subject["symbolic shift-equivariant"]
                                           and not subject["symbolic permutation-equivariant"])
+    if layer == "banded-attention":
+        subject_biased = subject_biased or banded_window <= 1  # restricted self-attention is local
     ok = conv_biased and not subject_biased
     pos = "sinusoidal" if positions else "no"
     return Evidence(
@@ -332,11 +345,15 @@ def check_locality(ctx: CheckContext, *, layer: str = "attention", positions: st
                  f"{'global' if subject['symbolic every output depends on every token'] else 'local'}, "
                  f"shift-equivariant: {'yes' if subject['symbolic shift-equivariant'] else 'no'}, "
                  f"permutation-equivariant: {'yes' if subject['symbolic permutation-equivariant'] else 'no'}"),
-        conditions=("checked for vanilla attention: a banded mask |i − j| ≤ 1 (restricted self-attention) makes it "
-                    f"local again (dependency window ±{banded_window}, exact for n = {n_band}); relative-position "
-                    "biases likewise add a notion of distance",
-                    "with absolute sinusoidal positions attention is neither shift- nor permutation-equivariant",
-                    "the consequence 'therefore it needs more data' is not checked here"),
+        conditions=("NOT checkable here: 'which is why it needs more data' (an empirical claim about training, e.g. "
+                    "Dosovitskiy et al. 2021 §4); checked: the two biases as defined below",
+                    "locality bias = each output depends on a window of tokens; translation bias = commuting with "
+                    "shifts but not with every permutation (order kept, positions alike)",
+                    "attention without positions IS shift-equivariant: it commutes with every permutation, so it lacks "
+                    "the translation bias by ignoring order; with absolute sinusoidal positions it commutes with no shift",
+                    "vanilla attention only: a banded mask |i − j| ≤ 1 (restricted self-attention) makes it local again "
+                    f"(dependency window ±{banded_window}, exact for n = {n_band}); relative-position biases add a "
+                    "notion of distance"),
         details={"profiles": profiles, "banded mask |i − j| ≤ 1: dependency window": banded_window},
         equations=_locality_equations(),
     )
