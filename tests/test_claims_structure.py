@@ -56,7 +56,7 @@ def test_false_statements_fail(check, wrong):
 
 
 def test_bad_arguments():
-    with pytest.raises(ValueError, match="layer must be 'attention' or 'conv'"):
+    with pytest.raises(ValueError, match="layer must be 'attention', 'banded-attention' or 'conv'"):
         structure.check_locality(QUICK, layer="rnn")
     with pytest.raises(ValueError, match="positions must be None or 'sinusoidal'"):
         structure.check_locality(QUICK, positions="rotary")
