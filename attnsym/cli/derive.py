@@ -26,6 +26,7 @@ examples:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """Register ``derive`` on the sub-command parsers."""
+    from ..symbolic.cost import DEFAULT_MAX_TERMS  # the value the size guard uses, printed in the help
     parser = subparsers.add_parser(
         "derive", help="derive attention step by step (Markdown or LaTeX)", description=_DESCRIPTION, epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -37,7 +38,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--grad", action="store_true", help="append the gradient (backward pass) derivation")
     parser.add_argument("--max-terms", type=float, default=None,
                         help="size guard: the largest estimated number of expression terms to build "
-                             "(default attnsym.symbolic.DEFAULT_MAX_TERMS)")
+                             f"(default {DEFAULT_MAX_TERMS:,.0f})")
     add_output_arguments(parser)
     parser.set_defaults(run=run)
     return parser

@@ -1,4 +1,4 @@
-"""``attnsym verify``: check the claims of CLAIMS.md and show the verdicts as a table.
+"""``attnsym verify``: check the claims of the shipped claims list and show the verdicts as a table.
 
 Exit status: 0 when every checked claim has its expected verdict, 1 when one does not (so the
 command can guard a CI job), 2 for usage errors (unknown claim id, bad seed, a report file
@@ -42,7 +42,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser = subparsers.add_parser(
         "verify",
         help="check the claims about self-attention (exactly and by Monte Carlo)",
-        description="Check claims about self-attention (ids from CLAIMS.md); all of them when none is given.",
+        description=("Check claims about self-attention; all of them when none is given. 'attnsym verify --list' "
+                     "prints every claim id with its statement, expected verdict and source (the claims list "
+                     "shipped with attnsym)."),
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
