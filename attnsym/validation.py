@@ -30,9 +30,10 @@ __all__ = ["ValidationReport", "ValidationRow", "validate"]
 class ValidationRow:
     """One compared quantity: numeric value vs the lambdified symbolic reference.
 
-    ``max_abs`` is ``max |numeric − symbolic|``; ``max_rel`` is ``max |numeric − symbolic| /
-    max(|symbolic|, atol/rtol)`` (entries smaller than ``atol/rtol`` — exact zeros such as the
-    key-bias gradient — are judged absolutely). ``passed`` is
+    ``max_abs`` is the absolute error ``max |numeric − symbolic|`` over every entry;
+    ``max_rel`` is the relative error ``max |numeric − symbolic| / |symbolic|`` over the entries
+    with ``|symbolic| >= atol`` (NaN when there is none: entries that are zero at this tolerance,
+    such as the key-bias gradient, only have an absolute error). ``passed`` is
     ``|numeric − symbolic| <= atol + rtol·|symbolic|`` everywhere, with a finite numeric value.
     """
 
@@ -45,7 +46,8 @@ class ValidationRow:
 
     def as_markdown(self) -> str:
         mark = "yes" if self.passed else "**NO**"
-        return (f"| `{self.quantity}` | {self.shape} | {self.max_abs:.3e} | {self.max_rel:.3e} | "
+        rel = "—" if self.max_rel != self.max_rel else f"{self.max_rel:.3e}"  # NaN: no entry large enough
+        return (f"| `{self.quantity}` | {self.shape} | {self.max_abs:.3e} | {rel} | "
                 f"{self.tolerance.rtol:.0e} / {self.tolerance.atol:.0e} | {mark} |")
 
 
@@ -95,10 +97,14 @@ class ValidationReport:
             f"Validation of {self.spec.describe()} — {self.dtype}, seed {self.seed}: "
             f"{'PASSED' if self.passed else 'FAILED'}",
             "",
-            "| quantity | shape | max abs error | max rel error | rtol / atol | within |",
+            "| quantity | shape | max absolute error \\|Δ\\| | max relative error \\|Δ\\|/\\|ref\\| "
+            "(entries with \\|ref\\| ≥ atol) | rtol / atol | within |",
             "|---|---|---|---|---|---|",
         ]
-        return "\n".join(head + [row.as_markdown() for row in self.rows])
+        foot = ["", "Δ = numeric − symbolic, ref = the symbolic value; an entry is within tolerance when "
+                "\\|Δ\\| ≤ atol + rtol·\\|ref\\| (so entries with \\|ref\\| < atol/rtol are judged by atol); "
+                "— when every entry of a quantity is below atol, zero at this tolerance."]
+        return "\n".join(head + [row.as_markdown() for row in self.rows] + foot)
 
     _repr_markdown_ = to_markdown
 
@@ -113,8 +119,9 @@ def _compare(quantity: str, numeric: Any, reference: Any, tol: Tolerance) -> Val
         raise AssertionError(f"{quantity}: numeric shape {got.shape} differs from symbolic shape {ref.shape}")
     err = np.abs(got - ref)
     max_abs = float(err.max(initial=0.0))
-    # relative to |reference|, floored at atol/rtol so that exact zeros (e.g. db_K) are judged absolutely
-    max_rel = float((err / np.maximum(np.abs(ref), tol.atol / tol.rtol)).max(initial=0.0))
+    # relative to |reference| wherever the reference is not zero at this tolerance (db_K: absolute only)
+    large = np.abs(ref) >= tol.atol
+    max_rel = float((err[large] / np.abs(ref[large])).max()) if large.any() else float("nan")
     passed = bool(np.all(err <= tol.atol + tol.rtol * np.abs(ref))) and bool(np.all(np.isfinite(got)))
     return ValidationRow(quantity, tuple(ref.shape), max_abs, max_rel, tol, passed)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -51,7 +53,7 @@ def test_validate_in_float32_uses_the_float32_tolerance():
 def test_report_access_and_markdown():
     report = at.validate(at.AttentionSpec(n=2, d_model=2, bias=True, output_projection=True))
     assert report["db_K"].max_abs <= 1e-12  # the key bias shifts every score of a row equally: gradient 0
-    assert report["db_K"].max_rel <= 1e-12  # exact zeros are judged absolutely
+    assert math.isnan(report["db_K"].max_rel)  # exact zeros have no relative error, only an absolute one
     text = report.to_markdown()
     assert "PASSED" in text and "| `dW_O` | (2, 2) |" in text
     assert report.failures == ()
@@ -106,3 +108,16 @@ def test_validate_rejects_a_seed_that_is_not_an_integer():
     with pytest.raises(SpecError, match=r"seed must be a non-negative integer \(got -1\)"):
         at.validate(spec, seed=-1)
     assert at.validate(spec, seed=np.int64(3)).seed == 3
+
+
+def test_error_columns_are_named_for_what_they_hold():
+    from attnsym.validation import _compare
+
+    tol = at.testing.TOLERANCES["float64"]
+    row = _compare("Y", np.array([2.0 + 2e-12, 1e-20]), np.array([2.0, 0.0]), tol)
+    assert row.max_abs == pytest.approx(2e-12, rel=1e-3)
+    assert row.max_rel == pytest.approx(1e-12, rel=1e-3)  # |Δ|/|ref| over the entries with |ref| >= atol
+    small = _compare("A", np.array([0.25 + 1e-14]), np.array([0.25]), tol)
+    assert small.max_rel == pytest.approx(4e-14, rel=1e-3)  # a true relative error also for |ref| < 1
+    text = at.validate(at.AttentionSpec(n=2, d_model=2)).to_markdown()
+    assert "max absolute error" in text and "max relative error" in text and "≥ atol" in text
