@@ -1,6 +1,8 @@
 """Compare the heads of one multi-head layer on the same input.
 
 Each head has its own projections, so each computes its own routing of the same tokens.
+The words only label positions: the input rows are random vectors (the two "the" differ).
+Heads are numbered from 1 in the printout and in the figure; ``A[h]`` is head ``h + 1``.
 Prints each head's mean row entropy (how spread its attention is) and the distance between
 the heads' maps, and saves a heatmap with one panel per head.
 
@@ -34,7 +36,7 @@ def main(out: Path) -> list[Path]:
         for g in range(h + 1, spec.heads):
             tv = 0.5 * np.abs(A[h] - A[g]).sum(axis=1).mean()  # mean total-variation distance of rows
             print(f"heads {h + 1} and {g + 1}: mean row total-variation distance {tv:.3f}")
-    fig = plots.attention_heatmap(A, TOKENS, title="Four heads, one input: each head routes differently")
+    fig = plots.attention_heatmap(A, TOKENS, title="Four heads, one random input: each head routes differently")
     return [plots.save_figure(fig, out / "heads.png", overwrite=True)]
 
 

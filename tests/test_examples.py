@@ -73,3 +73,19 @@ def test_compare_heads_in_the_default_temporary_folder(tmp_path):
     assert proc.stdout.count("heads ") == 6  # every pair of 4 heads
     with PIL.open(path) as image:
         assert image.format == "PNG"
+
+
+def test_compare_heads_prints_the_heads_its_figure_shows(tmp_path, capsys, monkeypatch):
+    """The printout and the figure's panels number heads the same way (from 1)."""
+    import re
+    import runpy
+
+    from attnsym import plots
+
+    drawn = []
+    save = plots.save_figure
+    monkeypatch.setattr(plots, "save_figure", lambda fig, *a, **k: drawn.append(fig) or save(fig, *a, **k))
+    runpy.run_path(str(EXAMPLES / "compare_heads.py"))["main"](tmp_path)
+    printed = sorted(set(re.findall(r"^head (\d+):", capsys.readouterr().out, re.M)))
+    titles = sorted(ax.get_title() for ax in drawn[0].axes if ax.get_title().startswith("head"))
+    assert printed == ["1", "2", "3", "4"] and titles == [f"head {h}" for h in printed]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,6 +23,15 @@ from .._io import atomic_write, refuse_existing, staged_directory
 
 __all__ = ["SECTIONS", "TourEntry", "TourResult", "write_tour"]
 
+#: The one layer of the tour's heatmaps and routing graphs, and the words that label its positions.
+TOUR_TOKENS: tuple[str, ...] = ("the", "cat", "sat", "on", "the", "mat")
+#: What the tour says, once, about its set-up (the index, the help and the figure titles repeat it).
+SETUP_NOTE = ("one layer, n = 6 tokens, d_model = 8, 2 heads, scaled by 1/√d_k; one set of random weights; "
+              "input 1 and input 2 are two random inputs through those same weights. The words only label "
+              "positions: each row of X is a random vector (the two rows labelled 'the' differ). Real words "
+              "go through a real model only in the real-model section.")
+
+
 _DESCRIPTION = """\
 Write the whole of attnsym, for small sizes, into one folder:
 
@@ -30,17 +40,22 @@ Write the whole of attnsym, for small sizes, into one folder:
   derivations/  the forward pass and the gradients for n = 2 tokens of width d = 2,
                 as Markdown (with $$ math) and standalone LaTeX
   claims/       the claims report: every claim, verdict, method, evidence and figures
-  graphs/       routing graphs of two inputs through the same weights, and the fixed
-                graph of an MLP, as GraphML and node-link JSON, and a drawn figure
-  figures/      attention heatmaps per head, positional encodings, GELU exact vs tanh,
+  graphs/       routing graphs of input 1 and input 2 (the set-up below) through the
+                same weights, the fixed graph of an MLP, as GraphML and node-link JSON,
+                and a drawn figure
+  figures/      attention heatmaps per head of input 1 and input 2 (the same set-up),
+                positional encodings, GELU exact vs tanh,
                 variance of scores vs d, row entropy vs d, Table 1 path length / depth
   index.html    the explorer: derivations typeset, the claims with their evidence, routing
                 live (heatmaps, graphs, rollout, flow, contrasts), every file linked; one
                 self-contained page that opens from disk and fetches nothing
   index.md      what each file shows, with links
 
+The set-up of graphs/ and the heatmaps:
+{}
+
 The folder must be new or empty; --force writes into a non-empty one, replacing files.
-"""
+""".format("\n".join(textwrap.wrap(SETUP_NOTE, 88, initial_indent="  ", subsequent_indent="  ")))
 
 _EPILOG = """\
 examples:
@@ -60,8 +75,10 @@ SECTIONS: tuple[tuple[str, str, str], ...] = (
     ("claims", "Claims report",
      "Each claim made about self-attention, checked symbolically, numerically or by Monte Carlo."),
     ("graphs", "Routing graphs",
-     "Two inputs through the same weights give two different routing graphs; the MLP's graph is fixed."),
-    ("figures", "Figures", "The figures of attnsym.plots, drawn from the layers' data."),
+     "Input 1 and input 2 of the set-up, through the same weights, give two different routing graphs; "
+     "the MLP's graph is fixed."),
+    ("figures", "Figures", "The figures of attnsym.plots, drawn from the layers' data; the heatmaps show input 1 "
+                           "and input 2 of the set-up."),
 )
 
 
@@ -96,6 +113,7 @@ class _Tour:
         self.on_claim = on_claim
         self.result = TourResult(folder)
         self.evidence: list = []  # the claims' Evidence, for the explorer page
+        self.setup: Any = None  # (spec, weights, inputs): the one layer of the heatmaps and graphs
 
     def write(self, section: str, name: str, data: str | bytes, what: str) -> Path:
         path = atomic_write(self.folder / section / name, data, overwrite=self.overwrite)
@@ -166,19 +184,29 @@ def _claims(t: _Tour) -> None:
     ]
 
 
-def _graphs(t: _Tour) -> None:
-    from .. import graphs, plots
+def _setup(t: _Tour):
+    """The tour's layer, weights and two inputs, drawn once from the seed (see :data:`SETUP_NOTE`)."""
     from ..numeric import random_inputs
     from ..spec import AttentionSpec
 
-    tokens = ["the", "cat", "sat", "on", "mats"]
-    spec = AttentionSpec(n=len(tokens), d_model=4)
-    drawn = random_inputs(spec, t.seed, batch=(2,))
-    weights = {name: drawn[name] for name in spec.parameter_names}
-    c = graphs.contrast(spec, *drawn["X"], weights, tokens=tokens)
+    if t.setup is None:
+        spec = AttentionSpec(n=len(TOUR_TOKENS), d_model=8, heads=2)
+        drawn = random_inputs(spec, t.seed, batch=(2,))
+        t.setup = spec, {name: drawn[name] for name in spec.parameter_names}, tuple(drawn["X"])
+    return t.setup
+
+
+def _graphs(t: _Tour) -> None:
+    from .. import graphs, plots
+
+    spec, weights, (X1, X2) = _setup(t)
+    tokens = list(TOUR_TOKENS)
+    c = graphs.contrast(spec, X1, X2, weights, tokens=tokens)
     described = (
-        ("attention-input-1", c.attention1[0], "routing graph of input 1: edge key j → query i with weight A[i, j]"),
-        ("attention-input-2", c.attention2[0], "routing graph of input 2, through the same weights: other weights A[i, j]"),
+        ("attention-input-1", c.attention1[0], "routing graph of input 1, head 1: edge key j → query i with weight "
+                                                "A[i, j]"),
+        ("attention-input-2", c.attention2[0], "routing graph of input 2, head 1, through the same weights: other "
+                                                "weights A[i, j]"),
         ("mlp", c.mlp1, "the MLP's fixed bipartite graph (y = W x with W = W_V): the same for every input"),
     )
     for stem, G, what in described:
@@ -195,13 +223,14 @@ def _graphs(t: _Tour) -> None:
 
 def _figures(t: _Tour) -> None:
     from .. import plots
-    from ..spec import AttentionSpec
+    from ..numeric import attention
 
-    spec = AttentionSpec(n=6, d_model=8, heads=2)
-    for k in (1, 2):
-        A, tokens = plots.random_attention(spec, seed=t.seed, input_seed=k)
-        fig = plots.attention_heatmap(A, tokens, title=f"Input {k}: attention per head (query × key), "
-                                                         "the same weights for both inputs")
+    spec, weights, inputs = _setup(t)
+    for k, X in enumerate(inputs, start=1):
+        _, A = attention(X, **weights, spec=spec)
+        fig = plots.attention_heatmap(A, list(TOUR_TOKENS), allowed=spec.allowed_array(),
+                                      title=f"Input {k} of the tour's layer: attention per head (query × key); "
+                                            "the words label random vectors")
         t.figure(f"heatmap-input-{k}", fig, f"attention weights of both heads for input {k} "
                                             "(rows: queries, columns: keys; the same weights for both inputs)")
     t.figure("positions", plots.figure("positions"), plots.FIGURES["positions"])
@@ -237,7 +266,8 @@ def _index_markdown(result: TourResult) -> str:
              "Everything below was written by `attnsym tour` "
              f"(seed {result.facts.get('seed', 0)}{', quick' if result.facts.get('quick') else ''}). "
              "Self-attention computes its mixing matrix from the data, A(X) = softmax(Q Kᵀ/√d_k), then "
-             "applies it, Y = A(X) V: an MLP's y = W x becomes y = W(x) x.", ""]
+             "applies it, Y = A(X) V: an MLP's y = W x becomes y = W(x) x.", "",
+             "**The set-up** of the routing graphs and the heatmaps: " + SETUP_NOTE, ""]
     for folder, heading, blurb in SECTIONS:
         entries = [e for e in result.entries if e.section == folder]
         if not entries:
