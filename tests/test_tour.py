@@ -92,7 +92,7 @@ def test_graphml_and_json_parse_and_show_routing_vs_fixed(tour):
     folder, _, _ = tour
     g = folder / "graphs"
     A1, A2 = nx.read_graphml(g / "attention-input-1.graphml"), nx.read_graphml(g / "attention-input-2.graphml")
-    assert A1.number_of_nodes() == A2.number_of_nodes() == 5
+    assert A1.number_of_nodes() == A2.number_of_nodes() == 6  # the tour's one layer: n = 6 tokens
     for G in (A1, A2):
         assert G.is_directed()
         weights = [w for _, _, w in G.edges(data="weight")]
