@@ -97,7 +97,7 @@ def exact(name: str, value: Any, *, floats: str = "float", finite: bool = True, 
     attnsym.errors.SpecError: p must be finite (got nan)
     """
     if floats not in ("float", "rational"):
-        raise ValueError(f"floats must be 'float' or 'rational' (got {floats!r})")
+        raise SpecError(f"floats must be 'float' or 'rational' (got {floats!r})")
     if hasattr(value, "ndim") and getattr(value, "ndim", None) == 0 and hasattr(value, "item"):
         value = value.item()  # a 0-d array (NumPy, CuPy, torch) is a number
     what = "a real number or a SymPy expression" if real else "a number or a SymPy expression"

@@ -23,6 +23,7 @@ __all__ = [
     "ShapeError",
     "SizeLimitError",
     "SpecError",
+    "SpecTypeError",
 ]
 
 
@@ -32,6 +33,10 @@ class AttnsymError(Exception):
 
 class SpecError(AttnsymError, ValueError):
     """An :class:`~attnsym.AttentionSpec` (or a keyword that builds one) is invalid."""
+
+
+class SpecTypeError(SpecError, TypeError):
+    """An argument of the wrong kind (a string where a Claim is expected ...): a SpecError and a TypeError."""
 
 
 class ShapeError(AttnsymError, ValueError):

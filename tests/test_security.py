@@ -413,3 +413,17 @@ def test_a_code_string_is_refused_naming_the_argument(tmp_path):
             call()
         assert "strings are never parsed" in str(info.value)
     assert not (tmp_path / "ran").exists()
+
+
+def test_every_error_raised_on_purpose_is_an_attnsym_error():
+    """One hierarchy, kept: no module raises a bare ValueError or TypeError for bad input.
+
+    (KeyError from a mapping's ``__getitem__`` and RuntimeError for the environment stay as Python has them.)
+    """
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and isinstance(node.exc.func, ast.Name) \
+                    and node.exc.func.id in ("ValueError", "TypeError"):
+                found.append(f"{path.relative_to(PACKAGE.parent)}:{node.lineno}: raise {node.exc.func.id}(...)")
+    assert not found, "\n".join(found)

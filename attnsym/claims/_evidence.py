@@ -15,7 +15,7 @@ import numpy as np
 import sympy as sp
 
 from .._html import evidence_html
-from ..errors import AttnsymError
+from ..errors import AttnsymError, SpecError, SpecTypeError
 
 __all__ = [
     "BY_CONSTRUCTION",
@@ -135,9 +135,9 @@ class Evidence:
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
-            raise ValueError(f"verdict must be one of {VERDICTS} (got {self.verdict!r})")
+            raise SpecError(f"verdict must be one of {VERDICTS} (got {self.verdict!r})")
         if isinstance(self.by_construction, str) or not all(isinstance(t, str) and t for t in self.by_construction):
-            raise TypeError(f"by_construction must be a tuple of non-empty strings (got {self.by_construction!r})")
+            raise SpecTypeError(f"by_construction must be a tuple of non-empty strings (got {self.by_construction!r})")
 
     @property
     def as_expected(self) -> bool:
@@ -171,7 +171,7 @@ def tex(latex: str):
     \\operatorname{Var}[s_{ij}] = 1
     """
     if not isinstance(latex, str) or not latex:
-        raise TypeError(f"latex must be a non-empty string (got {latex!r})")
+        raise SpecTypeError(f"latex must be a non-empty string (got {latex!r})")
     return _TexSymbol(latex)
 
 

@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import SpecTypeError
+
 __all__ = ["NOT_APPLICABLE", "is_sympy", "text_markdown", "value_markdown"]
 
 #: How a missing value (``None``) reads in a report.
@@ -62,7 +64,7 @@ def text_markdown(text: str, *, table: bool = False) -> str:
     'self\\_attention: 2\\*d\\*n\\*\\*2, $\\vert x\\vert _1$'
     """
     if not isinstance(text, str):
-        raise TypeError(f"text must be a string (got {type(text).__name__})")
+        raise SpecTypeError(f"text must be a string (got {type(text).__name__})")
     if table:
         text = " ".join(text.splitlines())
     out = []

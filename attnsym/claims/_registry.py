@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from .._checks import non_negative_int
+from ..errors import SpecError, SpecTypeError
 from ._evidence import VERDICTS, CheckContext, Claim, ClaimFailed, Evidence, UnknownClaimError, Verdict
 from .builtin import BUILTIN
 from .catalogue import catalogue
@@ -50,9 +51,9 @@ def register(entry: Claim, *, replace_existing: bool = False) -> Claim:
         ``entry.id`` is already registered and ``replace_existing`` is false.
     """
     if not isinstance(entry, Claim):
-        raise TypeError(f"entry must be a Claim (got {type(entry).__name__})")
+        raise SpecTypeError(f"entry must be a Claim (got {type(entry).__name__})")
     if entry.id in CLAIMS and not replace_existing:
-        raise ValueError(f"claim {entry.id!r} is already registered; pass replace_existing=True to replace it")
+        raise SpecError(f"claim {entry.id!r} is already registered; pass replace_existing=True to replace it")
     CLAIMS[entry.id] = entry
     return entry
 
@@ -72,9 +73,9 @@ def claim(claim_id: str, statement: str, *, expected: Verdict = "holds", source:
     >>> del CLAIMS["doc-example"]
     """
     if not isinstance(claim_id, str) or not claim_id:
-        raise ValueError(f"claim_id must be a non-empty string (got {claim_id!r})")
+        raise SpecError(f"claim_id must be a non-empty string (got {claim_id!r})")
     if expected not in VERDICTS:
-        raise ValueError(f"expected must be one of {VERDICTS} (got {expected!r})")
+        raise SpecError(f"expected must be one of {VERDICTS} (got {expected!r})")
 
     def decorate(check: Callable[[CheckContext], Evidence]) -> Callable[[CheckContext], Evidence]:
         register(Claim(claim_id, statement, check, expected, source), replace_existing=replace_existing)
@@ -120,7 +121,7 @@ def verify(claim_id: str, *, seed: int = 0, quick: bool = False, strict: bool = 
     start = time.perf_counter()
     evidence = entry.check(CheckContext(seed=seed, quick=bool(quick), progress=progress))
     if not isinstance(evidence, Evidence):
-        raise TypeError(f"the check of claim {claim_id!r} must return an Evidence (got {type(evidence).__name__})")
+        raise SpecTypeError(f"the check of claim {claim_id!r} must return an Evidence (got {type(evidence).__name__})")
     evidence = replace(evidence, claim=claim_id, statement=evidence.statement or entry.statement,
                        expected=entry.expected, source=evidence.source or entry.source,
                        seconds=time.perf_counter() - start)

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import resources
 
+from ..errors import SpecError
 from ._evidence import VERDICTS, CheckContext, Claim, Evidence, UnknownClaimError
 
 __all__ = ["GROUPS", "ClaimEntry", "builtin_claim", "catalogue", "catalogue_markdown", "entry", "statement"]
@@ -70,14 +71,14 @@ def catalogue() -> tuple[ClaimEntry, ...]:
         missing = [f for f in _FIELDS if not isinstance(raw.get(f), str) or not raw[f]]
         extra = sorted(set(raw) - set(_FIELDS))
         if missing or extra:  # the file ships with the package: a malformed entry is a packaging bug
-            raise ValueError(f"claims.toml entry {raw.get('id')!r}: missing or empty {missing}, unknown fields {extra}")
+            raise SpecError(f"claims.toml entry {raw.get('id')!r}: missing or empty {missing}, unknown fields {extra}")
         if raw["group"] not in GROUPS or raw["expected"] not in VERDICTS:
-            raise ValueError(f"claims.toml entry {raw['id']!r}: group must be one of {tuple(GROUPS)} and expected one "
+            raise SpecError(f"claims.toml entry {raw['id']!r}: group must be one of {tuple(GROUPS)} and expected one "
                              f"of {VERDICTS} (got {raw['group']!r}, {raw['expected']!r})")
         entries.append(ClaimEntry(**{f: raw[f] for f in _FIELDS}))
     ids = [e.id for e in entries]
     if len(set(ids)) != len(ids):
-        raise ValueError(f"claims.toml has duplicate ids: {sorted({i for i in ids if ids.count(i) > 1})}")
+        raise SpecError(f"claims.toml has duplicate ids: {sorted({i for i in ids if ids.count(i) > 1})}")
     return tuple(entries)
 
 

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from .._io import atomic_write, refuse_existing
+from ..errors import SpecError
 from ._evidence import BY_CONSTRUCTION, Evidence, tex
 from ._markdown import is_sympy, text_markdown, value_markdown
 
@@ -254,7 +255,7 @@ def render_report(
     formats = [f.lower().lstrip(".") for f in formats]
     bad = [f for f in formats if f not in FIGURE_FORMATS]
     if bad or not formats:
-        raise ValueError(f"formats must be a non-empty subset of {FIGURE_FORMATS} (got {list(formats)!r})")
+        raise SpecError(f"formats must be a non-empty subset of {FIGURE_FORMATS} (got {list(formats)!r})")
     files: dict[str, bytes] = {}
     paths: dict[str, dict[str, str]] = {}
     if figures:

@@ -88,7 +88,7 @@ def _broadcast_shapes(a: tuple, b: tuple) -> tuple:
     out = []
     for x, y in zip(reversed((1,) * (len(b) - len(a)) + a), reversed((1,) * (len(a) - len(b)) + b), strict=True):
         if x != y and 1 not in (x, y):
-            raise ValueError(f"{a} and {b} do not broadcast")
+            raise SpecError(f"{a} and {b} do not broadcast")
         out.append(max(x, y))
     return tuple(reversed(out))
 

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import positive_int
+from ..errors import SpecError
 
 __all__ = [
     "LAWS",
@@ -76,7 +77,7 @@ def _seed_sequence(seed: Any) -> np.random.SeedSequence:
     if isinstance(seed, np.random.SeedSequence):
         return seed
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ValueError(f"seed must be a non-negative integer or a numpy SeedSequence (got {seed!r})")
+        raise SpecError(f"seed must be a non-negative integer or a numpy SeedSequence (got {seed!r})")
     return np.random.SeedSequence(int(seed))
 
 
@@ -91,7 +92,7 @@ def z_value(level: float = 0.95, *, tests: int = 1) -> float:
     from scipy.special import ndtri
 
     if not 0 < level < 1:
-        raise ValueError(f"level must lie strictly between 0 and 1 (got {level!r})")
+        raise SpecError(f"level must lie strictly between 0 and 1 (got {level!r})")
     tests = positive_int("tests", tests)
     return float(ndtri(1 - (1 - level) / (2 * tests)))
 
@@ -105,9 +106,9 @@ def samples_for_precision(rel_error: float, kurtosis: float, *, level: float = 0
     80431
     """
     if not rel_error > 0:
-        raise ValueError(f"rel_error must be positive (got {rel_error!r})")
+        raise SpecError(f"rel_error must be positive (got {rel_error!r})")
     if not kurtosis >= 1:
-        raise ValueError(f"kurtosis must be >= 1 (got {kurtosis!r}; every distribution has mu_4 >= sigma^4)")
+        raise SpecError(f"kurtosis must be >= 1 (got {kurtosis!r}; every distribution has mu_4 >= sigma^4)")
     z = z_value(level, tests=tests)
     return max(2, math.ceil(z * z * (kurtosis - 1) / rel_error**2))
 
@@ -135,7 +136,7 @@ class SampleMoments:
         """Moments of the samples in a 1-D array."""
         x = np.asarray(x, dtype=np.float64).ravel()
         if x.size == 0:
-            raise ValueError("need at least one sample")
+            raise SpecError("need at least one sample")
         mean = float(x.mean())
         dev = x - mean
         dev2 = dev * dev
@@ -241,7 +242,7 @@ def sample_statistic(
         rng = np.random.Generator(np.random.SFC64(children[b]))
         x = np.asarray(sampler(rng, sizes[b]))
         if x.shape != (sizes[b],):
-            raise ValueError(f"sampler must return a 1-D array of length size={sizes[b]} (got shape {x.shape})")
+            raise SpecError(f"sampler must return a 1-D array of length size={sizes[b]} (got shape {x.shape})")
         return SampleMoments.of(x)
 
     total: SampleMoments | None = None
@@ -291,7 +292,7 @@ def dot_products(
     size = positive_int("size", size)
     d = positive_int("d", d)
     if law not in LAWS:
-        raise ValueError(f"law must be one of {LAWS} (got {law!r})")
+        raise SpecError(f"law must be one of {LAWS} (got {law!r})")
     rows = d if same else 2 * d
     c = max(1, min(size, CHUNK_DRAWS // rows))
     buf = np.empty((rows, c))
@@ -475,7 +476,7 @@ def score_entry_moments(
     n_tokens = positive_int("n_tokens", n_tokens)
     reps = positive_int("reps", reps)
     if n_tokens < 2:
-        raise ValueError(f"n_tokens must be at least 2 for off-diagonal entries (got {n_tokens})")
+        raise SpecError(f"n_tokens must be at least 2 for off-diagonal entries (got {n_tokens})")
     off_mask = ~np.eye(n_tokens, dtype=bool)
     sx, sq, sk = math.sqrt(var_x), math.sqrt(var_wq), math.sqrt(var_wk)
 

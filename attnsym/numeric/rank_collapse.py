@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import SpecError
 from .forward import attention
 
 __all__ = ["ARCHITECTURES", "CollapseRun", "collapse_run", "composite_norm", "residual", "residual_norm"]
@@ -69,7 +70,7 @@ def collapse_run(architecture: str, X, depth: int, rng: np.random.Generator, *, 
     MLP is ``relu(Z W₁) W₂`` with hidden width ``4d``. Scores are scaled by ``1/√d``.
     """
     if architecture not in ARCHITECTURES:
-        raise ValueError(f"architecture must be one of {ARCHITECTURES} (got {architecture!r})")
+        raise SpecError(f"architecture must be one of {ARCHITECTURES} (got {architecture!r})")
     X = np.asarray(X, dtype=float)
     d = X.shape[1]
     res, betas = [residual_norm(X, relative=True)], []

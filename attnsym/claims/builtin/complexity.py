@@ -16,6 +16,7 @@ from collections.abc import Mapping
 import numpy as np
 import sympy as sp
 
+from ...errors import SpecError
 from ...numeric.flopcount import contraction_multiplications
 from ...spec import AttentionSpec
 from ...testing import TOLERANCES
@@ -92,7 +93,7 @@ def check_table1_column(ctx: CheckContext, *, column: str = "path", claimed: Map
     from ...graphs.growth import GROWTH_CLASS, decide_growth
 
     if column not in ("path", "sequential"):
-        raise ValueError(f"column must be 'path' or 'sequential' (got {column!r})")
+        raise SpecError(f"column must be 'path' or 'sequential' (got {column!r})")
     path = column == "path"
     claimed = dict((PATH_CLAIMED if path else PARALLEL_CLAIMED) if claimed is None else claimed)
     ns = list(range(2, 17)) if ctx.quick else list(range(2, 41))
@@ -112,7 +113,7 @@ def check_table1_column(ctx: CheckContext, *, column: str = "path", claimed: Map
         if arch not in measured:
             raise KeyError(f"claimed has an unknown architecture {arch!r}; known: {sorted(measured)}")
         if growth not in GROWTH_CLASS:
-            raise ValueError(f"claimed growth for {arch!r} must be one of {sorted(GROWTH_CLASS)} (got {growth!r})")
+            raise SpecError(f"claimed growth for {arch!r} must be one of {sorted(GROWTH_CLASS)} (got {growth!r})")
         want = GROWTH_CLASS[growth]
         if measured[arch].growth == want:
             continue

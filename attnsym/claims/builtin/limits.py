@@ -17,6 +17,7 @@ import sympy as sp
 
 from ... import plots
 from ..._exact import exact
+from ...errors import SpecError
 from ...numeric import attention, attention_vjp, softmax, softmax_jacobian
 from ...numeric.rank_collapse import ARCHITECTURES, collapse_run
 from ...numeric.softmax_search import entropy_on_sphere, max_jacobian_norm, min_entropy_on_sphere, softmax_entropy
@@ -252,7 +253,7 @@ def check_key_bias_invariance(ctx: CheckContext, *, claimed_zero: str = "b_K") -
     numeric backward (``attention_vjp``) at random points.
     """
     if claimed_zero not in ("b_K", "b_Q"):
-        raise ValueError(f"claimed_zero must be 'b_K' or 'b_Q' (got {claimed_zero!r})")
+        raise SpecError(f"claimed_zero must be 'b_K' or 'b_Q' (got {claimed_zero!r})")
     family = [AttentionSpec(n=3, d_model=2, heads=1, bias=True), AttentionSpec(n=3, d_model=2, heads=1, bias=True, causal=True)]
     if not ctx.quick:
         family += [AttentionSpec(n=3, d_model=2, heads=2, bias=True), AttentionSpec(n=3, d_model=2, bias=True, scale="none"),

@@ -16,6 +16,7 @@ import numpy as np
 import sympy as sp
 
 from ..._checks import one_of
+from ...errors import SpecError
 from ...graphs import routing_graph, row_entropy
 from ...numeric import alibi_slopes, apply_rope, scores, softmax
 from ...numeric.position_experiments import (
@@ -78,7 +79,7 @@ def check_rope_relative(ctx: CheckContext, *, positions: str = "rope") -> Eviden
     (a false variant): the same question for absolute sinusoids added to ``X``.
     """
     if positions not in ("rope", "sinusoidal"):
-        raise ValueError(f"positions must be 'rope' or 'sinusoidal' (got {positions!r})")
+        raise SpecError(f"positions must be 'rope' or 'sinusoidal' (got {positions!r})")
     rng = ctx.rng("rope-relative", positions)
     proofs = []
     if positions == "rope":
@@ -225,7 +226,7 @@ def check_rope_long_range_decay(ctx: CheckContext, *, subject: str = "bound") ->
     ``"random-scores"`` (the scores of independent random ``q, k`` decay).
     """
     if subject not in ("bound", "monotone", "random-scores"):
-        raise ValueError(f"subject must be 'bound', 'monotone' or 'random-scores' (got {subject!r})")
+        raise SpecError(f"subject must be 'bound', 'monotone' or 'random-scores' (got {subject!r})")
     rng = ctx.rng("rope-long-range-decay")
     spec = AttentionSpec(n=1, d_model=DECAY_D, positions="rope")
     distance = np.arange(257)

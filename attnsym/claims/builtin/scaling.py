@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
+from ...errors import SpecError
 from .._evidence import CheckContext, Evidence, tex
 from ..catalogue import builtin_claim, statement
 
@@ -401,7 +402,7 @@ def check_softmax_saturation(ctx: CheckContext, *, saturating: str = "unscaled")
     from ...symbolic import row_softmax
 
     if saturating not in ("unscaled", "scaled"):
-        raise ValueError(f"saturating must be 'unscaled' or 'scaled' (got {saturating!r})")
+        raise SpecError(f"saturating must be 'unscaled' or 'scaled' (got {saturating!r})")
     n = 16
     dims, grad_dims, rows, draws = _saturation_dims(ctx.quick)
 

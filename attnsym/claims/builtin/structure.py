@@ -14,6 +14,7 @@ from collections.abc import Callable
 import numpy as np
 import sympy as sp
 
+from ...errors import SpecError
 from ...spec import AttentionSpec
 from ...testing import TOLERANCES
 from .._evidence import CheckContext, Evidence
@@ -311,9 +312,9 @@ def check_locality(ctx: CheckContext, *, layer: str = "attention", positions: st
     self-attention) is local: the claim is false for it.
     """
     if layer not in ("attention", "banded-attention", "conv"):
-        raise ValueError(f"layer must be 'attention', 'banded-attention' or 'conv' (got {layer!r})")
+        raise SpecError(f"layer must be 'attention', 'banded-attention' or 'conv' (got {layer!r})")
     if positions not in (None, "sinusoidal"):
-        raise ValueError(f"positions must be None or 'sinusoidal' (got {positions!r})")
+        raise SpecError(f"positions must be None or 'sinusoidal' (got {positions!r})")
     conv = _layer_profile(ctx, "conv", None)
     subject = _layer_profile(ctx, "attention" if layer == "banded-attention" else layer, positions)
     profiles = [conv] if layer == "conv" and positions is None else [conv, subject]
