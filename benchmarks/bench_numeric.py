@@ -279,7 +279,7 @@ def render_profile(p: dict) -> list[str]:
         f"| {p['torch_exp'] * 1e3:.0f} ms (`torch.exp`, {blocks / p['torch_exp'] / 1e9:.2f} G/s) "
         f"| {p['exp'] / p['torch_exp']:.2f}× |",
         "",
-        f"The forward's two block products ([c·Q, −u][K, 1]ᵀ and P[V, 1], 4·n²·65 flops) take "
+        f"The forward's two block products (`[c·Q, −u] [K, 1]ᵀ` and `P [V, 1]`, 4·n²·65 flops) take "
         f"{p['products'] * 1e3:.0f} ms alone ({gemm:.0f} GFLOP/s on one core) and its one `exp` pass "
         f"{p['exp'] * 1e3:.0f} ms: {floor * 1e3:.0f} ms, {100 * floor / p['fwd']:.0f}% of the {p['fwd'] * 1e3:.0f} ms "
         f"forward (the rest: projections, input checks, per-block bookkeeping), and {floor / p['torch_fwd']:.2f}× "
