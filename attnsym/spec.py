@@ -404,3 +404,23 @@ class AttentionSpec(PositionConventions):
         if self.output_projection:
             parts.append("W_O")
         return ", ".join(parts)
+
+
+def require_rope_spec(spec: Any) -> AttentionSpec:
+    """``spec`` if it is an :class:`AttentionSpec` with ``positions="rope"``, else a :class:`SpecError`.
+
+    The one check in front of the RoPE functions of both twins (:mod:`attnsym.symbolic.positions`
+    and :mod:`attnsym.numeric.positions`).
+
+    >>> require_rope_spec(AttentionSpec(n=2, d_model=4, positions="rope")).positions
+    'rope'
+    >>> require_rope_spec(AttentionSpec(n=2, d_model=4))
+    Traceback (most recent call last):
+    ...
+    attnsym.errors.SpecError: spec must have positions='rope' for rotary embeddings (got positions=None)
+    """
+    if not isinstance(spec, AttentionSpec):
+        raise SpecError(f"spec must be an AttentionSpec (got {spec!r} of type {type(spec).__name__})")
+    if spec.positions != "rope":
+        raise SpecError(f"spec must have positions='rope' for rotary embeddings (got positions={spec.positions!r})")
+    return spec

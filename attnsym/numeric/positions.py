@@ -25,7 +25,7 @@ import array_api_compat
 
 from .._checks import positive_int
 from ..errors import ShapeError, SpecError
-from ..spec import DEFAULT_POSITION_BASE, AttentionSpec, alibi_slope_exponents
+from ..spec import DEFAULT_POSITION_BASE, AttentionSpec, alibi_slope_exponents, require_rope_spec
 from .backend import array_namespace
 
 __all__ = ["alibi_bias", "alibi_slopes", "apply_rope", "rope_frequencies", "rope_rotation", "sinusoidal_positions"]
@@ -87,13 +87,6 @@ def sinusoidal_positions(n: int, d_model: int, base: int = DEFAULT_POSITION_BASE
     return pe if dtype is None else xp.astype(pe, dtype)
 
 
-def _rope_spec(spec) -> AttentionSpec:
-    if not isinstance(spec, AttentionSpec):
-        raise SpecError(f"spec must be an AttentionSpec (got {spec!r} of type {type(spec).__name__})")
-    if spec.positions != "rope":
-        raise SpecError(f"spec must have positions='rope' for rotary embeddings (got positions={spec.positions!r})")
-    return spec
-
 
 def _cast(xp: ModuleType, x, dtype):
     return x if dtype is None else xp.astype(x, dtype)
@@ -109,7 +102,7 @@ def rope_frequencies(spec: AttentionSpec, *, xp: ModuleType | None = None, dtype
     >>> rope_frequencies(AttentionSpec(n=2, d_model=4, positions="rope"))
     array([1.  , 0.01])
     """
-    spec = _rope_spec(spec)
+    spec = require_rope_spec(spec)
     xp = array_namespace() if xp is None else xp
     base = float(spec.position_base)
     theta = xp.asarray([base ** -float(e) for e in spec.rope_frequency_exponents], dtype=xp.float64)
@@ -148,7 +141,7 @@ def rope_rotation(spec: AttentionSpec, position, *, xp: ModuleType | None = None
     >>> bool(np.allclose(R, [[np.cos(1), -np.sin(1)], [np.sin(1), np.cos(1)]]))
     True
     """
-    spec = _rope_spec(spec)
+    spec = require_rope_spec(spec)
     if isinstance(position, bool) or not isinstance(position, numbers.Real):
         raise SpecError(f"position must be a real number (got {position!r} of type {type(position).__name__})")
     xp = array_namespace() if xp is None else xp
@@ -193,7 +186,7 @@ def apply_rope(M, spec: AttentionSpec, positions=None, *, inverse: bool = False)
     >>> bool(np.allclose(apply_rope(out, spec, inverse=True), [[1, 0], [1, 0]]))
     True
     """
-    spec = _rope_spec(spec)
+    spec = require_rope_spec(spec)
     xp = array_namespace(M)
     M = xp.asarray(M)
     if M.ndim < 2 or M.shape[-1] != spec.d_k:

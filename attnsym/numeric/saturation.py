@@ -94,11 +94,11 @@ def gradient_ratio(rng: np.random.Generator, d: int, *, draws: int, n: int = 16)
     ratios, norms_u, norms_s = [], [], []
     for _ in range(draws):
         X = rng.standard_normal((n, d))  # (n, d): unit-variance tokens
-        W = [rng.standard_normal((d, d)) / math.sqrt(d) for _ in range(3)]  # LeCun: unit-variance q, k
+        W_Q, W_K, W_V = (rng.standard_normal((d, d)) / math.sqrt(d) for _ in range(3))  # LeCun: unit-variance q, k
         G = np.zeros((n, d))
         G[0] = rng.standard_normal(d)  # loss on the first query's output only
-        gu = float(np.linalg.norm(np.asarray(attention_vjp(X, *W, G, scale="none")["W_Q"])))
-        gs = float(np.linalg.norm(np.asarray(attention_vjp(X, *W, G, scale="sqrt")["W_Q"])))
+        gu = float(np.linalg.norm(np.asarray(attention_vjp(X, W_Q, W_K, W_V, G, scale="none")["W_Q"])))
+        gs = float(np.linalg.norm(np.asarray(attention_vjp(X, W_Q, W_K, W_V, G, scale="sqrt")["W_Q"])))
         norms_u.append(gu)
         norms_s.append(gs)
         ratios.append(gu / gs if gs > 0 else math.nan)

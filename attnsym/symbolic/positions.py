@@ -21,7 +21,7 @@ import sympy as sp
 from .._checks import integer_at_least, is_int
 from .._exact import exact, exact_matrix
 from ..errors import ShapeError, SpecError
-from ..spec import DEFAULT_POSITION_BASE, AttentionSpec, alibi_slope_exponents
+from ..spec import DEFAULT_POSITION_BASE, AttentionSpec, alibi_slope_exponents, require_rope_spec
 from .cost import enforce_limit
 
 __all__ = ["alibi_bias", "alibi_slopes", "apply_rope", "rope_frequencies", "rope_rotation", "sinusoidal_positions"]
@@ -86,13 +86,6 @@ def sinusoidal_positions(n: int, d_model: int, base: int = DEFAULT_POSITION_BASE
     return sp.ImmutableMatrix(n, d_model, entry)
 
 
-def _rope_spec(spec) -> AttentionSpec:
-    if not isinstance(spec, AttentionSpec):
-        raise SpecError(f"spec must be an AttentionSpec (got {spec!r} of type {type(spec).__name__})")
-    if spec.positions != "rope":
-        raise SpecError(f"spec must have positions='rope' for rotary embeddings (got positions={spec.positions!r})")
-    return spec
-
 
 def _position(value, name: str = "position") -> sp.Expr:
     """An integer or a SymPy expression (a symbol ``m``); strings are never parsed."""
@@ -126,7 +119,7 @@ def rope_frequencies(spec: AttentionSpec) -> tuple[sp.Expr, ...]:
     >>> rope_frequencies(AttentionSpec(n=2, d_model=4, positions="rope"))
     (1, 1/100)
     """
-    spec = _rope_spec(spec)
+    spec = require_rope_spec(spec)
     base = sp.Integer(spec.position_base)
     return tuple(base ** sp.Rational(-e.numerator, e.denominator) for e in spec.rope_frequency_exponents)
 
@@ -158,7 +151,7 @@ def rope_rotation(spec: AttentionSpec, position) -> sp.ImmutableMatrix:
     [cos(m), -sin(m)],
     [sin(m),  cos(m)]])
     """
-    spec = _rope_spec(spec)
+    spec = require_rope_spec(spec)
     p = _position(position)
     theta = rope_frequencies(spec)
     R = sp.eye(spec.d_k)
@@ -200,7 +193,7 @@ def apply_rope(M: sp.MatrixBase, spec: AttentionSpec, positions=None) -> sp.Immu
     [     1,      0],
     [cos(1), sin(1)]])
     """
-    spec = _rope_spec(spec)
+    spec = require_rope_spec(spec)
     if not isinstance(M, sp.MatrixBase) or M.shape[1] != spec.d_k:
         got = M.shape if isinstance(M, sp.MatrixBase) else type(M).__name__
         raise ShapeError(f"M must be a SymPy Matrix with d_k = {spec.d_k} columns (got {got})")
