@@ -290,11 +290,9 @@ def atomic_write(path: str | os.PathLike, data: str | bytes, *, overwrite: bool 
 def _move_into_place(stage: Path, folder: Path) -> None:
     """Move the complete staged set into ``folder`` (a rename when ``folder`` is new or empty)."""
     if _kind(folder) is None or (_kind(folder) == "directory" and not any(folder.iterdir())):
-        try:
+        with contextlib.suppress(OSError):  # created and filled meanwhile: merge below
             os.rename(stage, folder)  # atomic: the whole set appears at once
             return
-        except OSError:
-            pass  # created and filled meanwhile: merge below
     files = sorted(p for p in stage.rglob("*") if not p.is_dir())
     targets = [folder / p.relative_to(stage) for p in files]
     refuse_existing(targets, overwrite=True)  # everything checked before anything moves
