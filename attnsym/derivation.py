@@ -34,8 +34,9 @@ from .errors import SpecError
 from .render import derivation_latex_document, derivation_latex_math, derivation_markdown
 from .spec import AttentionSpec
 from .symbolic._backward_steps import gradient_steps
-from .symbolic.matrices import attention, matmul, row_softmax
+from .symbolic.matrices import attention
 from .symbolic.mlp import mlp
+from .symbolic.operations import matmul, row_softmax
 from .symbolic.position_steps import alibi_steps, rope_steps
 from .symbolic.steps import Step
 

@@ -26,12 +26,13 @@ from .jacobians import (
     mlp_input_jacobian,
     softmax_jacobian,
 )
-from .matrices import SymbolicAttention, attention, matmul, row_softmax, scores
+from .matrices import SymbolicAttention, attention
 from .matrix_calculus import MatrixGradients, matrix_gradients
 from .mlp import SymbolicMLP, mlp
 from .naming import entry_name, input_symbols
 from .online_softmax import prove_online_softmax
 from .opcount import attention_opcount, decode_step_opcount
+from .operations import matmul, row_softmax, scores
 from .positions import alibi_bias, alibi_slopes, apply_rope, rope_frequencies, rope_rotation, sinusoidal_positions
 from .rope_proofs import RelativeProof, prove_rope_relative, prove_shift_invariance
 from .steps import Step

@@ -44,8 +44,9 @@ from ._loss import Loss, input_matrices, resolve_loss, resolve_wrt
 from ._tape import Tape
 from .cost import check_gradient_size, check_gradient_spec
 from .gradient_result import GradientResult
-from .matrices import attention, matmul
+from .matrices import attention
 from .matrix_calculus import matrix_gradients
+from .operations import matmul
 from .positions import alibi_bias, rope_frequencies, sinusoidal_positions
 
 __all__ = ["gradients"]

@@ -38,149 +38,13 @@ from ..spec import AttentionSpec
 from ._compile import Argument, Output, Program, compile_program
 from .cost import estimate_cost
 from .naming import input_symbols
+from .operations import matmul, ones_times, row_softmax, scores
 from .positions import alibi_bias, apply_rope, sinusoidal_positions
 
+# matmul, row_softmax and scores live in .operations; they stay importable from here as before
 __all__ = ["SymbolicAttention", "attention", "matmul", "row_softmax", "scores"]
 
 Matrix = sp.ImmutableMatrix
-
-
-def matmul(A: sp.MatrixBase, B: sp.MatrixBase) -> sp.ImmutableMatrix:
-    """Matrix product with each entry built as one flat ``sp.Add`` (no expansion, no simplify).
-
-    Examples
-    --------
-    >>> a, b = sp.symbols("a b")
-    >>> matmul(sp.Matrix([[a, b]]), sp.Matrix([[b], [a]]))
-    Matrix([[2*a*b]])
-    """
-    if A.shape[1] != B.shape[0]:
-        raise ShapeError(f"cannot multiply a {A.shape} matrix by a {B.shape} matrix")
-    rows, inner, cols = A.shape[0], A.shape[1], B.shape[1]
-    return Matrix(rows, cols, lambda i, j: sp.Add(*[A[i, k] * B[k, j] for k in range(inner)]))
-
-
-def _ones_times(b: sp.MatrixBase, n: int) -> sp.ImmutableMatrix:
-    """Broadcast a ``1 x k`` row to ``n`` rows (``1 b`` in the formulas)."""
-    return Matrix(n, b.shape[1], lambda i, j: b[0, j])
-
-
-def _allowed_pattern(allowed, n: int) -> tuple[tuple[bool, ...], ...] | None:
-    if allowed is None:
-        return None
-    if hasattr(allowed, "tolist"):
-        allowed = allowed.tolist()
-    try:
-        rows = tuple(tuple(bool(v) if isinstance(v, bool) or type(v).__name__ == "bool_" else v for v in r) for r in allowed)
-    except TypeError:
-        raise ShapeError(f"allowed must be an (n, n) boolean pattern, True = may attend (got {allowed!r})") from None
-    if len(rows) != n or any(len(r) != n for r in rows):
-        raise ShapeError(f"allowed must have shape ({n}, {n}) like the scores (got {len(rows)} rows of lengths "
-                         f"{sorted({len(r) for r in rows})})")
-    for r in rows:
-        for v in r:
-            if not isinstance(v, bool):
-                raise ShapeError(f"allowed must contain booleans, True = may attend (got {v!r})")
-    return rows
-
-
-def row_softmax(S: sp.MatrixBase, allowed=None) -> sp.ImmutableMatrix:
-    r"""Softmax of each row of ``S``, built from ``exp`` entry by entry.
-
-    :math:`A_{ij} = e^{S_{ij}} / \sum_{k \text{ allowed}} e^{S_{ik}}` for allowed ``(i, j)``;
-    masked entries (``allowed[i][j]`` False, or ``S_ij = -oo``) are exactly 0, and a row with
-    nothing allowed is all zeros. The matrix exponential is never used.
-
-    Parameters
-    ----------
-    S : SymPy Matrix
-        Square or rectangular scores.
-    allowed : boolean pattern of S's shape, optional
-        ``True`` = may attend. ``None`` allows every finite score.
-
-    Returns
-    -------
-    sympy.ImmutableMatrix
-
-    Examples
-    --------
-    >>> s = sp.Matrix(2, 2, sp.symbols("s_1:3(1:3)"))
-    >>> row_softmax(s, allowed=[[True, False], [True, True]])
-    Matrix([
-    [                              1,                               0],
-    [exp(s_21)/(exp(s_21) + exp(s_22)), exp(s_22)/(exp(s_21) + exp(s_22))]])
-    >>> row_softmax(sp.Matrix([[0, 0]]))
-    Matrix([[1/2, 1/2]])
-    """
-    if not isinstance(S, sp.MatrixBase):
-        raise ShapeError(f"S must be a SymPy Matrix (got {type(S).__name__})")
-    rows, cols = S.shape
-    if allowed is not None and rows != cols:
-        raise ShapeError(f"S must be square to take an allowed pattern (got shape {S.shape})")
-    pattern = _allowed_pattern(allowed, rows)
-    out = [[sp.Integer(0)] * cols for _ in range(rows)]
-    for i in range(rows):
-        keep = [j for j in range(cols) if (pattern is None or pattern[i][j]) and S[i, j] != -sp.oo]
-        if not keep:
-            continue
-        exps = {j: sp.exp(S[i, j]) for j in keep}
-        denominator = sp.Add(*exps.values())
-        for j in keep:
-            out[i][j] = exps[j] / denominator
-    return Matrix(out)
-
-
-def scores(Q: sp.MatrixBase, K: sp.MatrixBase, scale=1, allowed=None) -> sp.ImmutableMatrix:
-    r"""Scaled scores :math:`S_{ij} = c \sum_k Q_{ik} K_{jk}`, with ``-oo`` where attention is masked.
-
-    The symbolic twin of :func:`attnsym.numeric.scores`.
-
-    Parameters
-    ----------
-    Q : (n, d_k) SymPy Matrix
-    K : (m, d_k) SymPy Matrix
-    scale : number or SymPy expression, default 1
-        The factor ``c`` (``spec.scale_expr`` in a layer).
-    allowed : (n, m) boolean pattern, optional
-        ``True`` = query ``i`` may attend to key ``j``.
-
-    Returns
-    -------
-    sympy.ImmutableMatrix
-
-    Raises
-    ------
-    ShapeError
-        ``Q`` and ``K`` are not matrices with the same number of columns, or ``allowed``
-        has the wrong shape.
-
-    Examples
-    --------
-    >>> q, k = sp.symbols("q k")
-    >>> scores(sp.Matrix([[q], [1]]), sp.Matrix([[k], [2]]), scale=sp.Rational(1, 2), allowed=[[True, False], [True, True]])
-    Matrix([
-    [k*q/2, -oo],
-    [  k/2,   1]])
-    """
-    for name, value in (("Q", Q), ("K", K)):
-        if not isinstance(value, sp.MatrixBase):
-            raise ShapeError(f"{name} must be a SymPy Matrix (got {type(value).__name__})")
-    if Q.shape[1] != K.shape[1]:
-        raise ShapeError(f"Q and K must have the same number of columns d_k (got Q {Q.shape}, K {K.shape})")
-    n, m, d = Q.shape[0], K.shape[0], Q.shape[1]
-    pattern = None
-    if allowed is not None:
-        if n != m:
-            raise ShapeError(f"an allowed pattern needs as many queries as keys (got Q {Q.shape}, K {K.shape})")
-        pattern = _allowed_pattern(allowed, n)
-    scale = exact("scale", scale, error=ShapeError)
-
-    def entry(i, j):
-        if pattern is not None and not pattern[i][j]:
-            return -sp.oo
-        return scale * sp.Add(*[Q[i, k] * K[j, k] for k in range(d)])
-
-    return Matrix(n, m, entry)
 
 
 @dataclass(frozen=True, eq=False, repr=False)
@@ -379,7 +243,7 @@ class SymbolicAttention:
         if self.W_O is not None:
             Y = matmul(Z, self.W_O)
             if self.b_O is not None:
-                Y = Matrix(Y + _ones_times(self.b_O, Z.shape[0]))
+                Y = Matrix(Y + ones_times(self.b_O, Z.shape[0]))
         shifted: dict[str, Any] = {"A_heads": A_heads, "Z_heads": Z_heads, "Z": Z, "Y": Y}
         if self.spec.heads == 1:
             shifted["A"] = A_heads[0]
@@ -495,7 +359,7 @@ def attention(spec: AttentionSpec, *, max_terms: float | None = None) -> Symboli
 
     def project(W, b):
         out = matmul(X_in, W)
-        return out if b is None else Matrix(out + _ones_times(b, n))
+        return out if b is None else Matrix(out + ones_times(b, n))
 
     Q, K, V = project(W_Q, b_Q), project(W_K, b_K), project(W_V, b_V)
     Q_heads = tuple(Matrix(Q[:, k * d_k:(k + 1) * d_k]) for k in range(h))
@@ -519,7 +383,7 @@ def attention(spec: AttentionSpec, *, max_terms: float | None = None) -> Symboli
     else:
         Y = matmul(Z, W_O)
         if b_O is not None:
-            Y = Matrix(Y + _ones_times(b_O, n))
+            Y = Matrix(Y + ones_times(b_O, n))
     return SymbolicAttention(
         spec=spec, X=X, PE=PE, X_in=X_in, W_Q=W_Q, W_K=W_K, W_V=W_V, W_O=W_O, b_Q=b_Q, b_K=b_K, b_V=b_V, b_O=b_O,
         Q=Q, K=K, V=V, Q_heads=Q_heads, K_heads=K_heads, V_heads=V_heads, S_heads=S_heads, A_heads=A_heads,

@@ -17,8 +17,8 @@ from .._checks import boolean
 from ..errors import SpecError
 from ..spec import AttentionSpec
 from .cost import enforce_limit
-from .matrices import matmul
 from .naming import input_symbols
+from .operations import matmul
 
 __all__ = ["SymbolicMLP", "mlp"]
 

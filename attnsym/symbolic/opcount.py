@@ -32,6 +32,7 @@ import sympy as sp
 from .._checks import boolean
 from .._exact import exact, exact_subs
 from ..errors import SizeLimitError, SpecError
+from .operations import matmul, row_softmax, scores
 
 __all__ = [
     "OpCount",
@@ -199,8 +200,6 @@ def count_attention_graph(n: int, d_k: int, d_v: int | None = None, *, scaled: b
             f"counting the expression graph at n={n}, d_k={d_k}, d_v={d_v} builds {n * n * max(d_k, d_v)} products; "
             "the limit is 4096 — use attention_opcount for the closed form at any size"
         )
-    from .matrices import matmul, row_softmax, scores
-
     sym = lambda name, rows, cols: sp.Matrix(rows, cols, lambda i, j: sp.Symbol(f"{name}_{{{i},{j}}}"))
     Q, K, V = sym("q", n, d_k), sym("k", n, d_k), sym("v", n, d_v)
     S_in, A_in = sym("s", n, n), sym("a", n, n)

@@ -23,8 +23,9 @@ import sympy as sp
 
 from ..errors import SpecError
 from ..spec import AttentionSpec
-from .matrices import attention, scores
+from .matrices import attention
 from .naming import input_symbols
+from .operations import scores
 from .positions import alibi_bias, apply_rope, rope_rotation, sinusoidal_positions
 
 __all__ = ["RelativeProof", "prove_rope_relative", "prove_shift_invariance"]
