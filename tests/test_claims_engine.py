@@ -20,7 +20,7 @@ from attnsym.claims import (
     verify,
     verify_all,
 )
-from attnsym.claims.builtin.scaling import variance_scaling_evidence
+from attnsym.claims.builtin.variance import variance_scaling_evidence
 from attnsym.claims.report import render_report, to_json, to_jsonable, to_markdown, write_report
 from attnsym.cli import main
 from attnsym.symbolic.stats import d

@@ -11,7 +11,19 @@ import pytest
 import sympy as sp
 
 from attnsym.claims import CheckContext, catalogue
-from attnsym.claims.builtin import complexity, limits, positions, primitives, routing, scaling, structure
+from attnsym.claims.builtin import (
+    cost,
+    invariances,
+    positions,
+    primitives,
+    rank_collapse,
+    routing,
+    saturation,
+    softmax_limits,
+    structure,
+    table1,
+    variance,
+)
 from attnsym.symbolic.softmax_limits import entropy_lower_bound
 from attnsym.symbolic.stats import d
 
@@ -19,16 +31,16 @@ QUICK = CheckContext(quick=True)
 
 #: claim id -> (check, keywords of a false variant, what the false variant says)
 FALSE_VARIANTS = {
-    "variance-scaling": (scaling.variance_scaling_evidence, {"claimed_variance": d**2}, "Var[q·k] = d²"),
-    "softmax-saturation": (scaling.check_softmax_saturation, {"saturating": "scaled"}, "1/√d scaling saturates too"),
+    "variance-scaling": (variance.variance_scaling_evidence, {"claimed_variance": d**2}, "Var[q·k] = d²"),
+    "softmax-saturation": (saturation.check_softmax_saturation, {"saturating": "scaled"}, "1/√d scaling saturates too"),
     "dynamic-routing": (routing.check_dynamic_routing, {"mlp_changes": True}, "the MLP graph changes with X"),
     "hypernetwork-view": (routing.check_hypernetwork_view, {"routing_term": False}, "∂Y/∂X has no ∂A/∂X term"),
     "two-token-example": (routing.check_two_token, {"static_changes": True}, "the static mixer adapts"),
-    "global-path-length": (complexity.check_table1_column, {"column": "path", "claimed": {"self_attention": "O(n)"}},
+    "global-path-length": (table1.check_table1_column, {"column": "path", "claimed": {"self_attention": "O(n)"}},
                            "self-attention path length O(n)"),
-    "parallelism": (complexity.check_table1_column, {"column": "sequential", "claimed": {"recurrent": "O(1)"}},
+    "parallelism": (table1.check_table1_column, {"column": "sequential", "claimed": {"recurrent": "O(1)"}},
                     "an RNN needs O(1) sequential steps"),
-    "quadratic-cost": (complexity.check_quadratic_cost, {"time_degree": (1, 1)}, "attention is linear in n"),
+    "quadratic-cost": (cost.check_quadratic_cost, {"time_degree": (1, 1)}, "attention is linear in n"),
     "qk-asymmetry": (structure.check_qk_symmetry, {"criterion": lambda a, b: a == b, "criterion_text": "W_Q = W_K"},
                      "QKᵀ symmetric exactly when W_Q = W_K"),
     "permutation-equivariance": (structure.check_permutation_equivariance, {"positions": "sinusoidal", "explore": False},
@@ -40,19 +52,19 @@ FALSE_VARIANTS = {
     "softmax-jacobian": (primitives.check_softmax_jacobian,
                          {"claimed": lambda a: (sp.diag(*a) if isinstance(a, sp.MatrixBase) else __import__("numpy").diag(a))},
                          "the Jacobian is diag(a)"),
-    "kv-cache": (complexity.check_kv_cache, {"cached_degree": 0}, "constant cost per token"),
-    "blockwise-exact": (complexity.check_blockwise_exact, {"rescale": False}, "merge without rescaling"),
+    "kv-cache": (cost.check_kv_cache, {"cached_degree": 0}, "constant cost per token"),
+    "blockwise-exact": (cost.check_blockwise_exact, {"rescale": False}, "merge without rescaling"),
     "no-locality-bias": (structure.check_locality, {"layer": "banded-attention"}, "banded attention lacks locality"),
     "gelu": (primitives.check_gelu, {"claimed_max_error": 1e-4}, "tanh approximation within 1e-4"),
-    "rank-collapse": (limits.check_rank_collapse, {"collapses": {"attention": True, "attention+skip": True}},
+    "rank-collapse": (rank_collapse.check_rank_collapse, {"collapses": {"attention": True, "attention+skip": True}},
                       "skip connections collapse too"),
-    "entropy-lower-bound": (limits.check_entropy_lower_bound,
+    "entropy-lower-bound": (softmax_limits.check_entropy_lower_bound,
                             {"claimed_bound": lambda s, T: entropy_lower_bound(s, T) + sp.Rational(1, 20)},
                             "the bound is 0.05 higher"),
-    "key-bias-invariance": (limits.check_key_bias_invariance, {"claimed_zero": "b_Q"}, "the query bias has no gradient"),
-    "softmax-jacobian-norm": (limits.check_softmax_jacobian_norm, {"claimed_bound": 0.25}, "‖J‖ ≤ 1/4"),
-    "dispersion": (limits.check_dispersion, {"claimed": {1000: 0.5}}, "top weight 0.5 at n = 1000"),
-    "rank-one-input": (limits.check_rank_one_input, {"claimed_zero": ("W_Q", "W_K", "W_V")}, "W_V gets no gradient"),
+    "key-bias-invariance": (invariances.check_key_bias_invariance, {"claimed_zero": "b_Q"}, "the query bias has no gradient"),
+    "softmax-jacobian-norm": (softmax_limits.check_softmax_jacobian_norm, {"claimed_bound": 0.25}, "‖J‖ ≤ 1/4"),
+    "dispersion": (softmax_limits.check_dispersion, {"claimed": {1000: 0.5}}, "top weight 0.5 at n = 1000"),
+    "rank-one-input": (invariances.check_rank_one_input, {"claimed_zero": ("W_Q", "W_K", "W_V")}, "W_V gets no gradient"),
     "rope-relative": (positions.check_rope_relative, {"positions": "sinusoidal"}, "absolute sinusoids are relative"),
     "rope-shift-invariance": (positions.check_rope_shift_invariance, {"positions": "sinusoidal"},
                               "absolute sinusoids are shift invariant"),

@@ -10,7 +10,7 @@ import pytest
 import sympy as sp
 
 from attnsym.claims import CheckContext
-from attnsym.claims.builtin import limits
+from attnsym.claims.builtin import invariances, rank_collapse, softmax_limits
 from attnsym.errors import SpecError
 from attnsym.numeric import attention_vjp, softmax
 from attnsym.numeric.rank_collapse import collapse_run, composite_norm, residual_norm
@@ -97,9 +97,9 @@ def test_residual_and_composite_norm_by_hand():
 
 # ----------------------------------------------------------------------------- the claims
 
-@pytest.mark.parametrize("check", [limits.check_dispersion, limits.check_softmax_jacobian_norm,
-                                   limits.check_entropy_lower_bound, limits.check_key_bias_invariance,
-                                   limits.check_rank_one_input])
+@pytest.mark.parametrize("check", [softmax_limits.check_dispersion, softmax_limits.check_softmax_jacobian_norm,
+                                   softmax_limits.check_entropy_lower_bound, invariances.check_key_bias_invariance,
+                                   invariances.check_rank_one_input])
 def test_claims_hold(check):
     ev = check(QUICK)
     assert ev.verdict == "holds", ev.summary
@@ -107,35 +107,35 @@ def test_claims_hold(check):
 
 
 def test_rank_collapse_holds_only_under_conditions_because_mlps_do_not_prevent_it():
-    ev = limits.check_rank_collapse(QUICK)
+    ev = rank_collapse.check_rank_collapse(QUICK)
     assert ev.verdict == "holds-under-conditions"
     rows = {r["architecture"]: r for r in ev.details["rows"]}
     assert rows["attention"]["collapses (median < 1e-8)"] and not rows["attention+skip"]["collapses (median < 1e-8)"]
-    assert rows["attention"][limits.RATE] >= 2  # cubic-like contraction: doubly exponential
+    assert rows["attention"][rank_collapse.RATE] >= 2  # cubic-like contraction: doubly exponential
     assert ev.details["rank-1 input is a fixed point (exact)"]
     lo, hi = rows["attention+skip"]["95% range over seeds"]
     assert 0 < lo <= hi
 
 
 @pytest.mark.parametrize(("check", "wrong"), [
-    (limits.check_dispersion, {"claimed": {1000: 0.5}}),
-    (limits.check_dispersion, {"claimed_limit": 0.1}),
-    (limits.check_softmax_jacobian_norm, {"claimed_bound": 0.25}),   # beaten at (1/2, 1/2)
-    (limits.check_softmax_jacobian_norm, {"claimed_bound": 1.0}),    # true but never reached
-    (limits.check_entropy_lower_bound, {"claimed_bound": lambda s, T: entropy_lower_bound(s, T) + sp.Rational(1, 20)}),
-    (limits.check_entropy_lower_bound, {"claimed_bound": lambda s, T: entropy_lower_bound(s, T) / 2}),  # not tight
-    (limits.check_key_bias_invariance, {"claimed_zero": "b_Q"}),
-    (limits.check_rank_one_input, {"claimed_zero": ("W_Q", "W_K", "W_V")}),
-    (limits.check_rank_collapse, {"collapses": {"attention": False}}),
-    (limits.check_rank_collapse, {"collapses": {"attention": True, "attention+skip": True}}),
+    (softmax_limits.check_dispersion, {"claimed": {1000: 0.5}}),
+    (softmax_limits.check_dispersion, {"claimed_limit": 0.1}),
+    (softmax_limits.check_softmax_jacobian_norm, {"claimed_bound": 0.25}),   # beaten at (1/2, 1/2)
+    (softmax_limits.check_softmax_jacobian_norm, {"claimed_bound": 1.0}),    # true but never reached
+    (softmax_limits.check_entropy_lower_bound, {"claimed_bound": lambda s, T: entropy_lower_bound(s, T) + sp.Rational(1, 20)}),
+    (softmax_limits.check_entropy_lower_bound, {"claimed_bound": lambda s, T: entropy_lower_bound(s, T) / 2}),  # not tight
+    (invariances.check_key_bias_invariance, {"claimed_zero": "b_Q"}),
+    (invariances.check_rank_one_input, {"claimed_zero": ("W_Q", "W_K", "W_V")}),
+    (rank_collapse.check_rank_collapse, {"collapses": {"attention": False}}),
+    (rank_collapse.check_rank_collapse, {"collapses": {"attention": True, "attention+skip": True}}),
 ])
 def test_false_statements_fail(check, wrong):
     assert check(QUICK, **wrong).verdict == "fails"
 
 
 @pytest.mark.parametrize(("check", "name"), [
-    (limits.check_dispersion, "dispersion"), (limits.check_softmax_jacobian_norm, "jacobian-norm"),
-    (limits.check_entropy_lower_bound, "entropy-bound"), (limits.check_rank_collapse, "rank-collapse"),
+    (softmax_limits.check_dispersion, "dispersion"), (softmax_limits.check_softmax_jacobian_norm, "jacobian-norm"),
+    (softmax_limits.check_entropy_lower_bound, "entropy-bound"), (rank_collapse.check_rank_collapse, "rank-collapse"),
 ])
 def test_figures_draw_the_checked_data(check, name):
     ev = check(QUICK)
@@ -145,7 +145,7 @@ def test_figures_draw_the_checked_data(check, name):
 
 
 def test_dispersion_figure_marks_the_checked_numbers():
-    ev = limits.check_dispersion(QUICK)
+    ev = softmax_limits.check_dispersion(QUICK)
     ax = ev.figures["dispersion"]().axes[0]
     marks = next(line for line in ax.lines if line.get_marker() == "o")
     assert list(marks.get_ydata()) == [r["exact"] for r in ev.details["rows"]]

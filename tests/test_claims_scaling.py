@@ -10,7 +10,7 @@ import sympy as sp
 
 import attnsym as at
 from attnsym.claims import CheckContext
-from attnsym.claims.builtin.scaling import variance_scaling_evidence
+from attnsym.claims.builtin.variance import variance_scaling_evidence
 from attnsym.symbolic.stats import d
 
 
@@ -170,7 +170,7 @@ def test_torch_mha_in_proj_xavier_variance_matches_the_table(variance):
 
 
 def test_saturation_reports_an_interval_for_every_statistic_and_measures_no_learning():
-    from attnsym.claims.builtin.scaling import check_softmax_saturation
+    from attnsym.claims.builtin.saturation import check_softmax_saturation
 
     ev = check_softmax_saturation(CheckContext(quick=True))
     assert ev.verdict == "holds-under-conditions"

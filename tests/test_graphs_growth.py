@@ -7,7 +7,7 @@ import math
 import pytest
 
 from attnsym.claims import CheckContext
-from attnsym.claims.builtin import complexity
+from attnsym.claims.builtin import table1
 from attnsym.errors import ShapeError
 from attnsym.graphs.architectures import max_path_length, sequential_depth
 from attnsym.graphs.growth import CANDIDATES, decide_growth
@@ -73,7 +73,7 @@ def test_bad_input():
 
 def test_restricted_self_attention_is_not_a_variant_of_self_attention():
     # the false claim "self-attention has path length O(n)" must fail, not hold under conditions
-    ev = complexity.check_table1_column(CheckContext(quick=True), column="path", claimed={"self_attention": "O(n)"})
+    ev = table1.check_table1_column(CheckContext(quick=True), column="path", claimed={"self_attention": "O(n)"})
     assert ev.verdict == "fails"
-    ev = complexity.check_table1_column(CheckContext(quick=True), column="path", claimed={"convolution": "O(log_k n)"})
+    ev = table1.check_table1_column(CheckContext(quick=True), column="path", claimed={"convolution": "O(log_k n)"})
     assert ev.verdict == "holds-under-conditions" and "dilated_convolution" in ev.conditions[0]

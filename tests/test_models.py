@@ -269,8 +269,8 @@ def test_float32_gelu_is_tied_to_numeric_gelu():
 
 def test_claims_use_the_real_model_in_full_mode_only(m):
     from attnsym.claims import CheckContext
+    from attnsym.claims._real_model import real_model_scores
     from attnsym.claims.builtin.routing import check_dynamic_routing
-    from attnsym.claims.builtin.scaling import _real_model_scores
 
     full = check_dynamic_routing(CheckContext(seed=0, quick=False))
     assert full.verdict == "holds" and "real-model" in full.figures
@@ -280,7 +280,7 @@ def test_claims_use_the_real_model_in_full_mode_only(m):
     assert wrong.verdict == "fails"
     quick = check_dynamic_routing(CheckContext(seed=0, quick=True))
     assert "real-model" not in quick.figures and any("quick mode: no real model" in c for c in quick.conditions)
-    details, condition = _real_model_scores(CheckContext(quick=False), "variance")
+    details, condition = real_model_scores(CheckContext(quick=False), "variance")
     assert len(details) == 7 and "variance median" in condition
-    details, condition = _real_model_scores(CheckContext(quick=False), "entropy")
+    details, condition = real_model_scores(CheckContext(quick=False), "entropy")
     assert len(details) == 6 and "entropy" in condition

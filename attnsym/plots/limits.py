@@ -1,7 +1,8 @@
 """Figures of the limits of attention: dispersion, the entropy bound, the Jacobian norm, rank collapse.
 
-Each function draws data its claim computed (:mod:`attnsym.claims.builtin.limits`); none runs an
-experiment of its own.
+Each function draws data its claim computed (:mod:`attnsym.claims.builtin.softmax_limits`,
+:mod:`~attnsym.claims.builtin.rank_collapse`, :mod:`~attnsym.claims.builtin.invariances`); none runs
+an experiment of its own.
 """
 
 from __future__ import annotations

@@ -15,10 +15,11 @@ import networkx as nx
 import numpy as np
 import sympy as sp
 
+from ... import plots
 from ..._checks import one_of
 from ...errors import SpecError
 from ...graphs import routing_graph, row_entropy
-from ...numeric import alibi_slopes, apply_rope, scores, softmax
+from ...numeric import alibi_slopes, apply_rope, scores, sinusoidal_positions, softmax
 from ...numeric.position_experiments import (
     alibi_weights,
     rope_abel_bound,
@@ -27,6 +28,7 @@ from ...numeric.position_experiments import (
     weight_by_distance,
 )
 from ...spec import DEFAULT_POSITION_BASE, AttentionSpec
+from ...symbolic.matrices import row_softmax
 from ...symbolic.positions import alibi_bias as exact_alibi_bias
 from ...symbolic.rope_proofs import prove_rope_relative, prove_shift_invariance
 from ...testing import TOLERANCES
@@ -45,8 +47,6 @@ SEE_ALSO_SHIFT = ("permutation-equivariance: without positions attention is perm
 
 
 def _sinusoidal_scores(X, W_Q, W_K, offset: int, base: int = DEFAULT_POSITION_BASE):
-    from ...numeric import sinusoidal_positions
-
     n, d = X.shape
     pe = sinusoidal_positions(n + offset, d, base)[offset:]
     return scores((X + pe) @ W_Q, (X + pe) @ W_K)
@@ -131,8 +131,6 @@ def check_rope_relative(ctx: CheckContext, *, positions: str = "rope") -> Eviden
 
 
 def _frequencies_figure():
-    from ... import plots
-
     return plots.rope_frequencies_figure()
 
 
@@ -180,8 +178,6 @@ def check_rope_shift_invariance(ctx: CheckContext, *, positions: str = "rope") -
     far = 250
 
     def figure():
-        from ... import plots
-
         panels = {}
         for kind in (positions, "sinusoidal" if positions != "sinusoidal" else "rope"):
             other = spec.replace(positions=kind)
@@ -249,8 +245,6 @@ def check_rope_long_range_decay(ctx: CheckContext, *, subject: str = "bound") ->
         verdict = "holds" if far_std < 0.5 * near else "fails"
 
     def figure():
-        from ... import plots
-
         return plots.rope_decay_figure(d_k=DECAY_D, seed=ctx.seed, samples=500 if ctx.quick else 2000)
 
     return Evidence(
@@ -297,7 +291,6 @@ def check_alibi_recency(ctx: CheckContext, *, cuts_off_far_tokens: bool = False)
     exact_ok = all(exact_alibi_bias(small, h)[i, j] == -sp.Integer(2) ** -sp.Rational(e) * (i - j)
                    for h, e in enumerate(small.alibi_slope_exponents) for i in range(4) for j in range(i + 1))
     # zero scores: consecutive weights of a row in the ratio exp(m_h), exactly
-    from ...symbolic.matrices import row_softmax
 
     B0 = exact_alibi_bias(small, 0)
     A_exact = row_softmax(B0, allowed=small.allowed)
@@ -330,8 +323,6 @@ def check_alibi_recency(ctx: CheckContext, *, cuts_off_far_tokens: bool = False)
         ("holds" if reach > 1 or not every_edge else "fails")
 
     def figure():
-        from ... import plots
-
         return plots.alibi_bias_figure(heads=heads, n=n, weights=profile)
 
     return Evidence(

@@ -8,11 +8,23 @@ from __future__ import annotations
 
 import numpy as np
 import sympy as sp
+from scipy.optimize import minimize_scalar
+from scipy.special import ndtr
 
+from ... import plots
 from ..._exact import exact
+from ...numeric import gelu as num_gelu
+from ...numeric import gelu_tanh as num_gelu_tanh
+from ...numeric import sinusoidal_positions as num_pe
+from ...numeric import softmax
+from ...numeric import softmax_jacobian as num_jacobian
 from ...spec import DEFAULT_POSITION_BASE
+from ...symbolic import gelu, gelu_tanh
+from ...symbolic import sinusoidal_positions as sym_pe
+from ...symbolic.jacobians import derive_softmax_jacobian, softmax_output_symbols
+from ...symbolic.jacobians import softmax_jacobian as sym_jacobian
 from ...testing import TOLERANCES
-from .._evidence import CheckContext, Evidence
+from .._evidence import CheckContext, Evidence, tex
 from ..catalogue import builtin_claim, statement
 
 __all__ = ["check_gelu", "check_sinusoidal_positions", "check_softmax_jacobian"]
@@ -31,10 +43,6 @@ def check_softmax_jacobian(ctx: CheckContext, *, claimed=None) -> Evidence:
     ``claimed(a)`` is the Jacobian formula under test, applied to a SymPy column ``a`` and to a
     NumPy vector ``a`` alike (default ``diag(a) − a aᵀ``); a wrong formula fails both checks.
     """
-    from ...numeric import softmax
-    from ...symbolic.jacobians import derive_softmax_jacobian
-    from .._evidence import tex
-
     def default(a):
         if isinstance(a, np.ndarray):
             return np.diag(a) - np.outer(a, a)
@@ -76,10 +84,6 @@ def check_softmax_jacobian(ctx: CheckContext, *, claimed=None) -> Evidence:
         row = {"n": n, "max |J − FD|": err, "numeric rank": rank, "max |J·1|": null,
                "agrees": err <= FD_ATOL and rank == n - 1 and null <= tol.atol}
         if n <= 4:  # the symbolic closed form, evaluated at a, against the numeric twin
-            from ...numeric import softmax_jacobian as num_jacobian
-            from ...symbolic.jacobians import softmax_jacobian as sym_jacobian
-            from ...symbolic.jacobians import softmax_output_symbols
-
             S = sym_jacobian(n)  # the twins: symbolic closed form and numeric function of the library
             values = {sym: float(a[i]) for i, sym in enumerate(softmax_output_symbols(n))}  # a_1 is a[0]
             sym_num = np.array(S.xreplace(values).evalf(), dtype=float)
@@ -121,10 +125,6 @@ def check_sinusoidal_positions(ctx: CheckContext, *, claimed_ratio=None) -> Evid
 
     ``claimed_ratio`` is the asserted ratio of consecutive frequencies (default ``base^(-2/d_model)``).
     """
-    from ...numeric import sinusoidal_positions as num_pe
-    from ...symbolic import sinusoidal_positions as sym_pe
-    from .._evidence import tex
-
     base = DEFAULT_POSITION_BASE
     n_sym, d_sym = 6, 8
     PE = sym_pe(n_sym, d_sym, base)
@@ -182,8 +182,6 @@ def check_sinusoidal_positions(ctx: CheckContext, *, claimed_ratio=None) -> Evid
     )
 
     def figure():
-        from ... import plots
-
         return plots.positional_encoding_figure(n=64, d_model=16, base=base)
 
     return Evidence(
@@ -216,14 +214,6 @@ def check_gelu(ctx: CheckContext, *, claimed_max_error: float = 1e-3) -> Evidenc
 
     ``claimed_max_error`` is the asserted bound on ``|gelu_tanh − gelu|`` (default 1e-3).
     """
-    from scipy.optimize import minimize_scalar
-    from scipy.special import ndtr
-
-    from ...numeric import gelu as num_gelu
-    from ...numeric import gelu_tanh as num_gelu_tanh
-    from ...symbolic import gelu, gelu_tanh
-    from .._evidence import tex
-
     x = sp.Symbol("x", real=True)
     # the standard normal CDF, certified by its definition: Phi' = phi (the density) and Phi(-oo) = 0
     phi = sp.exp(-(x**2) / 2) / sp.sqrt(2 * sp.pi)
@@ -259,8 +249,6 @@ def check_gelu(ctx: CheckContext, *, claimed_max_error: float = 1e-3) -> Evidenc
         and max_err < claimed_max_error and abs(sym_at - max_err) <= 1e-12
 
     def figure():
-        from ... import plots
-
         return plots.gelu_figure()
 
     return Evidence(

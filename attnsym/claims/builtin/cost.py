@@ -1,24 +1,26 @@
-"""Claims about cost and parallelism: ``global-path-length``, ``parallelism``, ``quadratic-cost``,
-``kv-cache``, ``blockwise-exact``.
+"""Claims about the cost of attention: ``quadratic-cost``, ``kv-cache``, ``blockwise-exact``.
 
-Each registered claim calls a parametrised check (``check_*``) with the statement of CLAIMS.md;
-the tests call the same checks with deliberately wrong statements and see them fail. The
-mathematics lives in :mod:`attnsym.graphs.architectures` (Table 1 on real computation graphs),
-:mod:`attnsym.symbolic.opcount`, :mod:`attnsym.symbolic.online_softmax`,
-:mod:`attnsym.numeric.kvcache`, :mod:`attnsym.numeric.measure` and :func:`attnsym.numeric.attention`.
+Each registered claim calls a parametrised check (``check_*``) with the statement of the shipped
+claims list; the tests call the same checks with deliberately wrong statements and see them fail.
+The mathematics lives in :mod:`attnsym.symbolic.opcount`, :mod:`attnsym.symbolic.online_softmax`,
+:mod:`attnsym.numeric.flopcount`, :mod:`attnsym.numeric.kvcache`, :mod:`attnsym.numeric.measure`
+and :func:`attnsym.numeric.attention`.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Mapping
-
 import numpy as np
 import sympy as sp
 
-from ...errors import SpecError
-from ...numeric.flopcount import contraction_multiplications
+from ... import plots
+from ...numeric import attention
+from ...numeric.flopcount import contraction_multiplications, decode_step_multiplications
+from ...numeric.kvcache import causal_decode
+from ...numeric.measure import growth_exponent, median_seconds, peak_traced_bytes
 from ...spec import AttentionSpec
+from ...symbolic import attention as sym_attention
+from ...symbolic.online_softmax import prove_online_softmax
+from ...symbolic.opcount import attention_opcount, decode_step_opcount, interpolate_opcount
 from ...testing import TOLERANCES
 from .._evidence import CheckContext, Evidence
 from ..catalogue import builtin_claim, statement
@@ -27,7 +29,6 @@ __all__ = [
     "check_blockwise_exact",
     "check_kv_cache",
     "check_quadratic_cost",
-    "check_table1_column",
 ]
 
 _TOL = TOLERANCES["float64"]
@@ -39,120 +40,6 @@ def _max_abs(a, b) -> float:
 
 def _close(a, b) -> bool:
     return bool(np.allclose(a, b, rtol=_TOL.rtol, atol=_TOL.atol))
-
-
-# ----------------------------------------------------------------------------- Table 1 columns
-
-PATH_STATEMENT = statement("global-path-length")
-PARALLEL_STATEMENT = statement("parallelism")
-
-#: growths (candidates of :data:`attnsym.graphs.growth.CANDIDATES`) each claim asserts, per architecture
-PATH_CLAIMED = {"self_attention": "O(1)", "recurrent": "O(n)", "convolution": "O(log_k n)"}
-PARALLEL_CLAIMED = {"self_attention": "O(1)", "recurrent": "O(n)"}
-
-#: the only variants a claimed architecture may be satisfied by (exact names; nothing matched by suffix):
-#: "convolutions O(log_k n)" holds for dilated kernels only — restricted self-attention is a different row of
-#: Table 1, not a variant of self-attention
-VARIANTS = {"convolution": ("dilated_convolution",)}
-
-#: Table 1's one convolutional row prints O(log_k n) (dilated kernels); O(n/k) for contiguous kernels is from §4
-_PATH_SOURCE = {"convolution": " (§4 text, contiguous kernels; Table 1's convolutional row: O(log_k n), dilated)"}
-
-
-@functools.lru_cache(maxsize=4)
-def _table1(ns: tuple[int, ...], k: int, r: int) -> tuple:
-    """Table 1 on computation graphs, shared by ``global-path-length`` and ``parallelism`` (read-only)."""
-    from ...graphs.architectures import table1
-
-    return tuple(table1(list(ns), k=k, r=r))
-
-
-def check_table1_column(ctx: CheckContext, *, column: str = "path", claimed: Mapping[str, str] | None = None,
-                        k: int = 3, r: int = 4) -> Evidence:
-    """Measure one column of Table 1 (Vaswani et al. 2017) on real computation graphs and compare with ``claimed``.
-
-    Parameters
-    ----------
-    column : {"path", "sequential"}
-        ``"path"`` — maximum path length (claim ``global-path-length``); ``"sequential"`` —
-        sequential operations, the depth of one layer's computation DAG (claim ``parallelism``).
-    claimed : mapping, optional
-        Architecture -> growth the statement asserts, a candidate of
-        :data:`attnsym.graphs.growth.CANDIDATES` (``"O(1)"``, ``"O(log_k n)"``, ``"O(n/k)"``, ...).
-    k, r : int
-        Kernel width of the convolutions and window of restricted self-attention.
-
-    The growth of each architecture is decided by :func:`attnsym.graphs.growth.decide_growth`
-    (every candidate with its constant; "undecided" when the values do not single out one class).
-    The verdict is "holds" when every claimed class is measured for the architecture named
-    (matched exactly), "holds-under-conditions" when it is measured only for a declared variant
-    (:data:`VARIANTS`: a convolution reaches O(log_k n) only when dilated), and "fails" otherwise —
-    also when a growth is undecided.
-    """
-    from ...graphs.architectures import PAPER_TABLE1
-    from ...graphs.growth import GROWTH_CLASS, decide_growth
-
-    if column not in ("path", "sequential"):
-        raise SpecError(f"column must be 'path' or 'sequential' (got {column!r})")
-    path = column == "path"
-    claimed = dict((PATH_CLAIMED if path else PARALLEL_CLAIMED) if claimed is None else claimed)
-    ns = list(range(2, 17)) if ctx.quick else list(range(2, 41))
-    rows = _table1(tuple(ns), k, r)
-    key = "path" if path else "sequential"
-    values = {row["arch"]: row[f"{key}_values"] for row in rows}
-    measured = {arch: decide_growth(ns, v, k=k, r=r) for arch, v in values.items()}
-    table = [{"architecture": arch, "measured growth": dec.growth, "explained by": ", ".join(dec.explained_by) or "—",
-              "spread of y − f for the claimed candidate": (round(dec.spread[claimed[arch]], 3)
-                                                            if claimed.get(arch) in dec.spread else None),
-              "paper (Table 1)": PAPER_TABLE1[arch][1 if path else 0] + (_PATH_SOURCE.get(arch, "") if path else ""),
-              f"values at n = {ns[0]}, {ns[len(ns) // 2]}, {ns[-1]}": (values[arch][0], values[arch][len(ns) // 2],
-                                                                       values[arch][-1]),
-              "claimed": claimed.get(arch)} for arch, dec in measured.items()]
-    conditions, failures = [], []
-    for arch, growth in claimed.items():
-        if arch not in measured:
-            raise KeyError(f"claimed has an unknown architecture {arch!r}; known: {sorted(measured)}")
-        if growth not in GROWTH_CLASS:
-            raise SpecError(f"claimed growth for {arch!r} must be one of {sorted(GROWTH_CLASS)} (got {growth!r})")
-        want = GROWTH_CLASS[growth]
-        if measured[arch].growth == want:
-            continue
-        variants = [a for a in VARIANTS.get(arch, ()) if measured[a].growth == want]
-        if variants:
-            conditions.append(f"{arch}: {growth} only for the variant {', '.join(variants)} "
-                              f"(the plain one measures {measured[arch].growth}: {', '.join(measured[arch].explained_by)})")
-        else:
-            failures.append(f"{arch}: claimed {growth}, measured {measured[arch].growth}"
-                            f" (explained by {', '.join(measured[arch].explained_by) or 'no candidate'})")
-    verdict = "fails" if failures else "holds-under-conditions" if conditions else "holds"
-    what = "maximum path length" if path else "sequential operations (depth of one layer's DAG)"
-    conditions.append(f"{what} measured by networkx on the computation graphs for n = {ns[0]}…{ns[-1]} "
-                      f"(kernel k = {k}, restriction r = {r}); growth decided over every candidate of Table 1 with its "
-                      f"constant: {next(iter(measured.values())).rule}")
-    summary = "; ".join(f"{arch} {measured[arch].growth} ({values[arch][0]}→{values[arch][-1]})" for arch in claimed)
-
-    def figure():
-        from ... import plots
-
-        return plots.path_length_figure(ns, {row["arch"]: row["path_values"] for row in rows},
-                                        {row["arch"]: row["sequential_values"] for row in rows},
-                                        panels=("path",) if path else ("depth",))  # one figure per claim
-    return Evidence(
-        "global-path-length" if path else "parallelism", PATH_STATEMENT if path else PARALLEL_STATEMENT, verdict,
-        method="graph computation (networkx) + growth decision over Table 1's candidates",
-        summary=summary + ("" if not failures else " — " + "; ".join(failures)),
-        conditions=tuple(conditions),
-        details={"table": table, "ns": ns, "k": k, "r": r, "failures": failures},
-        figures={"table1": figure},
-    )
-
-
-def _global_path_length(ctx: CheckContext) -> Evidence:
-    return check_table1_column(ctx, column="path")
-
-
-def _parallelism(ctx: CheckContext) -> Evidence:
-    return check_table1_column(ctx, column="sequential")
 
 
 # ----------------------------------------------------------------------------- quadratic-cost
@@ -179,10 +66,6 @@ def check_quadratic_cost(ctx: CheckContext, *, time_degree: tuple[int, int] = (2
     times (never judged; left out by default so the evidence is the same for a given seed —
     ``benchmarks/bench_claims_cost.py`` records them in ``docs/benchmarks.md``).
     """
-    from ...numeric import attention
-    from ...numeric.measure import growth_exponent, median_seconds, peak_traced_bytes
-    from ...symbolic.opcount import attention_opcount, interpolate_opcount
-
     n, d = sp.symbols("n d", positive=True, integer=True)
     closed = attention_opcount(n, d, d, scaled=False)
     by_kind = closed.by_kind()
@@ -237,9 +120,7 @@ def check_quadratic_cost(ctx: CheckContext, *, time_degree: tuple[int, int] = (2
     lean_fig = measured["blockwise peak bytes (2 significant digits)"]
 
     def figure():
-        from ...plots import memory_growth_figure
-
-        return memory_growth_figure(ns, plain_fig, lean_fig, plain_t or None, lean_t or None)
+        return plots.memory_growth_figure(ns, plain_fig, lean_fig, plain_t or None, lean_t or None)
 
     return Evidence(
         "quadratic-cost", QUAD_STATEMENT, "holds-under-conditions" if ok else "fails",
@@ -288,11 +169,6 @@ def check_kv_cache(ctx: CheckContext, *, cached_degree: int = 1, uncached_degree
     projections add d²), and the O(t²·d) it replaces is the recomputation a stacked decoder needs;
     one layer that reruns only its last query row is linear in t too (O(t·d²)).
     """
-    from ...numeric import attention
-    from ...numeric.flopcount import decode_step_multiplications
-    from ...numeric.kvcache import causal_decode
-    from ...symbolic.opcount import decode_step_opcount
-
     rng = ctx.rng("kv-cache")
     n, d, heads = (8, 4, 2) if ctx.quick else (32, 16, 4)
     X = rng.standard_normal((n, d))
@@ -327,7 +203,6 @@ def check_kv_cache(ctx: CheckContext, *, cached_degree: int = 1, uncached_degree
     bidirectional_change = _max_abs(Y_long[:-1], Y_short)
     # exact reason the cache is valid: with a causal mask, the outputs of a prefix are the same
     # SymPy expressions whether or not later tokens exist (and without the mask they are not)
-    from ...symbolic import attention as sym_attention
 
     def prefix_unchanged(causal: bool) -> bool:
         long, short = (sym_attention(AttentionSpec(n=m, d_model=1, causal=causal)) for m in (3, 2))
@@ -341,8 +216,6 @@ def check_kv_cache(ctx: CheckContext, *, cached_degree: int = 1, uncached_degree
              for a, b in zip(fast.steps, slow.steps, strict=True)]
 
     def figure():
-        from ... import plots
-
         return plots.decode_cost_figure([s["t"] for s in steps], [s["mul with cache"] for s in steps],
                                         [s["mul without cache"] for s in steps])
     return Evidence(
@@ -395,10 +268,6 @@ def check_blockwise_exact(ctx: CheckContext, *, rescale: bool = True) -> Evidenc
     ``rescale=False`` checks the merge without the ``e^{m_b − m}`` correction, a wrong algorithm
     that the symbolic proof rejects.
     """
-    from ...numeric import attention
-    from ...numeric.measure import peak_traced_bytes
-    from ...symbolic.online_softmax import prove_online_softmax
-
     sizes = (2, 2, 1) if ctx.quick else (3, 2, 2)
     proof = prove_online_softmax(*sizes, rescale=rescale)
     rng = ctx.rng("blockwise-exact")
@@ -445,8 +314,6 @@ def _blockwise_exact(ctx: CheckContext) -> Evidence:
 
 #: the claims of this module, for the registry (:mod:`attnsym.claims.builtin` lists the modules)
 CLAIMS = (
-    builtin_claim("global-path-length", _global_path_length),
-    builtin_claim("parallelism", _parallelism),
     builtin_claim("quadratic-cost", _quadratic_cost),
     builtin_claim("kv-cache", _kv_cache),
     builtin_claim("blockwise-exact", _blockwise_exact),
