@@ -28,7 +28,7 @@ from ...numeric.position_experiments import (
     weight_by_distance,
 )
 from ...spec import DEFAULT_POSITION_BASE, AttentionSpec
-from ...symbolic.matrices import row_softmax
+from ...symbolic.operations import row_softmax
 from ...symbolic.positions import alibi_bias as exact_alibi_bias
 from ...symbolic.rope_proofs import prove_rope_relative, prove_shift_invariance
 from ...testing import TOLERANCES

@@ -23,7 +23,7 @@ from ...numeric.sampling import random_inputs
 from ...spec import AttentionSpec
 from ...symbolic import attention_input_jacobian, mlp_input_jacobian
 from ...symbolic.matrices import attention as sym_attention
-from ...symbolic.matrices import row_softmax
+from ...symbolic.operations import row_softmax
 from ...symbolic.two_token import solve_two_token
 from ...testing import TOLERANCES
 from .._evidence import CheckContext, Evidence

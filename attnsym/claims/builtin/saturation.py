@@ -64,7 +64,7 @@ def check_softmax_saturation(ctx: CheckContext, *, saturating: str = "unscaled")
     half = [r for r in table if r["d"] >= 64]
     slope = float(np.polyfit(np.log([r["d"] for r in half]), np.log([r["‖J‖ mean unscaled"] for r in half]), 1)[0])
     grad_rows = []
-    with mc._blas_single_thread():
+    with mc.blas_single_thread():
         for dim in grad_dims:
             grad_rows.append(gradient_ratio(ctx.rng("softmax-saturation", "gradient", dim), dim, draws=draws, n=n))
             ctx.advance(len(dims) + len(grad_rows), len(dims) + len(grad_dims))
