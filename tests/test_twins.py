@@ -85,3 +85,10 @@ def test_scores_and_softmax_twins_agree():
     np.testing.assert_allclose(S, np.array(S_exact, dtype=float), rtol=TOL64.rtol, atol=TOL64.atol)
     np.testing.assert_allclose(nm.softmax(S), np.array(sym.row_softmax(sp.Matrix(S)).evalf(20), dtype=float),
                                rtol=TOL64.rtol, atol=TOL64.atol)
+
+
+@pytest.mark.parametrize(("shift", "d", "base"), [(1, 2, DEFAULT_POSITION_BASE), (7, 8, DEFAULT_POSITION_BASE),
+                                                  (3, 6, 7), (-4, 4, 13)])
+def test_sinusoidal_shift_twins_agree(shift, d, base):
+    exact = np.array(sym.sinusoidal_shift(shift, d, base).evalf(20), dtype=float)
+    np.testing.assert_allclose(nm.sinusoidal_shift(shift, d, base), exact, rtol=TOL64.rtol, atol=TOL64.atol)

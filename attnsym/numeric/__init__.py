@@ -27,7 +27,15 @@ from .conv import conv1d, shift_tokens
 from .forward import AUTO_BLOCKWISE_N, BLOCK_ELEMENTS, DEFAULT_BLOCK_SIZE, attention, scores, softmax
 from .jacobians import softmax_jacobian
 from .kvcache import DecodeResult, causal_decode
-from .positions import alibi_bias, alibi_slopes, apply_rope, rope_frequencies, rope_rotation, sinusoidal_positions
+from .positions import (
+    alibi_bias,
+    alibi_slopes,
+    apply_rope,
+    rope_frequencies,
+    rope_rotation,
+    sinusoidal_positions,
+    sinusoidal_shift,
+)
 from .sampling import random_inputs
 
 __all__ = [
@@ -52,6 +60,7 @@ __all__ = [
     "scores",
     "shift_tokens",
     "sinusoidal_positions",
+    "sinusoidal_shift",
     "softmax",
     "softmax_jacobian",
 ]

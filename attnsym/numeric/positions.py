@@ -5,7 +5,8 @@ the input's own library). The conventions (positions counted from 0, the base, R
 ``spec.rope_pairs`` and frequency exponents, ALiBi's slope exponents) are those of
 :mod:`attnsym.spec`; this module only evaluates them in floating point:
 
-* :func:`sinusoidal_positions` — the encodings added to ``X``;
+* :func:`sinusoidal_positions` — the encodings added to ``X``; :func:`sinusoidal_shift` — the
+  block rotation ``R_k`` with ``PE(p + k) = R_k PE(p)``;
 * :func:`rope_frequencies`, :func:`rope_rotation`, :func:`apply_rope` — RoPE's ``θ_i``, the
   rotation ``R(p θ)`` and the rotated rows (``inverse=True``: ``R(p θ)ᵀ``, the adjoint the
   backward pass needs);
@@ -28,7 +29,15 @@ from ..errors import ShapeError, SpecError
 from ..spec import DEFAULT_POSITION_BASE, AttentionSpec, alibi_slope_exponents, require_rope_spec
 from .backend import array_namespace
 
-__all__ = ["alibi_bias", "alibi_slopes", "apply_rope", "rope_frequencies", "rope_rotation", "sinusoidal_positions"]
+__all__ = [
+    "alibi_bias",
+    "alibi_slopes",
+    "apply_rope",
+    "rope_frequencies",
+    "rope_rotation",
+    "sinusoidal_positions",
+    "sinusoidal_shift",
+]
 
 
 def sinusoidal_positions(n: int, d_model: int, base: int = DEFAULT_POSITION_BASE, *,
@@ -86,6 +95,58 @@ def sinusoidal_positions(n: int, d_model: int, base: int = DEFAULT_POSITION_BASE
     pe = xp.reshape(xp.stack([xp.sin(angle), xp.cos(angle)], axis=-1), (n, 2 * half))[:, :d_model]
     return pe if dtype is None else xp.astype(pe, dtype)
 
+
+def sinusoidal_shift(shift, d_model: int, base: int = DEFAULT_POSITION_BASE, *,
+                     xp: ModuleType | None = None, dtype: Any = None):
+    """The ``(d_model, d_model)`` block rotation ``R_k`` with ``PE(p + k) = R_k PE(p)`` for every ``p``.
+
+    For the rows of :func:`sinusoidal_positions`: ``PE[p + k] = PE[p] @ R_k.T``. One 2 × 2 block
+    ``[[cos ω_i k, sin ω_i k], [−sin ω_i k, cos ω_i k]]`` per ``(sin, cos)`` pair, ``ω_i = base^(-2i/d)``.
+    Twin of :func:`attnsym.symbolic.sinusoidal_shift` (exact SymPy, where
+    :func:`attnsym.symbolic.prove_sinusoidal_shift` proves the identity).
+
+    Parameters
+    ----------
+    shift : int or float
+        ``k``, the number of positions to shift by (any real number).
+    d_model : int
+        Width; must be even (an odd width ends in an unpaired sine that no fixed map shifts).
+    base : int, default DEFAULT_POSITION_BASE (10000)
+        Base of the frequencies, >= 2.
+    xp : namespace, optional
+        Array namespace to build in (NumPy by default).
+    dtype : dtype, optional
+        Result dtype (float64 by default); computed in float64 and then cast.
+
+    Raises
+    ------
+    SpecError
+        ``d_model`` odd or not a positive integer, ``base`` not an integer >= 2, ``shift`` not a
+        finite real number.
+
+    Examples
+    --------
+    >>> pe = sinusoidal_positions(10, 4)
+    >>> bool(np.allclose(pe[:-3] @ sinusoidal_shift(3, 4).T, pe[3:]))
+    True
+    """
+    if isinstance(shift, bool) or not isinstance(shift, numbers.Real) or not math.isfinite(shift):
+        raise SpecError(f"shift must be a finite real number (got {shift!r})")
+    d_model = positive_int("d_model", d_model)
+    if d_model % 2:
+        raise SpecError(f"d_model must be even for a shift matrix: the last column of an odd width is an unpaired "
+                        f"sine (got d_model={d_model})")
+    if not positive_int("base", base) >= 2:
+        raise SpecError(f"base must be an integer >= 2 (got {base!r})")
+    xp = array_namespace() if xp is None else xp
+    two_i = xp.arange(0, d_model, 2, dtype=xp.float64)  # (d/2,)
+    angle = float(shift) * xp.exp(-(two_i / d_model) * math.log(int(base)))  # (d/2,)
+    c, s = xp.cos(angle), xp.sin(angle)  # (d/2,)
+    blocks = xp.stack([xp.stack([c, s], axis=-1), xp.stack([-s, c], axis=-1)], axis=-2)  # (d/2, 2, 2)
+    eye = xp.eye(d_model // 2, dtype=xp.float64)  # (d/2, d/2)
+    R = xp.reshape(xp.permute_dims(eye[:, :, None, None] * blocks[:, None, :, :], (0, 2, 1, 3)),
+                   (d_model, d_model))  # block (i, i) = blocks[i]
+    return R if dtype is None else xp.astype(R, dtype)
 
 
 def _cast(xp: ModuleType, x, dtype):

@@ -12,7 +12,7 @@ Matrix([
 """
 
 from ._backward_steps import gradient_steps
-from .activations import GELU_TANH_CUBIC, gelu, gelu_tanh
+from .activations import GELU_TANH_CUBIC, GeluProof, gelu, gelu_tanh, prove_gelu
 from .backward import gradients
 from .cost import DEFAULT_MAX_GRADIENT_TERMS, DEFAULT_MAX_TERMS, SymbolicCost, enforce_limit, estimate_cost, gradient_cost
 from .equivariance import check_attention_equivariance, check_conv_equivariance, conv1d
@@ -33,7 +33,17 @@ from .naming import entry_name, input_symbols
 from .online_softmax import prove_online_softmax
 from .opcount import attention_opcount, decode_step_opcount
 from .operations import matmul, row_softmax, scores
-from .positions import alibi_bias, alibi_slopes, apply_rope, rope_frequencies, rope_rotation, sinusoidal_positions
+from .positions import (
+    SinusoidalShiftProof,
+    alibi_bias,
+    alibi_slopes,
+    apply_rope,
+    prove_sinusoidal_shift,
+    rope_frequencies,
+    rope_rotation,
+    sinusoidal_positions,
+    sinusoidal_shift,
+)
 from .rope_proofs import RelativeProof, prove_rope_relative, prove_shift_invariance
 from .steps import Step
 from .symmetry import prove_qk_symmetry_condition
@@ -43,11 +53,13 @@ __all__ = [
     "DEFAULT_MAX_GRADIENT_TERMS",
     "DEFAULT_MAX_TERMS",
     "GELU_TANH_CUBIC",
+    "GeluProof",
     "GradientCheck",
     "GradientResult",
     "InputJacobian",
     "MatrixGradients",
     "RelativeProof",
+    "SinusoidalShiftProof",
     "SoftmaxJacobian",
     "Step",
     "SymbolicAttention",
@@ -78,15 +90,18 @@ __all__ = [
     "matrix_gradients",
     "mlp",
     "mlp_input_jacobian",
+    "prove_gelu",
     "prove_online_softmax",
     "prove_qk_symmetry_condition",
     "prove_rope_relative",
     "prove_shift_invariance",
+    "prove_sinusoidal_shift",
     "rope_frequencies",
     "rope_rotation",
     "row_softmax",
     "scores",
     "sinusoidal_positions",
+    "sinusoidal_shift",
     "softmax_jacobian",
     "solve_two_token",
 ]

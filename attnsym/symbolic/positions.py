@@ -4,6 +4,8 @@ The conventions (position ``p`` counted from 0, RoPE's planes and frequencies, A
 are those of :mod:`attnsym.spec`; this module only evaluates them exactly:
 
 * :func:`sinusoidal_positions` — the ``(n, d_model)`` matrix ``PE`` added to ``X``;
+  :func:`sinusoidal_shift` — the fixed block rotation ``R_k`` with ``PE(p + k) = R_k PE(p)``,
+  and :func:`prove_sinusoidal_shift`, the proof for symbolic ``p``, ``k`` and frequency;
 * :func:`rope_frequencies`, :func:`rope_rotation`, :func:`apply_rope` — ``θ_i = base^{-2i/d}``,
   the rotation :math:`R(p\theta)` and the rotated rows ``R(p θ) q_p`` (``p`` may be a symbol);
 * :func:`alibi_slopes`, :func:`alibi_bias` — ``m_h = 2^{-e_h}`` and the bias ``−m_h |i − j|``.
@@ -15,16 +17,27 @@ The proofs that use them (scores depend only on ``n − m``) are in
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
 
 import sympy as sp
 
-from .._checks import integer_at_least, is_int
+from .._checks import integer_at_least, is_int, positive_int
 from .._exact import exact, exact_matrix
 from ..errors import ShapeError, SpecError
 from ..spec import DEFAULT_POSITION_BASE, AttentionSpec, alibi_slope_exponents, require_rope_spec
 from .cost import enforce_limit
 
-__all__ = ["alibi_bias", "alibi_slopes", "apply_rope", "rope_frequencies", "rope_rotation", "sinusoidal_positions"]
+__all__ = [
+    "SinusoidalShiftProof",
+    "alibi_bias",
+    "alibi_slopes",
+    "apply_rope",
+    "prove_sinusoidal_shift",
+    "rope_frequencies",
+    "rope_rotation",
+    "sinusoidal_positions",
+    "sinusoidal_shift",
+]
 
 
 _TERMS_PER_PE_ENTRY = 100
@@ -85,6 +98,148 @@ def sinusoidal_positions(n: int, d_model: int, base: int = DEFAULT_POSITION_BASE
 
     return sp.ImmutableMatrix(n, d_model, entry)
 
+
+def _pair_rotation(angle: sp.Expr) -> sp.Matrix:
+    """The 2 × 2 map of one ``(sin, cos)`` pair under a shift by ``angle = ω k``."""
+    return sp.Matrix([[sp.cos(angle), sp.sin(angle)], [-sp.sin(angle), sp.cos(angle)]])
+
+
+def sinusoidal_shift(shift, d_model: int, base: int = DEFAULT_POSITION_BASE) -> sp.ImmutableMatrix:
+    r"""The ``(d_model, d_model)`` matrix ``R_k`` that shifts sinusoidal encodings by ``k`` positions.
+
+    ``PE(p + k) = R_k PE(p)`` for every position ``p`` (column vectors; for the rows of
+    :func:`sinusoidal_positions`, ``PE[p + k] = PE[p] R_kᵀ``). ``R_k`` is block diagonal, one
+    rotation per ``(sin, cos)`` pair of frequency :math:`\omega_i = base^{-2i/d}`:
+
+    .. math::
+
+        R_k^{(i)} = \begin{pmatrix} \cos \omega_i k & \sin \omega_i k \\
+                                    -\sin \omega_i k & \cos \omega_i k \end{pmatrix},
+
+    so it depends on ``k`` only, never on ``p`` (:func:`prove_sinusoidal_shift` proves it).
+
+    Parameters
+    ----------
+    shift : int or SymPy expression
+        ``k``; a symbol gives the matrix for a symbolic shift.
+    d_model : int
+        Width of the encodings; must be even (for odd ``d_model`` the last column is an unpaired
+        sine, and no fixed linear map of ``PE(p)`` gives ``sin(ω (p + k))``).
+    base : int, default DEFAULT_POSITION_BASE (10000)
+        Base of the frequencies (``AttentionSpec.position_base``).
+
+    Returns
+    -------
+    sympy.ImmutableMatrix
+        Orthogonal: ``R_kᵀ R_k = I``.
+
+    Raises
+    ------
+    SpecError
+        ``d_model`` odd or not a positive integer, ``base`` not an integer >= 2, ``shift`` not an
+        integer or a real SymPy expression.
+
+    See Also
+    --------
+    attnsym.numeric.sinusoidal_shift : the floating-point twin.
+
+    Examples
+    --------
+    >>> sinusoidal_shift(1, 2)
+    Matrix([
+    [ cos(1), sin(1)],
+    [-sin(1), cos(1)]])
+    >>> p, k = sp.symbols("p k", real=True)
+    >>> shifted = sinusoidal_shift(k, 4) * sinusoidal_positions(1, 4, offset=p).T  # R_k PE(p), symbolic p and k
+    >>> [sp.expand(v, trig=True) for v in shifted - sinusoidal_positions(1, 4, offset=p + k).T]
+    [0, 0, 0, 0]
+    """
+    k = _position(shift, "shift")
+    d_model = positive_int("d_model", d_model)
+    if d_model % 2:
+        raise SpecError(f"d_model must be even for a shift matrix: the last column of an odd width is an unpaired "
+                        f"sine (got d_model={d_model})")
+    base = positive_int("base", base)
+    if base < 2:
+        raise SpecError(f"base must be an integer >= 2 (got {base!r})")
+    R = sp.zeros(d_model, d_model)
+    for i in range(d_model // 2):
+        R[2 * i:2 * i + 2, 2 * i:2 * i + 2] = _pair_rotation(k / sp.Integer(base) ** sp.Rational(2 * i, d_model))
+    return sp.ImmutableMatrix(R)
+
+
+@dataclass(frozen=True)
+class SinusoidalShiftProof:
+    """The proof that shifting a sinusoidal encoding is a fixed rotation of each ``(sin, cos)`` pair.
+
+    Attributes
+    ----------
+    position, shift, frequency : sympy.Symbol
+        ``p`` and ``k`` (real) and ``ω`` (positive), all symbolic.
+    pair : sympy.ImmutableMatrix
+        ``pe_ω(p) = (sin ωp, cos ωp)ᵀ``.
+    rotation : sympy.ImmutableMatrix
+        ``R_k(ω)``, the block of :func:`sinusoidal_shift` for frequency ``ω``.
+    shifted : sympy.ImmutableMatrix
+        ``pe_ω(p + k)``.
+    holds : bool
+        ``R_k pe_ω(p) − pe_ω(p + k)`` expands (trigonometric addition formulas) to exactly 0.
+    independent_of_p : bool
+        ``p`` is not a free symbol of ``R_k``: the same matrix for every position.
+    orthogonal : bool
+        ``R_kᵀ R_k = I`` exactly.
+    similarity : sympy.Expr
+        ``pe_ω(p) · pe_ω(p + k)``, simplified: ``cos(ω k)``, a function of the distance only.
+    """
+
+    position: sp.Symbol
+    shift: sp.Symbol
+    frequency: sp.Symbol
+    pair: sp.ImmutableMatrix
+    rotation: sp.ImmutableMatrix
+    shifted: sp.ImmutableMatrix
+    holds: bool
+    independent_of_p: bool
+    orthogonal: bool
+    similarity: sp.Expr
+
+
+def prove_sinusoidal_shift() -> SinusoidalShiftProof:
+    r"""Prove ``pe_ω(p + k) = R_k(ω) pe_ω(p)`` for symbolic ``p``, ``k`` and ``ω``, with ``R_k`` free of ``p``.
+
+    The property Vaswani et al. (2017) chose sinusoids for ("for any fixed offset k, PE_{pos+k}
+    can be represented as a linear function of PE_{pos}"), proved exactly per frequency pair;
+    :func:`sinusoidal_shift` stacks the pairs of one width.
+
+    Returns
+    -------
+    SinusoidalShiftProof
+        ``holds``, ``independent_of_p`` and ``orthogonal`` are all True.
+
+    Examples
+    --------
+    >>> proof = prove_sinusoidal_shift()
+    >>> proof.holds, proof.independent_of_p, proof.orthogonal
+    (True, True, True)
+    >>> proof.rotation
+    Matrix([
+    [ cos(k*omega), sin(k*omega)],
+    [-sin(k*omega), cos(k*omega)]])
+    >>> proof.similarity
+    cos(k*omega)
+    """
+    p, k = sp.symbols("p k", real=True)
+    w = sp.Symbol("omega", positive=True)
+    pair = sp.Matrix([sp.sin(w * p), sp.cos(w * p)])
+    R = _pair_rotation(w * k)
+    shifted = sp.Matrix([sp.sin(w * (p + k)), sp.cos(w * (p + k))])
+    holds = all(sp.simplify(sp.expand_trig(v)) == 0 for v in (R * pair - shifted))
+    orthogonal = sp.simplify(R.T * R - sp.eye(2)) == sp.zeros(2, 2)
+    similarity = sp.simplify(sp.expand_trig((pair.T * shifted)[0]))
+    return SinusoidalShiftProof(position=p, shift=k, frequency=w, pair=sp.ImmutableMatrix(pair),
+                                rotation=sp.ImmutableMatrix(R), shifted=sp.ImmutableMatrix(shifted), holds=bool(holds),
+                                independent_of_p=p not in R.free_symbols, orthogonal=bool(orthogonal),
+                                similarity=similarity)
 
 
 def _position(value, name: str = "position") -> sp.Expr:

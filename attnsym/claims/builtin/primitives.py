@@ -16,11 +16,13 @@ from ..._exact import exact
 from ...numeric import gelu as num_gelu
 from ...numeric import gelu_tanh as num_gelu_tanh
 from ...numeric import sinusoidal_positions as num_pe
+from ...numeric import sinusoidal_shift as num_shift
 from ...numeric import softmax
 from ...numeric import softmax_jacobian as num_jacobian
 from ...spec import DEFAULT_POSITION_BASE
-from ...symbolic import gelu, gelu_tanh
+from ...symbolic import gelu, gelu_tanh, prove_gelu, prove_sinusoidal_shift
 from ...symbolic import sinusoidal_positions as sym_pe
+from ...symbolic import sinusoidal_shift as sym_shift
 from ...symbolic.jacobians import derive_softmax_jacobian, softmax_output_symbols
 from ...symbolic.jacobians import softmax_jacobian as sym_jacobian
 from ...testing import TOLERANCES
@@ -139,46 +141,39 @@ def check_sinusoidal_positions(ctx: CheckContext, *, claimed_ratio=None) -> Evid
         for p in range(n_sym) for c in range(d_sym))
     bounded_exact = all(abs(float(v)) <= 1 for v in PE)
 
-    # the rotation: for symbolic p, k, omega, R_k(omega) [sin, cos](omega p) = [sin, cos](omega (p + k))
-    p, k = sp.symbols("p k", real=True)
-    w = sp.Symbol("omega", positive=True)
-    pair = sp.Matrix([sp.sin(w * p), sp.cos(w * p)])
-    R = sp.Matrix([[sp.cos(w * k), sp.sin(w * k)], [-sp.sin(w * k), sp.cos(w * k)]])
-    shifted = sp.Matrix([sp.sin(w * (p + k)), sp.cos(w * (p + k))])
-    rotation_proved = all(sp.simplify(sp.expand_trig(v)) == 0 for v in (R * pair - shifted))
-    independent_of_p = p not in R.free_symbols
-    orthogonal = sp.simplify(R.T * R - sp.eye(2)) == sp.zeros(2, 2)
-    dot_shift = sp.simplify(sp.expand_trig((pair.T * shifted)[0]))  # PE(p)·PE(p+k) per pair: cos(omega k)
+    # the rotation, proved for symbolic p, k, omega: R_k(omega) [sin, cos](omega p) = [sin, cos](omega (p + k))
+    proof = prove_sinusoidal_shift()
+    rotation_proved, independent_of_p, orthogonal = proof.holds, proof.independent_of_p, proof.orthogonal
+    p = proof.position
+    # and the stacked R_k (every pair of width d_sym) maps PE(p) to PE(p + k), again for symbolic p and k
+    k = proof.shift
+    stacked = sym_shift(k, d_sym, base) * sym_pe(1, d_sym, base, offset=p).T - sym_pe(1, d_sym, base, offset=p + k).T
+    stacked_ok = all(sp.expand(v, trig=True) == 0 for v in stacked)
 
     # numeric twin: bounded; the block-diagonal R_k maps row p to row p + k for every p
     tol = TOLERANCES["float64"]
     n_num, d_num = (128, 32) if ctx.quick else (512, 128)
     P = np.asarray(num_pe(n_num, d_num, base))
     twin_err = float(np.max(np.abs(np.asarray(num_pe(n_sym, d_sym, base)) - np.array(PE.evalf(), dtype=float))))
-    freqs = base ** (-np.arange(0, d_num, 2) / d_num)
     rot_err = 0.0
     for shift in (1, 7, 50):
-        c, s = np.cos(freqs * shift), np.sin(freqs * shift)
-        rot = np.zeros((d_num, d_num))
-        for i in range(d_num // 2):
-            rot[2 * i:2 * i + 2, 2 * i:2 * i + 2] = [[c[i], s[i]], [-s[i], c[i]]]
-        pred = P[:-shift] @ rot.T  # (n - k, d): R_k applied to every row p
+        pred = P[:-shift] @ np.asarray(num_shift(shift, d_num, base)).T  # (n - k, d): R_k applied to every row p
         rot_err = max(rot_err, float(np.max(np.abs(pred - P[shift:]))))
     # positions up to 512: angles up to 512 rad, so the rounding of sin/cos arguments sets the tolerance
     rot_tol = 1e3 * np.finfo(float).eps * n_num
     numeric_ok = (float(np.max(np.abs(P))) <= 1.0 and rot_err <= rot_tol
                   and twin_err <= tol.atol + tol.rtol)
     holds = geometric and matches_definition and bounded_exact and rotation_proved and independent_of_p and orthogonal \
-        and numeric_ok
+        and stacked_ok and numeric_ok
     equations = (
         ("even columns", sp.Eq(tex(r"PE_{p, 2i}"), sp.sin(p / sp.Symbol("b") ** (2 * sp.Symbol("i") / sp.Symbol("d"))))),
         ("odd columns", sp.Eq(tex(r"PE_{p, 2i+1}"), sp.cos(p / sp.Symbol("b") ** (2 * sp.Symbol("i") / sp.Symbol("d"))))),
         (f"symbolic PE, n = 3 rows of d = {d_sym}", sp.Eq(tex("PE"), PE[:3, :], evaluate=False)),
         ("geometric frequencies: ratio of consecutive ω_i", sp.Eq(tex(r"\omega_{i+1}/\omega_i"), expected_ratio)),
         ("shift by k is a rotation of each (sin, cos) pair, independent of p",
-         sp.Eq(sp.MatMul(R, pair, evaluate=False), shifted)),
+         sp.Eq(sp.MatMul(proof.rotation, proof.pair, evaluate=False), proof.shifted)),
         ("similarity of two positions depends only on their distance (per pair)",
-         sp.Eq(tex(r"\langle pe_\omega(p), pe_\omega(p+k)\rangle"), dot_shift)),
+         sp.Eq(tex(r"\langle pe_\omega(p), pe_\omega(p+k)\rangle"), proof.similarity)),
     )
 
     def figure():
@@ -197,6 +192,7 @@ def check_sinusoidal_positions(ctx: CheckContext, *, claimed_ratio=None) -> Evid
         details={"geometric frequencies": geometric, "symbolic matrix matches the definition": matches_definition,
                  "bounded in [-1, 1]": bounded_exact, "rotation proved (symbolic p, k)": rotation_proved,
                  "R_k independent of p": independent_of_p, "R_k orthogonal": orthogonal,
+                 f"stacked R_k (d = {d_sym}) maps PE(p) to PE(p + k) (symbolic p, k)": stacked_ok,
                  "numeric": [{"n": n_num, "d_model": d_num, "max |PE|": float(np.max(np.abs(P))),
                               "max rotation error": rot_err, "tolerance": rot_tol,
                               "symbolic vs numeric twin": twin_err}]},
@@ -214,18 +210,12 @@ def check_gelu(ctx: CheckContext, *, claimed_max_error: float = 1e-3) -> Evidenc
 
     ``claimed_max_error`` is the asserted bound on ``|gelu_tanh − gelu|`` (default 1e-3).
     """
-    x = sp.Symbol("x", real=True)
-    # the standard normal CDF, certified by its definition: Phi' = phi (the density) and Phi(-oo) = 0
-    phi = sp.exp(-(x**2) / 2) / sp.sqrt(2 * sp.pi)
-    Phi = (1 + sp.erf(x / sp.sqrt(2))) / 2
-    phi_ok = sp.simplify(sp.diff(Phi, x) - phi) == 0 and sp.limit(Phi, x, -sp.oo) == 0
-    g = gelu(x)
-    form_ok = phi_ok and sp.expand(g - x * Phi) == 0
-    dg = sp.diff(g, x)
-    derivative_ok = sp.expand(dg - (Phi + x * phi)) == 0
-    limits = (sp.limit((g - x).rewrite(sp.erfc), x, sp.oo), sp.limit(g.rewrite(sp.erfc), x, -sp.oo))
-    limits_ok = limits == (0, 0)
-    minimum_x = sp.nsolve(dg, x, -0.75)
+    # the standard normal CDF certified by its definition (Phi' = phi, Phi(-oo) = 0), GELU = x Phi, GELU', limits
+    proof = prove_gelu()
+    x, Phi, g, dg = proof.x, proof.cdf, gelu(proof.x), proof.derivative
+    form_ok, derivative_ok, limits, limits_ok = (proof.is_x_cdf, proof.derivative_is_cdf_plus_x_density, proof.limits,
+                                                 proof.limits_vanish)
+    minimum_x = proof.minimum_at
 
     # numeric twin against SciPy's normal CDF (an independent implementation of Phi)
     grid = np.linspace(-10.0, 10.0, 20001 if ctx.quick else 200001)
