@@ -26,7 +26,8 @@ One module per subject, mirroring the layers below:
 ``plots.models``            :func:`token_contrast_figure`, :func:`attention_grid_figure`,
                             :func:`rollout_flow_figure` (real models, :mod:`attnsym.models`)
 ``plots.limits``            :func:`dispersion_figure`, :func:`entropy_bound_figure`,
-                            :func:`jacobian_norm_figure`, :func:`rank_collapse_figure`
+                            :func:`jacobian_norm_figure`, :func:`rank_collapse_figure`,
+                            :func:`bias_slices_figure`, :func:`equal_tokens_figure`
 ``plots.catalog``           :data:`FIGURES`, :func:`figure` (the standard figures by name)
 ``plots.files``             :func:`figure_to_bytes`, :func:`save_figure`
 ==========================  ====================================================================
@@ -50,7 +51,14 @@ from .catalog import FIGURES, figure
 from .complexity import decode_cost_figure, memory_growth_figure, path_length_figure
 from .files import FORMATS, figure_to_bytes, save_figure
 from .heatmaps import attention_heatmap, random_attention
-from .limits import dispersion_figure, entropy_bound_figure, jacobian_norm_figure, rank_collapse_figure
+from .limits import (
+    bias_slices_figure,
+    dispersion_figure,
+    entropy_bound_figure,
+    equal_tokens_figure,
+    jacobian_norm_figure,
+    rank_collapse_figure,
+)
 from .models import attention_grid_figure, rollout_flow_figure, token_contrast_figure
 from .positions import positional_encoding_figure
 from .rope_alibi import alibi_bias_figure, rope_decay_figure, rope_frequencies_figure, shift_figure
@@ -65,12 +73,14 @@ __all__ = [
     "alibi_bias_figure",
     "attention_grid_figure",
     "attention_heatmap",
+    "bias_slices_figure",
     "decode_cost_figure",
     "dispersion_figure",
     "draw_contrast",
     "draw_routing",
     "entropy_bound_figure",
     "entropy_figure",
+    "equal_tokens_figure",
     "figure",
     "figure_to_bytes",
     "gelu_figure",

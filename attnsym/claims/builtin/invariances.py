@@ -9,13 +9,12 @@ the numeric side is :func:`attnsym.numeric.attention_vjp` and central difference
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import sympy as sp
 
+from ... import plots
 from ...errors import SpecError
-from ...numeric import attention, attention_vjp
+from ...numeric.invariances import bias_loss_slices, gradients_near_equal_tokens
 from ...spec import AttentionSpec
 from ...symbolic.invariances import bias_score_derivatives, equal_token_gradients, rows_constant
 from .._evidence import CheckContext, Evidence, tex
@@ -49,38 +48,24 @@ def check_key_bias_invariance(ctx: CheckContext, *, claimed_zero: str = "b_K") -
             row[f"∂S/∂{which} row-constant"] = all(rows_constant(D, allowed) for head in derivs for D in head)
         table.append(row)
     symbolic_zero = {w: all(r[f"∂S/∂{w} row-constant"] for r in table) for w in ("b_K", "b_Q")}
-    # numeric: the backward pass and central differences of the forward pass, multi-head, random point
-    rng = ctx.rng("key-bias-invariance")
-    n, d, heads = (6, 4, 2)
-    X = rng.standard_normal((n, d))
-    W = {k: rng.standard_normal((d, d)) / math.sqrt(d) for k in ("W_Q", "W_K", "W_V", "W_O")}
-    b = {k: rng.standard_normal(d) for k in ("b_Q", "b_K", "b_V", "b_O")}
-    G = rng.standard_normal((n, d))
-    grads = attention_vjp(X, W["W_Q"], W["W_K"], W["W_V"], G, W["W_O"], heads=heads, **b)
-    def loss(name, value):
-        kw = dict(b, **{name: value})
-        return float(np.sum(G * attention(X, W["W_Q"], W["W_K"], W["W_V"], W["W_O"], heads=heads,
-                                          return_weights=False, **kw)))
-
-    fd = {}
-    for name in ("b_K", "b_Q"):
-        e = np.zeros(d)
-        vals = []
-        for i in range(d):
-            e[:] = 0
-            e[i] = 1e-6
-            vals.append((loss(name, b[name] + e) - loss(name, b[name] - e)) / 2e-6)
-        fd[name] = float(np.max(np.abs(vals)))
-    numeric = {"max |∂L/∂b_K| (backward)": float(np.max(np.abs(grads["b_K"]))),
-               "max |∂L/∂b_Q| (backward)": float(np.max(np.abs(grads["b_Q"]))),
-               "max |∂L/∂b_K| (central differences)": fd["b_K"], "max |∂L/∂b_Q| (central differences)": fd["b_Q"]}
-    zero_num = {"b_K": numeric["max |∂L/∂b_K| (backward)"] <= 1e-12 and fd["b_K"] <= 1e-8,
-                "b_Q": numeric["max |∂L/∂b_Q| (backward)"] <= 1e-12 and fd["b_Q"] <= 1e-8}
+    # numeric: the loss along a line through each bias, the backward pass and central differences (multi-head,
+    # random point): the one experiment the figure draws too
+    num_spec = AttentionSpec(n=6, d_model=4, heads=2, bias=True)
+    slices = bias_loss_slices(num_spec, int(ctx.rng("key-bias-invariance").integers(2**32)))
+    flat = {w: float(np.max(np.abs(slices.loss_change[w]))) for w in ("b_K", "b_Q")}
+    numeric = {"spec": num_spec.describe(),
+               "max |∂L/∂b_K| (backward)": slices.backward["b_K"], "max |∂L/∂b_Q| (backward)": slices.backward["b_Q"],
+               "max |∂L/∂b_K| (central differences)": slices.central["b_K"],
+               "max |∂L/∂b_Q| (central differences)": slices.central["b_Q"],
+               f"max |L(b_K + t u) − L(b_K)|, |t| ≤ {slices.offsets.max():g}": flat["b_K"],
+               f"max |L(b_Q + t u) − L(b_Q)|, |t| ≤ {slices.offsets.max():g}": flat["b_Q"]}
+    zero_num = {w: slices.backward[w] <= 1e-12 and slices.central[w] <= 1e-8 and flat[w] <= 1e-10 for w in ("b_K", "b_Q")}
     other = "b_Q" if claimed_zero == "b_K" else "b_K"
     ok = symbolic_zero[claimed_zero] and zero_num[claimed_zero] and not symbolic_zero[other] and not zero_num[other]
     return Evidence(
         "key-bias-invariance", statement("key-bias-invariance"), "holds" if ok else "fails",
-        method="symbolic proof (∂S/∂b row-constant for the spec family) + numeric backward + central differences (h = 1e-6)",
+        method=("symbolic proof (∂S/∂b row-constant for the spec family) + numeric loss slices, backward and central "
+                f"differences (h = {slices.step:g})"),
         summary=(f"∂S/∂b_K constant along every row in {sum(r['∂S/∂b_K row-constant'] for r in table)}/{len(table)} specs "
                  f"(so ∂A/∂b_K = J·1 = 0); ∂S/∂b_Q is not; numeric |∂L/∂b_K| = {numeric['max |∂L/∂b_K| (backward)']:.1e}, "
                  f"|∂L/∂b_Q| = {numeric['max |∂L/∂b_Q| (backward)']:.2f}"),
@@ -91,6 +76,7 @@ def check_key_bias_invariance(ctx: CheckContext, *, claimed_zero: str = "b_K") -
                     "b_K is redundant, not harmful: frameworks that keep it (nn.MultiheadAttention's in_proj_bias) waste "
                     "d parameters per layer"),
         details={"family": table, "numeric": numeric},
+        figures={"bias-slices": lambda: plots.bias_slices_figure(slices)},
         equations=(("a key bias shifts each score row by a constant",
                     sp.Eq(tex(r"(q_i)(k_j + b_K)^\top"), tex(r"q_i k_j^\top + q_i b_K^\top"))),
                    ("softmax ignores a row constant",
@@ -113,15 +99,15 @@ def check_rank_one_input(ctx: CheckContext, *, claimed_zero: tuple[str, ...] = (
     for spec in specs:
         grads = equal_token_gradients(spec)
         table.append({"spec": spec.describe(), **{f"∂L/∂{k} = 0": all(e == 0 for e in g) for k, g in grads.items()}})
-    rng = ctx.rng("rank-one-input")
-    n, d = 8, 4
-    W = [rng.standard_normal((d, d)) / math.sqrt(d) for _ in range(4)]
-    G = rng.standard_normal((n, d))
-    x = rng.standard_normal(d)
-    numeric = {}
-    for label, X in (("equal tokens", np.tile(x, (n, 1))), ("distinct tokens", rng.standard_normal((n, d)))):
-        g = attention_vjp(X, W[0], W[1], W[2], G, W[3], heads=2)
-        numeric[label] = {k: float(np.max(np.abs(g[k]))) for k in ("W_Q", "W_K", "W_V")}
+    # numeric: the weight gradients at X = 1xᵀ + εE from ε = 0 (equal tokens) to ε = 1 (distinct tokens): the one
+    # experiment the figure draws too
+    num_spec = AttentionSpec(n=8, d_model=4, heads=2)
+    sweep = gradients_near_equal_tokens(num_spec, int(ctx.rng("rank-one-input").integers(2**32)))
+    at = {"equal tokens": 0, "distinct tokens": len(sweep.epsilons) - 1}  # ε = 0 and ε = 1
+    numeric = {label: {k: float(sweep.max_gradient[k][i]) for k in ("W_Q", "W_K", "W_V")} for label, i in at.items()}
+    small = (sweep.epsilons > 0) & (sweep.epsilons <= 1e-2)
+    growth = {k: float(np.polyfit(np.log(sweep.epsilons[small]), np.log(sweep.max_gradient[k][small]), 1)[0])
+              for k in ("W_Q", "W_K")}
     names = ("W_Q", "W_K", "W_V")
     exact_zero = {k: all(r.get(f"∂L/∂{k} = 0", False) for r in table) for k in names}
     numeric_zero = {k: numeric["equal tokens"][k] <= 1e-12 for k in names}
@@ -137,8 +123,12 @@ def check_rank_one_input(ctx: CheckContext, *, claimed_zero: tuple[str, ...] = (
                     "again, and the gradient returns",
                     "holds with a causal mask (each row is uniform over its prefix) and with biases",
                     "the gradient of W_V (and W_O) does not vanish: the layer still learns what to output, not where to look; "
-                    "this is the vanishing query/key gradient at rank collapse (see rank-collapse)"),
-        details={"exact": table, "numeric (max |gradient|)": numeric},
+                    "this is the vanishing query/key gradient at rank collapse (see rank-collapse)",
+                    f"near equal tokens the query/key gradients grow like ε^{growth['W_Q']:.1f} (X = 1xᵀ + εE): a "
+                    "nearly collapsed input gives a quadratically small signal, not only an exactly zero one at ε = 0"),
+        details={"exact": table, "numeric spec": num_spec.describe(), "numeric (max |gradient|)": numeric,
+                 "near equal tokens max |∂L/∂W| ∝ ε^slope (1e-4 ≤ ε ≤ 1e-2)": growth},
+        figures={"equal-tokens": lambda: plots.equal_tokens_figure(sweep)},
         equations=(("equal tokens give equal scores and uniform routing",
                     sp.Eq(tex(r"X = \mathbf{1} x^\top \Rightarrow A"), tex(r"\tfrac{1}{n}\mathbf{1}\mathbf{1}^\top"))),
                    ("so the score gradient vanishes", sp.Eq(tex(r"dS = A \odot (dA - \operatorname{rowsum}(dA \odot A))"), 0))),
