@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from attnsym import numeric as nm
-from attnsym.numeric import _fast
+from attnsym.numeric import _fast, _pool
 from attnsym.testing import TOLERANCES
 
 
@@ -92,7 +92,7 @@ def test_one_thread_and_two_threads_agree(monkeypatch):
     G = rng.standard_normal((300, 8)).astype(np.float32)
     results = []
     for threads in (1, 2):
-        monkeypatch.setattr(_fast, "THREADS", threads)
+        monkeypatch.setattr(_pool, "THREADS", threads)
         results.append((nm.attention(X, *W, return_weights=False, block_size=64), nm.attention_vjp(X, *W, G, block_size=64)))
     _assert_same(results[1][0], results[0][0], "float32")
     _assert_same(results[1][1], results[0][1], "float32")

@@ -28,20 +28,17 @@ in the generic path; blocks entirely above a causal diagonal are skipped.
 
 from __future__ import annotations
 
+import contextlib
 import math
-import os
-import queue
 import threading
-import tracemalloc
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import numpy as np
 
+from . import _pool
 from .backend import backend_name
 from .layer import BoundLayer
 
-__all__ = ["ENABLED", "FAST_BLOCK", "MIN_ROW_SUM", "THREADS", "backward", "blocks", "forward", "usable"]
+__all__ = ["ENABLED", "FAST_BLOCK", "MIN_ROW_SUM", "backward", "blocks", "forward", "session", "usable"]
 
 #: query rows and key columns of one score block (256 × 1024 float32 = 1 MiB, the L2 cache of one core here)
 FAST_BLOCK = (256, 1024)
@@ -49,10 +46,6 @@ FAST_BLOCK = (256, 1024)
 MIN_ROW_SUM = 1e-6
 #: take the fast path for NumPy arrays (tests switch it off to run the generic path on NumPy)
 ENABLED = True
-#: worker threads (the cores this process may run on)
-THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-_POOL: dict[str, Any] = {}
 
 
 def usable(layer: BoundLayer, *arrays) -> bool:
@@ -60,41 +53,18 @@ def usable(layer: BoundLayer, *arrays) -> bool:
     return ENABLED and backend_name(layer.xp) == "numpy" and all(isinstance(a, np.ndarray) for a in arrays)
 
 
+def session(layer: BoundLayer, lean: bool) -> contextlib.AbstractContextManager:
+    """The context a lean (blockwise) call runs in: BLAS at one thread and the worker pool for NumPy, else nothing.
+
+    Entered before the projections, so that no product of the call starts BLAS's own threads
+    next to the pool's (:mod:`attnsym.numeric._pool`).
+    """
+    return _pool.one_blas_thread() if lean and usable(layer) else contextlib.nullcontext()
+
+
 def blocks(queries: int, keys: int) -> tuple[int, int]:
     """The fast path's block shape for a requested one: at most :data:`FAST_BLOCK`, cache-sized."""
     return min(queries, FAST_BLOCK[0]), min(keys, FAST_BLOCK[1])
-
-
-def _run(tasks: list, scratch: dict[str, tuple[int, Any]]) -> None:
-    """Run ``task(buffers)`` for each task on the pool, BLAS limited to one thread per worker.
-
-    ``scratch`` names the per-worker buffers (``name -> (elements, dtype)``); they are
-    allocated here, once per call and worker, so repeated calls allocate the same memory.
-    Serial with one thread, one task, or while :mod:`tracemalloc` traces (reproducible peaks).
-    """
-    workers = 1 if THREADS < 2 or len(tasks) < 2 or tracemalloc.is_tracing() else THREADS
-    free: queue.SimpleQueue = queue.SimpleQueue()
-    for _ in range(workers):
-        free.put({name: np.empty(size, dtype) for name, (size, dtype) in scratch.items()})
-    if workers == 1:
-        buffers = free.get()
-        for task in tasks:
-            task(buffers)
-        return
-    if "pool" not in _POOL:
-        from threadpoolctl import ThreadpoolController
-
-        _POOL.update(pool=ThreadPoolExecutor(THREADS, thread_name_prefix="attnsym"), blas=ThreadpoolController())
-
-    def run(task):
-        buffers = free.get()
-        try:
-            task(buffers)
-        finally:
-            free.put(buffers)
-
-    with _POOL["blas"].limit(limits=1, user_api="blas"):
-        list(_POOL["pool"].map(run, tasks))
 
 
 def _buffer(buffers: dict, name: str, shape: tuple) -> np.ndarray:
@@ -220,7 +190,7 @@ def forward(layer: BoundLayer, Q, K, V, block: tuple[int, int] = FAST_BLOCK):
         return run
 
     scratch = {"S": (bi * block[1], dtype), "part": (bi * Vx[0].shape[1], dtype)}
-    _run([task(lane, i0) for lane in range(lanes.Q.shape[0]) for i0 in range(0, n, bi)], scratch)
+    _pool.run([task(lane, i0) for lane in range(lanes.Q.shape[0]) for i0 in range(0, n, bi)], scratch)
     return Z.reshape(*lanes.shape, n, -1), L.reshape(*lanes.shape, n, 1)
 
 
@@ -269,7 +239,8 @@ def backward(layer: BoundLayer, Q, K, V, Z, lse, dZ, block: tuple[int, int] = FA
             dV[lane, j0:j1] = dVj
         return run
 
-    _run([task(lane, j0) for lane in range(count) for j0 in range(0, n, bk)], {"A": (bj * bk, dtype), "dS": (bj * bk, dtype)})
+    scratch = {"A": (bj * bk, dtype), "dS": (bj * bk, dtype)}
+    _pool.run([task(lane, j0) for lane in range(count) for j0 in range(0, n, bk)], scratch)
     for part in partial_dQ.values():
         dQ += part
     dQ *= c

@@ -14,7 +14,9 @@ Rules
   :class:`~attnsym.errors.BackendError` naming the types received.
 
 The few operations the standard lacks (``erf``; in-place ``exp`` to save a pass over an
-``n × n`` block) are dispatched here, once, per library.
+``n × n`` block) are dispatched here, once, per library, and so is the one product that
+NumPy runs differently inside a fast-path call (:func:`matmul`, split over the worker pool
+of :mod:`attnsym.numeric._pool`).
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ from typing import Any
 import array_api_compat
 
 from ..errors import BackendError
+from . import _pool
 
-__all__ = ["BACKENDS", "array_namespace", "asarray_in", "backend_name", "cupy_usable", "erf", "exp_inplace"]
+__all__ = ["BACKENDS", "array_namespace", "asarray_in", "backend_name", "cupy_usable", "erf", "exp_inplace", "matmul"]
 
 #: backend names accepted by ``backend=`` arguments
 BACKENDS = ("numpy", "cupy", "torch")
@@ -177,6 +180,21 @@ def exp_inplace(xp: ModuleType, x: Any) -> Any:
     if array_api_compat.is_torch_array(x) and not x.requires_grad:
         return x.exp_()
     return xp.exp(x)
+
+
+def matmul(xp: ModuleType, A: Any, B: Any) -> Any:
+    """``A @ B``; NumPy arrays inside a fast-path call split the rows of ``A`` across the worker pool.
+
+    There BLAS runs at one thread (:func:`attnsym.numeric._pool.one_blas_thread`), so a long
+    product — the projections ``X W``, the weight gradients ``Xᵀ dQ`` — is cut into row
+    blocks on the pool instead; everywhere else this is ``xp.matmul``.
+
+    >>> matmul(array_namespace(np.ones((2, 3))), np.ones((2, 3)), np.ones((3, 1))).ravel()
+    array([3., 3.])
+    """
+    if _pool.active() and array_api_compat.is_numpy_array(A) and array_api_compat.is_numpy_array(B):
+        return _pool.matmul(A, B)
+    return xp.matmul(A, B)
 
 
 def _np_like_exp(x: Any) -> Any:

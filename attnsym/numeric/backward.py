@@ -28,6 +28,7 @@ from ..errors import ShapeError
 from ..spec import AttentionSpec
 from . import _fast
 from ._inputs import amax, finite_result
+from .backend import matmul
 from .binding import bind
 from .blockwise import blockwise_core, blockwise_core_vjp
 from .layer import AUTO_BLOCKWISE_N, BoundLayer, block_size_for, dscores, merge_heads, plain_core, projections, split_heads
@@ -48,7 +49,7 @@ def _plain_core_vjp(layer: BoundLayer, Q, K, V, A, dZ):
 
 def _weight_grad(xp: ModuleType, M, dM):
     """Σ over batch of Mᵀ dM, for M (..., n, p) and dM (..., n, q) -> (p, q)."""
-    return xp.matmul(xp.matrix_transpose(xp.reshape(M, (-1, M.shape[-1]))), xp.reshape(dM, (-1, dM.shape[-1])))
+    return matmul(xp, xp.matrix_transpose(xp.reshape(M, (-1, M.shape[-1]))), xp.reshape(dM, (-1, dM.shape[-1])))
 
 
 def _bias_grad(xp: ModuleType, dM, like):
@@ -114,12 +115,23 @@ def attention_vjp(
     biases = {"b_Q": b_Q, "b_K": b_K, "b_V": b_V, "b_O": b_O}
     layer, a = bind(X, W_Q, W_K, W_V, W_O, biases, spec=spec, heads=heads, causal=causal, mask=mask,
                     scale=scale, positions=positions, backend=backend, G=G)
+    size = block_size_for(layer, block_size)
+    lean = block_size is not None or layer.n > size or (layer.n >= AUTO_BLOCKWISE_N and _fast.usable(layer))
+    with _fast.session(layer, lean):  # NumPy's lean path: BLAS at one thread, the worker pool in its place
+        grads = _gradients(layer, a, size, lean)
+    order = ["X", "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O"]
+    xp, G = layer.xp, a["G"]
+    cause = f"|G| up to {amax(xp, G):.3g}, |X| up to {amax(xp, a['X']):.3g}"
+    return {k: finite_result(xp, grads[k], f"the gradient d{k}", cause) for k in order if k in grads}
+
+
+def _gradients(layer: BoundLayer, a: dict, size: int, lean: bool) -> dict[str, Any]:
+    """Every gradient of ``⟨G, Y⟩`` (unchecked): the blockwise core when ``lean``, else the stored weights."""
     xp = layer.xp
     X_in, Q, K, V = projections(layer, a)
     G = a["G"]
     grads: dict[str, Any] = {}
-    size = block_size_for(layer, block_size)
-    if block_size is not None or layer.n > size or (layer.n >= AUTO_BLOCKWISE_N and _fast.usable(layer, Q, K, V)):
+    if lean:
         Z_heads, lse = blockwise_core(layer, Q, K, V, size)
         core_vjp = lambda dZ_heads: blockwise_core_vjp(layer, Q, K, V, Z_heads, lse, dZ_heads, size)
     else:
@@ -130,7 +142,7 @@ def attention_vjp(
         grads["W_O"] = _weight_grad(xp, Z, G)  # (H·d_v, d_out)
         if a.get("b_O") is not None:
             grads["b_O"] = _bias_grad(xp, G, a["b_O"])
-        dZ = xp.matmul(G, xp.matrix_transpose(a["W_O"]))  # (..., n, H·d_v)
+        dZ = matmul(xp, G, xp.matrix_transpose(a["W_O"]))  # (..., n, H·d_v)
     else:
         dZ = G
     dQ, dK, dV = core_vjp(split_heads(xp, dZ, layer.heads))  # (..., H, n, ·), w.r.t. the rotated Q, K
@@ -142,9 +154,7 @@ def attention_vjp(
         grads[f"W_{name}"] = _weight_grad(xp, X_in, d)  # (d_model, H·w)
         if a.get(f"b_{name}") is not None:
             grads[f"b_{name}"] = _bias_grad(xp, d, a[f"b_{name}"])
-        term = xp.matmul(d, xp.matrix_transpose(W))  # (..., n, d_model)
+        term = matmul(xp, d, xp.matrix_transpose(W))  # (..., n, d_model)
         dX = term if dX is None else dX + term
     grads["X"] = dX
-    order = ["X", "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O"]
-    cause = f"|G| up to {amax(xp, G):.3g}, |X| up to {amax(xp, a['X']):.3g}"
-    return {k: finite_result(xp, grads[k], f"the gradient d{k}", cause) for k in order if k in grads}
+    return grads

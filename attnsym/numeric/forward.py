@@ -29,7 +29,7 @@ from .._checks import boolean, is_int, positive_real
 from .._typing import Array
 from ..errors import ShapeError, SpecError
 from ..spec import AttentionSpec
-from . import blockwise
+from . import _fast, blockwise
 from ._inputs import amax, bool_mask, dtype_name, float_inputs
 from .binding import bind
 from .layer import (
@@ -226,10 +226,12 @@ def attention(
     if return_weights and block_size is not None:
         raise SpecError("block_size selects the blockwise path, which never stores the weights; "
                         "pass return_weights=False with it (got return_weights=True)")
-    _, Q, K, V = projections(layer, a)
     if not return_weights and (block_size is not None or layer.n > min(AUTO_BLOCKWISE_N - 1, block_size_for(layer, None))):
-        Z_heads, _ = blockwise.blockwise_core(layer, Q, K, V, block_size_for(layer, block_size))
-        return output(layer, a, Z_heads)
+        with _fast.session(layer, True):  # NumPy's lean path: BLAS at one thread, the worker pool in its place
+            _, Q, K, V = projections(layer, a)
+            Z_heads, _ = blockwise.blockwise_core(layer, Q, K, V, block_size_for(layer, block_size))
+            return output(layer, a, Z_heads)
+    _, Q, K, V = projections(layer, a)
     Z_heads, A = plain_core(layer, Q, K, V, want_weights=return_weights)
     Y = output(layer, a, Z_heads)
     if not return_weights:

@@ -46,7 +46,7 @@ from .._checks import positive_int
 from ..errors import ShapeError, SpecError
 from ..spec import AttentionSpec
 from ._inputs import amax, finite_result
-from .backend import exp_inplace
+from .backend import exp_inplace, matmul
 from .positions import alibi_bias_block, apply_rope, sinusoidal_positions
 
 __all__ = [
@@ -213,7 +213,7 @@ def merge_heads(xp: ModuleType, M):
 
 def affine(xp: ModuleType, M, W, b):
     """``M W + b`` (b optional, shape (k,) or (1, k))."""
-    out = xp.matmul(M, W)
+    out = matmul(xp, M, W)
     return out if b is None else out + xp.reshape(b, (W.shape[1],))
 
 

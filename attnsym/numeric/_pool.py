@@ -1,0 +1,122 @@
+"""Worker threads for NumPy work, with BLAS held at one thread while a call uses them.
+
+NumPy's BLAS (OpenBLAS) runs its own threads: a multi-threaded call waits for all of them,
+spinning, and after the call they keep spinning for about 0.1 s in case more work comes. Next
+to a pool of worker threads that means more busy threads than cores — a 2-thread forward
+could take longer than the same work done on one thread, and under load the spinning waits
+multiply. So a fast-path call (:mod:`attnsym.numeric._fast`) runs entirely inside
+:func:`one_blas_thread`: every product, the projections and the weight gradients included,
+runs with BLAS at one thread, and the parallelism comes from this module's pool — query or key
+blocks of attention, and row blocks of the long ``n``-row products (:func:`matmul`).
+
+NumPy releases the GIL inside its matrix products and element-wise loops, so the workers run
+in parallel; what they share is the GIL for the few Python statements per block.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import queue
+import threading
+import tracemalloc
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+
+__all__ = ["MIN_SPLIT", "THREADS", "active", "matmul", "one_blas_thread", "run"]
+
+#: worker threads (the cores this process may run on)
+THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+#: a product with fewer multiply-adds than this runs on the calling thread (splitting it costs more than it saves)
+MIN_SPLIT = 2**22
+
+_STATE: dict[str, Any] = {}
+_LOCAL = threading.local()
+_START = threading.Lock()
+
+
+def _pool() -> tuple[ThreadPoolExecutor, Any]:
+    """The process-wide executor and BLAS controller, made on first use."""
+    with _START:
+        if "pool" not in _STATE:
+            from threadpoolctl import ThreadpoolController
+
+            _STATE.update(pool=ThreadPoolExecutor(THREADS, thread_name_prefix="attnsym"), blas=ThreadpoolController())
+    return _STATE["pool"], _STATE["blas"]
+
+
+def active() -> bool:
+    """Whether this thread is inside :func:`one_blas_thread`."""
+    return getattr(_LOCAL, "depth", 0) > 0
+
+
+@contextlib.contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """BLAS held at one thread for the block (re-entrant); :func:`run` and :func:`matmul` supply the parallelism.
+
+    With one worker thread (:data:`THREADS` = 1) BLAS is left as it is: nothing competes with it.
+    """
+    depth = getattr(_LOCAL, "depth", 0)
+    _LOCAL.depth = depth + 1
+    try:
+        if depth or THREADS < 2:
+            yield
+        else:
+            with _pool()[1].limit(limits=1, user_api="blas"):
+                yield
+    finally:
+        _LOCAL.depth = depth
+
+
+def run(tasks: list[Callable[[dict], None]], scratch: dict[str, tuple[int, Any]] | None = None) -> None:
+    """Run ``task(buffers)`` for each task on the pool, BLAS at one thread.
+
+    ``scratch`` names per-worker buffers (``name -> (elements, dtype)``); they are allocated
+    here, once per call and worker, so repeated calls allocate the same memory. Serial with
+    one thread, one task, or while :mod:`tracemalloc` traces (reproducible peaks).
+    """
+    scratch = scratch or {}
+    workers = 1 if THREADS < 2 or len(tasks) < 2 or tracemalloc.is_tracing() else THREADS
+    free: queue.SimpleQueue = queue.SimpleQueue()
+    for _ in range(workers):
+        free.put({name: np.empty(size, dtype) for name, (size, dtype) in scratch.items()})
+    if workers == 1:
+        buffers = free.get()
+        for task in tasks:
+            task(buffers)
+        return
+
+    def one(task):
+        buffers = free.get()
+        try:
+            task(buffers)
+        finally:
+            free.put(buffers)
+
+    with one_blas_thread():
+        list(_pool()[0].map(one, tasks))
+
+
+def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    """``A @ B`` for ``A`` (..., m, k) and ``B`` (k, p), the rows of ``A`` split across the pool.
+
+    Inside :func:`one_blas_thread` a product of at least :data:`MIN_SPLIT` multiply-adds is
+    cut into row blocks, one task each (the projections ``X W`` and the weight gradients
+    ``Xᵀ dQ`` of a long sequence); anything else is one ``np.matmul``.
+    """
+    if not active() or THREADS < 2 or A.ndim < 2 or B.ndim != 2 or tracemalloc.is_tracing():
+        return np.matmul(A, B)
+    k, p = B.shape
+    rows = math.prod(A.shape[:-1])
+    if rows * k * p < MIN_SPLIT or rows < 2 * THREADS:
+        return np.matmul(A, B)
+    A2 = A.reshape(rows, k)
+    out = np.empty((rows, p), np.result_type(A, B))
+    step = -(-rows // (2 * THREADS))  # two blocks per worker: one slow core does not hold the others up
+    tasks = [lambda _, r=r: np.matmul(A2[r:r + step], B, out=out[r:r + step]) for r in range(0, rows, step)]
+    run(tasks)
+    return out.reshape(*A.shape[:-1], p)
