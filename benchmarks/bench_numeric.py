@@ -19,9 +19,12 @@ Measures, float32, d = 64, one head, no mask, 2 threads on each side:
 * the thin-matmul rate, (2048 × 64)·(64 × 2048) in NumPy with 2 BLAS threads, and the
   achieved GFLOP/s of both sides (4·n²·d forward, 12·n²·d forward + backward — the products
   of the algorithm without recomputation; both sides recompute the scores in the backward);
+* two threads, one call each: wall-clock time, CPU time of every thread of the process, and
+  attnsym's critical path (serial part + busiest worker of each parallel phase), so scaling can
+  be judged on a loaded machine (``_numeric_profile.py``);
 * a profile, one thread each and CPU time (robust to the load of other processes): attnsym's
-  forward and backward against torch's, and the time of the forward's block products and of
-  its one ``exp`` pass, the floor of a NumPy implementation;
+  forward and forward + backward against torch's, and the floor of a NumPy implementation on
+  the fast path's block shapes — the block products alone and the element-wise passes alone;
 * memory of the lean path at n = 32768 (and causal 65536), each in a fresh process.
 
 Writes the ``numeric`` section of docs/benchmarks.md. ``--quick`` runs small sizes and writes nothing.
@@ -44,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from _common import blas_kernels, environment_report, load_average, write_section
+from _numeric_profile import one_thread_profile, render_one_thread, render_two_threads, two_thread_profile
 
 D = 64
 THREADS = 2
@@ -109,13 +113,17 @@ def worker(side: str, sizes: list[int], repeat: int) -> dict:
     """One side, all sizes, in this process: times, kernel and load average before and after."""
     out = {"side": side, "load_before": load_average()[0], "rows": []}
     if side == "attnsym":
-        from attnsym.numeric import _fast
+        from attnsym.numeric import _pool
 
-        out["threads"] = _fast.THREADS
-        out["blas"] = blas_kernels()
+        out["threads"] = _pool.THREADS
+        with _pool.one_blas_thread():  # what BLAS runs with during a lean call
+            out["blas"] = blas_kernels()
     for n in sizes:
         fwd, fb, info = (_attnsym_side if side == "attnsym" else _torch_side)(n)
-        out["rows"].append({"n": n, "fwd": _times(fwd, repeat), "fb": _times(fb, max(2, repeat - 1)), **info})
+        row = {"n": n, "fwd": _times(fwd, repeat), "fb": _times(fb, max(2, repeat - 1)), **info}
+        row["threads_fwd"] = two_thread_profile(fwd, attnsym=side == "attnsym")
+        row["threads_fb"] = two_thread_profile(fb, attnsym=side == "attnsym")
+        out["rows"].append(row)
     out["load_after"] = load_average()[0]
     return out
 
@@ -150,80 +158,6 @@ def agreement(n: int) -> tuple[float, float]:
     (y * torch.from_numpy(G)).sum().backward()
     dX = x.grad.numpy()
     return float(np.abs(Y - y.detach().numpy()).max()), float(np.abs(grads["X"] - dX).max() / np.abs(dX).max())
-
-
-def _cpu(fn, repeat: int = 3) -> float:
-    """Least CPU time of this thread over ``repeat`` runs (after a warm-up): robust to other processes' load."""
-    fn()
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.thread_time()
-        fn()
-        best = min(best, time.thread_time() - start)
-    return best
-
-
-def profile(n: int = 4096) -> dict:
-    """Where one thread's time goes: attnsym's forward and backward, split into products and exp, against torch."""
-    import torch
-    from threadpoolctl import threadpool_limits
-
-    from attnsym import numeric as nm
-    from attnsym.numeric import _fast
-
-    X, Ws, G = _inputs(n)
-    bi, bj = _fast.FAST_BLOCK
-    rng = np.random.default_rng(2)
-    Qx, Kx, Vx = (rng.standard_normal((n, D + 1), dtype=np.float32) for _ in range(3))
-    S, part = np.empty((bi, bj), np.float32), np.empty((bi, D + 1), np.float32)
-    blocks = [(i0, j0) for i0 in range(0, n, bi) for j0 in range(0, n, bj)]
-
-    def products():
-        for i0, j0 in blocks:
-            np.matmul(Qx[i0:i0 + bi], Kx[j0:j0 + bj].T, out=S)
-            np.matmul(S, Vx[j0:j0 + bj], out=part)
-
-    def exps():
-        S.fill(-1.0)
-        for _ in blocks:
-            np.exp(S, out=S)
-            S.fill(-1.0)
-
-    def fills():
-        for _ in blocks:
-            S.fill(-1.0)
-
-    saved = _fast.THREADS
-    _fast.THREADS = 1
-    try:
-        with threadpool_limits(1):
-            out = {
-                "n": n,
-                "fwd": _cpu(lambda: nm.attention(X, *Ws, return_weights=False)),
-                "fb": _cpu(lambda: nm.attention_vjp(X, *Ws, G)),
-                "products": _cpu(products),
-                "exp": _cpu(exps) - _cpu(fills),
-            }
-    finally:
-        _fast.THREADS = saved
-    torch.set_num_threads(1)
-    F = torch.nn.functional
-    Xt, Gt, Wt = torch.from_numpy(X), torch.from_numpy(G), [torch.from_numpy(W) for W in Ws]
-    four_d = lambda M: M.view(1, 1, n, D)
-
-    def torch_forward():
-        with torch.no_grad():
-            F.scaled_dot_product_attention(*(four_d(Xt @ W) for W in Wt))
-
-    def torch_fb():
-        x = Xt.clone().requires_grad_(True)
-        F.scaled_dot_product_attention(*(four_d(x @ W) for W in Wt)).view(n, D).mul(Gt).sum().backward()
-
-    t = torch.full((bi, bj), -1.0)
-    torch_fills = _cpu(lambda: [t.fill_(-1.0) for _ in blocks])
-    out.update(torch_fwd=_cpu(torch_forward), torch_fb=_cpu(torch_fb),
-               torch_exp=_cpu(lambda: [torch.exp(t, out=t).fill_(-1.0) for _ in blocks]) - torch_fills)
-    return out
 
 
 _MEMORY_PROBE = textwrap.dedent("""
@@ -261,36 +195,17 @@ def _ms(values: list[float]) -> str:
     return f"{np.median(values) * 1e3:.1f} ms ({min(values) * 1e3:.0f}–{max(values) * 1e3:.0f})"
 
 
-def render_profile(p: dict) -> list[str]:
-    n, blocks = p["n"], p["n"] * p["n"]
-    gemm = 4 * blocks * (D + 1) / p["products"] / 1e9
-    floor = p["products"] + p["exp"]
-    return [
-        "",
-        f"Where the time goes — one thread each (BLAS and PyTorch at 1 thread), least CPU time of the measuring "
-        f"thread over 3 runs (less sensitive to other processes than wall-clock time, not immune to them: they "
-        f"share the caches and memory bus); n = {n}, float32, d = 64:",
-        "",
-        "| | attnsym | torch flash | ratio |",
-        "|---|---|---|---|",
-        f"| forward | {p['fwd'] * 1e3:.0f} ms | {p['torch_fwd'] * 1e3:.0f} ms | {p['fwd'] / p['torch_fwd']:.2f}× |",
-        f"| forward + backward | {p['fb'] * 1e3:.0f} ms | {p['torch_fb'] * 1e3:.0f} ms | {p['fb'] / p['torch_fb']:.2f}× |",
-        f"| `exp` of n² float32 values | {p['exp'] * 1e3:.0f} ms (NumPy, {blocks / p['exp'] / 1e9:.2f} G/s) "
-        f"| {p['torch_exp'] * 1e3:.0f} ms (`torch.exp`, {blocks / p['torch_exp'] / 1e9:.2f} G/s) "
-        f"| {p['exp'] / p['torch_exp']:.2f}× |",
-        "",
-        f"The forward's two block products (`[c·Q, −u] [K, 1]ᵀ` and `P [V, 1]`, 4·n²·65 flops) take "
-        f"{p['products'] * 1e3:.0f} ms alone ({gemm:.0f} GFLOP/s on one core) and its one `exp` pass "
-        f"{p['exp'] * 1e3:.0f} ms: {floor * 1e3:.0f} ms, {100 * floor / p['fwd']:.0f}% of the {p['fwd'] * 1e3:.0f} ms "
-        f"forward (the rest: projections, input checks, per-block bookkeeping), and {floor / p['torch_fwd']:.2f}× "
-        "torch's whole forward. Each score block is written by one BLAS call, rewritten by `exp` and read by the "
-        "next BLAS call; the flash kernel keeps its score tiles in registers and applies `exp` there.",
-        "",
-        f"Goals, per core, from this run's CPU times: forward {p['fwd'] / p['torch_fwd']:.2f}× "
-        f"(goal ≤ 1.5: {'met' if p['fwd'] / p['torch_fwd'] <= 1.5 else 'not met'}), forward + backward "
-        f"{p['fb'] / p['torch_fb']:.2f}× (goal ≤ 1.25: {'met' if p['fb'] / p['torch_fb'] <= 1.25 else 'not met'}). "
-        "The wall-clock table above was measured at the load averages listed with it.",
-    ]
+def two_thread_rows(ours: list[dict], torch_runs: list[dict], sizes: list[int]) -> list[dict]:
+    """Per n and pass, the medians over all rounds of each side's two-thread profile."""
+    rows = []
+    for n in sizes:
+        for what in ("fwd", "fb"):
+            row = {"n": n, "what": "forward" if what == "fwd" else "forward + backward"}
+            for name, side_runs in (("attnsym", ours), ("torch", torch_runs)):
+                profiles = [r[f"threads_{what}"] for run in side_runs for r in run["rows"] if r["n"] == n]
+                row[name] = {k: float(np.median([p[k] for p in profiles])) for k in profiles[0]}
+            rows.append(row)
+    return rows
 
 
 def render(rate: float, runs: list[dict], memory: list[dict], agree: dict, sizes: list[int], prof: dict) -> str:
@@ -303,8 +218,8 @@ def render(rate: float, runs: list[dict], memory: list[dict], agree: dict, sizes
         "## Numeric backend vs PyTorch flash attention (`benchmarks/bench_numeric.py`)",
         "",
         environment_report(),
-        f"- attnsym: {ours[0]['threads']} worker threads (BLAS at 1 thread inside them); BLAS in the worker: "
-        f"{'; '.join(ours[0]['blas'])}",
+        f"- attnsym: {ours[0]['threads']} worker threads; BLAS during a lean call (every product of it, the pool "
+        f"supplying the parallelism): {'; '.join(ours[0]['blas'])}",
         f"- PyTorch {info['torch']}, {info['threads']} intra-op threads; kernel chosen by `torch._fused_sdp_choice` "
         f"for the (1, 1, n, 64) inputs: **{info['kernel']}** (with `requires_grad`: {info['kernel_with_grad']}) at "
         f"every n (asserted)",
@@ -318,18 +233,21 @@ def render(rate: float, runs: list[dict], memory: list[dict], agree: dict, sizes
         "projections included on both sides.",
         "",
         "| n | fwd attnsym | fwd torch flash | wall-clock ratio (goal ≤ 1.5) | fwd+bwd attnsym | fwd+bwd torch flash "
-        "| wall-clock ratio (goal ≤ 1.25) | fwd GFLOP/s attnsym / torch | fwd+bwd GFLOP/s attnsym / torch |",
+        "| wall-clock ratio (goal ≤ 1.25) | fwd GFLOP/s attnsym / torch (% of the thin-matmul rate) "
+        "| fwd+bwd GFLOP/s attnsym / torch (% of the thin-matmul rate) |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for n in sizes:
         fo, ft, bo, bt = pick(ours, n, "fwd"), pick(torch_runs, n, "fwd"), pick(ours, n, "fb"), pick(torch_runs, n, "fb")
         fr, br = np.median(fo) / np.median(ft), np.median(bo) / np.median(bt)
         gf = lambda ts, k, n=n: k * n * n * D / np.median(ts) / 1e9
+        rates = lambda a, b: f"{a:.0f} / {b:.0f} ({100 * a / rate:.0f}% / {100 * b / rate:.0f}%)"
         lines.append(
             f"| {n} | {_ms(fo)} | {_ms(ft)} | {fr:.2f}× {'met' if fr <= 1.5 else '**not met**'} | {_ms(bo)} | {_ms(bt)} "
-            f"| {br:.2f}× {'met' if br <= 1.25 else '**not met**'} | {gf(fo, 4):.0f} / {gf(ft, 4):.0f} "
-            f"| {gf(bo, 12):.0f} / {gf(bt, 12):.0f} |")
-    lines += render_profile(prof)
+            f"| {br:.2f}× {'met' if br <= 1.25 else '**not met**'} | {rates(gf(fo, 4), gf(ft, 4))} "
+            f"| {rates(gf(bo, 12), gf(bt, 12))} |")
+    lines += render_two_threads(two_thread_rows(ours, torch_runs, sizes))
+    lines += render_one_thread(prof)
     lines += [
         "",
         f"Agreement at n = {agree['n']} (float32): max |Y_attnsym − Y_torch| = {agree['forward']:.1e}; "
@@ -384,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
             memory.append({**memory_probe(n, causal), "mask": "causal" if causal else "none"})
         except subprocess.CalledProcessError as exc:
             memory.append({"n": n, "mask": "causal" if causal else "none", "error": exc.stderr.strip().splitlines()[-1]})
-    prof = profile(2048 if args.quick else 4096)
+    prof = one_thread_profile(2048 if args.quick else 4096, _inputs)
     agree = {"n": sizes[0], "forward": forward_err, "backward": backward_err}
     raw = {"rate": rate, "runs": runs, "memory": memory, "agree": agree, "sizes": sizes, "profile": prof}
     if args.save:

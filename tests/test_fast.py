@@ -61,7 +61,7 @@ def test_a_loose_bound_falls_back_to_the_running_maximum(monkeypatch):
     monkeypatch.setattr(_fast, "_forward_block", lambda *a, **k: calls.append(k["exact"]) or real(*a, **k))
     W = np.eye(d)
     Y = nm.attention(X, W_Q, W_K, W, return_weights=False, block_size=16)
-    assert calls.count(True) == 3  # every query block was redone with the running maximum
+    assert calls.count(True) == calls.count(False) > 0  # every query block was redone with the running maximum
     Y_plain, _ = nm.attention(X, W_Q, W_K, W)
     np.testing.assert_allclose(Y, Y_plain, rtol=TOLERANCES["float64"].rtol, atol=TOLERANCES["float64"].atol)
 

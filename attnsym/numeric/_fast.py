@@ -38,10 +38,12 @@ from . import _pool
 from .backend import backend_name
 from .layer import BoundLayer
 
-__all__ = ["ENABLED", "FAST_BLOCK", "MIN_ROW_SUM", "backward", "blocks", "forward", "session", "usable"]
+__all__ = ["BACKWARD_BLOCK", "ENABLED", "FAST_BLOCK", "MIN_ROW_SUM", "backward", "blocks", "forward", "session", "usable"]
 
-#: query rows and key columns of one score block (256 × 1024 float32 = 1 MiB, the L2 cache of one core here)
-FAST_BLOCK = (256, 1024)
+#: query rows per task and key columns of one score block in the forward (512 × 256 float32 = 512 KiB)
+FAST_BLOCK = (512, 256)
+#: key rows per task and query rows of one block in the backward (A and dS, 2 × 256 KiB in float32)
+BACKWARD_BLOCK = (256, 256)
 #: a row whose shifted sum falls below this is recomputed with the exact running maximum
 MIN_ROW_SUM = 1e-6
 #: take the fast path for NumPy arrays (tests switch it off to run the generic path on NumPy)
@@ -62,9 +64,14 @@ def session(layer: BoundLayer, lean: bool) -> contextlib.AbstractContextManager:
     return _pool.one_blas_thread() if lean and usable(layer) else contextlib.nullcontext()
 
 
-def blocks(queries: int, keys: int) -> tuple[int, int]:
-    """The fast path's block shape for a requested one: at most :data:`FAST_BLOCK`, cache-sized."""
-    return min(queries, FAST_BLOCK[0]), min(keys, FAST_BLOCK[1])
+def blocks(rows: int, columns: int, limit: tuple[int, int]) -> tuple[int, int]:
+    """The fast path's block shape for a requested one: at most ``limit`` (:data:`FAST_BLOCK`, :data:`BACKWARD_BLOCK`)."""
+    return min(rows, limit[0]), min(columns, limit[1])
+
+
+def _rows_per_task(limit: int, n: int, lanes: int) -> int:
+    """At most ``limit`` rows per task, fewer when that leaves a worker fewer than 4 tasks (idle cores at the end)."""
+    return max(1, min(limit, -(-lanes * n // (4 * _pool.THREADS))))
 
 
 def _buffer(buffers: dict, name: str, shape: tuple) -> np.ndarray:
@@ -173,7 +180,7 @@ def forward(layer: BoundLayer, Q, K, V, block: tuple[int, int] = FAST_BLOCK):
     Kx = [np.concatenate([k, ones], axis=1) for k in lanes.K]  # [K, 1] per lane
     Vx = [np.concatenate([v, ones], axis=1) for v in lanes.V]  # [V, 1] per lane
     kmax = [float(np.sqrt(np.einsum("ij,ij->i", k, k, dtype=np.float64).max())) for k in lanes.K]
-    bi = block[0]
+    bi = _rows_per_task(block[0], n, lanes.Q.shape[0])
 
     def task(lane: int, i0: int):
         def run(buffers):
@@ -190,11 +197,14 @@ def forward(layer: BoundLayer, Q, K, V, block: tuple[int, int] = FAST_BLOCK):
         return run
 
     scratch = {"S": (bi * block[1], dtype), "part": (bi * Vx[0].shape[1], dtype)}
-    _pool.run([task(lane, i0) for lane in range(lanes.Q.shape[0]) for i0 in range(0, n, bi)], scratch)
+    starts = range(0, n, bi)
+    if layer.causal:  # the last query blocks see the most keys: start them first, so no worker finishes long after
+        starts = starts[::-1]
+    _pool.run([task(lane, i0) for lane in range(lanes.Q.shape[0]) for i0 in starts], scratch)
     return Z.reshape(*lanes.shape, n, -1), L.reshape(*lanes.shape, n, 1)
 
 
-def backward(layer: BoundLayer, Q, K, V, Z, lse, dZ, block: tuple[int, int] = FAST_BLOCK):
+def backward(layer: BoundLayer, Q, K, V, Z, lse, dZ, block: tuple[int, int] = BACKWARD_BLOCK):
     """dQ, dK, dV (shapes of Q, K, V) from dZ, recomputing each block's weights from ``lse``."""
     lanes = _Lanes(layer, Q, K, V)
     n, dtype, c = lanes.n, lanes.Q.dtype, layer.scale
@@ -211,7 +221,7 @@ def backward(layer: BoundLayer, Q, K, V, Z, lse, dZ, block: tuple[int, int] = FA
     dQ = np.zeros_like(lanes.Q)
     dK = np.empty_like(lanes.K)
     dV = np.empty_like(lanes.V)
-    bk, bj = block  # keys per task: dK, dV of these keys are owned by one task
+    bk, bj = _rows_per_task(block[0], n, count), block[1]  # keys per task: dK, dV of these keys are owned by one task
     partial_dQ: dict[int, np.ndarray] = {}  # one dQ accumulator per worker thread, summed at the end
 
     def task(lane: int, j0: int):
@@ -240,7 +250,7 @@ def backward(layer: BoundLayer, Q, K, V, Z, lse, dZ, block: tuple[int, int] = FA
         return run
 
     scratch = {"A": (bj * bk, dtype), "dS": (bj * bk, dtype)}
-    _pool.run([task(lane, j0) for lane in range(count) for j0 in range(0, n, bk)], scratch)
+    _pool.run([task(lane, j0) for lane in range(count) for j0 in range(0, n, bk)], scratch)  # causal: costliest first
     for part in partial_dQ.values():
         dQ += part
     dQ *= c

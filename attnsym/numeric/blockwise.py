@@ -55,7 +55,7 @@ def blockwise_core(layer: BoundLayer, Q, K, V, block_size: int, key_block_size: 
         ``log Σ_j exp(S_ij)``, ``+inf`` for fully masked rows.
     """
     if _fast.usable(layer, Q, K, V):
-        return _fast.forward(layer, Q, K, V, block=_fast.blocks(block_size, key_block_size or block_size))
+        return _fast.forward(layer, Q, K, V, block=_fast.blocks(block_size, key_block_size or block_size, _fast.FAST_BLOCK))
     xp = layer.xp
     n, b = layer.n, block_size
     bk = b if key_block_size is None else key_block_size
@@ -97,7 +97,7 @@ def blockwise_core_vjp(layer: BoundLayer, Q, K, V, Z, lse, dZ, block_size: int):
     Memory beyond the inputs and the three gradients: a few ``block × block`` arrays.
     """
     if _fast.usable(layer, Q, K, V, Z, dZ):
-        return _fast.backward(layer, Q, K, V, Z, lse, dZ, block=_fast.blocks(block_size, block_size))
+        return _fast.backward(layer, Q, K, V, Z, lse, dZ, block=_fast.blocks(block_size, block_size, _fast.BACKWARD_BLOCK))
     xp = layer.xp
     n, b = layer.n, block_size
     D = xp.sum(dZ * Z, axis=-1, keepdims=True)  # (..., H, n, 1) = rowsum(dA ⊙ A)

@@ -1,0 +1,257 @@
+"""Where the numeric backend's time goes, for ``bench_numeric.py``: one thread, and two threads' critical path.
+
+* :func:`one_thread_profile` — one thread each (BLAS, the worker pool and PyTorch at one thread),
+  least CPU time of the measuring thread: attnsym's forward and forward + backward against
+  torch's, and the floor of a NumPy implementation, measured on the fast path's own block
+  shapes: the block products alone (BLAS) and the element-wise passes alone (``exp``, and in
+  the backward ``dS *= A``).
+* :func:`two_thread_profile` — one call at two threads: its wall-clock time, the CPU time of
+  every thread of the process (``/proc/self/task/*/schedstat``: BLAS's or OpenMP's own
+  threads included, spinning included) and, for attnsym, the critical path: the calling
+  thread's own CPU time plus, for each parallel phase of the worker pool, the CPU time of its
+  busiest worker. With two free cores the wall-clock time is close to the critical path; on
+  a loaded machine the difference is time the threads waited for a core.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import threading
+import time
+
+import numpy as np
+
+D = 64
+
+
+def thread_cpu() -> dict[int, float]:
+    """CPU seconds of every thread of this process so far, by thread id (Linux; ``{}`` elsewhere)."""
+    out = {}
+    try:
+        tids = os.listdir("/proc/self/task")
+    except OSError:
+        return out
+    for tid in tids:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as f:
+                out[int(tid)] = int(f.read().split()[0]) / 1e9
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _instrumented_pool():
+    """Patch ``attnsym.numeric._pool.run`` to record each parallel phase's CPU time per worker thread."""
+    from attnsym.numeric import _pool
+
+    real, phases = _pool.run, []
+
+    def run(tasks, scratch=None):
+        spent: dict[int, float] = collections.defaultdict(float)
+
+        def timed(task):
+            def go(buffers):
+                start = time.thread_time()
+                task(buffers)
+                spent[threading.get_ident()] += time.thread_time() - start
+            return go
+
+        real([timed(t) for t in tasks], scratch)
+        phases.append(spent)
+
+    _pool.run = run
+    return phases, lambda: setattr(_pool, "run", real)
+
+
+def two_thread_profile(fn, *, attnsym: bool, repeat: int = 3) -> dict:
+    """Median wall time, CPU time of all threads and (attnsym) the critical path of ``fn()``, over ``repeat`` calls."""
+    fn()  # warm-up
+    rows = []
+    phases, restore = _instrumented_pool() if attnsym else ([], lambda: None)
+    try:
+        for _ in range(repeat):
+            phases.clear()
+            before, own = thread_cpu(), time.thread_time()
+            start = time.perf_counter()
+            fn()
+            wall = time.perf_counter() - start
+            own, after = time.thread_time() - own, thread_cpu()
+            cpu = sum(after[t] - before.get(t, 0.0) for t in after)
+            row = {"wall": wall, "cpu": cpu}
+            if attnsym:
+                me = threading.get_ident()
+                inline = sum(p.get(me, 0.0) for p in phases)  # tasks the calling thread ran itself
+                row["serial"] = own - inline
+                row["critical"] = row["serial"] + sum(max(p.values(), default=0.0) for p in phases)
+                row["phases"] = len(phases)
+            rows.append(row)
+    finally:
+        restore()
+    return {k: float(np.median([r[k] for r in rows])) for k in rows[0]}
+
+
+def _cpu(fn, repeat: int = 3) -> float:
+    """Least CPU time of this thread over ``repeat`` runs (after a warm-up): robust to other processes' load."""
+    fn()
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.thread_time()
+        fn()
+        best = min(best, time.thread_time() - start)
+    return best
+
+
+def _floors(n: int) -> dict:
+    """CPU time of the fast path's block products and element-wise passes alone, on its block shapes."""
+    from attnsym.numeric import _fast
+
+    rng = np.random.default_rng(2)
+    Qx, Kx, Vx, dZx = ((rng.standard_normal((n, D + 1), dtype=np.float32) / 8) for _ in range(4))
+    Q, K, dZ = (M[:, :D] for M in (Qx, Kx, dZx))
+    bi, bj = _fast.FAST_BLOCK
+    S, part = np.empty((bi, bj), np.float32), np.empty((bi, D + 1), np.float32)
+    fwd_blocks = [(i0, j0) for i0 in range(0, n, bi) for j0 in range(0, n, bj)]
+    bk, bq = _fast.BACKWARD_BLOCK  # keys per task, queries per block
+    A, dS = np.empty((bq, bk), np.float32), np.empty((bq, bk), np.float32)
+    bwd_blocks = [(i0, j0) for j0 in range(0, n, bk) for i0 in range(0, n, bq)]
+
+    def forward_products():
+        for i0, j0 in fwd_blocks:
+            np.matmul(Qx[i0:i0 + bi], Kx[j0:j0 + bj].T, out=S)
+            np.matmul(S, Vx[j0:j0 + bj], out=part)
+
+    def forward_passes():
+        for _ in fwd_blocks:
+            np.exp(S, out=S)
+            S.fill(-1.0)
+
+    def backward_products():
+        for i0, j0 in bwd_blocks:
+            np.matmul(Qx[i0:i0 + bq], Kx[j0:j0 + bk].T, out=A)
+            np.matmul(dZx[i0:i0 + bq], Vx[j0:j0 + bk].T, out=dS)
+            A.T @ dZ[i0:i0 + bq]
+            dS.T @ Q[i0:i0 + bq]
+            dS @ K[j0:j0 + bk]
+
+    def backward_passes():
+        for _ in bwd_blocks:
+            np.exp(A, out=A)
+            np.multiply(dS, A, out=dS)
+            A.fill(-1.0)
+
+    fills = lambda M, count: (lambda: [M.fill(-1.0) for _ in range(count)])
+    S.fill(-1.0)
+    A.fill(-1.0)
+    dS.fill(0.5)
+    return {"forward_products": _cpu(forward_products),
+            "forward_passes": _cpu(forward_passes) - _cpu(fills(S, len(fwd_blocks))),
+            "backward_products": _cpu(backward_products),
+            "backward_passes": _cpu(backward_passes) - _cpu(fills(A, len(bwd_blocks))),
+            "forward_block": [bi, bj], "backward_block": [bk, bq]}
+
+
+def one_thread_profile(n: int, inputs) -> dict:
+    """attnsym and torch at one thread each (CPU time), and the floors of :func:`_floors`."""
+    import torch
+    from threadpoolctl import threadpool_limits
+
+    from attnsym import numeric as nm
+    from attnsym.numeric import _pool
+
+    X, Ws, G = inputs(n)
+    saved = _pool.THREADS
+    _pool.THREADS = 1
+    try:
+        with threadpool_limits(1):
+            out = {"n": n, "fwd": _cpu(lambda: nm.attention(X, *Ws, return_weights=False)),
+                   "fb": _cpu(lambda: nm.attention_vjp(X, *Ws, G)), **_floors(n)}
+    finally:
+        _pool.THREADS = saved
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    F = torch.nn.functional
+    Xt, Gt, Wt = torch.from_numpy(X), torch.from_numpy(G), [torch.from_numpy(W) for W in Ws]
+    four_d = lambda M: M.view(1, 1, n, D)
+
+    def torch_forward():
+        with torch.no_grad():
+            F.scaled_dot_product_attention(*(four_d(Xt @ W) for W in Wt))
+
+    def torch_fb():
+        x = Xt.clone().requires_grad_(True)
+        F.scaled_dot_product_attention(*(four_d(x @ W) for W in Wt)).view(n, D).mul(Gt).sum().backward()
+
+    t = torch.full((256, 1024), -1.0)
+    count = n * n // t.numel()
+    torch_fills = _cpu(lambda: [t.fill_(-1.0) for _ in range(count)])
+    out.update(torch_fwd=_cpu(torch_forward), torch_fb=_cpu(torch_fb),
+               torch_exp=_cpu(lambda: [torch.exp(t, out=t).fill_(-1.0) for _ in range(count)]) - torch_fills)
+    torch.set_num_threads(threads)
+    return out
+
+
+def render_one_thread(p: dict) -> list[str]:
+    n, entries = p["n"], p["n"] * p["n"]
+    gf = lambda flops, seconds: flops / seconds / 1e9
+    fwd_floor = p["forward_products"] + p["forward_passes"]
+    bwd_floor = p["backward_products"] + p["backward_passes"]
+    fb_floor = fwd_floor + bwd_floor
+    ms = lambda s: f"{s * 1e3:.0f} ms"
+    (bi, bj), (bk, bq) = p["forward_block"], p["backward_block"]
+    return [
+        "",
+        f"Where the time goes — one thread each (BLAS, attnsym's worker pool and PyTorch at 1 thread), least CPU "
+        f"time of the measuring thread over 3 runs (less sensitive to other processes than wall-clock time, not "
+        f"immune to them: they share the caches and the memory bus); n = {n}, float32, d = 64:",
+        "",
+        "| | attnsym | torch flash | ratio |",
+        "|---|---|---|---|",
+        f"| forward | {ms(p['fwd'])} | {ms(p['torch_fwd'])} | {p['fwd'] / p['torch_fwd']:.2f}× |",
+        f"| forward + backward | {ms(p['fb'])} | {ms(p['torch_fb'])} | {p['fb'] / p['torch_fb']:.2f}× |",
+        f"| `exp` of n² float32 values | {ms(p['forward_passes'])} (NumPy, {entries / p['forward_passes'] / 1e9:.2f} G/s) "
+        f"| {ms(p['torch_exp'])} (`torch.exp`, {entries / p['torch_exp'] / 1e9:.2f} G/s) "
+        f"| {p['forward_passes'] / p['torch_exp']:.2f}× |",
+        "",
+        "The floor of this NumPy design, measured alone on the fast path's block shapes "
+        f"(forward {bi} queries × {bj} keys, backward {bk} keys × {bq} queries):",
+        "",
+        "| | block products (BLAS) | element-wise passes | floor | whole call | rest (projections, checks, bookkeeping) |",
+        "|---|---|---|---|---|---|",
+        f"| forward | {ms(p['forward_products'])} (2 per block, {gf(4 * entries * (D + 1), p['forward_products']):.0f} "
+        f"GFLOP/s) | {ms(p['forward_passes'])} (`exp`) | {ms(fwd_floor)} | {ms(p['fwd'])} | {ms(p['fwd'] - fwd_floor)} |",
+        f"| forward + backward | {ms(p['forward_products'] + p['backward_products'])} (2 + 5 per block, backward "
+        f"{gf(2 * entries * (3 * D + 2 * (D + 1)), p['backward_products']):.0f} GFLOP/s) "
+        f"| {ms(p['forward_passes'] + p['backward_passes'])} (`exp`; `exp`, `dS *= A`) | {ms(fb_floor)} | "
+        f"{ms(p['fb'])} | {ms(p['fb'] - fb_floor)} |",
+        "",
+        f"The forward's floor is {fwd_floor / p['torch_fwd']:.2f}× torch's whole forward and the forward + "
+        f"backward's {fb_floor / p['torch_fb']:.2f}× torch's: each score block is written by one BLAS call, rewritten "
+        "by `exp` in memory and read by the next BLAS call, while the flash kernel applies `exp` to its score tiles "
+        "in registers between its products.",
+        "",
+        f"Per core, from this run's CPU times: forward {p['fwd'] / p['torch_fwd']:.2f}× (goal ≤ 1.5: "
+        f"{'met' if p['fwd'] / p['torch_fwd'] <= 1.5 else 'not met'}), forward + backward "
+        f"{p['fb'] / p['torch_fb']:.2f}× (goal ≤ 1.25: {'met' if p['fb'] / p['torch_fb'] <= 1.25 else 'not met'}).",
+    ]
+
+
+def render_two_threads(rows: list[dict]) -> list[str]:
+    """Rows: n, what, attnsym (profile dict), torch (profile dict)."""
+    ms = lambda s: f"{s * 1e3:.1f} ms"
+    lines = [
+        "",
+        "Two threads, one call each (medians of 3): wall-clock time, CPU time of all the process's threads (BLAS's "
+        "and OpenMP's own threads included, their spinning too), and attnsym's critical path — the calling thread's "
+        "own CPU time plus, per parallel phase, the CPU time of its busiest worker: the wall-clock time with two "
+        "free cores.",
+        "",
+        "| n | pass | attnsym wall | attnsym CPU, all threads | attnsym critical path (serial part) | torch wall "
+        "| torch CPU, all threads |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        a, t = r["attnsym"], r["torch"]
+        lines.append(f"| {r['n']} | {r['what']} | {ms(a['wall'])} | {ms(a['cpu'])} | {ms(a['critical'])} "
+                     f"({ms(a['serial'])}) | {ms(t['wall'])} | {ms(t['cpu'])} |")
+    return lines
