@@ -1,0 +1,97 @@
+"""The worker pool of the NumPy fast path (attnsym.numeric._pool): BLAS at one thread, products split by rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from threadpoolctl import threadpool_info
+
+from attnsym import numeric as nm
+from attnsym.numeric import _pool
+from attnsym.testing import TOLERANCES
+
+
+def _blas_threads() -> list[int]:
+    return [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+
+
+@pytest.fixture
+def two_workers(monkeypatch):
+    """Two worker threads whatever the machine has, so the parallel code runs."""
+    monkeypatch.setattr(_pool, "THREADS", 2)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("shape", [(3, 700, 40), (2000, 64), (5, 7)])
+def test_split_products_equal_numpy(two_workers, monkeypatch, dtype, shape):
+    monkeypatch.setattr(_pool, "MIN_SPLIT", 1)  # split even the small one
+    rng = np.random.default_rng(0)
+    A = rng.standard_normal(shape).astype(dtype)
+    B = rng.standard_normal((shape[-1], 33)).astype(dtype)
+    tol = TOLERANCES[dtype]
+    with _pool.one_blas_thread():
+        got = _pool.matmul(A, B)
+        got_t = _pool.matmul(A.reshape(-1, shape[-1]).T, A.reshape(-1, shape[-1]))  # a weight gradient Xᵀ X
+    assert got.shape == (*shape[:-1], 33) and got.dtype == A.dtype
+    np.testing.assert_allclose(got, A @ B, rtol=tol.rtol, atol=tol.atol * shape[-1])
+    flat = A.reshape(-1, shape[-1])
+    np.testing.assert_allclose(got_t, flat.T @ flat, rtol=tol.rtol, atol=tol.atol * flat.shape[0])
+
+
+def test_products_are_split_only_inside_a_lean_call(two_workers, monkeypatch):
+    tasks = []
+    real = _pool.run
+    monkeypatch.setattr(_pool, "run", lambda ts, scratch=None: tasks.append(len(ts)) or real(ts, scratch))
+    A, B = np.ones((4096, 64)), np.ones((64, 64))
+    _pool.matmul(A, B)
+    assert tasks == []  # outside one_blas_thread: one np.matmul
+    with _pool.one_blas_thread():
+        _pool.matmul(A, B)
+        _pool.matmul(A[:8], B)  # below MIN_SPLIT multiply-adds
+    assert tasks == [4]
+
+
+def test_a_lean_call_runs_every_product_with_blas_at_one_thread(two_workers, monkeypatch):
+    before = _blas_threads()
+    seen = []
+    real_matmul, real_run = _pool.matmul, _pool.run
+
+    def matmul(A, B):
+        seen.append(("matmul", _blas_threads()))
+        return real_matmul(A, B)
+
+    def run(tasks, scratch=None):
+        seen.append(("run", _blas_threads()))
+        return real_run(tasks, scratch)
+
+    monkeypatch.setattr(_pool, "matmul", matmul)
+    monkeypatch.setattr(_pool, "run", run)
+    rng = np.random.default_rng(1)
+    n = nm.AUTO_BLOCKWISE_N
+    X, G = rng.standard_normal((n, 8)), rng.standard_normal((n, 8))
+    W = [rng.standard_normal((8, 8)) / 3 for _ in range(4)]
+    nm.attention(X, *W, return_weights=False)
+    nm.attention_vjp(X, *W[:3], G, W[3])
+    kinds = [kind for kind, _ in seen]
+    assert kinds.count("matmul") >= 3 + 3 + 3 + 3 + 1  # projections, weight gradients, dX terms, W_O and dZ
+    assert "run" in kinds  # the attention blocks went to the pool
+    assert all(threads == [1] * len(before) for _, threads in seen)
+    assert _blas_threads() == before  # restored after the call
+
+
+def test_one_blas_thread_nests_and_restores(two_workers):
+    before = _blas_threads()
+    with _pool.one_blas_thread():
+        with _pool.one_blas_thread():
+            assert _pool.active() and _blas_threads() == [1] * len(before)
+        assert _pool.active() and _blas_threads() == [1] * len(before)
+    assert not _pool.active() and _blas_threads() == before
+
+
+def test_a_plain_call_leaves_blas_alone(two_workers, monkeypatch):
+    seen = []
+    monkeypatch.setattr(_pool, "run", lambda *a, **k: seen.append(1))
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((16, 4))
+    _, A = nm.attention(X, np.eye(4), np.eye(4), np.eye(4))
+    assert A.shape == (16, 16) and seen == [] and not _pool.active()
