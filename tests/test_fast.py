@@ -7,6 +7,8 @@ fallback), fully masked rows, batch masks, blocks of every odd size, one or two 
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import pytest
 
@@ -109,3 +111,52 @@ def test_numpy_sequences_from_the_auto_length_take_the_fast_backward(monkeypatch
     assert seen == []  # short: the plain path keeps the weights
     nm.attention_vjp(X, W, W, W, G)
     assert seen == [1]
+
+
+class _Counting(np.ndarray):
+    """An array that logs every ufunc call touching it (name, method, largest operand size)."""
+
+    log: ClassVar[list] = []
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        plain = lambda xs: tuple(x.view(np.ndarray) if isinstance(x, _Counting) else x for x in xs)
+        out = kwargs.get("out")
+        if out is not None:
+            kwargs["out"] = plain(out)
+        sizes = [x.size for x in (*inputs, *(out or ())) if isinstance(x, np.ndarray)]
+        _Counting.log.append((ufunc.__name__, method, max(sizes, default=0)))
+        result = getattr(ufunc, method)(*plain(inputs), **kwargs)
+        if out is not None:
+            return out[0] if len(out) == 1 else out
+        return result.view(_Counting) if isinstance(result, np.ndarray) else result
+
+
+def test_the_generic_path_makes_the_passes_the_fast_path_docstring_counts(monkeypatch):
+    """4 element-wise passes per score block forward (max, subtract, exp, sum) and 4 backward."""
+    from attnsym.numeric import blockwise
+    from attnsym.numeric.binding import bind
+
+    monkeypatch.setattr(_fast, "ENABLED", False)
+    rng = np.random.default_rng(5)
+    n, d, b = 12, 3, 4
+    X = rng.standard_normal((n, d))
+    layer, _ = bind(X, np.eye(d), np.eye(d), np.eye(d), None, dict.fromkeys(("b_Q", "b_K", "b_V", "b_O")),
+                    spec=None, heads=1, causal=False, mask=None, scale="sqrt", positions=None, backend=None)
+    Q, K, V, dZ = (rng.standard_normal((1, n, d)).view(_Counting) for _ in range(4))
+    blocks = (n // b) ** 2
+
+    def passes():
+        calls = [(name, method) for name, method, size in _Counting.log if size == b * b and name != "matmul"]
+        _Counting.log.clear()
+        return calls
+
+    _Counting.log.clear()
+    Z, lse = blockwise.blockwise_core(layer, Q, K, V, b)
+    forward = passes()
+    assert sorted(set(forward)) == [("add", "reduce"), ("exp", "__call__"), ("maximum", "reduce"),
+                                    ("subtract", "__call__")]
+    assert len(forward) == 4 * blocks
+    blockwise.blockwise_core_vjp(layer, Q, K, V, Z, lse, dZ, b)
+    backward = passes()
+    assert sorted(set(backward)) == [("exp", "__call__"), ("multiply", "__call__"), ("subtract", "__call__")]
+    assert len(backward) == 4 * blocks  # S -= L, exp, dA -= D, dA *= A

@@ -1,12 +1,22 @@
 """The NumPy fast path of the blockwise core: few passes over each score block, on a thread pool.
 
-The generic blockwise code (:mod:`attnsym.numeric.blockwise`, array API) makes four
-element-wise passes over every ``b × b`` block of scores (max, subtract, exp, sum) beside two
-matrix products, all single-threaded NumPy loops next to multi-threaded BLAS. For NumPy
-arrays this module computes the same result with **one** element-wise pass in the forward
-(``exp``) and two in the backward (``exp``, a product), by moving the rest into the matrix
-products, and runs query (forward) or key (backward) blocks on a thread pool with BLAS set
-to one thread per worker so the cores are not oversubscribed:
+Element-wise passes over one ``bi × bj`` block of scores, counted from the code (no mask, no
+score bias; a masked or causal-diagonal block adds one ``where`` pass and the pattern, a
+score bias one addition):
+
+=========================  ==========================================================  =====
+path                       passes per block besides the matrix products                count
+=========================  ==========================================================  =====
+generic forward            ``max``, ``S -= shift``, ``exp``, ``sum``                    4
+(:mod:`.blockwise`)
+generic backward           ``S -= L``, ``exp``, ``dA -= D``, ``dA *= A``                4
+this forward               ``exp``                                                      1
+this backward              ``exp``, ``dS *= A``                                         2
+=========================  ==========================================================  =====
+
+The rest moves into the matrix products (below), and query (forward) or key (backward)
+blocks run on the worker pool of :mod:`attnsym.numeric._pool`, with BLAS at one thread for
+the whole call so that the cores are not oversubscribed:
 
 * **the shift goes into the product.** With ``u_i = c·‖q_i‖·max_j ‖k_j‖ ≥ max_j S_ij``
   (Cauchy–Schwarz), ``[c·Q, −u] [K, 1]ᵀ = S − u`` is one product, and ``exp`` of it never
