@@ -117,6 +117,11 @@ def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
     A2 = A.reshape(rows, k)
     out = np.empty((rows, p), np.result_type(A, B))
     step = -(-rows // (2 * THREADS))  # two blocks per worker: one slow core does not hold the others up
-    tasks = [lambda _, r=r: np.matmul(A2[r:r + step], B, out=out[r:r + step]) for r in range(0, rows, step)]
-    run(tasks)
+
+    def rows_from(r: int) -> Callable[[dict], None]:
+        def task(_: dict) -> None:
+            np.matmul(A2[r:r + step], B, out=out[r:r + step])
+        return task
+
+    run([rows_from(r) for r in range(0, rows, step)])
     return out.reshape(*A.shape[:-1], p)
