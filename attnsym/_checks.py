@@ -26,13 +26,15 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .errors import AttnsymError, SpecError
+from .errors import AttnsymError, ShapeError, SpecError
 
 __all__ = [
     "boolean",
+    "check_index",
+    "check_tokens",
     "finite_real",
     "instance_of",
     "integer_at_least",
@@ -142,3 +144,36 @@ def instance_of(name: str, value: Any, cls: type, *, error: type[AttnsymError] =
         return value
     article = "an" if cls.__name__[:1].lower() in "aeiou" else "a"
     raise error(f"{name} must be {article} {cls.__name__} (got {value!r} of type {type(value).__name__})")
+
+
+def check_tokens(tokens: Sequence[Any] | None, n: int, name: str = "tokens") -> list[str]:
+    """The token labels as strings, one per position (default ``"1"``, ``"2"``, …, counted from 1).
+
+    >>> check_tokens(None, 3)
+    ['1', '2', '3']
+    """
+    if tokens is None:
+        return [str(i + 1) for i in range(n)]
+    if isinstance(tokens, str):
+        raise ShapeError(f"{name} must be a sequence of {n} labels, not a single string (got {tokens!r})")
+    tokens = list(tokens)
+    if len(tokens) != n:
+        raise ShapeError(f"{name} must have one label per position: expected {n} (got {len(tokens)})")
+    return [str(t) for t in tokens]
+
+
+def check_index(value: Any, size: int, name: str, what: str) -> int:
+    """An integer index into ``size`` items (negative counts from the end), as a non-negative ``int``.
+
+    >>> check_index(-1, 4, "head", "heads")
+    3
+    >>> check_index(4, 4, "head", "heads")
+    Traceback (most recent call last):
+    ...
+    attnsym.errors.ShapeError: head=4 is out of range: the input has 4 heads (0..3)
+    """
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise ShapeError(f"{name} must be an integer (got {value!r})")
+    if not -size <= value < size:
+        raise ShapeError(f"{name}={value} is out of range: the input has {size} {what} (0..{size - 1})")
+    return int(value) % size

@@ -20,7 +20,6 @@ import numbers
 import os
 import sys
 import warnings
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -204,18 +203,6 @@ def _one_layer(arr: np.ndarray, batch: int, name: str) -> np.ndarray:
     )
 
 
-def check_tokens(tokens: Sequence[Any] | None, n: int, name: str = "tokens") -> list[str]:
-    """The token labels as strings, one per position (default ``"1"``, ``"2"``, …, counted from 1)."""
-    if tokens is None:
-        return [str(i + 1) for i in range(n)]
-    if isinstance(tokens, str):
-        raise ShapeError(f"{name} must be a sequence of {n} labels, not a single string (got {tokens!r})")
-    tokens = list(tokens)
-    if len(tokens) != n:
-        raise ShapeError(f"{name} must have one label per position: expected {n} (got {len(tokens)})")
-    return [str(t) for t in tokens]
-
-
 def check_pruning(threshold: Any, top_k: Any) -> tuple[float | None, int | None]:
     """Validate ``threshold`` (a finite number >= 0) and ``top_k`` (an integer >= 1)."""
     if threshold is not None:
@@ -228,12 +215,3 @@ def check_pruning(threshold: Any, top_k: Any) -> tuple[float | None, int | None]
             raise ShapeError(f"top_k must be an integer >= 1 (got top_k={top_k!r})")
         top_k = int(top_k)
     return threshold, top_k
-
-
-def check_index(value: Any, size: int, name: str, what: str) -> int:
-    """An integer index into ``size`` items (negative counts from the end)."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise ShapeError(f"{name} must be an integer (got {value!r})")
-    if not -size <= value < size:
-        raise ShapeError(f"{name}={value} is out of range: the input has {size} {what} (0..{size - 1})")
-    return int(value) % size

@@ -39,8 +39,9 @@ import networkx as nx
 import numpy as np
 from networkx.algorithms.flow import build_residual_network, shortest_augmenting_path
 
+from .._checks import check_index
 from ..errors import ShapeError
-from ._arrays import as_attention_stack, check_index
+from ._arrays import as_attention_stack
 from .routing import layer_matrices, layered_graph
 
 __all__ = ["attention_flow", "attention_rollout", "flow_graph"]

@@ -29,9 +29,9 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from .._checks import boolean
+from .._checks import boolean, check_index, check_tokens
 from ..errors import ShapeError
-from ._arrays import as_attention_stack, check_index, check_pruning, check_tokens, to_numpy
+from ._arrays import as_attention_stack, check_pruning, to_numpy
 
 __all__ = ["HEAD_FUSIONS", "attention_matrix", "layer_matrices", "layered_graph", "mlp_graph", "prune", "routing_graph",
            "select_attention"]

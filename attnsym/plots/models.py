@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..graphs._arrays import check_index
+from .._checks import check_index
 from ._base import new_figure
 
 __all__ = ["attention_grid_figure", "rollout_flow_figure", "token_contrast_figure"]

@@ -15,8 +15,8 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
+from .._checks import check_index, check_tokens
 from ..errors import ShapeError
-from ..graphs._arrays import check_index, check_tokens
 from ..graphs.routing import attention_matrix, routing_graph
 
 __all__ = ["draw_contrast", "draw_routing", "two_token_figure"]

@@ -10,7 +10,6 @@ import numpy as np
 
 from ..errors import ShapeError
 from ..numeric import montecarlo
-from ..numeric.saturation import softmax_saturation
 from ._base import FIGSIZE, as_numpy, legend_below, new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -202,6 +201,9 @@ def _entropy_data(d: Any, *, n: int, seed: int, quick: bool) -> dict[str, Any]:
     :func:`attnsym.numeric.saturation.softmax_saturation` draws fresh scores for every row and
     every ``d`` (independent unit-variance q, k components), so no single weight draw shapes a curve.
     """
+    # lazy: numeric.saturation loads scipy (+0.4 s CPU measured for scipy.special, 1.3 s for scipy.stats)
+    from ..numeric.saturation import softmax_saturation
+
     dims = [int(v) for v in np.atleast_1d(d)] if d is not None else [2**k for k in range(0, 11 if not quick else 9)]
     table = softmax_saturation(np.random.default_rng(seed), dims, rows=500 if quick else 4000, n=n)
     return {"d": np.array(dims), "unscaled": np.array([r["entropy unscaled"] for r in table]),
