@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from .symbolic.cost import DEFAULT_MAX_TERMS
+from ._limits import DEFAULT_MAX_TERMS
 from .symbolic.steps import latex_expression
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -15,6 +15,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from .. import __version__
 from .._checks import finite_real, non_negative_int, positive_int
 from ..errors import AttnsymError, OverwriteError, SpecError
 
@@ -81,8 +82,6 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    from .. import __version__
-
     parser.add_argument("--version", action="version", version=f"attnsym {__version__}")
     parser.add_argument("--debug", action="store_true", help="show full tracebacks instead of one-line errors")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from .._io import atomic_write
+from ..spec import AttentionSpec
 
 
 def add_spec_arguments(parser: argparse.ArgumentParser, *, n: int = 2, d: int = 2) -> None:
@@ -29,8 +30,6 @@ def add_spec_arguments(parser: argparse.ArgumentParser, *, n: int = 2, d: int = 
 
 def spec_from_args(args: argparse.Namespace):
     """Build the :class:`~attnsym.AttentionSpec` the flags of :func:`add_spec_arguments` describe."""
-    from ..spec import AttentionSpec
-
     return AttentionSpec(
         n=args.n,
         d_model=args.d_model,

@@ -6,8 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from .._io import read_array, refuse_existing, staged_directory
 from ..errors import ShapeError, SizeLimitError, SpecError
+from ..numeric import attention, random_inputs
+from ..spec import AttentionSpec
 from ._common import add_spec_arguments, rope_arguments
 
 _DESCRIPTION = """\
@@ -66,18 +70,13 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def _load(path: Path, name: str):
-    import numpy as np
-
     return read_array(path, name).astype(np.float64)
 
 
 def run(args: argparse.Namespace) -> int:
-    import numpy as np
-
+    # lazy: attnsym.graphs (networkx) costs +0.2 s CPU over `attnsym --help`
     from ..graphs import contrast, export, mlp_graph, routing_graph
     from ..graphs.contrast import dense_weight
-    from ..numeric.sampling import random_inputs
-    from ..spec import AttentionSpec
 
     inputs = [_load(p, "--x") for p in args.x] if args.x else None
     if inputs is not None:
@@ -120,8 +119,6 @@ def run(args: argparse.Namespace) -> int:
         else:
             weights[name] = drawn[name]
     tokens = None if args.tokens is None else [t.strip() for t in args.tokens.split(",")]
-
-    from ..numeric import attention
 
     ext = _EXTENSIONS[args.format]
     plan = []  # (path, graph) — built completely before anything is written

@@ -4,18 +4,18 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from pathlib import Path
 
+from .. import plots
 from .._io import refuse_existing
 from ..errors import SpecError
+from ..plots import FIGURES, FORMATS
+from ..spec import AttentionSpec
 
 
 def _description() -> str:
     """The help text, built from :data:`attnsym.plots.FIGURES` and :data:`attnsym.plots.FORMATS` (never retyped)."""
-    import textwrap
-
-    from ..plots import FIGURES, FORMATS
-
     suffixes = ", ".join(f".{f}" for f in FORMATS)
     lines = [f"Draw one figure and save it; the suffix of -o ({suffixes}) decides the format.", "", "figures:"]
     for name, what in FIGURES.items():
@@ -34,8 +34,6 @@ examples:
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    from ..plots import FIGURES, FORMATS
-
     parser = subparsers.add_parser(
         "plot",
         help=f"draw a figure ({', '.join(FIGURES)}) to {'/'.join(f.upper() for f in FORMATS)}",
@@ -60,9 +58,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import plots
-    from ..spec import AttentionSpec
-
     suffix = args.output.suffix.lower().lstrip(".")
     if suffix not in plots.FORMATS:
         raise SpecError(f"-o must end in {', '.join('.' + f for f in plots.FORMATS)} (got {str(args.output)!r})")

@@ -10,8 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import networkx as nx
-
+from .. import plots
 from .._io import atomic_write
 from ..errors import OverwriteError
 
@@ -76,8 +75,8 @@ def write_route(folder: str | Path, model, texts: Sequence[str], token: str | No
     OverwriteError
         A file to write exists and ``overwrite`` is False.
     """
+    # lazy: attnsym.models and attnsym.graphs (tokenizers, safetensors, networkx) +0.4 s CPU over `attnsym --help`
     from .. import graphs as gr
-    from .. import plots
     from ..models import contrast as contrast_mod
     from ..models import report
     from ..models.errors import TextError
@@ -116,10 +115,10 @@ def write_route(folder: str | Path, model, texts: Sequence[str], token: str | No
                     G.graph.update(layer=layer, head=head, text=r.text, model=model.name)
                     plan.append((f"text{k}/graphs/layer{layer + 1}-head{head + 1}.{fmt}", G,
                                  f"routing graph of text {k}, layer {layer + 1}, head {head + 1}"))
-        plan.append((f"text{k}/heatmaps.png", _png(plots, lambda r=r: plots.attention_grid_figure(r)),
+        plan.append((f"text{k}/heatmaps.png", _png(lambda r=r: plots.attention_grid_figure(r)),
                      f"text {k}: attention of every layer and head (rows queries, columns keys)"))
         plan.append((f"text{k}/rollout-flow.png",
-                     _png(plots, lambda r=r, roll=roll, fl=fl, outs=outs: plots.rollout_flow_figure(
+                     _png(lambda r=r, roll=roll, fl=fl, outs=outs: plots.rollout_flow_figure(
                          r, roll, fl, head=head_fusion, outputs=outs)),
                      f"text {k}: attention rollout{' and flow' if flow else ''} (heads: {head_fusion})"))
         plan.append((f"text{k}/route.json", lambda r=r: json.dumps(r.as_dict(), indent=1, allow_nan=False),
@@ -129,7 +128,7 @@ def write_route(folder: str | Path, model, texts: Sequence[str], token: str | No
         step(f"contrasting {token!r}")
         c = contrast_mod.contrast(model, texts[0], texts[1], token)
         body += ["## The contrast", "", report.contrast_markdown(c)]
-        plan.append(("contrast.png", _png(plots, lambda: c.figure()),
+        plan.append(("contrast.png", _png(lambda: c.figure()),
                      f"where '{c.words[0].text}' and '{c.words[1].text}' read from, side by side, and the distance grid"))
         plan.append(("contrast.md", lambda: c.table().to_markdown(), "the contrast table, every layer and head"))
         plan.append(("contrast.json", lambda: json.dumps(c.as_dict(), indent=1), "the contrast as JSON"))
@@ -147,10 +146,10 @@ def write_route(folder: str | Path, model, texts: Sequence[str], token: str | No
     step(f"writing {len(plan)} files")
     result = RouteFiles(folder)
     for rel, content, what in plan:
-        if isinstance(content, nx.DiGraph):
-            gr.export(content, folder / rel, overwrite=overwrite)
-        else:
+        if callable(content):  # a maker of the file's bytes or text
             atomic_write(folder / rel, content(), overwrite=overwrite)
+        else:  # a routing graph
+            gr.export(content, folder / rel, overwrite=overwrite)
         result.entries.append((rel, what))
     result.facts.update(texts=texts, tokens=[list(r.tokens) for r in routes], model=model.name)
     if c is not None:
@@ -161,7 +160,7 @@ def write_route(folder: str | Path, model, texts: Sequence[str], token: str | No
     return result
 
 
-def _png(plots, figure: Callable[[], Any]) -> Callable[[], bytes]:
+def _png(figure: Callable[[], Any]) -> Callable[[], bytes]:
     return lambda: plots.figure_to_bytes(figure(), "png")
 
 
@@ -191,7 +190,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..models import load
+    from ..models import load  # lazy: +0.2 s CPU over `attnsym --help` (tokenizers, safetensors)
 
     model = load(args.model)
     result = write_route(args.output, model, args.texts, args.token, fmt=args.format, top_k=args.top_k,
@@ -219,7 +218,7 @@ def tour_section(folder: str | Path, *, overwrite: bool = False) -> RouteFiles |
     returns what it wrote, with ``facts["summary"]`` one line for the tour's summary. Returns
     None, writing nothing, when the packaged model is not installed.
     """
-    from ..models.evidence import APPLE, packaged_model
+    from ..models.evidence import APPLE, packaged_model  # lazy: +0.2 s CPU over `attnsym --help`
 
     model = packaged_model()
     if model is None:

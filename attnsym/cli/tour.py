@@ -19,7 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from .. import plots
 from .._io import atomic_write, refuse_existing, staged_directory
+from ..numeric import attention, random_inputs
+from ..spec import AttentionSpec
+from .route import tour_section
 
 __all__ = ["SECTIONS", "TourEntry", "TourResult", "write_tour"]
 
@@ -121,15 +128,13 @@ class _Tour:
         return path
 
     def figure(self, name: str, fig: Any, what: str) -> None:
-        from .. import plots
-
         self.write("figures", f"{name}.png", plots.figure_to_bytes(fig, "png"), what)
 
 
 # ----------------------------------------------------------------------------- steps
 def _derivations(t: _Tour) -> None:
+    # lazy: derivation + validation (SymPy) cost +0.4 s CPU over `attnsym --help`
     from ..derivation import derive
-    from ..spec import AttentionSpec
     from ..validation import validate
 
     spec = AttentionSpec(n=2, d_model=2)
@@ -149,6 +154,7 @@ def _derivations(t: _Tour) -> None:
 
 
 def _claims(t: _Tour) -> None:
+    # lazy: attnsym.claims costs +1.0 s CPU over `attnsym --help`
     from ..claims import verify_all
     from ..claims.report import write_report
 
@@ -186,9 +192,6 @@ def _claims(t: _Tour) -> None:
 
 def _setup(t: _Tour):
     """The tour's layer, weights and two inputs, drawn once from the seed (see :data:`SETUP_NOTE`)."""
-    from ..numeric import random_inputs
-    from ..spec import AttentionSpec
-
     if t.setup is None:
         spec = AttentionSpec(n=len(TOUR_TOKENS), d_model=8, heads=2)
         drawn = random_inputs(spec, t.seed, batch=(2,))
@@ -197,7 +200,7 @@ def _setup(t: _Tour):
 
 
 def _graphs(t: _Tour) -> None:
-    from .. import graphs, plots
+    from .. import graphs  # lazy: attnsym.graphs (networkx) +0.2 s CPU over `attnsym --help`
 
     spec, weights, (X1, X2) = _setup(t)
     tokens = list(TOUR_TOKENS)
@@ -222,9 +225,6 @@ def _graphs(t: _Tour) -> None:
 
 
 def _figures(t: _Tour) -> None:
-    from .. import plots
-    from ..numeric import attention
-
     spec, weights, inputs = _setup(t)
     for k, X in enumerate(inputs, start=1):
         _, A = attention(X, **weights, spec=spec)
@@ -243,8 +243,6 @@ def _figures(t: _Tour) -> None:
 
 
 def _real_model(t: _Tour) -> None:  # the models section (cli/route.py); skipped when no model is installed
-    from .route import tour_section
-
     written = tour_section(t.folder / "real-model", overwrite=t.overwrite)
     if written is not None:
         t.result.entries += [TourEntry("real-model", f"real-model/{rel}", what) for rel, what in written.entries]
@@ -354,7 +352,7 @@ def write_tour(folder: str | Path = "attnsym-tour", *, seed: int = 0, quick: boo
         result = tour.result
         summary = summary_lines(result)
         atomic_write(stage / "index.md", _index_markdown(result), overwrite=force)
-        from ..explorer import write_tour_page  # lazy, as every step's import: `attnsym --help` stays fast
+        from ..explorer import write_tour_page  # lazy: the explorer (claims, models) +1.2 s CPU over `attnsym --help`
 
         write_tour_page(stage / "index.html", evidence=tour.evidence, seed=seed, quick=quick, summary=summary,
                         files=[(e.path, e.what) for e in result.entries] + [("index.md", "this index as Markdown")],
@@ -383,9 +381,6 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
     _check_folder(args.output, force=args.force)  # before the progress display starts
     console = Console(stderr=True)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),

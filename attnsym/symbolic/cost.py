@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .._checks import instance_of, one_of
+from .._limits import DEFAULT_MAX_GRADIENT_TERMS, DEFAULT_MAX_TERMS
 from ..errors import SizeLimitError, SpecError
 from ..spec import AttentionSpec
 
@@ -48,12 +49,6 @@ __all__ = [
     "estimate_cost",
     "gradient_cost",
 ]
-
-#: default ceiling on the estimated number of expression terms of a symbolic build
-DEFAULT_MAX_TERMS = 500_000
-
-#: default ceiling on the estimated terms of the closed-form gradient program (about (12, 12) single-head)
-DEFAULT_MAX_GRADIENT_TERMS = 60_000
 
 #: the routes of :func:`attnsym.symbolic.gradients`
 GRADIENT_METHODS = ("closed_form", "elementwise", "matrix")
