@@ -24,6 +24,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from .. import __version__
+from ..claims import verify_all
 from ..models.evidence import APPLE, packaged_model
 from .collect import claims_section, derivation_entry, derivation_section, routing_input, toy_routing
 from .data import ContrastData, MlpData, PageData, RoutingInput, encode_array
@@ -74,8 +76,6 @@ def page_data(*, evidence: Sequence[Any] | None = None, inputs: Sequence[Routing
         Quick claim checks.
     """
     if evidence is None:
-        from ..claims import verify_all
-
         evidence = verify_all(seed=seed, quick=quick)
     all_inputs = list(inputs)
     all_contrasts = list(contrasts)
@@ -84,8 +84,6 @@ def page_data(*, evidence: Sequence[Any] | None = None, inputs: Sequence[Routing
         offset = len(all_inputs)
         all_inputs += toy_inputs
         all_contrasts += [replace(c, inputs=(c.inputs[0] + offset, c.inputs[1] + offset)) for c in toy_contrasts]
-    from .. import __version__
-
     facts = {"attnsym": __version__, "seed": seed, "claims": len(evidence)}
     if evidence:
         facts["quick claim checks"] = "yes" if quick else "no"

@@ -23,6 +23,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..claims import verify_all
+from . import write_tour_page
+
 __all__ = ["BLOCKED", "browser_available", "chromium", "load", "requests_made", "screenshots"]
 
 #: URL patterns the DevTools protocol refuses to load
@@ -146,9 +149,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     page = args.page
     if page is None:  # the tour's page: the apple example on the packaged model (if installed), quick claims
-        from ..claims import verify_all
-        from . import write_tour_page
-
         page = write_tour_page(Path(tempfile.mkdtemp()) / "explorer.html", evidence=verify_all(quick=True),
                                seed=0, quick=True)
     with chromium() as driver:

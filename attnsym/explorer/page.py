@@ -17,6 +17,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
+from .. import __version__
 from .._io import atomic_write
 from .data import PageData
 
@@ -117,8 +118,6 @@ def render_page(data: PageData) -> str:
     >>> page.startswith("<!DOCTYPE html>"), "connect-src 'none'" in page, "http://" in page.split("<script")[0]
     (True, True, False)
     """
-    from .. import __version__
-
     if not isinstance(data, PageData):
         from ..errors import SpecError
 

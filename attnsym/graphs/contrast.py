@@ -22,6 +22,7 @@ import numpy as np
 
 from .._html import contrast_html
 from ..errors import ShapeError, SpecError
+from ..numeric import attention
 from ..spec import AttentionSpec
 from ._arrays import to_numpy
 from .metrics import NodeChanges, node_changes, routing_distance
@@ -152,8 +153,6 @@ def contrast(spec: AttentionSpec, X1: Any, X2: Any, weights: Mapping[str, Any], 
     >>> contrast(spec, X1, X1, weights).attention_distance
     0.0
     """
-    from ..numeric import attention
-
     if not isinstance(spec, AttentionSpec):
         raise SpecError(f"spec must be an AttentionSpec (got {type(spec).__name__})")
     if not isinstance(weights, Mapping):

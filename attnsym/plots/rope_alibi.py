@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..errors import ShapeError, SpecError
+from ..numeric import alibi_slopes, rope_frequencies
+from ..numeric.position_experiments import alibi_weights, rope_decay_bound, rope_relative_scores, weight_by_distance
 from ..spec import DEFAULT_POSITION_BASE, AttentionSpec
-from ._base import legend_below, new_figure
+from ._base import as_numpy, legend_below, new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -48,8 +50,6 @@ def rope_frequencies_figure(*, d_k: int = 64, base: int = DEFAULT_POSITION_BASE,
     >>> np.round(fig.axes[0].get_lines()[0].get_ydata(), 4).tolist()
     [1.0, 0.1, 0.01, 0.001]
     """
-    from ..numeric import rope_frequencies
-
     spec = _rope_spec(d_k, base)
     theta = np.asarray(rope_frequencies(spec))
     planes = np.arange(theta.size)
@@ -96,9 +96,6 @@ def alibi_bias_figure(*, heads: int = 8, n: int = 16, show_heads: int = 4, weigh
     >>> fig.axes[0].get_title()  # 3 heads: slopes 2^-4, 2^-8, 2^-2, the steepest first
     'head 3: $m = 2^{-2}$'
     """
-    from ..numeric import alibi_slopes
-    from ..numeric.position_experiments import alibi_weights, weight_by_distance
-
     spec = AttentionSpec(n=n, d_model=heads, heads=heads, positions="alibi", causal=True)
     slopes = np.asarray(alibi_slopes(heads))
     show = max(1, min(show_heads, heads))
@@ -172,8 +169,6 @@ def rope_decay_figure(*, d_k: int = 128, base: int = DEFAULT_POSITION_BASE, max_
     >>> float(fig.axes[0].get_lines()[0].get_ydata()[0])  # (d/2 + 1) / 2 at distance 0
     4.5
     """
-    from ..numeric.position_experiments import rope_decay_bound, rope_relative_scores
-
     if max_distance < 1:
         raise SpecError(f"max_distance must be at least 1 (got {max_distance!r})")
     spec = _rope_spec(d_k, base)
@@ -219,8 +214,6 @@ def shift_figure(weights) -> Figure:
     >>> [ax.get_title() for ax in fig.axes[:2]]
     ['a', 'b']
     """
-    from ._base import as_numpy
-
     items = [(str(k), as_numpy(v, f"weights[{k!r}]")) for k, v in dict(weights).items()]
     if not items or any(a.ndim != 2 for _, a in items):
         raise ShapeError("weights must map titles to (n, n) arrays (got none, or arrays that are not 2-d)")

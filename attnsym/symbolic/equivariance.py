@@ -32,6 +32,7 @@ from .._exact import exact, exact_matrix
 from ..errors import ShapeError, SpecError
 from ..spec import AttentionSpec
 from .cost import enforce_limit, estimate_cost
+from .matrices import attention
 from .naming import input_symbols
 
 __all__ = [
@@ -259,8 +260,6 @@ def check_attention_equivariance(spec: AttentionSpec, perm: Sequence[int] | None
     >>> check_attention_equivariance(AttentionSpec(n=3, d_model=1, causal=True))["Y"].holds
     False
     """
-    from .matrices import attention
-
     if not isinstance(spec, AttentionSpec):
         raise SpecError(f"spec must be an AttentionSpec (got {spec!r} of type {type(spec).__name__})")
     n = spec.n

@@ -29,7 +29,9 @@ import sympy as sp
 from .._checks import positive_int
 from ..errors import SpecError
 from ..spec import AttentionSpec
-from .cost import enforce_limit
+from .cost import enforce_limit, estimate_cost
+from .matrices import attention
+from .mlp import _sizes, mlp
 
 __all__ = [
     "InputJacobian",
@@ -249,9 +251,6 @@ def attention_input_jacobian(spec: AttentionSpec, *, weights: str = "explicit",
     [0, 0],
     [0, 0]])
     """
-    from .cost import enforce_limit, estimate_cost
-    from .matrices import attention
-
     if not isinstance(spec, AttentionSpec):
         raise SpecError(f"spec must be an AttentionSpec (got {spec!r} of type {type(spec).__name__})")
     if weights not in ("explicit", "symbols"):
@@ -331,8 +330,6 @@ def mlp_input_jacobian(spec_or_sizes, *, bias: bool = False, max_terms: float | 
     >>> any(str(s).startswith("x") for s in J.free_symbols)
     False
     """
-    from .mlp import _sizes, mlp
-
     n, d_in, d_out = _sizes(spec_or_sizes)
     # (n d_out) x (n d_in) entries, each a derivative of a d_in-term sum
     enforce_limit(n * d_out * n * d_in * (d_in + 1), max_terms,
