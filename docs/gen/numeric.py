@@ -195,15 +195,23 @@ computes the same result with fewer passes over each block of scores and uses ev
 - **the row sums come out of the product** `P [V, 1] = [P V, ℓ]`;
 - **the backward folds its shifts too**: `[c·Q, −L] [K, 1]ᵀ = S − L` gives the weights in one `exp`
   pass, and `[dZ, −D] [V, 1]ᵀ = dA − D` makes `dS = A ⊙ (dA − D)` one in-place product;
-- blocks of {_fast.FAST_BLOCK[0]} queries × {_fast.FAST_BLOCK[1]} keys (1 MiB of float32 scores,
-  the L2 cache of one core here) run on a thread pool of as many threads as the process may use
-  cores, with BLAS set to one thread inside each worker (threadpoolctl), so the cores are not
-  oversubscribed. NumPy releases the GIL in its matrix products and `exp` loops.
+- blocks of {_fast.FAST_BLOCK[0]} queries × {_fast.FAST_BLOCK[1]} keys in the forward and
+  {_fast.BACKWARD_BLOCK[0]} keys × {_fast.BACKWARD_BLOCK[1]} queries in the backward (score blocks of at
+  most 512 KiB in float32, the L2 cache of one core of the machines the benchmarks ran on) run on a
+  pool of as many worker threads as the process may use cores (`attnsym/numeric/_pool.py`);
+- **BLAS at one thread for the whole call.** NumPy's BLAS (OpenBLAS) has threads of its own that
+  keep spinning after each multi-threaded product (here about 40 ms of CPU after one 4096 × 64
+  product), and a multi-threaded product waits for them, spinning; beside the pool that made more
+  busy threads than cores. So every product of a lean NumPy call — the projections and the weight
+  gradients too — runs with BLAS at one thread (threadpoolctl), and the long `n`-row products are
+  split by rows over the pool instead. NumPy releases the GIL in its matrix products and `exp` loops.
 
 So the forward makes one element-wise pass over each block (`exp`) and the backward two (`exp`, a
-product), instead of four and six. The bound can be loose (large, nearly orthogonal `q` and `k`):
-a row whose shifted sum falls below {_fast.MIN_ROW_SUM:g} has its query block recomputed with the
-exact running maximum, so the precision never depends on the bound. The results equal the generic
+product), where the generic code makes four in each (forward: `max`, subtract, `exp`, `sum`;
+backward: subtract, `exp`, subtract, multiply — counted in `tests/test_fast.py`). The bound can be
+loose (large, nearly orthogonal `q` and `k`): a row whose shifted sum falls below
+{_fast.MIN_ROW_SUM:g} has its query block recomputed with the exact running maximum, so the
+precision never depends on the bound. The results equal the generic
 array-API code within the dtype's tolerance (`tests/test_fast.py`, and every blockwise test runs
 both); CuPy and PyTorch arrays take the generic code.
 
