@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -128,7 +129,7 @@ def bias_loss_slices(spec: AttentionSpec, seed: int = 0, *, offsets: Sequence[fl
     t = _as_grid("offsets", offsets)
     if not (isinstance(step, float | int) and not isinstance(step, bool) and 0 < step < 1):
         raise SpecError(f"step must be a number in (0, 1) (got {step!r})")
-    values = random_inputs(spec, seed)
+    values: dict[str, Any] = random_inputs(spec, seed)  # arrays, passed on as keyword arguments
     G = values.pop("G")  # (n, d_out)
     biases = [name for name in spec.parameter_names if name.startswith("b_")]
     direction = np.random.default_rng([seed, 3]).standard_normal(values[biases[0]].shape)  # (1, d)
@@ -189,7 +190,7 @@ def gradients_near_equal_tokens(spec: AttentionSpec, seed: int = 0, *,
     eps = _as_grid("epsilons", epsilons)
     if np.any(eps < 0):
         raise SpecError(f"epsilons must be >= 0 (got {epsilons!r})")
-    values = random_inputs(spec, seed)
+    values: dict[str, Any] = random_inputs(spec, seed)  # arrays, passed on as keyword arguments
     G, E = values.pop("G"), values.pop("X")  # (n, d_out), (n, d_model)
     weights = [name for name in spec.parameter_names if name.startswith("W_")]
     out: dict[str, list[float]] = {name: [] for name in weights}
