@@ -174,6 +174,7 @@ def check_index(value: Any, size: int, name: str, what: str) -> int:
     """
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise ShapeError(f"{name} must be an integer (got {value!r})")
-    if not -size <= value < size:
+    index = int(value)
+    if not -size <= index < size:
         raise ShapeError(f"{name}={value} is out of range: the input has {size} {what} (0..{size - 1})")
-    return int(value) % size
+    return index % size

@@ -202,13 +202,14 @@ def _forward_steps(spec: AttentionSpec, max_terms) -> list[Step]:
 
     # entry symbols of the previous steps
     q, k, v = _entries("q", sym.Q.shape), _entries("k", sym.K.shape), _entries("v", sym.V.shape)
-    qk_tex, bias_tex, bias = "", "", None
+    qk_tex, bias_tex = "", ""
+    score_bias: tuple[sp.ImmutableMatrix, ...] | None = None  # the ALiBi biases B_h
     if spec.positions == "rope":  # rotated queries and keys, then the scores in their entries
         steps.extend(Step(**fields) for fields in rope_steps(spec, q, k))
         q, k, qk_tex = _entries(r"\tilde{q}", sym.Q.shape), _entries(r"\tilde{k}", sym.K.shape), r"\tilde "
     elif spec.positions == "alibi":
         steps.extend(Step(**fields) for fields in alibi_steps(spec))
-        bias, bias_tex = sym.B_heads, " + B" + ("_h" if multi else "")
+        score_bias, bias_tex = sym.B_heads, " + B" + ("_h" if multi else "")
     scale = spec.scale_expr
     allowed = spec.allowed
     scale_tex, scale_words = _scale_latex(spec)
@@ -222,7 +223,7 @@ def _forward_steps(spec: AttentionSpec, max_terms) -> list[Step]:
         qh, kh = q[:, hh * d_k:(hh + 1) * d_k], k[:, hh * d_k:(hh + 1) * d_k]
         S = sp.ImmutableMatrix(n, n, lambda i, j, qh=qh, kh=kh, hh=hh: -sp.oo if allowed is not None and not allowed[i][j]
                                else scale * sp.Add(*[qh[i, c] * kh[j, c] for c in range(d_k)])
-                               + (bias[hh][i, j] if bias is not None else 0))
+                               + (score_bias[hh][i, j] if score_bias is not None else 0))
         score_eqs.append(_eq(_msym(head_name("S", hh), (n, n)), S))
         s_entries.append(_entries("s", (n, n), hh + 1 if multi else None))
     head_suffix = "_h" if multi else ""
@@ -287,7 +288,9 @@ def _forward_steps(spec: AttentionSpec, max_terms) -> list[Step]:
 
     # 7. elementwise form with alpha_ij(x_1, ..., x_n) written out
     tokens = [sp.Symbol(rf"\mathbf{{x}}_{{{i + 1}}}") for i in range(n)]
-    row_eqs, alpha_eqs, score_fns = [], [], []
+    row_eqs: list[sp.Eq] = []
+    alpha_eqs: list[sp.Eq] = []
+    score_fns: list[sp.Eq] = []
     out_letter = "z" if spec.output_projection else "y"
     for hh in range(h):
         tag = f"^{{({hh + 1})}}" if multi else ""

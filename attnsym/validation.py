@@ -171,7 +171,7 @@ def validate(spec: AttentionSpec, seed: int = 0, dtype: str = "float64") -> Vali
     values = random_inputs(spec, seed)
     inputs = {k: v for k, v in values.items() if k != "G"}
     cast = {k: v.astype(dtype) for k, v in values.items()}
-    params = {k: cast[k] for k in spec.parameter_names}
+    params: dict[str, Any] = {k: cast[k] for k in spec.parameter_names}  # W_Q, …, b_O as keyword arguments
     rows: list[ValidationRow] = []
 
     # forward: Y and the weights of every head

@@ -14,6 +14,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from .. import __version__
 from .._checks import finite_real, non_negative_int, positive_int
@@ -48,7 +49,7 @@ examples:
 class _Parser(argparse.ArgumentParser):
     """argparse, with a usage error printed as one line (the sub-command parsers inherit it)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
