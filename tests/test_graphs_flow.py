@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from fractions import Fraction as F
 
 import numpy as np
@@ -15,7 +14,7 @@ from attnsym.graphs import (
     ARCHITECTURES,
     attention_flow,
     attention_rollout,
-    classify_growth,
+    decide_growth,
     max_path_length,
     mlp_graph,
     routing_graph,
@@ -165,11 +164,20 @@ def test_table1_values(measured):
 
 def test_table1_growth_classes(measured):
     for arch, (seq, path) in measured.items():
-        assert (classify_growth(NS, seq).growth, classify_growth(NS, path).growth) == expected_growth(arch), arch
-    # the constants of the table: O(n/k), O(log_k n), O(n/r)
-    assert classify_growth(NS, measured["convolution"][1]).slope == pytest.approx(1 / (K - 1), rel=0.05)
-    assert classify_growth(NS, measured["dilated_convolution"][1]).slope == pytest.approx(1 / math.log(K), rel=0.15)
-    assert classify_growth(NS, measured["restricted_self_attention"][1]).slope == pytest.approx(1 / R, rel=0.05)
+        decided = (decide_growth(NS, seq, k=K, r=R).growth, decide_growth(NS, path, k=K, r=R).growth)
+        assert decided == expected_growth(arch), arch
+    # the constants of the table: O(n/k), O(log_k n), O(n/r), each the only candidate that explains its column
+    assert decide_growth(NS, measured["convolution"][1], k=K, r=R).explained_by == ("O(n/k)",)
+    assert decide_growth(NS, measured["dilated_convolution"][1], k=K, r=R).explained_by == ("O(log_k n)",)
+    assert decide_growth(NS, measured["restricted_self_attention"][1], k=K, r=R).explained_by == ("O(n/r)",)
+
+
+def test_table1_rows_carry_the_decision(measured):
+    rows = {row["arch"]: row for row in at.graphs.table1(NS, k=K, r=R)}
+    for arch, (seq, path) in measured.items():
+        assert (rows[arch]["sequential_values"], rows[arch]["path_values"]) == (seq, path)
+        assert rows[arch]["path"] == decide_growth(NS, path, k=K, r=R)
+        assert (rows[arch]["sequential"].growth, rows[arch]["path"].growth) == expected_growth(arch), arch
 
 
 def test_architecture_errors():
@@ -178,7 +186,7 @@ def test_architecture_errors():
     with pytest.raises(at.SpecError, match=r"k must be an integer >= 2 \(got k=1\)"):
         max_path_length("convolution", 4, k=1)
     with pytest.raises(at.ShapeError, match="same length >= 3"):
-        classify_growth([1, 2], [1, 2])
+        decide_growth([1, 2], [1, 2], k=K, r=R)
 
 
 # ------------------------------------------------------------------ drawing (data, not pixels)

@@ -21,8 +21,6 @@ from typing import Any
 from ._arrays import ROW_SUM_ATOL, RowSumWarning, as_attention_stack
 from .architectures import (
     ARCHITECTURES,
-    GrowthFit,
-    classify_growth,
     computation_graph,
     layer_graph,
     max_path_length,
@@ -31,6 +29,7 @@ from .architectures import (
 )
 from .contrast import Contrast, contrast, graphs_equal
 from .flow import attention_flow, attention_rollout, flow_graph
+from .growth import GrowthDecision, decide_growth
 from .io import FORMATS, GraphFormatError, export, read
 from .metrics import (
     NodeChanges,
@@ -51,16 +50,16 @@ __all__ = [
     "ROW_SUM_ATOL",
     "Contrast",
     "GraphFormatError",
-    "GrowthFit",
+    "GrowthDecision",
     "NodeChanges",
     "RowSumWarning",
     "as_attention_stack",
     "attention_flow",
     "attention_matrix",
     "attention_rollout",
-    "classify_growth",
     "computation_graph",
     "contrast",
+    "decide_growth",
     "effective_attended",
     "export",
     "flow_graph",

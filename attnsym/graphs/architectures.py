@@ -25,25 +25,22 @@ Architectures (``arch``):
 
 Expected growth (Table 1): self-attention O(1)/O(1); recurrent O(n)/O(n); convolution
 O(1)/O(n/k) contiguous and O(1)/O(log_k n) dilated; restricted self-attention O(1)/O(n/r).
-:func:`table1` measures both columns for ``n = 2 … 64`` and classifies the growth with
-:func:`classify_growth`.
+:func:`table1` measures both columns for ``n = 2 … 64`` and decides each growth with
+:func:`attnsym.graphs.growth.decide_growth` (every candidate of Table 1 with its constant).
 """
 
 from __future__ import annotations
 
 import numbers
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 import networkx as nx
-import numpy as np
 
-from ..errors import ShapeError, SpecError
+from ..errors import SpecError
+from .growth import GROWTH_CLASS, decide_growth
 
 __all__ = [
     "ARCHITECTURES",
-    "GrowthFit",
-    "classify_growth",
     "computation_graph",
     "layer_graph",
     "max_path_length",
@@ -185,66 +182,22 @@ def sequential_depth(arch: str, n: int, *, k: int = 3, r: int = 4, stack: bool =
     return nx.dag_longest_path_length(G)
 
 
-@dataclass(frozen=True)
-class GrowthFit:
-    """Least-squares fit ``value ≈ slope * f(n) + intercept`` of the best growth class.
-
-    ``growth`` is ``"O(1)"``, ``"O(log n)"`` or ``"O(n)"``; ``sse`` maps every class tried to
-    its sum of squared residuals.
-    """
-
-    growth: str
-    slope: float
-    intercept: float
-    sse: dict[str, float]
-
-
-def classify_growth(ns: Iterable[int], values: Iterable[float]) -> GrowthFit:
-    """Classify how ``values`` grow with ``n``: constant, logarithmic or linear.
-
-    Constant values give ``"O(1)"``; otherwise ``a·ln n + b`` and ``a·n + b`` are fitted by
-    least squares and the one with the smaller residual wins. The slope tells the constant:
-    ``1/(k-1)`` for a contiguous convolution (O(n/k)), ``1/ln k`` for a dilated one (O(log_k n)).
-
-    >>> import math
-    >>> ns = range(2, 65)
-    >>> classify_growth(ns, [1] * 63).growth
-    'O(1)'
-    >>> fit = classify_growth(ns, [math.ceil(math.log2(n)) for n in ns])
-    >>> fit.growth, round(fit.slope * math.log(2), 1)
-    ('O(log n)', 1.0)
-    >>> classify_growth(ns, list(ns)).growth
-    'O(n)'
-    """
-    x = np.asarray(list(ns), dtype=float)
-    y = np.asarray(list(values), dtype=float)
-    if x.shape != y.shape or x.size < 3:
-        raise ShapeError(f"ns and values must have the same length >= 3 (got {x.size} and {y.size})")
-    if np.all(y == y[0]):
-        return GrowthFit("O(1)", 0.0, float(y[0]), {"O(1)": 0.0})
-    sse = {"O(1)": float(np.sum((y - y.mean()) ** 2))}
-    fits = {}
-    for name, f in (("O(log n)", np.log(x)), ("O(n)", x)):
-        design = np.column_stack([f, np.ones_like(f)])
-        coef, *_ = np.linalg.lstsq(design, y, rcond=None)
-        fits[name] = coef
-        sse[name] = float(np.sum((design @ coef - y) ** 2))
-    best = min(fits, key=lambda name: sse[name])
-    return GrowthFit(best, float(fits[best][0]), float(fits[best][1]), sse)
-
-
 def table1(ns: Iterable[int] = range(2, 65), *, k: int = 3, r: int = 4) -> list[dict]:
     """Table 1's "sequential operations" and "maximum path length" columns, measured.
 
-    Returns one dict per architecture with the measured values at each ``n``, the fitted
-    growth classes and the growth printed in the paper (``paper_sequential``, ``paper_path``).
-    The measured classes agree with the paper's (``O(n/k)`` and ``O(n/r)`` are ``O(n)`` with
-    slopes ``1/(k-1)`` and ``1/r``; ``O(log_k n)`` is ``O(log n)`` with slope ``1/ln k``).
+    Returns one dict per architecture with the measured values at each ``n``
+    (``sequential_values``, ``path_values``), the growth of each column decided by
+    :func:`attnsym.graphs.growth.decide_growth` (``sequential``, ``path``: a
+    :class:`~attnsym.graphs.growth.GrowthDecision` naming the candidates with their constants
+    that explain the values, e.g. ``O(n/k)``) and the growth printed in the paper
+    (``paper_sequential``, ``paper_path``).
 
     >>> rows = table1(range(2, 17), k=2, r=2)
     >>> [(row["arch"], row["sequential"].growth, row["path"].growth) for row in rows]  # doctest: +NORMALIZE_WHITESPACE
     [('self_attention', 'O(1)', 'O(1)'), ('recurrent', 'O(n)', 'O(n)'), ('convolution', 'O(1)', 'O(n)'),
      ('dilated_convolution', 'O(1)', 'O(log n)'), ('restricted_self_attention', 'O(1)', 'O(n)')]
+    >>> rows[3]["path"].explained_by
+    ('O(log_k n)',)
     """
     ns = list(ns)
     rows = []
@@ -256,8 +209,8 @@ def table1(ns: Iterable[int] = range(2, 65), *, k: int = 3, r: int = 4) -> list[
             "ns": ns,
             "sequential_values": seq,
             "path_values": path,
-            "sequential": classify_growth(ns, seq),
-            "path": classify_growth(ns, path),
+            "sequential": decide_growth(ns, seq, k=k, r=r),
+            "path": decide_growth(ns, path, k=k, r=r),
             "paper_sequential": PAPER_TABLE1[arch][0],
             "paper_path": PAPER_TABLE1[arch][1],
         })
@@ -265,12 +218,10 @@ def table1(ns: Iterable[int] = range(2, 65), *, k: int = 3, r: int = 4) -> list[
 
 
 def expected_growth(arch: str) -> tuple[str, str]:
-    """The growth classes (:func:`classify_growth` names) that Table 1 predicts for ``arch``.
+    """The growth classes (:attr:`GrowthDecision.growth <attnsym.graphs.growth.GrowthDecision>` names) Table 1 predicts.
 
     >>> expected_growth("dilated_convolution")
     ('O(1)', 'O(log n)')
     """
     seq, path = PAPER_TABLE1[arch]
-    norm = {"O(1)": "O(1)", "O(n)": "O(n)", "O(n/k)": "O(n)", "O(n/r)": "O(n)", "O(log_k n)": "O(log n)"}
-    return norm[seq], norm[path]
-
+    return GROWTH_CLASS[seq], GROWTH_CLASS[path]

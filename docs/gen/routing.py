@@ -82,18 +82,18 @@ names = {
 }
 show = [2, 4, 8, 16, 32, 64]
 table1 = [
-    "| layer type | sequential ops at n = " + ", ".join(map(str, show)) + " | fitted | paper "
-    "| max path length at n = " + ", ".join(map(str, show)) + " | fitted | paper |",
+    "| layer type | sequential ops at n = " + ", ".join(map(str, show)) + " | decided | paper "
+    "| max path length at n = " + ", ".join(map(str, show)) + " | decided (explained by) | paper |",
     "|---|---|---|---|---|---|---|",
 ]
 for row in rows:
     pick = [ns.index(n) for n in show]
     seq = ", ".join(str(row["sequential_values"][p]) for p in pick)
     path = ", ".join(str(row["path_values"][p]) for p in pick)
-    slope = f" (slope {row['path'].slope:.2f})" if row["path"].growth != "O(1)" else ""
+    by = ", ".join(row["path"].explained_by) or "no candidate"
     table1.append(
         f"| {names[row['arch']]} | {seq} | {row['sequential'].growth} | {row['paper_sequential']} "
-        f"| {path} | {row['path'].growth}{slope} | {row['paper_path']} |"
+        f"| {path} | {row['path'].growth} ({by}) | {row['paper_path']} |"
     )
 
 
@@ -232,15 +232,19 @@ Per-node changes of head 0 (`Contrast.changes`):
 one layer — Table 1's *sequential operations*. `max_path_length(arch, n)` builds the smallest
 stack of such layers in which every output depends on every input it may depend on (causal
 architectures: inputs $j \\le i$) and takes the longest shortest path from an input to an output
-— the *maximum path length*. Both run networkx on real graphs; `classify_growth` fits
-$a \\ln n + b$ and $a n + b$ (or detects a constant) for n = 2 … 64:
+— the *maximum path length*. Both run networkx on real graphs for n = 2 … 64.
+`decide_growth` then compares every candidate of Table 1 *with its constant* —
+$0$, $\\log n/\\log k$, $n/(k-1)$, $n/r$, $n$ — against the measured integers: a candidate
+explains them when one offset $c$ gives $y = \\lceil f(n) + c \\rceil$ for every $n$ (the spread
+$\\max(y - f) - \\min(y - f)$ is below 1), and the decision is the growth class shared by all
+explaining candidates ("undecided" when there is none, or they disagree):
 
 {chr(10).join(table1)}
 
-The fitted classes agree with the paper: $O(n/k)$ is linear with slope $1/(k-1)$ =
-{1 / (K - 1):.2f} (a causal kernel of width $k$ reaches $k-1$ positions further back per layer),
-$O(\\log_k n)$ logarithmic with slope $1/\\ln k$ = {1 / np.log(K):.2f}, $O(n/r)$ linear with slope
-$1/r$ = {1 / R:.2f}. The recurrent chain $x_0 \\to h_0 \\to \\dots \\to h_{{n-1}}$ has $n$ edges.
+The decided classes agree with the paper, each with the paper's constant: the contiguous kernel
+is explained by $O(n/k)$ — $n/(k-1)$, a causal kernel of width $k$ reaching $k-1$ positions
+further back per layer — the dilated one by $O(\\log_k n)$, the restricted window by $O(n/r)$.
+The recurrent chain $x_0 \\to h_0 \\to \\dots \\to h_{{n-1}}$ has $n$ edges.
 
 ![Table 1 curves]({fig_paths})
 

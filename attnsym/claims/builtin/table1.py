@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from ... import plots
 from ...errors import SpecError
 from ...graphs.architectures import PAPER_TABLE1, table1
-from ...graphs.growth import GROWTH_CLASS, decide_growth
+from ...graphs.growth import GROWTH_CLASS
 from .._evidence import CheckContext, Evidence
 from ..catalogue import builtin_claim, statement
 
@@ -73,7 +73,7 @@ def check_table1_column(ctx: CheckContext, *, column: str = "path", claimed: Map
     rows = _table1(tuple(ns), k, r)
     key = "path" if path else "sequential"
     values = {row["arch"]: row[f"{key}_values"] for row in rows}
-    measured = {arch: decide_growth(ns, v, k=k, r=r) for arch, v in values.items()}
+    measured = {row["arch"]: row[key] for row in rows}  # table1's decide_growth over the same ns, k, r
     table = [{"architecture": arch, "measured growth": dec.growth, "explained by": ", ".join(dec.explained_by) or "—",
               "spread of y − f for the claimed candidate": (round(dec.spread[claimed[arch]], 3)
                                                             if claimed.get(arch) in dec.spread else None),
