@@ -210,3 +210,21 @@ def test_interval_helpers_by_hand():
     assert p == 0 and lo == pytest.approx(0, abs=1e-12) and hi == pytest.approx(0.1611, abs=1e-3)
     med, lo, hi = median_interval(np.arange(101.0))
     assert med == 50 and lo < 50 < hi
+
+
+def test_binomial_ranks_and_t_quantile_match_scipy_stats():
+    """The median interval's ranks and the gradient ratio's t quantile, computed without scipy.stats."""
+    from fractions import Fraction
+
+    from scipy import stats
+    from scipy.special import stdtrit
+
+    from attnsym.numeric.saturation import binomial_half_quantile
+
+    for n in [*range(1, 120), 500, 4000]:
+        for level in (0.5, 0.9, 0.95, 0.99):
+            q = (1 - level) / 2
+            assert binomial_half_quantile(q, n) == int(stats.binom.ppf(q, n, 0.5)), (n, level)
+            assert binomial_half_quantile(1 - Fraction(q), n) == int(stats.binom.isf(q, n, 0.5)), (n, level)
+    for df in (1, 2, 7, 63, 511):
+        assert float(stdtrit(df, 0.975)) == pytest.approx(stats.t.ppf(0.975, df), rel=1e-12)
