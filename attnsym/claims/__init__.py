@@ -6,7 +6,7 @@
 'holds-under-conditions'
 """
 
-from ._evidence import BY_CONSTRUCTION
+from ._evidence import BY_CONSTRUCTION, RenderedFigure
 from ._registry import (
     CLAIM_ORDER,
     CLAIMS,
@@ -17,6 +17,7 @@ from ._registry import (
     Evidence,
     UnknownClaimError,
     claim,
+    default_jobs,
     ordered_ids,
     register,
     verify,
@@ -34,9 +35,11 @@ __all__ = [
     "ClaimEntry",
     "ClaimFailed",
     "Evidence",
+    "RenderedFigure",
     "UnknownClaimError",
     "catalogue",
     "claim",
+    "default_jobs",
     "ordered_ids",
     "register",
     "verify",

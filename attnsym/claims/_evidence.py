@@ -24,6 +24,7 @@ __all__ = [
     "Claim",
     "ClaimFailed",
     "Evidence",
+    "RenderedFigure",
     "UnknownClaimError",
     "tex",
 ]
@@ -148,6 +149,27 @@ class Evidence:
 
     def _repr_html_(self) -> str:
         return evidence_html(self, sp.latex)
+
+
+@dataclass(frozen=True)
+class RenderedFigure:
+    """A figure of a claim already rendered, standing where :attr:`Evidence.figures` holds a callable.
+
+    Claims checked in worker processes (``attnsym verify --jobs N``) come back with these: the
+    figure callables are closures over the check's data that cannot leave the worker, so the
+    worker renders the formats asked for and sends the bytes (``files``: format -> bytes).
+    The report writes them as they are. Calling it raises: the matplotlib figure stayed in
+    the worker (check the claim with ``jobs=1`` to get it).
+    """
+
+    claim: str
+    name: str
+    files: dict[str, bytes] = field(default_factory=dict)
+
+    def __call__(self):
+        raise SpecError(f"figure {self.name!r} of claim {self.claim!r} was rendered in a worker process "
+                        f"(formats: {', '.join(sorted(self.files)) or 'none'}); check the claim with jobs=1 "
+                        "for the matplotlib figure")
 
 
 @dataclass(frozen=True)

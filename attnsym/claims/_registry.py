@@ -4,19 +4,32 @@ A claim check is a plain function ``check(ctx: CheckContext) -> Evidence``. The 
 are listed explicitly (each module of :mod:`attnsym.claims.builtin` ends with a tuple
 ``CLAIMS``, :data:`attnsym.claims.builtin.BUILTIN` joins them); nothing registers itself by
 being imported. Users add their own claims with :func:`register` or the :func:`claim` decorator.
+
+:func:`verify_all` checks several claims, one after another or in forked worker processes
+(``jobs``): the checks are independent of one another (each derives all its randomness from
+the seed and its own keys, :meth:`CheckContext.seed_sequence`), so the evidence does not depend
+on which process ran which claim, nor in which order; it comes back in the order asked for.
 """
 
 from __future__ import annotations
 
+import io
+import multiprocessing
+import os
+import pickle
 import time
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from .._checks import non_negative_int
+import sympy as sp
+
+from .._checks import non_negative_int, positive_int
 from ..errors import SpecError, SpecTypeError
-from ._evidence import VERDICTS, CheckContext, Claim, ClaimFailed, Evidence, UnknownClaimError, Verdict
+from ._evidence import VERDICTS, CheckContext, Claim, ClaimFailed, Evidence, RenderedFigure, UnknownClaimError, Verdict
 from .builtin import BUILTIN
 from .catalogue import catalogue
+from .report import figure_files
 
 __all__ = [
     "CLAIMS",
@@ -28,6 +41,7 @@ __all__ = [
     "Evidence",
     "UnknownClaimError",
     "claim",
+    "default_jobs",
     "ordered_ids",
     "register",
     "verify",
@@ -136,19 +150,141 @@ def ordered_ids() -> list[str]:
     return builtin + [cid for cid in CLAIMS if cid not in CLAIM_ORDER]
 
 
-def verify_all(*, seed: int = 0, quick: bool = False, ids: list[str] | None = None,
-               progress: Callable[[str], None] | None = None) -> list[Evidence]:
+def available_cpus() -> int:
+    """The CPUs this process may run on (``os.sched_getaffinity`` where it exists)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _fork_context():
+    """The ``fork`` start method, or None where the platform lacks it or makes it unsafe (macOS, Windows)."""
+    if os.name != "posix" or os.uname().sysname == "Darwin":
+        return None
+    try:
+        return multiprocessing.get_context("fork")
+    except ValueError:  # pragma: no cover - a POSIX system without fork
+        return None
+
+
+def default_jobs() -> int:
+    """Worker processes for :func:`verify_all` and ``attnsym verify`` by default: one per available CPU (1 without fork).
+
+    >>> default_jobs() >= 1
+    True
+    """
+    return available_cpus() if _fork_context() is not None else 1
+
+
+_BASIC_SLOTS = frozenset(sp.Basic.__slots__)
+
+
+class _ExactPickler(pickle.Pickler):
+    """Pickles a SymPy expression node by node as it is, so that it unpickles without being re-evaluated.
+
+    SymPy pickles an expression as its class and arguments and rebuilds it by calling the class,
+    which evaluates: an equation kept unevaluated for display (``Eq(PE, Matrix(...))``, an
+    unexpanded parameter count ``h·(d/h)·d``) would come back simplified, or as ``False``. Here
+    every compound node is rebuilt with ``Basic.__new__`` from exactly its arguments plus the
+    attributes its constructor set (``is_commutative``, ``nargs``); atoms (symbols, numbers) and
+    matrices keep SymPy's own pickling, which is exact for them. A test compares ``srepr`` of
+    every expression of every claim before and after.
+    """
+
+    def reducer_override(self, obj):
+        if isinstance(obj, sp.Basic) and not obj.is_Atom and not isinstance(obj, sp.MatrixBase):
+            return _rebuild_node, (type(obj), obj.args, _node_state(obj))
+        return NotImplemented
+
+
+def _node_state(obj: sp.Basic) -> dict:
+    state = dict(getattr(obj, "__dict__", {}))
+    for cls in type(obj).__mro__:
+        for slot in getattr(cls, "__slots__", ()):
+            if slot not in _BASIC_SLOTS and hasattr(obj, slot):
+                state[slot] = getattr(obj, slot)
+    return state
+
+
+def _rebuild_node(cls: type, args: tuple, state: dict) -> sp.Basic:
+    node = sp.Basic.__new__(cls, *args)
+    for name, value in state.items():
+        object.__setattr__(node, name, value)
+    return node
+
+
+def _check_in_worker(task: tuple[int, str, int, bool, tuple[str, ...]]) -> tuple[int, bytes]:
+    """A worker's part: check one claim, pickled exactly; its figures rendered in ``formats`` (or by name only)."""
+    index, claim_id, seed, quick, formats = task
+    ev = verify(claim_id, seed=seed, quick=quick)
+    figures = {name: RenderedFigure(claim_id, name, figure_files(build, formats)) for name, build in ev.figures.items()}
+    buffer = io.BytesIO()
+    _ExactPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(replace(ev, figures=figures))
+    return index, buffer.getvalue()
+
+
+def verify_all(*, seed: int = 0, quick: bool = False, ids: Sequence[str] | None = None, jobs: int = 1,
+               formats: Sequence[str] = (), progress: Callable[[str], None] | None = None,
+               on_result: Callable[[Evidence], None] | None = None,
+               claim_progress: Callable[[str], Callable[[int, int], None] | None] | None = None) -> list[Evidence]:
     """Check every registered claim (or those in ``ids``), CLAIMS.md order first (see :func:`ordered_ids`).
 
-    ``progress(claim_id)`` is called before each check starts.
+    Parameters
+    ----------
+    seed, quick
+        As for :func:`verify`.
+    ids : sequence of str, optional
+        The claims to check, in the order their evidence is returned (default: :func:`ordered_ids`).
+    jobs : int, default 1
+        Worker processes. 1 checks the claims one after another in this process. More start a
+        pool of ``jobs`` processes with ``fork`` (they inherit the imported modules and the
+        claims a user registered); the checks and their sizes are the same, only the wall time
+        differs. Without ``fork`` (Windows, macOS) it is 1. :func:`default_jobs` gives one per CPU.
+    formats : sequence of str, default ()
+        With ``jobs > 1``: the figure formats ("png", "svg") each worker renders; the evidence
+        holds them as :class:`~attnsym.claims.RenderedFigure` (empty: the figures' names only).
+    progress : callable ``(claim_id) -> None``, optional
+        Called before each check starts (``jobs == 1`` only).
+    on_result : callable ``(Evidence) -> None``, optional
+        Called as each check finishes (in finishing order when ``jobs > 1``).
+    claim_progress : callable ``(claim_id) -> ((done, total) -> None) or None``, optional
+        With ``jobs == 1``: what it returns for a claim receives that check's own progress.
+
+    Examples
+    --------
+    >>> [ev.verdict for ev in verify_all(ids=["softmax-jacobian", "gelu"], quick=True, jobs=2)]
+    ['holds', 'holds']
     """
     chosen = ordered_ids() if ids is None else list(ids)
     unknown = [cid for cid in chosen if cid not in CLAIMS]
     if unknown:
         raise UnknownClaimError(f"unknown claim(s) {', '.join(map(repr, unknown))}; known claims: {', '.join(ordered_ids())}")
-    results = []
-    for claim_id in chosen:
-        if progress is not None:
-            progress(claim_id)
-        results.append(verify(claim_id, seed=seed, quick=quick))
-    return results
+    seed = non_negative_int("seed", seed)
+    jobs = positive_int("jobs", jobs)
+    context = _fork_context()
+    jobs = min(jobs, len(chosen)) if context is not None else 1
+    if jobs <= 1:
+        results = []
+        for claim_id in chosen:
+            if progress is not None:
+                progress(claim_id)
+            ev = verify(claim_id, seed=seed, quick=quick,
+                        progress=claim_progress(claim_id) if claim_progress is not None else None)
+            results.append(ev)
+            if on_result is not None:
+                on_result(ev)
+        return results
+    tasks = [(i, claim_id, seed, bool(quick), tuple(formats)) for i, claim_id in enumerate(chosen)]
+    done: dict[int, Evidence] = {}
+    with warnings.catch_warnings():
+        # Python >= 3.12 warns on fork() in a process with threads (BLAS keeps some; their library
+        # re-initialises them in the child). The workers only compute and send back data.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        pool = context.Pool(jobs)
+    with pool:
+        for index, data in pool.imap_unordered(_check_in_worker, tasks, chunksize=1):
+            done[index] = ev = pickle.loads(data)  # bytes a worker forked from this process wrote
+            if on_result is not None:
+                on_result(ev)
+    return [done[i] for i in range(len(tasks))]

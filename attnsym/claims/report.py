@@ -28,7 +28,7 @@ import numpy as np
 
 from .._io import atomic_write, refuse_existing
 from ..errors import SpecError
-from ._evidence import BY_CONSTRUCTION, Evidence, tex
+from ._evidence import BY_CONSTRUCTION, Evidence, RenderedFigure, tex
 from ._markdown import is_sympy, text_markdown, value_markdown
 
 __all__ = ["Report", "evidence_to_dict", "render_report", "tex", "to_json", "to_jsonable", "to_markdown", "write_report"]
@@ -225,10 +225,20 @@ class Report:
         return self.markdown
 
 
-def _render_figure(build, fmt: str) -> bytes:
+def figure_files(build, formats: Sequence[str]) -> dict[str, bytes]:
+    """One figure of :attr:`Evidence.figures` in each of ``formats``: drawn once by its callable, or as a worker rendered it."""
+    if isinstance(build, RenderedFigure):
+        missing = [fmt for fmt in formats if fmt not in build.files]
+        if missing:
+            raise SpecError(f"figure {build.name!r} of claim {build.claim!r} was rendered as "
+                            f"{', '.join(sorted(build.files)) or 'nothing'}, not {', '.join(missing)}")
+        return {fmt: build.files[fmt] for fmt in formats}
+    if not formats:
+        return {}
     from ..plots import figure_to_bytes
 
-    return figure_to_bytes(build(), fmt)
+    fig = build()
+    return {fmt: figure_to_bytes(fig, fmt) for fmt in formats}
 
 
 def render_report(
@@ -262,8 +272,8 @@ def render_report(
         for ev in evidences:
             for name, build in sorted(ev.figures.items()):
                 stem = f"{figure_dir}/{_anchor(ev.claim)}-{_anchor(name)}" if figure_dir else f"{ev.claim}-{name}"
-                for fmt in formats:
-                    files[f"{stem}.{fmt}"] = _render_figure(build, fmt)
+                for fmt, data in figure_files(build, formats).items():
+                    files[f"{stem}.{fmt}"] = data
                 paths.setdefault(ev.claim, {})[name] = f"{stem}.{formats[0]}"
     return Report(to_markdown(evidences, seed=seed, quick=quick, figure_paths=paths, title=title), files)
 

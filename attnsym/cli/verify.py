@@ -27,6 +27,16 @@ exit status: 0 all claims as expected, 1 a claim expected to hold failed, 2 usag
 """
 
 
+def _jobs(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"jobs must be a positive integer (got {text!r})") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"jobs must be a positive integer (got {value})")
+    return value
+
+
 def _seed(text: str) -> int:
     try:
         value = int(text)
@@ -52,6 +62,11 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--quick", action="store_true", help="smallest meaningful sizes and sample counts (CI)")
     parser.add_argument("--seed", type=_seed, default=0, help="seed of every random draw (default 0)")
     parser.add_argument("--json", action="store_true", help="print the evidence as JSON instead of a table")
+    parser.add_argument("--timings", action="store_true",
+                        help="with --json: add each check's wall seconds (the JSON is otherwise the same on every run)")
+    parser.add_argument("-j", "--jobs", type=_jobs, default=None, metavar="N",
+                        help="check the claims in N worker processes (default: one per CPU; 1: one after another "
+                             "in this process, with per-claim progress); the evidence is the same")
     parser.add_argument("--report", type=Path, metavar="DIR", default=None,
                         help="write report.md, claims.json and figures/ (PNG and SVG) into DIR")
     parser.add_argument("--no-figures", action="store_true", help="with --report: skip the figures")
@@ -233,8 +248,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from ..claims import UnknownClaimError, ordered_ids, verify
-    from ..claims.report import to_json, write_report
+    from ..claims import UnknownClaimError, default_jobs, ordered_ids, verify_all
+    from ..claims.report import FIGURE_FORMATS, to_json, write_report
 
     if args.list:
         return _print_list()
@@ -246,23 +261,36 @@ def run(args: argparse.Namespace) -> int:
     if args.report is not None:
         _check_report_dir(args.report, force=args.force)
 
+    jobs = default_jobs() if args.jobs is None else args.jobs
+    formats = FIGURE_FORMATS if args.report is not None and not args.no_figures else ()
     err = Console(stderr=True)
-    evidences = []
+    # with worker processes the bar is redrawn as each claim finishes (no refresh thread: the
+    # workers are forked from this process, and a fork should not copy a thread holding a lock)
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
-                  TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal) as progress:
+                  TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal,
+                  auto_refresh=jobs == 1) as progress:
         overall = progress.add_task("claims", total=len(ids))
-        for cid in ids:
-            inner = progress.add_task(f"  {cid}", total=None)
+        inner: dict[str, int] = {}
 
-            def advance(done: int, total: int, _task=inner) -> None:
+        def claim_progress(cid: str):
+            inner[cid] = progress.add_task(f"  {cid}", total=None)
+
+            def advance(done: int, total: int, _task=inner[cid]) -> None:
                 progress.update(_task, completed=done, total=total)
 
-            evidences.append(verify(cid, seed=args.seed, quick=args.quick, progress=advance))
-            progress.remove_task(inner)
+            return advance
+
+        def finished(ev) -> None:
+            if ev.claim in inner:
+                progress.remove_task(inner.pop(ev.claim))
             progress.advance(overall)
+            progress.refresh()
+
+        evidences = verify_all(ids=ids, seed=args.seed, quick=args.quick, jobs=jobs, formats=formats,
+                               claim_progress=claim_progress, on_result=finished)
 
     if args.json:
-        sys.stdout.write(to_json(evidences, seed=args.seed, quick=args.quick))
+        sys.stdout.write(to_json(evidences, seed=args.seed, quick=args.quick, timing=args.timings))
     else:
         print_table(evidences, _console())
     if args.report is not None:

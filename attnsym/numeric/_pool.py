@@ -40,6 +40,16 @@ _LOCAL = threading.local()
 _START = threading.Lock()
 
 
+def _forget_pool() -> None:
+    """In a forked child: the parent's executor came along without its threads; work queued on it would never run."""
+    global _START
+    _STATE.clear()
+    _START = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool)
+
+
 def _pool() -> tuple[ThreadPoolExecutor, Any]:
     """The process-wide executor and BLAS controller, made on first use."""
     with _START:
