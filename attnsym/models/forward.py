@@ -3,8 +3,8 @@ r"""Forward passes of the two families on attnsym's numeric backend (NumPy, CuPy
 Shape legend: ``B`` batch, ``n`` tokens, ``d`` width, ``H`` heads, ``d_k = d / H``, ``f`` the
 feed-forward width, ``L`` layers.
 
-**Self-attention** (one code path for both families; scores and softmax are
-:func:`attnsym.numeric.scores` and :func:`attnsym.numeric.softmax`):
+**Self-attention** (one code path for both families; the softmax is the stable one of
+:func:`attnsym.numeric.softmax`, its kernels ``shifted_exp`` and ``safe_divide``):
 
 .. math::
 
@@ -25,6 +25,15 @@ decoder), so those weights are exactly 0.
 
 ``hidden_states`` follow Hugging Face: ``L + 1`` entries, the input of layer 0 first, the
 output of the last layer last (for GPT-2 after ``ln_f``).
+
+**How it runs.** Each layer is two steps written once on the array API: the *row step*
+(everything row-wise: the end of the previous layer — output projection, residuals, LayerNorms,
+feed-forward — and this layer's ``[Q | K | V] = X W_QKV + b_QKV``, one product with the packed
+weight of :class:`~attnsym.models.LayerWeights`), and the *attention step* (scores, softmax
+and ``A V`` per head, heads taken as strided views of the packed ``Q | K | V``, never copied).
+They write straight into the output arrays. For NumPy arrays each step is cut into one slice
+per BLAS thread (token rows, or heads) run side by side (:mod:`attnsym.models._parallel`);
+CuPy and PyTorch get one slice per step and parallelise inside each operation.
 """
 
 from __future__ import annotations
@@ -36,9 +45,14 @@ from typing import Any
 import array_api_compat
 import numpy as np
 
-from ..numeric import array_namespace, gelu, gelu_tanh, scores, softmax
+from ..errors import ShapeError
+from ..numeric import array_namespace, gelu, gelu_tanh
+from ..numeric._inputs import dtype_name
+from ..numeric.layer import safe_divide, shifted_exp
+from ._parallel import blas_limited, plan
+from ._parallel import run as parallel_run
 from .config import ACTIVATIONS, ModelConfig
-from .weights import LayerWeights, Weights
+from .weights import Weights
 
 __all__ = ["ForwardOutput", "forward", "gelu_float32", "layer_norm"]
 
@@ -78,12 +92,11 @@ def layer_norm(x, weight, bias, eps: float):
     return centred
 
 
-def _linear(xp, x, W, b):
-    """``x W + b`` as one 2-D matrix product (a stacked product runs one small BLAS call per batch row)."""
-    *lead, d_in = x.shape
-    out = xp.matmul(xp.reshape(x, (-1, d_in)), W)  # (B·n, d_in) @ (d_in, d_out)
+def _affine(xp, x, W, b):
+    """``x W + b`` for 2-D ``x`` ``(rows, d_in)``: one matrix product, the bias added in place."""
+    out = xp.matmul(x, W)  # (rows, d_in) @ (d_in, d_out)
     out += b
-    return xp.reshape(out, (*lead, W.shape[1]))
+    return out
 
 
 #: float32 rational approximation of erf on [-4, 4] (the form XLA and Eigen use): erf(x) = x·P(x²)/Q(x²)
@@ -137,26 +150,6 @@ def _activation(xp, name: str, x):
     return xp.maximum(x, xp.zeros_like(x))
 
 
-def _split(xp, M, heads: int):
-    """(B, n, H·d_k) -> (B, H, n, d_k)."""
-    B, n, width = M.shape
-    return xp.permute_dims(xp.reshape(M, (B, n, heads, width // heads)), (0, 2, 1, 3))
-
-
-def self_attention(x, lw: LayerWeights, heads: int, scale: float, allowed):
-    """Multi-head self-attention of one layer: output ``(B, n, d)``, scores and weights ``(B, H, n, n)``."""
-    xp = array_namespace(x)
-    Q = _split(xp, _linear(xp, x, lw.W_Q, lw.b_Q), heads)  # (B, H, n, d_k)
-    K = _split(xp, _linear(xp, x, lw.W_K, lw.b_K), heads)  # (B, H, n, d_k)
-    V = _split(xp, _linear(xp, x, lw.W_V, lw.b_V), heads)  # (B, H, n, d_k)
-    S = scores(Q, K, scale, allowed)  # (B, H, n, n), -inf where not allowed
-    A = softmax(S)  # (B, H, n, n)
-    Z = xp.matmul(A, V)  # (B, H, n, d_k)
-    B, _, n, _ = Z.shape
-    Z = xp.reshape(xp.permute_dims(Z, (0, 2, 1, 3)), (B, n, heads * (Z.shape[-1])))  # (B, n, d)
-    return _linear(xp, Z, lw.W_O, lw.b_O), S, A
-
-
 def allowed_pattern(xp, attention_mask, n: int, causal: bool, device=None):
     """The (B, 1, n, n) bool pattern ``True`` = query ``i`` may attend to key ``j``, or None when all may.
 
@@ -197,7 +190,99 @@ def _device(x):
     return array_api_compat.device(x)
 
 
-def forward(config: ModelConfig, weights: Weights, input_ids, attention_mask=None, token_type_ids=None) -> ForwardOutput:
+
+
+def _matmul_into(xp, out, a, b) -> None:
+    """``out[...] = a @ b`` (NumPy writes the product in place, without a temporary)."""
+    if isinstance(out, np.ndarray):
+        np.matmul(a, b, out=out)
+    else:
+        out[...] = xp.matmul(a, b)
+
+
+class _Pass:
+    """One forward pass: the output arrays it writes into and its two steps per layer (module docstring).
+
+    ``hidden`` is ``(L + 1, B·n, d)``: rows are the batch's tokens, flattened; ``qkv`` ``(B·n, 3d)``
+    and ``z`` ``(B·n, d)`` hold the current layer's packed projections and merged heads.
+    """
+
+    def __init__(self, config: ModelConfig, weights: Weights, x, allowed) -> None:
+        self.c, self.w, self.allowed = config, weights, allowed
+        self.xp = xp = array_namespace(x)
+        B, n, d = x.shape
+        H, L, dev = config.heads, config.layers, _device(x)
+        self.hidden = xp.empty((L + 1, B * n, d), dtype=x.dtype, device=dev)
+        self.attention = xp.empty((L, B, H, n, n), dtype=x.dtype, device=dev)
+        self.scores = xp.empty((L, B, H, n, n), dtype=x.dtype, device=dev)
+        self.qkv = xp.empty((B * n, 3 * d), dtype=x.dtype, device=dev)
+        self.z = xp.empty((B * n, d), dtype=x.dtype, device=dev)
+        self.hidden[0, ...] = xp.reshape(x, (B * n, d))
+        # heads as strided views: (3, B, H, n, d_k) of the packed rows, (B, H, n, d_k) of the merged output
+        self.qkv_heads = xp.permute_dims(xp.reshape(self.qkv, (B, n, 3, H, config.d_k)), (2, 0, 3, 1, 4))
+        self.z_heads = xp.permute_dims(xp.reshape(self.z, (B, n, H, config.d_k)), (0, 2, 1, 3))
+
+    def _ln(self, x, weight, bias):
+        return layer_norm(x, weight, bias, self.c.eps)
+
+    def rows(self, layer: int, r0: int, r1: int) -> None:
+        """Rows ``r0:r1``: finish layer ``layer - 1`` (output ``hidden[layer]``), then project ``Q | K | V`` of ``layer``."""
+        xp, c = self.xp, self.c
+        if layer > 0:
+            lw = self.w.layers[layer - 1]
+            x = self.hidden[layer - 1, r0:r1]  # (r, d), the layer's input
+            a = _affine(xp, self.z[r0:r1], lw.W_O, lw.b_O)  # (r, d), attention output
+            a += x
+            if c.model_type == "bert":  # post-LayerNorm
+                y = self._ln(a, lw.ln1_weight, lw.ln1_bias)
+                h = _activation(xp, c.activation, _affine(xp, y, lw.W_1, lw.b_1))  # (r, f)
+                out = _affine(xp, h, lw.W_2, lw.b_2)
+                out += y
+                out = self._ln(out, lw.ln2_weight, lw.ln2_bias)
+            else:  # pre-LayerNorm; ln_f after the last block
+                h = _activation(xp, c.activation, _affine(xp, self._ln(a, lw.ln2_weight, lw.ln2_bias), lw.W_1, lw.b_1))
+                out = _affine(xp, h, lw.W_2, lw.b_2)
+                out += a
+                if layer == c.layers:
+                    out = self._ln(out, self.w.final_ln_weight, self.w.final_ln_bias)
+            self.hidden[layer, r0:r1] = out
+        if layer < c.layers:
+            lw = self.w.layers[layer]
+            x = self.hidden[layer, r0:r1]
+            if c.model_type != "bert":
+                x = self._ln(x, lw.ln1_weight, lw.ln1_bias)
+            _matmul_into(xp, self.qkv[r0:r1], x, lw.W_QKV)  # (r, 3d), one product for Q, K and V
+            self.qkv[r0:r1] += lw.b_QKV
+
+    def heads(self, layer: int, b0: int, b1: int, h0: int, h1: int) -> None:
+        """Texts ``b0:b1``, heads ``h0:h1`` of ``layer``: ``S = c Q Kᵀ`` (masked ``-inf``), ``A = softmax(S)``, ``Z = A V``."""
+        xp, c = self.xp, self.c
+        scale = (1.0 / math.sqrt(c.d_k) if c.scale_scores else 1.0) / (layer + 1 if c.scale_by_layer else 1)
+        Q, K, V = (self.qkv_heads[k, b0:b1, h0:h1] for k in range(3))  # (b, h, n, d_k) views
+        S = self.scores[layer, b0:b1, h0:h1]  # (b, h, n, n), written in place
+        _matmul_into(xp, S, Q * scale, xp.matrix_transpose(K))
+        if self.allowed is not None:
+            allowed = self.allowed if self.allowed.shape[0] == 1 else self.allowed[b0:b1]
+            S[...] = xp.where(allowed, S, -xp.inf)
+        A = self.attention[layer, b0:b1, h0:h1]
+        A[...] = S
+        P, total, _ = shifted_exp(xp, A)  # in place: exp(S - rowmax), the row sums
+        A = safe_divide(xp, P, total, inplace=True)  # rows sum to 1; a row with no allowed key stays 0
+        _matmul_into(xp, self.z_heads[b0:b1, h0:h1], A, V)  # (b, h, n, d_k) into the merged (B·n, d) rows
+
+    def outputs(self) -> ForwardOutput:
+        xp = self.xp
+        L, B, _, n, _ = self.attention.shape
+        hidden = xp.reshape(self.hidden, (L + 1, B, n, self.hidden.shape[-1]))
+        if not bool(xp.all(xp.isfinite(self.hidden))):
+            layer = next(k for k in range(L + 1) if not bool(xp.all(xp.isfinite(self.hidden[k]))))
+            raise ShapeError(f"the forward pass overflows {dtype_name(self.hidden)} in layer {layer - 1} (hidden state "
+                             f"{layer}) for these finite weights; load the model with dtype='float64'")
+        return ForwardOutput(hidden_states=hidden, attention=self.attention, scores=self.scores)
+
+
+def forward(config: ModelConfig, weights: Weights, input_ids, attention_mask=None, token_type_ids=None, *,
+            threads: int | None = None) -> ForwardOutput:
     """Run the model on ``(B, n)`` token ids; see the module docstring for the equations.
 
     Parameters
@@ -210,32 +295,38 @@ def forward(config: ModelConfig, weights: Weights, input_ids, attention_mask=Non
         1 for real tokens, 0 for padding (padding keys get weight exactly 0).
     token_type_ids : (B, n) integer array, optional
         BERT segment ids (all 0 by default).
+    threads : int, optional
+        NumPy only: how many slices each step is cut into and run side by side. By default
+        BLAS's current thread count (so ``threadpoolctl.threadpool_limits(1)`` runs it on one
+        core); at most one slice per :data:`~attnsym.models._parallel.MIN_ROWS_PER_THREAD` rows.
 
     Returns
     -------
     ForwardOutput
+
+    Raises
+    ------
+    ShapeError
+        The computation overflowed the dtype (a hidden state is not finite).
+
+    Examples
+    --------
+    >>> m = at.models.packaged_model()
+    >>> out = forward(m.config, m.weights, np.array([[101, 1045, 2066, 102]]))
+    >>> out.hidden_states.shape, out.attention.shape
+    ((7, 1, 4, 384), (6, 1, 12, 4, 4))
+    >>> bool(np.allclose(out.attention.sum(-1), 1.0))
+    True
     """
     xp = array_namespace(weights.word)
     x = embed(config, weights, input_ids, token_type_ids)  # (B, n, d)
-    n = x.shape[1]
+    B, n, _ = x.shape
     allowed = allowed_pattern(xp, attention_mask, n, config.causal, device=_device(x))
-    hidden, probs, logits = [x], [], []
-    for index, lw in enumerate(weights.layers):
-        scale = (1.0 / math.sqrt(config.d_k) if config.scale_scores else 1.0) / (index + 1 if config.scale_by_layer else 1)
-        if config.model_type == "bert":
-            a, S, A = self_attention(x, lw, config.heads, scale, allowed)
-            x = layer_norm(x + a, lw.ln1_weight, lw.ln1_bias, config.eps)
-            h = _activation(xp, config.activation, _linear(xp, x, lw.W_1, lw.b_1))  # (B, n, f)
-            x = layer_norm(x + _linear(xp, h, lw.W_2, lw.b_2), lw.ln2_weight, lw.ln2_bias, config.eps)
-        else:
-            a, S, A = self_attention(layer_norm(x, lw.ln1_weight, lw.ln1_bias, config.eps), lw, config.heads, scale, allowed)
-            x = x + a
-            h = _activation(xp, config.activation, _linear(xp, layer_norm(x, lw.ln2_weight, lw.ln2_bias, config.eps),
-                                                           lw.W_1, lw.b_1))  # (B, n, f)
-            x = x + _linear(xp, h, lw.W_2, lw.b_2)
-            if index == config.layers - 1:
-                x = layer_norm(x, weights.final_ln_weight, weights.final_ln_bias, config.eps)
-        hidden.append(x)
-        probs.append(A)
-        logits.append(S)
-    return ForwardOutput(hidden_states=xp.stack(hidden), attention=xp.stack(probs), scores=xp.stack(logits))
+    run = _Pass(config, weights, x, allowed)
+    p = plan(B, n, config.heads, numpy=isinstance(x, np.ndarray), threads=threads)
+    with blas_limited(p):
+        for layer in range(config.layers + 1):
+            parallel_run(run.rows, [(layer, *s) for s in p.rows])
+            if layer < config.layers:
+                parallel_run(run.heads, [(layer, *s) for s in p.heads])
+    return run.outputs()

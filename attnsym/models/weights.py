@@ -10,12 +10,17 @@ Names per layer (:class:`LayerWeights`): ``W_Q, b_Q, W_K, b_K, W_V, b_V`` (proje
 ``W_O, b_O`` (output projection), ``W_1, b_1, W_2, b_2`` (feed-forward ``x W_1`` then ``W_2``),
 ``ln1_*`` / ``ln2_*`` (the two LayerNorms: after attention and after the feed-forward in BERT,
 before them in GPT-2).
+
+The three projections are also kept packed side by side, ``W_QKV = [W_Q | W_K | W_V]``
+``(d, 3d)`` and ``b_QKV``, prepared once when a :class:`LayerWeights` is made: the forward pass
+computes ``Q, K, V`` with one matrix product, and ``W_Q``, ``W_K``, ``W_V`` (and their biases)
+are views into the packed arrays, so no parameter is stored twice.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -24,7 +29,7 @@ import numpy as np
 from safetensors import SafetensorError
 from safetensors.numpy import load_file
 
-from ..numeric.backend import asarray_in
+from ..numeric.backend import array_namespace, asarray_in
 from .config import ModelConfig
 from .errors import CorruptWeightsError
 
@@ -51,10 +56,24 @@ class LayerWeights:
     b_2: Any
     ln2_weight: Any
     ln2_bias: Any
+    W_QKV: Any = field(init=False, repr=False, compare=False)  # (d, 3d) = [W_Q | W_K | W_V]
+    b_QKV: Any = field(init=False, repr=False, compare=False)  # (3d,)
+
+    def __post_init__(self) -> None:
+        xp = array_namespace(self.W_Q, self.W_K, self.W_V)
+        widths = [self.W_Q.shape[1], self.W_K.shape[1], self.W_V.shape[1]]
+        packed = {"W_QKV": xp.concat([self.W_Q, self.W_K, self.W_V], axis=1),
+                  "b_QKV": xp.concat([self.b_Q, self.b_K, self.b_V], axis=0)}
+        starts = [0, widths[0], widths[0] + widths[1]]
+        for name, start, width in zip("QKV", starts, widths, strict=True):  # the separate names become views
+            object.__setattr__(self, f"W_{name}", packed["W_QKV"][:, start:start + width])
+            object.__setattr__(self, f"b_{name}", packed["b_QKV"][start:start + width])
+        for name, value in packed.items():
+            object.__setattr__(self, name, value)
 
     def arrays(self) -> dict[str, Any]:
-        """Name -> array, in declaration order."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+        """Name -> array of every parameter, in declaration order (the packed ``W_QKV``, ``b_QKV`` excluded)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.init}
 
     def digest(self) -> dict[str, str]:
         """A BLAKE2b fingerprint of every parameter (its dtype, shape and bytes): equal digests, equal weights."""
@@ -189,8 +208,8 @@ def _gpt2(t: _Tensors, c: ModelConfig) -> Weights:
         p = f"h.{i}."
         W = t(p + "attn.c_attn.weight", (d, 3 * d))  # Conv1D: (d_in, d_out), columns [Q | K | V]
         b = t(p + "attn.c_attn.bias", (3 * d,))
-        W_Q, W_K, W_V = (np.ascontiguousarray(W[:, k * d:(k + 1) * d]) for k in range(3))
-        b_Q, b_K, b_V = (b[k * d:(k + 1) * d].copy() for k in range(3))
+        W_Q, W_K, W_V = (W[:, k * d:(k + 1) * d] for k in range(3))  # repacked by LayerWeights
+        b_Q, b_K, b_V = (b[k * d:(k + 1) * d] for k in range(3))
         layers.append(LayerWeights(
             W_Q=W_Q, b_Q=b_Q, W_K=W_K, b_K=b_K, W_V=W_V, b_V=b_V,
             W_O=t(p + "attn.c_proj.weight", (d, d)), b_O=t(p + "attn.c_proj.bias", (d,)),

@@ -1,0 +1,107 @@
+"""How a forward pass is cut into tasks and run: one task per step, or NumPy tasks on a thread pool.
+
+NumPy runs its element-wise operations (softmax, GELU, LayerNorm) on one core, and BLAS splits
+each small matrix product of a 128-token sentence (``128 × 384`` by ``384 × 1536``) over its
+threads with a wake-up per call. For NumPy arrays :func:`plan` therefore cuts each step of a
+layer into as many slices as BLAS has threads — rows of tokens for the row-wise step, (batch,
+head) ranges for attention — and :func:`run` runs them on this module's thread pool (NumPy
+releases the GIL inside its loops and BLAS) with BLAS at one thread while they run, so the cores
+are never oversubscribed. ``with threadpoolctl.threadpool_limits(1)`` therefore also makes the
+forward pass single-threaded. Other libraries (CuPy, PyTorch) parallelise inside each operation:
+they get one slice per step.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["MIN_ROWS_PER_THREAD", "Plan", "plan", "run"]
+
+#: a row slice shorter than this is not worth a thread (a barrier costs tens of microseconds)
+MIN_ROWS_PER_THREAD = 32
+
+_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+_STATE: dict[str, Any] = {}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The slices of one forward pass: token rows ``[r0, r1)`` of the flattened ``(B·n, d)`` rows,
+    and ``(b0, b1, h0, h1)`` batch and head ranges of the attention step."""
+
+    threads: int
+    rows: tuple[tuple[int, int], ...]
+    heads: tuple[tuple[int, int, int, int], ...]
+
+
+def _blas():
+    """threadpoolctl's controller of the BLAS libraries NumPy uses (made once: it scans the loaded libraries)."""
+    if "blas" not in _STATE:
+        from threadpoolctl import ThreadpoolController
+
+        _STATE["blas"] = ThreadpoolController().select(user_api="blas")
+    return _STATE["blas"]
+
+
+def blas_threads() -> int:
+    """The threads BLAS may use now (``threadpool_limits`` lowers it), at most this process's cores."""
+    counts = [lib.get_num_threads() for lib in _blas().lib_controllers]
+    return max(1, min(max(counts, default=1), _CORES))
+
+
+def _split(total: int, parts: int) -> list[tuple[int, int]]:
+    return [(k * total // parts, (k + 1) * total // parts) for k in range(parts)]
+
+
+def plan(batch: int, n: int, heads: int, *, numpy: bool, threads: int | None = None) -> Plan:
+    """The slices for ``batch`` texts of ``n`` tokens: one per step, or one per thread for NumPy.
+
+    ``threads=None`` takes BLAS's current thread count (NumPy) and 1 otherwise; fewer threads are
+    used when a slice would have fewer than :data:`MIN_ROWS_PER_THREAD` rows.
+    """
+    rows = batch * n
+    wanted = (blas_threads() if numpy else 1) if threads is None else threads
+    t = max(1, min(wanted, rows // MIN_ROWS_PER_THREAD, batch * heads)) if numpy else 1
+    if t == 1:
+        return Plan(1, ((0, rows),), ((0, batch, 0, heads),))
+    if batch >= t:
+        head_slices = tuple((b0, b1, 0, heads) for b0, b1 in _split(batch, t))
+    else:  # fewer texts than threads: split each text's heads
+        per = -(-t // batch)
+        head_slices = tuple((b, b + 1, h0, h1) for b in range(batch) for h0, h1 in _split(heads, per))
+    return Plan(t, tuple(_split(rows, t)), head_slices)
+
+
+@contextlib.contextmanager
+def blas_limited(p: Plan) -> Iterator[None]:
+    """BLAS at one thread while the slices of ``p`` run on several threads (nothing changes for one)."""
+    if p.threads == 1:
+        yield
+        return
+    with _blas().limit(limits=1):
+        yield
+
+
+def run(step: Callable[..., None], slices: Sequence[tuple[int, ...]]) -> None:
+    """``step(*s)`` for every slice: on the caller's thread alone, or on the pool and the caller together.
+
+    Every slice finishes before this returns (or raises the first slice's error): the steps write
+    into shared output arrays, and the next step reads what all of them wrote.
+    """
+    if len(slices) == 1:
+        step(*slices[0])
+        return
+    if "pool" not in _STATE:
+        _STATE["pool"] = ThreadPoolExecutor(max(1, _CORES - 1), thread_name_prefix="attnsym-models")
+    futures = [_STATE["pool"].submit(step, *s) for s in slices[1:]]
+    try:
+        step(*slices[0])
+    finally:
+        wait(futures)
+    for f in futures:
+        f.result()
