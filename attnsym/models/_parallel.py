@@ -20,10 +20,13 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["MIN_ROWS_PER_THREAD", "Plan", "plan", "run"]
+__all__ = ["CACHE_BLOCK", "MIN_ROWS_PER_THREAD", "Plan", "plan", "run"]
 
 #: a row slice shorter than this is not worth a thread (a barrier costs tens of microseconds)
 MIN_ROWS_PER_THREAD = 32
+#: NumPy: score elements the attention step handles at once (heads of ``n × n``; 256 KiB of float32,
+#: so the softmax's passes over them stay in a core's L2 cache)
+CACHE_BLOCK = 1 << 16
 
 _CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 _STATE: dict[str, Any] = {}
@@ -32,11 +35,13 @@ _STATE: dict[str, Any] = {}
 @dataclass(frozen=True)
 class Plan:
     """The slices of one forward pass: token rows ``[r0, r1)`` of the flattened ``(B·n, d)`` rows,
-    and ``(b0, b1, h0, h1)`` batch and head ranges of the attention step."""
+    ``(b0, b1, h0, h1)`` batch and head ranges of the attention step, and how many heads of a
+    slice the attention step takes at once (``head_block``)."""
 
     threads: int
     rows: tuple[tuple[int, int], ...]
     heads: tuple[tuple[int, int, int, int], ...]
+    head_block: int
 
 
 def _blas():
@@ -67,14 +72,15 @@ def plan(batch: int, n: int, heads: int, *, numpy: bool, threads: int | None = N
     rows = batch * n
     wanted = (blas_threads() if numpy else 1) if threads is None else threads
     t = max(1, min(wanted, rows // MIN_ROWS_PER_THREAD, batch * heads)) if numpy else 1
+    head_block = max(1, CACHE_BLOCK // (n * n)) if numpy else heads
     if t == 1:
-        return Plan(1, ((0, rows),), ((0, batch, 0, heads),))
+        return Plan(1, ((0, rows),), ((0, batch, 0, heads),), head_block)
     if batch >= t:
         head_slices = tuple((b0, b1, 0, heads) for b0, b1 in _split(batch, t))
     else:  # fewer texts than threads: split each text's heads
         per = -(-t // batch)
         head_slices = tuple((b, b + 1, h0, h1) for b in range(batch) for h0, h1 in _split(heads, per))
-    return Plan(t, tuple(_split(rows, t)), head_slices)
+    return Plan(t, tuple(_split(rows, t)), head_slices, head_block)
 
 
 @contextlib.contextmanager
