@@ -4,28 +4,43 @@ Run with the BLAS overrides of these machines removed, in this command alone::
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_models.py
 
-Both sides are timed alternately in one process (round k runs attnsym then PyTorch, round k+1
-PyTorch then attnsym), so load on a shared machine hits them alike; wall-time medians and
-quartiles, CPU-time medians (all threads summed) and the load average are reported, once with
-each library's default threads and once with one thread each (threadpoolctl for the BLAS,
-``torch.set_num_threads(1)``), which is far less sensitive to a busy machine. Sides:
+Goal (issue #10): ``Model.route(text)`` takes at most 1.2× the time of the PyTorch reference
+forward with ``output_attentions=True``. Sides:
 
 * attnsym ``Model.route(text)`` — tokenization, the NumPy forward pass (all attention
-  probabilities, scaled scores and hidden states kept) and slicing into a Route;
+  probabilities, scaled scores and hidden states kept) and slicing into a Route: the goal's side;
 * attnsym ``Model.forward(ids)`` — the forward pass alone, on NumPy and on torch tensors;
 * PyTorch reference — ``transformers`` BertModel, ``attn_implementation="eager"`` (the only
   implementation that can return the weights), ``output_attentions=True``,
   ``output_hidden_states=True``, under ``torch.inference_mode()``, on pre-tokenized ids.
 
-Peak memory of one forward pass (the first call; later calls reuse the allocator's freed
-pages) is measured in a fresh subprocess per side as the peak resident set size during the call (``VmHWM``, reset through
-``/proc/self/clear_refs``) minus the resident size before it — the outputs kept included —
-and for NumPy also exactly with ``tracemalloc``. The result replaces the section between ``<!-- begin:models -->``
-and ``<!-- end:models -->`` of docs/benchmarks.md.
+**Process layout.** Each side runs in its own worker process (so neither library's idle
+threads — torch's OpenMP pool spins after each parallel region — slow the other), once with one
+thread (``threadpoolctl`` for the BLAS, which also sets how many slices attnsym cuts each step
+into; ``torch.set_num_threads(1)``) and once with the cores of the machine. The workers run in
+rounds, the order of the sides reversed every other round, so load on a shared machine hits
+them alike; the tables give medians over all timed calls with the min–max spread, CPU-time
+medians (all threads of the worker summed) and the load average before and after each worker.
+A last measurement runs both sides alternately inside ONE process at the default threads, the
+layout of earlier versions of this script, to show what that layout does to each side.
+
+**Profile.** Where attnsym's forward spends its time, one thread, from ``cProfile`` (cumulative
+CPU time of the functions of :mod:`attnsym.models.forward`: the matrix products, the softmax
+kernels, GELU, LayerNorm), beside the reference's total at one thread.
+
+**Memory.** Peak memory of one forward pass (the first call; later calls reuse the allocator's
+freed pages) in a fresh subprocess per side: the peak resident set size during the call
+(``VmHWM``, reset through ``/proc/self/clear_refs``) minus the resident size before it, the
+outputs kept included, and for NumPy also exactly with ``tracemalloc``.
+
+The result replaces the ``models`` section of docs/benchmarks.md (``--quick``: fewer calls,
+prints only). ``--save FILE`` keeps the raw measurements, ``--render FILE`` rewrites the section
+from them.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -38,11 +53,15 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _common import BENCHMARKS_MD, environment_report  # noqa: E402
+from _common import blas_kernels, environment_report, load_average, write_section  # noqa: E402
 
 N_TOKENS = 128
-ROUNDS = 9
-BEGIN, END = "<!-- begin:models -->", "<!-- end:models -->"
+GOAL = 1.2
+ROUTE, FORWARD, FORWARD_TORCH, REFERENCE = ("attnsym route(text), NumPy", "attnsym forward(ids), NumPy",
+                                            "attnsym forward(ids), torch tensors",
+                                            "PyTorch reference (transformers, eager)")
+SIDES = {"route": ROUTE, "forward": FORWARD, "forward-torch": FORWARD_TORCH, "reference": REFERENCE}
+CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
 def sentence(tokenizer, n: int = N_TOKENS) -> str:
@@ -60,11 +79,134 @@ def sentence(tokenizer, n: int = N_TOKENS) -> str:
     return text
 
 
-def _quartiles(times: list[float]) -> tuple[float, float, float]:
-    q = statistics.quantiles(times, n=4)
-    return q[0], statistics.median(times), q[2]
+# ----------------------------------------------------------------------------- the sides
+def _side(name: str):
+    """``(call, info)`` for one side, set up in this process (imports torch only for the torch sides)."""
+    from attnsym import models
+
+    m = models.load()
+    text = sentence(m.tokenizer)
+    ids = m.route(text).ids[None]
+    if name == "route":
+        return (lambda: m.route(text)), {}
+    if name == "forward":
+        return (lambda: m.forward(ids)), {}
+    import torch
+
+    if name == "forward-torch":
+        mt = models.load(backend="torch")
+        return (lambda: mt.forward(ids)), {"torch": torch.__version__}
+    import transformers
+
+    hf = transformers.AutoModel.from_pretrained(str(m.folder), attn_implementation="eager").eval()
+    t = torch.as_tensor(ids)
+
+    def reference():
+        with torch.inference_mode():
+            return hf(input_ids=t, output_attentions=True, output_hidden_states=True)
+
+    return reference, {"torch": torch.__version__, "transformers": transformers.__version__}
 
 
+def _set_threads(name: str, threads: int):
+    """Limit BLAS (and torch's intra-op pool for the torch sides) to ``threads``; returns the BLAS limiter."""
+    from threadpoolctl import threadpool_limits
+
+    if name in ("forward-torch", "reference"):
+        import torch
+
+        torch.set_num_threads(threads)
+    return threadpool_limits(limits=threads)
+
+
+def _time_calls(fn, calls: int) -> tuple[list[float], list[float]]:
+    for _ in range(3):  # warm-up: imports, allocator, BLAS buffers, the thread pools
+        fn()
+    wall, cpu = [], []
+    for _ in range(calls):
+        start, start_cpu = time.perf_counter(), time.process_time()
+        fn()
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return wall, cpu
+
+
+def worker(name: str, threads: int, calls: int) -> dict:
+    """Time one side in this process at ``threads`` threads."""
+    out: dict = {"side": name, "threads": threads, "load_before": load_average()[0]}
+    fn, info = _side(name)
+    with _set_threads(name, threads):
+        out["wall"], out["cpu"] = _time_calls(fn, calls)
+        out["blas"] = blas_kernels()
+        if name in ("forward-torch", "reference"):
+            import torch
+
+            info["torch_threads"] = torch.get_num_threads()
+    out.update(info, load_after=load_average()[0])
+    return out
+
+
+def same_process(calls: int) -> dict:
+    """attnsym route and the reference alternately in ONE process at the default threads (the old layout)."""
+    route, _ = _side("route")
+    reference, _ = _side("reference")
+    times: dict[str, list[float]] = {"route": [], "reference": []}
+    fns = {"route": route, "reference": reference}
+    for fn in fns.values():
+        for _ in range(3):
+            fn()
+    for k in range(calls):
+        for name in ("route", "reference") if k % 2 == 0 else ("reference", "route"):
+            start = time.perf_counter()
+            fns[name]()
+            times[name].append(time.perf_counter() - start)
+    return {"wall": times, "blas": blas_kernels(), "load": load_average()[0]}
+
+
+def profile(calls: int) -> dict:
+    """One thread: cumulative CPU time of attnsym's forward functions (cProfile), and the reference's total."""
+    import cProfile
+    import pstats
+
+    from threadpoolctl import threadpool_limits
+
+    forward, _ = _side("forward")
+    reference, _ = _side("reference")
+    import torch
+
+    torch.set_num_threads(1)
+    with threadpool_limits(limits=1):
+        _, ref_cpu = _time_calls(reference, calls)
+        _, fwd_cpu = _time_calls(forward, calls)
+        prof = cProfile.Profile(timer=time.process_time)
+        prof.enable()
+        for _ in range(calls):
+            forward()
+        prof.disable()
+    stats = pstats.Stats(prof).stats  # (file, line, name) -> (calls, prim calls, tottime, cumtime, callers)
+    files = (os.path.join("models", "forward.py"), os.path.join("numeric", "layer.py"))
+    wanted = {"_affine": "x W + b (feed-forward, output projection)", "_matmul_into": "packed Q, K, V projection; Q Kᵀ; A V",
+              "shifted_exp": "softmax: exp(S − max), row sums", "safe_divide": "softmax: divide by the row sums",
+              "_activation": "GELU", "layer_norm": "LayerNorm (2 per layer, 1 for the embeddings)"}
+    parts, total = {}, 0.0
+    for (file, _, func), (_, _, _, cum, _) in stats.items():
+        if file.endswith(files) and func in wanted:
+            parts[wanted[func]] = parts.get(wanted[func], 0.0) + cum / calls
+        if file.endswith(files[0]) and func == "forward":
+            total = cum / calls
+    return {"parts": parts, "profiled_forward": total, "forward_cpu": statistics.median(fwd_cpu),
+            "reference_cpu": statistics.median(ref_cpu)}
+
+
+def _child(*args: str) -> dict:
+    cmd = [sys.executable, __file__, *args]
+    done = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(args)} failed:\n{done.stderr.strip()[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+# ----------------------------------------------------------------------------- memory and agreement
 MEMORY_CHILD = r"""
 import json, sys, tracemalloc
 from pathlib import Path
@@ -109,108 +251,147 @@ def memory(side: str, ids: list[int]) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
+def agreement() -> dict:
+    """Largest |attnsym − reference| on the benchmark sentence (attention of every layer, last hidden state), and its ids."""
     import numpy as np
     import torch
-    import transformers
-    from threadpoolctl import threadpool_limits
 
     from attnsym import models
 
-    load_before = os.getloadavg()
     m = models.load()
-    mt = models.load(backend="torch")
-    hf = transformers.AutoModel.from_pretrained(str(m.folder), attn_implementation="eager").eval()
-    text = sentence(m.tokenizer)
-    r = m.route(text)
-    ids = r.ids[None]
-    tids = torch.as_tensor(ids)
-    with torch.inference_mode():
-        ref = hf(input_ids=tids, output_attentions=True, output_hidden_states=True)
-    err_att = float(np.abs(torch.stack(ref.attentions)[:, 0].numpy() - r.attention).max())
-    err_hidden = float(np.abs(ref.last_hidden_state[0].numpy() - r.hidden_states[-1]).max())
+    r = m.route(sentence(m.tokenizer))
+    reference, _ = _side("reference")
+    ref = reference()
+    return {"attention": float(np.abs(torch.stack(ref.attentions)[:, 0].numpy() - r.attention).max()),
+            "hidden": float(np.abs(ref.last_hidden_state[0].numpy() - r.hidden_states[-1]).max()),
+            "ids": r.ids.tolist(), "n": r.n}
 
-    def run_hf():
-        with torch.inference_mode():
-            hf(input_ids=tids, output_attentions=True, output_hidden_states=True)
 
-    sides = {
-        "attnsym route(text), NumPy": lambda: m.route(text),
-        "attnsym forward(ids), NumPy": lambda: m.forward(ids),
-        "attnsym forward(ids), torch tensors": lambda: mt.forward(ids),
-        "PyTorch reference (transformers, eager)": run_hf,
-    }
-    threads_default = torch.get_num_threads()
-    results: dict[str, dict[str, list[float]]] = {}
-    for config, limit in (("library default threads", None), ("one thread each", 1)):
-        times: dict[str, list[float]] = {k: [] for k in sides}
-        cpu: dict[str, list[float]] = {k: [] for k in sides}
-        with threadpool_limits(limits=limit):
-            torch.set_num_threads(limit or threads_default)
-            for fn in sides.values():  # warm-up
-                fn()
-            order = list(sides)
-            for k in range(ROUNDS):
-                for name in order if k % 2 == 0 else order[::-1]:
-                    start, start_cpu = time.perf_counter(), time.process_time()
-                    sides[name]()
-                    times[name].append(time.perf_counter() - start)
-                    cpu[name].append(time.process_time() - start_cpu)
-                print(f"{config}: round {k + 1}/{ROUNDS}", file=sys.stderr)
-        torch.set_num_threads(threads_default)
-        results[config] = {"wall": times, "cpu": cpu}
-    load_after = os.getloadavg()
-    mem_np = memory("numpy", r.ids.tolist())
-    mem_torch = memory("torch", r.ids.tolist())
+# ----------------------------------------------------------------------------- the section
+def _ms(values: list[float]) -> str:
+    return f"{1e3 * statistics.median(values):.1f} ({1e3 * min(values):.1f} – {1e3 * max(values):.1f})"
 
+
+def render(raw: dict) -> str:
+    runs, agree = raw["runs"], raw["agree"]
     lines = [
-        "## Real model: all-MiniLM-L6-v2 forward, attnsym.models vs PyTorch",
+        "## Real model: all-MiniLM-L6-v2 forward, attnsym.models vs PyTorch (`benchmarks/bench_models.py`)",
         "",
-        f"One {N_TOKENS}-token sentence (word pieces, [CLS] and [SEP] included) through all 6 layers, float32, batch 1, "
-        f"{ROUNDS} rounds per thread setting timed alternately in one process (order reversed every other round); "
-        "CPU time is the process's, all threads summed. Command: "
+        f"One {agree['n']}-token sentence (word pieces, [CLS] and [SEP] included) through all 6 layers, float32, "
+        f"batch 1. Each side in its own worker process, {raw['rounds']} rounds (order of the sides reversed every "
+        f"other round) of {raw['calls']} timed calls after 3 warm-up calls, per thread setting; medians over all "
+        "calls with the (min – max) spread; CPU time is the worker's, all threads summed. Goal (issue #10): "
+        f"route(text) ≤ {GOAL}× the reference. Command: "
         "`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_models.py`.",
-        "",
     ]
-    ref = "PyTorch reference (transformers, eager)"
-    for config, result in results.items():
-        wall, cpu = result["wall"], result["cpu"]
-        ref_wall, ref_cpu = statistics.median(wall[ref]), statistics.median(cpu[ref])
-        lines += ["", f"**{config}** ({threads_default if config.startswith('library') else 1} BLAS / torch threads):", "",
-                  "| side | wall median (ms) | wall quartiles (ms) | × reference (wall) | CPU median (ms) | × reference (CPU) |",
+    for threads in raw["threads"]:
+        pick = {name: [r for r in runs if r["side"] == name and r["threads"] == threads] for name in SIDES}
+        wall = {name: [t for r in rs for t in r["wall"]] for name, rs in pick.items()}
+        cpu = {name: [t for r in rs for t in r["cpu"]] for name, rs in pick.items()}
+        ref_wall, ref_cpu = statistics.median(wall["reference"]), statistics.median(cpu["reference"])
+        ratio = statistics.median(wall["route"]) / ref_wall
+        lines += ["", f"**{threads} thread{'s' if threads > 1 else ''}** per side "
+                      f"(BLAS and attnsym's slices; torch intra-op threads): route(text) = **{ratio:.2f}×** the "
+                      f"reference (goal ≤ {GOAL}: {'met' if ratio <= GOAL else '**not met**'})", "",
+                  "| side | wall median (min – max), ms | × reference (wall) | CPU median (ms) | × reference (CPU) "
+                  "| load before → after (1 min) |",
                   "|---|---|---|---|---|---|"]
-        for name in sides:
-            q1, med, q3 = _quartiles(wall[name])
+        for name, label in SIDES.items():
             c = statistics.median(cpu[name])
-            lines.append(f"| {name} | {1e3 * med:.1f} | {1e3 * q1:.1f} – {1e3 * q3:.1f} | {med / ref_wall:.2f} | "
-                         f"{1e3 * c:.1f} | {c / ref_cpu:.2f} |")
+            loads = ", ".join(f"{r['load_before']:.1f}→{r['load_after']:.1f}" for r in pick[name])
+            lines.append(f"| {label} | {_ms(wall[name])} | {statistics.median(wall[name]) / ref_wall:.2f} | "
+                         f"{1e3 * c:.1f} | {c / ref_cpu:.2f} | {loads} |")
+    same = raw.get("same_process")
+    if same:
+        r, ref = same["wall"]["route"], same["wall"]["reference"]
+        lines += ["", f"The old layout for comparison — both sides alternately in ONE process, default threads "
+                      f"({raw['threads'][-1]}), {len(r)} calls each, load {same['load']:.1f}: route(text) {_ms(r)} ms, "
+                      f"reference {_ms(ref)} ms, ratio {statistics.median(r) / statistics.median(ref):.2f}×; BLAS "
+                      f"threads there: {'; '.join(same['blas'])}."]
+    prof = raw["profile"]
+    total = prof["profiled_forward"]
+    lines += ["", f"Where attnsym's forward spends its time, one thread (cProfile, cumulative CPU time per call "
+                  f"under the profiler, {1e3 * total:.1f} ms in all; unprofiled the forward takes "
+                  f"{1e3 * prof['forward_cpu']:.1f} ms of CPU and the reference {1e3 * prof['reference_cpu']:.1f} ms "
+                  "at one thread):",
+              "", "| part | ms | share of the forward |", "|---|---|---|"]
+    for part, seconds in sorted(prof["parts"].items(), key=lambda kv: -kv[1]):
+        lines.append(f"| {part} | {1e3 * seconds:.1f} | {100 * seconds / total:.0f}% |")
+    rest = total - sum(prof["parts"].values())
+    lines.append("| the rest (embedding lookup, copies into the outputs, views, Python, the final finiteness check) "
+                 f"| {1e3 * rest:.1f} | {100 * rest / total:.0f}% |")
+    info = next(r for r in runs if r["side"] == "reference")
+    mem_np, mem_torch = raw["memory"]["numpy"], raw["memory"]["torch"]
     lines += [
         "",
-        f"- agreement on this sentence: attention probabilities max |Δ| = {err_att:.1e}, last hidden state "
-        f"max |Δ| = {err_hidden:.1e}",
+        f"- agreement on this sentence: attention probabilities max |Δ| = {agree['attention']:.1e}, last hidden state "
+        f"max |Δ| = {agree['hidden']:.1e}",
         f"- the reference runs `attn_implementation=\"eager\"` (matmul, softmax, matmul; SDPA cannot return the "
         f"weights) with `output_attentions=True`, `output_hidden_states=True`, `torch.inference_mode()`; "
-        f"torch {torch.__version__}, {torch.get_num_threads()} intra-op threads; transformers {transformers.__version__}",
+        f"torch {info['torch']}, transformers {info['transformers']}",
         f"- peak memory of one forward pass, outputs included (peak RSS during the first call minus RSS before it, "
-        f"fresh process per side): "
-        f"attnsym NumPy {mem_np['rss_kib'] / 1024:.1f} MiB (tracemalloc peak of NumPy allocations "
-        f"{mem_np['traced_bytes'] / 2**20:.1f} MiB), PyTorch reference {mem_torch['rss_kib'] / 1024:.1f} MiB",
-        f"- load average (1, 5, 15 min) before: {', '.join(f'{v:.2f}' for v in load_before)}; "
-        f"after: {', '.join(f'{v:.2f}' for v in load_after)}",
-        environment_report(),
+        f"fresh process per side): attnsym NumPy {mem_np['rss_kib'] / 1024:.1f} MiB (tracemalloc peak of NumPy "
+        f"allocations {mem_np['traced_bytes'] / 2**20:.1f} MiB), PyTorch reference {mem_torch['rss_kib'] / 1024:.1f} MiB",
+        f"- load average (1, 5, 15 min) before: {', '.join(f'{v:.2f}' for v in raw['load_before'])}; "
+        f"after: {', '.join(f'{v:.2f}' for v in raw['load_after'])}",
+        f"- BLAS in the attnsym workers (threadpoolctl, at {raw['threads'][-1]} threads): "
+        + "; ".join(next(r for r in runs if r["side"] == "route" and r["threads"] == raw["threads"][-1])["blas"]),
+        raw["environment"],
     ]
-    block = "\n".join(lines)
-    print(block)
-    doc = BENCHMARKS_MD.read_text() if BENCHMARKS_MD.exists() else "# Benchmarks\n"
-    if BEGIN in doc and END in doc:
-        head, rest = doc.split(BEGIN, 1)
-        doc = head + BEGIN + "\n" + block + "\n" + END + rest.split(END, 1)[1]
-    else:
-        doc = doc.rstrip() + "\n\n" + BEGIN + "\n" + block + "\n" + END + "\n"
-    tmp = BENCHMARKS_MD.with_suffix(".md.tmp")
-    tmp.write_text(doc)
-    tmp.replace(BENCHMARKS_MD)
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer calls and rounds; print only, write nothing")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of workers per thread setting")
+    parser.add_argument("--calls", type=int, default=10, help="timed calls per worker")
+    parser.add_argument("--save", metavar="FILE", help="also write the raw measurements as JSON")
+    parser.add_argument("--render", metavar="FILE", help="rewrite the section from measurements saved with --save")
+    parser.add_argument("--worker", choices=[*SIDES, "same-process", "profile", "agreement"], help=argparse.SUPPRESS)
+    parser.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        if args.worker == "same-process":
+            out = same_process(args.calls)
+        elif args.worker == "profile":
+            out = profile(args.calls)
+        elif args.worker == "agreement":
+            out = agreement()
+        else:
+            out = worker(args.worker, args.threads, args.calls)
+        print(json.dumps(out))
+        return 0
+    if args.render:
+        text = render(json.loads(Path(args.render).read_text()))
+        print(text)
+        write_section("models", text)
+        return 0
+    rounds, calls = (1, 3) if args.quick else (args.rounds, args.calls)
+    load_before = load_average()
+    threads = sorted({1, CORES})
+    runs = []
+    for t in threads:
+        for k in range(rounds):
+            for side in SIDES if k % 2 == 0 else list(SIDES)[::-1]:
+                runs.append(_child("--worker", side, "--threads", str(t), "--calls", str(calls)))
+                print(f"{t} thread(s), round {k + 1}/{rounds}: {side} median "
+                      f"{1e3 * statistics.median(runs[-1]['wall']):.1f} ms (load {runs[-1]['load_after']:.1f})",
+                      file=sys.stderr)
+    same = _child("--worker", "same-process", "--calls", str(2 * calls))
+    prof = _child("--worker", "profile", "--calls", str(calls))
+    agree = _child("--worker", "agreement")
+    raw = {"runs": runs, "threads": threads, "rounds": rounds, "calls": calls, "same_process": same, "profile": prof,
+           "agree": agree, "memory": {"numpy": memory("numpy", agree["ids"]), "torch": memory("torch", agree["ids"])},
+           "load_before": load_before, "load_after": load_average(), "environment": environment_report()}
+    if args.save:
+        Path(args.save).write_text(json.dumps(raw, indent=1))
+    text = render(raw)
+    print(text)
+    if not args.quick:
+        write_section("models", text)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())
