@@ -86,6 +86,28 @@ def test_bert_padded_batch_matches_transformers(bert):
         assert np.abs(r.attention - alone.attention).max() <= TOL
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_bert_long_texts_on_several_threads_match_transformers(bert, threads):
+    """Texts long enough for the NumPy slices to run side by side (short texts take one slice)."""
+    import importlib
+
+    from attnsym.models import _parallel
+
+    forward = importlib.import_module("attnsym.models.forward").forward
+    m, hf = bert
+    long = " ".join(["the Apple phone launch event drew a large crowd while I like to eat apples"] * 8)
+    for texts in ([long], [long, long[:200], SENTENCES[2]]):
+        ids, mask = _ids([m.route(t) for t in texts])
+        assert _parallel.plan(*ids.shape, m.config.heads, numpy=True, threads=threads).threads == threads
+        out = forward(m.config, m.weights, ids, mask, threads=threads)
+        attentions, hidden, _ = _reference(hf, ids, mask)
+        real = mask.astype(bool)
+        for b in range(len(texts)):  # real tokens: padded queries are never part of a route
+            k = int(real[b].sum())
+            assert np.abs(out.attention[:, b, :, :k, :k] - attentions[:, b, :, :k, :k]).max() <= TOL
+            assert np.abs(out.hidden_states[:, b, :k] - hidden[:, b, :k]).max() <= TOL
+
+
 @pytest.mark.parametrize("scale_by_layer, lm_head", [(False, True), (True, False)])
 def test_gpt2_matches_transformers_with_causal_mask_and_padding(scale_by_layer, lm_head):
     from attnsym import models

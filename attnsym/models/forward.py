@@ -244,6 +244,10 @@ class _Pass:
 
     def rows(self, layer: int, r0: int, r1: int) -> None:
         """Rows ``r0:r1``: finish layer ``layer - 1`` (output ``hidden[layer]``), then project ``Q | K | V`` of ``layer``."""
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported once, by outputs()
+            self._rows(layer, r0, r1)
+
+    def _rows(self, layer: int, r0: int, r1: int) -> None:
         xp, c = self.xp, self.c
         if layer > 0:
             lw = self.w.layers[layer - 1]
@@ -277,8 +281,9 @@ class _Pass:
         ``block`` heads at a time (all by default), so that NumPy's passes over ``S`` stay in cache.
         """
         block = block or h1 - h0
-        for g0 in range(h0, h1, block):
-            self._heads(layer, b0, b1, g0, min(g0 + block, h1))
+        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported once, by outputs()
+            for g0 in range(h0, h1, block):
+                self._heads(layer, b0, b1, g0, min(g0 + block, h1))
 
     def _heads(self, layer: int, b0: int, b1: int, h0: int, h1: int) -> None:
         xp, c = self.xp, self.c
@@ -296,13 +301,26 @@ class _Pass:
         _matmul_into(xp, self.z_heads[b0:b1, h0:h1], A, V)  # (b, h, n, d_k) into the merged (B·n, d) rows
 
     def outputs(self) -> ForwardOutput:
+        """The outputs, after checking that the finite weights gave finite results (else :class:`ShapeError`)."""
         xp = self.xp
         L, B, _, n, _ = self.attention.shape
+        where = None
+        scores_ok = xp.isfinite(self.scores)  # (L, B, H, n, n); -inf only where a key is not allowed
+        if self.allowed is not None:
+            scores_ok = xp.logical_or(scores_ok, xp.logical_not(self.allowed)[None])
+        # in the order computed: hidden[0], scores[0], hidden[1], scores[1], ...; name the first that is not finite
+        if not (bool(xp.all(scores_ok)) and bool(xp.all(xp.isfinite(self.hidden)))):
+            for k in range(L + 1):
+                if not bool(xp.all(xp.isfinite(self.hidden[k]))):
+                    where = "the embeddings" if k == 0 else f"layer {k - 1}"
+                    break
+                if k < L and not bool(xp.all(scores_ok[k])):
+                    where = f"the scores of layer {k}"
+                    break
+        if where is not None:
+            raise ShapeError(f"the forward pass overflows {dtype_name(self.hidden)} in {where} for these finite "
+                             "weights; load the model with dtype='float64'")
         hidden = xp.reshape(self.hidden, (L + 1, B, n, self.hidden.shape[-1]))
-        if not bool(xp.all(xp.isfinite(self.hidden))):
-            layer = next(k for k in range(L + 1) if not bool(xp.all(xp.isfinite(self.hidden[k]))))
-            raise ShapeError(f"the forward pass overflows {dtype_name(self.hidden)} in layer {layer - 1} (hidden state "
-                             f"{layer}) for these finite weights; load the model with dtype='float64'")
         return ForwardOutput(hidden_states=hidden, attention=self.attention, scores=self.scores)
 
 
@@ -332,7 +350,7 @@ def forward(config: ModelConfig, weights: Weights, input_ids, attention_mask=Non
     Raises
     ------
     ShapeError
-        The computation overflowed the dtype (a hidden state is not finite).
+        The computation overflowed the dtype (a score or a hidden state is not finite).
 
     Examples
     --------
