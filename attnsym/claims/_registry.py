@@ -21,6 +21,7 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
 import sympy as sp
 
@@ -218,7 +219,8 @@ def _check_in_worker(task: tuple[int, str, int, bool, tuple[str, ...]]) -> tuple
     """A worker's part: check one claim, pickled exactly; its figures rendered in ``formats`` (or by name only)."""
     index, claim_id, seed, quick, formats = task
     ev = verify(claim_id, seed=seed, quick=quick)
-    figures = {name: RenderedFigure(claim_id, name, figure_files(build, formats)) for name, build in ev.figures.items()}
+    figures: dict[str, Callable[[], Any]] = {name: RenderedFigure(claim_id, name, figure_files(build, formats))
+                                             for name, build in ev.figures.items()}
     buffer = io.BytesIO()
     _ExactPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(replace(ev, figures=figures))
     return index, buffer.getvalue()
