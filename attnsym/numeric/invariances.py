@@ -32,7 +32,7 @@ from .sampling import random_inputs
 __all__ = ["BiasSlices", "EqualTokenGradients", "bias_loss_slices", "gradients_near_equal_tokens"]
 
 #: offsets ``t`` of :func:`bias_loss_slices` by default
-DEFAULT_OFFSETS = tuple(np.linspace(-3.0, 3.0, 61))
+DEFAULT_OFFSETS = tuple(np.linspace(-3.0, 3.0, 25))
 #: distances ``ε`` from equal tokens of :func:`gradients_near_equal_tokens` by default (0 first)
 DEFAULT_EPSILONS = (0.0, *np.logspace(-4, 0, 17))
 
@@ -106,7 +106,7 @@ def bias_loss_slices(spec: AttentionSpec, seed: int = 0, *, offsets: Sequence[fl
     spec : AttentionSpec
         With ``bias=True``.
     seed : int, default 0
-    offsets : sequence of float, default 61 points in [−3, 3]
+    offsets : sequence of float, default 25 points in [−3, 3] (steps of 1/4)
     step : float, default 1e-6
         Step of the central differences.
 
