@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import queue
 import threading
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -56,7 +55,8 @@ def _pool() -> tuple[ThreadPoolExecutor, Any]:
         if "pool" not in _STATE:
             from threadpoolctl import ThreadpoolController
 
-            _STATE.update(pool=ThreadPoolExecutor(THREADS, thread_name_prefix="attnsym"), blas=ThreadpoolController())
+            _STATE.update(pool=ThreadPoolExecutor(max(1, THREADS - 1), thread_name_prefix="attnsym"),
+                          blas=ThreadpoolController())
     return _STATE["pool"], _STATE["blas"]
 
 
@@ -84,32 +84,38 @@ def one_blas_thread() -> Iterator[None]:
 
 
 def run(tasks: list[Callable[[dict], None]], scratch: dict[str, tuple[int, Any]] | None = None) -> None:
-    """Run ``task(buffers)`` for each task on the pool, BLAS at one thread.
+    """Run ``task(buffers)`` for each task, on this thread and the pool's, BLAS at one thread.
 
-    ``scratch`` names per-worker buffers (``name -> (elements, dtype)``); they are allocated
-    here, once per call and worker, so repeated calls allocate the same memory. Serial with
-    one thread, one task, or while :mod:`tracemalloc` traces (reproducible peaks).
+    The calling thread works too: it and ``THREADS − 1`` pool threads each take the next task
+    until none is left (no future per task, no idle caller). ``scratch`` names per-worker
+    buffers (``name -> (elements, dtype)``); they are allocated here, once per call and
+    worker, so repeated calls allocate the same memory. Serial with one thread, one task, or
+    while :mod:`tracemalloc` traces (reproducible peaks). An exception in a task is raised
+    here once every worker has stopped.
     """
     scratch = scratch or {}
-    workers = 1 if THREADS < 2 or len(tasks) < 2 or tracemalloc.is_tracing() else THREADS
-    free: queue.SimpleQueue = queue.SimpleQueue()
-    for _ in range(workers):
-        free.put({name: np.empty(size, dtype) for name, (size, dtype) in scratch.items()})
+    workers = 1 if THREADS < 2 or len(tasks) < 2 or tracemalloc.is_tracing() else min(THREADS, len(tasks))
+    todo, lock = iter(tasks), threading.Lock()
+
+    def drain() -> None:
+        buffers = {name: np.empty(size, dtype) for name, (size, dtype) in scratch.items()}
+        while True:
+            with lock:
+                task = next(todo, None)
+            if task is None:
+                return
+            task(buffers)
+
     if workers == 1:
-        buffers = free.get()
-        for task in tasks:
-            task(buffers)
+        drain()
         return
-
-    def one(task):
-        buffers = free.get()
-        try:
-            task(buffers)
-        finally:
-            free.put(buffers)
-
     with one_blas_thread():
-        list(_pool()[0].map(one, tasks))
+        helpers = [_pool()[0].submit(drain) for _ in range(workers - 1)]
+        try:
+            drain()
+        finally:
+            for helper in helpers:
+                helper.result()
 
 
 def matmul(A: np.ndarray, B: np.ndarray) -> np.ndarray:
