@@ -91,7 +91,7 @@ def two_thread_profile(fn, *, attnsym: bool, repeat: int = 3) -> dict:
     return {k: float(np.median([r[k] for r in rows])) for k in rows[0]}
 
 
-def _cpu(fn, repeat: int = 3) -> float:
+def _cpu(fn, repeat: int = 5) -> float:
     """Least CPU time of this thread over ``repeat`` runs (after a warm-up): robust to other processes' load."""
     fn()
     best = float("inf")
@@ -202,7 +202,7 @@ def render_one_thread(p: dict) -> list[str]:
     return [
         "",
         f"Where the time goes — one thread each (BLAS, attnsym's worker pool and PyTorch at 1 thread), least CPU "
-        f"time of the measuring thread over 3 runs (less sensitive to other processes than wall-clock time, not "
+        f"time of the measuring thread over 5 runs (less sensitive to other processes than wall-clock time, not "
         f"immune to them: they share the caches and the memory bus); n = {n}, float32, d = 64:",
         "",
         "| | attnsym | torch flash | ratio |",
