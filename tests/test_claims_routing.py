@@ -4,11 +4,13 @@ Each claim is verified through the engine, and each check is run with a delibera
 statement that it must report as failing.
 """
 
+import numpy as np
 import pytest
 import sympy as sp
 
 from attnsym.claims import CheckContext, verify
 from attnsym.claims.builtin import routing
+from attnsym.errors import SpecError
 
 QUICK = CheckContext(seed=0, quick=True)
 
@@ -46,6 +48,46 @@ def test_two_token_numbers():
 def test_multi_head_counts_are_four_d_squared():
     ev = routing.check_multi_head(QUICK)
     assert {r["parameters"] for r in ev.details["parameter counts"]} == {4 * 8**2}
+
+
+def test_multi_head_against_torch_multihead_attention():
+    pytest.importorskip("torch")
+    ev = routing.check_multi_head(QUICK, reference="torch")
+    assert ev.verdict == "holds-under-conditions"
+    assert "against torch.nn.MultiheadAttention" in ev.method
+    assert all(r["torch.nn.MultiheadAttention parameters"] == r["parameters"] == 4 * 8**2
+               for r in ev.details["parameter counts"])
+    for key in ("max |Y − Y_torch|", "max |concat·W_O − Y_torch|", "max |A − A_torch| (per head)"):
+        assert ev.details[key] < 1e-13, key
+    # what was true by construction is now checked against PyTorch: only the arithmetic identity and SymPy-vs-SymPy stay
+    assert not any("single-head layer on weight columns" in t for t in ev.by_construction)
+    assert any("h·(d/h) = d" in t for t in ev.by_construction)
+    # full mode uses PyTorch by itself when it is installed
+    full = routing.check_multi_head(CheckContext(seed=0, quick=False))
+    assert "against torch.nn.MultiheadAttention" in full.method and full.verdict == "holds-under-conditions"
+
+
+def test_only_the_torch_reference_sees_a_wrong_scale():
+    """Scaling by 1/√d_model instead of 1/√d_k: attnsym against attnsym agrees with itself, PyTorch does not."""
+    pytest.importorskip("torch")
+    wrong = 1 / np.sqrt(8)
+    assert routing.check_multi_head(QUICK, scale=wrong, reference="none").verdict == "holds-under-conditions"
+    ev = routing.check_multi_head(QUICK, scale=wrong, reference="torch")
+    assert ev.verdict == "fails" and ev.details["max |Y − Y_torch|"] > 1e-3
+    for wrong_claim in ({"d_k_of": lambda d, h: d}, {"head_order": [1, 0, 2, 3]}):
+        assert routing.check_multi_head(QUICK, reference="torch", **wrong_claim).verdict == "fails"
+
+
+def test_multi_head_without_torch_says_so(monkeypatch):
+    monkeypatch.setattr(routing, "torch_installed", lambda: False)
+    ev = routing.check_multi_head(CheckContext(seed=0, quick=False))
+    assert ev.verdict == "holds-under-conditions" and "torch" not in ev.method
+    assert "no independent reference: PyTorch is not installed" in ev.conditions
+    assert any("single-head layer on weight columns" in t for t in ev.by_construction)
+    quick = routing.check_multi_head(QUICK, reference="none")
+    assert quick.conditions[-1] == "no independent reference: reference='none'"
+    with pytest.raises(SpecError, match="reference"):
+        routing.check_multi_head(QUICK, reference="pytorch")
 
 
 @pytest.mark.parametrize(("check", "wrong"), [
