@@ -58,10 +58,12 @@ def row_stochastic(draw, min_n: int = 1, max_n: int = 6, zeros: bool = True) -> 
 
 
 #: strings a graph file must survive (or be refused at export): whitespace, markup, quotes, control
-#: characters, lone surrogates, the names the formats use themselves
+#: characters, lone surrogates, the names the formats (and networkx's readers and writers) use themselves
 HOSTILE_TEXT = st.one_of(
     st.sampled_from(["", " ", "a\nb", "\t", "a\r\nb", "<b>&amp;</b>", '"', "'", "\\", "\\n", "\x00", "\x1f", "\ud800",
                      "\ufffe", "id", "source", "target", "key", "label", "viz", "weight", "edges", "nodes", "-1", "01",
+                     "type", "mutual", "networkx_key", "parents", "pid", "start", "end", "spells", "slices",
+                     "node_default", "edge_default", "links", "directed", "multigraph", "graph", "name",
                      "1e5", "nan", "true", "->", "--", "{", "}", ";", "é", "𝔸", "\u202e"]),
     st.text(max_size=6),
 )
