@@ -65,7 +65,14 @@ def _cases(tmp: Path):
                            '<graphml><graph><node id="&b;"/></graph></graphml>')
     path("broken.graphml", "<graphml><graph><node id='a'></graph>")
     path("broken.json", '{"nodes": [')
-    path("edges.json", '{"directed": true, "multigraph": false, "graph": {}, "nodes": [], "edges": [{"source": 0}]}')
+    path("edges.json", '{"directed": true, "multigraph": false, "graph": {}, "nodes": [{"id": 0}], "edges": [{"source": 0}]}')
+    path("undeclared.graphml", '<graphml xmlns="http://graphml.graphdrawing.org/xmlns"><graph edgedefault="directed">'
+                               '<node id="a"/><edge source="a" target="b"/></graph></graphml>')
+    path("twice.gexf", '<gexf xmlns="http://www.gexf.net/1.2draft" version="1.2"><graph defaultedgetype="directed">'
+                       '<nodes><node id="a" label="a"/><node id="a" label="b"/></nodes><edges/></graph></gexf>')
+    path("repeated.json", '{"directed": true, "nodes": [{"id": 0, "id": 1}], "edges": []}')
+    path("latin1.dot", "digraph { a [label=\"caf\xe9\"] }".encode("latin-1"))
+    path("sub.dot", "digraph { subgraph cluster0 { a } }")
     return [
         ("security", "a code string as a size", lambda: at.symbolic.attention_opcount(n=CODE)),
         ("security", "a code string inside a matrix", lambda: at.symbolic.conv1d([CODE, 1], [1, 1])),
@@ -89,6 +96,11 @@ def _cases(tmp: Path):
         ("reading", "malformed XML", lambda: read(tmp / "broken.graphml")),
         ("reading", "malformed JSON", lambda: read(tmp / "broken.json")),
         ("reading", "an edge without a target", lambda: read(tmp / "edges.json")),
+        ("reading", "a GraphML edge to a node never declared", lambda: read(tmp / "undeclared.graphml")),
+        ("reading", "a GEXF node declared twice", lambda: read(tmp / "twice.gexf")),
+        ("reading", "a key repeated in a JSON object", lambda: read(tmp / "repeated.json")),
+        ("reading", "a DOT file that is not UTF-8", lambda: read(tmp / "latin1.dot")),
+        ("reading", "a DOT subgraph (outside the subset)", lambda: read(tmp / "sub.dot")),
         ("reading", "a missing file", lambda: read(tmp / "missing.gexf")),
         ("arrays", "a .npz archive for --x", lambda: read_array(tmp / "archive.npz", "--x")),
         ("arrays", "a header promising 80 GB", lambda: read_array(tmp / "truncated.npy", "--x")),
