@@ -14,6 +14,7 @@ from attnsym.claims import CheckContext, catalogue
 from attnsym.claims.builtin import (
     cost,
     invariances,
+    multi_head,
     positions,
     primitives,
     rank_collapse,
@@ -47,7 +48,7 @@ FALSE_VARIANTS = {
                                  "equivariant with sinusoidal positions"),
     "sinusoidal-positions": (primitives.check_sinusoidal_positions, {"claimed_ratio": sp.Rational(1, 2)},
                              "frequencies halve"),
-    "multi-head": (routing.check_multi_head, {"d_k_of": lambda dm, h: dm}, "full-width heads keep the count"),
+    "multi-head": (multi_head.check_multi_head, {"d_k_of": lambda dm, h: dm}, "full-width heads keep the count"),
     "weights-not-preset": (routing.check_weights_not_preset, {"preset": True}, "the weights are preset"),
     "softmax-jacobian": (primitives.check_softmax_jacobian,
                          {"claimed": lambda a: (sp.diag(*a) if isinstance(a, sp.MatrixBase) else __import__("numpy").diag(a))},

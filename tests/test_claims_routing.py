@@ -9,7 +9,7 @@ import pytest
 import sympy as sp
 
 from attnsym.claims import CheckContext, verify
-from attnsym.claims.builtin import routing
+from attnsym.claims.builtin import multi_head, routing
 from attnsym.errors import SpecError
 
 QUICK = CheckContext(seed=0, quick=True)
@@ -46,13 +46,13 @@ def test_two_token_numbers():
 
 
 def test_multi_head_counts_are_four_d_squared():
-    ev = routing.check_multi_head(QUICK)
+    ev = multi_head.check_multi_head(QUICK)
     assert {r["parameters"] for r in ev.details["parameter counts"]} == {4 * 8**2}
 
 
 def test_multi_head_against_torch_multihead_attention():
     pytest.importorskip("torch")
-    ev = routing.check_multi_head(QUICK, reference="torch")
+    ev = multi_head.check_multi_head(QUICK, reference="torch")
     assert ev.verdict == "holds-under-conditions"
     assert "against torch.nn.MultiheadAttention" in ev.method
     assert all(r["torch.nn.MultiheadAttention parameters"] == r["parameters"] == 4 * 8**2
@@ -63,7 +63,7 @@ def test_multi_head_against_torch_multihead_attention():
     assert not any("single-head layer on weight columns" in t for t in ev.by_construction)
     assert any("h·(d/h) = d" in t for t in ev.by_construction)
     # full mode uses PyTorch by itself when it is installed
-    full = routing.check_multi_head(CheckContext(seed=0, quick=False))
+    full = multi_head.check_multi_head(CheckContext(seed=0, quick=False))
     assert "against torch.nn.MultiheadAttention" in full.method and full.verdict == "holds-under-conditions"
 
 
@@ -71,23 +71,23 @@ def test_only_the_torch_reference_sees_a_wrong_scale():
     """Scaling by 1/√d_model instead of 1/√d_k: attnsym against attnsym agrees with itself, PyTorch does not."""
     pytest.importorskip("torch")
     wrong = 1 / np.sqrt(8)
-    assert routing.check_multi_head(QUICK, scale=wrong, reference="none").verdict == "holds-under-conditions"
-    ev = routing.check_multi_head(QUICK, scale=wrong, reference="torch")
+    assert multi_head.check_multi_head(QUICK, scale=wrong, reference="none").verdict == "holds-under-conditions"
+    ev = multi_head.check_multi_head(QUICK, scale=wrong, reference="torch")
     assert ev.verdict == "fails" and ev.details["max |Y − Y_torch|"] > 1e-3
     for wrong_claim in ({"d_k_of": lambda d, h: d}, {"head_order": [1, 0, 2, 3]}):
-        assert routing.check_multi_head(QUICK, reference="torch", **wrong_claim).verdict == "fails"
+        assert multi_head.check_multi_head(QUICK, reference="torch", **wrong_claim).verdict == "fails"
 
 
 def test_multi_head_without_torch_says_so(monkeypatch):
-    monkeypatch.setattr(routing, "torch_installed", lambda: False)
-    ev = routing.check_multi_head(CheckContext(seed=0, quick=False))
+    monkeypatch.setattr(multi_head, "torch_installed", lambda: False)
+    ev = multi_head.check_multi_head(CheckContext(seed=0, quick=False))
     assert ev.verdict == "holds-under-conditions" and "torch" not in ev.method
     assert "no independent reference: PyTorch is not installed" in ev.conditions
     assert any("single-head layer on weight columns" in t for t in ev.by_construction)
-    quick = routing.check_multi_head(QUICK, reference="none")
+    quick = multi_head.check_multi_head(QUICK, reference="none")
     assert quick.conditions[-1] == "no independent reference: reference='none'"
     with pytest.raises(SpecError, match="reference"):
-        routing.check_multi_head(QUICK, reference="pytorch")
+        multi_head.check_multi_head(QUICK, reference="pytorch")
 
 
 @pytest.mark.parametrize(("check", "wrong"), [
@@ -96,7 +96,7 @@ def test_multi_head_without_torch_says_so(monkeypatch):
     (routing.check_hypernetwork_view, {"routing_term": False}),     # "∂Y/∂X = A ∂V/∂X"
     (routing.check_two_token, {"static_changes": True}),            # "the static mixer adapts too"
     (routing.check_weights_not_preset, {"preset": True}),           # "the weights are preset"
-    (routing.check_multi_head, {"d_k_of": lambda d, h: d}),         # "full-width heads keep the count"
+    (multi_head.check_multi_head, {"d_k_of": lambda d, h: d}),         # "full-width heads keep the count"
 ])
 def test_false_statements_fail(check, wrong):
     assert check(QUICK, **wrong).verdict == "fails"

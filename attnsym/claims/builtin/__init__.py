@@ -11,6 +11,7 @@ its claims to ``claims.toml``.
 from . import (
     cost,
     invariances,
+    multi_head,
     positions,
     primitives,
     rank_collapse,
@@ -26,13 +27,13 @@ __all__ = ["BUILTIN", "MODULES"]
 
 #: the claim modules, each named for what its claims are about (a group of claims.toml may span several):
 #: variance (variance-scaling); saturation (softmax-saturation); routing (dynamic-routing, hypernetwork-view,
-#: two-token-example, weights-not-preset, multi-head); table1 (global-path-length, parallelism); cost
+#: two-token-example, weights-not-preset); multi_head (multi-head); table1 (global-path-length, parallelism); cost
 #: (quadratic-cost, kv-cache, blockwise-exact); structure (qk-asymmetry, permutation-equivariance,
 #: no-locality-bias); primitives (softmax-jacobian, sinusoidal-positions, gelu); from the literature on the
 #: limits of attention: rank_collapse (rank-collapse), softmax_limits (entropy-lower-bound,
 #: softmax-jacobian-norm, dispersion), invariances (key-bias-invariance, rank-one-input); positions
 #: (rope-relative, rope-shift-invariance, rope-long-range-decay, alibi-recency)
-MODULES = (variance, saturation, routing, table1, cost, structure, primitives, rank_collapse, softmax_limits,
+MODULES = (variance, saturation, routing, multi_head, table1, cost, structure, primitives, rank_collapse, softmax_limits,
            invariances, positions)
 
 #: every built-in claim (the registry orders them as the claims list does)

@@ -21,7 +21,7 @@ from ...spec import AttentionSpec
 from ...symbolic import attention as sym_attention
 from ...symbolic.online_softmax import prove_online_softmax
 from ...symbolic.opcount import attention_opcount, decode_step_opcount, interpolate_opcount
-from ...testing import TOLERANCES
+from .._compare import TOL64, close, max_abs
 from .._evidence import CheckContext, Evidence
 from ..catalogue import builtin_claim, statement
 
@@ -30,17 +30,6 @@ __all__ = [
     "check_kv_cache",
     "check_quadratic_cost",
 ]
-
-_TOL = TOLERANCES["float64"]
-
-
-def _max_abs(a, b) -> float:
-    return float(np.max(np.abs(np.asarray(a) - np.asarray(b))))
-
-
-def _close(a, b) -> bool:
-    return bool(np.allclose(a, b, rtol=_TOL.rtol, atol=_TOL.atol))
-
 
 # ----------------------------------------------------------------------------- quadratic-cost
 
@@ -176,9 +165,9 @@ def check_kv_cache(ctx: CheckContext, *, cached_degree: int = 1, uncached_degree
     full, _ = attention(X, W_Q, W_K, W_V, W_O, heads=heads, causal=True)
     fast = causal_decode(X, W_Q, W_K, W_V, W_O, heads=heads)
     slow = causal_decode(X, W_Q, W_K, W_V, W_O, heads=heads, cache=False)
-    err_fast = [_max_abs(fast.Y[i], full[i]) for i in range(n)]
-    err_slow = [_max_abs(slow.Y[i], full[i]) for i in range(n)]
-    exact = _close(fast.Y, full) and _close(slow.Y, full)
+    err_fast = [max_abs(fast.Y[i], full[i]) for i in range(n)]
+    err_slow = [max_abs(slow.Y[i], full[i]) for i in range(n)]
+    exact = close(fast.Y, full) and close(slow.Y, full)
     d_k = d // heads
     t = sp.Symbol("t", positive=True, integer=True)
     poly_fast = decode_step_opcount(t, d, d_k, heads=heads, cached=True, output_projection=True)
@@ -200,7 +189,7 @@ def check_kv_cache(ctx: CheckContext, *, cached_degree: int = 1, uncached_degree
     # without a causal mask, appending a token changes the earlier outputs: nothing can be cached
     Y_short = attention(X[:-1], W_Q, W_K, W_V, W_O, heads=heads, return_weights=False)
     Y_long = attention(X, W_Q, W_K, W_V, W_O, heads=heads, return_weights=False)
-    bidirectional_change = _max_abs(Y_long[:-1], Y_short)
+    bidirectional_change = max_abs(Y_long[:-1], Y_short)
     # exact reason the cache is valid: with a causal mask, the outputs of a prefix are the same
     # SymPy expressions whether or not later tokens exist (and without the mask they are not)
 
@@ -220,7 +209,7 @@ def check_kv_cache(ctx: CheckContext, *, cached_degree: int = 1, uncached_degree
                                         [s["mul without cache"] for s in steps])
     return Evidence(
         "kv-cache", KV_STATEMENT, "holds-under-conditions" if ok else "fails",
-        method=(f"symbolic proof (prefix outputs) + numeric check (float64, rtol={_TOL.rtol:g}) + operation counts "
+        method=(f"symbolic proof (prefix outputs) + numeric check (float64, rtol={TOL64.rtol:g}) + operation counts "
                 "against a brute-force count (NumPy on counting scalars)"),
         summary=(f"cached decoding = full causal attention (error {max(err_fast):.1g}); per-step multiplications "
                  f"`{poly_fast['mul']}` with cache vs `{poly_slow['mul']}` without (degree {deg_fast} vs {deg_slow} in t; "
@@ -279,8 +268,8 @@ def check_blockwise_exact(ctx: CheckContext, *, rescale: bool = True) -> Evidenc
         W = [rng.standard_normal((d, d)) / np.sqrt(d) for _ in range(4)]
         plain_Y, _ = attention(X, *W, heads=heads, causal=causal)
         lean = attention(X, *W, heads=heads, causal=causal, return_weights=False, block_size=block)
-        rows.append({"n": n, "block": block, "causal": causal, "max |blockwise − plain|": _max_abs(lean, plain_Y),
-                     "within tolerance": _close(lean, plain_Y)})
+        rows.append({"n": n, "block": block, "causal": causal, "max |blockwise − plain|": max_abs(lean, plain_Y),
+                     "within tolerance": close(lean, plain_Y)})
     numeric_ok = all(r["within tolerance"] for r in rows)
     n_mem = 512 if ctx.quick else 1024
     X = rng.standard_normal((n_mem, d))
@@ -294,7 +283,7 @@ def check_blockwise_exact(ctx: CheckContext, *, rescale: bool = True) -> Evidenc
     ok = proof.holds and numeric_ok and memory_ok
     return Evidence(
         "blockwise-exact", BLOCK_STATEMENT, "holds" if ok else "fails",
-        method=f"symbolic proof (exact) + numeric check (float64, rtol={_TOL.rtol:g}) + measured memory (tracemalloc)",
+        method=f"symbolic proof (exact) + numeric check (float64, rtol={TOL64.rtol:g}) + measured memory (tracemalloc)",
         summary=(f"online-softmax merge = softmax of the union: {'proved' if proof.holds else 'disproved'}; blockwise vs "
                  f"plain {max(r['max |blockwise − plain|'] for r in rows):.0e}; n={n_mem}: {lean_peak / 2**20:.1f} vs "
                  f"{plain_peak / 2**20:.1f} MiB"),

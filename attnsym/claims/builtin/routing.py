@@ -1,5 +1,5 @@
 """Claims about attention as input-conditioned routing: ``dynamic-routing``, ``hypernetwork-view``,
-``two-token-example``, ``weights-not-preset``, ``multi-head``.
+``two-token-example``, ``weights-not-preset`` (``multi-head`` is in :mod:`.multi_head`).
 
 Each registered claim calls a parametrised check (``check_*``) with the statement of CLAIMS.md;
 the tests call the same checks with deliberately wrong statements and see them fail. The
@@ -16,44 +16,24 @@ import numpy as np
 import sympy as sp
 
 from ... import plots
-from ..._checks import one_of
 from ...graphs import contrast, routing_distance
 from ...models.evidence import apple_contrast, packaged_model
 from ...numeric import attention, softmax
-from ...numeric.sampling import random_inputs
-from ...references import torch_installed, torch_multihead_attention, torch_multihead_parameter_count, torch_version
 from ...spec import AttentionSpec
 from ...symbolic import attention_input_jacobian, mlp_input_jacobian
 from ...symbolic.matrices import attention as sym_attention
 from ...symbolic.operations import row_softmax
 from ...symbolic.two_token import solve_two_token
-from ...testing import TOLERANCES
+from .._compare import TOL64, close, max_abs, random_weights
 from .._evidence import CheckContext, Evidence
 from ..catalogue import builtin_claim, statement
 
 __all__ = [
     "check_dynamic_routing",
     "check_hypernetwork_view",
-    "check_multi_head",
     "check_two_token",
     "check_weights_not_preset",
 ]
-
-_TOL = TOLERANCES["float64"]
-
-
-def _max_abs(a, b) -> float:
-    return float(np.max(np.abs(np.asarray(a, dtype=float) - np.asarray(b, dtype=float))))
-
-
-def _close(a, b) -> bool:
-    return bool(np.allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float), rtol=_TOL.rtol, atol=_TOL.atol))
-
-
-def _random_weights(rng: np.random.Generator, spec: AttentionSpec) -> dict[str, np.ndarray]:
-    values = random_inputs(spec, int(rng.integers(2**32)))  # the one sampling rule, seeded from the claim's stream
-    return {name: values[name] for name in spec.parameter_names}
-
 
 def _distance_equation():
     i, j, n = sp.symbols("i j n", integer=True, positive=True)
@@ -81,14 +61,6 @@ def _shift_equation():
                  evaluate=False)
 
 
-def _parameter_equation():
-    d, h = sp.symbols("d h", positive=True, integer=True)
-    width = sp.Mul(h, sp.UnevaluatedExpr(d / h), evaluate=False)  # h heads of width d/h
-    qkv = sp.Mul(3, d, width, evaluate=False)  # W_Q, W_K, W_V: d × (h·d/h) each
-    out = sp.Mul(width, d, evaluate=False)  # W_O: (h·d/h) × d
-    return sp.Eq(sp.Add(qkv, out, evaluate=False), 4 * d**2, evaluate=False)
-
-
 # ----------------------------------------------------------------------------- dynamic-routing
 
 DYNAMIC_STATEMENT = statement("dynamic-routing")
@@ -103,7 +75,7 @@ def check_dynamic_routing(ctx: CheckContext, *, attention_changes: bool = True, 
     """
     rng = ctx.rng("dynamic-routing")
     spec = AttentionSpec(n=4, d_model=4, heads=2) if ctx.quick else AttentionSpec(n=8, d_model=8, heads=2)
-    weights = _random_weights(rng, spec)
+    weights = random_weights(rng, spec)
     pairs = 3 if ctx.quick else 10
     rows = []
     for _ in range(pairs):
@@ -218,9 +190,9 @@ def check_hypernetwork_view(ctx: CheckContext, *, routing_term: bool = True) -> 
         frozen, routing, total = (np.array(M.xreplace(point).evalf(20), dtype=float)
                                   for M in (J.frozen, J.routing, J.total))
         routing_norm = max(routing_norm, float(np.max(np.abs(routing))))
-        sum_error = max(sum_error, _max_abs(frozen + routing, total))
+        sum_error = max(sum_error, max_abs(frozen + routing, total))
         claimed = frozen + routing if routing_term else frozen
-        claimed_error = max(claimed_error, _max_abs(claimed, total))
+        claimed_error = max(claimed_error, max_abs(claimed, total))
         # independent numbers: central differences of the numeric forward pass
         weights = {k: v for k, v in values.items() if k != "X"}
         f = lambda X, weights=weights: attention(X, **weights, heads=spec.heads, return_weights=False).ravel()
@@ -274,14 +246,14 @@ def check_two_token(ctx: CheckContext, *, routings=((0.1, 0.9), (0.95, 0.05)), m
         _, A = attention(np.array(X.evalf(30), dtype=float), W["W_Q"], W["W_K"], W["W_V"], scale=float(ex.weights["scale"]))
         numeric_rows.append([float(v) for v in A[0]])
     targets = [[float(v) for v in t] for t in ex.targets]
-    numeric_ok = _close(numeric_rows, targets)
+    numeric_ok = close(numeric_rows, targets)
     ok = ex.routings_match and numeric_ok and ex.routings_differ and (not ex.mlp_unchanged) == static_changes
 
     def figure():
         return plots.two_token_figure(numeric_rows, [float(v) for v in ex.mlp_routings[0]])
     return Evidence(
         "two-token-example", TWO_TOKEN_STATEMENT, "holds" if ok else "fails",
-        method=f"symbolic construction (exact solve) + numeric check (float64, rtol={_TOL.rtol:g}, atol={_TOL.atol:g})",
+        method=f"symbolic construction (exact solve) + numeric check (float64, rtol={TOL64.rtol:g}, atol={TOL64.atol:g})",
         summary=(f"one set of weights, inputs solved exactly: routings {', '.join(str(tuple(r)) for r in ex.routings)}; "
                  f"static mixer {tuple(ex.mlp_routings[0])} for every input"),
         conditions=("any target (p, 1 − p) with 0 < p < 1 is reachable: it needs the logit gap s₁₁ − s₁₂ = log(p/(1 − p))",),
@@ -324,19 +296,19 @@ def check_weights_not_preset(ctx: CheckContext, *, preset: bool = False) -> Evid
     # numeric: many inputs, one set of parameters
     rng = ctx.rng("weights-not-preset")
     spec = AttentionSpec(n=6, d_model=4) if ctx.quick else AttentionSpec(n=16, d_model=8)
-    weights = _random_weights(rng, spec)
+    weights = random_weights(rng, spec)
     As = [attention(rng.standard_normal(spec.shapes["X"]) * scale, **weights)[1] for scale in (0.5, 1.0, 3.0, 10.0)]
     nonneg = all(bool(np.all(a >= 0)) for a in As)
-    sums_ok = all(_close(a.sum(axis=-1), np.ones(spec.n)) for a in As)
+    sums_ok = all(close(a.sum(axis=-1), np.ones(spec.n)) for a in As)
     distances = [routing_distance(a, b) for a, b in itertools.combinations(As, 2)]
     changes = min(distances) > 0
     S_num = rng.standard_normal((spec.n, spec.n)) * 5
     shift = rng.standard_normal((spec.n, 1)) * 100
-    shift_err = _max_abs(softmax(S_num + shift), softmax(S_num))
+    shift_err = max_abs(softmax(S_num + shift), softmax(S_num))
     ok = rows_sum_one and positive and shift_invariant and nonneg and sums_ok and shift_err <= 1e-12 and changes != preset
     return Evidence(
         "weights-not-preset", PRESET_STATEMENT, "holds" if ok else "fails",
-        method=f"symbolic proof (exact) + numeric check (float64, rtol={_TOL.rtol:g}, atol={_TOL.atol:g})",
+        method=f"symbolic proof (exact) + numeric check (float64, rtol={TOL64.rtol:g}, atol={TOL64.atol:g})",
         summary=(f"rows of A > 0, sum 1 (exact); parameters fixed, A moves with X (distance {min(distances):.2f}–"
                  f"{max(distances):.2f}); softmax(s + c) = softmax(s) exactly"),
         conditions=("weights are a softmax of scaled dot products (the similarity); they are 'preset' only if the "
@@ -352,141 +324,10 @@ def _weights_not_preset(ctx: CheckContext) -> Evidence:
     return check_weights_not_preset(ctx)
 
 
-# ----------------------------------------------------------------------------- multi-head
-
-MULTI_STATEMENT = statement("multi-head")
-
-
-def check_multi_head(ctx: CheckContext, *, d_k_of=None, head_order=None, scale="sqrt", reference: str = "auto"
-                     ) -> Evidence:
-    """Parameter counts for ``h`` heads of width ``d_k_of(d_model, h)`` (default ``d_model // h``), per-head maps, concat + W_O.
-
-    Parameters
-    ----------
-    ctx : CheckContext
-    d_k_of : callable ``(d_model, h) -> d_k``, optional
-        ``lambda d, h: d`` states (wrongly) that full-width heads keep the parameter count.
-    head_order : sequence of int, optional
-        The order in which the heads are concatenated before ``W_O`` (default 0, 1, …); a
-        permutation states (wrongly) that the order of the heads does not matter.
-    scale : "sqrt" or float, default "sqrt"
-        The score scale attnsym's layers use (``"sqrt"``: ``1/√d_k`` of each head). A number
-        such as ``1/√d_model`` states (wrongly) that multi-head attention scales by the model
-        width: attnsym's multi-head and single-head layers then still agree with each other
-        (the check against attnsym itself cannot see it); PyTorch does not.
-    reference : {"auto", "torch", "none"}
-        The independent reference for the counts and the output: ``torch.nn.MultiheadAttention``
-        with attnsym's weights copied in (:mod:`attnsym.references`). "auto" uses it when PyTorch
-        is installed and the check is not quick (importing PyTorch alone costs more than a second);
-        without it the comparison of the output with concat·W_O is attnsym against attnsym and is
-        labelled true by construction.
-    """
-    reference = one_of("reference", reference, ("auto", "torch", "none"))
-    use_torch = reference == "torch" or (reference == "auto" and not ctx.quick and torch_installed())
-    d_k_of = (lambda d, h: d // h) if d_k_of is None else d_k_of
-    d_model = 8 if ctx.quick else 16
-    counts = []
-    for h in (1, 2, 4, 8):
-        spec = AttentionSpec(n=4, d_model=d_model, heads=h, d_k=d_k_of(d_model, h), output_projection=True)
-        row = {"heads": h, "d_k": spec.d_k, "parameters": spec.parameter_count,
-               "4·d_model² (single head with W_O)": 4 * d_model**2}
-        if use_torch:
-            row["torch.nn.MultiheadAttention parameters"] = torch_multihead_parameter_count(d_model, h, bias=False)
-        counts.append(row)
-    counts_kept = all(r["parameters"] == 4 * d_model**2 for r in counts)
-    counts_match_torch = all(r["parameters"] == r["torch.nn.MultiheadAttention parameters"] for r in counts) \
-        if use_torch else True
-    # numeric: per-head maps differ, and the layer equals per-head attention, concatenated, times W_O
-    rng = ctx.rng("multi-head")
-    n, heads = (6, 4) if ctx.quick else (16, 4)
-    order = list(range(heads)) if head_order is None else [int(h) for h in head_order]
-    spec = AttentionSpec(n=n, d_model=d_model, heads=heads)
-    w = _random_weights(rng, spec)
-    X = rng.standard_normal((n, d_model))
-    Y, A = attention(X, **w, heads=heads, scale=scale)
-    d_k = spec.d_k
-    Z = []
-    for h in order:
-        cols = slice(h * d_k, (h + 1) * d_k)
-        Zh, _ = attention(X, w["W_Q"][:, cols], w["W_K"][:, cols], w["W_V"][:, cols], scale=scale)  # one head, width d_k
-        Z.append(Zh)
-    concat = np.concatenate(Z, axis=1) @ w["W_O"]
-    concat_error = _max_abs(concat, Y)
-    head_distances = [routing_distance(A[a], A[b]) for a, b in itertools.combinations(range(heads), 2)]
-    heads_differ = min(head_distances) > 0
-    details = {"parameter counts": counts, "head distances": head_distances, "concat·W_O error": concat_error}
-    torch_ok = True
-    if use_torch:
-        Y_t, A_t = torch_multihead_attention(X, w, heads=heads)
-        details.update({"reference": f"torch.nn.MultiheadAttention (PyTorch {torch_version()}, float64, weights copied in)",
-                        "max |Y − Y_torch|": _max_abs(Y, Y_t), "max |concat·W_O − Y_torch|": _max_abs(concat, Y_t),
-                        "max |A − A_torch| (per head)": _max_abs(A, A_t)})
-        torch_ok = _close(Y, Y_t) and _close(concat, Y_t) and _close(A, A_t)
-    # symbolic: each head of the 2-head layer is exactly the 1-head layer on its own weight columns
-    sspec = AttentionSpec(n=2, d_model=2, heads=2)
-    multi = sym_attention(sspec)
-    single = sym_attention(AttentionSpec(n=2, d_model=2, d_k=1))
-    symbolic_ok = True
-    for h in range(2):
-        rename = {}
-        for name in ("W_Q", "W_K", "W_V"):
-            rename.update({single.inputs[name][i, 0]: multi.inputs[name][i, h] for i in range(2)})
-        symbolic_ok = symbolic_ok and all(e == 0 for e in (single.Y.xreplace(rename) - multi.Z_heads[h]))
-    symbolic_ok = symbolic_ok and all(e == 0 for e in (sp.Matrix.hstack(*multi.Z_heads) * multi.W_O - multi.Y))
-    details["symbolic per-head identity"] = symbolic_ok
-    ok = counts_kept and counts_match_torch and heads_differ and _close(concat, Y) and torch_ok and symbolic_ok
-
-    def figure():
-        return plots.attention_heatmap(A, title="Per-head attention maps for one input (same X, different W_Q, W_K)")
-    tol = f"float64, rtol={_TOL.rtol:g}"
-    if use_torch:
-        method = (f"parameter counts against torch.nn.MultiheadAttention + numeric check against "
-                  f"torch.nn.MultiheadAttention (weights copied in, {tol}) + symbolic identity")
-        reference_line = (f"independent reference: torch.nn.MultiheadAttention (PyTorch {torch_version()}) with the same "
-                          "weights — its parameter count for each h, its output and its per-head weights")
-        construction = ("that the count does not depend on h is the identity h·(d/h) = d (PyTorch's module has the same "
-                        "4·d² for every h: that checks attnsym's count, not the identity)",
-                        "the symbolic per-head identity compares attnsym's SymPy layer with attnsym's SymPy layer "
-                        "(the same formulas)")
-    else:
-        method = f"exact parameter counts + symbolic identity + numeric check ({tol})"
-        why = ("reference='none'" if reference == "none" else "PyTorch is not installed" if not torch_installed()
-               else "the torch.nn.MultiheadAttention reference runs in full mode (importing PyTorch takes longer "
-                    "than the check)")
-        reference_line = f"no independent reference: {why}"
-        construction = ("'splitting d into h heads of d/h keeps the parameter count' is the identity h·(d/h) = d: "
-                        "4·d² for every h by arithmetic (a wrong width d_k fails it, nothing else can)",
-                        "'the output equals concatenation followed by W_O' compares attnsym's multi-head layer with "
-                        "attnsym's single-head layer on weight columns (numeric) and SymPy with SymPy (symbolic): "
-                        "the same formulas, not an independent implementation")
-    exact = "exact" if symbolic_ok else "NOT exact"
-    return Evidence(
-        "multi-head", MULTI_STATEMENT, "holds-under-conditions" if ok else "fails",
-        method=method,
-        summary=(f"parameters for h = 1, 2, 4, 8: {', '.join(map(str, sorted({r['parameters'] for r in counts})))} "
-                 f"(4·d²{', as in torch.nn.MultiheadAttention' if use_torch and counts_match_torch else ''}); "
-                 f"per-head maps differ (distance ≥ {min(head_distances):.2f}); output = concat(heads)·W_O ({exact}"
-                 + (f"; = torch.nn.MultiheadAttention to {details['max |concat·W_O − Y_torch|']:.1e}" if use_torch
-                    else "") + ")"),
-        conditions=("the count is kept when d_k = d_v = d_model/h (with W_O counted in both layouts)",
-                    "'different relations' is checked as 'different maps' for random weights; trained heads can be redundant",
-                    reference_line),
-        details=details,
-        by_construction=construction,
-        equations=(("parameters of h heads of width d/h, with W_O", _parameter_equation()),),
-        figures={"heads": figure},
-    )
-
-
-def _multi_head(ctx: CheckContext) -> Evidence:
-    return check_multi_head(ctx)
-
-
 #: the claims of this module, for the registry (:mod:`attnsym.claims.builtin` lists the modules)
 CLAIMS = (
     builtin_claim("dynamic-routing", _dynamic_routing),
     builtin_claim("hypernetwork-view", _hypernetwork_view),
     builtin_claim("two-token-example", _two_token),
     builtin_claim("weights-not-preset", _weights_not_preset),
-    builtin_claim("multi-head", _multi_head),
 )
