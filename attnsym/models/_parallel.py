@@ -1,24 +1,25 @@
-"""How a forward pass is cut into tasks and run: one task per step, or NumPy tasks on a thread pool.
+"""How a forward pass is cut into slices and run: one slice per step, or NumPy slices side by side.
 
 NumPy runs its element-wise operations (softmax, GELU, LayerNorm) on one core, and BLAS splits
 each small matrix product of a 128-token sentence (``128 × 384`` by ``384 × 1536``) over its
-threads with a wake-up per call. For NumPy arrays :func:`plan` therefore cuts each step of a
+threads, which spin between calls. For NumPy arrays :func:`plan` therefore cuts each step of a
 layer into as many slices as BLAS has threads — rows of tokens for the row-wise step, (batch,
-head) ranges for attention — and :func:`run` runs them on this module's thread pool (NumPy
-releases the GIL inside its loops and BLAS) with BLAS at one thread while they run, so the cores
-are never oversubscribed. ``with threadpoolctl.threadpool_limits(1)`` therefore also makes the
-forward pass single-threaded. Other libraries (CuPy, PyTorch) parallelise inside each operation:
-they get one slice per step.
+head) ranges for attention — and :func:`run` runs them on the worker pool of
+:mod:`attnsym.numeric._pool` (NumPy releases the GIL inside its loops and BLAS), the whole pass
+inside :func:`attnsym.numeric._pool.one_blas_thread` so that the cores are never
+oversubscribed. ``with threadpoolctl.threadpool_limits(1)`` therefore makes the forward pass
+single-threaded. Other libraries (CuPy, PyTorch) parallelise inside each operation: they get
+one slice per step.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any
+
+from ..numeric import _pool
 
 __all__ = ["CACHE_BLOCK", "MIN_ROWS_PER_THREAD", "Plan", "plan", "run"]
 
@@ -28,7 +29,6 @@ MIN_ROWS_PER_THREAD = 32
 #: so the softmax's passes over them stay in a core's L2 cache)
 CACHE_BLOCK = 1 << 16
 
-_CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 _STATE: dict[str, Any] = {}
 
 
@@ -54,9 +54,9 @@ def _blas():
 
 
 def blas_threads() -> int:
-    """The threads BLAS may use now (``threadpool_limits`` lowers it), at most this process's cores."""
+    """The threads BLAS may use now (``threadpool_limits`` lowers it), at most the pool's workers."""
     counts = [lib.get_num_threads() for lib in _blas().lib_controllers]
-    return max(1, min(max(counts, default=1), _CORES))
+    return max(1, min(max(counts, default=1), _pool.THREADS))
 
 
 def _split(total: int, parts: int) -> list[tuple[int, int]]:
@@ -85,16 +85,16 @@ def plan(batch: int, n: int, heads: int, *, numpy: bool, threads: int | None = N
 
 @contextlib.contextmanager
 def blas_limited(p: Plan) -> Iterator[None]:
-    """BLAS at one thread while the slices of ``p`` run on several threads (nothing changes for one)."""
+    """BLAS at one thread while the slices of ``p`` run side by side (nothing changes for one slice)."""
     if p.threads == 1:
         yield
         return
-    with _blas().limit(limits=1):
+    with _pool.one_blas_thread():
         yield
 
 
 def run(step: Callable[..., None], slices: Sequence[tuple[int, ...]]) -> None:
-    """``step(*s)`` for every slice: on the caller's thread alone, or on the pool and the caller together.
+    """``step(*s)`` for every slice: on the caller's thread alone, or on the pool of :mod:`attnsym.numeric._pool`.
 
     Every slice finishes before this returns (or raises the first slice's error): the steps write
     into shared output arrays, and the next step reads what all of them wrote.
@@ -102,12 +102,4 @@ def run(step: Callable[..., None], slices: Sequence[tuple[int, ...]]) -> None:
     if len(slices) == 1:
         step(*slices[0])
         return
-    if "pool" not in _STATE:
-        _STATE["pool"] = ThreadPoolExecutor(max(1, _CORES - 1), thread_name_prefix="attnsym-models")
-    futures = [_STATE["pool"].submit(step, *s) for s in slices[1:]]
-    try:
-        step(*slices[0])
-    finally:
-        wait(futures)
-    for f in futures:
-        f.result()
+    _pool.run([lambda _buffers, s=s: step(*s) for s in slices])

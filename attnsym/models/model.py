@@ -188,12 +188,13 @@ class Model:
         return encodings
 
     # ------------------------------------------------------------------ forward
-    def forward(self, input_ids: Any, attention_mask: Any = None) -> ForwardOutput:
+    def forward(self, input_ids: Any, attention_mask: Any = None, *, threads: int | None = None) -> ForwardOutput:
         """Run the model on ``(B, n)`` ids (and a 0/1 mask); arrays of the weights' library.
 
-        See :func:`attnsym.models.forward.forward`.
+        See :func:`attnsym.models.forward.forward` (``threads``: NumPy slices run side by side,
+        by default BLAS's thread count).
         """
-        return forward(self.config, self.weights, input_ids, attention_mask)
+        return forward(self.config, self.weights, input_ids, attention_mask, threads=threads)
 
     def route(self, text: str | Sequence[str]) -> Route | list[Route]:
         """Route a text (or several, as one padded batch) through the model.
