@@ -132,6 +132,17 @@ A route holds only real tokens: texts routed together are padded to one length w
 (padding keys get weight exactly 0), and the padding positions are cut away before a route is made, so
 they never reach a routing graph, a rollout or a flow.
 
+**How the forward pass runs.** Each layer is two steps written once on the array API, so NumPy, CuPy and
+torch arrays run the same code: a row-wise step (the output projection, residuals, LayerNorms and
+feed-forward of the layer before, then `[Q | K | V] = X W_QKV + b_QKV` — one product with the three
+projections packed side by side once at load time) and an attention step (scores, softmax and `A V` per
+head, the heads strided views of the packed product). Both write straight into the route's arrays. On
+NumPy each step is cut into one slice per BLAS thread — token rows, or heads — run side by side with BLAS
+held at one thread, so `threadpoolctl.threadpool_limits(1)` makes the pass single-threaded and
+`m.forward(ids, threads=k)` asks for `k` slices. The time of a 128-token sentence against the PyTorch
+reference (`output_attentions=True`), at one thread and at the machine's cores, with peak memory and a
+profile, is on the [Benchmarks](benchmarks.md) page (`benchmarks/bench_models.py`).
+
 ## One word, two contexts
 
 {report.contrast_markdown(c)}
