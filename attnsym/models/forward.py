@@ -207,8 +207,6 @@ def _device(x):
     return array_api_compat.device(x)
 
 
-
-
 def _matmul_into(xp, out, a, b) -> None:
     """``out[...] = a @ b`` (NumPy writes the product in place, without a temporary)."""
     if isinstance(out, np.ndarray):
