@@ -257,3 +257,19 @@ def test_closed_form_rope_gradients_match_finite_differences_of_the_symbolic_lay
 def test_matrix_route_refuses_rope_with_the_alternatives():
     with pytest.raises(SpecError, match="method='matrix' has no rotation"):
         at.gradients(at.AttentionSpec(n=2, d_model=2, positions="rope"), method="matrix")
+
+
+def test_trig_zero_decides_rotation_identities_both_ways():
+    """The exact zero test behind prove_sinusoidal_shift: true identities give 0, near misses do not."""
+    import sympy as sp
+
+    from attnsym.symbolic.positions import _trig_zero
+
+    p, k = sp.symbols("p k", real=True)
+    w = sp.Symbol("omega", positive=True)
+    assert _trig_zero(sp.sin(w * (p + k)) - sp.sin(w * p) * sp.cos(w * k) - sp.cos(w * p) * sp.sin(w * k))
+    assert _trig_zero(sp.cos(w * k) ** 2 + sp.sin(w * k) ** 2 - 1)
+    assert _trig_zero(sp.sin(w * p) * sp.sin(w * (p + k)) + sp.cos(w * p) * sp.cos(w * (p + k)) - sp.cos(w * k))
+    assert not _trig_zero(sp.cos(w * k) ** 2 + sp.sin(w * k) ** 2 - 2)
+    assert not _trig_zero(sp.sin(w * (p + k)) - sp.sin(w * p) * sp.cos(w * k))
+    assert not _trig_zero(sp.sin(w * p) * sp.sin(w * (p + k)) + sp.cos(w * p) * sp.cos(w * (p + k)) - sp.cos(2 * w * k))

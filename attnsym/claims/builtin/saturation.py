@@ -54,9 +54,10 @@ def check_softmax_saturation(ctx: CheckContext, *, saturating: str = "unscaled")
     # symbolic: two keys with score gap s; the Jacobian entry a(1 - a) -> 0 as the gap grows
     s = sp.Symbol("s", real=True)
     a = row_softmax(sp.Matrix([[s, 0]]))
-    da = sp.factor(sp.simplify(sp.diff(a[0, 0], s)))
+    # a rational function of e^s: cancel decides it exactly (simplify reached the same, ~10x slower)
+    da = sp.factor(sp.cancel(sp.diff(a[0, 0], s)))
     jac_limit = sp.limit(da, s, sp.oo)
-    symbolic_ok = sp.simplify(da - a[0, 0] * (1 - a[0, 0])) == 0 and jac_limit == 0
+    symbolic_ok = sp.cancel(da - a[0, 0] * (1 - a[0, 0])) == 0 and jac_limit == 0
 
     table = softmax_saturation(ctx.rng("softmax-saturation", "scores"), dims, rows=rows, n=n)
     ctx.advance(len(dims), len(dims) + len(grad_dims))
