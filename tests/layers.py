@@ -7,9 +7,11 @@ with a literal name counts too. The graph has one node per module (a package is 
 
 To add a module inside a listed package, do nothing. To add a new top-level module or
 package, add its name to the row of :data:`LAYERS` it belongs to (an import may point to its
-own row or to a row below, never up). ``python tests/layers.py`` prints the diagram that
+own row or to a row below, never up). ``python tests/layers.py`` prints the table that
 ``docs/architecture.md`` shows between its ``import-graph`` markers; ``python tests/layers.py
---write`` updates the page (needed when an arrow between two parts appears or goes).
+--write`` updates the page (needed when an arrow between two parts appears or goes). The picture
+above the table is drawn from :func:`picture_edges` when the docs are built
+(``docs/gen/architecture.py``).
 """
 
 from __future__ import annotations
@@ -211,23 +213,32 @@ def part_graph(graph: dict[str, dict[str, int]]) -> dict[str, set[str]]:
     return parts
 
 
-def diagram(graph: dict[str, dict[str, int]]) -> str:
-    """The Markdown that docs/architecture.md shows: a Mermaid picture and a table, layers top first."""
+def label_of(part: str) -> str:
+    """How a part is named in the picture and the table (``spec``, ``_checks``, ``attnsym (façade)``)."""
+    return "attnsym (façade)" if part == "attnsym" else part.removeprefix("attnsym.")
+
+
+def picture_edges(graph: dict[str, dict[str, int]]) -> dict[str, set[str]]:
+    """The arrows the picture draws: :func:`part_graph` without the arrows implied by others (transitive reduction)."""
     parts = part_graph(graph)
-    reduced = {a: {b for b in bs if not any(b in _reach(parts, c) for c in bs - {b})} for a, bs in parts.items()}
-    label = {p: "attnsym (façade)" if p == "attnsym" else p.removeprefix("attnsym.") for p in parts}
-    node = {p: "root" if p == "attnsym" else p.removeprefix("attnsym.").strip("_").replace(".", "_") for p in parts}
-    lines = ["```mermaid", "flowchart TB"]
-    for layer in reversed(LAYERS):
-        lines.append(f'  subgraph layer_{layer.name.replace("-", "_")}["{layer.name}"]')
-        lines += [f'    {node[p]}["{label[p]}"]' for p in layer.parts]
-        lines.append("  end")
-    lines += [f"  {node[a]} --> {node[b]}" for a in sorted(reduced) for b in sorted(reduced[a])]
-    lines += ["```", "", "| layer | part | imports (direct) |", "|---|---|---|"]
+    return {a: {b for b in bs if not any(b in _reach(parts, c) for c in bs - {b})} for a, bs in parts.items()}
+
+
+#: where the docs build writes the picture of :func:`picture_edges` (docs/gen/architecture.py draws it)
+PICTURE = "architecture/import-graph.svg"
+
+
+def diagram(graph: dict[str, dict[str, int]]) -> str:
+    """The Markdown that docs/architecture.md shows: the picture (drawn at docs build time) and a table, layers top first."""
+    parts = part_graph(graph)
+    arrows = sum(len(v) for v in picture_edges(graph).values())
+    lines = [f"[![The layers of attnsym, top to bottom, and the {arrows} arrows between their parts that are not implied "
+             f"by others; drawn from the import graph when the docs are built]({PICTURE})]({PICTURE})", "",
+             "| layer | part | imports (direct) |", "|---|---|---|"]
     for layer in reversed(LAYERS):
         for p in layer.parts:
-            uses = ", ".join(f"`{label[b]}`" for b in sorted(parts[p], key=lambda q: (-rank(q), q))) or "—"
-            lines.append(f"| {layer.name} | `{label[p]}` | {uses} |")
+            uses = ", ".join(f"`{label_of(b)}`" for b in sorted(parts[p], key=lambda q: (-rank(q), q))) or "—"
+            lines.append(f"| {layer.name} | `{label_of(p)}` | {uses} |")
     return "\n".join(lines) + "\n"
 
 
