@@ -29,6 +29,9 @@ from attnsym.symbolic import (
 )
 from attnsym.symbolic._rewrite import AtomRewriter
 from attnsym.symbolic.jacobians import softmax_output_symbols
+from attnsym.tolerances import TOLERANCES
+
+TOL64 = TOLERANCES["float64"]  # the one table (attnsym.tolerances)
 
 
 def _kwargs(spec: AttentionSpec) -> dict:
@@ -176,8 +179,8 @@ def test_batched_evaluation_equals_one_at_a_time():
     assert batched["X"].shape == (4, 3, 2) and batched["W_Q"].shape == (4, 2, 2)
     for b in range(4):
         single = f(X=X[b], G=G[b], **W)
-        np.testing.assert_allclose(batched["X"][b], single["X"], rtol=1e-13, atol=1e-14)
-        np.testing.assert_allclose(batched["W_Q"][b], single["W_Q"], rtol=1e-13, atol=1e-14)
+        np.testing.assert_allclose(batched["X"][b], single["X"], rtol=TOL64.rtol, atol=TOL64.atol)
+        np.testing.assert_allclose(batched["W_Q"][b], single["W_Q"], rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 def test_large_scores_stay_finite():
@@ -212,7 +215,7 @@ def test_evaluate_matches_lambdify():
     exact = g.evaluate({k: np.round(v, 2) for k, v in arrays.items()})
     numeric = g.lambdify()(**{k: np.round(v, 2) for k, v in arrays.items()})
     for name in g:
-        np.testing.assert_allclose(np.array(exact[name].evalf(30), dtype=float), numeric[name], rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(np.array(exact[name].evalf(30), dtype=float), numeric[name], rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 @pytest.mark.oracle
@@ -248,7 +251,7 @@ def test_matches_pytorch_autograd(spec):
         Y = Y @ t["W_O"] + t.get("b_O", zero)
     (Y * t["G"]).sum().backward()
     for name in got:
-        np.testing.assert_allclose(got[name], t[name].grad.numpy(), rtol=1e-10, atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(got[name], t[name].grad.numpy(), rtol=1e-10, atol=TOL64.atol, err_msg=name)
 
 
 # ------------------------------------------------------------------------------ matrix-level closed forms
@@ -308,7 +311,7 @@ def test_softmax_jacobian_against_numbers():
     fd = np.column_stack([(softmax(z + 1e-6 * e) - softmax(z - 1e-6 * e)) / 2e-6 for e in np.eye(4)])
     np.testing.assert_allclose(J, fd, atol=1e-9)
     assert np.linalg.matrix_rank(J) == 3
-    np.testing.assert_allclose(J.sum(axis=1), 0, atol=1e-15)
+    np.testing.assert_allclose(J.sum(axis=1), 0, atol=TOL64.atol)
 
 
 def test_softmax_jacobian_twins_agree():
@@ -316,7 +319,7 @@ def test_softmax_jacobian_twins_agree():
 
     a = np.array([0.1, 0.2, 0.3, 0.4])
     symbolic = softmax_jacobian(4).xreplace(dict(zip(softmax_output_symbols(4), map(sp.Float, a), strict=True)))
-    np.testing.assert_allclose(np.array(symbolic, dtype=float), numeric_softmax_jacobian(a), rtol=1e-15, atol=1e-16)
+    np.testing.assert_allclose(np.array(symbolic, dtype=float), numeric_softmax_jacobian(a), rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 def test_softmax_jacobian_bad_n():
@@ -386,9 +389,9 @@ def test_backward_steps_evaluate_to_the_gradients():
     put(r"\bar{k}", rhs("Queries and keys", 1))
     put(r"\bar{v}", rhs("Values"))
     got = gradients(spec).lambdify()(**arrays)
-    np.testing.assert_allclose(rhs("Projection weights", 0), got["W_Q"], rtol=1e-12)
-    np.testing.assert_allclose(rhs("Projection weights", 2), got["W_V"], rtol=1e-12)
-    np.testing.assert_allclose(rhs("Input"), got["X"], rtol=1e-12)
+    np.testing.assert_allclose(rhs("Projection weights", 0), got["W_Q"], rtol=TOL64.rtol)
+    np.testing.assert_allclose(rhs("Projection weights", 2), got["W_V"], rtol=TOL64.rtol)
+    np.testing.assert_allclose(rhs("Input"), got["X"], rtol=TOL64.rtol)
 
 
 def test_derive_gradients_renders():
@@ -468,7 +471,7 @@ def test_cupy_lambdify_matches_numpy():
     on_gpu = g.lambdify(modules="cupy")(**{k: cp.asarray(v) for k, v in arrays.items()})
     on_cpu = g.lambdify()(**arrays)
     for name in g:
-        np.testing.assert_allclose(cp.asnumpy(on_gpu[name]), on_cpu[name], rtol=1e-12, atol=1e-13)
+        np.testing.assert_allclose(cp.asnumpy(on_gpu[name]), on_cpu[name], rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 def test_docs_page_generates(tmp_path, monkeypatch):

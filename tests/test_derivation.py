@@ -22,6 +22,9 @@ import attnsym as at
 from attnsym.derivation import Derivation, Step, concatenate, derive
 from attnsym.errors import SizeLimitError, SpecError
 from attnsym.render import deriving_page, escape_latex_text
+from attnsym.tolerances import TOLERANCES
+
+TOL64 = TOLERANCES["float64"]  # the one table (attnsym.tolerances)
 
 SPECS = [
     dict(n=2, d_model=2),
@@ -136,7 +139,7 @@ def test_every_step_matches_numpy_at_rational_points(kwargs):
             expected = np.broadcast_to(expected, np.shape(got))
             finite = np.isfinite(expected)
             np.testing.assert_array_equal(np.isfinite(got), finite, err_msg=f"{step.title}: {lhs}")
-            np.testing.assert_allclose(np.asarray(got)[finite], expected[finite], rtol=1e-12, atol=1e-12,
+            np.testing.assert_allclose(np.asarray(got)[finite], expected[finite], rtol=TOL64.rtol, atol=TOL64.atol,
                                        err_msg=f"{step.title}: {lhs}")
             checked += 1
     assert checked >= 10

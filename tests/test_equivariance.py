@@ -18,6 +18,9 @@ from attnsym.symbolic.equivariance import (
 )
 from attnsym.symbolic.equivariance import conv1d as sym_conv1d
 from attnsym.symbolic.naming import input_symbols
+from attnsym.tolerances import TOLERANCES
+
+TOL64 = TOLERANCES["float64"]  # the one table (attnsym.tolerances)
 
 
 def test_permutation_matrix_convention():
@@ -41,14 +44,14 @@ def test_conv_symbolic_numeric_pair(padding, k):
     rng = np.random.default_rng(k)
     X, w = rng.standard_normal((6, 2)), rng.standard_normal(k)
     sym = np.array(sym_conv1d(sp.Matrix(X), list(w), padding), dtype=float)
-    np.testing.assert_allclose(conv1d(X, w, padding), sym, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(conv1d(X, w, padding), sym, rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 @pytest.mark.parametrize(("padding", "mode"), [("circular", "wrap"), ("zeros", "constant")])
 def test_conv_against_scipy(padding, mode):
     rng = np.random.default_rng(0)
     X, w = rng.standard_normal((7, 3)), rng.standard_normal(3)
-    np.testing.assert_allclose(conv1d(X, w, padding), correlate1d(X, w, axis=0, mode=mode, cval=0.0), rtol=1e-12)
+    np.testing.assert_allclose(conv1d(X, w, padding), correlate1d(X, w, axis=0, mode=mode, cval=0.0), rtol=TOL64.rtol)
 
 
 def test_conv_equivariance():
@@ -60,7 +63,7 @@ def test_conv_equivariance():
     assert {i for i, _ in zeros.failing_entries} <= {0, 1, 5}  # only the borders (and the wrapped token)
     rng = np.random.default_rng(1)
     X, w = rng.standard_normal((9, 2)), rng.standard_normal(3)
-    np.testing.assert_allclose(conv1d(shift_tokens(X), w), shift_tokens(conv1d(X, w)), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(conv1d(shift_tokens(X), w), shift_tokens(conv1d(X, w)), rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 def test_dependency_patterns():
@@ -97,7 +100,8 @@ def test_attention_equivariance_numeric_agrees(kwargs, holds):
     perm = rng.permutation(10)
     Y, A = attention(X, *W, **kwargs)
     Yp, Ap = attention(X[perm], *W, **kwargs)
-    same = np.allclose(Ap, A[perm][:, perm], rtol=1e-12, atol=1e-12) and np.allclose(Yp, Y[perm], rtol=1e-12, atol=1e-12)
+    close = dict(rtol=TOL64.rtol, atol=TOL64.atol)
+    same = np.allclose(Ap, A[perm][:, perm], **close) and np.allclose(Yp, Y[perm], **close)
     assert same == holds
 
 
@@ -117,4 +121,4 @@ def test_conv_torch_tensors():
     for padding in ("circular", "zeros"):
         out = conv1d(torch.asarray(X), torch.asarray(w), padding)
         assert isinstance(out, torch.Tensor)
-        np.testing.assert_allclose(out.numpy(), conv1d(X, w, padding), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(out.numpy(), conv1d(X, w, padding), rtol=TOL64.rtol, atol=TOL64.atol)

@@ -14,6 +14,9 @@ import pytest
 from attnsym import graphs
 from attnsym.claims import verify
 from attnsym.explorer import headless, page_data, write_page
+from attnsym.tolerances import TOLERANCES
+
+TOL64 = TOLERANCES["float64"]  # the one table (attnsym.tolerances)
 
 reason = headless.browser_available()
 pytestmark = pytest.mark.skipif(reason is not None, reason=reason or "")
@@ -120,7 +123,7 @@ def test_choosing_another_head_changes_the_heatmap(browser, data):
         assert float(w) == A[0, 1, i, j]
     _choose(browser, "pick-head", "mean")
     for i, j, w, _ in _cells(browser):
-        assert float(w) == pytest.approx(A[0, :, i, j].mean(), abs=1e-15)
+        assert float(w) == pytest.approx(A[0, :, i, j].mean(), abs=TOL64.atol)
     _choose(browser, "pick-head", 0)
 
 

@@ -10,6 +10,9 @@ from scipy.special import ndtr
 
 from attnsym.numeric import gelu as num_gelu
 from attnsym.symbolic import gelu, gelu_tanh, prove_gelu
+from attnsym.tolerances import TOLERANCES
+
+TOL64 = TOLERANCES["float64"]  # the one table (attnsym.tolerances)
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +30,7 @@ def test_every_part_of_the_proof_holds(proof):
 def test_the_certified_cdf_is_scipys_normal_cdf(proof):
     f = sp.lambdify(proof.x, proof.cdf, "math")
     for v in (-3.0, -0.5, 0.0, 1.25, 4.0):
-        assert f(v) == pytest.approx(float(ndtr(v)), rel=1e-14, abs=1e-16)
+        assert f(v) == pytest.approx(float(ndtr(v)), rel=TOL64.rtol, abs=TOL64.atol)
 
 
 def test_the_minimum_is_where_a_numeric_search_finds_it(proof):

@@ -29,6 +29,9 @@ from attnsym.graphs import (
     routing_graph,
     row_entropy,
 )
+from attnsym.tolerances import TOLERANCES
+
+TOL64 = TOLERANCES["float64"]  # the one table (attnsym.tolerances)
 
 A3 = np.array([[0.5, 0.25, 0.25], [0.0, 1.0, 0.0], [0.1, 0.2, 0.7]])
 
@@ -171,8 +174,8 @@ def test_import_does_not_load_matplotlib():
 # ------------------------------------------------------------------ metrics
 def test_entropy_and_effective_attended_by_hand():
     A = np.array([[1.0, 0.0, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0], [0.25] * 4, [0.0] * 4])
-    assert np.allclose(row_entropy(A), [0.0, np.log(2), np.log(4), 0.0], rtol=0, atol=1e-15)
-    assert np.allclose(effective_attended(A), [1.0, 2.0, 4.0, 0.0], rtol=1e-14)
+    assert np.allclose(row_entropy(A), [0.0, np.log(2), np.log(4), 0.0], rtol=0, atol=TOL64.atol)
+    assert np.allclose(effective_attended(A), [1.0, 2.0, 4.0, 0.0], rtol=TOL64.rtol)
 
 
 def test_strengths_and_distance_by_hand():
@@ -181,7 +184,7 @@ def test_strengths_and_distance_by_hand():
     assert out_strength(G) == pytest.approx({0: 0.6, 1: 1.45, 2: 0.95})
     B = np.array([[0.0, 0.5, 0.5], [0.0, 1.0, 0.0], [0.1, 0.2, 0.7]])
     # row TVs: 0.5 (|.5|+|.25|+|.25|)/2, 0, 0 -> mean 1/6
-    assert routing_distance(A3, B) == pytest.approx(0.5 / 3, abs=1e-15)
+    assert routing_distance(A3, B) == pytest.approx(0.5 / 3, abs=TOL64.atol)
     assert routing_distance(routing_graph(A3), routing_graph(B)) == routing_distance(A3, B)
     ch = node_changes(A3, B)
     assert ch.row_tv.tolist() == [0.5, 0.0, 0.0]
@@ -197,9 +200,9 @@ def test_graph_invariants(A):
     G = routing_graph(A)
     assert G.number_of_edges() == np.count_nonzero(A)
     ins, outs = in_strength(G), out_strength(G)
-    assert np.allclose([ins[i] for i in range(len(A))], A.sum(axis=1), rtol=1e-12)
-    assert np.allclose([outs[j] for j in range(len(A))], A.sum(axis=0), rtol=1e-12)
-    assert sum(ins.values()) == pytest.approx(sum(outs.values()), rel=1e-12)
+    assert np.allclose([ins[i] for i in range(len(A))], A.sum(axis=1), rtol=TOL64.rtol)
+    assert np.allclose([outs[j] for j in range(len(A))], A.sum(axis=0), rtol=TOL64.rtol)
+    assert sum(ins.values()) == pytest.approx(sum(outs.values()), rel=TOL64.rtol)
     assert np.array_equal(attention_matrix(G), A)
     k = 2
     assert routing_graph(A, top_k=k).number_of_edges() == int(np.minimum(np.count_nonzero(A, axis=1), k).sum())
@@ -217,7 +220,7 @@ def test_distance_is_a_metric(n, seed):
     d = routing_distance
     assert d(A, A) == 0.0
     assert 0.0 <= d(A, B) <= 1.0
-    assert d(A, B) == pytest.approx(d(B, A), abs=1e-15)
+    assert d(A, B) == pytest.approx(d(B, A), abs=TOL64.atol)
     assert d(A, C) <= d(A, B) + d(B, C) + 1e-12
 
 
@@ -239,7 +242,7 @@ def test_contrast_random_and_identical_inputs(spec):
     _, A1 = at.numeric.attention(X1, **weights, spec=spec)
     _, A2 = at.numeric.attention(X2, **weights, spec=spec)
     tv = 0.5 * np.abs(np.asarray(A1) - np.asarray(A2)).sum(axis=-1)
-    assert c.attention_distance == pytest.approx(tv.mean(), rel=1e-12)
+    assert c.attention_distance == pytest.approx(tv.mean(), rel=TOL64.rtol)
     assert c.changes[0].row_tv.shape == (spec.n,)
     same = contrast(spec, X1, X1.copy(), weights)
     assert same.attention_distance == 0.0 and same.attention_identical and same.mlp_identical

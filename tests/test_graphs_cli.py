@@ -7,6 +7,9 @@ import pytest
 
 from attnsym.cli import main
 from attnsym.graphs import attention_matrix, read
+from attnsym.tolerances import TOLERANCES
+
+TOL64 = TOLERANCES["float64"]  # the one table (attnsym.tolerances)
 
 
 def test_random_inputs_write_one_graph_per_head_and_input(tmp_path, capsys):
@@ -16,7 +19,7 @@ def test_random_inputs_write_one_graph_per_head_and_input(tmp_path, capsys):
     assert names == [f"attention_input{k}_head{h}.graphml" for k in (1, 2) for h in (1, 2)] + ["mlp.graphml"]
     G = read(out / "attention_input2_head1.graphml")
     assert G.number_of_nodes() == 6 and G.number_of_edges() == 36
-    assert np.allclose(attention_matrix(G).sum(axis=1), 1.0, atol=1e-12)
+    assert np.allclose(attention_matrix(G).sum(axis=1), 1.0, atol=TOL64.atol)
     assert read(out / "mlp.graphml").number_of_edges() == 8 * 8
     text = capsys.readouterr().out
     assert "MLP graph identical = True" in text and "input 1 vs input 2" in text and "routing distance head 1:" in text
@@ -43,7 +46,7 @@ def test_npy_inputs_and_weights(tmp_path, capsys):
     S = Q @ K.T / np.sqrt(2)
     A = np.exp(S - S.max(axis=1, keepdims=True))
     A /= A.sum(axis=1, keepdims=True)
-    np.testing.assert_allclose(attention_matrix(G), A, rtol=1e-12)
+    np.testing.assert_allclose(attention_matrix(G), A, rtol=TOL64.rtol)
     assert [G.nodes[i]["token"] for i in range(3)] == ["a", "b", "c"]
     np.testing.assert_array_equal(
         [[read(tmp_path / "o" / "mlp.json")[j][2 + k]["weight"] for k in range(2)] for j in range(2)], W["wv"]

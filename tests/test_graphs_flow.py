@@ -22,6 +22,9 @@ from attnsym.graphs import (
 )
 from attnsym.graphs.architectures import expected_growth
 from attnsym.plots import draw_contrast, draw_routing
+from attnsym.tolerances import TOLERANCES
+
+TOL64 = TOLERANCES["float64"]  # the one table (attnsym.tolerances)
 
 # ------------------------------------------------------------------ the 2-layer, 3-token example, by hand
 # Layer 1: query i reads key i+1 (mod 3). Layer 2: a softer pattern.
@@ -53,28 +56,28 @@ def test_hand_example_is_self_consistent():
 
 def test_rollout_matches_hand_computation():
     R = attention_rollout([_floats(A1), _floats(A2)])
-    np.testing.assert_allclose(R, _floats(ROLLOUT), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(R, _floats(ROLLOUT), rtol=0, atol=TOL64.atol)
     steps = attention_rollout([_floats(A1), _floats(A2)], all_layers=True)
-    np.testing.assert_allclose(steps[0], _floats(HAT1), rtol=0, atol=1e-15)
+    np.testing.assert_allclose(steps[0], _floats(HAT1), rtol=0, atol=TOL64.atol)
     # heads are averaged: two heads whose mean is A2 give the same rollout
     D = 0.1 * np.array([[1, -1, 0], [0, 1, -1], [1, -1, 0]])  # rows sum to 0
     heads = np.stack([np.stack([_floats(A1)] * 2), np.stack([_floats(A2) + D, _floats(A2) - D])])
-    np.testing.assert_allclose(attention_rollout(heads), R, atol=1e-15)
+    np.testing.assert_allclose(attention_rollout(heads), R, atol=TOL64.atol)
 
 
 @pytest.mark.parametrize("method", ["dinic", "networkx"])
 def test_flow_matches_hand_computation(method):
     stack = [_floats(A1), _floats(A2)]
-    np.testing.assert_allclose(attention_flow(stack, normalize=False, method=method), _floats(FLOW_RAW), atol=1e-15)
-    np.testing.assert_allclose(attention_flow(stack, method=method), _floats(FLOW), atol=1e-15)
-    np.testing.assert_allclose(attention_flow(stack, outputs=[2], method=method), _floats(FLOW)[2:], atol=1e-15)
+    np.testing.assert_allclose(attention_flow(stack, normalize=False, method=method), _floats(FLOW_RAW), atol=TOL64.atol)
+    np.testing.assert_allclose(attention_flow(stack, method=method), _floats(FLOW), atol=TOL64.atol)
+    np.testing.assert_allclose(attention_flow(stack, outputs=[2], method=method), _floats(FLOW)[2:], atol=TOL64.atol)
 
 
 def test_flow_solvers_agree_on_a_dense_stack():
     rng = np.random.default_rng(5)
     stack = [m / m.sum(axis=1, keepdims=True) for m in rng.random((4, 6, 6)) ** 3]
     np.testing.assert_allclose(
-        attention_flow(stack, normalize=False), attention_flow(stack, normalize=False, method="networkx"), atol=1e-13
+        attention_flow(stack, normalize=False), attention_flow(stack, normalize=False, method="networkx"), atol=TOL64.atol
     )
 
 
@@ -82,7 +85,7 @@ def test_rollout_without_residual_is_the_plain_product():
     rng = np.random.default_rng(0)
     mats = [m / m.sum(axis=1, keepdims=True) for m in rng.random((3, 4, 4))]
     expected = np.einsum("ab,bc,cd->ad", mats[2], mats[1], mats[0])
-    np.testing.assert_allclose(attention_rollout(mats, residual=False), expected, rtol=1e-13)
+    np.testing.assert_allclose(attention_rollout(mats, residual=False), expected, rtol=TOL64.rtol)
 
 
 @st.composite
@@ -115,11 +118,11 @@ def test_flow_equals_an_independent_integer_max_flow(A):
         [[maximum_flow(graph, j, layers * n + i).flow_value / 8 for j in range(n)] for i in range(n)]
     )
     stack = list(A)  # a list is one entry per layer (a 3-D array would be one layer's heads)
-    np.testing.assert_allclose(attention_flow(stack, normalize=False), expected, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(attention_flow(stack, normalize=False, method="networkx"), expected, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(attention_flow(stack, normalize=False), expected, rtol=0, atol=TOL64.atol)
+    np.testing.assert_allclose(attention_flow(stack, normalize=False, method="networkx"), expected, rtol=0, atol=TOL64.atol)
     if layers == 2:  # and the two-layer closed form
         closed = np.array([[sum(min(hat[0, m, j], hat[1, i, m]) for m in range(n)) for j in range(n)] for i in range(n)])
-        np.testing.assert_allclose(attention_flow(stack, normalize=False), closed, atol=1e-12)
+        np.testing.assert_allclose(attention_flow(stack, normalize=False), closed, atol=TOL64.atol)
 
 
 def test_flow_bad_arguments():
@@ -250,7 +253,7 @@ def test_head_fusion_max_min_are_elementwise_then_row_normalised(seed, fusion, r
     R = np.eye(4)
     for M in by_hand:
         R = M @ R
-    np.testing.assert_allclose(attention_rollout(stack, head=fusion, residual=residual), R, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(attention_rollout(stack, head=fusion, residual=residual), R, rtol=TOL64.rtol, atol=TOL64.atol)
     F_ = attention_flow(stack, head=fusion, outputs=[0])
     np.testing.assert_allclose(F_.sum(-1), 1.0)
 

@@ -8,6 +8,9 @@ from scipy.special import softmax as scipy_softmax
 from attnsym.errors import SpecError
 from attnsym.numeric import attention
 from attnsym.symbolic.online_softmax import block_statistics, merge_blocks, prove_online_softmax
+from attnsym.tolerances import TOLERANCES
+
+TOL64 = TOLERANCES["float64"]  # the one table (attnsym.tolerances)
 
 
 @pytest.mark.parametrize("sizes", [(1, 1, 1), (2, 1, 1), (2, 2, 2), (3, 2, 1)])
@@ -41,7 +44,7 @@ def test_merged_expression_evaluates_like_scipy_softmax():
     subs.update({sym: float(val) for sym, val in zip(proof.values, V.ravel(), strict=True)})
     subs.update({m1: float(s[:3].max()), m2: float(s[3:].max()), m: float(s.max())})
     merged = np.array(proof.merged.evalf(30, subs=subs), dtype=float).ravel()
-    np.testing.assert_allclose(merged, scipy_softmax(s) @ V, rtol=1e-12)
+    np.testing.assert_allclose(merged, scipy_softmax(s) @ V, rtol=TOL64.rtol)
 
 
 def test_numeric_blockwise_path_is_the_same_identity():
@@ -50,7 +53,7 @@ def test_numeric_blockwise_path_is_the_same_identity():
     W = rng.standard_normal((3, 6, 6)) / np.sqrt(6)
     Y, _ = attention(X, *W)
     for block in (1, 5, 16, 64):
-        np.testing.assert_allclose(attention(X, *W, return_weights=False, block_size=block), Y, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(attention(X, *W, return_weights=False, block_size=block), Y, rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 def test_block_statistics_and_merge_shapes():

@@ -17,6 +17,9 @@ from strategies import attention_specs, random_arrays
 
 import attnsym as at
 from attnsym import plots
+from attnsym.tolerances import TOLERANCES
+
+TOL64 = TOLERANCES["float64"]  # the one table (attnsym.tolerances)
 
 PIL = pytest.importorskip("PIL.Image")
 
@@ -120,7 +123,7 @@ def test_positions_figure_draws_the_numeric_encodings():
         for line in (curve, dots):
             angle = line.get_xdata() / 10000 ** (2 * (dim // 2) / d)
             expected = np.sin(angle) if dim % 2 == 0 else np.cos(angle)
-            np.testing.assert_allclose(line.get_ydata(), expected, rtol=1e-12, atol=1e-12)
+            np.testing.assert_allclose(line.get_ydata(), expected, rtol=TOL64.rtol, atol=TOL64.atol)
         np.testing.assert_array_equal(dots.get_xdata(), np.arange(n))
         assert len(curve.get_xdata()) > 10 * n and dots.get_linestyle() == "None"  # no sawtooth between integers
     assert matrix.images[0].get_array().shape == (n, d)
@@ -136,9 +139,9 @@ def test_gelu_figure_shows_exact_tanh_and_their_difference():
     x = top.get_lines()[0].get_xdata()
     exact = x / 2 * (1 + erf(x / math.sqrt(2)))
     approx = x / 2 * (1 + np.tanh(math.sqrt(2 / math.pi) * (x + 0.044715 * x**3)))
-    np.testing.assert_allclose(top.get_lines()[0].get_ydata(), exact, rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(top.get_lines()[1].get_ydata(), approx, rtol=1e-12, atol=1e-14)
-    np.testing.assert_allclose(bottom.get_lines()[0].get_ydata(), approx - exact, atol=1e-14)
+    np.testing.assert_allclose(top.get_lines()[0].get_ydata(), exact, rtol=TOL64.rtol, atol=TOL64.atol)
+    np.testing.assert_allclose(top.get_lines()[1].get_ydata(), approx, rtol=TOL64.rtol, atol=TOL64.atol)
+    np.testing.assert_allclose(bottom.get_lines()[0].get_ydata(), approx - exact, atol=TOL64.atol)
     # the annotated maximum error is the true one (known to be about 4.7e-4 near |x| = 2.7)
     note = bottom.get_title()
     assert f"{np.max(np.abs(approx - exact)):.2e}" in note

@@ -15,6 +15,9 @@ from attnsym.numeric.position_experiments import (
     rope_relative_scores,
     weight_by_distance,
 )
+from attnsym.tolerances import TOLERANCES
+
+TOL64 = TOLERANCES["float64"]  # the one table (attnsym.tolerances)
 
 QUICK = CheckContext(seed=0, quick=True)
 IDS = ["rope-relative", "rope-shift-invariance", "rope-long-range-decay", "alibi-recency"]
@@ -62,7 +65,7 @@ def test_decay_bound_is_the_mean_modulus_of_partial_sums_written_out():
     theta = [100 ** (-2 * i / 16) for i in range(8)]
     for distance in (0, 3, 40):
         partial = [abs(sum(np.exp(1j * distance * t) for t in theta[:j])) for j in range(1, 9)]
-        assert rope_decay_bound(spec, [distance])[0] == pytest.approx(np.mean(partial), rel=1e-13)
+        assert rope_decay_bound(spec, [distance])[0] == pytest.approx(np.mean(partial), rel=TOL64.rtol)
 
 
 @pytest.mark.parametrize("pairing", ["rotate_half", "interleaved"])
@@ -75,7 +78,7 @@ def test_relative_scores_equal_rotated_dot_products_and_stay_under_the_abel_boun
     for a in range(5):
         for c, delta in enumerate(d):
             R = at.numeric.rope_rotation(spec, int(delta))
-            assert s[a, c] == pytest.approx(q[a] @ R @ k[a], abs=1e-12)
+            assert s[a, c] == pytest.approx(q[a] @ R @ k[a], abs=TOL64.atol)
     assert np.all(np.abs(s) <= rope_abel_bound(q, k, spec, d) + 1e-12)
 
 
@@ -84,7 +87,7 @@ def test_alibi_weights_of_zero_scores_fall_geometrically():
     A = alibi_weights(np.zeros((4, 6, 1)), np.zeros((4, 6, 1)), spec)
     for h, m in enumerate(at.numeric.alibi_slopes(4)):
         row = A[h, 5]
-        np.testing.assert_allclose(row[1:] / row[:-1], np.exp(m), rtol=1e-12)
+        np.testing.assert_allclose(row[1:] / row[:-1], np.exp(m), rtol=TOL64.rtol)
     profile = weight_by_distance(A)
     assert np.all(np.diff(profile, axis=-1) < 0)
 

@@ -15,6 +15,9 @@ import pytest
 import attnsym as at
 from attnsym.errors import SpecError
 from attnsym.numeric.kvcache import causal_decode
+from attnsym.tolerances import TOLERANCES
+
+TOL64 = TOLERANCES["float64"]  # the one table (attnsym.tolerances)
 
 SPECS = [
     dict(n=5, d_model=8, heads=2, positions="rope"),
@@ -64,10 +67,10 @@ def test_alibi_adds_nothing_to_x_and_rope_rotates_no_values():
     spec = at.AttentionSpec(n=4, d_model=4, positions="rope")
     v = _inputs(spec, 1)
     Y, A = at.numeric.attention(spec=spec, **v)
-    np.testing.assert_allclose(Y, A @ (v["X"] @ v["W_V"]), rtol=1e-13)  # values unrotated, X unchanged
+    np.testing.assert_allclose(Y, A @ (v["X"] @ v["W_V"]), rtol=TOL64.rtol)  # values unrotated, X unchanged
     alibi = spec.replace(positions="alibi")
     Y, A = at.numeric.attention(spec=alibi, **v)
-    np.testing.assert_allclose(Y, A @ (v["X"] @ v["W_V"]), rtol=1e-13)
+    np.testing.assert_allclose(Y, A @ (v["X"] @ v["W_V"]), rtol=TOL64.rtol)
 
 
 @pytest.mark.parametrize("kwargs", SPECS)
@@ -76,12 +79,12 @@ def test_blockwise_forward_and_backward_equal_the_plain_path(kwargs):
     v = _inputs(spec, 2, batch=(2,))
     Y_plain, _ = at.numeric.attention(spec=spec, **v)
     Y_block = at.numeric.attention(spec=spec, **v, return_weights=False, block_size=2)
-    np.testing.assert_allclose(Y_block, Y_plain, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(Y_block, Y_plain, rtol=TOL64.rtol, atol=TOL64.atol)
     G = np.random.default_rng(9).standard_normal(Y_plain.shape)
     plain = at.numeric.attention_vjp(spec=spec, G=G, **v)
     block = at.numeric.attention_vjp(spec=spec, G=G, **v, block_size=2)
     for name in plain:
-        np.testing.assert_allclose(block[name], plain[name], rtol=1e-11, atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(block[name], plain[name], rtol=1e-11, atol=TOL64.atol, err_msg=name)
 
 
 @pytest.mark.parametrize("kwargs", [s for s in SPECS if s.get("causal")] + [
@@ -93,7 +96,7 @@ def test_causal_decoding_equals_full_causal_attention(kwargs, cache):
     Y, _ = at.numeric.attention(spec=spec, **v)
     params = {k: val for k, val in v.items() if k != "X"}
     out = causal_decode(v["X"], spec=spec, cache=cache, **params)
-    np.testing.assert_allclose(out.Y, Y, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out.Y, Y, rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 # ----------------------------------------------------------------------------- against PyTorch + Hugging Face
@@ -144,12 +147,12 @@ def test_forward_and_gradients_match_pytorch_with_hugging_face_positions(kwargs)
     t = {k: torch.tensor(val, requires_grad=True) for k, val in v.items()}
     Y_torch = _torch_layer(spec, v, t)
     Y, _ = at.numeric.attention(spec=spec, **v)
-    np.testing.assert_allclose(Y, Y_torch.detach().numpy(), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(Y, Y_torch.detach().numpy(), rtol=TOL64.rtol, atol=TOL64.atol)
     G = np.random.default_rng(6).standard_normal(Y.shape)
     (Y_torch * torch.tensor(G)).sum().backward()
     grads = at.numeric.attention_vjp(spec=spec, G=G, **v)
     for name, value in grads.items():
-        np.testing.assert_allclose(value, t[name].grad.numpy().reshape(value.shape), rtol=1e-11, atol=1e-12,
+        np.testing.assert_allclose(value, t[name].grad.numpy().reshape(value.shape), rtol=1e-11, atol=TOL64.atol,
                                    err_msg=name)
 
 
@@ -160,7 +163,7 @@ def test_torch_tensors_run_the_same_rope_and_alibi_code():
         Y, _ = at.numeric.attention(spec=spec, **v)
         Yt, _ = at.numeric.attention(spec=spec, **{k: torch.tensor(val) for k, val in v.items()})
         assert isinstance(Yt, torch.Tensor)
-        np.testing.assert_allclose(Yt.numpy(), Y, rtol=1e-13, atol=1e-13)
+        np.testing.assert_allclose(Yt.numpy(), Y, rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 # ----------------------------------------------------------------------------- the graph view
@@ -174,5 +177,5 @@ def test_routing_graphs_of_rope_and_alibi_layers(positions):
     assert c.mlp_identical and not c.attention_identical
     _, A = at.numeric.attention(X1, spec=spec, **weights)
     for h, G in enumerate(c.attention1):
-        np.testing.assert_allclose(at.graphs.attention_matrix(G), A[h], atol=1e-12)
+        np.testing.assert_allclose(at.graphs.attention_matrix(G), A[h], atol=TOL64.atol)
         assert G.number_of_edges() == 6 * 7 // 2  # every causal edge: ALiBi and RoPE keep all keys reachable

@@ -16,6 +16,7 @@ import sympy as sp
 
 import attnsym as at
 from attnsym.numeric.positions import alibi_bias_block
+from attnsym.tolerances import TOLERANCES
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -25,6 +26,8 @@ from transformers.models.gpt_neox.modeling_gpt_neox import apply_rotary_pos_emb 
 from transformers.models.gptj.modeling_gptj import apply_rotary_pos_emb as gptj_apply  # noqa: E402
 from transformers.models.gptj.modeling_gptj import create_sinusoidal_positions  # noqa: E402
 from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding, apply_rotary_pos_emb  # noqa: E402
+
+TOL64 = TOLERANCES["float64"]  # the one table (attnsym.tolerances)
 
 CASES = [(2, 10000, 7), (8, 10000, 64), (16, 500, 33), (64, 10000, 300), (128, 500000, 257)]
 EPS32 = float(np.finfo(np.float32).eps)
@@ -89,7 +92,7 @@ def test_rope_float64_matches_the_same_formula_in_float64(d_k, base, n):
     positions = np.arange(n) + 1000
     spec = at.AttentionSpec(n=n, d_model=d_k, positions="rope", position_base=base)
     reference = _llama_formula_float64(torch.from_numpy(x), base, positions).numpy()
-    np.testing.assert_allclose(at.numeric.apply_rope(x, spec, positions), reference, atol=1e-12, rtol=0)
+    np.testing.assert_allclose(at.numeric.apply_rope(x, spec, positions), reference, atol=TOL64.atol, rtol=0)
 
 
 @pytest.mark.parametrize(("head_size", "pct"), [(8, 0.5), (16, 0.25), (64, 0.25), (12, 1.0)])
@@ -128,7 +131,7 @@ def test_interleaved_rope_matches_the_roformer_formula_and_gpt_j(d_k, base, n):
     positions = np.arange(n) * 3
     spec = at.AttentionSpec(n=n, d_model=d_k, positions="rope", position_base=base, rope_pairing="interleaved")
     ours = at.numeric.apply_rope(x, spec, positions)
-    np.testing.assert_allclose(ours, _roformer(x, base, positions), atol=1e-12, rtol=0)
+    np.testing.assert_allclose(ours, _roformer(x, base, positions), atol=TOL64.atol, rtol=0)
     if base == 10000:  # GPT-J's table has the default base
         table = create_sinusoidal_positions(int(positions.max()) + 1, d_k)  # (positions, d_k): [sin | cos], float32
         sin, cos = torch.split(table[torch.as_tensor(positions)][None], d_k // 2, dim=-1)
@@ -143,7 +146,7 @@ def test_symbolic_rotation_matches_hugging_face_numbers():
     x = np.random.default_rng(2).standard_normal((4, 8))
     exact = at.symbolic.apply_rope(sp.Matrix(x), spec)
     reference = _llama_formula_float64(torch.from_numpy(x), 10000, np.arange(4)).numpy()
-    np.testing.assert_allclose(np.array(exact.evalf(30), dtype=float), reference, atol=1e-14)
+    np.testing.assert_allclose(np.array(exact.evalf(30), dtype=float), reference, atol=TOL64.atol)
 
 
 # ----------------------------------------------------------------------------- ALiBi vs BLOOM
@@ -183,6 +186,6 @@ def test_alibi_bias_block_equals_the_per_head_matrices():
     for h in range(3):
         np.testing.assert_array_equal(full[h], at.numeric.alibi_bias(spec, h))
         exact = np.array(at.symbolic.alibi_bias(spec, h), dtype=float)
-        np.testing.assert_allclose(full[h], exact, rtol=1e-15)
+        np.testing.assert_allclose(full[h], exact, rtol=TOL64.rtol)
     block = alibi_bias_block(spec, 2, 5, 1, 3, xp=at.numeric.array_namespace(), dtype=None)
     np.testing.assert_array_equal(block, full[:, 2:5, 1:3])

@@ -13,6 +13,9 @@ from attnsym.errors import ShapeError, SpecError
 from attnsym.spec import alibi_slope_exponents
 from attnsym.symbolic.positions import alibi_bias, alibi_slopes, apply_rope, rope_frequencies, rope_rotation
 from attnsym.symbolic.rope_proofs import prove_rope_relative, prove_shift_invariance
+from attnsym.tolerances import TOLERANCES
+
+TOL64 = TOLERANCES["float64"]  # the one table (attnsym.tolerances)
 
 
 # ----------------------------------------------------------------------------- spec
@@ -68,8 +71,8 @@ def _paper_slopes(heads: int) -> list[float]:
 @pytest.mark.parametrize("heads", [1, 2, 3, 5, 6, 8, 12, 16, 24, 40])
 def test_alibi_slopes_follow_the_paper_rule(heads):
     exact = [2.0 ** -float(e) for e in alibi_slope_exponents(heads)]
-    np.testing.assert_allclose(exact, _paper_slopes(heads), rtol=1e-13)  # theirs: repeated products
-    assert [float(s) for s in alibi_slopes(heads)] == pytest.approx(exact, rel=1e-15)
+    np.testing.assert_allclose(exact, _paper_slopes(heads), rtol=TOL64.rtol)  # theirs: repeated products
+    assert [float(s) for s in alibi_slopes(heads)] == pytest.approx(exact, rel=TOL64.rtol)
 
 
 def test_alibi_slopes_of_8_heads_are_powers_one_half():
@@ -165,7 +168,7 @@ def test_symbolic_rope_layer_lambdifies_to_rotated_scores():
     rot = lambda M: np.stack([np.array([[np.cos(p), -np.sin(p)], [np.sin(p), np.cos(p)]]) @ M[p] for p in range(3)])
     S = rot(Q) @ rot(K).T / np.sqrt(2)
     A = np.exp(S - S.max(1, keepdims=True))
-    np.testing.assert_allclose(out["A"], A / A.sum(1, keepdims=True), rtol=1e-12)
+    np.testing.assert_allclose(out["A"], A / A.sum(1, keepdims=True), rtol=TOL64.rtol)
 
 
 # ----------------------------------------------------------------------------- proofs
@@ -191,7 +194,7 @@ def test_rope_relative_proof_is_checked_numerically_too():
     for shift in (0, 7, 123):
         a = float(proof.lhs.xreplace({**values, m: 3 + shift, n: 11 + shift}))
         b = float(proof.lhs.xreplace({**values, m: 3, n: 11}))
-        assert a == pytest.approx(b, rel=1e-12, abs=1e-12)
+        assert a == pytest.approx(b, rel=TOL64.rtol, abs=TOL64.atol)
 
 
 @pytest.mark.parametrize(("kwargs", "holds"), [

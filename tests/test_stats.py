@@ -16,6 +16,9 @@ from scipy import stats as sst
 from attnsym.errors import SpecError
 from attnsym.symbolic import stats
 from attnsym.symbolic.stats import d
+from attnsym.tolerances import TOLERANCES
+
+TOL64 = TOLERANCES["float64"]  # the one table (attnsym.tolerances)
 
 
 @pytest.mark.parametrize("mean, var", [(0, 1), (1, 2), (-0.5, 0.25)])
@@ -23,13 +26,13 @@ def test_normal_raw_moments_match_scipy(mean, var):
     law = stats.normal(mean, var)
     for r in range(1, 9):
         expected = sst.norm(loc=mean, scale=np.sqrt(var)).moment(r)
-        assert float(law.raw_moment(r)) == pytest.approx(expected, rel=1e-12, abs=1e-12)
+        assert float(law.raw_moment(r)) == pytest.approx(expected, rel=TOL64.rtol, abs=TOL64.atol)
 
 
 def test_uniform_and_rademacher_moments():
     law = stats.uniform(-2, 3)
     for r in range(1, 7):
-        assert float(law.raw_moment(r)) == pytest.approx(sst.uniform(loc=-2, scale=5).moment(r), rel=1e-12)
+        assert float(law.raw_moment(r)) == pytest.approx(sst.uniform(loc=-2, scale=5).moment(r), rel=TOL64.rtol)
     assert stats.rademacher().moments == (0, 1, 0, 1, 0, 1, 0, 1)
 
 
@@ -101,12 +104,12 @@ def test_numeric_instance_of_general_formula_against_quadrature(mq, vq, mk, vk):
     ex = [_gauss_expect(lambda x, r=r: x**r, mq, vq) * _gauss_expect(lambda x, r=r: x**r, mk, vk) for r in (1, 2)]
     law_q = stats.normal(sp.nsimplify(mq), sp.nsimplify(vq))
     m = stats.dot_product_moments(5, law_q, stats.normal(sp.nsimplify(mk), sp.nsimplify(vk)))
-    assert float(m.mean) == pytest.approx(5 * ex[0], rel=1e-12)
-    assert float(m.variance) == pytest.approx(5 * (ex[1] - ex[0] ** 2), rel=1e-12)
+    assert float(m.mean) == pytest.approx(5 * ex[0], rel=TOL64.rtol)
+    assert float(m.variance) == pytest.approx(5 * (ex[1] - ex[0] ** 2), rel=TOL64.rtol)
     # q = k: X = q^2
     e2, e4 = (_gauss_expect(lambda x, r=r: x**r, mq, vq) for r in (2, 4))
     same = stats.dot_product_moments(5, stats.normal(sp.nsimplify(mq), sp.nsimplify(vq)), same=True)
-    assert float(same.variance) == pytest.approx(5 * (e4 - e2**2), rel=1e-12)
+    assert float(same.variance) == pytest.approx(5 * (e4 - e2**2), rel=TOL64.rtol)
 
 
 def test_at_substitutes_symbols():

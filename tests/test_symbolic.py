@@ -30,6 +30,9 @@ from attnsym.symbolic import (
     row_softmax,
     sinusoidal_positions,
 )
+from attnsym.tolerances import TOLERANCES
+
+TOL64 = TOLERANCES["float64"]  # the one table (attnsym.tolerances)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -69,12 +72,12 @@ def test_every_matrix_matches_numpy_at_rational_points(kwargs):
     num = sym.subs(exact)
     ref = ref_attention(kwargs, floats)
     for name in ("Q", "K", "V", "Z", "Y"):
-        np.testing.assert_allclose(to_float(getattr(num, name)), ref[name], rtol=1e-12, atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(to_float(getattr(num, name)), ref[name], rtol=TOL64.rtol, atol=TOL64.atol, err_msg=name)
     for h in range(spec.heads):
-        np.testing.assert_allclose(to_float(num.A_heads[h]), ref["A_heads"][h], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(to_float(num.A_heads[h]), ref["A_heads"][h], rtol=TOL64.rtol, atol=TOL64.atol)
         np.testing.assert_array_equal(np.isinf(to_float(num.S_heads[h])), np.isinf(ref["S_heads"][h]))
         finite = np.isfinite(ref["S_heads"][h])
-        np.testing.assert_allclose(to_float(num.S_heads[h])[finite], ref["S_heads"][h][finite], rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(to_float(num.S_heads[h])[finite], ref["S_heads"][h][finite], rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 def test_separate_d_k_and_d_v():
@@ -86,7 +89,7 @@ def test_separate_d_k_and_d_v():
     Q, K, V = v["X"] @ v["W_Q"], v["X"] @ v["W_K"], v["X"] @ v["W_V"]
     S = Q @ K.T / math.sqrt(2)
     A = np.exp(S) / np.exp(S).sum(axis=1, keepdims=True)
-    np.testing.assert_allclose(to_float(num.Y), A @ V, rtol=1e-12)
+    np.testing.assert_allclose(to_float(num.Y), A @ V, rtol=TOL64.rtol)
 
 
 @pytest.mark.parametrize("kwargs", SPECS, ids=str)
@@ -100,9 +103,9 @@ def test_lambdify_matches_numpy_with_batch_axes(kwargs):
     assert out["A_heads"].shape == (3, spec.heads, spec.n, spec.n)
     for b in range(3):
         ref = ref_attention(kwargs, {k: a[b] for k, a in arrays.items()})
-        np.testing.assert_allclose(out["Y"][b], ref["Y"], rtol=1e-10, atol=1e-12)
-        np.testing.assert_allclose(out["Q"][b], ref["Q"], rtol=1e-10, atol=1e-12)
-        np.testing.assert_allclose(out["A_heads"][b], np.stack(ref["A_heads"]), rtol=1e-10, atol=1e-12)
+        np.testing.assert_allclose(out["Y"][b], ref["Y"], rtol=1e-10, atol=TOL64.atol)
+        np.testing.assert_allclose(out["Q"][b], ref["Q"], rtol=1e-10, atol=TOL64.atol)
+        np.testing.assert_allclose(out["A_heads"][b], np.stack(ref["A_heads"]), rtol=1e-10, atol=TOL64.atol)
 
 
 def test_multi_head_with_output_projection_structure():
@@ -196,7 +199,7 @@ def test_lambdify_after_substituting_single_symbols():
     Y = f(X=X, W_Q=one, W_K=one, W_V=one)["Y"]
     x = np.array([[2.0], [1.0]])
     S = x @ x.T
-    np.testing.assert_allclose(Y, (np.exp(S) / np.exp(S).sum(1, keepdims=True)) @ x, rtol=1e-12)
+    np.testing.assert_allclose(Y, (np.exp(S) / np.exp(S).sum(1, keepdims=True)) @ x, rtol=TOL64.rtol)
 
 
 def test_symbolic_scale_must_be_substituted_before_lambdify():
@@ -208,7 +211,7 @@ def test_symbolic_scale_must_be_substituted_before_lambdify():
     X = np.array([[1.0], [2.0]])
     A = f(X=X, W_Q=np.ones((1, 1)), W_K=np.ones((1, 1)), W_V=np.ones((1, 1)))["A"]
     S = 0.5 * X @ X.T
-    np.testing.assert_allclose(A, np.exp(S) / np.exp(S).sum(1, keepdims=True), rtol=1e-12)
+    np.testing.assert_allclose(A, np.exp(S) / np.exp(S).sum(1, keepdims=True), rtol=TOL64.rtol)
 
 
 # ----------------------------------------------------------------------------- positions
@@ -217,7 +220,7 @@ def test_positions_match_closed_form_and_lie_in_unit_interval(n, d, base):
     pe = sinusoidal_positions(n, d, base)
     assert pe.shape == (n, d)
     values = to_float(pe)
-    np.testing.assert_allclose(values, ref_positions(n, d, base), rtol=1e-14, atol=1e-15)
+    np.testing.assert_allclose(values, ref_positions(n, d, base), rtol=TOL64.rtol, atol=TOL64.atol)
     assert np.all(np.abs(values) <= 1)
     assert list(pe[0, :]) == [0 if c % 2 == 0 else 1 for c in range(d)]  # position 0, exactly
 
@@ -236,8 +239,8 @@ def test_gelu_matches_scipy_erf_and_derivative():
     t = np.linspace(-5, 5, 41)
     Phi = 0.5 * (1 + scipy.special.erf(t / np.sqrt(2)))
     phi = np.exp(-t**2 / 2) / np.sqrt(2 * np.pi)
-    np.testing.assert_allclose(f(t), t * Phi, rtol=1e-13, atol=1e-15)
-    np.testing.assert_allclose(df(t), Phi + t * phi, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(f(t), t * Phi, rtol=TOL64.rtol, atol=TOL64.atol)
+    np.testing.assert_allclose(df(t), Phi + t * phi, rtol=TOL64.rtol, atol=TOL64.atol)
     assert gelu(0) == 0
     assert sp.simplify(gelu(x) - gelu(-x) - x) == 0  # x Φ(x) + x Φ(-x) = x since Φ(-x) = 1 - Φ(x)
 
@@ -246,7 +249,7 @@ def test_gelu_tanh_matches_published_formula():
     t = np.linspace(-4, 4, 33)
     expected = 0.5 * t * (1 + np.tanh(np.sqrt(2 / np.pi) * (t + 0.044715 * t**3)))
     got = np.array([float(gelu_tanh(sp.Float(v))) for v in t])
-    np.testing.assert_allclose(got, expected, rtol=1e-13, atol=1e-15)
+    np.testing.assert_allclose(got, expected, rtol=TOL64.rtol, atol=TOL64.atol)
     exact = 0.5 * t * (1 + scipy.special.erf(t / np.sqrt(2)))
     assert np.max(np.abs(got - exact)) < 1e-3  # a close approximation
 
@@ -266,7 +269,7 @@ def test_mlp_is_x_times_w_plus_b():
     W = np.array([[float(vals[s]) for s in row] for row in layer.W.tolist()])
     b = np.array([[float(vals[s]) for s in row] for row in layer.b.tolist()])
     got = to_float(layer.Y.xreplace(vals))
-    np.testing.assert_allclose(got, X @ W + b, rtol=1e-14)
+    np.testing.assert_allclose(got, X @ W + b, rtol=TOL64.rtol)
     assert mlp(AttentionSpec(n=2, d_model=3)).W.shape == (3, 3)
 
 
@@ -279,12 +282,12 @@ def test_rows_sum_to_one_and_permutation_equivariance(seed, perm):
     f = _cached_lambdified()
     arrays = {name: rng.standard_normal(m.shape) for name, m in sym.inputs.items()}
     out = f(**arrays)
-    np.testing.assert_allclose(out["A"].sum(axis=1), 1, rtol=1e-12)
+    np.testing.assert_allclose(out["A"].sum(axis=1), 1, rtol=TOL64.rtol)
     assert np.all(out["A"] >= 0)
     P = np.eye(3)[list(perm)]
     permuted = f(**{**arrays, "X": P @ arrays["X"]})
-    np.testing.assert_allclose(permuted["A"], P @ out["A"] @ P.T, rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(permuted["Y"], P @ out["Y"], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(permuted["A"], P @ out["A"] @ P.T, rtol=1e-10, atol=TOL64.atol)
+    np.testing.assert_allclose(permuted["Y"], P @ out["Y"], rtol=1e-10, atol=TOL64.atol)
 
 
 @settings(max_examples=15, deadline=None)
@@ -297,8 +300,8 @@ def test_any_small_spec_matches_numpy(spec, seed):
     arrays = {name: rng.standard_normal(m.shape) for name, m in sym.inputs.items()}
     out = sym.lambdify("Y", "A_heads")(**arrays)
     ref = ref_attention(kwargs, arrays)
-    np.testing.assert_allclose(out["Y"], ref["Y"], rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(out["A_heads"], np.stack(ref["A_heads"]), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(out["Y"], ref["Y"], rtol=1e-10, atol=TOL64.atol)
+    np.testing.assert_allclose(out["A_heads"], np.stack(ref["A_heads"]), rtol=1e-10, atol=TOL64.atol)
 
 
 _CACHE: dict = {}
@@ -439,7 +442,7 @@ def test_causal_multi_head_against_pytorch():
         x = torch.from_numpy(arrays["X"])[None]
         causal = torch.triu(torch.ones(3, 3, dtype=torch.bool), 1)  # PyTorch: True = masked out
         theirs, _ = mha(x, x, x, attn_mask=causal, need_weights=False)
-    np.testing.assert_allclose(ours, theirs[0].numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ours, theirs[0].numpy(), rtol=1e-10, atol=TOL64.atol)
 
 
 # ----------------------------------------------------------------------------- twins
@@ -454,7 +457,7 @@ def test_scores_twin_of_numeric_scores():
     exact = scores(sp.Matrix(Q), sp.Matrix(K), scale=sp.Rational(1, 3), allowed=allowed)
     assert exact[0, 1] == -sp.oo and all(e == -sp.oo for e in exact[2, :])
     got = numeric.scores(np.array(Q, dtype=float), np.array(K, dtype=float), 1 / 3, np.array(allowed))
-    np.testing.assert_allclose(to_float(exact), got, rtol=1e-14)
+    np.testing.assert_allclose(to_float(exact), got, rtol=TOL64.rtol)
     by_hand = sum(Q[1][c] * K[0][c] for c in range(2)) / 3
     assert exact[1, 0] == sp.Rational(by_hand.numerator, by_hand.denominator)
     with pytest.raises(ShapeError, match="same number of columns"):
@@ -476,10 +479,10 @@ def test_lambdify_stays_finite_for_large_scores():
     # by hand: row 0 attends to itself only; row 1 scores (-900, 900): weight 1 on itself;
     # row 2 scores (0, 0, 0): uniform over its three keys
     A = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1 / 3, 1 / 3, 1 / 3]])
-    np.testing.assert_allclose(out["A"], A, rtol=1e-12, atol=1e-300)
-    np.testing.assert_allclose(out["Y"], A @ X, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out["A"], A, rtol=TOL64.rtol, atol=1e-300)
+    np.testing.assert_allclose(out["Y"], A @ X, rtol=TOL64.rtol, atol=TOL64.atol)
     batch = f(X=np.stack([X, X / 30]), W_Q=one, W_K=one, W_V=one, b_Q=zero, b_K=zero, b_V=zero)["A"]
     S = (X / 30) @ (X / 30).T
     small = np.where(np.tril(np.ones((3, 3), bool)), np.exp(S), 0.0)
-    np.testing.assert_allclose(batch[1], small / small.sum(1, keepdims=True), rtol=1e-12)
-    np.testing.assert_allclose(batch[0], A, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(batch[1], small / small.sum(1, keepdims=True), rtol=TOL64.rtol)
+    np.testing.assert_allclose(batch[0], A, rtol=TOL64.rtol, atol=1e-300)

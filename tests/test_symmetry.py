@@ -9,6 +9,9 @@ from hypothesis import strategies as st
 from attnsym.errors import SpecError
 from attnsym.numeric import scores
 from attnsym.symbolic.symmetry import is_symmetric, prove_gram_symmetric, prove_qk_symmetry_condition
+from attnsym.tolerances import TOLERANCES
+
+TOL64 = TOLERANCES["float64"]  # the one table (attnsym.tolerances)
 
 small_ints = st.integers(-3, 3)
 
@@ -53,7 +56,7 @@ def test_numeric_counter_example_and_tied_weights():
     S = scores(X @ WQ, X @ WK)
     assert np.max(np.abs(S - S.T)) > 1e-3
     S = scores(X @ WQ, X @ WQ)
-    np.testing.assert_allclose(S, S.T, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(S, S.T, rtol=TOL64.rtol, atol=TOL64.atol)
     # symbolic and numeric agree on the same integer weights
     Wq, Wk = sp.Matrix([[1, 2], [3, 4]]), sp.Matrix([[0, 1], [1, 0]])
     Xn = rng.standard_normal((4, 2))

@@ -15,6 +15,9 @@ import attnsym as at
 from attnsym.cli import main
 from attnsym.cli.tour import SECTIONS, _check_folder
 from attnsym.graphs import read
+from attnsym.tolerances import TOLERANCES
+
+TOL64 = TOLERANCES["float64"]  # the one table (attnsym.tolerances)
 
 PIL = pytest.importorskip("PIL.Image")
 
@@ -234,7 +237,7 @@ def test_one_set_up_named_once_and_said_plainly(tmp_path):
     assert (spec.n, spec.d_model, spec.heads) == (len(tour_module.TOUR_TOKENS), 8, 2)
     _, A1 = at.numeric.attention(X1, **weights, spec=spec)
     G1 = read(tmp_path / "graphs" / "attention-input-1.graphml")
-    np.testing.assert_allclose(at.graphs.attention_matrix(G1), np.asarray(A1)[0], rtol=1e-12)  # head 1 of input 1
+    np.testing.assert_allclose(at.graphs.attention_matrix(G1), np.asarray(A1)[0], rtol=TOL64.rtol)  # head 1 of input 1
     assert [G1.nodes[i]["label"] for i in range(spec.n)] == list(tour_module.TOUR_TOKENS)
     assert not np.allclose(X1[0], X1[4])  # the two rows labelled "the" are different random vectors
     index = tour_module._index_markdown(t.result)

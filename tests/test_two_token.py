@@ -10,6 +10,9 @@ import sympy as sp
 from attnsym.errors import SpecError
 from attnsym.numeric import attention
 from attnsym.symbolic.two_token import solve_two_token
+from attnsym.tolerances import TOLERANCES
+
+TOL64 = TOLERANCES["float64"]  # the one table (attnsym.tolerances)
 
 
 def test_default_targets_exact():
@@ -29,7 +32,7 @@ def test_hand_formula(p):
     assert ex.routings_match
     X = np.array(ex.inputs[0].evalf(30), dtype=float)
     _, A = attention(X, np.eye(2), np.eye(2), np.eye(2))
-    np.testing.assert_allclose(A[0], [float(p), 1 - float(p)], rtol=1e-12)
+    np.testing.assert_allclose(A[0], [float(p), 1 - float(p)], rtol=TOL64.rtol)
 
 
 def test_same_routing_twice_does_not_differ():
