@@ -5,6 +5,8 @@ the cumulative time of the ``attnsym`` line is the cost of the import itself. Fo
 same is measured for the libraries the layers load lazily on first use.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_import.py
+
+Writes the ``import`` section of docs/benchmarks.md (``--no-write`` to only print).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ def loaded_modules(statement: str) -> list[str]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def main() -> None:
+def main(write: bool = True) -> None:
     rows = []
     cases = (
         ("import attnsym", "import attnsym", "attnsym"),
@@ -70,15 +72,17 @@ def main() -> None:
         f"{', '.join(attnsym_mods) if attnsym_mods else 'none of ' + ', '.join(HEAVY)}: "
         f"importing SymPy alone costs {sympy_ratio:.0f}× as much and matplotlib.pyplot {mpl_ratio:.0f}×. "
         "The layers import their libraries on first use (PEP 562 `__getattr__` in `attnsym/__init__.py`); "
-        "matplotlib is imported only when a figure is drawn. `tests/test_plots.py` checks the "
+        "matplotlib is imported only when a figure is drawn, and networkx only when a graph is drawn "
+        "(`attnsym.plots` loads `plots.routing` on first access). `tests/test_plots.py` checks the "
         "matplotlib part in a subprocess.",
         "",
         environment_report(),
     ]
-    path = write_section("import", "## Import time\n\n" + "\n".join(lines))
     print("\n".join(lines))
-    print(f"\nwrote the 'import' section of {path}")
+    if write:
+        path = write_section("import", "## Import time\n\n" + "\n".join(lines))
+        print(f"\nwrote the 'import' section of {path}")
 
 
 if __name__ == "__main__":
-    main()
+    main(write="--no-write" not in sys.argv)

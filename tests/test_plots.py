@@ -278,6 +278,13 @@ def test_import_attnsym_and_plots_does_not_import_matplotlib():
     assert out.stdout.strip() == "False"
 
 
+def test_import_plots_loads_neither_networkx_nor_scipy_until_a_graph_is_drawn():
+    code = ("import sys, attnsym.plots as p; heavy = ('networkx', 'scipy', 'sympy'); "
+            "print([m for m in heavy if m in sys.modules]); p.draw_routing; print('networkx' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split("\n")[:2] == ["[]", "True"]  # plots.routing (networkx) loads on first access
+
+
 def test_only_the_plots_package_imports_matplotlib():
     # every import statement of the library, at module top or inside a function, read from the source
     import ast
