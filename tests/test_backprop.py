@@ -251,7 +251,7 @@ def test_matches_pytorch_autograd(spec):
         Y = Y @ t["W_O"] + t.get("b_O", zero)
     (Y * t["G"]).sum().backward()
     for name in got:
-        np.testing.assert_allclose(got[name], t[name].grad.numpy(), rtol=1e-10, atol=TOL64.atol, err_msg=name)
+        np.testing.assert_allclose(got[name], t[name].grad.numpy(), rtol=TOL64.rtol, atol=TOL64.atol, err_msg=name)
 
 
 # ------------------------------------------------------------------------------ matrix-level closed forms

@@ -103,9 +103,9 @@ def test_lambdify_matches_numpy_with_batch_axes(kwargs):
     assert out["A_heads"].shape == (3, spec.heads, spec.n, spec.n)
     for b in range(3):
         ref = ref_attention(kwargs, {k: a[b] for k, a in arrays.items()})
-        np.testing.assert_allclose(out["Y"][b], ref["Y"], rtol=1e-10, atol=TOL64.atol)
-        np.testing.assert_allclose(out["Q"][b], ref["Q"], rtol=1e-10, atol=TOL64.atol)
-        np.testing.assert_allclose(out["A_heads"][b], np.stack(ref["A_heads"]), rtol=1e-10, atol=TOL64.atol)
+        np.testing.assert_allclose(out["Y"][b], ref["Y"], rtol=TOL64.rtol, atol=TOL64.atol)
+        np.testing.assert_allclose(out["Q"][b], ref["Q"], rtol=TOL64.rtol, atol=TOL64.atol)
+        np.testing.assert_allclose(out["A_heads"][b], np.stack(ref["A_heads"]), rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 def test_multi_head_with_output_projection_structure():
@@ -286,8 +286,8 @@ def test_rows_sum_to_one_and_permutation_equivariance(seed, perm):
     assert np.all(out["A"] >= 0)
     P = np.eye(3)[list(perm)]
     permuted = f(**{**arrays, "X": P @ arrays["X"]})
-    np.testing.assert_allclose(permuted["A"], P @ out["A"] @ P.T, rtol=1e-10, atol=TOL64.atol)
-    np.testing.assert_allclose(permuted["Y"], P @ out["Y"], rtol=1e-10, atol=TOL64.atol)
+    np.testing.assert_allclose(permuted["A"], P @ out["A"] @ P.T, rtol=TOL64.rtol, atol=TOL64.atol)
+    np.testing.assert_allclose(permuted["Y"], P @ out["Y"], rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 @settings(max_examples=15, deadline=None)
@@ -300,8 +300,8 @@ def test_any_small_spec_matches_numpy(spec, seed):
     arrays = {name: rng.standard_normal(m.shape) for name, m in sym.inputs.items()}
     out = sym.lambdify("Y", "A_heads")(**arrays)
     ref = ref_attention(kwargs, arrays)
-    np.testing.assert_allclose(out["Y"], ref["Y"], rtol=1e-10, atol=TOL64.atol)
-    np.testing.assert_allclose(out["A_heads"], np.stack(ref["A_heads"]), rtol=1e-10, atol=TOL64.atol)
+    np.testing.assert_allclose(out["Y"], ref["Y"], rtol=TOL64.rtol, atol=TOL64.atol)
+    np.testing.assert_allclose(out["A_heads"], np.stack(ref["A_heads"]), rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 _CACHE: dict = {}
@@ -442,7 +442,7 @@ def test_causal_multi_head_against_pytorch():
         x = torch.from_numpy(arrays["X"])[None]
         causal = torch.triu(torch.ones(3, 3, dtype=torch.bool), 1)  # PyTorch: True = masked out
         theirs, _ = mha(x, x, x, attn_mask=causal, need_weights=False)
-    np.testing.assert_allclose(ours, theirs[0].numpy(), rtol=1e-10, atol=TOL64.atol)
+    np.testing.assert_allclose(ours, theirs[0].numpy(), rtol=TOL64.rtol, atol=TOL64.atol)
 
 
 # ----------------------------------------------------------------------------- twins
