@@ -28,10 +28,11 @@ layout of earlier versions of this script, to show what that layout does to each
 CPU time of the functions of :mod:`attnsym.models.forward`: the matrix products, the softmax
 kernels, GELU, LayerNorm), beside the reference's total at one thread.
 
-**Memory.** Peak memory of one forward pass (the first call; later calls reuse the allocator's
-freed pages) in a fresh subprocess per side: the peak resident set size during the call
-(``VmHWM``, reset through ``/proc/self/clear_refs``) minus the resident size before it, the
-outputs kept included, and for NumPy also exactly with ``tracemalloc``.
+**Memory.** Peak memory of one forward pass (the first call) in a fresh subprocess per side: for
+attnsym exactly, the peak of NumPy's allocations with ``tracemalloc`` (and how much of it is the
+outputs kept); for both sides the growth of the resident set during the call (``VmHWM``, reset
+through ``/proc/self/clear_refs``, minus the resident size before it) — memory the allocator
+could not reuse from loading the model, so a lower bound of what the pass needs.
 
 The result replaces the ``models`` section of docs/benchmarks.md (``--quick``: fewer calls,
 prints only). ``--save FILE`` keeps the raw measurements, ``--render FILE`` rewrites the section
@@ -233,7 +234,8 @@ if side == "torch":
         reset_peak(); base = status("VmRSS")
         out = run()  # the first call: what the allocator must grow by is what a forward needs
         peak = status("VmHWM")
-    print(json.dumps({"rss_kib": peak - base}))
+    kept = sum(a.numel() * a.element_size() for a in (*out.attentions, *out.hidden_states))
+    print(json.dumps({"rss_kib": peak - base, "output_bytes": kept}))
 else:
     reset_peak(); base = status("VmRSS")
     tracemalloc.start()
@@ -241,7 +243,8 @@ else:
     traced = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
     peak = status("VmHWM")
-    print(json.dumps({"rss_kib": peak - base, "traced_bytes": traced}))
+    kept = out.attention.nbytes + out.scores.nbytes + out.hidden_states.nbytes
+    print(json.dumps({"rss_kib": peak - base, "traced_bytes": traced, "output_bytes": kept}))
 """
 
 
@@ -329,9 +332,12 @@ def render(raw: dict) -> str:
         f"- the reference runs `attn_implementation=\"eager\"` (matmul, softmax, matmul; SDPA cannot return the "
         f"weights) with `output_attentions=True`, `output_hidden_states=True`, `torch.inference_mode()`; "
         f"torch {info['torch']}, transformers {info['transformers']}",
-        f"- peak memory of one forward pass, outputs included (peak RSS during the first call minus RSS before it, "
-        f"fresh process per side): attnsym NumPy {mem_np['rss_kib'] / 1024:.1f} MiB (tracemalloc peak of NumPy "
-        f"allocations {mem_np['traced_bytes'] / 2**20:.1f} MiB), PyTorch reference {mem_torch['rss_kib'] / 1024:.1f} MiB",
+        f"- peak memory of one forward pass, fresh process per side: NumPy allocations of attnsym's pass "
+        f"(tracemalloc peak) {mem_np['traced_bytes'] / 2**20:.1f} MiB, of which {mem_np['output_bytes'] / 2**20:.1f} MiB "
+        "are the outputs kept (attention, scores, hidden states); growth of the resident set during the first call "
+        f"(peak RSS minus RSS before it, memory the allocator could not reuse from loading): attnsym "
+        f"{mem_np['rss_kib'] / 1024:.1f} MiB, PyTorch reference {mem_torch['rss_kib'] / 1024:.1f} MiB (its outputs "
+        f"kept: {mem_torch['output_bytes'] / 2**20:.1f} MiB of attention and hidden states)",
         f"- load average (1, 5, 15 min) before: {', '.join(f'{v:.2f}' for v in raw['load_before'])}; "
         f"after: {', '.join(f'{v:.2f}' for v in raw['load_after'])}",
         f"- BLAS in the attnsym workers (threadpoolctl, at {raw['threads'][-1]} threads): "
