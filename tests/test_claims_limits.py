@@ -153,3 +153,16 @@ def test_dispersion_figure_marks_the_checked_numbers():
     marks = next(line for line in ax.lines if line.get_marker() == "o")
     assert list(marks.get_ydata()) == [r["exact"] for r in ev.details["rows"]]
     assert float(np.asarray(softmax(np.array([3.0] + [-2.0] * 9)))[0]) == pytest.approx(ev.details["rows"][0]["exact"])
+
+
+def test_softmax_entropy_is_the_entropy_of_numeric_softmax():
+    """softmax_entropy forms softmax from its own shifted exponentials: tied here to attnsym.numeric.softmax."""
+    from attnsym.numeric import softmax
+
+    rng = np.random.default_rng(5)
+    for scale in (0.1, 3.0, 40.0):  # 40: weights down to e^-100, where a log of the weights would lose them
+        z = scale * rng.standard_normal((7, 16))
+        a = np.asarray(softmax(z))
+        direct = -(a * np.log(np.maximum(a, np.finfo(float).tiny))).sum(axis=-1)
+        np.testing.assert_allclose(softmax_entropy(z), direct, rtol=1e-10, atol=1e-12)
+        assert softmax_entropy(z[0]).shape == ()

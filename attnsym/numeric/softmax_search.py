@@ -17,7 +17,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import minimize
 
-from .forward import softmax
 from .jacobians import softmax_jacobian
 
 __all__ = ["SearchResult", "entropy_on_sphere", "max_jacobian_norm", "min_entropy_on_sphere", "softmax_entropy"]
@@ -42,9 +41,10 @@ def softmax_entropy(z: np.ndarray) -> np.ndarray:
     """
     z = np.asarray(z, dtype=float)
     m = z.max(axis=-1, keepdims=True)
-    lse = np.log(np.exp(z - m).sum(axis=-1)) + m[..., 0]
-    a = np.asarray(softmax(z))
-    return lse - (a * z).sum(axis=-1)
+    e = np.exp(z - m)
+    total = e.sum(axis=-1, keepdims=True)
+    a = e / total  # softmax(z), from the shifted exponentials already at hand (a test ties it to numeric.softmax)
+    return (np.log(total) + m)[..., 0] - (a * z).sum(axis=-1)
 
 
 def _on_sphere(u: np.ndarray, sigma: float) -> np.ndarray:
