@@ -22,7 +22,6 @@ from fractions import Fraction
 from statistics import NormalDist
 
 import numpy as np
-from scipy.special import stdtrit
 
 from .backward import attention_vjp
 from .forward import softmax
@@ -125,6 +124,8 @@ def gradient_ratio(rng: np.random.Generator, d: int, *, draws: int, n: int = 16)
         ratios.append(gu / gs if gs > 0 else math.nan)
     r = np.array(ratios)
     logs = np.log(np.maximum(r[np.isfinite(r)], np.finfo(float).tiny))
+    from scipy.special import stdtrit  # lazy: scipy.special is ~0.35 s CPU of importing attnsym.claims
+
     t = float(stdtrit(logs.size - 1, 0.975))  # Student t quantile
     half = t * logs.std(ddof=1) / math.sqrt(logs.size)
     frac, f_lo, f_hi = wilson_interval(int(np.sum(r < 0.01)), draws)

@@ -15,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize
 
 from .jacobians import softmax_jacobian
 
@@ -63,6 +62,8 @@ def min_entropy_on_sphere(T: int, sigma: float, rng: np.random.Generator, *, sam
     The sphere suffices: the bound of Zhai et al. decreases in ``σ``, so the ball's minimum lies
     on its boundary. Returns the logits ``z`` of the best point (on the sphere).
     """
+    from scipy.optimize import minimize  # lazy: scipy.special + scipy.optimize are ~0.6 s CPU of importing attnsym.claims
+
     Z = _on_sphere(rng.standard_normal((samples, T)), sigma)
     H = softmax_entropy(Z)
     best_i = np.argsort(H)[:restarts]
@@ -96,6 +97,8 @@ def max_jacobian_norm(n: int, rng: np.random.Generator, *, samples: int = 2000, 
     simplex); the best ``restarts`` of them are refined by SciPy's SLSQP on the simplex
     (``a ≥ 0``, ``Σ a = 1``) with the analytic gradient. Returns the weights ``a`` of the best point.
     """
+    from scipy.optimize import minimize  # lazy, as in min_entropy_on_sphere
+
     alphas = rng.choice([0.1, 0.5, 1.0, 3.0], size=samples)
     A = np.array([rng.dirichlet(np.full(n, al)) for al in alphas])
     norms = np.linalg.eigvalsh(np.asarray(softmax_jacobian(A)))[:, -1]

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 import sympy as sp
-from scipy.optimize import minimize_scalar
-from scipy.special import ndtr
 
 from ... import plots
 from ..._exact import exact
@@ -217,7 +215,11 @@ def check_gelu(ctx: CheckContext, *, claimed_max_error: float = 1e-3) -> Evidenc
                                                  proof.limits_vanish)
     minimum_x = proof.minimum_at
 
-    # numeric twin against SciPy's normal CDF (an independent implementation of Phi)
+    # numeric twin against SciPy's normal CDF (an independent implementation of Phi); imported here, not at
+    # module top: scipy.optimize with scipy.special is about 0.6 s CPU, a third of importing attnsym.claims
+    from scipy.optimize import minimize_scalar
+    from scipy.special import ndtr
+
     grid = np.linspace(-10.0, 10.0, 20001 if ctx.quick else 200001)
     exact = np.asarray(num_gelu(grid))
     twin_err = float(np.max(np.abs(exact - grid * ndtr(grid))))
