@@ -269,11 +269,15 @@ def test_malformed_files_give_one_error_naming_the_file(tmp_path):
         "list.json": ("[1, 2]", 'expected an object with a "nodes" list'),
         "bad-edge.json": ('{"nodes": [{"id": 1}], "edges": [7]}', "edge 0 (7) has no 'source'"),
         "no-id.json": ('{"nodes": [{"name": 1}], "edges": []}', "KeyError"),
+        "deep.json": ("[" * 100_000 + "]" * 100_000, "nested too deeply to read"),
     }
     for name, (text, expected) in cases.items():
         (tmp_path / name).write_text(text)
         with pytest.raises(GraphFormatError, match=re.escape(f"{tmp_path / name}: ") + ".*" + re.escape(expected)):
             read(tmp_path / name)
+    (tmp_path / "folder.json").mkdir()
+    with pytest.raises(FileFormatError, match="folder.json is not a file"):
+        read(tmp_path / "folder.json")
 
 
 def test_json_written_by_older_networkx_with_links_is_read(tmp_path):
