@@ -276,7 +276,7 @@ def test_malformed_files_give_one_error_naming_the_file(tmp_path):
         with pytest.raises(GraphFormatError, match=re.escape(f"{tmp_path / name}: ") + ".*" + re.escape(expected)):
             read(tmp_path / name)
     (tmp_path / "folder.json").mkdir()
-    with pytest.raises(FileFormatError, match="folder.json is not a file"):
+    with pytest.raises(FileFormatError, match=r"folder\.json is not a file"):
         read(tmp_path / "folder.json")
 
 
