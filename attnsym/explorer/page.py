@@ -19,6 +19,7 @@ from pathlib import Path
 
 from .. import __version__
 from .._io import atomic_write
+from ..errors import SpecError
 from .data import PageData
 
 __all__ = ["CSP", "katex_css", "render_page", "write_page"]
@@ -119,8 +120,6 @@ def render_page(data: PageData) -> str:
     (True, True, False)
     """
     if not isinstance(data, PageData):
-        from ..errors import SpecError
-
         raise SpecError(f"data must be a PageData (got {type(data).__name__})")
     return _SKELETON.format(
         csp=CSP, version=__version__, title=html.escape(data.title), katex_css=katex_css(),
