@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import sympy as sp
+from sympy.utilities.lambdify import MODULES
 
 from .errors import AttnsymError, ShapeError, SpecError
 
@@ -259,8 +260,6 @@ def exact_modules(name: str, modules: Any, *, error: type[AttnsymError] = SpecEr
     ...
     attnsym.errors.SpecError: modules must name a module sympy.lambdify knows (one of ...) (got 'os')
     """
-    from sympy.utilities.lambdify import MODULES
-
     items = modules if isinstance(modules, list | tuple) else [modules]
     for item in items:
         if isinstance(item, str):

@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import sympy as sp
 
 from .._checks import one_of
@@ -130,9 +131,7 @@ def _namespace(modules: str):
         except ImportError:
             raise BackendError("modules='cupy' needs CuPy installed (pip install cupy-cuda12x)") from None
         return cupy
-    import numpy
-
-    return numpy
+    return np
 
 
 def compile_program(program: Program, modules: str = "numpy") -> Callable[..., dict[str, Any]]:
@@ -148,8 +147,6 @@ def compile_program(program: Program, modules: str = "numpy") -> Callable[..., d
     """
     modules = one_of("modules", modules, ("numpy", "cupy"))
     xp = _namespace(modules)
-    import numpy as np
-
     flat_symbols = [s for a in program.arguments for s in a.symbols]
     safe = {s: sp.Symbol(f"_a{k}", real=True) for k, s in enumerate(flat_symbols)}
     defs = [(t, sp.sympify(e).xreplace(safe)) for t, e in program.definitions]
