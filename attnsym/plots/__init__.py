@@ -116,6 +116,7 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
+    """``draw_routing``, ``draw_contrast``, ``two_token_figure``: loaded from ``plots.routing`` on first access."""
     if name in _ROUTING:
         value = getattr(importlib.import_module(f"{__name__}.routing"), name)
         globals()[name] = value
@@ -124,4 +125,5 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
+    """Every public name, loaded or not."""
     return sorted(set(globals()) | set(__all__))
