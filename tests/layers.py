@@ -269,8 +269,37 @@ def write_page() -> None:
     PAGE.write_text(head + BEGIN + diagram(import_graph()) + END + rest.split(END, 1)[1], encoding="utf-8")
 
 
+def _imports_attnsym(node: ast.AST) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        return bool(node.level) or (node.module or "").startswith("attnsym")
+    return isinstance(node, ast.Import) and any(a.name.startswith("attnsym") for a in node.names)
+
+
+def import_placement() -> dict[str, list[str]]:
+    """``{"module top": [...], "function level": [...]}``: ``path:line`` of every import statement of the package
+    that imports attnsym (``if TYPE_CHECKING:`` blocks left out), by where it sits (``python tests/layers.py --count``)."""
+    found: dict[str, list[str]] = {"module top": [], "function level": []}
+    for path in modules().values():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        skip = _type_checking_nodes(tree)
+        todo: list[tuple[ast.AST, bool]] = [(tree, False)]
+        while todo:
+            node, inside = todo.pop()
+            for child in ast.iter_child_nodes(node):
+                if id(child) in skip:
+                    continue
+                if _imports_attnsym(child):
+                    found["function level" if inside else "module top"].append(f"{path.relative_to(ROOT)}:{child.lineno}")
+                todo.append((child, inside or isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda)))
+    return found
+
 if __name__ == "__main__":
     if sys.argv[1:] == ["--write"]:
         write_page()
+    elif sys.argv[1:] == ["--count"]:
+        placed = import_placement()
+        print("\n".join(placed["function level"]))
+        print(f"intra-package imports: {len(placed['module top'])} at module top, "
+              f"{len(placed['function level'])} inside functions (listed above)")
     else:
         print(diagram(import_graph()), end="")
