@@ -25,9 +25,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import sympy as sp
 
+from .. import __version__
 from .._io import atomic_write, refuse_existing
 from ..errors import SpecError
+from ..plots import figure_to_bytes
 from ._evidence import BY_CONSTRUCTION, Evidence, RenderedFigure, tex
 from ._markdown import is_sympy, text_markdown, value_markdown
 
@@ -45,8 +48,6 @@ def to_jsonable(obj: Any) -> Any:
     {'v': {'text': 'd**2', 'latex': 'd^{2}'}, 'x': 0.5, 't': [1, 2]}
     """
     if is_sympy(obj):
-        import sympy as sp
-
         return {"text": str(obj), "latex": sp.latex(obj)}
     if isinstance(obj, bool | np.bool_):
         return bool(obj)
@@ -95,8 +96,6 @@ def _expr_json(eq: Any) -> dict[str, str]:
 
 def to_json(evidences: Sequence[Evidence], *, seed: int, quick: bool, timing: bool = False) -> str:
     """A JSON document: the run's settings, counts per verdict, and every claim's evidence."""
-    from .. import __version__
-
     doc = {
         "attnsym": __version__,
         "seed": seed,
@@ -166,8 +165,6 @@ def to_markdown(
     Equations are ``$$ ... $$`` LaTeX blocks (MathJax / arithmatex), tables of numbers are
     Markdown tables, ``figure_paths[claim][figure]`` (a relative path) embeds an image.
     """
-    import sympy as sp
-
     figure_paths = figure_paths or {}
     lines = [
         f"# {text_markdown(title)}",
@@ -235,8 +232,6 @@ def figure_files(build, formats: Sequence[str]) -> dict[str, bytes]:
         return {fmt: build.files[fmt] for fmt in formats}
     if not formats:
         return {}
-    from ..plots import figure_to_bytes
-
     fig = build()
     return {fmt: figure_to_bytes(fig, fmt) for fmt in formats}
 

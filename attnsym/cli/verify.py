@@ -8,8 +8,16 @@ that exists without ``--force``).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
+
+from rich.console import Console, Group, RenderableType
+from rich.padding import Padding
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.rule import Rule
+from rich.table import Table
+from rich.text import Text
 
 from .._io import refuse_existing
 
@@ -89,11 +97,7 @@ WIDE = 120
 
 def _print_list() -> int:
     """The shipped claims list (``attnsym/claims/claims.toml``), then claims a user registered."""
-    from rich.padding import Padding
-    from rich.rule import Rule
-    from rich.table import Table
-    from rich.text import Text
-
+    # lazy: importing attnsym.claims costs ~1.0 s CPU, which every `attnsym --help` would pay
     from ..claims import CLAIMS, catalogue, ordered_ids
 
     shipped = {e.id for e in catalogue()}
@@ -133,7 +137,6 @@ def _short_method(method: str) -> str:
 
 def _prose(text: str):
     """Plain text with its `code` spans shown styled, without the backticks."""
-    from rich.text import Text
 
     out = Text()
     for i, part in enumerate(text.split("`")):
@@ -142,7 +145,6 @@ def _prose(text: str):
 
 
 def _verdict(ev):
-    from rich.text import Text
 
     verdict = Text(_VERDICT_WORDS.get(ev.verdict, ev.verdict), style=_STYLE.get(ev.verdict, ""))
     if not ev.as_expected:
@@ -152,13 +154,12 @@ def _verdict(ev):
 
 def _construction_mark(ev) -> str:
     """A note on the method when parts of the check are true by construction (they could not fail)."""
-    from ..claims import BY_CONSTRUCTION
+    from ..claims import BY_CONSTRUCTION  # lazy: see _print_list
 
     return f" (+ {len(ev.by_construction)} part(s) {BY_CONSTRUCTION})" if ev.by_construction else ""
 
 
 def _wide_table(evidences):
-    from rich.table import Table
 
     table = Table(title="attnsym verify", show_lines=True)
     table.add_column("claim", style="bold", no_wrap=True)
@@ -173,11 +174,6 @@ def _wide_table(evidences):
 
 def _blocks(evidences, width: int):
     """The narrow layout: per claim a line 'claim  verdict  time', then method and evidence, wrapped and indented."""
-    from rich.console import Group
-    from rich.padding import Padding
-    from rich.rule import Rule
-    from rich.table import Table
-    from rich.text import Text
 
     head = Table.grid(expand=True, padding=(0, 1))
     head.add_column(ratio=1, no_wrap=True)
@@ -185,7 +181,7 @@ def _blocks(evidences, width: int):
     head.add_column(justify="right", no_wrap=True, width=8)
     head.add_row(Text("claim", style="bold underline"), Text("verdict", style="bold underline"),
                  Text("time (s)", style="bold underline"))
-    parts = [Text("attnsym verify", style="italic", justify="center"), head]
+    parts: list[RenderableType] = [Text("attnsym verify", style="italic", justify="center"), head]
     for ev in evidences:
         row = Table.grid(expand=True, padding=(0, 1))
         row.add_column(ratio=1, no_wrap=True, overflow="fold")
@@ -215,9 +211,7 @@ def summary_line(evidences) -> str:
 
 
 def _console():
-    import os
 
-    from rich.console import Console
 
     console = Console()
     if not console.is_terminal and "COLUMNS" not in os.environ:  # a file or a pipe: no terminal to fit
@@ -234,7 +228,6 @@ def print_table(evidences, console) -> None:
 
 def _check_report_dir(directory: Path, *, force: bool) -> None:
     """Fail before any claim is checked if the report could not be written at the end."""
-    import os
 
     refuse_existing([directory], overwrite=True, folders=True)
     refuse_existing([directory / "report.md", directory / "claims.json"], overwrite=force)
@@ -245,9 +238,8 @@ def _check_report_dir(directory: Path, *, force: bool) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Check the claims; print a table (or JSON); write a report; return the exit status."""
-    from rich.console import Console
-    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+    # lazy: see _print_list
     from ..claims import UnknownClaimError, default_jobs, ordered_ids, verify_all
     from ..claims.report import FIGURE_FORMATS, to_json, write_report
 
