@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rich.console import Console, Group, RenderableType
 from rich.padding import Padding
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
@@ -262,7 +262,7 @@ def run(args: argparse.Namespace) -> int:
                   TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal,
                   auto_refresh=jobs == 1) as progress:
         overall = progress.add_task("claims", total=len(ids))
-        inner: dict[str, int] = {}
+        inner: dict[str, TaskID] = {}
 
         def claim_progress(cid: str):
             inner[cid] = progress.add_task(f"  {cid}", total=None)
