@@ -151,6 +151,24 @@ def _floors(n: int) -> dict:
             "forward_block": [bi, bj], "backward_block": [bk, bq]}
 
 
+
+def sdpa_kernels(q) -> tuple[str, str]:
+    """The kernels ``torch._fused_sdp_choice`` picks for ``q`` (4-D), without and with ``requires_grad``.
+
+    Raises unless the first is FLASH_ATTENTION: 2-D and 3-D inputs get the MATH fallback on the
+    CPU, and a comparison against it would flatter attnsym.
+    """
+    import torch
+    from torch.nn.attention import SDPBackend
+
+    names = {int(getattr(SDPBackend, k)): k for k in dir(SDPBackend) if k.isupper()}
+    kernel = torch._fused_sdp_choice(q, q, q)
+    if kernel != int(SDPBackend.FLASH_ATTENTION):
+        raise RuntimeError(f"PyTorch chose {names.get(kernel, kernel)} for {tuple(q.shape)} inputs, not FLASH_ATTENTION")
+    grad_kernel = torch._fused_sdp_choice(q.detach().requires_grad_(True), q, q)
+    return names[kernel], names.get(grad_kernel, str(grad_kernel))
+
+
 def one_thread_profile(n: int, inputs) -> dict:
     """attnsym and torch at one thread each (CPU time), and the floors of :func:`_floors`."""
     import torch
@@ -173,6 +191,7 @@ def one_thread_profile(n: int, inputs) -> dict:
     F = torch.nn.functional
     Xt, Gt, Wt = torch.from_numpy(X), torch.from_numpy(G), [torch.from_numpy(W) for W in Ws]
     four_d = lambda M: M.view(1, 1, n, D)
+    kernel, grad_kernel = sdpa_kernels(four_d(Xt @ Wt[0]))
 
     def torch_forward():
         with torch.no_grad():
@@ -185,7 +204,7 @@ def one_thread_profile(n: int, inputs) -> dict:
     t = torch.full((256, 1024), -1.0)
     count = n * n // t.numel()
     torch_fills = _cpu(lambda: [t.fill_(-1.0) for _ in range(count)])
-    out.update(torch_fwd=_cpu(torch_forward), torch_fb=_cpu(torch_fb),
+    out.update(torch_kernel=kernel, torch_kernel_with_grad=grad_kernel, torch_fwd=_cpu(torch_forward), torch_fb=_cpu(torch_fb),
                torch_exp=_cpu(lambda: [torch.exp(t, out=t).fill_(-1.0) for _ in range(count)]) - torch_fills)
     torch.set_num_threads(threads)
     return out
@@ -203,7 +222,8 @@ def render_one_thread(p: dict) -> list[str]:
         "",
         f"Where the time goes — one thread each (BLAS, attnsym's worker pool and PyTorch at 1 thread), least CPU "
         f"time of the measuring thread over 5 runs (less sensitive to other processes than wall-clock time, not "
-        f"immune to them: they share the caches and the memory bus); n = {n}, float32, d = 64:",
+        f"immune to them: they share the caches and the memory bus); n = {n}, float32, d = 64; torch's kernel "
+        f"(asserted): {p['torch_kernel']} (with `requires_grad`: {p['torch_kernel_with_grad']}):",
         "",
         "| | attnsym | torch flash | ratio |",
         "|---|---|---|---|",
