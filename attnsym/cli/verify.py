@@ -35,24 +35,24 @@ exit status: 0 all claims as expected, 1 a claim expected to hold failed, 2 usag
 """
 
 
-def _jobs(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"jobs must be a positive integer (got {text!r})") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"jobs must be a positive integer (got {value})")
-    return value
+def _integer_at_least(name: str, minimum: int):
+    """An argparse ``type``: an integer ≥ ``minimum`` (0 or 1), refused in one line naming the option."""
+    expected = "a positive integer" if minimum == 1 else "a non-negative integer"
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be {expected} (got {text!r})") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{name} must be {expected} (got {value})")
+        return value
+
+    return parse
 
 
-def _seed(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"seed must be a non-negative integer (got {text!r})") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"seed must be a non-negative integer (got {value})")
-    return value
+_jobs = _integer_at_least("jobs", 1)
+_seed = _integer_at_least("seed", 0)
 
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
