@@ -231,3 +231,39 @@ def test_binomial_ranks_and_t_quantile_match_scipy_stats():
             assert binomial_half_quantile(1 - Fraction(q), n) == int(stats.binom.isf(q, n, 0.5)), (n, level)
     for df in (1, 2, 7, 63, 511):
         assert float(stdtrit(df, 0.975)) == pytest.approx(stats.t.ppf(0.975, df), rel=TOL64.rtol)
+
+
+@pytest.mark.parametrize(("b", "n", "d", "scale"), [(1, 1, 1, 1.0), (3, 5, 4, 0.5), (4, 16, 8, 1.0), (2, 3, 17, 0.25)])
+def test_vectorised_w_q_gradients_match_attention_vjp_layer_by_layer(b, n, d, scale):
+    """The saturation experiment's batched backward: each layer's own weights, a general upstream gradient."""
+    from attnsym.numeric import attention_vjp
+    from attnsym.numeric.saturation import w_q_gradients
+
+    rng = np.random.default_rng(b * 100 + n * 10 + d)
+    X, W, G = rng.standard_normal((b, n, d)), rng.standard_normal((3, b, d, d)), rng.standard_normal((b, n, d))
+    grads = w_q_gradients(X, W, G, scale)
+    assert grads.shape == (b, d, d)
+    for i in range(b):
+        ref = attention_vjp(X[i], W[0, i], W[1, i], W[2, i], G[i], scale=scale)["W_Q"]
+        np.testing.assert_allclose(grads[i], ref, rtol=TOL64.rtol, atol=TOL64.atol)
+    if n > 1:  # (one key: softmax is 1 whatever the score, so W_Q gets no gradient)
+        assert not np.allclose(w_q_gradients(X, W, G, 2 * scale), grads)  # the scale is used, not assumed
+    else:
+        assert not grads.any()
+
+
+def test_gradient_ratio_reports_its_check_against_attention_vjp():
+    from attnsym.numeric.saturation import VJP_CHECKED_DRAWS, gradient_ratio
+
+    row = gradient_ratio(np.random.default_rng(0), 8, draws=VJP_CHECKED_DRAWS + 3)
+    key = f"attention_vjp vs vectorised, first {VJP_CHECKED_DRAWS} draws (max rel. difference)"
+    assert 0 <= row[key] <= 1e-12 and row["draws"] == VJP_CHECKED_DRAWS + 3
+
+
+def test_blocked_jacobian_norms_equal_one_call_on_all_rows():
+    from attnsym.numeric import softmax, softmax_jacobian
+    from attnsym.numeric.saturation import _JACOBIAN_ROWS, _jacobian_norms
+
+    A = np.asarray(softmax(np.random.default_rng(1).standard_normal((2 * _JACOBIAN_ROWS + 7, 6)) * 20))
+    whole = np.linalg.norm(np.asarray(softmax_jacobian(A)), axis=(-2, -1))
+    assert np.array_equal(_jacobian_norms(A), whole)  # same numbers, bit for bit
