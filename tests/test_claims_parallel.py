@@ -162,3 +162,31 @@ def _blockwise(X, W_Q, W_K, W_V):
     from attnsym.numeric import attention
 
     return np.asarray(attention(X, W_Q, W_K, W_V, block_size=256, return_weights=False))
+
+
+def test_dispatch_order_hands_out_every_claim_once_longest_first():
+    from attnsym.claims import ordered_ids
+    from attnsym.claims._schedule import COST_HINTS, SHARED, dispatch_order
+
+    ids = ordered_ids()
+    assert set(COST_HINTS) == set(ids)  # every built-in claim has a hint (a new claim needs one)
+    for quick in (True, False):
+        tasks = dispatch_order(ids, quick=quick)
+        assert sorted(i for task in tasks for i in task) == list(range(len(ids)))
+        costs = [sum(COST_HINTS[ids[i]][0 if quick else 1] for i in task) for task in tasks]
+        assert costs == sorted(costs, reverse=True)
+        for group in SHARED:
+            assert [[ids[i] for i in task] for task in tasks if ids[task[0]] in group] == [list(group)]
+    # a claim without a hint goes first; ties and repeated ids keep their order
+    ids = ["parallelism", "kv-cache", "user-claim", "global-path-length", "kv-cache"]
+    assert [[ids[i] for i in t] for t in dispatch_order(ids, quick=True)] == [
+        ["user-claim"], ["global-path-length", "parallelism"], ["kv-cache"], ["kv-cache"]]
+
+
+@needs_fork
+def test_workers_return_grouped_and_reordered_claims_in_the_order_asked_for():
+    ids = ["parallelism", "kv-cache", "global-path-length", "dispersion"]
+    one = verify_all(ids=ids, quick=True, jobs=1)
+    two = verify_all(ids=ids, quick=True, jobs=2)
+    assert [ev.claim for ev in two] == ids
+    assert to_json(two, seed=0, quick=True) == to_json(one, seed=0, quick=True)

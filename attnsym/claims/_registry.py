@@ -28,6 +28,7 @@ import sympy as sp
 from .._checks import non_negative_int, positive_int
 from ..errors import SpecError, SpecTypeError
 from ._evidence import VERDICTS, CheckContext, Claim, ClaimFailed, Evidence, RenderedFigure, UnknownClaimError, Verdict
+from ._schedule import dispatch_order
 from .builtin import BUILTIN
 from .catalogue import catalogue
 from .report import figure_files
@@ -215,15 +216,18 @@ def _rebuild_node(cls: type, args: tuple, state: dict) -> sp.Basic:
     return node
 
 
-def _check_in_worker(task: tuple[int, str, int, bool, tuple[str, ...]]) -> tuple[int, bytes]:
-    """A worker's part: check one claim, pickled exactly; its figures rendered in ``formats`` (or by name only)."""
-    index, claim_id, seed, quick, formats = task
-    ev = verify(claim_id, seed=seed, quick=quick)
-    figures: dict[str, Callable[[], Any]] = {name: RenderedFigure(claim_id, name, figure_files(build, formats))
-                                             for name, build in ev.figures.items()}
-    buffer = io.BytesIO()
-    _ExactPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(replace(ev, figures=figures))
-    return index, buffer.getvalue()
+def _check_in_worker(task: tuple[tuple[int, ...], tuple[str, ...], int, bool, tuple[str, ...]]) -> list[tuple[int, bytes]]:
+    """A worker's part: check claims one after another, each pickled exactly; figures rendered in ``formats``."""
+    indices, claim_ids, seed, quick, formats = task
+    out = []
+    for index, claim_id in zip(indices, claim_ids, strict=True):
+        ev = verify(claim_id, seed=seed, quick=quick)
+        figures: dict[str, Callable[[], Any]] = {name: RenderedFigure(claim_id, name, figure_files(build, formats))
+                                                 for name, build in ev.figures.items()}
+        buffer = io.BytesIO()
+        _ExactPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(replace(ev, figures=figures))
+        out.append((index, buffer.getvalue()))
+    return out
 
 
 def verify_all(*, seed: int = 0, quick: bool = False, ids: Sequence[str] | None = None, jobs: int = 1,
@@ -241,8 +245,10 @@ def verify_all(*, seed: int = 0, quick: bool = False, ids: Sequence[str] | None 
     jobs : int, default 1
         Worker processes. 1 checks the claims one after another in this process. More start a
         pool of ``jobs`` processes with ``fork`` (they inherit the imported modules and the
-        claims a user registered); the checks and their sizes are the same, only the wall time
-        differs. Without ``fork`` (Windows, macOS) it is 1. :func:`default_jobs` gives one per CPU.
+        claims a user registered), handed the claims longest first
+        (:func:`attnsym.claims._schedule.dispatch_order`); the checks and their sizes are the
+        same, only the wall time differs. Without ``fork`` (Windows, macOS) it is 1.
+        :func:`default_jobs` gives one per CPU.
     formats : sequence of str, default ()
         With ``jobs > 1``: the figure formats ("png", "svg") each worker renders; the evidence
         holds them as :class:`~attnsym.claims.RenderedFigure` (empty: the figures' names only).
@@ -277,7 +283,9 @@ def verify_all(*, seed: int = 0, quick: bool = False, ids: Sequence[str] | None 
             if on_result is not None:
                 on_result(ev)
         return results
-    tasks = [(i, claim_id, seed, bool(quick), tuple(formats)) for i, claim_id in enumerate(chosen)]
+    # handed out longest first (claims._schedule): no long check starts last while the other workers idle
+    tasks = [(tuple(task), tuple(chosen[i] for i in task), seed, bool(quick), tuple(formats))
+             for task in dispatch_order(chosen, quick=bool(quick))]
     done: dict[int, Evidence] = {}
     with warnings.catch_warnings():
         # Python >= 3.12 warns on fork() in a process with threads (BLAS keeps some; their library
@@ -285,8 +293,9 @@ def verify_all(*, seed: int = 0, quick: bool = False, ids: Sequence[str] | None 
         warnings.simplefilter("ignore", DeprecationWarning)
         pool = context.Pool(jobs)
     with pool:
-        for index, data in pool.imap_unordered(_check_in_worker, tasks, chunksize=1):
-            done[index] = ev = pickle.loads(data)  # bytes a worker forked from this process wrote
-            if on_result is not None:
-                on_result(ev)
-    return [done[i] for i in range(len(tasks))]
+        for results in pool.imap_unordered(_check_in_worker, tasks, chunksize=1):
+            for index, data in results:
+                done[index] = ev = pickle.loads(data)  # bytes a worker forked from this process wrote
+                if on_result is not None:
+                    on_result(ev)
+    return [done[i] for i in range(len(chosen))]
