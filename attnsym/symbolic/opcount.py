@@ -243,15 +243,13 @@ def interpolate_opcount(max_n: int = 5, max_d: int = 3, *, scaled: bool = True) 
     n, d = sp.symbols("n d", positive=True, integer=True)
     ns, ds = range(2, max_n + 1), range(1, max_d + 1)
     counts = {(a, b): count_attention_graph(a, b, scaled=scaled)["total"] for a, b in itertools.product(ns, ds)}
-    result = {}
-    for kind in _KINDS:
-        poly = sp.Integer(0)
-        for a, b in itertools.product(ns, ds):
-            basis_n = sp.Mul(*[(n - x) / sp.Integer(a - x) for x in ns if x != a])
-            basis_d = sp.Mul(*[(d - y) / sp.Integer(b - y) for y in ds if y != b])
-            poly += counts[(a, b)][kind] * basis_n * basis_d
-        result[kind] = sp.expand(poly)
-    return result
+    # the Lagrange basis polynomials of the grid, built once as exact polynomials over QQ (the same for
+    # every kind); each kind's polynomial is then a combination of them with its integer counts
+    basis_n = {a: sp.Poly(sp.Mul(*[(n - x) / sp.Integer(a - x) for x in ns if x != a]), n, d, domain="QQ") for a in ns}
+    basis_d = {b: sp.Poly(sp.Mul(*[(d - y) / sp.Integer(b - y) for y in ds if y != b]), n, d, domain="QQ") for b in ds}
+    basis = {(a, b): basis_n[a] * basis_d[b] for a, b in itertools.product(ns, ds)}
+    zero = sp.Poly(0, n, d, domain="QQ")
+    return {kind: sum((basis[point] * counts[point][kind] for point in basis), zero).as_expr() for kind in _KINDS}
 
 
 def decode_step_opcount(t=None, d_model=None, d_k=None, d_v=None, *, heads=1, cached: bool = True,
