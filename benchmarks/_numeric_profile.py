@@ -152,6 +152,80 @@ def _floors(n: int) -> dict:
 
 
 
+def _wall(fn, repeat: int = 7) -> float:
+    """Median wall-clock time over ``repeat`` runs (after a warm-up)."""
+    fn()
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return float(np.median(times))
+
+
+def two_thread_floor(n: int, repeat: int = 7) -> dict:
+    """Wall-clock time of the fast path's block kernels alone, on its worker pool (all threads), BLAS at one thread.
+
+    The same tasks as :func:`attnsym.numeric._fast.forward` and ``backward`` — query blocks
+    (forward) and key blocks (backward) of the same sizes, each looping over the other side's
+    blocks with the same products and element-wise passes — without any of their
+    bookkeeping: no projections, no input or overflow checks, no shift bound, no
+    normalisation. What a call takes beyond this is the implementation's own cost; this much
+    is the design's (BLAS products and NumPy's ``exp`` on blocks in memory) at this thread count.
+    """
+    from attnsym.numeric import _fast, _pool
+
+    rng = np.random.default_rng(3)
+    Qx, Kx, Vx, dZx = ((rng.standard_normal((n, D + 1), dtype=np.float32) / 8) for _ in range(4))
+    Q, K, dZ = (M[:, :D] for M in (Qx, Kx, dZx))
+    bi, bj = _fast.FAST_BLOCK
+    bi = _fast._rows_per_task(bi, n, 1)
+    bk, bq = _fast.BACKWARD_BLOCK
+    bk = _fast._rows_per_task(bk, n, 1)
+
+    def forward_task(i0: int):
+        def go(buffers):
+            S = buffers["S"][:bi * bj].reshape(bi, bj)
+            part = buffers["part"][:bi * (D + 1)].reshape(bi, D + 1)
+            acc = np.zeros((bi, D + 1), np.float32)
+            for j0 in range(0, n, bj):
+                np.matmul(Qx[i0:i0 + bi], Kx[j0:j0 + bj].T, out=S)
+                S -= 4.0  # entries ≤ 0, as after the fast path's shift
+                np.exp(S, out=S)
+                np.matmul(S, Vx[j0:j0 + bj], out=part)
+                acc += part
+        return go
+
+    def backward_task(j0: int):
+        def go(buffers):
+            A = buffers["A"][:bq * bk].reshape(bq, bk)
+            dS = buffers["dS"][:bq * bk].reshape(bq, bk)
+            dK, dV, dQ = np.zeros((bk, D), np.float32), np.zeros((bk, D), np.float32), np.zeros((bq, D), np.float32)
+            for i0 in range(0, n, bq):
+                np.matmul(Qx[i0:i0 + bq], Kx[j0:j0 + bk].T, out=A)
+                np.exp(A, out=A)
+                np.matmul(dZx[i0:i0 + bq], Vx[j0:j0 + bk].T, out=dS)
+                dS *= A
+                dV += A.T @ dZ[i0:i0 + bq]
+                dK += dS.T @ Q[i0:i0 + bq]
+                dQ += dS @ K[j0:j0 + bk]
+        return go
+
+    fwd_scratch = {"S": (bi * bj, np.float32), "part": (bi * (D + 1), np.float32)}
+    bwd_scratch = {"A": (bq * bk, np.float32), "dS": (bq * bk, np.float32)}
+
+    def forward():
+        with _pool.one_blas_thread():
+            _pool.run([forward_task(i0) for i0 in range(0, n, bi)], fwd_scratch)
+
+    def backward():
+        with _pool.one_blas_thread():
+            _pool.run([backward_task(j0) for j0 in range(0, n, bk)], bwd_scratch)
+
+    fwd, bwd = _wall(forward, repeat), _wall(backward, repeat)
+    return {"fwd": fwd, "fb": fwd + bwd, "threads": _pool.THREADS}
+
+
 def sdpa_kernels(q) -> tuple[str, str]:
     """The kernels ``torch._fused_sdp_choice`` picks for ``q`` (4-D), without and with ``requires_grad``.
 

@@ -56,9 +56,9 @@ def test_a_lean_call_runs_every_product_with_blas_at_one_thread(two_workers, mon
     seen = []
     real_matmul, real_run = _pool.matmul, _pool.run
 
-    def matmul(A, B):
+    def matmul(A, B, scratch=None):
         seen.append(("matmul", _blas_threads()))
-        return real_matmul(A, B)
+        return real_matmul(A, B, scratch=scratch)
 
     def run(tasks, scratch=None):
         seen.append(("run", _blas_threads()))
@@ -95,3 +95,65 @@ def test_a_plain_call_leaves_blas_alone(two_workers, monkeypatch):
     X = rng.standard_normal((16, 4))
     _, A = nm.attention(X, np.eye(4), np.eye(4), np.eye(4))
     assert A.shape == (16, 16) and seen == [] and not _pool.active()
+
+
+# ----------------------------------------------------------------------------- the workspace
+def test_workspace_buffers_are_kept_per_name_and_thread(monkeypatch):
+    import threading
+
+    monkeypatch.setattr(_pool, "WORKSPACE_MAX_BYTES", 4096)
+    a = _pool.workspace("test:a", (4, 8), np.float32)
+    again = _pool.workspace("test:a", (8, 4), np.float64)  # same name: the same memory, grown when too small
+    other = _pool.workspace("test:b", (4, 8), np.float32)
+    assert a.flags.c_contiguous and a.shape == (4, 8) and a.dtype == np.float32
+    assert again.shape == (8, 4) and again.dtype == np.float64
+    assert not np.shares_memory(a, other)
+    assert np.shares_memory(_pool.workspace("test:a", (2, 2), np.float32), again)
+    big = _pool.workspace("test:a", (1025,), np.float32)  # over the limit: a fresh array, nothing kept
+    assert not np.shares_memory(big, _pool.workspace("test:a", (2, 2), np.float32))
+    seen = []
+    t = threading.Thread(target=lambda: seen.append(_pool.workspace("test:a", (2, 2), np.float32)))
+    t.start()
+    t.join()
+    assert not np.shares_memory(seen[0], again)  # another thread: its own buffer
+
+
+def test_a_lean_call_does_not_change_what_an_earlier_one_returned(two_workers):
+    """The workspace is reused call after call: what a call returns is never a view of it."""
+    rng = np.random.default_rng(5)
+    n = nm.AUTO_BLOCKWISE_N + 3
+    W = [rng.standard_normal((8, 8)) / 3 for _ in range(4)]
+    X1, X2, G = (rng.standard_normal((n, 8)) for _ in range(3))
+    Y1 = nm.attention(X1, *W[:3], return_weights=False)
+    grads1 = nm.attention_vjp(X1, *W[:3], G, W[3])
+    kept = Y1.copy(), {k: v.copy() for k, v in grads1.items()}
+    nm.attention(X2, *W[:3], return_weights=False)
+    nm.attention_vjp(X2, *W[:3], G, W[3])
+    np.testing.assert_array_equal(Y1, kept[0])
+    for k, v in grads1.items():
+        np.testing.assert_array_equal(v, kept[1][k])
+    Y_plain, _ = nm.attention(X1, *W[:3])  # the stored-weights path, no workspace
+    tol = TOLERANCES["float64"]
+    np.testing.assert_allclose(Y1, Y_plain, rtol=tol.rtol, atol=tol.atol)
+
+
+def test_a_repeated_lean_call_allocates_its_temporaries_once():
+    """The second call takes the projections, the padded operands and the score blocks from the workspace."""
+    import tracemalloc
+
+    rng = np.random.default_rng(6)
+    n, d = 2048, 32
+    X = rng.standard_normal((n, d), dtype=np.float32)
+    W = [(rng.standard_normal((d, d)) / np.sqrt(d)).astype(np.float32) for _ in range(3)]
+    _pool._LOCAL.__dict__.pop("workspace", None)  # as in a fresh thread
+    tracemalloc.start()
+    try:
+        nm.attention(X, *W, return_weights=False)
+        first = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        nm.attention(X, *W, return_weights=False)
+        second = tracemalloc.get_traced_memory()[1] - tracemalloc.get_traced_memory()[0]
+    finally:
+        tracemalloc.stop()
+    temporaries = 4 * n * (3 * d + 2 * (d + 1))  # Q, K, V and [K, 1], [V, 1] in float32
+    assert second < first - temporaries

@@ -84,6 +84,17 @@ def _rows_per_task(limit: int, n: int, lanes: int) -> int:
     return max(1, min(limit, -(-lanes * n // (4 * _pool.THREADS))))
 
 
+def _padded(name: str, M: np.ndarray, column, scale=None) -> np.ndarray:
+    """``[scale·M, column]`` for lanes ``M`` (B, n, d), in the thread's workspace; ``column`` a scalar or (B, n)."""
+    out = _pool.workspace(name, (*M.shape[:-1], M.shape[-1] + 1), M.dtype)
+    if scale is None:
+        out[..., :-1] = M
+    else:
+        np.multiply(M, scale, out=out[..., :-1])
+    out[..., -1] = column
+    return out
+
+
 def _buffer(buffers: dict, name: str, shape: tuple) -> np.ndarray:
     """A C-contiguous ``shape`` view of the worker's scratch buffer ``name``."""
     return buffers[name][:math.prod(shape)].reshape(shape)
@@ -146,7 +157,7 @@ def _forward_block(lanes: _Lanes, lane: int, i0: int, i1: int, Kx, Vx, kmax: flo
     bi = i1 - i0
     c = layer.scale
     Qb = lanes.Q[lane, i0:i1]  # (bi, d_k)
-    Qx = np.empty((bi, Qb.shape[1] + 1), dtype)  # [c·Q, −u]
+    Qx = _buffer(buffers, "Qx", (bi, Qb.shape[1] + 1))  # [c·Q, −u]
     np.multiply(Qb, c, out=Qx[:, :-1])
     if exact:
         Qx[:, -1] = 0.0
@@ -154,7 +165,8 @@ def _forward_block(lanes: _Lanes, lane: int, i0: int, i1: int, Kx, Vx, kmax: flo
     else:
         u = c * np.sqrt(np.einsum("ij,ij->i", Qb, Qb, dtype=np.float64)) * kmax  # ≥ every score of the row
         Qx[:, -1] = -u
-    acc = np.zeros((bi, Vx.shape[1]), dtype)  # [Σ P V, ℓ]
+    acc = _buffer(buffers, "acc", (bi, Vx.shape[1]))  # [Σ P V, ℓ]
+    acc.fill(0)
     part = _buffer(buffers, "part", (bi, Vx.shape[1]))
     end = lanes.key_end(i1)
     for j0 in range(0, end, bj):
@@ -186,9 +198,8 @@ def forward(layer: BoundLayer, Q, K, V, block: tuple[int, int] = FAST_BLOCK):
     n, dtype = lanes.n, lanes.Q.dtype
     Z = np.empty((lanes.Q.shape[0], n, lanes.V.shape[-1]), dtype)
     L = np.empty((lanes.Q.shape[0], n), dtype)
-    ones = np.ones((n, 1), dtype)
-    Kx = [np.concatenate([k, ones], axis=1) for k in lanes.K]  # [K, 1] per lane
-    Vx = [np.concatenate([v, ones], axis=1) for v in lanes.V]  # [V, 1] per lane
+    Kx = _padded("forward:Kx", lanes.K, 1.0)  # [K, 1] per lane
+    Vx = _padded("forward:Vx", lanes.V, 1.0)  # [V, 1] per lane
     kmax = [float(np.sqrt(np.einsum("ij,ij->i", k, k, dtype=np.float64).max())) for k in lanes.K]
     bi = _rows_per_task(block[0], n, lanes.Q.shape[0])
 
@@ -206,7 +217,8 @@ def forward(layer: BoundLayer, Q, K, V, block: tuple[int, int] = FAST_BLOCK):
             Z[lane, i0:i1], L[lane, i0:i1] = Zb, Lb
         return run
 
-    scratch = {"S": (bi * block[1], dtype), "part": (bi * Vx[0].shape[1], dtype)}
+    scratch = {"S": (bi * block[1], dtype), "part": (bi * Vx[0].shape[1], dtype), "acc": (bi * Vx[0].shape[1], dtype),
+               "Qx": (bi * Kx[0].shape[1], dtype)}
     starts = range(0, n, bi)
     if layer.causal:  # the last query blocks see the most keys: start them first, so no worker finishes long after
         starts = starts[::-1]
@@ -222,12 +234,11 @@ def backward(layer: BoundLayer, Q, K, V, Z, lse, dZ, block: tuple[int, int] = BA
     Zf, dZf = (np.ascontiguousarray(M).reshape(count, n, -1) for M in (Z, dZ))
     Lf = np.ascontiguousarray(lse).reshape(count, n)
     big = np.finfo(dtype).max / 4  # stands in for +inf (fully masked rows): exp(S − big) = 0, no inf·0 in BLAS
-    ones = np.ones((n, 1), dtype)
-    Qx = [np.concatenate([c * q, -np.minimum(lv, big)[:, None]], axis=1).astype(dtype) for q, lv in zip(lanes.Q, Lf, strict=True)]
+    Qx = _padded("backward:Qx", lanes.Q, -np.minimum(Lf, big), scale=c)  # [c·Q, −L]
     D = np.einsum("lnd,lnd->ln", dZf, Zf)  # rowsum(dA ⊙ A) = rowsum(dZ ⊙ Z)
-    dZx = [np.concatenate([g, -D[lane][:, None]], axis=1).astype(dtype) for lane, g in enumerate(dZf)]
-    Kx = [np.concatenate([k, ones], axis=1) for k in lanes.K]
-    Vx = [np.concatenate([v, ones], axis=1) for v in lanes.V]
+    dZx = _padded("backward:dZx", dZf, -D)  # [dZ, −D]
+    Kx = _padded("backward:Kx", lanes.K, 1.0)
+    Vx = _padded("backward:Vx", lanes.V, 1.0)
     dQ = np.zeros_like(lanes.Q)
     dK = np.empty_like(lanes.K)
     dV = np.empty_like(lanes.V)
@@ -241,7 +252,8 @@ def backward(layer: BoundLayer, Q, K, V, Z, lse, dZ, block: tuple[int, int] = BA
             dVj = np.zeros((j1 - j0, lanes.V.shape[-1]), dtype)
             own = partial_dQ.get(threading.get_ident())
             if own is None:  # each thread writes only its own entry
-                own = partial_dQ[threading.get_ident()] = np.zeros_like(dQ)
+                own = partial_dQ[threading.get_ident()] = _pool.workspace("backward:dQ", dQ.shape, dtype)
+                own.fill(0)
             for i0 in range(0, n, bj):
                 i1 = min(n, i0 + bj)
                 if layer.causal and i1 - 1 < j0:  # every query of this block precedes every key

@@ -18,6 +18,7 @@ message per kind of mistake, naming the argument:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -121,10 +122,14 @@ def bool_mask(xp: ModuleType, name: str, mask: Any, device: Any) -> Any:
     return mask
 
 
-def finite_result(xp: ModuleType, value: Any, what: str, cause: str) -> Any:
-    """``value`` if it is finite; else a ShapeError saying that ``what`` overflowed and ``cause``."""
+def finite_result(xp: ModuleType, value: Any, what: str, cause: Callable[[], str]) -> Any:
+    """``value`` if it is finite; else a ShapeError saying that ``what`` overflowed and ``cause()``.
+
+    ``cause`` is called only on failure: the sizes it reports (``amax`` of the inputs) cost a
+    pass over each input, which a call that succeeds does not pay.
+    """
     if not bool(xp.all(xp.isfinite(value))):
-        raise ShapeError(f"{what} overflows {dtype_name(value)} for these finite inputs ({cause}); "
+        raise ShapeError(f"{what} overflows {dtype_name(value)} for these finite inputs ({cause()}); "
                          "scale the inputs down" + (" or compute in float64" if dtype_name(value) == "float32" else ""))
     return value
 

@@ -182,18 +182,21 @@ def exp_inplace(xp: ModuleType, x: Any) -> Any:
     return xp.exp(x)
 
 
-def matmul(xp: ModuleType, A: Any, B: Any) -> Any:
+def matmul(xp: ModuleType, A: Any, B: Any, scratch: str | None = None) -> Any:
     """``A @ B``; NumPy arrays inside a fast-path call split the rows of ``A`` across the worker pool.
 
     There BLAS runs at one thread (:func:`attnsym.numeric._pool.one_blas_thread`), so a long
     product — the projections ``X W``, the weight gradients ``Xᵀ dQ`` — is cut into row
-    blocks on the pool instead; everywhere else this is ``xp.matmul``.
+    blocks on the pool instead; everywhere else this is ``xp.matmul``. With ``scratch`` (a
+    name), a fast-path product is written into the calling thread's
+    :func:`~attnsym.numeric._pool.workspace` of that name: only for a result that does not
+    leave the call.
 
     >>> matmul(array_namespace(np.ones((2, 3))), np.ones((2, 3)), np.ones((3, 1))).ravel()
     array([3., 3.])
     """
     if _pool.active() and array_api_compat.is_numpy_array(A) and array_api_compat.is_numpy_array(B):
-        return _pool.matmul(A, B)
+        return _pool.matmul(A, B, scratch=scratch)
     return xp.matmul(A, B)
 
 

@@ -121,7 +121,7 @@ def attention_vjp(
         grads = _gradients(layer, a, size, lean)
     order = ["X", "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O"]
     xp, G = layer.xp, a["G"]
-    cause = f"|G| up to {amax(xp, G):.3g}, |X| up to {amax(xp, a['X']):.3g}"
+    cause = lambda: f"|G| up to {amax(xp, G):.3g}, |X| up to {amax(xp, a['X']):.3g}"
     return {k: finite_result(xp, grads[k], f"the gradient d{k}", cause) for k in order if k in grads}
 
 

@@ -36,15 +36,18 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
 
 import array_api_compat
+import numpy as np
 
 from .._checks import positive_int
 from ..errors import ShapeError, SpecError
 from ..spec import AttentionSpec
+from . import _pool
 from ._inputs import amax, finite_result
 from .backend import exp_inplace, matmul
 from .positions import alibi_bias_block, apply_rope, sinusoidal_positions
@@ -211,25 +214,42 @@ def merge_heads(xp: ModuleType, M):
     return xp.reshape(M, (*batch, n, heads * width))
 
 
-def affine(xp: ModuleType, M, W, b):
-    """``M W + b`` (b optional, shape (k,) or (1, k))."""
-    out = matmul(xp, M, W)
-    return out if b is None else out + xp.reshape(b, (W.shape[1],))
+def affine(xp: ModuleType, M, W, b, scratch: str | None = None):
+    """``M W + b`` (b optional, shape (k,) or (1, k)); ``scratch``: a workspace name, as for :func:`matmul`."""
+    out = matmul(xp, M, W, scratch=scratch)
+    if b is None:
+        return out
+    if scratch is not None and _pool.active() and isinstance(out, np.ndarray):
+        out += b.reshape(W.shape[1])  # the workspace's own array: in place
+        return out
+    return out + xp.reshape(b, (W.shape[1],))
 
 
-def project(layer: BoundLayer, a: dict, X_in, which: str, p0: int = 0):
-    """Per-head ``Q``, ``K`` (rotated, hook (b)) or ``V`` of the rows ``X_in`` at positions ``p0…``: (..., H, r, w)."""
-    M = split_heads(layer.xp, affine(layer.xp, X_in, a[f"W_{which}"], a.get(f"b_{which}")), layer.heads)
+def project(layer: BoundLayer, a: dict, X_in, which: str, p0: int = 0, scratch: bool = False):
+    """Per-head ``Q``, ``K`` (rotated, hook (b)) or ``V`` of the rows ``X_in`` at positions ``p0…``: (..., H, r, w).
+
+    ``scratch``: a NumPy fast-path call writes the product into the thread's workspace (see
+    :func:`attnsym.numeric._pool.workspace`); for projections that do not leave the call.
+    """
+    name = f"projections:{which}" if scratch else None
+    M = split_heads(layer.xp, affine(layer.xp, X_in, a[f"W_{which}"], a.get(f"b_{which}"), scratch=name), layer.heads)
     return layer.rotate(M, p0) if which in ("Q", "K") else M
 
 
 def projections(layer: BoundLayer, a: dict):
-    """``X_in`` and the per-head ``Q, K, V`` (..., H, n, d_k|d_v) of the whole sequence, overflow-checked."""
+    """``X_in`` and the per-head ``Q, K, V`` (..., H, n, d_k|d_v) of the whole sequence, overflow-checked.
+
+    In a NumPy fast-path call (:func:`attnsym.numeric._pool.one_blas_thread`) ``Q, K, V`` are
+    views of the thread's workspace, valid until the thread's next call: the lean forward and
+    backward use them inside the call only.
+    """
     X_in = layer.encode_inputs(a["X"])  # (..., n, d)
-    Q, K, V = (project(layer, a, X_in, w) for w in "QKV")
+    Q, K, V = (project(layer, a, X_in, w, scratch=True) for w in "QKV")
+    def sizes(name: str) -> Callable[[], str]:
+        return lambda: f"|X| up to {amax(layer.xp, a['X']):.3g}, |W_{name}| up to {amax(layer.xp, a[f'W_{name}']):.3g}"
+
     for name, M in (("Q", Q), ("K", K), ("V", V)):
-        finite_result(layer.xp, M, f"the projection {name} = X W_{name}",
-                      f"|X| up to {amax(layer.xp, a['X']):.3g}, |W_{name}| up to {amax(layer.xp, a[f'W_{name}']):.3g}")
+        finite_result(layer.xp, M, f"the projection {name} = X W_{name}", sizes(name))
     guard_logits(layer, a, Q, K)
     return X_in, Q, K, V
 
@@ -357,5 +377,5 @@ def output(layer: BoundLayer, a: dict, Z_heads):
     if a.get("W_O") is None:
         return Z
     return finite_result(xp, affine(xp, Z, a["W_O"], a.get("b_O")), "the output Y = Z W_O",
-                         f"|Z| up to {amax(xp, Z):.3g}, |W_O| up to {amax(xp, a['W_O']):.3g}")
+                         lambda: f"|Z| up to {amax(xp, Z):.3g}, |W_O| up to {amax(xp, a['W_O']):.3g}")
 
