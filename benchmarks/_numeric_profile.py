@@ -21,6 +21,7 @@ import threading
 import time
 
 import numpy as np
+from _common import median_time
 
 D = 64
 
@@ -152,17 +153,6 @@ def _floors(n: int) -> dict:
 
 
 
-def _wall(fn, repeat: int = 7) -> float:
-    """Median wall-clock time over ``repeat`` runs (after a warm-up)."""
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return float(np.median(times))
-
-
 def two_thread_floor(n: int, repeat: int = 7) -> dict:
     """Wall-clock time of the fast path's block kernels alone, on its worker pool (all threads), BLAS at one thread.
 
@@ -221,7 +211,7 @@ def two_thread_floor(n: int, repeat: int = 7) -> dict:
         with _pool.one_blas_thread():
             _pool.run([backward_task(j0) for j0 in range(0, n, bk)], bwd_scratch)
 
-    fwd, bwd = _wall(forward, repeat), _wall(backward, repeat)
+    fwd, bwd = median_time(forward, repeat=repeat)[0], median_time(backward, repeat=repeat)[0]
     return {"fwd": fwd, "fb": fwd + bwd, "threads": _pool.THREADS}
 
 
