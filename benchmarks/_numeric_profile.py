@@ -145,7 +145,23 @@ def _floors(n: int) -> dict:
     S.fill(-1.0)
     A.fill(-1.0)
     dS.fill(0.5)
+    numexpr_exp = None  # the issue's candidate library for fused element-wise work, measured on the same pass
+    try:
+        import numexpr
+    except ImportError:
+        pass
+    else:
+        threads = numexpr.set_num_threads(1)
+
+        def numexpr_passes():
+            for _ in fwd_blocks:
+                numexpr.evaluate("exp(S)", local_dict={"S": S}, out=S)
+                S.fill(-1.0)
+
+        numexpr_exp = {"seconds": _cpu(numexpr_passes) - _cpu(fills(S, len(fwd_blocks))), "version": numexpr.__version__}
+        numexpr.set_num_threads(threads)
     return {"forward_products": _cpu(forward_products),
+            "numexpr_exp": numexpr_exp,
             "forward_passes": _cpu(forward_passes) - _cpu(fills(S, len(fwd_blocks))),
             "backward_products": _cpu(backward_products),
             "backward_passes": _cpu(backward_passes) - _cpu(fills(A, len(bwd_blocks))),
@@ -273,6 +289,16 @@ def one_thread_profile(n: int, inputs) -> dict:
     return out
 
 
+def _numexpr_row(p: dict, entries: int, ms) -> list[str]:
+    """The same ``exp`` pass with numexpr at one thread, beside NumPy's (no row when numexpr is not installed)."""
+    ne = p.get("numexpr_exp")
+    if not ne:
+        return []
+    return [f"| `exp` with numexpr {ne['version']} (1 thread), same blocks | {ms(ne['seconds'])} "
+            f"({entries / ne['seconds'] / 1e9:.2f} G/s; NumPy's is {ne['seconds'] / p['forward_passes']:.2f}× "
+            f"{'faster' if ne['seconds'] > p['forward_passes'] else 'slower'}, so the fast path uses NumPy) | | |"]
+
+
 def render_one_thread(p: dict) -> list[str]:
     n, entries = p["n"], p["n"] * p["n"]
     gf = lambda flops, seconds: flops / seconds / 1e9
@@ -295,6 +321,7 @@ def render_one_thread(p: dict) -> list[str]:
         f"| `exp` of n² float32 values | {ms(p['forward_passes'])} (NumPy, {entries / p['forward_passes'] / 1e9:.2f} G/s) "
         f"| {ms(p['torch_exp'])} (`torch.exp`, {entries / p['torch_exp'] / 1e9:.2f} G/s) "
         f"| {p['forward_passes'] / p['torch_exp']:.2f}× |",
+        *_numexpr_row(p, entries, ms),
         "",
         "The floor of this NumPy design, measured alone on the fast path's block shapes "
         f"(forward {bi} queries × {bj} keys, backward {bk} keys × {bq} queries):",
