@@ -276,3 +276,17 @@ def test_trig_zero_decides_rotation_identities_both_ways():
     assert not _trig_zero(sp.cos(w * k) ** 2 + sp.sin(w * k) ** 2 - 2)
     assert not _trig_zero(sp.sin(w * (p + k)) - sp.sin(w * p) * sp.cos(w * k))
     assert not _trig_zero(sp.sin(w * p) * sp.sin(w * (p + k)) + sp.cos(w * p) * sp.cos(w * (p + k)) - sp.cos(2 * w * k))
+
+
+def test_trig_reduction_with_constants_as_generators_agrees_with_the_exact_domain():
+    """_reduce_trig first treats √2 (the scale) as a free generator; a nonzero result falls back to the exact one."""
+    from attnsym.symbolic.rope_proofs import _reduce_trig
+
+    t, u, a = sp.symbols("t u a", real=True)
+    r2 = sp.sqrt(2)
+    holds = r2 * a * (sp.cos(t + u) - sp.cos(t) * sp.cos(u) + sp.sin(t) * sp.sin(u)) + r2 * (sp.sin(t)**2 + sp.cos(t)**2 - 1)
+    assert _reduce_trig(holds) == 0
+    fails = r2 * a * sp.sin(t + 1) - a * sp.sin(t)
+    residual = _reduce_trig(fails)
+    assert residual != 0 and sp.simplify(residual - sp.expand(sp.expand_trig(fails))) == 0
+    assert sp.sqrt(2) in residual.atoms(sp.Pow)  # the constant is back, not a generator symbol
