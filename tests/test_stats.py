@@ -159,3 +159,21 @@ def test_errors_name_the_argument():
         stats.init_variance("glorot-ish", 4, 4)
     with pytest.raises(ValueError, match="k=None"):
         stats.dot_product_moments(2, stats.normal(), stats.normal(), same=True)
+
+
+def test_derivation_steps_are_the_equations_sympy_would_build():
+    """The steps are built unevaluated (fast); evaluating them would give the very same objects."""
+    import sympy as sp
+
+    from attnsym.symbolic import stats
+
+    sigma = sp.Symbol("sigma", positive=True)
+    moments = [stats.dot_product_moments(), stats.dot_product_moments(scale=1 / sp.sqrt(stats.d)),
+               stats.general_dot_product_moments(same=True),
+               stats.dot_product_moments(stats.d, stats.normal(0, sigma**2), same=True),
+               stats.dot_product_moments(4, stats.rademacher(), stats.uniform(-1, 1)),
+               stats.score_moments(512, 64, 1, sp.Rational(1, 512), sp.Rational(1, 512))]
+    steps = [eq for m in moments for _, eq in m.steps]
+    assert len(steps) == 5 * 4 + 4
+    for eq in steps:
+        assert isinstance(eq, sp.Eq) and sp.srepr(sp.Eq(eq.lhs, eq.rhs)) == sp.srepr(eq)

@@ -12,7 +12,10 @@ is handed out first: its cost is unknown, so it is not left for the end.
 
 Claims that share work inside a process (:data:`SHARED`) go to a worker together, one after the
 other: ``parallelism`` reads the Table 1 graphs that ``global-path-length`` built (a cache in
-:mod:`attnsym.claims.builtin.table1`); split over two workers each would build them.
+:mod:`attnsym.claims.builtin.table1`); split over two workers each would build them. The two
+numeric searches of :mod:`attnsym.numeric.softmax_search` (``entropy-lower-bound``,
+``softmax-jacobian-norm``) are the only checks that import ``scipy.optimize`` (~0.4 s CPU);
+together, one worker imports it.
 """
 
 from __future__ import annotations
@@ -55,7 +58,8 @@ COST_HINTS: dict[str, tuple[float, float]] = {
 
 
 #: claims checked one after the other by one worker, because the later ones reuse what the first computed
-SHARED: tuple[tuple[str, ...], ...] = (("global-path-length", "parallelism"),)
+SHARED: tuple[tuple[str, ...], ...] = (("global-path-length", "parallelism"),
+                                       ("entropy-lower-bound", "softmax-jacobian-norm"))
 
 
 def dispatch_order(ids: Sequence[str], *, quick: bool) -> list[list[int]]:
