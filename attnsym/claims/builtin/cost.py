@@ -128,8 +128,9 @@ def check_quadratic_cost(ctx: CheckContext, *, time_degree: tuple[int, int] = (2
                  "matrix-product multiplications = brute-force count at (n, d) = (3, 2), (5, 3), (8, 4)": brute_match,
                  "measured": measured},
         equations=(("operations of one head: Q Kᵀ, softmax, A V (d_k = d_v = d, unscaled; projections not counted)",
-                    sp.Eq(sp.Symbol("ops"), sp.factor(closed.total))),
-                   ("memory of the plain path", sp.Eq(sp.Symbol("mem"), closed.memory["scores"] + closed.memory["weights"]))),
+                    sp.Eq(sp.Symbol("ops"), sp.factor(closed.total), evaluate=False)),
+                   ("memory of the plain path", sp.Eq(sp.Symbol("mem"), closed.memory["scores"] + closed.memory["weights"],
+                                                      evaluate=False))),
         figures={"memory-growth": figure},
     )
 
@@ -235,9 +236,10 @@ def check_kv_cache(ctx: CheckContext, *, cached_degree: int = 1, uncached_degree
                  "non-causal: max change of earlier outputs when a token is appended": bidirectional_change,
                  "symbolic: causal outputs of 2 tokens unchanged by a 3rd (exact)": symbolic_causal,
                  "symbolic: non-causal outputs of 2 tokens unchanged by a 3rd": symbolic_bidirectional},
-        equations=(("multiplications at step t, with cache", sp.Eq(sp.Symbol("mul_cached"), poly_fast["mul"])),
-                   ("multiplications at step t, without cache", sp.Eq(sp.Symbol("mul_recompute"), poly_slow["mul"])),
-                   ("with cache, one head of width d", sp.Eq(sp.Symbol("mul_cached"), poly_fast_d))),
+        equations=(("multiplications at step t, with cache", sp.Eq(sp.Symbol("mul_cached"), poly_fast["mul"], evaluate=False)),
+                   ("multiplications at step t, without cache",
+                    sp.Eq(sp.Symbol("mul_recompute"), poly_slow["mul"], evaluate=False)),
+                   ("with cache, one head of width d", sp.Eq(sp.Symbol("mul_cached"), poly_fast_d, evaluate=False))),
         figures={"decode-cost": figure},
     )
 

@@ -78,10 +78,10 @@ def check_key_bias_invariance(ctx: CheckContext, *, claimed_zero: str = "b_K") -
         details={"family": table, "numeric": numeric},
         figures={"bias-slices": lambda: plots.bias_slices_figure(slices)},
         equations=(("a key bias shifts each score row by a constant",
-                    sp.Eq(tex(r"(q_i)(k_j + b_K)^\top"), tex(r"q_i k_j^\top + q_i b_K^\top"))),
+                    sp.Eq(tex(r"(q_i)(k_j + b_K)^\top"), tex(r"q_i k_j^\top + q_i b_K^\top"), evaluate=False)),
                    ("softmax ignores a row constant",
                     sp.Eq(tex(r"\partial A_{i\cdot}/\partial b_K"),
-                          tex(r"J_i \,(\mathbf{1}\, \partial(q_i b_K^\top)/\partial b_K) = 0")))),
+                          tex(r"J_i \,(\mathbf{1}\, \partial(q_i b_K^\top)/\partial b_K) = 0"), evaluate=False))),
     )
 
 
@@ -130,8 +130,10 @@ def check_rank_one_input(ctx: CheckContext, *, claimed_zero: tuple[str, ...] = (
                  "near equal tokens max |∂L/∂W| ∝ ε^slope (1e-4 ≤ ε ≤ 1e-2)": growth},
         figures={"equal-tokens": lambda: plots.equal_tokens_figure(sweep)},
         equations=(("equal tokens give equal scores and uniform routing",
-                    sp.Eq(tex(r"X = \mathbf{1} x^\top \Rightarrow A"), tex(r"\tfrac{1}{n}\mathbf{1}\mathbf{1}^\top"))),
-                   ("so the score gradient vanishes", sp.Eq(tex(r"dS = A \odot (dA - \operatorname{rowsum}(dA \odot A))"), 0))),
+                    sp.Eq(tex(r"X = \mathbf{1} x^\top \Rightarrow A"), tex(r"\tfrac{1}{n}\mathbf{1}\mathbf{1}^\top"),
+                          evaluate=False)),
+                   ("so the score gradient vanishes",
+                    sp.Eq(tex(r"dS = A \odot (dA - \operatorname{rowsum}(dA \odot A))"), 0, evaluate=False))),
     )
 
 

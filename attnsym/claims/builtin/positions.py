@@ -97,7 +97,7 @@ def check_rope_relative(ctx: CheckContext, *, positions: str = "rope") -> Eviden
         symbolic_ok = proof.holds
         proofs.append({"spec": proof.spec.describe(), "proved": proof.holds})
         equation = ("score at positions t, t + 1 minus the score at 0, 1 (sinusoids, n = 2, d_model = 2)",
-                    sp.Eq(tex(r"s_{12}(t) - s_{12}(0)"), proof.residual))
+                    sp.Eq(tex(r"s_{12}(t) - s_{12}(0)"), proof.residual, evaluate=False))
     n, d = (16, 8) if ctx.quick else (64, 32)
     spec = AttentionSpec(n=n, d_model=d, positions=positions)
     X = rng.standard_normal((n, d))
@@ -202,9 +202,9 @@ def check_rope_shift_invariance(ctx: CheckContext, *, positions: str = "rope") -
                  "max |A(PX) − P A(X) Pᵀ|": perm_gap,
                  "see also": ["permutation-equivariance", "no-locality-bias"]},
         equations=((("a score at the shifted positions t, t + 1 (it reduces to the score at 0, 1)",
-                     sp.Eq(tex(r"s_{1,2}(t)"), proof.lhs[0, 1]))
+                     sp.Eq(tex(r"s_{1,2}(t)"), proof.lhs[0, 1], evaluate=False))
                     if proof.holds else ("a score that changes with t: s(t) − s(0)",
-                                         sp.Eq(tex("s(t) - s(0)"), proof.residual))),),
+                                         sp.Eq(tex("s(t) - s(0)"), proof.residual, evaluate=False))),),
         figures={"shift": figure},
     )
 
@@ -268,7 +268,7 @@ def check_rope_long_range_decay(ctx: CheckContext, *, subject: str = "bound") ->
         equations=(("RoFormer (§3.4.3): Abel summation",
                     sp.Eq(tex(r"\left|\sum_i h_i e^{\mathrm{i}(m-n)\theta_i}\right|"),
                           tex(r"\le \max_i |h_{i+1}-h_i| \sum_{j=1}^{d/2} |S_j|,\quad S_j = \sum_{i<j} "
-                              r"e^{\mathrm{i}(m-n)\theta_i}"))),),
+                              r"e^{\mathrm{i}(m-n)\theta_i}"), evaluate=False)),),
         figures={"decay": figure},
     )
 
@@ -345,7 +345,7 @@ def check_alibi_recency(ctx: CheckContext, *, cuts_off_far_tokens: bool = False)
                  "mean weight at distance 0 and n/2 (per head)": [[float(profile[h, 0]), float(profile[h, n // 2])]
                                                                   for h in range(heads)],
                  "see also": ["global-path-length"]},
-        equations=(("bias of head h", sp.Eq(tex(r"B^{(h)}_{ij}"), tex(r"-m_h\,(i - j),\ j \le i"))),
+        equations=(("bias of head h", sp.Eq(tex(r"B^{(h)}_{ij}"), tex(r"-m_h\,(i - j),\ j \le i"), evaluate=False)),
                    ("head 1, n = 4 (exact)", sp.Eq(tex("B^{(1)}"), B0, evaluate=False)),
                    ("zero scores: weights of the last query", sp.Eq(tex(r"A^{(1)}_{4,\cdot}"), A_exact[3, :],
                                                                    evaluate=False))),

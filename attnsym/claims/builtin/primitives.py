@@ -107,11 +107,12 @@ def check_softmax_jacobian(ctx: CheckContext, *, claimed=None) -> Evidence:
         details={"symbolic proofs": proofs, "finite differences": fd_rows},
         equations=(
             ("softmax", sp.Eq(tex("a_i"), sp.exp(sp.Symbol("z_i")) / sp.Sum(sp.exp(sp.Symbol("z_k")), (sp.Symbol("k"), 1,
-                                                                                                     sp.Symbol("n"))))),
+                                                                                                     sp.Symbol("n"))),
+                              evaluate=False)),
             ("derived by differentiation, n = 2", sp.Eq(tex(r"\partial a / \partial z"), jac2.derived, evaluate=False)),
             ("closed form, n = 2", sp.Eq(tex(r"\operatorname{diag}(a) - a a^\top"), jac2.closed_form, evaluate=False)),
             ("leading minor on the simplex, n = 3 (nonzero: rank n − 1)",
-             sp.Eq(tex(r"\det J_{[1:2, 1:2]}"), derive_softmax_jacobian(3).minor_determinant)),
+             sp.Eq(tex(r"\det J_{[1:2, 1:2]}"), derive_softmax_jacobian(3).minor_determinant, evaluate=False)),
         ),
     )
 
@@ -164,14 +165,16 @@ def check_sinusoidal_positions(ctx: CheckContext, *, claimed_ratio=None) -> Evid
     holds = geometric and matches_definition and bounded_exact and rotation_proved and independent_of_p and orthogonal \
         and stacked_ok and numeric_ok
     equations = (
-        ("even columns", sp.Eq(tex(r"PE_{p, 2i}"), sp.sin(p / sp.Symbol("b") ** (2 * sp.Symbol("i") / sp.Symbol("d"))))),
-        ("odd columns", sp.Eq(tex(r"PE_{p, 2i+1}"), sp.cos(p / sp.Symbol("b") ** (2 * sp.Symbol("i") / sp.Symbol("d"))))),
+        ("even columns", sp.Eq(tex(r"PE_{p, 2i}"), sp.sin(p / sp.Symbol("b") ** (2 * sp.Symbol("i") / sp.Symbol("d"))),
+                               evaluate=False)),
+        ("odd columns", sp.Eq(tex(r"PE_{p, 2i+1}"), sp.cos(p / sp.Symbol("b") ** (2 * sp.Symbol("i") / sp.Symbol("d"))),
+                              evaluate=False)),
         (f"symbolic PE, n = 3 rows of d = {d_sym}", sp.Eq(tex("PE"), PE[:3, :], evaluate=False)),
-        ("geometric frequencies: ratio of consecutive ω_i", sp.Eq(tex(r"\omega_{i+1}/\omega_i"), expected_ratio)),
+        ("geometric frequencies: ratio of consecutive ω_i", sp.Eq(tex(r"\omega_{i+1}/\omega_i"), expected_ratio, evaluate=False)),
         ("shift by k is a rotation of each (sin, cos) pair, independent of p",
          sp.Eq(sp.MatMul(proof.rotation, proof.pair, evaluate=False), proof.shifted)),
         ("similarity of two positions depends only on their distance (per pair)",
-         sp.Eq(tex(r"\langle pe_\omega(p), pe_\omega(p+k)\rangle"), proof.similarity)),
+         sp.Eq(tex(r"\langle pe_\omega(p), pe_\omega(p+k)\rangle"), proof.similarity, evaluate=False)),
     )
 
     def figure():
@@ -272,12 +275,12 @@ def check_gelu(ctx: CheckContext, *, claimed_max_error: float = 1e-3) -> Evidenc
                  "tanh approximation, max |error|": max_err, "at x": at_x,
                  "same error in 30-digit symbolic arithmetic": sym_at},
         equations=(
-            ("exact", sp.Eq(tex(r"\operatorname{GELU}(x)"), g)),
-            ("as x Φ(x) with the standard normal CDF", sp.Eq(tex(r"\operatorname{GELU}(x)"), x * Phi)),
-            ("derivative", sp.Eq(tex(r"\operatorname{GELU}'(x)"), dg)),
-            ("tanh approximation", sp.Eq(tex(r"\operatorname{GELU}_{\tanh}(x)"), gelu_tanh(x))),
+            ("exact", sp.Eq(tex(r"\operatorname{GELU}(x)"), g, evaluate=False)),
+            ("as x Φ(x) with the standard normal CDF", sp.Eq(tex(r"\operatorname{GELU}(x)"), x * Phi, evaluate=False)),
+            ("derivative", sp.Eq(tex(r"\operatorname{GELU}'(x)"), dg, evaluate=False)),
+            ("tanh approximation", sp.Eq(tex(r"\operatorname{GELU}_{\tanh}(x)"), gelu_tanh(x), evaluate=False)),
             ("maximum error of the approximation",
-             sp.Eq(tex(r"\max_x |\operatorname{GELU}_{\tanh} - \operatorname{GELU}|"), sp.Float(max_err, 4))),
+             sp.Eq(tex(r"\max_x |\operatorname{GELU}_{\tanh} - \operatorname{GELU}|"), sp.Float(max_err, 4), evaluate=False)),
         ),
         figures={"gelu": figure},
     )

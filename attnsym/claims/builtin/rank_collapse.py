@@ -102,11 +102,11 @@ def check_rank_collapse(ctx: CheckContext, *, collapses: dict[str, bool] | None 
                     "the measured cubic rate, not the constant"),
         details={"rows": rows, "claimed": claimed, "rank-1 input is a fixed point (exact)": fixed_point,
                  "depth": depth, "seeds": seeds},
-        equations=(("residual", sp.Eq(tex(r"\operatorname{res}(X)"), tex(r"X - \mathbf{1} x^\top"))),
-                   ("composite norm", sp.Eq(tex(r"\|M\|_{1,\infty}"), tex(r"\sqrt{\|M\|_1 \|M\|_\infty}"))),
+        equations=(("residual", sp.Eq(tex(r"\operatorname{res}(X)"), tex(r"X - \mathbf{1} x^\top"), evaluate=False)),
+                   ("composite norm", sp.Eq(tex(r"\|M\|_{1,\infty}"), tex(r"\sqrt{\|M\|_1 \|M\|_\infty}"), evaluate=False)),
                    ("Dong et al. 2021, Lemma 2.1 (per layer)",
                     sp.Eq(tex(r"\|\operatorname{res}(SA(X))\|_{1,\infty}"),
-                          tex(r"\le \frac{4\gamma\beta}{\sqrt{d}} \|\operatorname{res}(X)\|_{1,\infty}^3")))),
+                          tex(r"\le \frac{4\gamma\beta}{\sqrt{d}} \|\operatorname{res}(X)\|_{1,\infty}^3"), evaluate=False))),
         figures={"rank-collapse": figure},
     )
 

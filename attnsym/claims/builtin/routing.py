@@ -39,7 +39,7 @@ def _distance_equation():
     i, j, n = sp.symbols("i j n", integer=True, positive=True)
     A1, A2 = sp.IndexedBase("A^{(1)}"), sp.IndexedBase("A^{(2)}")
     body = sp.Sum(sp.Sum(sp.Abs(A1[i, j] - A2[i, j]), (j, 1, n)) / 2, (i, 1, n)) / n
-    return sp.Eq(sp.Symbol("D"), body)
+    return sp.Eq(sp.Symbol("D"), body, evaluate=False)
 
 
 def _hypernetwork_equations():

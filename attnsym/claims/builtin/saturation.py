@@ -112,12 +112,12 @@ def check_softmax_saturation(ctx: CheckContext, *, saturating: str = "unscaled")
         f"difference {max(r[vjp_key] for r in grad_rows):.1e} (at most 1e-9 required)",
     )
     equations = (
-        ("Softmax of two scores with gap s", sp.Eq(tex("a_1"), a[0, 0])),
-        ("Its derivative: the Jacobian entry a₁(1 − a₁)", sp.Eq(tex(r"\partial a_1 / \partial s"), da)),
+        ("Softmax of two scores with gap s", sp.Eq(tex("a_1"), a[0, 0], evaluate=False)),
+        ("Its derivative: the Jacobian entry a₁(1 − a₁)", sp.Eq(tex(r"\partial a_1 / \partial s"), da, evaluate=False)),
         ("Saturation: the derivative vanishes as the gap grows",
-         sp.Eq(tex(r"\lim_{s\to\infty} \partial a_1/\partial s"), jac_limit)),
+         sp.Eq(tex(r"\lim_{s\to\infty} \partial a_1/\partial s"), jac_limit, evaluate=False)),
         ("Unscaled scores have standard deviation √d (variance-scaling), so gaps grow like √d",
-         sp.Eq(tex(r"\operatorname{sd}[q\cdot k]"), sp.sqrt(sp.Symbol("d", positive=True)))),
+         sp.Eq(tex(r"\operatorname{sd}[q\cdot k]"), sp.sqrt(sp.Symbol("d", positive=True)), evaluate=False)),
     )
     details = {
         "symbolic check": symbolic_ok,

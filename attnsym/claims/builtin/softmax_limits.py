@@ -92,9 +92,9 @@ def check_dispersion(ctx: CheckContext, *, gap: float = 5, claimed: dict[int, fl
                     f"a gap stops being 'sharp' (top weight < 1/2) beyond n = 1 + e^Δ ({float(half):.1f} for Δ = {gap:g})"),
         details={"rows": rows, "limit": limit, "half point n = 1 + e^Δ": half,
                  "random logits in [0, Δ] never exceed the form": dict(zip(sizes, worst, strict=True))},
-        equations=(("top weight, one logit Δ above n − 1 equal ones", sp.Eq(tex(r"a_{\max}"), top)),
-                   ("its limit as n grows", sp.Eq(tex(r"\lim_{n\to\infty} a_{\max}"), limit)),
-                   ("the top weight falls to 1/2 at", sp.Eq(tex("n_{1/2}"), dispersion_half_point(D)))),
+        equations=(("top weight, one logit Δ above n − 1 equal ones", sp.Eq(tex(r"a_{\max}"), top, evaluate=False)),
+                   ("its limit as n grows", sp.Eq(tex(r"\lim_{n\to\infty} a_{\max}"), limit, evaluate=False)),
+                   ("the top weight falls to 1/2 at", sp.Eq(tex("n_{1/2}"), dispersion_half_point(D), evaluate=False))),
         figures={"dispersion": figure},
     )
 
@@ -146,9 +146,10 @@ def check_softmax_jacobian_norm(ctx: CheckContext, *, claimed_bound: float = 0.5
         details={"variance identity (n = 3)": identity, "two-point norm": two_point, "its maximum": peak,
                  "search": rows, "claimed bound": bound},
         equations=(("the quadratic form is a variance", sp.Eq(tex(r"v^\top (\operatorname{diag}(a) - a a^\top) v"),
-                                                           tex(r"\sum_i a_i v_i^2 - \left(\sum_i a_i v_i\right)^2"))),
-                   ("two-point distribution a = (p, 1 − p)", sp.Eq(tex(r"\|J\|_2"), two_point)),
-                   ("its maximum", sp.Eq(tex(r"\max_p \|J\|_2"), peak))),
+                                                           tex(r"\sum_i a_i v_i^2 - \left(\sum_i a_i v_i\right)^2"),
+                                                           evaluate=False)),
+                   ("two-point distribution a = (p, 1 − p)", sp.Eq(tex(r"\|J\|_2"), two_point, evaluate=False)),
+                   ("its maximum", sp.Eq(tex(r"\max_p \|J\|_2"), peak, evaluate=False))),
         figures={"jacobian-norm": figure},
     )
 
@@ -217,9 +218,11 @@ def check_entropy_lower_bound(ctx: CheckContext, *, claimed_bound=None) -> Evide
         details={"‖minimiser‖ = σ (exact)": norm_ok, "entropy of the minimiser = bound (symbolic T)": general,
                  "entropy from the definition = bound at T ∈ {2, 3, 5}, β = 1/r rational": tight_exact,
                  "limit σ → ∞ (T = 16)": collapse, "search": rows},
-        equations=(("the bound (β = exp(−σ√(T/(T−1))))", sp.Eq(tex(r"H_{\min}(\sigma, T)"), entropy_lower_bound(sigma, T))),
-                   ("its minimiser: one logit against T − 1 equal ones", sp.Eq(tex("(z_1, z_{j>1})"), sp.Tuple(top, rest))),
-                   ("weights at the minimiser", sp.Eq(tex("(a_1, a_{j>1})"), sp.Tuple(a_top, a_rest)))),
+        equations=(("the bound (β = exp(−σ√(T/(T−1))))",
+                    sp.Eq(tex(r"H_{\min}(\sigma, T)"), entropy_lower_bound(sigma, T), evaluate=False)),
+                   ("its minimiser: one logit against T − 1 equal ones",
+                    sp.Eq(tex("(z_1, z_{j>1})"), sp.Tuple(top, rest), evaluate=False)),
+                   ("weights at the minimiser", sp.Eq(tex("(a_1, a_{j>1})"), sp.Tuple(a_top, a_rest), evaluate=False))),
         figures={"entropy-bound": figure},
     )
 

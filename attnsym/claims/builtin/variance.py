@@ -265,7 +265,7 @@ def variance_scaling_evidence(
         ("q = k, Gaussian N(0, σ²): variance 2dσ⁴", sp.Eq(V(qq), same_gauss.variance)),
         ("q = k scaled by 1/√d: the mean √d σ² grows", sp.Eq(E(qqd), same_gauss_scaled.mean)),
         ("Kurtosis of q·k with N(0, 1) components (sets the Monte Carlo error bars)",
-         sp.Eq(tex(r"\mu_4 / \sigma^4"), kurt)),
+         sp.Eq(tex(r"\mu_4 / \sigma^4"), kurt, evaluate=False)),
         ("Score entry i ≠ j of c·X W_Q (X W_K)ᵀ (x ~ N(0, v_x), W ~ N(0, v_w))",
          sp.Eq(V("s_{ij}"), symbolic_scores.off_diagonal_variance)),
     )
