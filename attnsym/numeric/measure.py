@@ -3,11 +3,16 @@
 Used by the cost claims (``quadratic-cost``, ``blockwise-exact``) to show how the numeric
 backend scales with the sequence length. Memory is measured with :mod:`tracemalloc`, which sees
 every NumPy array allocation (NumPy reports its buffers to it), so the peak is deterministic for
-a given call — unlike wall time, which is reported but never relied on for a verdict.
+a given call — unlike wall time, which is reported but never relied on for a verdict. The lean
+path's per-thread workspace (:func:`attnsym.numeric._pool.workspace`) is kept between calls, so
+a call's peak would depend on what ran before it in the process (and on which worker thread took
+which block); :func:`peak_traced_bytes` has every workspace request allocate afresh while it
+measures, so the call's own buffers are counted, whatever ran before.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import time
@@ -16,8 +21,20 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..errors import ShapeError
+from . import _pool
 
 __all__ = ["growth_exponent", "median_seconds", "peak_traced_bytes"]
+
+
+@contextlib.contextmanager
+def _fresh_workspace():
+    """Every :func:`attnsym.numeric._pool.workspace` request allocates a new array for the block (none is kept)."""
+    saved = _pool.WORKSPACE_MAX_BYTES
+    _pool.WORKSPACE_MAX_BYTES = -1  # workspace() keeps only buffers of at most this many bytes
+    try:
+        yield
+    finally:
+        _pool.WORKSPACE_MAX_BYTES = saved
 
 
 def peak_traced_bytes(fn: Callable[[], Any]) -> tuple[Any, int]:
@@ -36,10 +53,11 @@ def peak_traced_bytes(fn: Callable[[], Any]) -> tuple[Any, int]:
     if not was_tracing:
         tracemalloc.start()
     try:
-        tracemalloc.reset_peak()
-        before = tracemalloc.get_traced_memory()[0]
-        result = fn()
-        peak = tracemalloc.get_traced_memory()[1] - before
+        with _fresh_workspace():
+            tracemalloc.reset_peak()
+            before = tracemalloc.get_traced_memory()[0]
+            result = fn()
+            peak = tracemalloc.get_traced_memory()[1] - before
     finally:
         if not was_tracing:
             tracemalloc.stop()
