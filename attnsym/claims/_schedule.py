@@ -12,10 +12,14 @@ is handed out first: its cost is unknown, so it is not left for the end.
 
 Claims that share work inside a process (:data:`SHARED`) go to a worker together, one after the
 other: ``parallelism`` reads the Table 1 graphs that ``global-path-length`` built (a cache in
-:mod:`attnsym.claims.builtin.table1`); split over two workers each would build them. The two
-numeric searches of :mod:`attnsym.numeric.softmax_search` (``entropy-lower-bound``,
-``softmax-jacobian-norm``) are the only checks that import ``scipy.optimize`` (~0.4 s CPU);
-together, one worker imports it.
+:mod:`attnsym.claims.builtin.table1`); split over two workers each would build them. And a few
+libraries are imported by the checks that use them, on first use, by each worker that runs one:
+``scipy.optimize`` (~0.35 s CPU; only ``entropy-lower-bound`` and ``softmax-jacobian-norm``, the
+numeric searches of :mod:`attnsym.numeric.softmax_search`), ``sympy.physics.units`` (~0.2-0.3 s;
+imported by SymPy's ``simplify`` and ``solve``: of the quick checks only ``two-token-example``,
+``weights-not-preset`` and ``entropy-lower-bound`` reach it) and ``scipy.special`` (~0.15 s; those
+two searches, ``softmax-saturation``, ``gelu``): these six checks go to one worker, which imports
+each library once.
 """
 
 from __future__ import annotations
@@ -24,42 +28,46 @@ from collections.abc import Sequence
 
 __all__ = ["COST_HINTS", "SHARED", "dispatch_order"]
 
-#: claim id -> (CPU seconds with --quick, CPU seconds in full), measured with --jobs 1 and rounded
+#: claim id -> (CPU seconds with --quick, CPU seconds in full): each check's CPU time in a worker process of
+#: ``attnsym verify`` (two workers, this machine, cold caches included), rounded
 COST_HINTS: dict[str, tuple[float, float]] = {
-    "variance-scaling": (0.9, 7.2),
-    "softmax-saturation": (1.0, 3.6),
-    "dynamic-routing": (0.15, 0.25),
-    "hypernetwork-view": (0.16, 0.9),
-    "two-token-example": (0.27, 0.25),
-    "global-path-length": (0.05, 0.8),
+    "variance-scaling": (0.45, 7.1),
+    "softmax-saturation": (0.95, 3.6),
+    "dynamic-routing": (0.05, 0.45),
+    "hypernetwork-view": (0.2, 1.25),
+    "two-token-example": (0.35, 0.2),
+    "global-path-length": (0.1, 1.2),
     "parallelism": (0.01, 0.01),
-    "quadratic-cost": (0.84, 1.1),
-    "qk-asymmetry": (0.09, 0.23),
-    "permutation-equivariance": (0.03, 1.8),
-    "sinusoidal-positions": (0.16, 0.22),
-    "multi-head": (0.08, 2.4),
-    "weights-not-preset": (0.19, 0.74),
-    "softmax-jacobian": (0.15, 0.25),
-    "kv-cache": (0.03, 0.08),
-    "blockwise-exact": (0.15, 0.36),
-    "no-locality-bias": (0.31, 3.7),
-    "gelu": (0.52, 0.8),
-    "rank-collapse": (0.14, 0.5),
-    "entropy-lower-bound": (0.97, 0.97),
-    "key-bias-invariance": (0.28, 0.43),
-    "softmax-jacobian-norm": (0.07, 0.19),
-    "dispersion": (0.06, 0.09),
-    "rank-one-input": (0.16, 0.27),
-    "rope-relative": (0.09, 0.89),
-    "rope-shift-invariance": (0.51, 0.94),
-    "rope-long-range-decay": (0.03, 0.3),
-    "alibi-recency": (0.13, 0.59),
+    "quadratic-cost": (0.85, 1.6),
+    "qk-asymmetry": (0.1, 0.2),
+    "permutation-equivariance": (0.05, 0.85),
+    "sinusoidal-positions": (0.15, 0.15),
+    "multi-head": (0.1, 2.4),
+    "weights-not-preset": (0.3, 1.1),
+    "softmax-jacobian": (0.1, 0.2),
+    "kv-cache": (0.03, 0.05),
+    "blockwise-exact": (0.2, 0.45),
+    "no-locality-bias": (0.4, 1.7),
+    "gelu": (0.4, 0.5),
+    "rank-collapse": (0.2, 0.5),
+    "entropy-lower-bound": (1.0, 1.6),
+    "key-bias-invariance": (0.35, 0.5),
+    "softmax-jacobian-norm": (0.1, 0.25),
+    "dispersion": (0.05, 0.1),
+    "rank-one-input": (0.2, 0.3),
+    "rope-relative": (0.15, 0.75),
+    "rope-shift-invariance": (0.4, 0.9),
+    "rope-long-range-decay": (0.03, 0.17),
+    "alibi-recency": (0.07, 0.45),
 }
 
 
 #: claims checked one after the other by one worker, because the later ones reuse what the first computed
-SHARED: tuple[tuple[str, ...], ...] = (("global-path-length", "parallelism"),
-                                       ("entropy-lower-bound", "softmax-jacobian-norm"))
+SHARED: tuple[tuple[str, ...], ...] = (
+    ("global-path-length", "parallelism"),
+    ("entropy-lower-bound", "softmax-jacobian-norm", "two-token-example", "weights-not-preset", "softmax-saturation",
+     "gelu"),
+)
 
 
 def dispatch_order(ids: Sequence[str], *, quick: bool) -> list[list[int]]:

@@ -39,17 +39,11 @@ QUAD_STATEMENT = statement("quadratic-cost")
 def _approx(nbytes: float) -> int:
     """Bytes rounded to 1 significant digit, so reports stay identical for a given seed.
 
-    Traced peaks vary by a few hundred bytes between runs (Python free lists), the least of three
-    (:func:`_peak`) by less; with 2 significant digits the lean path's 944 kB at n = 512 sat that
+    Traced peaks vary by a few hundred bytes between runs (Python free lists); with 2 significant digits the lean path's 944 kB at n = 512 sat that
     close to a rounding boundary (945 kB) and came out as 940000 or 950000. One digit puts every
     boundary at least ~2 % away from the peaks measured here. The verdict uses the exact peaks.
     """
     return int(float(f"{nbytes:.1g}"))
-
-
-def _peak(fn) -> int:
-    """The least of three traced peaks of ``fn()`` (:func:`attnsym.numeric.measure.peak_traced_bytes`)."""
-    return min(peak_traced_bytes(fn)[1] for _ in range(3))
 
 
 def check_quadratic_cost(ctx: CheckContext, *, time_degree: tuple[int, int] = (2, 1), memory_degree: int = 2,
@@ -90,8 +84,8 @@ def check_quadratic_cost(ctx: CheckContext, *, time_degree: tuple[int, int] = (2
         plain = lambda X=X, W=W: attention(X, *W)
         lean = lambda X=X, W=W: attention(X, *W, return_weights=False, block_size=block)
         plain(), lean()  # warm-up: first-call allocations are not the method's
-        plain_mem.append(_peak(plain))
-        lean_mem.append(_peak(lean))
+        plain_mem.append(peak_traced_bytes(plain)[1])
+        lean_mem.append(peak_traced_bytes(lean)[1])
         if measure_time:
             plain_t.append(median_seconds(plain, repeat=3))
             lean_t.append(median_seconds(lean, repeat=3))
@@ -289,7 +283,7 @@ def check_blockwise_exact(ctx: CheckContext, *, rescale: bool = True) -> Evidenc
     plain_fn = lambda: attention(X, *W)
     lean_fn = lambda: attention(X, *W, return_weights=False, block_size=128)
     plain_fn(), lean_fn()
-    plain_peak, lean_peak = _peak(plain_fn), _peak(lean_fn)
+    plain_peak, lean_peak = peak_traced_bytes(plain_fn)[1], peak_traced_bytes(lean_fn)[1]
     one_map = 8 * n_mem * n_mem
     memory_ok = lean_peak < one_map <= plain_peak
     ok = proof.holds and numeric_ok and memory_ok
