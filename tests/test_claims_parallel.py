@@ -190,3 +190,16 @@ def test_workers_return_grouped_and_reordered_claims_in_the_order_asked_for():
     two = verify_all(ids=ids, quick=True, jobs=2)
     assert [ev.claim for ev in two] == ids
     assert to_json(two, seed=0, quick=True) == to_json(one, seed=0, quick=True)
+
+
+@needs_fork
+def test_json_rendered_in_the_workers_is_the_json_of_the_evidence():
+    from dataclasses import replace
+
+    ids = ["sinusoidal-positions", "multi-head", "gelu"]
+    one = verify_all(ids=ids, quick=True, jobs=1)
+    two = verify_all(ids=ids, quick=True, jobs=2, render_json=True)
+    assert all(ev.rendered is None for ev in one) and all(ev.rendered is not None for ev in two)
+    assert to_json(two, seed=0, quick=True, timing=False) == to_json(one, seed=0, quick=True)
+    changed = replace(two[0], details={"only": 1})  # a changed evidence is rendered anew, never from the stale copy
+    assert changed.rendered is None and '"only": 1' in to_json([changed], seed=0, quick=True)

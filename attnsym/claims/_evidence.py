@@ -133,6 +133,10 @@ class Evidence:
     seconds: float = 0.0
     by_construction: tuple[str, ...] = ()
     source: str = ""
+    #: the JSON form of ``details`` and ``equations``, rendered by the worker process that ran the check
+    #: (``verify_all(jobs > 1, render_json=True)``: printing SymPy objects is then done in parallel), or None.
+    #: Not an init argument: :func:`dataclasses.replace` leaves it None, so changed evidence is rendered anew.
+    rendered: dict[str, Any] | None = field(default=None, init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:

@@ -31,7 +31,7 @@ from ._evidence import VERDICTS, CheckContext, Claim, ClaimFailed, Evidence, Ren
 from ._schedule import dispatch_order
 from .builtin import BUILTIN
 from .catalogue import catalogue
-from .report import figure_files
+from .report import figure_files, json_parts
 
 __all__ = [
     "CLAIMS",
@@ -216,22 +216,26 @@ def _rebuild_node(cls: type, args: tuple, state: dict) -> sp.Basic:
     return node
 
 
-def _check_in_worker(task: tuple[tuple[int, ...], tuple[str, ...], int, bool, tuple[str, ...]]) -> list[tuple[int, bytes]]:
+def _check_in_worker(task: tuple[tuple[int, ...], tuple[str, ...], int, bool, tuple[str, ...], bool]
+                     ) -> list[tuple[int, bytes]]:
     """A worker's part: check claims one after another, each pickled exactly; figures rendered in ``formats``."""
-    indices, claim_ids, seed, quick, formats = task
+    indices, claim_ids, seed, quick, formats, render_json = task
     out = []
     for index, claim_id in zip(indices, claim_ids, strict=True):
         ev = verify(claim_id, seed=seed, quick=quick)
         figures: dict[str, Callable[[], Any]] = {name: RenderedFigure(claim_id, name, figure_files(build, formats))
                                                  for name, build in ev.figures.items()}
+        ev = replace(ev, figures=figures)
+        if render_json:
+            object.__setattr__(ev, "rendered", json_parts(ev))  # frozen: set once, before it leaves the worker
         buffer = io.BytesIO()
-        _ExactPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(replace(ev, figures=figures))
+        _ExactPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(ev)
         out.append((index, buffer.getvalue()))
     return out
 
 
 def verify_all(*, seed: int = 0, quick: bool = False, ids: Sequence[str] | None = None, jobs: int = 1,
-               formats: Sequence[str] = (), progress: Callable[[str], None] | None = None,
+               formats: Sequence[str] = (), render_json: bool = False, progress: Callable[[str], None] | None = None,
                on_result: Callable[[Evidence], None] | None = None,
                claim_progress: Callable[[str], Callable[[int, int], None] | None] | None = None) -> list[Evidence]:
     """Check every registered claim (or those in ``ids``), CLAIMS.md order first (see :func:`ordered_ids`).
@@ -252,6 +256,10 @@ def verify_all(*, seed: int = 0, quick: bool = False, ids: Sequence[str] | None 
     formats : sequence of str, default ()
         With ``jobs > 1``: the figure formats ("png", "svg") each worker renders; the evidence
         holds them as :class:`~attnsym.claims.RenderedFigure` (empty: the figures' names only).
+    render_json : bool, default False
+        With ``jobs > 1``: each worker also renders the JSON form of its claims' details and
+        equations (:attr:`Evidence.rendered`), so that ``to_json`` does not print every SymPy
+        object in this process after the workers are done. The JSON is the same either way.
     progress : callable ``(claim_id) -> None``, optional
         Called before each check starts (``jobs == 1`` only).
     on_result : callable ``(Evidence) -> None``, optional
@@ -284,7 +292,7 @@ def verify_all(*, seed: int = 0, quick: bool = False, ids: Sequence[str] | None 
                 on_result(ev)
         return results
     # handed out longest first (claims._schedule): no long check starts last while the other workers idle
-    tasks = [(tuple(task), tuple(chosen[i] for i in task), seed, bool(quick), tuple(formats))
+    tasks = [(tuple(task), tuple(chosen[i] for i in task), seed, bool(quick), tuple(formats), bool(render_json))
              for task in dispatch_order(chosen, quick=bool(quick))]
     done: dict[int, Evidence] = {}
     with warnings.catch_warnings():

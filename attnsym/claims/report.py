@@ -80,13 +80,18 @@ def evidence_to_dict(ev: Evidence, *, timing: bool = False) -> dict[str, Any]:
         "source": ev.source,
         "summary": ev.summary,
         "conditions": list(ev.conditions),
-        "equations": [{"title": title, **_expr_json(eq)} for title, eq in ev.equations],
-        "details": to_jsonable(ev.details),
+        **(ev.rendered if ev.rendered is not None else json_parts(ev)),
         "figures": sorted(ev.figures),
     }
     if timing:
         out["seconds"] = round(ev.seconds, 3)
     return out
+
+
+def json_parts(ev: Evidence) -> dict[str, Any]:
+    """The JSON form of ``ev.equations`` and ``ev.details`` (what :attr:`Evidence.rendered` holds)."""
+    return {"equations": [{"title": title, **_expr_json(eq)} for title, eq in ev.equations],
+            "details": to_jsonable(ev.details)}
 
 
 def _expr_json(eq: Any) -> dict[str, str]:

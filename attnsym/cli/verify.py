@@ -279,6 +279,7 @@ def run(args: argparse.Namespace) -> int:
             progress.refresh()
 
         evidences = verify_all(ids=ids, seed=args.seed, quick=args.quick, jobs=jobs, formats=formats,
+                               render_json=args.json or args.report is not None,
                                claim_progress=claim_progress, on_result=finished)
 
     if args.json:

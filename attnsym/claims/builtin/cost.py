@@ -39,9 +39,10 @@ QUAD_STATEMENT = statement("quadratic-cost")
 def _approx(nbytes: float) -> int:
     """Bytes rounded to 1 significant digit, so reports stay identical for a given seed.
 
-    Traced peaks vary by a few hundred bytes between runs (Python free lists); with 2 significant digits the lean path's 944 kB at n = 512 sat that
-    close to a rounding boundary (945 kB) and came out as 940000 or 950000. One digit puts every
-    boundary at least ~2 % away from the peaks measured here. The verdict uses the exact peaks.
+    Traced peaks vary by a few hundred bytes between runs (Python free lists); with 2 significant
+    digits the lean path's 944 kB at n = 512 sat that close to a rounding boundary (945 kB) and came
+    out as 940000 or 950000. One digit puts every boundary at least ~2 % away from the peaks
+    measured here. The verdict uses the exact peaks.
     """
     return int(float(f"{nbytes:.1g}"))
 
