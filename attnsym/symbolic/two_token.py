@@ -135,16 +135,22 @@ def solve_two_token(routings=((Fraction(1, 10), Fraction(9, 10)), (Fraction(19, 
 
     def routing(X: sp.Matrix) -> sp.Matrix:
         S = (X * W_Q) * (X * W_K).T * scale
-        e = [sp.exp(S[0, j]) for j in range(2)]
-        return sp.Matrix([[sp.simplify(e[j] / (e[0] + e[1])) for j in range(2)]])
+        # softmax written as a_j = 1 / Σ_k e^(s_k − s_j) (the same number): the exponents expand to logarithms of
+        # rationals, which SymPy evaluates exactly; simplify only if a weight is not a plain number then
+        a = [1 / sp.Add(*(sp.exp(sp.expand(S[0, k] - S[0, j])) for k in range(2))) for j in range(2)]
+        return sp.Matrix([[w if w.is_Rational else sp.simplify(w) for w in a]])
 
     X_of_t = sp.Matrix([[1, 0], [t, 1]])
     S = (X_of_t * W_Q) * (X_of_t * W_K).T * scale
     solutions, inputs, recomputed = [], [], []
     for a, b in targets:
         gap = sp.log(a / b)  # a / b = exp(s_11 - s_12)
-        (value,) = sp.solve(sp.Eq(S[0, 0] - S[0, 1], gap), t)
-        value = sp.expand(value)
+        # s_11 − s_12 is linear in t (X = [[1, 0], [t, 1]], identity weights): its one root, exactly
+        equation = sp.expand(S[0, 0] - S[0, 1] - gap)
+        slope = sp.diff(equation, t)
+        if slope == 0 or sp.diff(slope, t) != 0:  # pragma: no cover - fixed by the construction above
+            raise AssertionError(f"s_11 - s_12 is not linear in t: {equation}")
+        value = sp.expand(-equation.subs(t, 0) / slope)
         X = X_of_t.subs(t, value)
         solutions.append(value)
         inputs.append(X)
