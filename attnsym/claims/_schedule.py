@@ -16,10 +16,10 @@ other: ``parallelism`` reads the Table 1 graphs that ``global-path-length`` buil
 libraries are imported by the checks that use them, on first use, by each worker that runs one:
 ``scipy.optimize`` (~0.35 s CPU; only ``entropy-lower-bound`` and ``softmax-jacobian-norm``, the
 numeric searches of :mod:`attnsym.numeric.softmax_search`), ``sympy.physics.units`` (~0.2-0.3 s;
-imported by SymPy's ``simplify`` and ``solve``: of the quick checks only ``two-token-example``,
-``weights-not-preset`` and ``entropy-lower-bound`` reach it) and ``scipy.special`` (~0.15 s; those
-two searches, ``softmax-saturation``, ``gelu``): these six checks go to one worker, which imports
-each library once.
+imported by SymPy's ``simplify`` and ``solve``: of the quick checks only ``weights-not-preset`` and
+``entropy-lower-bound`` reach it) and ``scipy.special`` (~0.15 s; those two searches,
+``softmax-saturation``, ``gelu``): these five checks go to one worker, which imports each library
+once.
 """
 
 from __future__ import annotations
@@ -65,8 +65,7 @@ COST_HINTS: dict[str, tuple[float, float]] = {
 #: claims checked one after the other by one worker, because the later ones reuse what the first computed
 SHARED: tuple[tuple[str, ...], ...] = (
     ("global-path-length", "parallelism"),
-    ("entropy-lower-bound", "softmax-jacobian-norm", "two-token-example", "weights-not-preset", "softmax-saturation",
-     "gelu"),
+    ("entropy-lower-bound", "softmax-jacobian-norm", "weights-not-preset", "softmax-saturation", "gelu"),
 )
 
 
