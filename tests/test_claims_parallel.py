@@ -203,3 +203,41 @@ def test_json_rendered_in_the_workers_is_the_json_of_the_evidence():
     assert to_json(two, seed=0, quick=True, timing=False) == to_json(one, seed=0, quick=True)
     changed = replace(two[0], details={"only": 1})  # a changed evidence is rendered anew, never from the stale copy
     assert changed.rendered is None and '"only": 1' in to_json([changed], seed=0, quick=True)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_checking_leaves_the_garbage_collector_as_it_was(jobs):
+    """verify_all tunes the collector while it checks (a frozen heap, a larger first threshold) and restores it."""
+    import gc
+
+    from attnsym.claims._registry import GC_GENERATION0
+
+    before = gc.get_threshold()
+    seen = []
+
+    def record(ev):
+        seen.append((ev.claim, gc.get_freeze_count() > 0, gc.get_threshold()[0]))
+
+    evs = verify_all(ids=["softmax-jacobian", "dispersion"], quick=True, jobs=jobs, on_result=record)
+    assert [ev.verdict for ev in evs] == ["holds", "holds"]
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+    if jobs == 1:  # in this process, while checking: tuned
+        assert all(frozen and threshold == GC_GENERATION0 for _, frozen, threshold in seen)
+
+
+@needs_fork
+def test_workers_check_with_the_tuned_collector():
+    import gc
+
+    from attnsym.claims._registry import GC_GENERATION0
+
+    @claim("test-gc-threshold", "the worker's first GC threshold", replace_existing=True)
+    def _check(ctx):
+        return Evidence("test-gc-threshold", "", "holds", method="probe", summary=str(gc.get_threshold()[0]),
+                        conditions=(), equations=(), details={"threshold": gc.get_threshold()[0]})
+
+    try:
+        ev, _ = verify_all(ids=["test-gc-threshold", "dispersion"], quick=True, jobs=2)  # two claims: two workers
+    finally:
+        CLAIMS.pop("test-gc-threshold", None)
+    assert ev.details["threshold"] == GC_GENERATION0

@@ -13,13 +13,15 @@ on which process ran which claim, nor in which order; it comes back in the order
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import io
 import multiprocessing
 import os
 import pickle
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -234,6 +236,38 @@ def _check_in_worker(task: tuple[tuple[int, ...], tuple[str, ...], int, bool, tu
     return out
 
 
+#: first-generation threshold of the cyclic garbage collector while claims are checked (CPython's default: 700)
+GC_GENERATION0 = 10_000
+
+
+def _tune_gc() -> None:
+    """In a worker: collect garbage less often (SymPy allocates millions of small objects; see :func:`_checking_gc`)."""
+    gc.set_threshold(GC_GENERATION0, *gc.get_threshold()[1:])
+
+
+@contextlib.contextmanager
+def _checking_gc() -> Iterator[None]:
+    """Garbage collection tuned for checking claims, restored afterwards.
+
+    The checks build millions of short-lived SymPy objects, and CPython's collector scans its
+    youngest generation every 700 new container objects — and, at each older collection, every
+    object the process holds, the modules imported before the checks included. With those
+    frozen (:func:`gc.freeze`: they are never garbage) and the first threshold at
+    :data:`GC_GENERATION0`, `attnsym verify --quick` checked its claims in one process in
+    4.8 s instead of 6.2 s (the same claims, the same evidence). Forked workers inherit the
+    frozen heap and so also leave the parent's pages unwritten; they keep the threshold too
+    (:func:`_tune_gc`, their initializer).
+    """
+    thresholds = gc.get_threshold()
+    gc.freeze()
+    gc.set_threshold(GC_GENERATION0, *thresholds[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*thresholds)
+        gc.unfreeze()
+
+
 def verify_all(*, seed: int = 0, quick: bool = False, ids: Sequence[str] | None = None, jobs: int = 1,
                formats: Sequence[str] = (), render_json: bool = False, progress: Callable[[str], None] | None = None,
                on_result: Callable[[Evidence], None] | None = None,
@@ -282,14 +316,15 @@ def verify_all(*, seed: int = 0, quick: bool = False, ids: Sequence[str] | None 
     jobs = min(jobs, len(chosen)) if context is not None else 1
     if jobs <= 1:
         results = []
-        for claim_id in chosen:
-            if progress is not None:
-                progress(claim_id)
-            ev = verify(claim_id, seed=seed, quick=quick,
-                        progress=claim_progress(claim_id) if claim_progress is not None else None)
-            results.append(ev)
-            if on_result is not None:
-                on_result(ev)
+        with _checking_gc():
+            for claim_id in chosen:
+                if progress is not None:
+                    progress(claim_id)
+                ev = verify(claim_id, seed=seed, quick=quick,
+                            progress=claim_progress(claim_id) if claim_progress is not None else None)
+                results.append(ev)
+                if on_result is not None:
+                    on_result(ev)
         return results
     # handed out longest first (claims._schedule): no long check starts last while the other workers idle
     tasks = [(tuple(task), tuple(chosen[i] for i in task), seed, bool(quick), tuple(formats), bool(render_json))
@@ -299,7 +334,11 @@ def verify_all(*, seed: int = 0, quick: bool = False, ids: Sequence[str] | None 
         # Python >= 3.12 warns on fork() in a process with threads (BLAS keeps some; their library
         # re-initialises them in the child). The workers only compute and send back data.
         warnings.simplefilter("ignore", DeprecationWarning)
-        pool = context.Pool(jobs)
+        gc.freeze()  # the workers inherit this heap frozen: their collector never scans it (see _checking_gc)
+        try:
+            pool = context.Pool(jobs, initializer=_tune_gc)
+        finally:
+            gc.unfreeze()
     with pool:
         for results in pool.imap_unordered(_check_in_worker, tasks, chunksize=1):
             for index, data in results:
