@@ -58,6 +58,7 @@ from _common import blas_kernels, environment_report, load_average, write_sectio
 
 N_TOKENS = 128
 GOAL = 1.2
+DEFAULT_ROUNDS, DEFAULT_CALLS = 3, 10
 ROUTE, FORWARD, FORWARD_TORCH, REFERENCE = ("attnsym route(text), NumPy", "attnsym forward(ids), NumPy",
                                             "attnsym forward(ids), torch tensors",
                                             "PyTorch reference (transformers, eager)")
@@ -285,7 +286,9 @@ def render(raw: dict) -> str:
         f"other round) of {raw['calls']} timed calls after 3 warm-up calls, per thread setting; medians over all "
         "calls with the (min – max) spread; CPU time is the worker's, all threads summed. Goal (issue #10): "
         f"route(text) ≤ {GOAL}× the reference. Command: "
-        "`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_models.py`.",
+        "`env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_models.py"
+        + (f" --calls {raw['calls']}" if raw["calls"] != DEFAULT_CALLS else "")
+        + (f" --rounds {raw['rounds']}" if raw["rounds"] != DEFAULT_ROUNDS else "") + "`.",
     ]
     for threads in raw["threads"]:
         pick = {name: [r for r in runs if r["side"] == name and r["threads"] == threads] for name in SIDES}
@@ -350,8 +353,8 @@ def render(raw: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer calls and rounds; print only, write nothing")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of workers per thread setting")
-    parser.add_argument("--calls", type=int, default=10, help="timed calls per worker")
+    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help="rounds of workers per thread setting")
+    parser.add_argument("--calls", type=int, default=DEFAULT_CALLS, help="timed calls per worker")
     parser.add_argument("--save", metavar="FILE", help="also write the raw measurements as JSON")
     parser.add_argument("--render", metavar="FILE", help="rewrite the section from measurements saved with --save")
     parser.add_argument("--worker", choices=[*SIDES, "same-process", "profile", "agreement"], help=argparse.SUPPRESS)
