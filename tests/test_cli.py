@@ -158,3 +158,18 @@ def test_python_dash_m_runs_the_cli():
 
     out = subprocess.run([sys.executable, "-m", "attnsym", "--version"], capture_output=True, text=True, check=True)
     assert out.stdout.strip().startswith("attnsym ")
+
+
+def test_the_program_exits_with_mains_status_and_a_frozen_heap():
+    """``console`` (the ``attnsym`` script, ``python -m attnsym``) returns what main returns, then freezes the heap."""
+    import gc
+
+    from attnsym.cli import console
+
+    try:
+        assert console(["verify", "--list"]) == 0
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+    done = subprocess.run([sys.executable, "-m", "attnsym", "verify", "no-such-claim"], capture_output=True, text=True)
+    assert done.returncode == 2 and "no-such-claim" in done.stderr and "Traceback" not in done.stderr
