@@ -157,3 +157,12 @@ def test_a_repeated_lean_call_allocates_its_temporaries_once():
         tracemalloc.stop()
     temporaries = 4 * n * (3 * d + 2 * (d + 1))  # Q, K, V and [K, 1], [V, 1] in float32
     assert second < first - temporaries
+
+
+def test_fresh_workspace_keeps_nothing_inside_the_block():
+    kept = _pool.workspace("test:fresh", (4,), np.float32)
+    with _pool.fresh_workspace():
+        a = _pool.workspace("test:fresh", (4,), np.float32)
+        b = _pool.workspace("test:fresh", (4,), np.float32)
+        assert not np.shares_memory(a, b) and not np.shares_memory(a, kept)
+    assert np.shares_memory(_pool.workspace("test:fresh", (4,), np.float32), kept)

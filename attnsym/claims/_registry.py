@@ -260,7 +260,7 @@ def _checking_gc() -> Iterator[None]:
     """
     thresholds = gc.get_threshold()
     gc.freeze()
-    gc.set_threshold(GC_GENERATION0, *thresholds[1:])
+    _tune_gc()
     try:
         yield
     finally:

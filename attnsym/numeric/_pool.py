@@ -27,7 +27,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MIN_SPLIT", "THREADS", "WORKSPACE_MAX_BYTES", "active", "matmul", "one_blas_thread", "run", "workspace"]
+__all__ = ["MIN_SPLIT", "THREADS", "WORKSPACE_MAX_BYTES", "active", "fresh_workspace", "matmul", "one_blas_thread", "run",
+           "workspace"]
 
 #: worker threads (the cores this process may run on)
 THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -105,13 +106,27 @@ def workspace(name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
     """
     dtype = np.dtype(dtype)
     nbytes = math.prod(shape) * dtype.itemsize
-    if nbytes > WORKSPACE_MAX_BYTES:
+    if nbytes > WORKSPACE_MAX_BYTES or _STATE.get("fresh", 0):
         return np.empty(shape, dtype)
     buffers = _LOCAL.__dict__.setdefault("workspace", {})
     buffer = buffers.get(name)
     if buffer is None or buffer.nbytes < nbytes:
         buffer = buffers[name] = np.empty(max(nbytes, 1), np.uint8)
     return buffer[:nbytes].view(dtype).reshape(shape)
+
+
+@contextlib.contextmanager
+def fresh_workspace() -> Iterator[None]:
+    """Every :func:`workspace` request in the block, on any thread, allocates a new array and keeps nothing.
+
+    For measuring a call's own memory (:func:`attnsym.numeric.measure.peak_traced_bytes`):
+    with kept buffers a call's traced peak would depend on what ran before it in the process.
+    """
+    _STATE["fresh"] = _STATE.get("fresh", 0) + 1
+    try:
+        yield
+    finally:
+        _STATE["fresh"] -= 1
 
 
 def run(tasks: list[Callable[[dict], None]], scratch: dict[str, tuple[int, Any]] | None = None) -> None:
@@ -167,14 +182,13 @@ def matmul(A: np.ndarray, B: np.ndarray, scratch: str | None = None) -> np.ndarr
     if rows * k * p < MIN_SPLIT or rows < 2 * THREADS:
         return np.matmul(A, B, out=out)
     A2 = A.reshape(rows, k)
-    result = out
-    out = np.empty((rows, p), np.result_type(A, B)) if out is None else out.reshape(rows, p)
+    target = np.empty((rows, p), np.result_type(A, B)) if out is None else out.reshape(rows, p)
     step = -(-rows // (2 * THREADS))  # two blocks per worker: one slow core does not hold the others up
 
     def rows_from(r: int) -> Callable[[dict], None]:
         def task(_: dict) -> None:
-            np.matmul(A2[r:r + step], B, out=out[r:r + step])
+            np.matmul(A2[r:r + step], B, out=target[r:r + step])
         return task
 
     run([rows_from(r) for r in range(0, rows, step)])
-    return out.reshape(*A.shape[:-1], p) if result is None else result
+    return target.reshape(*A.shape[:-1], p)

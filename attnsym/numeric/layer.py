@@ -245,6 +245,7 @@ def projections(layer: BoundLayer, a: dict):
     """
     X_in = layer.encode_inputs(a["X"])  # (..., n, d)
     Q, K, V = (project(layer, a, X_in, w, scratch=True) for w in "QKV")
+
     def sizes(name: str) -> Callable[[], str]:
         return lambda: f"|X| up to {amax(layer.xp, a['X']):.3g}, |W_{name}| up to {amax(layer.xp, a[f'W_{name}']):.3g}"
 

@@ -12,7 +12,6 @@ measures, so the call's own buffers are counted, whatever ran before.
 
 from __future__ import annotations
 
-import contextlib
 import math
 import statistics
 import time
@@ -24,17 +23,6 @@ from ..errors import ShapeError
 from . import _pool
 
 __all__ = ["growth_exponent", "median_seconds", "peak_traced_bytes"]
-
-
-@contextlib.contextmanager
-def _fresh_workspace():
-    """Every :func:`attnsym.numeric._pool.workspace` request allocates a new array for the block (none is kept)."""
-    saved = _pool.WORKSPACE_MAX_BYTES
-    _pool.WORKSPACE_MAX_BYTES = -1  # workspace() keeps only buffers of at most this many bytes
-    try:
-        yield
-    finally:
-        _pool.WORKSPACE_MAX_BYTES = saved
 
 
 def peak_traced_bytes(fn: Callable[[], Any]) -> tuple[Any, int]:
@@ -53,7 +41,7 @@ def peak_traced_bytes(fn: Callable[[], Any]) -> tuple[Any, int]:
     if not was_tracing:
         tracemalloc.start()
     try:
-        with _fresh_workspace():
+        with _pool.fresh_workspace():
             tracemalloc.reset_peak()
             before = tracemalloc.get_traced_memory()[0]
             result = fn()
