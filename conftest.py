@@ -1,5 +1,6 @@
 """Shared pytest set-up: headless plotting and the doctest namespace."""
 
+import importlib.util
 import os
 
 os.environ.setdefault("MPLBACKEND", "Agg")
@@ -7,6 +8,9 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 import numpy as np
 import pytest
 import sympy as sp
+
+# the compiled kernels' examples need the optional Numba (attnsym[fast]); their tests skip without it
+collect_ignore = [] if importlib.util.find_spec("numba") else ["attnsym/models/_fused.py"]
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,9 @@ forward with ``output_attentions=True``. Sides:
 
 * attnsym ``Model.route(text)`` — tokenization, the NumPy forward pass (all attention
   probabilities, scaled scores and hidden states kept) and slicing into a Route: the goal's side;
-* attnsym ``Model.forward(ids)`` — the forward pass alone, on NumPy and on torch tensors;
+* attnsym ``Model.forward(ids)`` — the forward pass alone, on NumPy (with the compiled kernels of
+  :mod:`attnsym.models._fused` when Numba is installed, and with them switched off: NumPy
+  operations only) and on torch tensors;
 * PyTorch reference — ``transformers`` BertModel, ``attn_implementation="eager"`` (the only
   implementation that can return the weights), ``output_attentions=True``,
   ``output_hidden_states=True``, under ``torch.inference_mode()``, on pre-tokenized ids.
@@ -59,10 +61,11 @@ from _common import blas_kernels, environment_report, load_average, write_sectio
 N_TOKENS = 128
 GOAL = 1.2
 DEFAULT_ROUNDS, DEFAULT_CALLS = 3, 10
-ROUTE, FORWARD, FORWARD_TORCH, REFERENCE = ("attnsym route(text), NumPy", "attnsym forward(ids), NumPy",
-                                            "attnsym forward(ids), torch tensors",
-                                            "PyTorch reference (transformers, eager)")
-SIDES = {"route": ROUTE, "forward": FORWARD, "forward-torch": FORWARD_TORCH, "reference": REFERENCE}
+ROUTE, FORWARD, FORWARD_OPS, FORWARD_TORCH, REFERENCE = (
+    "attnsym route(text), NumPy", "attnsym forward(ids), NumPy", "attnsym forward(ids), NumPy operations (no Numba)",
+    "attnsym forward(ids), torch tensors", "PyTorch reference (transformers, eager)")
+SIDES = {"route": ROUTE, "forward": FORWARD, "forward-ops": FORWARD_OPS, "forward-torch": FORWARD_TORCH,
+         "reference": REFERENCE}
 CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
@@ -85,6 +88,7 @@ def sentence(tokenizer, n: int = N_TOKENS) -> str:
 def _side(name: str):
     """``(call, info)`` for one side, set up in this process (imports torch only for the torch sides)."""
     from attnsym import models
+    from attnsym.models import _fused
 
     m = models.load()
     text = sentence(m.tokenizer)
@@ -92,7 +96,11 @@ def _side(name: str):
     if name == "route":
         return (lambda: m.route(text)), {}
     if name == "forward":
-        return (lambda: m.forward(ids)), {}
+        return (lambda: m.forward(ids)), {"kernels": "compiled (Numba)" if _fused.available() else "NumPy operations"}
+    if name == "forward-ops":
+        os.environ["ATTNSYM_NUMBA"] = "0"  # this worker process runs this side alone
+        assert not _fused.available()
+        return (lambda: m.forward(ids)), {"kernels": "NumPy operations"}
     import torch
 
     if name == "forward-torch":
@@ -186,10 +194,14 @@ def profile(calls: int) -> dict:
             forward()
         prof.disable()
     stats = pstats.Stats(prof).stats  # (file, line, name) -> (calls, prim calls, tottime, cumtime, callers)
-    files = (os.path.join("models", "forward.py"), os.path.join("numeric", "layer.py"))
-    wanted = {"_affine": "x W + b (feed-forward, output projection)", "_matmul_into": "packed Q, K, V projection; Q Kᵀ; A V",
-              "shifted_exp": "softmax: exp(S − max), row sums", "safe_divide": "softmax: divide by the row sums",
-              "_activation": "GELU", "layer_norm": "LayerNorm (2 per layer, 1 for the embeddings)"}
+    files = (os.path.join("models", "forward.py"), os.path.join("numeric", "layer.py"), os.path.join("models", "_fused.py"))
+    wanted = {"_affine": "x W + b (feed-forward, output projection; NumPy operations)",
+              "_matmul_into": "Q Kᵀ and A V per head (and the packed Q, K, V projection without Numba)",
+              "shifted_exp": "softmax: exp(S − max), row sums (NumPy operations)",
+              "safe_divide": "softmax: divide by the row sums (NumPy operations)",
+              "_activation": "GELU (NumPy operations)", "layer_norm": "LayerNorm (NumPy operations)",
+              "bias_gelu": "bias + GELU (compiled kernel)", "residual_layernorm": "bias + residual + LayerNorm (compiled kernel)",
+              "softmax_rows": "softmax (compiled kernel)"}
     parts, total = {}, 0.0
     for (file, _, func), (_, _, _, cum, _) in stats.items():
         if file.endswith(files) and func in wanted:
@@ -198,6 +210,14 @@ def profile(calls: int) -> dict:
             total = cum / calls
     return {"parts": parts, "profiled_forward": total, "forward_cpu": statistics.median(fwd_cpu),
             "reference_cpu": statistics.median(ref_cpu)}
+
+
+def _numba_version() -> str | None:
+    try:
+        import numba
+    except ImportError:
+        return None
+    return numba.__version__
 
 
 def _child(*args: str) -> dict:
@@ -238,6 +258,10 @@ if side == "torch":
     kept = sum(a.numel() * a.element_size() for a in (*out.attentions, *out.hidden_states))
     print(json.dumps({"rss_kib": peak - base, "output_bytes": kept}))
 else:
+    from attnsym.models import _fused
+    before = status("VmRSS")
+    _fused.load()  # the compiled kernels, once per process: measured apart
+    kernels_kib = status("VmRSS") - before
     reset_peak(); base = status("VmRSS")
     tracemalloc.start()
     out = m.forward(ids)
@@ -245,7 +269,7 @@ else:
     tracemalloc.stop()
     peak = status("VmHWM")
     kept = out.attention.nbytes + out.scores.nbytes + out.hidden_states.nbytes
-    print(json.dumps({"rss_kib": peak - base, "traced_bytes": traced, "output_bytes": kept}))
+    print(json.dumps({"rss_kib": peak - base, "traced_bytes": traced, "output_bytes": kept, "kernels_kib": kernels_kib}))
 """
 
 
@@ -324,7 +348,8 @@ def render(raw: dict) -> str:
     for part, seconds in sorted(prof["parts"].items(), key=lambda kv: -kv[1]):
         lines.append(f"| {part} | {1e3 * seconds:.1f} | {100 * seconds / total:.0f}% |")
     rest = total - sum(prof["parts"].values())
-    lines.append("| the rest (embedding lookup, copies into the outputs, views, Python, the final finiteness check) "
+    lines.append("| the rest (with the compiled kernels: the products x W of the row step, which the profiler does not "
+                 "see apart; embedding lookup, views, Python, the final finiteness check) "
                  f"| {1e3 * rest:.1f} | {100 * rest / total:.0f}% |")
     info = next(r for r in runs if r["side"] == "reference")
     mem_np, mem_torch = raw["memory"]["numpy"], raw["memory"]["torch"]
@@ -340,11 +365,16 @@ def render(raw: dict) -> str:
         "are the outputs kept (attention, scores, hidden states); growth of the resident set during the first call "
         f"(peak RSS minus RSS before it, memory the allocator could not reuse from loading): attnsym "
         f"{mem_np['rss_kib'] / 1024:.1f} MiB, PyTorch reference {mem_torch['rss_kib'] / 1024:.1f} MiB (its outputs "
-        f"kept: {mem_torch['output_bytes'] / 2**20:.1f} MiB of attention and hidden states)",
+        f"kept: {mem_torch['output_bytes'] / 2**20:.1f} MiB of attention and hidden states)"
+        + (f"; before it, loading attnsym's compiled kernels (once per process, Numba's import included) grew the "
+           "resident set "
+           f"by {mem_np['kernels_kib'] / 1024:.1f} MiB" if mem_np.get("kernels_kib") else ""),
         f"- load average (1, 5, 15 min) before: {', '.join(f'{v:.2f}' for v in raw['load_before'])}; "
         f"after: {', '.join(f'{v:.2f}' for v in raw['load_after'])}",
         f"- BLAS in the attnsym workers (threadpoolctl, at {raw['threads'][-1]} threads): "
         + "; ".join(next(r for r in runs if r["side"] == "route" and r["threads"] == raw["threads"][-1])["blas"]),
+        f"- element-wise steps of attnsym's NumPy pass: {next(r for r in runs if r['side'] == 'forward')['kernels']}"
+        + (f", Numba {raw['numba']}" if raw.get("numba") else ""),
         raw["environment"],
     ]
     return "\n".join(lines)
@@ -392,7 +422,8 @@ def main(argv: list[str] | None = None) -> int:
     agree = _child("--worker", "agreement")
     raw = {"runs": runs, "threads": threads, "rounds": rounds, "calls": calls, "same_process": same, "profile": prof,
            "agree": agree, "memory": {"numpy": memory("numpy", agree["ids"]), "torch": memory("torch", agree["ids"])},
-           "load_before": load_before, "load_after": load_average(), "environment": environment_report()}
+           "load_before": load_before, "load_after": load_average(), "environment": environment_report(),
+           "numba": _numba_version()}
     if args.save:
         Path(args.save).write_text(json.dumps(raw, indent=1))
     text = render(raw)

@@ -64,7 +64,8 @@ def test_threaded_slices_equal_the_one_slice_pass(m, texts, threads):
         np.testing.assert_allclose(a[finite], b[finite], rtol=TOL, atol=TOL, err_msg=name)
 
 
-def test_threads_follow_blas_limits_and_other_libraries_get_one_slice():
+def test_one_slice_by_default_and_other_libraries_get_one_slice():
+    assert _parallel.plan(1, 128, 12, numpy=True) == _parallel.Plan(1, ((0, 128),), ((0, 1, 0, 12),), 4)
     with threadpool_limits(limits=1):
         assert _parallel.plan(1, 128, 12, numpy=True).threads == 1
     assert _parallel.plan(1, 128, 12, numpy=False, threads=4) == _parallel.Plan(1, ((0, 128),), ((0, 1, 0, 12),), 12)

@@ -1,15 +1,17 @@
-"""How a forward pass is cut into slices and run: one slice per step, or NumPy slices side by side.
+"""How a forward pass is cut into slices and run: one slice per step by default, or NumPy slices side by side.
 
-NumPy runs its element-wise operations (softmax, GELU, LayerNorm) on one core, and BLAS splits
-each small matrix product of a 128-token sentence (``128 × 384`` by ``384 × 1536``) over its
-threads, which spin between calls. For NumPy arrays :func:`plan` therefore cuts each step of a
-layer into as many slices as BLAS has threads — rows of tokens for the row-wise step, (batch,
-head) ranges for attention — and :func:`run` runs them on the worker pool of
-:mod:`attnsym.numeric._pool` (NumPy releases the GIL inside its loops and BLAS), the whole pass
-inside :func:`attnsym.numeric._pool.one_blas_thread` so that the cores are never
-oversubscribed. ``with threadpoolctl.threadpool_limits(1)`` therefore makes the forward pass
-single-threaded. Other libraries (CuPy, PyTorch) parallelise inside each operation: they get
-one slice per step.
+By default every step of a layer is one slice on the calling thread, and BLAS parallelises each
+matrix product over its own threads (which spin between calls, so a product starts at once).
+The element-wise chains between the products run on the calling thread: for float32 NumPy
+arrays as the compiled kernels of :mod:`attnsym.models._fused` (one pass each, no GIL), otherwise
+as NumPy operations. ``threads=k`` instead cuts each step into ``k`` slices — rows of tokens for
+the row-wise step, (batch, head) ranges for attention — run on the worker pool of
+:mod:`attnsym.numeric._pool` with BLAS held at one thread
+(:func:`attnsym.numeric._pool.one_blas_thread`). On the two-core machines this project measures
+on, one 128-token sentence runs slower that way, with or without the kernels (the ``threads=2``
+rows of ``benchmarks/bench_models.py``): each short NumPy call on a worker waits for the GIL,
+and each step waits for a sleeping worker to wake. Other
+libraries (CuPy, PyTorch) parallelise inside each operation: they always get one slice per step.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from ..numeric import _pool
 
@@ -28,8 +29,6 @@ MIN_ROWS_PER_THREAD = 32
 #: NumPy: score elements the attention step handles at once (heads of ``n × n``; 256 KiB of float32,
 #: so the softmax's passes over them stay in a core's L2 cache)
 CACHE_BLOCK = 1 << 16
-
-_STATE: dict[str, Any] = {}
 
 
 @dataclass(frozen=True)
@@ -44,33 +43,19 @@ class Plan:
     head_block: int
 
 
-def _blas():
-    """threadpoolctl's controller of the BLAS libraries NumPy uses (made once: it scans the loaded libraries)."""
-    if "blas" not in _STATE:
-        from threadpoolctl import ThreadpoolController
-
-        _STATE["blas"] = ThreadpoolController().select(user_api="blas")
-    return _STATE["blas"]
-
-
-def blas_threads() -> int:
-    """The threads BLAS may use now (``threadpool_limits`` lowers it), at most the pool's workers."""
-    counts = [lib.get_num_threads() for lib in _blas().lib_controllers]
-    return max(1, min(max(counts, default=1), _pool.THREADS))
-
-
 def _split(total: int, parts: int) -> list[tuple[int, int]]:
     return [(k * total // parts, (k + 1) * total // parts) for k in range(parts)]
 
 
 def plan(batch: int, n: int, heads: int, *, numpy: bool, threads: int | None = None) -> Plan:
-    """The slices for ``batch`` texts of ``n`` tokens: one per step, or one per thread for NumPy.
+    """The slices for ``batch`` texts of ``n`` tokens: one per step, unless ``threads`` asks for more (NumPy only).
 
-    ``threads=None`` takes BLAS's current thread count (NumPy) and 1 otherwise; fewer threads are
-    used when a slice would have fewer than :data:`MIN_ROWS_PER_THREAD` rows.
+    ``threads=k`` cuts each step into ``k`` slices for NumPy arrays (module docstring); fewer are
+    used when a slice would have fewer than :data:`MIN_ROWS_PER_THREAD` rows. Other libraries
+    always get one slice per step.
     """
     rows = batch * n
-    wanted = (blas_threads() if numpy else 1) if threads is None else threads
+    wanted = 1 if threads is None else threads
     t = max(1, min(wanted, rows // MIN_ROWS_PER_THREAD, batch * heads)) if numpy else 1
     head_block = max(1, CACHE_BLOCK // (n * n)) if numpy else heads
     if t == 1:

@@ -31,9 +31,14 @@ output of the last layer last (for GPT-2 after ``ln_f``).
 feed-forward — and this layer's ``[Q | K | V] = X W_QKV + b_QKV``, one product with the packed
 weight of :class:`~attnsym.models.LayerWeights`), and the *attention step* (scores, softmax
 and ``A V`` per head, heads taken as strided views of the packed ``Q | K | V``, never copied).
-They write straight into the output arrays. For NumPy arrays each step is cut into one slice
-per BLAS thread (token rows, or heads) run side by side (:mod:`attnsym.models._parallel`);
-CuPy and PyTorch get one slice per step and parallelise inside each operation.
+They write straight into the output arrays. Each step is one slice on the calling thread, the
+matrix products parallelised by BLAS (or by CuPy and PyTorch inside each operation); ``threads=k``
+cuts NumPy's steps into ``k`` slices run side by side instead (:mod:`attnsym.models._parallel`).
+For float32 NumPy arrays of at least :data:`FUSED_MIN_TOKENS` tokens with Numba installed
+(``attnsym[fast]``) the element-wise chains
+between the products — bias and GELU, bias, residual and LayerNorm, the softmax — run as the
+compiled one-pass kernels of :mod:`attnsym.models._fused`, the same equations (the tests tie
+the two paths to each other and to PyTorch).
 """
 
 from __future__ import annotations
@@ -49,6 +54,9 @@ from ..errors import ShapeError
 from ..numeric import array_namespace, gelu, gelu_tanh
 from ..numeric._inputs import dtype_name
 from ..numeric.layer import safe_divide, shifted_exp
+from . import _fused
+from ._erf import ERF_P as _ERF_P
+from ._erf import ERF_Q as _ERF_Q
 from ._parallel import blas_limited, plan
 from ._parallel import run as parallel_run
 from .config import ACTIVATIONS, ModelConfig
@@ -97,13 +105,6 @@ def _affine(xp, x, W, b):
     out = xp.matmul(x, W)  # (rows, d_in) @ (d_in, d_out)
     out += b
     return out
-
-
-#: float32 rational approximation of erf on [-4, 4] (the form XLA and Eigen use): erf(x) = x·P(x²)/Q(x²)
-_ERF_P = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
-          -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02)
-_ERF_Q = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03, -7.37332916720468e-03,
-          -1.42647390514189e-02)
 
 
 #: elements of one block of :func:`gelu_float32` (256 KiB of float32 per temporary: they stay in a core's L2 cache)
@@ -199,8 +200,27 @@ def embed(config: ModelConfig, weights: Weights, input_ids, token_type_ids=None)
         else:
             types = xp.reshape(xp.asarray(token_type_ids, device=_device(weights.word)), (-1,))
             x = x + xp.reshape(xp.take(weights.token_type, types, axis=0), (B, n, config.width))
-        x = layer_norm(x, weights.embed_ln_weight, weights.embed_ln_bias, config.eps)
+        if _fusable(x):
+            rows = np.reshape(x, (B * n, config.width))  # x is new: normalised in place
+            _fused.residual_layernorm(rows, None, None, weights.embed_ln_weight, weights.embed_ln_bias, config.eps, rows)
+        else:
+            x = layer_norm(x, weights.embed_ln_weight, weights.embed_ln_bias, config.eps)
     return x
+
+
+#: a float32 NumPy pass over at least this many tokens (all texts together) takes the compiled kernels
+FUSED_MIN_TOKENS = 64
+
+
+def _fusable(x) -> bool:
+    """Whether the pass over ``x`` ``(B, n, d)`` takes the compiled kernels of :mod:`attnsym.models._fused`.
+
+    float32 NumPy arrays, Numba present, and at least :data:`FUSED_MIN_TOKENS` tokens: loading
+    the kernels costs a process about half a second once (Numba's import and its cache), which a
+    short text would not win back — a sentence of ten tokens takes about 5 ms either way.
+    """
+    return (isinstance(x, np.ndarray) and x.dtype == np.float32 and x.shape[0] * x.shape[1] >= FUSED_MIN_TOKENS
+            and _fused.available())
 
 
 def _device(x):
@@ -233,6 +253,7 @@ class _Pass:
         self.qkv = xp.empty((B * n, 3 * d), dtype=x.dtype, device=dev)
         self.z = xp.empty((B * n, d), dtype=x.dtype, device=dev)
         self.hidden[0, ...] = xp.reshape(x, (B * n, d))
+        self.fused = _fusable(x)
         # heads as strided views: (3, B, H, n, d_k) of the packed rows, (B, H, n, d_k) of the merged output
         self.qkv_heads = xp.permute_dims(xp.reshape(self.qkv, (B, n, 3, H, config.d_k)), (2, 0, 3, 1, 4))
         self.z_heads = xp.permute_dims(xp.reshape(self.z, (B, n, H, config.d_k)), (0, 2, 1, 3))
@@ -246,6 +267,9 @@ class _Pass:
             self._rows(layer, r0, r1)
 
     def _rows(self, layer: int, r0: int, r1: int) -> None:
+        if self.fused:
+            self._rows_fused(layer, r0, r1)
+            return
         xp, c = self.xp, self.c
         if layer > 0:
             lw = self.w.layers[layer - 1]
@@ -273,6 +297,41 @@ class _Pass:
             _matmul_into(xp, self.qkv[r0:r1], x, lw.W_QKV)  # (r, 3d), one product for Q, K and V
             self.qkv[r0:r1] += lw.b_QKV
 
+    def _rows_fused(self, layer: int, r0: int, r1: int) -> None:
+        """:meth:`_rows` with the compiled kernels: the same equations, each element-wise chain one pass."""
+        c, eps = self.c, self.c.eps
+        gelu_kernel = ACTIVATIONS[c.activation] == "gelu"
+        if layer > 0:
+            lw = self.w.layers[layer - 1]
+            x = self.hidden[layer - 1, r0:r1]  # (r, d), the layer's input
+            a = np.matmul(self.z[r0:r1], lw.W_O)  # (r, d), attention output before its bias
+            h_in = np.empty_like(a) if c.model_type != "bert" else a
+            # BERT: a ← LN₁(a + b_O + x) in place; GPT-2: a ← a + b_O + x (the residual stream), h_in ← LN₂(a)
+            ln_w, ln_b = (lw.ln1_weight, lw.ln1_bias) if c.model_type == "bert" else (lw.ln2_weight, lw.ln2_bias)
+            _fused.residual_layernorm(a, lw.b_O, x, ln_w, ln_b, eps, h_in)
+            h = np.matmul(h_in, lw.W_1)  # (r, f)
+            if gelu_kernel:
+                _fused.bias_gelu(h, lw.b_1)
+            else:
+                h += lw.b_1
+                h = _activation(np, c.activation, h)
+            out = np.matmul(h, lw.W_2)
+            target = self.hidden[layer, r0:r1]
+            if c.model_type == "bert":  # LN₂(out + b₂ + y), y = a
+                _fused.residual_layernorm(out, lw.b_2, a, lw.ln2_weight, lw.ln2_bias, eps, target)
+            elif layer == c.layers:  # ln_f after the last block
+                _fused.residual_layernorm(out, lw.b_2, a, self.w.final_ln_weight, self.w.final_ln_bias, eps, target)
+            else:
+                np.add(out, lw.b_2, out=out)
+                np.add(out, a, out=target)
+        if layer < c.layers:
+            lw = self.w.layers[layer]
+            x = self.hidden[layer, r0:r1]
+            if c.model_type != "bert":
+                x = _fused.residual_layernorm(x, None, None, lw.ln1_weight, lw.ln1_bias, eps, np.empty_like(x))
+            np.matmul(x, lw.W_QKV, out=self.qkv[r0:r1])  # (r, 3d), one product for Q, K and V
+            self.qkv[r0:r1] += lw.b_QKV
+
     def heads(self, layer: int, b0: int, b1: int, h0: int, h1: int, block: int | None = None) -> None:
         """Texts ``b0:b1``, heads ``h0:h1`` of ``layer``: ``S = c Q Kᵀ`` (masked ``-inf``), ``A = softmax(S)``, ``Z = A V``.
 
@@ -293,9 +352,12 @@ class _Pass:
             allowed = self.allowed if self.allowed.shape[0] == 1 else self.allowed[b0:b1]
             S[...] = xp.where(allowed, S, -xp.inf)
         A = self.attention[layer, b0:b1, h0:h1]
-        A[...] = S
-        P, total, _ = shifted_exp(xp, A)  # in place: exp(S - rowmax), the row sums
-        A = safe_divide(xp, P, total, inplace=True)  # rows sum to 1; a row with no allowed key stays 0
+        if self.fused:
+            _fused.softmax_rows(S, A)
+        else:
+            A[...] = S
+            P, total, _ = shifted_exp(xp, A)  # in place: exp(S - rowmax), the row sums
+            A = safe_divide(xp, P, total, inplace=True)  # rows sum to 1; a row with no allowed key stays 0
         _matmul_into(xp, self.z_heads[b0:b1, h0:h1], A, V)  # (b, h, n, d_k) into the merged (B·n, d) rows
 
     def outputs(self) -> ForwardOutput:
@@ -337,9 +399,10 @@ def forward(config: ModelConfig, weights: Weights, input_ids, attention_mask=Non
     token_type_ids : (B, n) integer array, optional
         BERT segment ids (all 0 by default).
     threads : int, optional
-        NumPy only: how many slices each step is cut into and run side by side. By default
-        BLAS's current thread count (so ``threadpoolctl.threadpool_limits(1)`` runs it on one
-        core); at most one slice per :data:`~attnsym.models._parallel.MIN_ROWS_PER_THREAD` rows.
+        NumPy only: how many slices each step is cut into and run side by side, BLAS at one
+        thread (at most one slice per :data:`~attnsym.models._parallel.MIN_ROWS_PER_THREAD`
+        rows). By default one slice, BLAS parallelising each product over its threads (so
+        ``threadpoolctl.threadpool_limits(1)`` runs the pass on one core).
 
     Returns
     -------

@@ -137,9 +137,13 @@ torch arrays run the same code: a row-wise step (the output projection, residual
 feed-forward of the layer before, then `[Q | K | V] = X W_QKV + b_QKV` — one product with the three
 projections packed side by side once at load time) and an attention step (scores, softmax and `A V` per
 head, the heads strided views of the packed product). Both write straight into the route's arrays. On
-NumPy each step is cut into one slice per BLAS thread — token rows, or heads — run side by side with BLAS
-held at one thread, so `threadpoolctl.threadpool_limits(1)` makes the pass single-threaded and
-`m.forward(ids, threads=k)` asks for `k` slices. The time of a 128-token sentence against the PyTorch
+NumPy each step runs on the calling thread and BLAS spreads each matrix product over its threads, so
+`threadpoolctl.threadpool_limits(1)` makes the pass single-threaded (`m.forward(ids, threads=k)` cuts each
+step into `k` slices run side by side instead, slower for one sentence on two cores). With Numba installed
+(`pip install "attnsym[fast]"`, part of the README's commands) the float32 element-wise chains between the
+products — bias and GELU; bias, residual and LayerNorm; the softmax — run as compiled one-pass kernels
+(`attnsym.models._fused`), the same equations, tied by the tests to the NumPy operations and to PyTorch.
+The time of a 128-token sentence against the PyTorch
 reference (`output_attentions=True`), at one thread and at the machine's cores, with peak memory and a
 profile, is on the [Benchmarks](benchmarks.md) page (`benchmarks/bench_models.py`).
 

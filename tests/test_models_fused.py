@@ -1,0 +1,196 @@
+"""The compiled float32 kernels of attnsym.models._fused, tied to the array path they replace.
+
+Each kernel against its NumPy counterpart and a float64 reference, the softmax's edge cases
+(masked keys, a fully masked row, underflow), and whole forward passes of both families with the
+kernels on and off. The agreement of the fused pass with transformers is in test_models_oracle.py
+(the kernels are on there whenever Numba is installed).
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from models_support import SENTENCES, minilm, tiny_gpt2
+from scipy.special import erf
+
+pytest.importorskip("numba")
+
+from attnsym import models
+from attnsym.errors import BackendError, ShapeError
+from attnsym.models import _fused
+from attnsym.models.forward import gelu_float32, layer_norm
+
+forward_module = importlib.import_module("attnsym.models.forward")
+
+
+def _softmax64(S):
+    S = S.astype(np.float64)
+    top = S.max(axis=-1, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    e = np.exp(S - top)
+    total = e.sum(axis=-1, keepdims=True)
+    return e / np.where(total > 0, total, 1.0)
+
+
+def test_available_and_switched_off(monkeypatch):
+    assert _fused.available()
+    monkeypatch.setenv("ATTNSYM_NUMBA", "0")
+    assert not _fused.available()
+    monkeypatch.delenv("ATTNSYM_NUMBA")
+    with _fused.disabled():
+        assert not _fused.available()
+        with _fused.disabled():
+            assert not _fused.available()
+        assert not _fused.available()
+    assert _fused.available()
+
+
+def test_bias_gelu_is_the_array_gelu_and_exact_gelu():
+    rng = np.random.default_rng(0)
+    x = np.concatenate([np.linspace(-12, 12, 4801), rng.standard_normal(5000) * 3]).astype(np.float32)
+    h = x.reshape(1, -1) - 0.25
+    b = np.full(h.shape[1], 0.25, np.float32)
+    got = _fused.bias_gelu(h.copy(), b)[0]
+    x64 = (h[0].astype(np.float64) + 0.25)
+    exact = 0.5 * x64 * (1 + erf(x64 / np.sqrt(2)))
+    assert np.abs(got - exact).max() <= 2e-6 * max(1.0, np.abs(x64).max()) / 4
+    assert np.abs(got - gelu_float32((h[0] + b).astype(np.float32))).max() <= 1e-6 * 12
+
+
+def test_residual_layernorm_is_layer_norm_of_the_sum():
+    rng = np.random.default_rng(1)
+    a, res = (rng.standard_normal((7, 384)).astype(np.float32) * 3 for _ in range(2))
+    bias, w, beta = (rng.standard_normal(384).astype(np.float32) for _ in range(3))
+    want = layer_norm((a.astype(np.float64) + bias + res), w, beta, 1e-12)
+    got = a.copy()
+    out = _fused.residual_layernorm(got, bias, res, w, beta, 1e-12, np.empty_like(a))
+    np.testing.assert_allclose(got, a + bias + res, rtol=0, atol=1e-5)  # the sum stays in a
+    np.testing.assert_allclose(out, want, rtol=0, atol=2e-5)
+    same = a.copy()  # out may be a itself
+    np.testing.assert_allclose(_fused.residual_layernorm(same, None, None, w, beta, 1e-5, same),
+                               layer_norm(a.astype(np.float64), w, beta, 1e-5), rtol=0, atol=2e-5)
+    assert np.array_equal(a, a.copy())
+
+
+def test_softmax_rows_masks_underflow_and_a_fully_masked_row():
+    S = np.array([[0.0, np.log(3.0), -np.inf, -np.inf],
+                  [-np.inf] * 4,  # no allowed key: all 0 (attnsym.numeric.softmax's policy)
+                  [0.0, -86.0, -88.0, -1e30],  # e^-86 kept, below e^-87 flushed to 0
+                  [1e4, 1e4 - 20, -1e4, 3e4]], np.float32)
+    A = _fused.softmax_rows(S, np.full_like(S, np.nan))
+    assert np.array_equal(A[0, 2:], [0, 0]) and np.array_equal(A[1], np.zeros(4))
+    np.testing.assert_allclose(A[0, :2], [0.25, 0.75], rtol=2e-6)
+    assert A[2, 1] > 0 and A[2, 2] == 0 and A[2, 3] == 0
+    np.testing.assert_allclose(A, _softmax64(S), rtol=0, atol=1e-7)
+    assert np.isfinite(S).sum() == 10  # S unchanged
+
+
+def test_softmax_rows_exp_is_accurate_over_the_whole_range():
+    x = np.linspace(-86.9, 0, 200001).astype(np.float32)  # below -87 the weight is flushed to 0
+    S = np.stack([np.zeros_like(x), x], axis=1)  # A[:, 1] = e^x / (1 + e^x)
+    got = _fused.softmax_rows(S, np.empty_like(S))[:, 1].astype(np.float64)
+    want = np.exp(x.astype(np.float64)) / (1 + np.exp(x.astype(np.float64)))
+    assert np.max(np.abs(got - want) / want) <= 2e-6
+
+
+@settings(max_examples=60, deadline=None)
+@given(hnp.arrays(np.float32, hnp.array_shapes(min_dims=2, max_dims=4, min_side=1, max_side=40),
+                  elements=st.floats(-1e4, 1e4, width=32) | st.just(-np.inf)))
+def test_softmax_rows_matches_float64_softmax(S):
+    A = _fused.softmax_rows(S, np.empty_like(S))
+    want = _softmax64(S)
+    np.testing.assert_allclose(A, want, rtol=0, atol=2e-6)
+    assert np.all((A >= 0) & (A <= 1))
+    assert np.all(A[S == -np.inf] == 0)
+    sums = A.sum(axis=-1)
+    some = np.isfinite(S).any(axis=-1)
+    np.testing.assert_allclose(sums[some], 1.0, atol=3e-6)
+    assert np.all(sums[~some] == 0)
+
+
+def test_softmax_rows_of_a_strided_range_of_heads():
+    rng = np.random.default_rng(2)
+    S = rng.standard_normal((3, 12, 9, 9)).astype(np.float32)
+    A = np.zeros_like(S)
+    _fused.softmax_rows(S[:, 4:8], A[:, 4:8])  # not contiguous: one call per text
+    np.testing.assert_allclose(A[:, 4:8], _softmax64(S[:, 4:8]), rtol=0, atol=2e-7)
+    assert not A[:, :4].any() and not A[:, 8:].any()
+
+
+def test_kernels_refuse_what_they_cannot_take():
+    with pytest.raises(ShapeError, match="float64"):
+        _fused.bias_gelu(np.zeros((2, 3)), np.zeros(3))
+    with pytest.raises(ShapeError, match="not C-contiguous"):
+        _fused.softmax_rows(np.zeros((4, 4), np.float32)[:, ::2], np.zeros((4, 2), np.float32))
+    with pytest.raises(ShapeError, match="same shape"):
+        _fused.softmax_rows(np.zeros((2, 3), np.float32), np.zeros((3, 2), np.float32))
+
+
+def test_without_numba_the_kernels_say_what_to_install(monkeypatch):
+    monkeypatch.setitem(_fused._STATE, "kernels", None)  # as if Numba could not be imported
+    assert not _fused.available()
+    with pytest.raises(BackendError, match=r"pip install 'attnsym\[fast\]'"):
+        _fused.softmax_rows(np.zeros((2, 2), np.float32), np.zeros((2, 2), np.float32))
+    m = minilm()  # the forward pass takes the NumPy operations instead
+    out = forward_module.forward(m.config, m.weights, np.array([[101, 1045, 2066, 102]]))
+    np.testing.assert_allclose(out.attention.sum(-1), 1.0, atol=1e-6)
+
+
+@pytest.fixture
+def every_pass_fused(monkeypatch):
+    """The kernels for passes of any length (by default only from FUSED_MIN_TOKENS tokens on)."""
+    monkeypatch.setattr(forward_module, "FUSED_MIN_TOKENS", 1)
+
+
+def test_short_passes_take_the_numpy_operations():
+    x = np.zeros((1, forward_module.FUSED_MIN_TOKENS - 1, 8), np.float32)
+    assert not forward_module._fusable(x)
+    assert forward_module._fusable(np.zeros((2, forward_module.FUSED_MIN_TOKENS // 2, 8), np.float32))  # texts together
+    assert not forward_module._fusable(np.zeros((1, 128, 8)))  # float64: the array path
+
+
+def _both(m, ids, mask=None):
+    x = forward_module.embed(m.config, m.weights, ids)
+    assert forward_module._fusable(x)  # the kernels really run
+    out = forward_module.forward(m.config, m.weights, ids, mask)
+    with _fused.disabled():
+        ref = forward_module.forward(m.config, m.weights, ids, mask)
+    return out, ref
+
+
+def _assert_close(out, ref, tol):
+    for name in ("hidden_states", "attention", "scores"):
+        a, b = getattr(out, name), getattr(ref, name)
+        finite = np.isfinite(b)
+        assert np.array_equal(np.isfinite(a), finite), name
+        np.testing.assert_allclose(a[finite], b[finite], rtol=tol, atol=tol, err_msg=name)  # scores reach ~30
+
+
+def test_bert_pass_with_and_without_the_kernels(every_pass_fused):
+    m = minilm()
+    routes = [m.route(t) for t in (SENTENCES[0], SENTENCES[2])]
+    n = max(len(r.ids) for r in routes)
+    ids = np.zeros((2, n), np.int64)
+    mask = np.zeros((2, n), np.int64)
+    for b, r in enumerate(routes):
+        ids[b, :len(r.ids)], mask[b, :len(r.ids)] = r.ids, 1
+    out, ref = _both(m, ids, mask)
+    _assert_close(out, ref, 2e-5)  # hidden states reach 10.5: a few float32 steps apart
+    exact = forward_module.forward(m.config, models.load(m.folder, dtype="float64").weights, ids, mask)
+    for path in (out, ref):  # both as close to the float64 pass (measured: about 2e-6 each)
+        _assert_close(path, exact, 1e-5)
+    assert np.all(out.attention[:, 1, :, :, mask[1] == 0] == 0)  # padding keys: exactly 0
+
+
+@pytest.mark.parametrize("scale_by_layer", [False, True])
+def test_gpt2_pass_with_and_without_the_kernels(scale_by_layer, every_pass_fused):
+    m = models.load(tiny_gpt2(scale_by_layer=scale_by_layer))
+    ids = np.array([[1, 5, 9, 2, 7, 7, 3, 11]], np.int64)
+    out, ref = _both(m, ids)
+    _assert_close(out, ref, 1e-5)
+    assert np.all(out.attention[..., 0, 1:] == 0)  # causal
