@@ -11,7 +11,8 @@ forward with ``output_attentions=True``. Sides:
   probabilities, scaled scores and hidden states kept) and slicing into a Route: the goal's side;
 * attnsym ``Model.forward(ids)`` — the forward pass alone, on NumPy (with the compiled kernels of
   :mod:`attnsym.models._fused` when Numba is installed, and with them switched off: NumPy
-  operations only) and on torch tensors;
+  operations only), cut into ``k`` slices run side by side (``threads=k``, ``k`` the setting's
+  threads), and on torch tensors;
 * PyTorch reference — ``transformers`` BertModel, ``attn_implementation="eager"`` (the only
   implementation that can return the weights), ``output_attentions=True``,
   ``output_hidden_states=True``, under ``torch.inference_mode()``, on pre-tokenized ids.
@@ -61,11 +62,13 @@ from _common import blas_kernels, environment_report, load_average, write_sectio
 N_TOKENS = 128
 GOAL = 1.2
 DEFAULT_ROUNDS, DEFAULT_CALLS = 3, 10
-ROUTE, FORWARD, FORWARD_OPS, FORWARD_TORCH, REFERENCE = (
+ROUTE, FORWARD, FORWARD_OPS, FORWARD_SLICES, FORWARD_TORCH, REFERENCE = (
     "attnsym route(text), NumPy", "attnsym forward(ids), NumPy", "attnsym forward(ids), NumPy operations (no Numba)",
-    "attnsym forward(ids), torch tensors", "PyTorch reference (transformers, eager)")
-SIDES = {"route": ROUTE, "forward": FORWARD, "forward-ops": FORWARD_OPS, "forward-torch": FORWARD_TORCH,
-         "reference": REFERENCE}
+    "attnsym forward(ids, threads=k), NumPy: k slices side by side", "attnsym forward(ids), torch tensors",
+    "PyTorch reference (transformers, eager)")
+SIDES = {"route": ROUTE, "forward": FORWARD, "forward-ops": FORWARD_OPS, "forward-slices": FORWARD_SLICES,
+         "forward-torch": FORWARD_TORCH, "reference": REFERENCE}
+_WORKER = {"threads": 1}  # the thread setting of this worker process
 CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
 
@@ -97,6 +100,8 @@ def _side(name: str):
         return (lambda: m.route(text)), {}
     if name == "forward":
         return (lambda: m.forward(ids)), {"kernels": "compiled (Numba)" if _fused.available() else "NumPy operations"}
+    if name == "forward-slices":  # k = the threads of the setting (one slice at one thread: the forward side)
+        return (lambda: m.forward(ids, threads=_WORKER["threads"])), {}
     if name == "forward-ops":
         os.environ["ATTNSYM_NUMBA"] = "0"  # this worker process runs this side alone
         assert not _fused.available()
@@ -144,6 +149,7 @@ def _time_calls(fn, calls: int) -> tuple[list[float], list[float]]:
 def worker(name: str, threads: int, calls: int) -> dict:
     """Time one side in this process at ``threads`` threads."""
     out: dict = {"side": name, "threads": threads, "load_before": load_average()[0]}
+    _WORKER["threads"] = threads
     fn, info = _side(name)
     with _set_threads(name, threads):
         out["wall"], out["cpu"] = _time_calls(fn, calls)

@@ -8,9 +8,9 @@ as NumPy operations. ``threads=k`` instead cuts each step into ``k`` slices — 
 the row-wise step, (batch, head) ranges for attention — run on the worker pool of
 :mod:`attnsym.numeric._pool` with BLAS held at one thread
 (:func:`attnsym.numeric._pool.one_blas_thread`). On the two-core machines this project measures
-on, one 128-token sentence runs slower that way, with or without the kernels (the ``threads=2``
-rows of ``benchmarks/bench_models.py``): each short NumPy call on a worker waits for the GIL,
-and each step waits for a sleeping worker to wake. Other
+on, one 128-token sentence runs slower that way (the ``threads=k`` row of
+``benchmarks/bench_models.py``): each short NumPy call on a worker waits for the GIL, and each
+step waits for a sleeping worker to wake. Other
 libraries (CuPy, PyTorch) parallelise inside each operation: they always get one slice per step.
 """
 
