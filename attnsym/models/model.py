@@ -191,8 +191,8 @@ class Model:
     def forward(self, input_ids: Any, attention_mask: Any = None, *, threads: int | None = None) -> ForwardOutput:
         """Run the model on ``(B, n)`` ids (and a 0/1 mask); arrays of the weights' library.
 
-        See :func:`attnsym.models.forward.forward` (``threads``: NumPy slices run side by side,
-        by default BLAS's thread count).
+        See :func:`attnsym.models.forward.forward` (``threads=k``: each step cut into ``k`` NumPy
+        slices run side by side; by default one slice, BLAS threading each product).
         """
         return forward(self.config, self.weights, input_ids, attention_mask, threads=threads)
 
