@@ -177,14 +177,21 @@ def _compile(numba) -> dict[str, Any]:
     return {"bias_gelu": bias_gelu, "residual_layernorm": residual_layernorm, "softmax_rows": softmax_rows}
 
 
-def _check(name: str, *arrays) -> None:
-    if _kernels() is None:
+def _kernel(name: str, *arrays):
+    """The compiled kernel ``name``, once its ``arrays`` (None: an omitted term) are C-contiguous float32 NumPy arrays."""
+    kernels = _kernels()
+    if kernels is None:
         raise BackendError(f"{name} needs Numba, which is not installed: pip install 'attnsym[fast]'")
     for a in arrays:
-        if a is not None and not (isinstance(a, np.ndarray) and a.dtype == np.float32 and a.flags.c_contiguous):
+        if a is None:
+            continue
+        if not isinstance(a, np.ndarray) or a.dtype != np.float32:
             raise ShapeError(f"{name}: expected C-contiguous float32 NumPy arrays, got a {type(a).__name__} of "
-                             f"{getattr(a, 'dtype', '?')}" + ("" if getattr(a, "flags", None) is None or a.flags.c_contiguous
-                                                               else ", not C-contiguous"))
+                             f"{getattr(a, 'dtype', '?')}")
+        if not a.flags.c_contiguous:
+            raise ShapeError(f"{name}: expected C-contiguous float32 NumPy arrays, got a float32 array of shape "
+                             f"{a.shape}, not C-contiguous")
+    return kernels[name]
 
 
 def bias_gelu(h: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -194,8 +201,7 @@ def bias_gelu(h: np.ndarray, b: np.ndarray) -> np.ndarray:
     >>> np.round(bias_gelu(h, np.zeros(3, np.float32)), 4)
     array([[-0.1587,  0.    ,  1.9545]], dtype=float32)
     """
-    _check("bias_gelu", h, b)
-    _kernels()["bias_gelu"](h, b)  # type: ignore[index]
+    _kernel("bias_gelu", h, b)(h, b)
     return h
 
 
@@ -206,8 +212,7 @@ def residual_layernorm(a: np.ndarray, bias: np.ndarray | None, residual: np.ndar
     ``out`` may be ``a`` itself. LayerNorm over the last axis with the biased variance, as
     :func:`~attnsym.models.forward.layer_norm`.
     """
-    _check("residual_layernorm", a, bias, residual, weight, beta, out)
-    _kernels()["residual_layernorm"](a, bias, residual, weight, beta, np.float32(eps), out)  # type: ignore[index]
+    _kernel("residual_layernorm", a, bias, residual, weight, beta, out)(a, bias, residual, weight, beta, np.float32(eps), out)
     return out
 
 
@@ -227,7 +232,6 @@ def softmax_rows(S: np.ndarray, A: np.ndarray) -> np.ndarray:
         for s, a in zip(S, A, strict=True):
             softmax_rows(s, a)
         return A
-    _check("softmax_rows", S, A)
-    _kernels()["softmax_rows"](S.reshape(-1, S.shape[-1]), A.reshape(-1, A.shape[-1]))  # type: ignore[index]
+    _kernel("softmax_rows", S, A)(S.reshape(-1, S.shape[-1]), A.reshape(-1, A.shape[-1]))
     return A
 

@@ -10,8 +10,8 @@ the row-wise step, (batch, head) ranges for attention — run on the worker pool
 (:func:`attnsym.numeric._pool.one_blas_thread`). On the two-core machines this project measures
 on, one 128-token sentence runs slower that way (the ``threads=k`` row of
 ``benchmarks/bench_models.py``): each short NumPy call on a worker waits for the GIL, and each
-step waits for a sleeping worker to wake. Other
-libraries (CuPy, PyTorch) parallelise inside each operation: they always get one slice per step.
+step waits for a sleeping worker to wake. Other libraries (CuPy, PyTorch) parallelise inside
+each operation: they always get one slice per step.
 """
 
 from __future__ import annotations

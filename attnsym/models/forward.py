@@ -200,12 +200,17 @@ def embed(config: ModelConfig, weights: Weights, input_ids, token_type_ids=None)
         else:
             types = xp.reshape(xp.asarray(token_type_ids, device=_device(weights.word)), (-1,))
             x = x + xp.reshape(xp.take(weights.token_type, types, axis=0), (B, n, config.width))
-        if _fusable(x):
-            rows = np.reshape(x, (B * n, config.width))  # x is new: normalised in place
-            _fused.residual_layernorm(rows, None, None, weights.embed_ln_weight, weights.embed_ln_bias, config.eps, rows)
-        else:
-            x = layer_norm(x, weights.embed_ln_weight, weights.embed_ln_bias, config.eps)
+        x = _normalise(x, weights.embed_ln_weight, weights.embed_ln_bias, config.eps, fused=_fusable(x))
     return x
+
+
+def _normalise(x, weight, bias, eps: float, *, fused: bool):
+    """:func:`layer_norm` of ``x`` into a new array: by the compiled kernel when ``fused``, else by array operations."""
+    if not fused:
+        return layer_norm(x, weight, bias, eps)
+    out = np.empty_like(x)
+    _fused.residual_layernorm(x.reshape(-1, x.shape[-1]), None, None, weight, bias, eps, out.reshape(-1, x.shape[-1]))
+    return out
 
 
 #: a float32 NumPy pass over at least this many tokens (all texts together) takes the compiled kernels
@@ -259,7 +264,7 @@ class _Pass:
         self.z_heads = xp.permute_dims(xp.reshape(self.z, (B, n, H, config.d_k)), (0, 2, 1, 3))
 
     def _ln(self, x, weight, bias):
-        return layer_norm(x, weight, bias, self.c.eps)
+        return _normalise(x, weight, bias, self.c.eps, fused=self.fused)
 
     def rows(self, layer: int, r0: int, r1: int) -> None:
         """Rows ``r0:r1``: finish layer ``layer - 1`` (output ``hidden[layer]``), then project ``Q | K | V`` of ``layer``."""
@@ -267,70 +272,62 @@ class _Pass:
             self._rows(layer, r0, r1)
 
     def _rows(self, layer: int, r0: int, r1: int) -> None:
-        if self.fused:
-            self._rows_fused(layer, r0, r1)
-            return
-        xp, c = self.xp, self.c
         if layer > 0:
-            lw = self.w.layers[layer - 1]
-            x = self.hidden[layer - 1, r0:r1]  # (r, d), the layer's input
-            a = _affine(xp, self.z[r0:r1], lw.W_O, lw.b_O)  # (r, d), attention output
-            a += x
-            if c.model_type == "bert":  # post-LayerNorm
-                y = self._ln(a, lw.ln1_weight, lw.ln1_bias)
-                h = _activation(xp, c.activation, _affine(xp, y, lw.W_1, lw.b_1))  # (r, f)
-                out = _affine(xp, h, lw.W_2, lw.b_2)
-                out += y
-                out = self._ln(out, lw.ln2_weight, lw.ln2_bias)
-            else:  # pre-LayerNorm; ln_f after the last block
-                h = _activation(xp, c.activation, _affine(xp, self._ln(a, lw.ln2_weight, lw.ln2_bias), lw.W_1, lw.b_1))
-                out = _affine(xp, h, lw.W_2, lw.b_2)
-                out += a
-                if layer == c.layers:
-                    out = self._ln(out, self.w.final_ln_weight, self.w.final_ln_bias)
-            self.hidden[layer, r0:r1] = out
-        if layer < c.layers:
+            (self._finish_fused if self.fused else self._finish)(layer, r0, r1)
+        if layer < self.c.layers:
             lw = self.w.layers[layer]
             x = self.hidden[layer, r0:r1]
-            if c.model_type != "bert":
+            if self.c.model_type != "bert":
                 x = self._ln(x, lw.ln1_weight, lw.ln1_bias)
-            _matmul_into(xp, self.qkv[r0:r1], x, lw.W_QKV)  # (r, 3d), one product for Q, K and V
+            _matmul_into(self.xp, self.qkv[r0:r1], x, lw.W_QKV)  # (r, 3d), one product for Q, K and V
             self.qkv[r0:r1] += lw.b_QKV
 
-    def _rows_fused(self, layer: int, r0: int, r1: int) -> None:
-        """:meth:`_rows` with the compiled kernels: the same equations, each element-wise chain one pass."""
+    def _finish(self, layer: int, r0: int, r1: int) -> None:
+        """Rows ``r0:r1`` of layer ``layer - 1`` after attention: output projection, residuals, LayerNorms, feed-forward."""
+        xp, c = self.xp, self.c
+        lw = self.w.layers[layer - 1]
+        x = self.hidden[layer - 1, r0:r1]  # (r, d), the layer's input
+        a = _affine(xp, self.z[r0:r1], lw.W_O, lw.b_O)  # (r, d), attention output
+        a += x
+        if c.model_type == "bert":  # post-LayerNorm
+            y = self._ln(a, lw.ln1_weight, lw.ln1_bias)
+            h = _activation(xp, c.activation, _affine(xp, y, lw.W_1, lw.b_1))  # (r, f)
+            out = _affine(xp, h, lw.W_2, lw.b_2)
+            out += y
+            out = self._ln(out, lw.ln2_weight, lw.ln2_bias)
+        else:  # pre-LayerNorm; ln_f after the last block
+            h = _activation(xp, c.activation, _affine(xp, self._ln(a, lw.ln2_weight, lw.ln2_bias), lw.W_1, lw.b_1))
+            out = _affine(xp, h, lw.W_2, lw.b_2)
+            out += a
+            if layer == c.layers:
+                out = self._ln(out, self.w.final_ln_weight, self.w.final_ln_bias)
+        self.hidden[layer, r0:r1] = out
+
+    def _finish_fused(self, layer: int, r0: int, r1: int) -> None:
+        """:meth:`_finish` with the compiled kernels: the same equations, each element-wise chain one pass."""
         c, eps = self.c, self.c.eps
-        gelu_kernel = ACTIVATIONS[c.activation] == "gelu"
-        if layer > 0:
-            lw = self.w.layers[layer - 1]
-            x = self.hidden[layer - 1, r0:r1]  # (r, d), the layer's input
-            a = np.matmul(self.z[r0:r1], lw.W_O)  # (r, d), attention output before its bias
-            h_in = np.empty_like(a) if c.model_type != "bert" else a
-            # BERT: a ← LN₁(a + b_O + x) in place; GPT-2: a ← a + b_O + x (the residual stream), h_in ← LN₂(a)
-            ln_w, ln_b = (lw.ln1_weight, lw.ln1_bias) if c.model_type == "bert" else (lw.ln2_weight, lw.ln2_bias)
-            _fused.residual_layernorm(a, lw.b_O, x, ln_w, ln_b, eps, h_in)
-            h = np.matmul(h_in, lw.W_1)  # (r, f)
-            if gelu_kernel:
-                _fused.bias_gelu(h, lw.b_1)
-            else:
-                h += lw.b_1
-                h = _activation(np, c.activation, h)
-            out = np.matmul(h, lw.W_2)
-            target = self.hidden[layer, r0:r1]
-            if c.model_type == "bert":  # LN₂(out + b₂ + y), y = a
-                _fused.residual_layernorm(out, lw.b_2, a, lw.ln2_weight, lw.ln2_bias, eps, target)
-            elif layer == c.layers:  # ln_f after the last block
-                _fused.residual_layernorm(out, lw.b_2, a, self.w.final_ln_weight, self.w.final_ln_bias, eps, target)
-            else:
-                np.add(out, lw.b_2, out=out)
-                np.add(out, a, out=target)
-        if layer < c.layers:
-            lw = self.w.layers[layer]
-            x = self.hidden[layer, r0:r1]
-            if c.model_type != "bert":
-                x = _fused.residual_layernorm(x, None, None, lw.ln1_weight, lw.ln1_bias, eps, np.empty_like(x))
-            np.matmul(x, lw.W_QKV, out=self.qkv[r0:r1])  # (r, 3d), one product for Q, K and V
-            self.qkv[r0:r1] += lw.b_QKV
+        lw = self.w.layers[layer - 1]
+        x = self.hidden[layer - 1, r0:r1]  # (r, d), the layer's input
+        a = np.matmul(self.z[r0:r1], lw.W_O)  # (r, d), attention output before its bias
+        h_in = np.empty_like(a) if c.model_type != "bert" else a
+        # BERT: a ← LN₁(a + b_O + x) in place; GPT-2: a ← a + b_O + x (the residual stream), h_in ← LN₂(a)
+        ln_w, ln_b = (lw.ln1_weight, lw.ln1_bias) if c.model_type == "bert" else (lw.ln2_weight, lw.ln2_bias)
+        _fused.residual_layernorm(a, lw.b_O, x, ln_w, ln_b, eps, h_in)
+        h = np.matmul(h_in, lw.W_1)  # (r, f)
+        if ACTIVATIONS[c.activation] == "gelu":
+            _fused.bias_gelu(h, lw.b_1)
+        else:
+            h += lw.b_1
+            h = _activation(np, c.activation, h)
+        out = np.matmul(h, lw.W_2)
+        target = self.hidden[layer, r0:r1]
+        if c.model_type == "bert":  # LN₂(out + b₂ + y), y = a
+            _fused.residual_layernorm(out, lw.b_2, a, lw.ln2_weight, lw.ln2_bias, eps, target)
+        elif layer == c.layers:  # ln_f after the last block
+            _fused.residual_layernorm(out, lw.b_2, a, self.w.final_ln_weight, self.w.final_ln_bias, eps, target)
+        else:
+            np.add(out, lw.b_2, out=out)
+            np.add(out, a, out=target)
 
     def heads(self, layer: int, b0: int, b1: int, h0: int, h1: int, block: int | None = None) -> None:
         """Texts ``b0:b1``, heads ``h0:h1`` of ``layer``: ``S = c Q Kᵀ`` (masked ``-inf``), ``A = softmax(S)``, ``Z = A V``.
