@@ -58,11 +58,19 @@ import numbers
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ._checks import boolean, integer_at_least, positive_int
-from ._positions import POSITION_KINDS, ROPE_PAIRINGS, PositionConventions, alibi_slope_exponents
+from ._checks import boolean, finite_real, is_int, positive_int
+from ._positions import (
+    POSITION_KINDS,
+    ROPE_PAIRINGS,
+    ROPE_SCALING_TYPES,
+    PositionConventions,
+    RopeScaling,
+    alibi_slope_exponents,
+)
 from .errors import SpecError
 
-__all__ = ["DEFAULT_POSITION_BASE", "POSITION_KINDS", "ROPE_PAIRINGS", "AttentionSpec", "alibi_slope_exponents"]
+__all__ = ["DEFAULT_POSITION_BASE", "POSITION_KINDS", "ROPE_PAIRINGS", "ROPE_SCALING_TYPES", "AttentionSpec",
+           "RopeScaling", "alibi_slope_exponents"]
 
 #: the base of the sinusoidal frequencies (Vaswani et al. 2017); the one place this number is written
 DEFAULT_POSITION_BASE = 10000
@@ -138,6 +146,44 @@ def _check_scale(scale: Any) -> Any:
     )
 
 
+def _check_bias(bias: Any) -> bool | str:
+    if isinstance(bias, bool) or type(bias).__name__ == "bool_":
+        return bool(bias)
+    if isinstance(bias, str) and bias == "qkv":
+        return "qkv"
+    raise SpecError(f"bias must be True (every projection), False or 'qkv' (b_Q, b_K, b_V only, as Qwen2) "
+                    f"(got {bias!r})")
+
+
+def _check_position_base(base: Any, positions: Any) -> int | float:
+    """An int >= 2, or a float > 1 as configs write ``rope_theta``; an integral float becomes an int."""
+    if is_int(base):
+        if base < 2:
+            raise SpecError(f"position_base must be an integer >= 2 or a float > 1 (got {base!r})")
+        return int(base)
+    if isinstance(base, bool) or not isinstance(base, numbers.Real):
+        raise SpecError(f"position_base must be an integer >= 2 or a float > 1 (got {base!r} of type "
+                        f"{type(base).__name__})")
+    value = finite_real("position_base", base)
+    if value <= 1:
+        raise SpecError(f"position_base must be an integer >= 2 or a float > 1 (got {base!r})")
+    if value.is_integer():
+        return int(value)
+    if positions == "sinusoidal":
+        raise SpecError(f"position_base must be an integer for sinusoidal positions (got {base!r}); a non-integral "
+                        "base is accepted with positions='rope'")
+    return value
+
+
+def _check_softcap(softcap: Any) -> float | None:
+    if softcap is None:
+        return None
+    value = finite_real("softcap", softcap)
+    if value <= 0:
+        raise SpecError(f"softcap must be a positive finite number or None (got {softcap!r})")
+    return value
+
+
 @dataclass(frozen=True)
 class AttentionSpec(PositionConventions):
     """Sizes and conventions of one (multi-head) self-attention layer.
@@ -160,9 +206,12 @@ class AttentionSpec(PositionConventions):
     mask : (n, n) boolean array-like, optional
         ``True`` = may attend. Combined with ``causal`` by logical AND.
     scale : {"sqrt", "none"} or number or SymPy expression, default "sqrt"
-        Factor applied to ``Q Kᵀ``: ``"sqrt"`` is ``1/sqrt(d_k)``, ``"none"`` is 1.
-    bias : bool, default False
-        Add bias rows ``b_Q, b_K, b_V`` (and ``b_O`` with an output projection).
+        Factor applied to ``Q Kᵀ``: ``"sqrt"`` is ``1/sqrt(d_k)``, ``"none"`` is 1, a number is used
+        as given — e.g. Gemma 2's ``query_pre_attn_scalar ** -0.5`` (a float such as ``256 ** -0.5``;
+        the symbolic view keeps it as that ``Float``; pass ``1 / sympy.sqrt(256)`` for an exact one).
+    bias : bool or "qkv", default False
+        ``True``: bias rows ``b_Q, b_K, b_V`` (and ``b_O`` with an output projection);
+        ``"qkv"``: ``b_Q, b_K, b_V`` only, no ``b_O`` (Qwen2's ``q_proj``/``k_proj``/``v_proj`` biases).
     positions : {None, "sinusoidal", "rope", "alibi"}, default None
         The position scheme (module docstring): ``"sinusoidal"`` adds encodings to ``X``
         before projecting; ``"rope"`` rotates each head's queries and keys after projecting;
@@ -170,8 +219,11 @@ class AttentionSpec(PositionConventions):
     output_projection : bool, optional
         Apply ``W_O`` after concatenating heads. Defaults to ``heads > 1``; it cannot be
         switched off when ``heads > 1``.
-    position_base : int, default DEFAULT_POSITION_BASE (10000)
-        The base of the sinusoidal and of the rotary frequencies (Hugging Face's ``rope_theta``).
+    position_base : int or float, default DEFAULT_POSITION_BASE (10000)
+        The base of the sinusoidal and of the rotary frequencies (Hugging Face's ``rope_theta``). A
+        float as configs write it (``10000.0``, ``500000.0``) is accepted: an integral float is
+        stored as an ``int`` (so the symbolic view is an exact SymPy ``Integer``); a non-integral
+        float (RoPE only) stays a float and is a SymPy ``Float`` in the symbolic view.
     rope_pairing : {"rotate_half", "interleaved"}, default "rotate_half"
         Which coordinates RoPE rotates together: ``i`` with ``i + rotary_dims/2`` (Hugging Face
         LLaMA / GPT-NeoX) or ``2i`` with ``2i + 1`` (GPT-J, RoFormer). Only with ``positions="rope"``.
@@ -179,6 +231,29 @@ class AttentionSpec(PositionConventions):
         Fraction of each head's ``d_k`` coordinates that RoPE rotates (GPT-NeoX's ``rotary_pct``):
         the first ``int(d_k * rotary_pct)``, which must be even and at least 2. Only with
         ``positions="rope"``.
+    kv_heads : int, optional
+        Key/value heads (grouped-query attention; ``1`` is multi-query attention). ``None`` means
+        ``heads``. Must divide ``heads``; ``W_K`` is ``(d_model, kv_heads*d_k)``, ``W_V`` is
+        ``(d_model, kv_heads*d_v)``, and query head ``h`` uses key/value head
+        ``h // (heads // kv_heads)`` (Hugging Face ``repeat_kv``).
+    window : int, optional
+        Sliding-window attention. With ``causal=True`` query ``i`` may attend to key ``j`` iff
+        ``0 <= i - j < window`` (the window counts the query itself: Hugging Face Mistral /
+        Gemma 2 ``sliding_window``); without ``causal``, iff ``|i - j| < window``. ANDed with
+        ``mask``.
+    softcap : float, optional
+        Attention-logit soft-capping (Gemma 2's ``attn_logit_softcapping``): after the scale (and
+        an ALiBi bias) a score ``s`` becomes ``softcap * tanh(s / softcap)``; then the mask applies.
+    qk_norm : bool, default False
+        RMSNorm of each head's query and key vectors over ``d_k``, with learned gains ``g_Q``,
+        ``g_K`` (length ``d_k``, shared by all heads, as Qwen3's ``q_norm``/``k_norm``), after the
+        projections and before RoPE: ``RMSNorm(x) = x / sqrt(mean(x²) + qk_norm_eps) ⊙ g``.
+    qk_norm_eps : float, default 1e-6
+        The ``eps`` of the QK-norm (only with ``qk_norm=True``).
+    rope_scaling : RopeScaling or mapping, optional
+        RoPE frequency scaling, a :class:`RopeScaling` or the Hugging Face dict it is built from
+        (``{"rope_type": "linear", "factor": 4.0}``, ``{"rope_type": "llama3", ...}``; ``"type"`` is
+        accepted for ``"rope_type"``). Only with ``positions="rope"``.
 
     Raises
     ------
@@ -197,6 +272,11 @@ class AttentionSpec(PositionConventions):
     >>> rope = AttentionSpec(n=4, d_model=8, heads=2, positions="rope", rope_pairing="interleaved")
     >>> rope.rotary_dims, rope.rope_pairs
     (4, ((0, 1, 0), (2, 3, 1)))
+    >>> gqa = AttentionSpec(n=4, d_model=8, heads=4, kv_heads=2, causal=True, window=2, softcap=50.0)
+    >>> gqa.shapes["W_K"], gqa.kv_group
+    ((8, 4), 2)
+    >>> gqa.allowed[3]
+    (False, False, True, True)
     >>> AttentionSpec(n=2, d_model=10, heads=3)
     Traceback (most recent call last):
     ...
@@ -212,12 +292,18 @@ class AttentionSpec(PositionConventions):
     causal: bool = False
     mask: Any = None
     scale: Any = "sqrt"
-    bias: bool = False
+    bias: bool | str = False
     positions: str | None = None
     output_projection: bool | None = None
-    position_base: int = DEFAULT_POSITION_BASE
+    position_base: int | float = DEFAULT_POSITION_BASE
     rope_pairing: str = "rotate_half"
     rotary_pct: float = 1.0
+    kv_heads: int = None  # type: ignore[assignment]  # None means heads; __post_init__ stores an int
+    window: int | None = None
+    softcap: float | None = None
+    qk_norm: bool = False
+    qk_norm_eps: float = 1e-6
+    rope_scaling: RopeScaling | None = None
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)
@@ -236,8 +322,22 @@ class AttentionSpec(PositionConventions):
         else:
             set_("d_k", positive_int("d_k", self.d_k))
         set_("d_v", self.d_k if self.d_v is None else positive_int("d_v", self.d_v))
-        for flag in ("causal", "bias"):
-            boolean(flag, getattr(self, flag))
+        boolean("causal", self.causal)
+        set_("bias", _check_bias(self.bias))
+        kv_heads = heads if self.kv_heads is None else positive_int("kv_heads", self.kv_heads)
+        if heads % kv_heads:
+            raise SpecError(f"kv_heads must divide heads (got heads={heads}, kv_heads={kv_heads})")
+        set_("kv_heads", kv_heads)
+        if self.window is not None:
+            set_("window", positive_int("window", self.window))
+        set_("softcap", _check_softcap(self.softcap))
+        set_("qk_norm", boolean("qk_norm", self.qk_norm))
+        eps = finite_real("qk_norm_eps", self.qk_norm_eps)
+        if eps < 0:
+            raise SpecError(f"qk_norm_eps must be a non-negative finite number (got {self.qk_norm_eps!r})")
+        if not self.qk_norm and eps != 1e-6:
+            raise SpecError(f"qk_norm_eps={self.qk_norm_eps!r} only applies with qk_norm=True")
+        set_("qk_norm_eps", eps)
         if self.mask is not None:
             set_("mask", _normalise_mask(self.mask, n))
         set_("scale", _check_scale(self.scale))
@@ -253,7 +353,7 @@ class AttentionSpec(PositionConventions):
                 f"output_projection cannot be False when heads > 1 (got heads={heads}): "
                 "the heads are concatenated and mixed by W_O"
             )
-        integer_at_least("position_base", self.position_base, 2)
+        set_("position_base", _check_position_base(self.position_base, self.positions))
         self._check_position_fields()
 
     # ------------------------------------------------------------------ derived sizes
@@ -268,6 +368,38 @@ class AttentionSpec(PositionConventions):
         return self.heads * self.d_v
 
     @property
+    def kv_group(self) -> int:
+        """Query heads per key/value head, ``heads // kv_heads`` (1 without grouped-query attention)."""
+        return self.heads // self.kv_heads
+
+    @property
+    def inner_k(self) -> int:
+        """Total width of the keys over the key/value heads, ``kv_heads * d_k``."""
+        return self.kv_heads * self.d_k
+
+    @property
+    def inner_kv(self) -> int:
+        """Total width of the values over the key/value heads, ``kv_heads * d_v``."""
+        return self.kv_heads * self.d_v
+
+    def kv_head_of(self, head: int) -> int:
+        """The key/value head that query head ``head`` (an index) reads: ``head // kv_group``.
+
+        >>> AttentionSpec(n=1, d_model=8, heads=4, kv_heads=2).kv_head_of(3)
+        1
+        """
+        if not is_int(head) or not 0 <= head < self.heads:
+            raise SpecError(f"head must be an integer in 0 … {self.heads - 1} (got {head!r})")
+        return int(head) // self.kv_group
+
+    @property
+    def bias_names(self) -> tuple[str, ...]:
+        """The biases of the layer: ``b_Q, b_K, b_V`` and ``b_O`` (with ``bias=True`` and ``W_O``)."""
+        if not self.bias:
+            return ()
+        return ("b_Q", "b_K", "b_V") + (("b_O",) if self.output_projection and self.bias is True else ())
+
+    @property
     def d_out(self) -> int:
         """Width of the output ``Y``: ``d_model`` with ``W_O``, else ``heads * d_v``."""
         return self.d_model if self.output_projection else self.inner_v
@@ -279,8 +411,8 @@ class AttentionSpec(PositionConventions):
         shapes = {
             "X": (n, d),
             "W_Q": (d, self.inner_qk),
-            "W_K": (d, self.inner_qk),
-            "W_V": (d, self.inner_v),
+            "W_K": (d, self.inner_k),
+            "W_V": (d, self.inner_kv),
             "Q": (n, self.d_k),
             "K": (n, self.d_k),
             "V": (n, self.d_v),
@@ -290,10 +422,10 @@ class AttentionSpec(PositionConventions):
         }
         if self.output_projection:
             shapes["W_O"] = (self.inner_v, d)
-        if self.bias:
-            shapes.update(b_Q=(1, self.inner_qk), b_K=(1, self.inner_qk), b_V=(1, self.inner_v))
-            if self.output_projection:
-                shapes["b_O"] = (1, d)
+        widths = {"b_Q": self.inner_qk, "b_K": self.inner_k, "b_V": self.inner_kv, "b_O": d}
+        shapes.update({name: (1, widths[name]) for name in self.bias_names})
+        if self.qk_norm:
+            shapes.update(g_Q=(1, self.d_k), g_K=(1, self.d_k))
         return shapes
 
     @property
@@ -302,8 +434,9 @@ class AttentionSpec(PositionConventions):
         names = ["W_Q", "W_K", "W_V"]
         if self.output_projection:
             names.append("W_O")
-        if self.bias:
-            names += ["b_Q", "b_K", "b_V"] + (["b_O"] if self.output_projection else [])
+        names += self.bias_names
+        if self.qk_norm:
+            names += ["g_Q", "g_K"]
         return tuple(names)
 
     @property
@@ -338,14 +471,23 @@ class AttentionSpec(PositionConventions):
 
     @property
     def allowed(self) -> tuple[tuple[bool, ...], ...] | None:
-        """``allowed[i][j]`` — may query ``i`` attend to key ``j``? ``None`` when all may."""
-        if not self.causal and self.mask is None:
+        """``allowed[i][j]`` — may query ``i`` attend to key ``j``? ``None`` when all may.
+
+        The AND of ``causal`` (``j <= i``), ``window`` (``i - j < window`` with causal,
+        ``|i - j| < window`` without) and ``mask``.
+        """
+        if not self.causal and self.mask is None and self.window is None:
             return None
         n = self.n
-        return tuple(
-            tuple((not self.causal or j <= i) and (self.mask is None or self.mask[i][j]) for j in range(n))
-            for i in range(n)
-        )
+        return tuple(tuple(self.may_attend(i, j) for j in range(n)) for i in range(n))
+
+    def may_attend(self, i: int, j: int) -> bool:
+        """May query ``i`` attend to key ``j`` (indices)? The rule of :attr:`allowed` for one pair."""
+        if self.causal and j > i:
+            return False
+        if self.window is not None and abs(i - j) >= self.window:
+            return False
+        return self.mask is None or self.mask[i][j]
 
     def allowed_array(self):
         """The allowed pattern as an ``(n, n)`` NumPy bool array, or ``None`` when all may attend."""
@@ -363,11 +505,16 @@ class AttentionSpec(PositionConventions):
         return tuple(i for i, row in enumerate(allowed) if not any(row))
 
     def replace(self, **changes: Any) -> AttentionSpec:
-        """A copy with some fields changed (validated again).
+        """A copy with some fields changed (validated again); :meth:`with_` is the same method.
+
+        Changing ``heads`` re-derives ``d_k``, ``d_v``, ``output_projection`` and (unless the layer
+        had grouped-query attention) ``kv_heads``, unless they are given too.
 
         >>> AttentionSpec(n=2, d_model=2).replace(n=3).n
         3
         """
+        if "heads" in changes and "kv_heads" not in changes:
+            changes["kv_heads"] = None if self.kv_heads == self.heads else self.kv_heads
         if "heads" in changes and "d_k" not in changes:
             changes["d_k"] = None
             changes.setdefault("d_v", None)
@@ -377,6 +524,17 @@ class AttentionSpec(PositionConventions):
             raise SpecError(f"n cannot change from {self.n} to {changes['n']} while an explicit (n, n) mask is set")
         return dataclasses.replace(self, **changes)
 
+    def with_(self, **changes: Any) -> AttentionSpec:
+        """A copy with some fields changed (validated again), e.g. a small size to derive.
+
+        The same as :meth:`replace`.
+
+        >>> big = AttentionSpec(n=128, d_model=512, heads=8, kv_heads=2, causal=True, positions="rope")
+        >>> big.with_(n=3, d_model=8, heads=2, kv_heads=1).describe()
+        'n=3, d_model=8, heads=2 (d_k=4, d_v=4), kv_heads=1, causal, scale 1/sqrt(d_k), RoPE (rotate_half, base 10000), W_O'
+        """
+        return self.replace(**changes)
+
     def describe(self) -> str:
         """One line that says what this layer is.
 
@@ -384,18 +542,27 @@ class AttentionSpec(PositionConventions):
         'n=4, d_model=8, heads=2 (d_k=4, d_v=4), causal, scale 1/sqrt(d_k), W_O'
         """
         parts = [f"n={self.n}", f"d_model={self.d_model}", f"heads={self.heads} (d_k={self.d_k}, d_v={self.d_v})"]
+        if self.kv_heads != self.heads:
+            parts.append(f"kv_heads={self.kv_heads}")
         if self.causal:
             parts.append("causal")
+        if self.window is not None:
+            parts.append(f"window {self.window}")
         if self.mask is not None:
             parts.append("explicit mask")
         scale = {"sqrt": "scale 1/sqrt(d_k)", "none": "unscaled"}[self.scale] if isinstance(self.scale, str) \
             else f"scale {self.scale}"
         parts.append(scale)
+        if self.softcap is not None:
+            parts.append(f"softcap {self.softcap:g}")
         if self.bias:
-            parts.append("biases")
+            parts.append("biases" if self.bias is True else "q/k/v biases")
+        if self.qk_norm:
+            parts.append(f"QK-norm (eps {self.qk_norm_eps:g})")
         if self.positions == "rope":
             rope = f"RoPE ({self.rope_pairing}, base {self.position_base}"
-            rope += f", {self.rotary_dims} of {self.d_k} dims)" if self.rotary_dims != self.d_k else ")"
+            rope += f", {self.rotary_dims} of {self.d_k} dims" if self.rotary_dims != self.d_k else ""
+            rope += f", {self.rope_scaling.describe()} scaling)" if self.rope_scaling is not None else ")"
             parts.append(rope)
         elif self.positions == "alibi":
             parts.append("ALiBi")

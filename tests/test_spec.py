@@ -81,7 +81,7 @@ def test_replace_revalidates():
         (dict(n=2, d_model=2, mask=np.zeros((2, 3), bool)), r"mask must have shape \(n, n\) = \(2, 2\) \(got \(2, 3\)\)"),
         (dict(n=2, d_model=2, mask=np.zeros((2, 2))), r"mask must be a boolean .* \(got dtype float64\)"),
         (dict(n=2, d_model=2, mask=[[1, 0], [1, 1]]), r"mask must contain booleans .* mask\[0\]\[0\] is 1"),
-        (dict(n=2, d_model=2, position_base=1), r"position_base must be an integer >= 2 \(got 1\)"),
+        (dict(n=2, d_model=2, position_base=1), r"position_base must be an integer >= 2 or a float > 1 \(got 1\)"),
     ],
 )
 def test_invalid_specs_name_the_argument(kwargs, message):

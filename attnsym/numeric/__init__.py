@@ -5,6 +5,9 @@ validated against (:func:`attnsym.validate`) and as the engine for long sequence
 
 * :func:`attention` — forward pass, ``(Y, A)`` or ``Y``; memory-lean blockwise path for long
   sequences when the weights are not asked for.
+* :func:`head_attention` — one layer's attention from projected per-head ``Q``, ``K``, ``V`` and an
+  ``allowed`` pattern (QK-norm, RoPE, scores, ALiBi, soft-cap, mask, softmax, grouped-query ``A V``):
+  the entry point of :mod:`attnsym.models`.
 * :func:`attention_vjp` — analytic backward pass (gradients for ``X`` and every parameter).
 * twins of the symbolic layer, in modules named as there: :func:`scores`, :func:`softmax`
   (``symbolic.scores``, ``symbolic.row_softmax``); :func:`softmax_jacobian`
@@ -24,7 +27,7 @@ from .activations import gelu, gelu_tanh
 from .backend import array_namespace, cupy_usable
 from .backward import attention_vjp
 from .conv import conv1d, shift_tokens
-from .forward import AUTO_BLOCKWISE_N, BLOCK_ELEMENTS, DEFAULT_BLOCK_SIZE, attention, scores, softmax
+from .forward import AUTO_BLOCKWISE_N, BLOCK_ELEMENTS, DEFAULT_BLOCK_SIZE, attention, head_attention, scores, softmax
 from .jacobians import softmax_jacobian
 from .kvcache import DecodeResult, causal_decode
 from .positions import (
@@ -54,6 +57,7 @@ __all__ = [
     "cupy_usable",
     "gelu",
     "gelu_tanh",
+    "head_attention",
     "random_inputs",
     "rope_frequencies",
     "rope_rotation",

@@ -31,20 +31,58 @@ from ._inputs import amax, finite_result
 from .backend import matmul
 from .binding import bind
 from .blockwise import blockwise_core, blockwise_core_vjp
-from .layer import AUTO_BLOCKWISE_N, BoundLayer, block_size_for, dscores, merge_heads, plain_core, projections, split_heads
+from .forward import refuse_blockwise
+from .layer import (
+    AUTO_BLOCKWISE_N,
+    BoundLayer,
+    affine,
+    block_scores,
+    block_size_for,
+    dscores,
+    merge_heads,
+    plain_core,
+    projections,
+    reduce_kv,
+    split_heads,
+)
 
 __all__ = ["attention_vjp"]
 
 
 def _plain_core_vjp(layer: BoundLayer, Q, K, V, A, dZ):
-    """dQ, dK, dV per head from dZ (all (..., H, n, ·)), through the stored weights A (..., H, n, n)."""
+    """dQ, dK, dV per head from dZ (all (..., H, n, ·)), through the stored weights A (..., H, n, n).
+
+    With ``softcap = t`` the capped score is ``t·tanh(s/t)``, whose derivative ``1 − tanh²(s/t)``
+    multiplies ``dS`` (recomputed from the capped scores; 0 where masked).
+    """
     xp = layer.xp
     dV = xp.matmul(xp.matrix_transpose(A), dZ)  # (..., H, n, d_v)
     dA = xp.matmul(dZ, xp.matrix_transpose(V))  # (..., H, n, n)
     dS = dscores(A, dA, xp.sum(dA * A, axis=-1, keepdims=True))  # (..., H, n, n)
+    cap = layer.spec.softcap
+    if cap is not None:
+        T = block_scores(layer, Q * layer.scale, K, 0, layer.n, 0, layer.n) / cap  # tanh(s/t), -inf where masked
+        dS = dS * xp.where(xp.isfinite(T), 1.0 - T * T, 0.0)
     dQ = layer.scale * xp.matmul(dS, K)  # (..., H, n, d_k)
     dK = layer.scale * xp.matmul(xp.matrix_transpose(dS), Q)  # (..., H, n, d_k)
     return dQ, dK, dV
+
+
+def _rms_norm_vjp(layer: BoundLayer, a: dict, X_in, which: str, dY):
+    """``dX`` and ``dg`` of ``Y = X r ⊙ g``, ``r = (mean(X²) + eps)^(-1/2)``, per head row of the projection ``which``.
+
+    With ``u = dY ⊙ g``: ``dX = r u − r³ X (X·u) / d_k``; ``dg = Σ_rows dY ⊙ X r``.
+    """
+    xp, spec = layer.xp, layer.spec
+    heads = spec.heads if which == "Q" else spec.kv_heads
+    M = split_heads(xp, affine(xp, X_in, a[f"W_{which}"], a.get(f"b_{which}")), heads)  # (..., h, n, d_k) before the norm
+    g = a[f"g_{which}"]
+    d_k = spec.d_k
+    r = 1.0 / xp.sqrt(xp.mean(M * M, axis=-1, keepdims=True) + spec.qk_norm_eps)  # (..., h, n, 1)
+    u = dY * xp.reshape(g, (d_k,))
+    dM = r * u - M * (r * r * r) * xp.sum(M * u, axis=-1, keepdims=True) / d_k
+    dg = xp.reshape(xp.sum(xp.reshape(dY * M * r, (-1, d_k)), axis=0), tuple(g.shape))
+    return dM, dg
 
 
 def _weight_grad(xp: ModuleType, M, dM):
@@ -63,6 +101,7 @@ def attention_vjp(
     spec: AttentionSpec | None = None,
     heads: int = 1, causal: bool = False, mask: Any = None, scale: Any = "sqrt", positions: str | None = None,
     block_size: int | None = None, backend: str | None = None,
+    g_Q: Array | None = None, g_K: Array | None = None,
 ) -> dict[str, Any]:
     """Gradients of ``⟨G, Y⟩`` with respect to ``X`` and every weight and bias.
 
@@ -71,8 +110,11 @@ def attention_vjp(
 
     Parameters
     ----------
-    X, W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, spec, heads, causal, mask, scale, positions, backend
-        As in :func:`~attnsym.numeric.attention`.
+    X, W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, spec, heads, causal, mask, scale, positions, backend, g_Q, g_K
+        As in :func:`~attnsym.numeric.attention`. Every spec field is differentiated through:
+        grouped-query heads (a key/value head's gradient sums over the query heads it serves),
+        the window (a mask), soft-capping (``1 − tanh²``), the QK-norm (gradients for ``g_Q``,
+        ``g_K`` too) and scaled RoPE (a rotation).
     G : (..., n, d_out) array
         Upstream gradient, the shape of ``Y``.
     block_size : int, optional
@@ -80,12 +122,13 @@ def attention_vjp(
         when ``n`` exceeds one default block (see :func:`~attnsym.numeric.attention`), and for
         NumPy arrays from ``n >= AUTO_BLOCKWISE_N`` (their blockwise code,
         :mod:`attnsym.numeric._fast`, is then faster); below that the plain path, which keeps
-        the weights from the forward pass, is faster.
+        the weights from the forward pass, is faster. A spec with ``softcap`` always takes the
+        plain path (``block_size`` is then refused).
 
     Returns
     -------
     dict
-        ``{"X": dX, "W_Q": ..., "W_K": ..., "W_V": ..., ["W_O", "b_Q", "b_K", "b_V", "b_O"]}``:
+        ``{"X": dX, "W_Q": ..., "W_K": ..., "W_V": ..., ["W_O", "b_Q", "b_K", "b_V", "b_O", "g_Q", "g_K"]}``:
         one entry per array that was given, each of that array's shape, type and dtype.
         Parameter gradients are summed over batch dimensions.
 
@@ -112,14 +155,16 @@ def attention_vjp(
     """
     if G is None:
         raise ShapeError("G (the upstream gradient dL/dY, shape of Y) is required (got None)")
-    biases = {"b_Q": b_Q, "b_K": b_K, "b_V": b_V, "b_O": b_O}
+    biases = {"b_Q": b_Q, "b_K": b_K, "b_V": b_V, "b_O": b_O, "g_Q": g_Q, "g_K": g_K}
     layer, a = bind(X, W_Q, W_K, W_V, W_O, biases, spec=spec, heads=heads, causal=causal, mask=mask,
                     scale=scale, positions=positions, backend=backend, G=G)
+    refuse_blockwise(layer, block_size)
     size = block_size_for(layer, block_size)
-    lean = block_size is not None or layer.n > size or (layer.n >= AUTO_BLOCKWISE_N and _fast.usable(layer))
+    lean = layer.spec.softcap is None and (
+        block_size is not None or layer.n > size or (layer.n >= AUTO_BLOCKWISE_N and _fast.usable(layer)))
     with _fast.session(layer, lean):  # NumPy's lean path: BLAS at one thread, the worker pool in its place
         grads = _gradients(layer, a, size, lean)
-    order = ["X", "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O"]
+    order = ["X", "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O", "g_Q", "g_K"]
     xp, G = layer.xp, a["G"]
     cause = lambda: f"|G| up to {amax(xp, G):.3g}, |X| up to {amax(xp, a['X']):.3g}"
     return {k: finite_result(xp, grads[k], f"the gradient d{k}", cause) for k in order if k in grads}
@@ -146,7 +191,12 @@ def _gradients(layer: BoundLayer, a: dict, size: int, lean: bool) -> dict[str, A
     else:
         dZ = G
     dQ, dK, dV = core_vjp(split_heads(xp, dZ, layer.heads))  # (..., H, n, ·), w.r.t. the rotated Q, K
+    group = layer.spec.kv_group
+    dK, dV = reduce_kv(xp, dK, group), reduce_kv(xp, dV, group)  # (..., H_kv, n, ·): sum over the query heads served
     dQ, dK = layer.rotate(dQ, adjoint=True), layer.rotate(dK, adjoint=True)  # hook (b): back through the rotation
+    if layer.spec.qk_norm:  # back through the RMSNorm of each head's rows
+        dQ, grads["g_Q"] = _rms_norm_vjp(layer, a, X_in, "Q", dQ)
+        dK, grads["g_K"] = _rms_norm_vjp(layer, a, X_in, "K", dK)
     dQ, dK, dV = (merge_heads(xp, g) for g in (dQ, dK, dV))  # (..., n, H·w)
     dX = None
     for name, d in (("Q", dQ), ("K", dK), ("V", dV)):

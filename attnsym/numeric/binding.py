@@ -21,9 +21,10 @@ from ..spec import AttentionSpec
 from ._inputs import as_array, bool_mask, float_array, namespace_of
 from .layer import NUMERIC_POSITIONS, BoundLayer, d_out
 
-__all__ = ["bind", "spec_from_keywords"]
+__all__ = ["bind", "spec_from_keywords", "window_band"]
 
 _BIASES = ("b_Q", "b_K", "b_V", "b_O")
+_GAINS = ("g_Q", "g_K")
 
 
 def spec_from_keywords(n: int, d_model: int, W_Q, W_K, W_V, W_O, *, heads: Any, causal: Any, scale: Any,
@@ -54,7 +55,8 @@ def spec_from_keywords(n: int, d_model: int, W_Q, W_K, W_V, W_O, *, heads: Any, 
 def _check_against_spec(spec: AttentionSpec, a: dict) -> None:
     shapes = spec.shapes
     for name in ("W_Q", "W_K", "W_V"):
-        what = "(d_model, heads*d_k)" if name != "W_V" else "(d_model, heads*d_v)"
+        heads = "heads" if name == "W_Q" else "kv_heads"
+        what = f"(d_model, {heads}*d_k)" if name != "W_V" else f"(d_model, {heads}*d_v)"
         if tuple(a[name].shape) != shapes[name]:
             raise ShapeError(f"{name} must have shape {what} = {shapes[name]} (got {tuple(a[name].shape)})")
     if spec.output_projection:
@@ -65,11 +67,39 @@ def _check_against_spec(spec: AttentionSpec, a: dict) -> None:
     elif a["W_O"] is not None:
         raise ShapeError("W_O was given but the spec has output_projection=False; pass spec.replace(output_projection=True)")
     for name in _BIASES:
-        wanted = spec.bias and name in shapes
+        wanted = name in spec.bias_names
         if wanted and a[name] is None:
-            raise ShapeError(f"{name} is required by the spec (bias=True, shape {shapes[name]}) (got None)")
+            raise ShapeError(f"{name} is required by the spec (bias={spec.bias!r}, shape {shapes[name]}) (got None)")
         if not wanted and a[name] is not None:
-            raise ShapeError(f"{name} was given but the spec has no such bias (bias={spec.bias})")
+            raise ShapeError(f"{name} was given but the spec has no such bias (bias={spec.bias!r})")
+    _check_gains(spec, a)
+
+
+def _check_gains(spec: AttentionSpec, a: dict) -> None:
+    """The QK-norm gains: required, of length d_k, exactly when ``spec.qk_norm``."""
+    for name in _GAINS:
+        value = a.get(name)
+        if spec.qk_norm and value is None:
+            raise ShapeError(f"{name} is required by the spec (qk_norm=True, shape (1, {spec.d_k}) or ({spec.d_k},)) "
+                             "(got None)")
+        if not spec.qk_norm and value is not None:
+            raise ShapeError(f"{name} was given but the spec has qk_norm=False")
+        if value is not None and tuple(value.shape) not in ((spec.d_k,), (1, spec.d_k)):
+            raise ShapeError(f"{name} must have shape (1, d_k) or (d_k,) = (1, {spec.d_k}) (got {tuple(value.shape)})")
+
+
+def window_band(spec: AttentionSpec):
+    """The ``(n, n)`` NumPy bool band of ``spec.window`` (``|i − j| < window``), or ``None`` without a window.
+
+    Causality is not in it (the layer applies ``causal`` itself); with ``causal`` the AND is
+    ``0 <= i − j < window``.
+    """
+    import numpy as np
+
+    if spec.window is None:
+        return None
+    idx = np.arange(spec.n)
+    return np.abs(idx[:, None] - idx[None, :]) < spec.window
 
 
 def _check_biases(a: dict) -> None:
@@ -118,7 +148,7 @@ def bind(X, W_Q, W_K, W_V, W_O, biases: dict, *, spec, heads, causal, mask, scal
         The layer and ``{"X", "W_Q", "W_K", "W_V", "W_O", "b_Q", …, ["G"]}`` as arrays of the
         layer's namespace (``None`` for what was not given).
     """
-    named = {"X": X, "W_Q": W_Q, "W_K": W_K, "W_V": W_V, "W_O": W_O, **biases}
+    named = {"X": X, "W_Q": W_Q, "W_K": W_K, "W_V": W_V, "W_O": W_O, "g_Q": None, "g_K": None, **biases}
     xp = namespace_of({**named, "G": G}, backend)  # a mask may be NumPy always
     if G is not None:
         named["G"] = G
@@ -154,7 +184,14 @@ def bind(X, W_Q, W_K, W_V, W_O, biases: dict, *, spec, heads, causal, mask, scal
             raise ShapeError(f"X must have shape (..., n, d_model) = (..., {spec.n}, {spec.d_model}) (got {tuple(X.shape)})")
         _check_against_spec(spec, a)
         runtime = None if spec.mask is None else xp.asarray(spec.mask, dtype=xp.bool, device=device)
+        band = window_band(spec)  # the window joins the mask, so every path (plain, blockwise, fast) honours it
+        if band is not None:
+            band = xp.asarray(band, device=device)
+            runtime = band if runtime is None else xp.logical_and(runtime, band)
     else:
+        for name in _GAINS:
+            if a[name] is not None:
+                raise SpecError(f"{name} (a QK-norm gain) needs spec=AttentionSpec(..., qk_norm=True)")
         spec = spec_from_keywords(n, d_model, a["W_Q"], a["W_K"], a["W_V"], a["W_O"], heads=heads, causal=causal,
                                   scale=scale, positions=positions)
         runtime = None if mask is None else _runtime_mask(xp, mask, n, batch_shape, device)

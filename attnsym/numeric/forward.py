@@ -31,12 +31,16 @@ from ..errors import ShapeError, SpecError
 from ..spec import AttentionSpec
 from . import _fast, blockwise
 from ._inputs import amax, bool_mask, dtype_name, float_inputs
-from .binding import bind
+from .binding import _check_gains, bind, window_band
 from .layer import (
     AUTO_BLOCKWISE_N,
     BLOCK_ELEMENTS,
     DEFAULT_BLOCK_SIZE,
+    BoundLayer,
     block_size_for,
+    expand_kv,
+    head_rows,
+    merge_heads,
     output,
     plain_core,
     projections,
@@ -44,7 +48,8 @@ from .layer import (
     shifted_exp,
 )
 
-__all__ = ["AUTO_BLOCKWISE_N", "BLOCK_ELEMENTS", "DEFAULT_BLOCK_SIZE", "attention", "scores", "softmax"]
+__all__ = ["AUTO_BLOCKWISE_N", "BLOCK_ELEMENTS", "DEFAULT_BLOCK_SIZE", "attention", "head_attention", "scores",
+           "softmax"]
 
 
 
@@ -150,6 +155,7 @@ def attention(
     spec: AttentionSpec | None = None,
     heads: int = 1, causal: bool = False, mask: Any = None, scale: Any = "sqrt", positions: str | None = None,
     return_weights: bool = True, block_size: int | None = None, backend: str | None = None,
+    g_Q: Array | None = None, g_K: Array | None = None,
 ) -> Any:
     """Forward pass of a (multi-head) self-attention layer on NumPy, CuPy or PyTorch arrays.
 
@@ -157,8 +163,10 @@ def attention(
     ----------
     X : (n, d_model) or (..., n, d_model) array
         Token vectors; leading dimensions are batch dimensions.
-    W_Q, W_K : (d_model, heads*d_k) arrays
-    W_V : (d_model, heads*d_v) array
+    W_Q : (d_model, heads*d_k) array
+    W_K : (d_model, kv_heads*d_k) array
+    W_V : (d_model, kv_heads*d_v) array
+        ``kv_heads = heads`` unless the spec has grouped-query attention (``spec.kv_heads``).
     W_O : (heads*d_v, d_out) array, optional
         Output projection applied to the concatenated heads (required by a spec with
         ``output_projection=True``). Without it ``Y`` is the concatenation ``Z``.
@@ -166,7 +174,11 @@ def attention(
         Biases added after each projection.
     spec : AttentionSpec, optional
         Decides heads, mask, scale and positions and checks every shape; then the keyword
-        arguments ``heads, causal, mask, scale, positions`` must stay at their defaults.
+        arguments ``heads, causal, mask, scale, positions`` must stay at their defaults. Every
+        field is honoured: ``kv_heads`` (query head ``h`` reads key/value head
+        ``h // (heads // kv_heads)``), ``window`` (ANDed with the mask), ``softcap``
+        (``t·tanh(s/t)`` after scale and ALiBi bias, before the mask), ``qk_norm`` (with ``g_Q``,
+        ``g_K``), ``rope_scaling``, ``bias="qkv"``.
     heads, causal, mask, scale, positions
         Used without a spec, with the meanings of :class:`~attnsym.AttentionSpec`. ``mask``
         is a bool array of shape (n, n) or (..., n, n), ``True`` = may attend.
@@ -177,10 +189,13 @@ def attention(
         ``return_weights=False``. Without it, the blockwise path is taken automatically when
         ``return_weights=False`` and ``n >= AUTO_BLOCKWISE_N`` (or ``n`` exceeds one default
         block), with blocks of ``DEFAULT_BLOCK_SIZE`` halved until
-        ``batch·heads·block² <= BLOCK_ELEMENTS``.
+        ``batch·heads·block² <= BLOCK_ELEMENTS``. A spec with ``softcap`` always takes the
+        plain path (the blockwise kernels do not soft-cap): ``block_size`` is then refused.
     backend : {"numpy", "cupy", "torch"}, optional
         Convert the inputs to this library first (CuPy falls back to NumPy with a warning
         when it cannot run here). By default the inputs' own library is used.
+    g_Q, g_K : (d_k,) or (1, d_k) arrays, optional
+        The QK-norm gains, required exactly when ``spec.qk_norm``.
 
     Returns
     -------
@@ -219,14 +234,16 @@ def attention(
     >>> bool(np.allclose(Y, Y2, rtol=1e-12, atol=1e-12))
     True
     """
-    biases = {"b_Q": b_Q, "b_K": b_K, "b_V": b_V, "b_O": b_O}
+    biases = {"b_Q": b_Q, "b_K": b_K, "b_V": b_V, "b_O": b_O, "g_Q": g_Q, "g_K": g_K}
     layer, a = bind(X, W_Q, W_K, W_V, W_O, biases, spec=spec, heads=heads, causal=causal, mask=mask,
                     scale=scale, positions=positions, backend=backend)
     return_weights = boolean("return_weights", return_weights)
     if return_weights and block_size is not None:
         raise SpecError("block_size selects the blockwise path, which never stores the weights; "
                         "pass return_weights=False with it (got return_weights=True)")
-    if not return_weights and (block_size is not None or layer.n > min(AUTO_BLOCKWISE_N - 1, block_size_for(layer, None))):
+    refuse_blockwise(layer, block_size)
+    if not return_weights and layer.spec.softcap is None and (
+            block_size is not None or layer.n > min(AUTO_BLOCKWISE_N - 1, block_size_for(layer, None))):
         with _fast.session(layer, True):  # NumPy's lean path: BLAS at one thread, the worker pool in its place
             _, Q, K, V = projections(layer, a)
             Z_heads, _ = blockwise.blockwise_core(layer, Q, K, V, block_size_for(layer, block_size))
@@ -237,3 +254,134 @@ def attention(
     if not return_weights:
         return Y
     return Y, (A[..., 0, :, :] if layer.heads == 1 else A)
+
+
+def refuse_blockwise(layer: BoundLayer, block_size: int | None) -> None:
+    """A clear SpecError when ``block_size`` asks the blockwise path for a field it does not implement (softcap)."""
+    if block_size is not None and layer.spec.softcap is not None:
+        raise SpecError(f"block_size selects the blockwise path, which does not implement softcap "
+                        f"(got softcap={layer.spec.softcap}); leave block_size=None (the plain path soft-caps)")
+
+
+def head_attention(Q: Array, K: Array, V: Array, allowed: Array | None = None, *, spec: AttentionSpec,
+                   g_Q: Array | None = None, g_K: Array | None = None, positions: Array | None = None,
+                   return_weights: bool = True) -> Any:
+    """One layer's attention from projected per-head ``Q``, ``K``, ``V``: the spec's steps after the projections.
+
+    In order: QK-norm (``spec.qk_norm``, gains ``g_Q``, ``g_K``), RoPE (``spec.positions="rope"``,
+    with ``rope_pairing``, ``rotary_pct``, ``rope_scaling``), scores ``c·Q Kᵀ`` (``c`` the spec's
+    scale), the ALiBi bias, soft-capping ``t·tanh(s/t)``, the mask — ``allowed`` AND the spec's
+    ``causal``, ``window`` and ``mask`` — and the shared stable softmax (a fully masked row gets
+    all-zero weights and output), then ``Z_h = A_h V_{h // (heads // kv_heads)}`` (grouped-query
+    sharing). The same code as :func:`attention`'s plain path, so a model that projects its own
+    ``Q``, ``K``, ``V`` (fused layouts, per-family names) gets the spec's exact attention.
+
+    Shape legend: ``B…`` batch dimensions (any number, also none), ``H = spec.heads``,
+    ``H_kv = spec.kv_heads``, ``n`` tokens (any ``n``; the spec's own ``n`` matters only for an
+    explicit ``spec.mask``, which then must be ``(n, n)``).
+
+    Parameters
+    ----------
+    Q : (B…, H, n, d_k) array
+        Projected queries (biases included), before QK-norm and RoPE.
+    K : (B…, H_kv, n, d_k) array
+        Projected keys, before QK-norm and RoPE.
+    V : (B…, H_kv, n, d_v) array
+        Projected values.
+    allowed : (B…, n, n) or (n, n) bool array, optional
+        ``True`` = query ``i`` may attend to key ``j`` (a padding pattern, a causal pattern or
+        both); ANDed with the spec's own pattern.
+    spec : AttentionSpec
+        The layer; its ``d_k``, ``d_v``, ``heads``, ``kv_heads`` must fit the arrays.
+    g_Q, g_K : (d_k,) or (1, d_k) arrays, optional
+        The QK-norm gains, required exactly when ``spec.qk_norm``.
+    positions : (B…, n) or (n,) array of integers, optional
+        Token positions for RoPE and ALiBi (ALiBi's bias is ``−m_h |p_i − p_j|``); default
+        ``0 … n−1``. A left-padded batch passes its position ids here.
+    return_weights : bool, default True
+        Also return ``A``.
+
+    Returns
+    -------
+    Z : (B…, n, H·d_v) array
+        The heads' outputs, concatenated (head ``h`` in columns ``h·d_v … (h+1)·d_v − 1``): the
+        input of the output projection ``W_O``.
+    A : (B…, H, n, n) array
+        Only with ``return_weights=True``; rows sum to 1, or to 0 for a fully masked row.
+
+    Raises
+    ------
+    ShapeError
+        Shapes that do not fit the spec, mixed or non-float dtypes, non-finite values, a
+        non-boolean ``allowed``.
+    SpecError
+        ``spec`` not an AttentionSpec.
+
+    See Also
+    --------
+    attention : the whole layer, from ``X`` and the weights.
+
+    Examples
+    --------
+    >>> spec = AttentionSpec(n=3, d_model=8, heads=4, kv_heads=2, causal=True, window=2, softcap=5.0,
+    ...                      positions="rope", rope_scaling={"rope_type": "linear", "factor": 2.0})
+    >>> rng = np.random.default_rng(0)
+    >>> Q = rng.standard_normal((1, 4, 3, 2))
+    >>> K, V = rng.standard_normal((2, 1, 2, 3, 2))
+    >>> Z, A = head_attention(Q, K, V, spec=spec)
+    >>> Z.shape, A.shape
+    ((1, 3, 8), (1, 4, 3, 3))
+    >>> A[0, 0] > 0  # causal, window 2: query 3 sees keys 2 and 3 only
+    array([[ True, False, False],
+           [ True,  True, False],
+           [False,  True,  True]])
+    >>> bool(np.allclose(A.sum(axis=-1), 1))
+    True
+    """
+    if not isinstance(spec, AttentionSpec):
+        raise SpecError(f"spec must be an AttentionSpec (got {spec!r} of type {type(spec).__name__})")
+    return_weights = boolean("return_weights", return_weights)
+    xp, a, dtype = float_inputs({"Q": Q, "K": K, "V": V, "g_Q": g_Q, "g_K": g_K})
+    Q, K, V = a["Q"], a["K"], a["V"]
+    if Q.ndim < 3:
+        raise ShapeError(f"Q must have shape (..., heads, n, d_k) = (..., {spec.heads}, n, {spec.d_k}) "
+                         f"(got {tuple(Q.shape)})")
+    *batch, _, n, _ = (int(s) for s in Q.shape)
+    batch_shape = tuple(batch)
+    for name, M, h, w in (("Q", Q, spec.heads, spec.d_k), ("K", K, spec.kv_heads, spec.d_k),
+                          ("V", V, spec.kv_heads, spec.d_v)):
+        if tuple(M.shape) != (*batch_shape, h, n, w):
+            heads = "heads" if name == "Q" else "kv_heads"
+            raise ShapeError(f"{name} must have shape (..., {heads}, n, {'d_v' if name == 'V' else 'd_k'}) = "
+                             f"{(*batch_shape, h, n, w)} (got {tuple(M.shape)})")
+    if spec.n != n:
+        if spec.mask is not None:
+            raise ShapeError(f"the spec's explicit mask is ({spec.n}, {spec.n}) but Q holds n={n} tokens")
+        spec = spec.replace(n=n)
+    _check_gains(spec, a)
+    device = array_api_compat.device(Q)
+    runtime = None if spec.mask is None else xp.asarray(spec.mask, dtype=xp.bool, device=device)
+    band = window_band(spec)
+    if band is not None:
+        band = xp.asarray(band, device=device)
+        runtime = band if runtime is None else xp.logical_and(runtime, band)
+    if allowed is not None:
+        allowed = bool_mask(xp, "allowed", allowed, device)
+        if allowed.ndim < 2 or tuple(allowed.shape[-2:]) != (n, n) or allowed.ndim - 2 > len(batch_shape):
+            raise ShapeError(f"allowed must have shape (..., n, n) = (..., {n}, {n}) with at most X's batch "
+                             f"dimensions {batch_shape} (got {tuple(allowed.shape)})")
+        runtime = allowed if runtime is None else xp.logical_and(runtime, allowed)
+    p = None
+    if positions is not None:
+        p = xp.asarray(positions, device=device)
+        if p.ndim < 1 or int(p.shape[-1]) != n:
+            raise ShapeError(f"positions must have shape (..., n) = (..., {n}) (got {tuple(p.shape)})")
+        p = xp.astype(p, xp.float64)
+    layer = BoundLayer(spec=spec, xp=xp, batch_shape=batch_shape, dtype=dtype, device=device, mask=runtime,
+                       positions=p)
+    Qh = head_rows(layer, a, merge_heads(xp, Q), "Q")  # (..., H, n, d_k)
+    Kh = head_rows(layer, a, merge_heads(xp, K), "K")  # (..., H, n, d_k), repeated over each group
+    Vh = expand_kv(xp, V, spec.kv_group)  # (..., H, n, d_v)
+    Z_heads, A = plain_core(layer, Qh, Kh, Vh, want_weights=return_weights)
+    Z = merge_heads(xp, Z_heads)  # (..., n, H·d_v)
+    return (Z, A) if return_weights else Z

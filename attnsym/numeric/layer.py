@@ -50,7 +50,7 @@ from ..spec import AttentionSpec
 from . import _pool
 from ._inputs import amax, finite_result
 from .backend import exp_inplace, matmul
-from .positions import alibi_bias_block, apply_rope, sinusoidal_positions
+from .positions import alibi_bias_block, alibi_slopes, apply_rope, sinusoidal_positions
 
 __all__ = [
     "AUTO_BLOCKWISE_N",
@@ -64,13 +64,17 @@ __all__ = [
     "block_size_for",
     "d_out",
     "dscores",
+    "expand_kv",
     "guard_logits",
+    "head_rows",
     "inplace_ok",
     "merge_heads",
     "output",
     "plain_core",
     "project",
     "projections",
+    "reduce_kv",
+    "rms_norm",
     "safe_divide",
     "shifted_exp",
     "split_heads",
@@ -103,7 +107,11 @@ class BoundLayer:
     device : object
         The device of ``X``.
     mask : (..., n, n) bool array or None
-        The allowed pattern besides ``causal`` (the spec's mask, or the runtime ``mask=``).
+        The allowed pattern besides ``causal``: the spec's ``mask`` and ``window`` band, the
+        runtime ``mask=`` (all ANDed).
+    positions : (..., n) float64 array or None
+        Explicit token positions for RoPE and ALiBi (default ``0 … n−1``), e.g. from a padded
+        batch; set by :func:`attnsym.numeric.head_attention`.
     """
 
     spec: AttentionSpec
@@ -112,6 +120,7 @@ class BoundLayer:
     dtype: str
     device: Any
     mask: Any = None
+    positions: Any = None
 
     @property
     def n(self) -> int:
@@ -151,7 +160,7 @@ class BoundLayer:
         """
         if self.spec.adds_position_vectors:
             r = int(X.shape[-2])
-            pe = sinusoidal_positions(r, self.d_model, self.spec.position_base, xp=self.xp, dtype=X.dtype)  # (r, d)
+            pe = sinusoidal_positions(r, self.d_model, int(self.spec.position_base), xp=self.xp, dtype=X.dtype)  # (r, d)
             return X + array_api_compat.to_device(pe, self.device)
         return X
 
@@ -166,7 +175,10 @@ class BoundLayer:
         if self.spec.positions != "rope":
             return M
         r = int(M.shape[-2])
-        positions = None if p0 == 0 else self.xp.arange(p0, p0 + r, dtype=self.xp.float64, device=self.device)
+        if self.positions is not None:
+            positions = self.xp.expand_dims(self.positions[..., p0:p0 + r], axis=-2)  # (..., 1, r): every head
+        else:
+            positions = None if p0 == 0 else self.xp.arange(p0, p0 + r, dtype=self.xp.float64, device=self.device)
         return apply_rope(M, self.spec, positions, inverse=adjoint)
 
     def score_bias(self, i0: int, i1: int, j0: int, j1: int):
@@ -177,6 +189,12 @@ class BoundLayer:
         """
         if self.spec.positions != "alibi":
             return None
+        if self.positions is not None:  # explicit positions: −m_h |p_i − p_j|, (..., H, bi, bj)
+            xp = self.xp
+            slopes = xp.reshape(xp.asarray(alibi_slopes(self.heads, xp=xp), device=self.device), (self.heads, 1, 1))
+            p_i = xp.expand_dims(xp.expand_dims(self.positions[..., i0:i1], axis=-1), axis=-3)  # (..., 1, bi, 1)
+            p_j = xp.expand_dims(xp.expand_dims(self.positions[..., j0:j1], axis=-2), axis=-3)  # (..., 1, 1, bj)
+            return xp.astype(0.0 - slopes * xp.abs(p_i - p_j), getattr(xp, self.dtype))
         return alibi_bias_block(self.spec, i0, i1, j0, j1, xp=self.xp, dtype=getattr(self.xp, self.dtype),
                                 device=self.device)
 
@@ -225,15 +243,63 @@ def affine(xp: ModuleType, M, W, b, scratch: str | None = None):
     return out + xp.reshape(b, (W.shape[1],))
 
 
+def rms_norm(xp: ModuleType, M, g, eps: float):
+    """RMSNorm of the rows of ``M`` (..., r, w) over their last axis, times the gain ``g`` (w,) or (1, w).
+
+    ``M / sqrt(mean(M²) + eps) ⊙ g`` — the QK-norm of :class:`~attnsym.AttentionSpec` (``qk_norm``).
+    """
+    r = 1.0 / xp.sqrt(xp.mean(M * M, axis=-1, keepdims=True) + eps)  # (..., r, 1)
+    return M * r * xp.reshape(g, (int(M.shape[-1]),))
+
+
+def expand_kv(xp: ModuleType, M, group: int):
+    """(..., H_kv, r, w) -> (..., H_kv·group, r, w): key/value head ``h // group`` serves query head ``h``.
+
+    Hugging Face's ``repeat_kv``; the identity for ``group == 1``.
+    """
+    if group == 1:
+        return M
+    *batch, h_kv, r, w = M.shape
+    M = xp.broadcast_to(xp.expand_dims(M, axis=-3), (*batch, h_kv, group, r, w))
+    return xp.reshape(M, (*batch, h_kv * group, r, w))
+
+
+def reduce_kv(xp: ModuleType, dM, group: int):
+    """The adjoint of :func:`expand_kv`: (..., H, r, w) -> (..., H/group, r, w), summing each group's heads."""
+    if group == 1:
+        return dM
+    *batch, h, r, w = dM.shape
+    return xp.sum(xp.reshape(dM, (*batch, h // group, group, r, w)), axis=-3)
+
+
+def head_rows(layer: BoundLayer, a: dict, M, which: str, p0: int = 0, *, expand: bool = True):
+    """Per-head rows of one projection ``M`` (..., r, heads·w or kv_heads·w), ready for the scores.
+
+    Split into heads (``kv_heads`` of them for ``K`` and ``V``), QK-norm (``Q``, ``K`` with the gains
+    ``a["g_Q"]``, ``a["g_K"]``), RoPE at positions ``p0 …`` (hook (b)), then each key/value head
+    repeated for the query heads it serves (``expand``). The order of Qwen3: norm, then rotate.
+    """
+    xp, spec = layer.xp, layer.spec
+    M = split_heads(xp, M, spec.heads if which == "Q" else spec.kv_heads)  # (..., H or H_kv, r, w)
+    if which in ("Q", "K"):
+        if spec.qk_norm:
+            M = rms_norm(xp, M, a[f"g_{which}"], spec.qk_norm_eps)
+        M = layer.rotate(M, p0)
+    if which in ("K", "V") and expand:
+        M = expand_kv(xp, M, spec.kv_group)
+    return M
+
+
 def project(layer: BoundLayer, a: dict, X_in, which: str, p0: int = 0, scratch: bool = False):
-    """Per-head ``Q``, ``K`` (rotated, hook (b)) or ``V`` of the rows ``X_in`` at positions ``p0…``: (..., H, r, w).
+    """Per-head ``Q``, ``K`` (normed and rotated, :func:`head_rows`) or ``V`` of the rows ``X_in`` at positions
+    ``p0…``: (..., H, r, w), keys and values repeated over their query heads.
 
     ``scratch``: a NumPy fast-path call writes the product into the thread's workspace (see
     :func:`attnsym.numeric._pool.workspace`); for projections that do not leave the call.
     """
     name = f"projections:{which}" if scratch else None
-    M = split_heads(layer.xp, affine(layer.xp, X_in, a[f"W_{which}"], a.get(f"b_{which}"), scratch=name), layer.heads)
-    return layer.rotate(M, p0) if which in ("Q", "K") else M
+    M = affine(layer.xp, X_in, a[f"W_{which}"], a.get(f"b_{which}"), scratch=name)
+    return head_rows(layer, a, M, which, p0)
 
 
 def projections(layer: BoundLayer, a: dict):
@@ -302,15 +368,19 @@ def allowed_block(layer: BoundLayer, i0: int, i1: int, j0: int, j1: int):
 
 
 def block_scores(layer: BoundLayer, Qs, K, i0: int, i1: int, j0: int, j1: int):
-    """Scores of queries ``i0:i1`` against keys ``j0:j1``: ``Qs Kᵀ`` + bias (hook (c)), ``-inf`` where masked.
+    """Scores of queries ``i0:i1`` against keys ``j0:j1``: ``Qs Kᵀ`` + bias (hook (c)), soft-capped, ``-inf`` where masked.
 
-    ``Qs`` (..., H, bi, d_k) holds the queries already multiplied by the scale ``c``.
+    ``Qs`` (..., H, bi, d_k) holds the queries already multiplied by the scale ``c``; with
+    ``spec.softcap = t`` a score ``s`` becomes ``t·tanh(s/t)`` (after the bias, before the mask).
     """
     xp = layer.xp
     S = xp.matmul(Qs, xp.matrix_transpose(K))  # (..., H, bi, bj)
     bias = layer.score_bias(i0, i1, j0, j1)
     if bias is not None:
         S = S + bias
+    cap = layer.spec.softcap
+    if cap is not None:
+        S = cap * xp.tanh(S / cap)
     allowed = allowed_block(layer, i0, i1, j0, j1)
     return S if allowed is None else xp.where(allowed, S, -xp.inf)
 

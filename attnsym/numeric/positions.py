@@ -156,18 +156,25 @@ def _cast(xp: ModuleType, x, dtype):
 def rope_frequencies(spec: AttentionSpec, *, xp: ModuleType | None = None, dtype: Any = None):
     """RoPE's frequencies ``θ_i = base^(-2i/d)``, ``d = spec.rotary_dims``, as a ``(d/2,)`` array.
 
-    Twin of :func:`attnsym.symbolic.rope_frequencies` (exact).
+    With ``spec.rope_scaling`` the scaled frequencies (:class:`~attnsym.spec.RopeScaling`:
+    ``"linear"`` divides every ``θ_i`` by the factor, ``"llama3"`` applies LLaMA 3.1's piecewise
+    rule). Computed in float64. Twin of :func:`attnsym.symbolic.rope_frequencies` (exact).
 
     Examples
     --------
     >>> rope_frequencies(AttentionSpec(n=2, d_model=4, positions="rope"))
     array([1.  , 0.01])
+    >>> rope_frequencies(AttentionSpec(n=2, d_model=4, positions="rope",
+    ...                                rope_scaling={"rope_type": "linear", "factor": 4.0}))
+    array([0.25  , 0.0025])
     """
     spec = require_rope_spec(spec)
     xp = array_namespace() if xp is None else xp
     base = float(spec.position_base)
-    theta = xp.asarray([base ** -float(e) for e in spec.rope_frequency_exponents], dtype=xp.float64)
-    return _cast(xp, theta, dtype)
+    theta = [base ** -float(e) for e in spec.rope_frequency_exponents]
+    if spec.rope_scaling is not None:
+        theta = spec.rope_scaling.scale_frequencies(theta)
+    return _cast(xp, xp.asarray(theta, dtype=xp.float64), dtype)
 
 
 def _angles(xp: ModuleType, spec: AttentionSpec, positions, device=None):
