@@ -34,10 +34,10 @@ from .errors import SpecError
 from .render import derivation_latex_document, derivation_latex_math, derivation_markdown
 from .spec import AttentionSpec
 from .symbolic._backward_steps import gradient_steps
-from .symbolic.matrices import attention
+from .symbolic.matrices import attention, softcap_scores
 from .symbolic.mlp import mlp
 from .symbolic.operations import matmul, row_softmax
-from .symbolic.position_steps import alibi_steps, rope_steps
+from .symbolic.position_steps import alibi_steps, qk_norm_steps, rope_steps, softcap_step_words
 from .symbolic.steps import Step
 
 __all__ = ["Derivation", "Step", "derive"]
@@ -149,7 +149,10 @@ def _mask_words(spec: AttentionSpec) -> str:
     if spec.allowed is None:
         return ""
     words = " Masked entries (query $i$ may not attend to key $j$"
-    words += ", here $j > i$: causal)" if spec.causal and spec.mask is None else ")"
+    words += ", here $j > i$: causal)" if spec.causal and spec.mask is None and spec.window is None else ")"
+    if spec.window is not None:
+        words += f" (the sliding window of {spec.window} keys masks $" + ("i - j" if spec.causal else "|i - j|") + \
+            rf" \ge {spec.window}$)"
     words += r" are $-\infty$."
     return words
 
@@ -163,7 +166,7 @@ def _forward_steps(spec: AttentionSpec, max_terms) -> list[Step]:
     # 1. inputs
     inputs = [_eq(_msym("X", sym.X.shape), sym.X)]
     labels = {"W_Q": "W_Q", "W_K": "W_K", "W_V": "W_V", "W_O": "W_O", "b_Q": "b_Q", "b_K": "b_K", "b_V": "b_V",
-              "b_O": "b_O"}
+              "b_O": "b_O", "g_Q": "g_Q", "g_K": "g_K"}
     for name in spec.parameter_names:
         matrix = getattr(sym, name)
         inputs.append(_eq(_msym(labels[name], matrix.shape), matrix))
@@ -204,6 +207,9 @@ def _forward_steps(spec: AttentionSpec, max_terms) -> list[Step]:
     q, k, v = _entries("q", sym.Q.shape), _entries("k", sym.K.shape), _entries("v", sym.V.shape)
     qk_tex, bias_tex = "", ""
     score_bias: tuple[sp.ImmutableMatrix, ...] | None = None  # the ALiBi biases B_h
+    if spec.qk_norm:  # normalised queries and keys (before any rotation)
+        steps.extend(Step(**fields) for fields in qk_norm_steps(spec, q, k))
+        q, k = _entries(r"\hat{q}", sym.Q.shape), _entries(r"\hat{k}", sym.K.shape)
     if spec.positions == "rope":  # rotated queries and keys, then the scores in their entries
         steps.extend(Step(**fields) for fields in rope_steps(spec, q, k))
         q, k, qk_tex = _entries(r"\tilde{q}", sym.Q.shape), _entries(r"\tilde{k}", sym.K.shape), r"\tilde "
@@ -220,16 +226,18 @@ def _forward_steps(spec: AttentionSpec, max_terms) -> list[Step]:
     # 4. scores
     score_eqs, s_entries = [], []
     for hh in range(h):
-        qh, kh = q[:, hh * d_k:(hh + 1) * d_k], k[:, hh * d_k:(hh + 1) * d_k]
+        kv = spec.kv_head_of(hh)  # grouped-query attention: the key block this head reads
+        qh, kh = q[:, hh * d_k:(hh + 1) * d_k], k[:, kv * d_k:(kv + 1) * d_k]
         S = sp.ImmutableMatrix(n, n, lambda i, j, qh=qh, kh=kh, hh=hh: -sp.oo if allowed is not None and not allowed[i][j]
                                else scale * sp.Add(*[qh[i, c] * kh[j, c] for c in range(d_k)])
                                + (score_bias[hh][i, j] if score_bias is not None else 0))
-        score_eqs.append(_eq(_msym(head_name("S", hh), (n, n)), S))
+        score_eqs.append(_eq(_msym(head_name("S", hh), (n, n)), S if spec.softcap is None else softcap_scores(S, spec.softcap)))
         s_entries.append(_entries("s", (n, n), hh + 1 if multi else None))
     head_suffix = "_h" if multi else ""
     steps.append(Step(
         "Scores", tuple(score_eqs),
-        f"Score $s_{{i,j}}$ is the dot product of query $i$ with key $j$, {scale_words}.{_mask_words(spec)}",
+        f"Score $s_{{i,j}}$ is the dot product of query $i$ with key $j$, {scale_words}.{softcap_step_words(spec)}"
+        f"{_mask_words(spec)}",
         formula=f"S{head_suffix} = {scale_tex} {qk_tex}Q{head_suffix} {qk_tex}K{head_suffix}^{{\\top}}{bias_tex}",
     ))
 
@@ -266,7 +274,8 @@ def _forward_steps(spec: AttentionSpec, max_terms) -> list[Step]:
             formula="Y = A V",
         ))
     else:
-        head_eqs = [_eq(_msym(head_name("Z", hh), (n, d_v)), matmul(alpha_matrix(hh), v[:, hh * d_v:(hh + 1) * d_v]))
+        head_eqs = [_eq(_msym(head_name("Z", hh), (n, d_v)), matmul(alpha_matrix(hh), v[:, spec.kv_head_of(hh) * d_v:
+                                                                                      (spec.kv_head_of(hh) + 1) * d_v]))
                     for hh in range(h)]
         steps.append(Step(
             "Head outputs" if multi else "Weighted values", tuple(head_eqs),

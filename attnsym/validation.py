@@ -193,5 +193,5 @@ def validate(spec: AttentionSpec, seed: int = 0, dtype: str = "float64") -> Vali
 
 def _symbolic_gradients(spec: AttentionSpec, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """The symbolic gradients of ⟨G, Y⟩, lambdified and evaluated at ``values``."""
-    result = symbolic.gradients(spec)
+    result = symbolic.gradients(spec, method="elementwise" if spec.qk_norm else "closed_form")
     return result.lambdify()(**values)

@@ -374,3 +374,73 @@ def test_blockwise_path_agrees_for_fields_it_supports(name):
     g_block = at.numeric.attention_vjp(*args[:4], G, args[4], spec=spec, block_size=3, **params)
     for k in g_plain:
         np.testing.assert_allclose(g_block[k], g_plain[k], rtol=1e-10, atol=1e-11, err_msg=k)
+
+
+# ---------------------------------------------------------------------------- symbolic ⇄ numeric
+SMALL = {
+    "gqa": dict(n=3, d_model=4, heads=2, kv_heads=1),
+    "window-causal": dict(n=3, d_model=2, causal=True, window=2),
+    "window-bidirectional": dict(n=3, d_model=2, window=1),
+    "softcap": dict(n=2, d_model=2, softcap=0.5),
+    "qk-norm": dict(n=2, d_model=2, qk_norm=True, qk_norm_eps=1e-3),
+    "linear-rope": dict(n=3, d_model=2, positions="rope", rope_scaling={"type": "linear", "factor": 2.0}),
+    "llama3-rope": dict(n=2, d_model=4, positions="rope", position_base=500000.0, rope_scaling=dict(
+        LLAMA3, original_max_position_embeddings=16)),
+    "qwen2-alibi-softcap": dict(n=2, d_model=4, heads=2, kv_heads=1, bias="qkv", causal=True, softcap=1.0,
+                                positions="alibi"),
+    "float-base": dict(n=2, d_model=2, positions="rope", position_base=12345.5),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SMALL))
+def test_symbolic_and_numeric_views_agree(name):
+    """Forward (Y and every head's A) and every gradient: lambdified SymPy == attnsym.numeric (attnsym.validate)."""
+    report = at.testing.assert_views_agree(AttentionSpec(**SMALL[name]), seed=1)
+    assert report.passed and len(report.rows) >= 3
+
+
+def test_symbolic_equations_of_the_new_fields():
+    import sympy as sp
+
+    sym = at.symbolic.attention(AttentionSpec(n=3, d_model=4, heads=2, kv_heads=1, causal=True, window=2, softcap=50.0))
+    assert sym.W_K.shape == (4, 2) and sym.K_heads[0] == sym.K_heads[1]  # both query heads read key block 1
+    S = sym.S_heads[0]
+    assert S[2, 0] == -sp.oo and S[2, 1] != -sp.oo  # outside the band: masked
+    assert sym.A_heads[0][2, 0] == 0
+    t = sp.Integer(50)
+    raw = sp.Rational(1, 2) * sp.sqrt(2) * sp.Add(*[sym.Q_heads[0][1, c] * sym.K_heads[0][0, c] for c in range(2)])
+    assert sp.simplify(S[1, 0] - t * sp.tanh(raw / t)) == 0
+    qk = at.symbolic.attention(AttentionSpec(n=1, d_model=2, qk_norm=True))
+    assert [str(s) for s in qk.g_Q] == ["g^{Q}_{1}", "g^{Q}_{2}"]
+    assert "g_Q" in qk.inputs and qk.Q_norm_heads is not None
+
+
+def test_symbolic_rope_scaling_frequencies_are_exact_and_match_numeric():
+    import sympy as sp
+
+    spec = AttentionSpec(n=1, d_model=8, positions="rope", position_base=10000.0, rope_scaling=dict(
+        LLAMA3, original_max_position_embeddings=64))
+    exact = at.symbolic.rope_frequencies(spec)
+    assert any(e.has(sp.pi) for e in exact)  # the smoothed band
+    np.testing.assert_allclose([float(e) for e in exact], at.numeric.rope_frequencies(spec), rtol=1e-14)
+    linear = AttentionSpec(n=1, d_model=4, positions="rope", rope_scaling={"rope_type": "linear", "factor": 4.0})
+    assert at.symbolic.rope_frequencies(linear) == (sp.Rational(1, 4), sp.Rational(1, 400))
+
+
+def test_gradient_methods_refuse_what_they_do_not_implement():
+    with pytest.raises(SpecError, match="method='closed_form' has no QK-norm step"):
+        at.symbolic.gradients(AttentionSpec(n=2, d_model=2, qk_norm=True))
+    with pytest.raises(SpecError, match=r"method=.matrix. .* without kv_heads=1"):
+        at.symbolic.gradients(AttentionSpec(n=2, d_model=4, heads=2, kv_heads=1), method="matrix")
+
+
+def test_derive_a_real_layer_at_a_small_size():
+    big = AttentionSpec(n=128, d_model=512, heads=8, kv_heads=2, causal=True, window=64, softcap=50.0,
+                        positions="rope", position_base=500000.0, rope_scaling=dict(LLAMA3), bias="qkv")
+    d = at.derive(big.with_(n=3, d_model=4, heads=2, kv_heads=1, window=2))
+    titles = [s.title for s in d.steps]
+    assert "Rotary position embedding" in titles and "Scores" in titles
+    text = d.to_markdown()
+    assert r"50 \tanh" in text and "sliding window of 2 keys" in text
+    q = at.derive(AttentionSpec(n=2, d_model=2, qk_norm=True, positions="rope"))
+    assert "QK-norm" in [s.title for s in q.steps]

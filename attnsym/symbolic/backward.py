@@ -44,7 +44,7 @@ from ._loss import Loss, input_matrices, resolve_loss, resolve_wrt
 from ._tape import Tape
 from .cost import check_gradient_size, check_gradient_spec
 from .gradient_result import GradientResult
-from .matrices import attention
+from .matrices import attention, exact_number
 from .matrix_calculus import matrix_gradients
 from .operations import matmul
 from .positions import alibi_bias, rope_frequencies, sinusoidal_positions
@@ -153,18 +153,24 @@ def _closed_form_program(spec: AttentionSpec, inputs: Mapping[str, sp.ImmutableM
 
     Q, K, V = project(W_Q, b["Q"]), project(W_K, b["K"]), project(W_V, b["V"])
     planes = _rope_planes(spec)  # RoPE: each head's queries and keys rotated by their position
+    k_planes = _rope_planes(spec, spec.kv_heads)
     if planes:
         Q_pre, K_pre = Q, K
-        Q, K = _rotate(tape, Q_pre, planes, adjoint=False), _rotate(tape, K_pre, planes, adjoint=False)
+        Q, K = _rotate(tape, Q_pre, planes, adjoint=False), _rotate(tape, K_pre, k_planes, adjoint=False)
     bias = [alibi_bias(spec, hh) for hh in range(h)] if spec.positions == "alibi" else None
     c = tape.emit(spec.scale_expr)
+    cap = None if spec.softcap is None else exact_number(spec.softcap)
     zero = sp.Integer(0)
     heads = []
     for hh in range(h):
+        kv = spec.kv_head_of(hh)  # grouped-query attention: the key/value block this head reads
         qk = range(hh * dk, (hh + 1) * dk)
-        vc = range(hh * dv, (hh + 1) * dv)
-        S = [[tape.emit(c * add(*[Q[i, k] * K[j, k] for k in qk]) + (bias[hh][i, j] if bias else 0))
-              if ok(i, j) else None for j in range(n)] for i in range(n)]
+        kc = range(kv * dk, (kv + 1) * dk)
+        vc = range(kv * dv, (kv + 1) * dv)
+        raw = [[tape.emit(c * add(*[Q[i, k] * K[j, kk] for k, kk in zip(qk, kc, strict=True)])
+                          + (bias[hh][i, j] if bias else 0)) if ok(i, j) else None for j in range(n)] for i in range(n)]
+        S = raw if cap is None else [[tape.emit(cap * sp.tanh(s / cap)) if s is not None else None for s in row]
+                                     for row in raw]
         E = [[tape.emit(sp.exp(S[i][j])) if ok(i, j) else None for j in range(n)] for i in range(n)]
         A = []
         for i in range(n):
@@ -174,7 +180,7 @@ def _closed_form_program(spec: AttentionSpec, inputs: Mapping[str, sp.ImmutableM
                 tape.softmax_rows.append(([S[i][j] for j in keys], [E[i][j] for j in keys]))
             A.append([tape.emit(E[i][j] / r) if ok(i, j) else zero for j in range(n)])
         Z = [[tape.emit(add(*[A[i][j] * V[j, cc] for j in range(n) if ok(i, j)])) for cc in vc] for i in range(n)]
-        heads.append({"qk": qk, "vc": vc, "S": S, "A": A, "Z": Z})
+        heads.append({"qk": qk, "kc": kc, "vc": vc, "S": S, "A": A, "Z": Z})
     Z = Matrix(n, h * dv, lambda i, j: heads[j // dv]["Z"][i][j % dv])
     if W_O is not None:
         Y = tape.emit_matrix(n, m, lambda i, j: add(*[Z[i, k] * W_O[k, j] for k in range(h * dv)],
@@ -204,29 +210,34 @@ def _closed_form_program(spec: AttentionSpec, inputs: Mapping[str, sp.ImmutableM
         else:
             dZ = G
         dQ = [[zero] * (h * dk) for _ in range(n)]
-        dK = [[zero] * (h * dk) for _ in range(n)]
-        dV = [[zero] * (h * dv) for _ in range(n)]
-        for hd in heads:
-            qk, vc, A = hd["qk"], hd["vc"], hd["A"]
-            if need_v:
+        dK = [[zero] * (spec.kv_heads * dk) for _ in range(n)]
+        dV = [[zero] * (spec.kv_heads * dv) for _ in range(n)]
+        for hh, hd in enumerate(heads):
+            qk, kc, vc, A = hd["qk"], hd["kc"], hd["vc"], hd["A"]
+            zc = range(hh * dv, (hh + 1) * dv)  # this head's columns of Z (and of dZ)
+            if need_v:  # a key/value head sums the gradients of the query heads it serves
                 for j in range(n):
-                    for cc in vc:
-                        dV[j][cc] = tape.emit(add(*[A[i][j] * dZ[i, cc] for i in range(n) if ok(i, j)]))
+                    for cc, zz in zip(vc, zc, strict=True):
+                        dV[j][cc] = tape.emit(dV[j][cc] + add(*[A[i][j] * dZ[i, zz] for i in range(n) if ok(i, j)]))
             if need_qk:
-                dA = [[tape.emit(add(*[dZ[i, cc] * V[j, cc] for cc in vc])) if ok(i, j) else zero for j in range(n)]
-                      for i in range(n)]
+                dA = [[tape.emit(add(*[dZ[i, zz] * V[j, cc] for cc, zz in zip(vc, zc, strict=True)])) if ok(i, j)
+                       else zero for j in range(n)] for i in range(n)]
                 rho = [tape.emit(add(*[dA[i][j] * A[i][j] for j in range(n) if ok(i, j)])) for i in range(n)]
                 dS = [[tape.emit(A[i][j] * (dA[i][j] - rho[i])) if ok(i, j) else zero for j in range(n)]
                       for i in range(n)]
+                if cap is not None:  # through t·tanh(s/t): times 1 − tanh²(s/t) = 1 − (S/t)²
+                    S = hd["S"]
+                    dS = [[tape.emit(dS[i][j] * (1 - (S[i][j] / cap) ** 2)) if ok(i, j) else zero for j in range(n)]
+                          for i in range(n)]
                 for i in range(n):
-                    for k in qk:
-                        dQ[i][k] = tape.emit(c * add(*[dS[i][j] * K[j, k] for j in range(n) if ok(i, j)]))
+                    for k, kk in zip(qk, kc, strict=True):
+                        dQ[i][k] = tape.emit(c * add(*[dS[i][j] * K[j, kk] for j in range(n) if ok(i, j)]))
                 for j in range(n):
-                    for k in qk:
-                        dK[j][k] = tape.emit(c * add(*[dS[i][j] * Q[i, k] for i in range(n) if ok(i, j)]))
+                    for k, kk in zip(qk, kc, strict=True):
+                        dK[j][kk] = tape.emit(dK[j][kk] + c * add(*[dS[i][j] * Q[i, k] for i in range(n) if ok(i, j)]))
         dQm, dKm, dVm = Matrix(dQ), Matrix(dK), Matrix(dV)
         if planes and need_qk:  # through the rotation: the transpose R(p θ)ᵀ, row by row
-            dQm, dKm = _rotate(tape, dQm, planes, adjoint=True), _rotate(tape, dKm, planes, adjoint=True)
+            dQm, dKm = _rotate(tape, dQm, planes, adjoint=True), _rotate(tape, dKm, k_planes, adjoint=True)
         for name, dP, W in (("Q", dQm, W_Q), ("K", dKm, W_K), ("V", dVm, W_V)):
             if f"W_{name}" in want:
                 grads[f"W_{name}"] = tape.emit_matrix(
@@ -236,8 +247,8 @@ def _closed_form_program(spec: AttentionSpec, inputs: Mapping[str, sp.ImmutableM
         if "X" in want:
             grads["X"] = tape.emit_matrix(n, m, lambda i, k: add(
                 *[dQm[i, j] * W_Q[k, j] for j in range(h * dk)] if need_qk else [],
-                *[dKm[i, j] * W_K[k, j] for j in range(h * dk)] if need_qk else [],
-                *[dVm[i, j] * W_V[k, j] for j in range(h * dv)]))
+                *[dKm[i, j] * W_K[k, j] for j in range(spec.kv_heads * dk)] if need_qk else [],
+                *[dVm[i, j] * W_V[k, j] for j in range(spec.kv_heads * dv)]))
     if planes:
         Q, K = Q_pre, K_pre
     forward = {"X_in": X_in, "Q": Q, "K": K, "V": V, "Z": Z, "Y": Y, "G": G,
@@ -245,12 +256,13 @@ def _closed_form_program(spec: AttentionSpec, inputs: Mapping[str, sp.ImmutableM
     return tape, {name: grads[name] for name in wrt}, forward
 
 
-def _rope_planes(spec: AttentionSpec) -> list[tuple[int, int, sp.Expr]]:
-    """RoPE's planes over all heads as ``(a, b, θ)`` column pairs of ``Q`` (empty without RoPE)."""
+def _rope_planes(spec: AttentionSpec, heads: int | None = None) -> list[tuple[int, int, sp.Expr]]:
+    """RoPE's planes over ``heads`` heads (default all query heads) as ``(a, b, θ)`` column pairs (empty without RoPE)."""
     if spec.positions != "rope":
         return []
     theta = rope_frequencies(spec)
-    return [(hh * spec.d_k + a, hh * spec.d_k + b, theta[i]) for hh in range(spec.heads) for a, b, i in spec.rope_pairs]
+    count = spec.heads if heads is None else heads
+    return [(hh * spec.d_k + a, hh * spec.d_k + b, theta[i]) for hh in range(count) for a, b, i in spec.rope_pairs]
 
 
 def _rotate(tape: Tape, M, planes, *, adjoint: bool) -> sp.ImmutableMatrix:
@@ -275,7 +287,7 @@ def _matrix_route(spec: AttentionSpec, inputs, loss: Loss, wrt) -> dict[str, sp.
     grads: dict[str, sp.ImmutableMatrix] = {}
     if spec.output_projection:
         grads["W_O"] = matmul(sym.Z.T, G)
-        if spec.bias:
+        if "b_O" in spec.bias_names:
             grads["b_O"] = Matrix(1, m, lambda _, j: sp.Add(*G[:, j]))
         dZ = matmul(G, sym.W_O.T)
     else:

@@ -266,6 +266,15 @@ def check_gradient_spec(spec: Any, method: str = "closed_form") -> AttentionSpec
     if spec.positions == "rope" and method == "matrix":
         raise SpecError("method='matrix' has no rotation in its MatrixSymbol identities, so it does not support "
                         "positions='rope'; use method='closed_form' or 'elementwise'")
+    if method == "matrix":
+        unsupported = [f"{name}={value!r}" for name, value, plain in (
+            ("kv_heads", spec.kv_heads, spec.heads), ("softcap", spec.softcap, None), ("qk_norm", spec.qk_norm, False))
+            if value != plain]
+        if unsupported:
+            raise SpecError(f"method='matrix' has one head's MatrixSymbol identities without {', '.join(unsupported)}; "
+                            "use method='closed_form' or 'elementwise'")
+    if spec.qk_norm and method != "elementwise":
+        raise SpecError(f"method={method!r} has no QK-norm step (got qk_norm=True); use method='elementwise'")
     return spec
 
 

@@ -42,7 +42,8 @@ from .operations import matmul, ones_times, row_softmax, scores
 from .positions import alibi_bias, apply_rope, sinusoidal_positions
 
 # matmul, row_softmax and scores live in .operations; they stay importable from here as before
-__all__ = ["SymbolicAttention", "attention", "matmul", "row_softmax", "scores"]
+__all__ = ["SymbolicAttention", "attention", "exact_number", "matmul", "rms_norm_rows", "row_softmax", "scores",
+           "softcap_scores"]
 
 Matrix = sp.ImmutableMatrix
 
@@ -56,7 +57,11 @@ class SymbolicAttention:
     biases or no positions. Per-head tuples hold one matrix per head; ``S_heads`` has
     ``-oo`` where attention is masked, ``A_heads`` exact zeros there. With RoPE,
     ``Q_rot_heads`` and ``K_rot_heads`` are the rotated queries and keys the scores use; with
-    ALiBi, ``B_heads`` are the biases added to the scores (both ``None`` otherwise).
+    ALiBi, ``B_heads`` are the biases added to the scores (both ``None`` otherwise). With
+    QK-norm, ``g_Q``, ``g_K`` are the gains and ``Q_norm_heads``, ``K_norm_heads`` the normalised
+    rows (before RoPE). With grouped-query attention (``spec.kv_heads < spec.heads``) ``K`` and
+    ``V`` have ``kv_heads`` column blocks and ``K_heads[h]``, ``V_heads[h]`` are the block
+    ``spec.kv_head_of(h)`` that query head ``h`` reads (one entry per query head).
     """
 
     spec: AttentionSpec
@@ -85,6 +90,10 @@ class SymbolicAttention:
     Q_rot_heads: tuple[sp.ImmutableMatrix, ...] | None = None
     K_rot_heads: tuple[sp.ImmutableMatrix, ...] | None = None
     B_heads: tuple[sp.ImmutableMatrix, ...] | None = None
+    g_Q: sp.ImmutableMatrix | None = None
+    g_K: sp.ImmutableMatrix | None = None
+    Q_norm_heads: tuple[sp.ImmutableMatrix, ...] | None = None
+    K_norm_heads: tuple[sp.ImmutableMatrix, ...] | None = None
 
     def __repr__(self) -> str:
         return f"SymbolicAttention({self.spec.describe()})"
@@ -125,7 +134,7 @@ class SymbolicAttention:
         out: dict[str, Any] = {"X_in": self.X_in, "Q": self.Q, "K": self.K, "V": self.V}
         if self.PE is not None:
             out["PE"] = self.PE
-        for name in ("Q_rot_heads", "K_rot_heads", "B_heads"):
+        for name in ("Q_norm_heads", "K_norm_heads", "Q_rot_heads", "K_rot_heads", "B_heads"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         if self.spec.heads == 1:
@@ -348,14 +357,12 @@ def attention(spec: AttentionSpec, *, max_terms: float | None = None) -> Symboli
     X = input_symbols("X", (n, m))
     PE = sinusoidal_positions(n, m, spec.position_base) if spec.adds_position_vectors else None
     X_in = X if PE is None else Matrix(X + PE)
-    W_Q = input_symbols("W_Q", (m, h * d_k))
-    W_K = input_symbols("W_K", (m, h * d_k))
-    W_V = input_symbols("W_V", (m, h * d_v))
-    W_O = input_symbols("W_O", (h * d_v, m)) if spec.output_projection else None
-    b_Q = input_symbols("b_Q", (1, h * d_k)) if spec.bias else None
-    b_K = input_symbols("b_K", (1, h * d_k)) if spec.bias else None
-    b_V = input_symbols("b_V", (1, h * d_v)) if spec.bias else None
-    b_O = input_symbols("b_O", (1, m)) if spec.bias and W_O is not None else None
+    shapes = spec.shapes
+    W_Q, W_K, W_V = (input_symbols(name, shapes[name]) for name in ("W_Q", "W_K", "W_V"))
+    W_O = input_symbols("W_O", shapes["W_O"]) if spec.output_projection else None
+    b_Q, b_K, b_V, b_O = (input_symbols(name, shapes[name]) if name in spec.bias_names else None
+                          for name in ("b_Q", "b_K", "b_V", "b_O"))
+    g_Q, g_K = (input_symbols(name, shapes[name]) if spec.qk_norm else None for name in ("g_Q", "g_K"))
 
     def project(W, b):
         out = matmul(X_in, W)
@@ -363,18 +370,25 @@ def attention(spec: AttentionSpec, *, max_terms: float | None = None) -> Symboli
 
     Q, K, V = project(W_Q, b_Q), project(W_K, b_K), project(W_V, b_V)
     Q_heads = tuple(Matrix(Q[:, k * d_k:(k + 1) * d_k]) for k in range(h))
-    K_heads = tuple(Matrix(K[:, k * d_k:(k + 1) * d_k]) for k in range(h))
-    V_heads = tuple(Matrix(V[:, k * d_v:(k + 1) * d_v]) for k in range(h))
-    Q_rot = K_rot = B_heads = None
+    kv = [spec.kv_head_of(hh) for hh in range(h)]  # the key/value block each query head reads
+    K_heads = tuple(Matrix(K[:, kv[hh] * d_k:(kv[hh] + 1) * d_k]) for hh in range(h))
+    V_heads = tuple(Matrix(V[:, kv[hh] * d_v:(kv[hh] + 1) * d_v]) for hh in range(h))
+    Q_norm = K_norm = Q_rot = K_rot = B_heads = None
+    if spec.qk_norm:  # RMSNorm of each row of each head, before RoPE (Qwen3)
+        Q_norm = tuple(rms_norm_rows(q, g_Q, spec.qk_norm_eps) for q in Q_heads)
+        K_norm = tuple(rms_norm_rows(k, g_K, spec.qk_norm_eps) for k in K_heads)
+    Q_used, K_used = Q_norm or Q_heads, K_norm or K_heads
     if spec.positions == "rope":  # rotate each head's queries and keys by their positions
-        Q_rot = tuple(apply_rope(q, spec) for q in Q_heads)
-        K_rot = tuple(apply_rope(k, spec) for k in K_heads)
+        Q_rot = tuple(apply_rope(q, spec) for q in Q_used)
+        K_rot = tuple(apply_rope(k, spec) for k in K_used)
     allowed = spec.allowed
     scale = spec.scale_expr
-    S_heads = tuple(scores(q, k, scale, allowed) for q, k in zip(Q_rot or Q_heads, K_rot or K_heads, strict=True))
+    S_heads = tuple(scores(q, k, scale, allowed) for q, k in zip(Q_rot or Q_used, K_rot or K_used, strict=True))
     if spec.positions == "alibi":  # -oo (masked) + bias stays -oo
         B_heads = tuple(alibi_bias(spec, hh) for hh in range(h))
         S_heads = tuple(Matrix(s + b) for s, b in zip(S_heads, B_heads, strict=True))
+    if spec.softcap is not None:  # t·tanh(s/t) on every allowed score; masked ones stay -oo
+        S_heads = tuple(softcap_scores(s, spec.softcap) for s in S_heads)
     A_heads = tuple(row_softmax(s, allowed) for s in S_heads)
     Z_heads = tuple(matmul(a, v) for a, v in zip(A_heads, V_heads, strict=True))
     Z = Matrix(sp.Matrix.hstack(*Z_heads))
@@ -387,5 +401,44 @@ def attention(spec: AttentionSpec, *, max_terms: float | None = None) -> Symboli
     return SymbolicAttention(
         spec=spec, X=X, PE=PE, X_in=X_in, W_Q=W_Q, W_K=W_K, W_V=W_V, W_O=W_O, b_Q=b_Q, b_K=b_K, b_V=b_V, b_O=b_O,
         Q=Q, K=K, V=V, Q_heads=Q_heads, K_heads=K_heads, V_heads=V_heads, S_heads=S_heads, A_heads=A_heads,
-        Z_heads=Z_heads, Z=Z, Y=Y, Q_rot_heads=Q_rot, K_rot_heads=K_rot, B_heads=B_heads,
+        Z_heads=Z_heads, Z=Z, Y=Y, Q_rot_heads=Q_rot, K_rot_heads=K_rot, B_heads=B_heads, g_Q=g_Q, g_K=g_K,
+        Q_norm_heads=Q_norm, K_norm_heads=K_norm,
     )
+
+
+def exact_number(value: Any) -> sp.Expr:
+    """A spec number in the symbolic view: an integral float is an ``Integer``, another float a ``Float``.
+
+    >>> exact_number(50.0), exact_number(1e-6)
+    (50, 1.00000000000000e-6)
+    """
+    if isinstance(value, sp.Basic):
+        return value
+    if isinstance(value, float):
+        return sp.Integer(int(value)) if value.is_integer() else sp.Float(value)
+    return sp.Integer(value) if isinstance(value, int) else sp.Float(float(value))
+
+
+def softcap_scores(S: sp.MatrixBase, cap: Any) -> sp.ImmutableMatrix:
+    r"""Soft-capped scores :math:`t \tanh(s / t)` (Gemma 2), ``-oo`` (masked) entries kept.
+
+    >>> softcap_scores(sp.Matrix([[sp.Symbol("s"), -sp.oo]]), 50.0)
+    Matrix([[50*tanh(s/50), -oo]])
+    """
+    t = exact_number(cap)
+    return Matrix(S.shape[0], S.shape[1], lambda i, j: S[i, j] if S[i, j] == -sp.oo else t * sp.tanh(S[i, j] / t))
+
+
+def rms_norm_rows(M: sp.MatrixBase, g: sp.MatrixBase, eps: Any) -> sp.ImmutableMatrix:
+    r"""RMSNorm of each row of ``M`` with gains ``g`` (a ``1 × w`` row), the QK-norm of the spec.
+
+    :math:`m_{ij} g_j / \sqrt{\tfrac1w \sum_k m_{ik}^2 + \epsilon}`.
+
+    >>> a, b = sp.symbols("a b", real=True)
+    >>> rms_norm_rows(sp.Matrix([[a, b]]), sp.Matrix([[1, 1]]), 0)[0, 0]
+    a/sqrt(a**2/2 + b**2/2)
+    """
+    w = M.shape[1]
+    e = exact_number(eps)
+    r = [1 / sp.sqrt(sp.Add(*[M[i, k] ** 2 for k in range(w)]) / w + e) for i in range(M.shape[0])]
+    return Matrix(M.shape[0], w, lambda i, j: M[i, j] * r[i] * g[0, j])

@@ -10,6 +10,7 @@ name       entry symbols        renders as
 ``X``      ``x_{i,j}``          :math:`x_{i,j}`
 ``W_Q``    ``W^{Q}_{i,j}``      :math:`W^{Q}_{i,j}` (likewise ``W_K``, ``W_V``, ``W_O``)
 ``b_Q``    ``b^{Q}_{j}``        :math:`b^{Q}_{j}` (a ``1 x k`` row; likewise ``b_K``, ``b_V``, ``b_O``)
+``g_Q``    ``g^{Q}_{j}``        :math:`g^{Q}_{j}` (the QK-norm gain, a ``1 x d_k`` row; likewise ``g_K``)
 ``W``      ``W_{i,j}``          :math:`W_{i,j}` (the MLP weight)
 ``b``      ``b_{j}``            :math:`b_{j}` (the MLP bias)
 ``G``      ``g_{i,j}``          :math:`g_{i,j}` (an upstream gradient)
@@ -29,7 +30,7 @@ from .cost import enforce_limit
 __all__ = ["entry_name", "input_symbols"]
 
 _SUPERSCRIPTED = re.compile(r"^([A-Za-z])_([A-Za-z0-9]+)$")  # W_Q -> W^{Q}, b_O -> b^{O}
-_SINGLE_INDEX = {"b"}
+_SINGLE_INDEX = {"b", "g"}
 
 
 def entry_name(name: str, i: int, j: int) -> str:
@@ -112,6 +113,6 @@ def input_symbols(name: str, shape: tuple[int, int]) -> sp.ImmutableMatrix:
         raise ShapeError(f"shape must be a pair of positive integers (rows, columns) (got {shape!r})")
     enforce_limit(rows * cols, None, what=f"symbols for a {rows} x {cols} matrix {name}")
     entry_name(name, 0, 0)  # validates the name
-    if name[0] in _SINGLE_INDEX and rows != 1:
+    if name[0] in _SINGLE_INDEX and rows != 1:  # biases and gains are rows
         raise ShapeError(f"{name} is a bias row and must have shape (1, k) (got {shape!r})")
     return sp.ImmutableMatrix(rows, cols, lambda i, j: sp.Symbol(entry_name(name, i, j), real=True))

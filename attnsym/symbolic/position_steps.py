@@ -11,10 +11,12 @@ import sympy as sp
 
 from .._exact import exact_matrix
 from ..spec import AttentionSpec
+from .matrices import rms_norm_rows
+from .naming import input_symbols
 from .positions import alibi_bias, alibi_slopes, apply_rope, rope_frequencies
 from .rope_proofs import prove_rope_relative
 
-__all__ = ["alibi_steps", "rope_steps"]
+__all__ = ["alibi_steps", "qk_norm_steps", "rope_steps", "softcap_step_words"]
 
 
 def _head(letter: str, head: int, multi: bool) -> str:
@@ -60,15 +62,16 @@ def rope_steps(spec: AttentionSpec, q: sp.MatrixBase, k: sp.MatrixBase) -> list[
     >>> steps[0]["equation"][0].rhs[1, :]
     Matrix([[q21*cos(1) - q22*sin(1), q21*sin(1) + q22*cos(1)]])
     """
-    n, h, dk = spec.n, spec.heads, spec.d_k
+    n, dk = spec.n, spec.d_k
     q, k = exact_matrix("q", q), exact_matrix("k", k)
-    multi = h > 1
     rotated_q, rotated_k = [], []
-    for hh in range(h):
-        cols = slice(hh * dk, (hh + 1) * dk)
-        for letter, M, out in (("Q", q, rotated_q), ("K", k, rotated_k)):
+    for letter, M, out, count in (("Q", q, rotated_q, spec.heads), ("K", k, rotated_k, spec.kv_heads)):
+        for hh in range(count):  # keys: one block per key/value head (grouped-query attention)
+            cols = slice(hh * dk, (hh + 1) * dk)
             rot = apply_rope(sp.ImmutableMatrix(M[:, cols]), spec)
-            out.append(sp.Eq(sp.MatrixSymbol(rf"\tilde{{{_head(letter, hh, multi)}}}", n, dk), rot, evaluate=False))
+            out.append(sp.Eq(sp.MatrixSymbol(rf"\tilde{{{_head(letter, hh, count > 1)}}}", n, dk), rot, evaluate=False))
+    scaling = "" if spec.rope_scaling is None else (
+        f" The frequencies are scaled by the {spec.rope_scaling.rope_type} rule ({spec.rope_scaling.describe()}).")
     theta = rope_frequencies(spec)
     thetas = ", ".join(rf"\theta_{{{i}}} = {sp.latex(t)}" for i, t in enumerate(theta))
     proof = prove_rope_relative(spec)
@@ -79,7 +82,7 @@ def rope_steps(spec: AttentionSpec, q: sp.MatrixBase, k: sp.MatrixBase) -> list[
             equation=tuple(rotated_q + rotated_k),
             explanation=(f"RoPE adds nothing to the tokens: after the projections the query and key of position $p$ "
                          f"(row $p$, counted from 0) are rotated by the angles $p\\theta_i$, ${thetas}$; "
-                         f"{_pairing_words(spec)}. Values are not rotated."),
+                         f"{_pairing_words(spec)}. Values are not rotated.{scaling}"),
             formula=(rf"\tilde{{\mathbf q}}_p = R(p\theta)\, \mathbf q_p,\quad \tilde{{\mathbf k}}_p = R(p\theta)\, "
                      rf"\mathbf k_p,\quad \theta_i = {spec.position_base}^{{-2i/{spec.rotary_dims}}}"),
         ),
@@ -121,3 +124,51 @@ def alibi_steps(spec: AttentionSpec) -> list[dict]:
                      f"(the geometric sequence of Press et al. 2022 for {spec.heads} heads).{causal}"),
         formula=r"B^{(h)}_{i,j} = -m_h\, |i - j|",
     )]
+
+
+def qk_norm_steps(spec: AttentionSpec, q: sp.MatrixBase, k: sp.MatrixBase) -> list[dict]:
+    r"""The QK-norm step: each head's query and key rows divided by their RMS, times the gains ``g_Q``, ``g_K``.
+
+    Parameters
+    ----------
+    spec : AttentionSpec
+        With ``qk_norm=True``.
+    q, k : (n, heads·d_k), (n, kv_heads·d_k) SymPy matrices
+        The entry symbols of the previous steps' ``Q`` and ``K``.
+
+    Examples
+    --------
+    >>> spec = AttentionSpec(n=1, d_model=2, qk_norm=True, qk_norm_eps=0.0)
+    >>> q = sp.Matrix([sp.symbols("q1 q2", real=True)]); k = sp.Matrix([sp.symbols("k1 k2", real=True)])
+    >>> qk_norm_steps(spec, q, k)[0]["equation"][0].rhs
+    Matrix([[g^{Q}_{1}*q1/sqrt(q1**2/2 + q2**2/2), g^{Q}_{2}*q2/sqrt(q1**2/2 + q2**2/2)]])
+    """
+    n, dk = spec.n, spec.d_k
+    q, k = exact_matrix("q", q), exact_matrix("k", k)
+    eqs = []
+    for letter, M, count in (("Q", q, spec.heads), ("K", k, spec.kv_heads)):
+        g = input_symbols(f"g_{letter}", (1, dk))
+        for hh in range(count):
+            normed = rms_norm_rows(sp.ImmutableMatrix(M[:, hh * dk:(hh + 1) * dk]), g, spec.qk_norm_eps)
+            eqs.append(sp.Eq(sp.MatrixSymbol(rf"\hat{{{_head(letter, hh, count > 1)}}}", n, dk), normed, evaluate=False))
+    return [dict(
+        title="QK-norm",
+        equation=tuple(eqs),
+        explanation=("Each head's query and key vectors are divided by their root mean square over the "
+                     f"$d_k = {dk}$ coordinates (plus $\\epsilon = {spec.qk_norm_eps:g}$ under the root) and multiplied "
+                     "by learned gains $g^Q$, $g^K$ shared by all heads (Qwen3's q_norm / k_norm), before any "
+                     "rotation."),
+        formula=r"\hat{\mathbf q} = \frac{\mathbf q}{\sqrt{\tfrac{1}{d_k}\sum_c q_c^2 + \epsilon}} \odot g^Q",
+    )]
+
+
+def softcap_step_words(spec: AttentionSpec) -> str:
+    r"""The sentence a derivation adds to its scores step for ``spec.softcap`` (empty without it).
+
+    >>> softcap_step_words(AttentionSpec(n=1, d_model=1, softcap=50.0))
+    ' Each allowed score is then soft-capped, $s \\mapsto 50 \\tanh(s / 50)$ (Gemma 2), so $|s| < 50$.'
+    """
+    if spec.softcap is None:
+        return ""
+    t = f"{spec.softcap:g}"
+    return f" Each allowed score is then soft-capped, $s \\mapsto {t} \\tanh(s / {t})$ (Gemma 2), so $|s| < {t}$."

@@ -282,10 +282,40 @@ def rope_frequencies(spec: AttentionSpec) -> tuple[sp.Expr, ...]:
     --------
     >>> rope_frequencies(AttentionSpec(n=2, d_model=4, positions="rope"))
     (1, 1/100)
+    >>> rope_frequencies(AttentionSpec(n=2, d_model=4, positions="rope", rope_scaling={"type": "linear", "factor": 4.0}))
+    (1/4, 1/400)
+
+    With ``spec.rope_scaling`` the scaled frequencies (:class:`~attnsym.spec.RopeScaling`); the
+    ``"llama3"`` rule's smoothed band holds ``π`` exactly. A non-integral ``position_base`` is a
+    SymPy ``Float``.
     """
     spec = require_rope_spec(spec)
-    base = sp.Integer(spec.position_base)
-    return tuple(base ** sp.Rational(-e.numerator, e.denominator) for e in spec.rope_frequency_exponents)
+    base = sp.Integer(spec.position_base) if is_int(spec.position_base) else sp.Float(spec.position_base)
+    theta = [base ** sp.Rational(-e.numerator, e.denominator) for e in spec.rope_frequency_exponents]
+    scaling = spec.rope_scaling
+    if scaling is None:
+        return tuple(theta)
+    factor = _spec_number(scaling.factor)
+    if scaling.rope_type == "linear":
+        return tuple(t / factor for t in theta)
+    low, high = _spec_number(scaling.low_freq_factor), _spec_number(scaling.high_freq_factor)
+    L = sp.Integer(scaling.original_max_position_embeddings or 0)
+    out = []
+    for t in theta:  # the band is decided in float64, as the numeric twin and transformers decide it
+        band = scaling.llama3_band(float(t))
+        if band == "low":
+            out.append(t / factor)
+        elif band == "high":
+            out.append(t)
+        else:
+            smooth = (L * t / (2 * sp.pi) - low) / (high - low)
+            out.append((1 - smooth) * t / factor + smooth * t)
+    return tuple(out)
+
+
+def _spec_number(value) -> sp.Expr:
+    """An integral float as an ``Integer``, another float as a ``Float`` (the spec's numbers, not user text)."""
+    return sp.Integer(int(value)) if float(value).is_integer() else sp.Float(float(value))
 
 
 def rope_rotation(spec: AttentionSpec, position) -> sp.ImmutableMatrix:
