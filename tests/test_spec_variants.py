@@ -444,3 +444,17 @@ def test_derive_a_real_layer_at_a_small_size():
     assert r"50 \tanh" in text and "sliding window of 2 keys" in text
     q = at.derive(AttentionSpec(n=2, d_model=2, qk_norm=True, positions="rope"))
     assert "QK-norm" in [s.title for s in q.steps]
+
+
+def test_symbolic_functions_refuse_fields_they_do_not_model():
+    from attnsym.symbolic._backward_steps import gradient_steps
+
+    gqa = AttentionSpec(n=2, d_model=4, heads=2, kv_heads=1)
+    with pytest.raises(SpecError, match="kv_heads=1"):
+        gradient_steps(gqa)
+    with pytest.raises(SpecError, match="softcap=1.0"):
+        at.symbolic.attention_input_jacobian(AttentionSpec(n=2, d_model=1, softcap=1.0))
+    with pytest.raises(SpecError, match="qk_norm=True"):
+        at.symbolic.prove_shift_invariance(AttentionSpec(n=2, d_model=2, positions="sinusoidal", qk_norm=True))
+    assert at.symbolic.prove_shift_invariance(AttentionSpec(n=2, d_model=4, heads=2, kv_heads=1, positions="rope",
+                                                            softcap=2.0)).holds

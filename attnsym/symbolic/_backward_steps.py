@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sympy as sp
 
+from ..errors import SpecError
 from ..spec import AttentionSpec
 from ._loss import input_matrices
 from .cost import check_gradient_size, check_gradient_spec
@@ -68,6 +69,11 @@ def gradient_steps(spec: AttentionSpec, max_terms: float | None = None) -> list[
     \alpha_{1,1}*(-\alpha_{1,1}*\bar{a}_{1,1} - \alpha_{1,2}*\bar{a}_{1,2} + \bar{a}_{1,1})
     """
     spec = check_gradient_spec(spec)
+    unsupported = [f"{name}={value!r}" for name, value, plain in (
+        ("kv_heads", spec.kv_heads, spec.heads), ("softcap", spec.softcap, None)) if value != plain]
+    if unsupported:
+        raise SpecError(f"the gradient derivation steps are written for one key/value block per head and uncapped "
+                        f"scores (got {', '.join(unsupported)}); attnsym.gradients(spec) computes these gradients")
     check_gradient_size(spec, "closed_form", max_terms)
     n, m, H, dk, dv = spec.n, spec.d_model, spec.heads, spec.d_k, spec.d_v
     inputs = input_matrices(spec)
@@ -90,12 +96,13 @@ def gradient_steps(spec: AttentionSpec, max_terms: float | None = None) -> list[
         W_O = inputs["W_O"]
         zbar = _mm(G, W_O.T)
         eqs = [_eq(r"\bar{Z}", zbar), _eq(r"\bar{W}_O", _mm(z.T, G))]
-        if spec.bias:
+        if "b_O" in spec.bias_names:
             eqs.append(_eq(r"\bar{b}_O", Matrix(1, m, lambda _, j: sp.Add(*G[:, j]))))
         steps.append(Step(
             "Output projection", tuple(eqs),
             "Backpropagating through $Y = Z W_O (+ 1 b_O)$: a linear map, so its gradients are products with $G$.",
-            formula=r"\bar Z = G\, W_O^\top, \qquad \bar W_O = Z^\top G" + (r", \qquad \bar b_O = 1^\top G" if spec.bias else ""),
+            formula=r"\bar Z = G\, W_O^\top, \qquad \bar W_O = Z^\top G"
+            + (r", \qquad \bar b_O = 1^\top G" if "b_O" in spec.bias_names else ""),
         ))
     zbar_symbols = _entries(r"\bar{z}", (n, spec.inner_v)) if spec.output_projection else G
     rope = spec.positions == "rope"

@@ -258,6 +258,12 @@ def attention_input_jacobian(spec: AttentionSpec, *, weights: str = "explicit",
     # ``total`` differentiates every output entry's tree once per input entry: guard that, not only the forward
     enforce_limit(estimate_cost(spec).total * spec.n * spec.d_model, max_terms,
                   what=f"the input Jacobian of {spec.describe()}", alternative="attnsym.numeric.attention_vjp")
+    unsupported = [f"{name}={value!r}" for name, value, plain in (
+        ("kv_heads", spec.kv_heads, spec.heads), ("softcap", spec.softcap, None), ("qk_norm", spec.qk_norm, False))
+        if value != plain]
+    if unsupported:
+        raise SpecError(f"attention_input_jacobian writes dS/dX for plain bilinear scores, one key block per head "
+                        f"(got {', '.join(unsupported)}); differentiate attnsym.symbolic.attention(spec).Y elementwise")
     sym = attention(spec, max_terms=float("inf"))
     n, m, d_out = spec.n, spec.d_model, spec.d_out
     c = spec.scale_expr

@@ -23,7 +23,7 @@ import sympy as sp
 
 from ..errors import SpecError
 from ..spec import AttentionSpec
-from .matrices import attention
+from .matrices import attention, softcap_scores
 from .naming import input_symbols
 from .operations import scores
 from .positions import alibi_bias, apply_rope, rope_rotation, sinusoidal_positions
@@ -154,12 +154,16 @@ def _shifted_scores(spec: AttentionSpec, offset: sp.Expr) -> tuple[tuple[sp.Immu
     scale, allowed = spec.scale_expr, spec.allowed
     shifted, plain = [], []
     if spec.positions == "sinusoidal":
+        if spec.qk_norm:
+            raise SpecError("the sinusoidal shift proof writes the scores in X and W without a QK-norm "
+                            "(got qk_norm=True)")
         sym = attention(spec)
         X_t = sym.X + sinusoidal_positions(n, spec.d_model, spec.position_base, offset=offset)
         Q_t, K_t = X_t * sym.W_Q, X_t * sym.W_K
         for hh in range(spec.heads):
-            cols = slice(hh * dk, (hh + 1) * dk)
-            shifted.append(scores(Q_t[:, cols], K_t[:, cols], scale, allowed))
+            cols, kv = slice(hh * dk, (hh + 1) * dk), spec.kv_head_of(hh)
+            S_t = scores(Q_t[:, cols], K_t[:, kv * dk:(kv + 1) * dk], scale, allowed)
+            shifted.append(S_t if spec.softcap is None else softcap_scores(S_t, spec.softcap))
             plain.append(sym.S_heads[hh])
         return tuple(shifted), tuple(plain)
     Q, K = input_symbols("Q", (n, dk)), input_symbols("K", (n, dk))
