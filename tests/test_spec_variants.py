@@ -452,7 +452,7 @@ def test_symbolic_functions_refuse_fields_they_do_not_model():
     gqa = AttentionSpec(n=2, d_model=4, heads=2, kv_heads=1)
     with pytest.raises(SpecError, match="kv_heads=1"):
         gradient_steps(gqa)
-    with pytest.raises(SpecError, match="softcap=1.0"):
+    with pytest.raises(SpecError, match=r"softcap=1\.0"):
         at.symbolic.attention_input_jacobian(AttentionSpec(n=2, d_model=1, softcap=1.0))
     with pytest.raises(SpecError, match="qk_norm=True"):
         at.symbolic.prove_shift_invariance(AttentionSpec(n=2, d_model=2, positions="sinusoidal", qk_norm=True))
