@@ -33,6 +33,36 @@ def attention_specs(draw, max_n: int = 4, max_d: int = 4, max_heads: int = 2, ma
     )
 
 
+@st.composite
+def modern_attention_specs(draw, max_n: int = 5, max_heads: int = 4, qk_norm: bool = True) -> AttentionSpec:
+    """Small specs with the options of today's model families drawn together: kv_heads (GQA, MQA), a window,
+    softcap, QK-norm, an explicit float scale, bias="qkv", RoPE (pairing, partial rotary, scaling, float base), ALiBi."""
+    n = draw(st.integers(1, max_n))
+    heads = draw(st.integers(1, max_heads))
+    kv_heads = draw(st.sampled_from([k for k in range(1, heads + 1) if heads % k == 0]))
+    d_k = draw(st.sampled_from([2, 4]))
+    positions = draw(st.sampled_from([None, "rope", "alibi"]))
+    rope: dict = {}
+    if positions == "rope":
+        rope["rope_pairing"] = draw(st.sampled_from(["rotate_half", "interleaved"]))
+        rope["rotary_pct"] = draw(st.sampled_from([1.0, 0.5])) if d_k == 4 else 1.0
+        rope["position_base"] = draw(st.sampled_from([10000, 10000.0, 500000.0, 12.5]))
+        rope["rope_scaling"] = draw(st.sampled_from([
+            None, {"rope_type": "linear", "factor": 4.0},
+            {"type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+             "original_max_position_embeddings": 8}]))
+    window = draw(st.one_of(st.none(), st.integers(1, max_n + 1)))
+    return AttentionSpec(
+        n=n, d_model=draw(st.integers(1, 6)), heads=heads, kv_heads=kv_heads, d_k=d_k,
+        d_v=draw(st.integers(1, 3)), causal=draw(st.booleans()), window=window,
+        softcap=draw(st.sampled_from([None, 0.5, 50.0])),
+        qk_norm=draw(st.booleans()) if qk_norm else False,
+        scale=draw(st.sampled_from(["sqrt", "none", 256 ** -0.5])),
+        bias=draw(st.sampled_from([False, True, "qkv"])), positions=positions,
+        output_projection=True if heads > 1 else draw(st.booleans()), **rope,
+    )
+
+
 def random_arrays(spec: AttentionSpec, seed: int, dtype=np.float64, batch: tuple[int, ...] = ()) -> dict[str, np.ndarray]:
     """Random inputs for ``spec``: ``X`` (with optional batch axes), every parameter, and ``G``."""
     rng = np.random.default_rng(seed)

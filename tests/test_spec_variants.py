@@ -12,6 +12,9 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from strategies import modern_attention_specs
 
 import attnsym as at
 from attnsym.errors import ShapeError, SpecError
@@ -458,3 +461,44 @@ def test_symbolic_functions_refuse_fields_they_do_not_model():
         at.symbolic.prove_shift_invariance(AttentionSpec(n=2, d_model=2, positions="sinusoidal", qk_norm=True))
     assert at.symbolic.prove_shift_invariance(AttentionSpec(n=2, d_model=4, heads=2, kv_heads=1, positions="rope",
                                                             softcap=2.0)).holds
+
+
+# ---------------------------------------------------------------------------- properties over drawn specs
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=modern_attention_specs(), seed=st.integers(0, 2**16))
+def test_drawn_specs_match_torch_and_respect_the_pattern(spec, seed):
+    a = _inputs(spec, seed=seed)
+    Y, A = _ours(spec, a)
+    A = A if spec.heads > 1 else A[..., None, :, :]
+    Y_t, A_t = torch_reference(spec, {k: torch.from_numpy(v) for k, v in a.items()})
+    np.testing.assert_allclose(A, A_t.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(Y, Y_t.numpy(), rtol=1e-10, atol=1e-11)
+    allowed = np.ones((spec.n, spec.n), bool) if spec.allowed is None else spec.allowed_array()
+    assert np.all(A[..., ~allowed] == 0)  # masked (window included): exactly 0
+    sums = A.sum(axis=-1)
+    rows = np.array([i not in spec.fully_masked_rows for i in range(spec.n)])
+    np.testing.assert_allclose(sums[..., rows], 1.0, rtol=1e-12)
+    assert np.all(sums[..., ~rows] == 0)
+    if spec.softcap is not None:  # the capped scores are bounded, so no weight is below exp(-2 cap) / n of the max
+        live = A[..., allowed]
+        assert np.all(live >= np.exp(-2 * spec.softcap) / spec.n * live.max() - 1e-15)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=modern_attention_specs(max_n=4), seed=st.integers(0, 2**16))
+def test_drawn_specs_float32_agrees_with_float64_and_gradients_with_autograd(spec, seed):
+    a = _inputs(spec, seed=seed)
+    Y64, _ = _ours(spec, a)
+    Y32, _ = _ours(spec, {k: v.astype(np.float32) for k, v in a.items()})
+    tol = TOLERANCES["float32"]
+    np.testing.assert_allclose(Y32, Y64, rtol=tol.rtol * 10, atol=tol.atol * 10)
+    G = np.random.default_rng(seed).standard_normal(Y64.shape)
+    params = {k: v for k, v in a.items() if k != "X"}
+    W = [params.pop(k) for k in ("W_Q", "W_K", "W_V")]
+    ours = at.numeric.attention_vjp(a["X"], *W, G, params.pop("W_O", None), spec=spec, **params)
+    t = {k: torch.from_numpy(v.copy()).requires_grad_(True) for k, v in a.items()}
+    (torch_reference(spec, t)[0] * torch.from_numpy(G)).sum().backward()
+    for k, tensor in t.items():
+        np.testing.assert_allclose(ours[k], tensor.grad.numpy(), rtol=1e-8, atol=1e-10, err_msg=k)
