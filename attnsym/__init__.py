@@ -27,7 +27,7 @@ from .errors import (
     SizeLimitError,
     SpecError,
 )
-from .spec import AttentionSpec
+from .spec import AttentionSpec, RopeScaling
 
 __version__ = "0.1.0"
 
@@ -50,6 +50,7 @@ __all__ = [
     "FileFormatError",
     "OutputError",
     "OverwriteError",
+    "RopeScaling",
     "ShapeError",
     "SizeLimitError",
     "SpecError",

@@ -41,6 +41,21 @@ about shapes, masks, scaling or positions. Every convention lives here and only 
     two (``2^-1 … 2^-8`` for 8 heads); otherwise, with ``P`` the largest power of two below
     ``H``, the ``P`` slopes of ``P`` heads followed by the first ``H − P`` of every other slope
     of ``2P`` heads (``2^(-8 (2h+1) / (2P))``), the paper's rule (and BLOOM's).
+* **grouped-query attention** — ``kv_heads`` key/value heads (``None``: ``heads``; ``1``: multi-query
+  attention): ``W_K`` is ``(d_model, kv_heads*d_k)``, ``W_V`` is ``(d_model, kv_heads*d_v)``, and query
+  head ``h`` reads key/value head ``h // (heads // kv_heads)`` (Hugging Face ``repeat_kv``).
+* **sliding window** — ``window = w``: with ``causal`` query ``i`` may attend to key ``j`` iff
+  ``0 <= i − j < w`` (the window counts the query itself, as Hugging Face Mistral / Gemma 2's
+  ``sliding_window``); without ``causal`` iff ``|i − j| < w``; ANDed with ``mask`` like ``causal``.
+* **soft-capping** — ``softcap = t`` (Gemma 2): after the scale and an ALiBi bias a score ``s``
+  becomes ``t·tanh(s/t)``; the mask applies after it.
+* **QK-norm** — ``qk_norm`` (Qwen3): each head's query and key rows, after the projections and
+  before RoPE, become ``x / sqrt(mean(x²) + qk_norm_eps) ⊙ g`` with gains ``g_Q``, ``g_K`` of length
+  ``d_k`` shared by the heads.
+* **RoPE scaling** — ``rope_scaling`` (a :class:`RopeScaling`, built from the Hugging Face dict):
+  ``"linear"`` divides every ``θ_i`` by the factor; ``"llama3"`` applies LLaMA 3.1's piecewise rule.
+* **biases** — ``bias=True``: ``b_Q, b_K, b_V`` and ``b_O`` (with ``W_O``); ``bias="qkv"``: ``b_Q,
+  b_K, b_V`` only (Qwen2).
 * **numbering** — what a person reads counts from 1; what Python reads counts from 0 and is
   called an *index*. Symbols and labels: ``x_{1,1}``, ``a_1 … a_n``, ``Z^{(1)}``, "token 1",
   "head 1", "input 1", "layer 1" in derivations, figures, graph files, printed lines and help.

@@ -502,3 +502,13 @@ def test_drawn_specs_float32_agrees_with_float64_and_gradients_with_autograd(spe
     (torch_reference(spec, t)[0] * torch.from_numpy(G)).sum().backward()
     for k, tensor in t.items():
         np.testing.assert_allclose(ours[k], tensor.grad.numpy(), rtol=1e-8, atol=1e-10, err_msg=k)
+
+
+def test_routing_graph_of_a_windowed_layer_has_only_the_band_edges():
+    spec = AttentionSpec(n=6, d_model=4, heads=2, kv_heads=1, causal=True, window=3)
+    a = _inputs(spec, seed=9, batch=())
+    _, A = _ours(spec, a)
+    G = at.graphs.routing_graph(A, head=0)
+    edges = {(u, v) for u, v in G.edges()}
+    band = {(j, i) for i in range(6) for j in range(6) if 0 <= i - j < 3}  # key j -> query i
+    assert edges == band  # edge j -> i carries A[i, j] (graphs.routing.DIRECTION)
