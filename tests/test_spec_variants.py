@@ -512,3 +512,18 @@ def test_routing_graph_of_a_windowed_layer_has_only_the_band_edges():
     edges = {(u, v) for u, v in G.edges()}
     band = {(j, i) for i in range(6) for j in range(6) if 0 <= i - j < 3}  # key j -> query i
     assert edges == band  # edge j -> i carries A[i, j] (graphs.routing.DIRECTION)
+
+
+def test_torch_tensors_and_causal_decode_run_the_same_fields():
+    spec = AttentionSpec(n=5, d_model=8, heads=4, kv_heads=2, causal=True, window=2, softcap=1.5, positions="rope",
+                         rope_scaling={"type": "linear", "factor": 2.0})
+    a = _inputs(spec, seed=5, batch=())
+    Y, A = _ours(spec, a)
+    t = {k: torch.from_numpy(v) for k, v in a.items()}
+    Y_t, A_t = at.numeric.attention(t["X"], t["W_Q"], t["W_K"], t["W_V"], t["W_O"], spec=spec)
+    assert isinstance(Y_t, torch.Tensor)
+    np.testing.assert_allclose(Y_t.numpy(), Y, rtol=1e-13, atol=1e-13)
+    np.testing.assert_allclose(A_t.numpy(), A, rtol=1e-13, atol=1e-14)
+    for cache in (True, False):
+        decoded = at.numeric.causal_decode(a["X"], a["W_Q"], a["W_K"], a["W_V"], a["W_O"], spec=spec, cache=cache)
+        np.testing.assert_allclose(decoded.Y, Y, rtol=1e-12, atol=1e-13)
