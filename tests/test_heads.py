@@ -297,3 +297,38 @@ def test_induction_needs_a_decoder_and_room():
         hd.induction_scores(FakeDecoder(), length=40)
     with pytest.raises(SpecError, match="length"):
         hd.induction_scores(FakeDecoder(), length=1)
+
+
+# ---------------------------------------------------------------------------------------------- real models
+def test_minilm_heads_are_classified_and_induction_does_not_apply():
+    from models_support import minilm
+
+    m = minilm()
+    routes = m.route(["I ate an apple for lunch.", "The cat sat on the mat, and then it slept."])
+    r = hd.classify(routes)
+    assert r.scores.shape == (6, 12, len(hd.PATTERNS)) and not r.causal
+    assert np.isnan(r.score("induction")).all()  # bidirectional: not applicable
+    assert r.labels[0][2] == "previous-token" and r.score("previous")[0, 2] > 0.9  # layer 1 head 3 (see contrast)
+    # an independent computation of one score: layer 1 head 3's previous-token score from the routes
+    values = [a[0, 2, i, i - 1] for a in (x.attention for x in routes) for i in range(1, a.shape[-1])]
+    assert r.score("previous")[0, 2] == pytest.approx(float(np.mean(np.array(values, dtype=np.float64))), rel=1e-12)
+    assert sum(sum(v) for v in r.counts().values()) == 72
+    with pytest.raises(hd.HeadsError, match="bidirectional"):
+        hd.induction_scores(m)
+
+
+def test_a_tiny_random_gpt2_gets_induction_scores_and_classes():
+    from models_support import tiny_gpt2
+
+    from attnsym import models
+
+    m = models.load(tiny_gpt2())
+    ind = hd.induction_scores(m, length=20, seed=0, batch=2)
+    assert ind.induction.shape == (2, 4) and ((0 <= ind.induction) & (ind.induction <= 1)).all()
+    assert 0 not in ind.ids  # the special <|endoftext|> id is never drawn
+    r = hd.classify(m.route(["the apple phone launch event", "i like to eat apples"]), induction=ind)
+    assert r.causal and np.isnan(r.score("next")).all() and np.array_equal(r.score("induction"), ind.induction)
+    out = m.forward(ind.ids)  # independent: the mean of A[i, i - L + 1] over the second copy, by loops
+    A = np.asarray(out.attention)
+    vals = [A[1, b, 3, i, i - 19] for b in range(2) for i in range(20, 40)]
+    assert ind.induction[1, 3] == pytest.approx(float(np.mean(vals)), rel=1e-6)
