@@ -23,7 +23,7 @@ from ..errors import AttnsymError, OverwriteError, SpecError
 
 __all__ = ["build_parser", "console", "main"]
 
-COMMANDS = ("tour", "derive", "verify", "graph", "plot", "route", "explore")
+COMMANDS = ("tour", "derive", "verify", "graph", "plot", "route", "explore", "heads")
 
 _DESCRIPTION = """\
 attnsym makes the mathematics of self-attention explicit.
