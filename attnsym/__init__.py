@@ -40,8 +40,9 @@ _LAZY: dict[str, str] = {
     "validate": "attnsym.validation",
     "verify": "attnsym.claims",
     "Evidence": "attnsym.claims",
+    "HeadReport": "attnsym.heads",
 }
-_SUBMODULES = ("symbolic", "numeric", "graphs", "models", "claims", "plots", "testing", "render")
+_SUBMODULES = ("symbolic", "numeric", "graphs", "models", "heads", "claims", "plots", "testing", "render")
 
 __all__ = [
     "AttentionSpec",

@@ -43,7 +43,7 @@ LAYERS: tuple[Layer, ...] = (
           "the package façade (the rest on first access)"),
     Layer("views", ("attnsym.symbolic", "attnsym.numeric"), "two independent implementations of the mathematics"),
     Layer("graphs", ("attnsym.graphs",), "routing graphs of the matrices the views compute"),
-    Layer("models", ("attnsym.models",), "real transformers run on numeric"),
+    Layer("models", ("attnsym.models", "attnsym.heads"), "real transformers run on numeric; head classes of their routes"),
     Layer("cross-checks", ("attnsym.validation", "attnsym.testing", "attnsym.references"),
           "symbolic ⇄ numeric reports, tolerances, external references (PyTorch, when installed)"),
     Layer("presentation", ("attnsym.plots", "attnsym.render", "attnsym.derivation"),

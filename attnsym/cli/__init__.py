@@ -23,7 +23,7 @@ from ..errors import AttnsymError, OverwriteError, SpecError
 
 __all__ = ["build_parser", "console", "main"]
 
-COMMANDS = ("tour", "derive", "verify", "graph", "plot", "route", "explore")
+COMMANDS = ("tour", "derive", "verify", "graph", "plot", "route", "explore", "heads")
 
 _DESCRIPTION = """\
 attnsym makes the mathematics of self-attention explicit.
@@ -40,7 +40,7 @@ examples:
   attnsym derive --n 2 --d 2 --format md    # the forward pass, step by step
   attnsym verify variance-scaling           # check one claim
   attnsym graph --n 6 --heads 2 -o out/     # routing graphs as GraphML
-  attnsym route "the Apple phone launch event" "I like to eat apples" --token apple -o out/
+  attnsym route "I ate an apple for lunch" "I bought an Apple phone today" --token apple -o out/
                                             # a real model's routing, the same word in two contexts
 
 'attnsym COMMAND --help' explains each command.

@@ -1,0 +1,106 @@
+"""``attnsym heads``: name what every head of a real model does, as a table (and a figure, JSON, CSV)."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+
+__all__ = ["add_parser", "run"]
+
+_DESCRIPTION = """\
+Route the texts through a real model (the packaged all-MiniLM-L6-v2 by default) and classify
+every head by attnsym.heads: previous-token, next-token, self, first-token ([CLS]) and
+end-token ([SEP]) sinks, punctuation, band (a fixed offset of 2 or more), broad (high
+normalised entropy), and for decoders induction and duplicate-token (seeded repeated random
+token sequences). A head gets the pattern with the highest score at or above its threshold,
+else "mixed". Every query of every text weighs the same. Layers and heads count from 1.
+
+Prints a layer x head table (class and score). With -o DIR, writes into DIR (all files or
+none): heads.png (the grid coloured by class, with a legend), heads.json and heads.csv (every
+score of every head).
+"""
+
+_EPILOG = """\
+examples:
+  attnsym heads "I ate an apple for lunch." "The cat sat on the mat, then it slept."
+  attnsym heads --model path/to/gpt2-folder "Hello world" -o out/
+
+exit status: 0 done, 2 an error (an unknown model, an empty text, a non-empty DIR without --force)
+"""
+
+FILES = ("heads.png", "heads.json", "heads.csv")
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser(
+        "heads", help="classify every attention head of a real model (previous-token, sinks, broad, induction ...)",
+        description=_DESCRIPTION, epilog=_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("texts", nargs="+", metavar="TEXT", help="one or more texts (scores pool their queries)")
+    parser.add_argument("--model", default="all-MiniLM-L6-v2", metavar="NAME_OR_DIR",
+                        help="a packaged model's name or a Hugging Face folder (default all-MiniLM-L6-v2)")
+    parser.add_argument("--induction-length", type=int, default=None, metavar="L",
+                        help="decoders: length of the random sequence repeated twice (default 50, or what fits)")
+    parser.add_argument("--seed", type=int, default=0, help="decoders: seed of the random sequences (default 0)")
+    parser.add_argument("-o", "--output", type=Path, default=None, metavar="DIR",
+                        help="also write heads.png, heads.json and heads.csv into this folder")
+    parser.add_argument("--force", action="store_true", help="write into a non-empty folder (same names replaced)")
+    parser.set_defaults(run=run)
+    return parser
+
+
+def _csv(report) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(["layer", "head", "class", "top_score", "band_offset", *report.patterns])
+    for row in report.to_dict()["heads"]:
+        writer.writerow([row["layer"], row["head"], row["class"], "" if row["top_score"] is None else row["top_score"],
+                         row["band_offset"], *("" if row["scores"][p] is None else row["scores"][p]
+                                               for p in report.patterns)])
+    return buffer.getvalue()
+
+
+def run(args: argparse.Namespace) -> int:
+    from .. import heads as hd  # lazy: attnsym.models (tokenizers, safetensors) +0.3 s over `attnsym --help`
+    from .._io import atomic_write, refuse_existing, staged_directory
+    from ..models import load
+
+    if args.output is not None:  # before any work: refuse at once
+        refuse_existing([args.output], overwrite=args.force, folders=True)
+    model = load(args.model)
+    print(f"routing {len(args.texts)} text(s) through {model.name} ...", file=sys.stderr)
+    routes = model.route(args.texts)
+    induction = None
+    note = "bidirectional model: induction and duplicate-token scores do not apply"
+    if model.config.causal:
+        length = args.induction_length
+        if length is None:
+            length = min(50, model.config.max_positions // 2)
+        induction = hd.induction_scores(model, length=length, seed=args.seed)
+        note = (f"induction/duplicate: {induction.batch} random sequences of {length} tokens repeated twice, "
+                f"seed {args.seed}")
+    report = hd.classify(routes, induction=induction)
+    counts = {c: sum(v) for c, v in report.counts().items() if sum(v)}
+    print(f"{model.name}: {report.layers} layers x {report.heads} heads; each cell: class and its score")
+    print(report.table())
+    print("classes: " + ", ".join(f"{c} {k}" for c, k in counts.items()) + f"; {note}")
+    if args.output is not None:
+        from ..plots.files import figure_to_bytes
+        from ..plots.heads import head_classes_figure
+
+        data = report.to_dict()
+        data["model"] = model.name
+        data["note"] = note
+        title = f"{model.name}: head classes over {len(args.texts)} text(s) (layers and heads from 1)"
+        png = figure_to_bytes(head_classes_figure(report, title=title), "png")
+        text = json.dumps(data, indent=1, allow_nan=False)
+        with staged_directory(args.output, overwrite=args.force) as stage:
+            atomic_write(stage / "heads.png", png)
+            atomic_write(stage / "heads.json", text)
+            atomic_write(stage / "heads.csv", _csv(report))
+        print(f"wrote {', '.join(str(args.output / f) for f in FILES)}", file=sys.stderr)
+    return 0
