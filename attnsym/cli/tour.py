@@ -70,7 +70,8 @@ examples:
   attnsym tour -o /tmp/tour --quick # fewer Monte Carlo samples and quick claim checks
 
 exit status: 0 every claim as expected, 1 a claim expected to hold did not (the tour is
-still written and says which), 2 an error (e.g. a non-empty folder without --force)
+still written and says which), 2 an error (e.g. a non-empty folder without --force),
+3 an internal error (a bug; please report it)
 """
 
 #: (folder, heading, one line on what the section shows) in the order of the index
