@@ -117,11 +117,10 @@ def test_existing_output_is_refused_without_force(tmp_path):
 
 def test_debug_shows_the_traceback(tmp_path):
     proc = _run("--debug", "plot", "gelu", "-o", str(tmp_path / "gelu.jpg"))
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # the traceback, and still the status of a bad input
     assert "Traceback (most recent call last)" in proc.stderr
     assert "SpecError" in proc.stderr
-    with pytest.raises(at.SpecError, match=r"must end in \.png, \.svg, \.pdf"):
-        main(["--debug", "plot", "gelu", "-o", str(tmp_path / "gelu.jpg")])
+    assert proc.stderr.splitlines()[-1].startswith("attnsym plot: error: -o must end in .png, .svg, .pdf")
 
 
 def test_tour_refuses_a_non_empty_folder(tmp_path, capsys):
@@ -173,3 +172,71 @@ def test_the_program_exits_with_mains_status_and_a_frozen_heap():
         gc.unfreeze()
     done = subprocess.run([sys.executable, "-m", "attnsym", "verify", "no-such-claim"], capture_output=True, text=True)
     assert done.returncode == 2 and "no-such-claim" in done.stderr and "Traceback" not in done.stderr
+
+
+# ----------------------------------------------------------------------------- exit statuses (issues 25, 26)
+def test_an_internal_error_has_its_own_exit_status(monkeypatch, capsys):
+    from attnsym.cli import EXIT_INTERNAL, EXIT_USAGE, derive
+
+    def broken(args):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr(derive, "run", broken)
+    assert main(["derive", "--n", "2", "--d", "2"]) == EXIT_INTERNAL == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error (KeyError" in err and "please report it" in err
+    assert EXIT_INTERNAL != EXIT_USAGE == 2
+    assert main(["--debug", "derive", "--n", "2", "--d", "2"]) == 3  # the traceback, the same status
+    assert "Traceback" in capsys.readouterr().err
+
+
+def test_debug_keeps_a_usage_errors_exit_status(capsys):
+    assert main(["derive", "--n", "0"]) == 2
+    capsys.readouterr()
+    assert main(["--debug", "derive", "--n", "0"]) == 2  # was 1: the traceback ended the process
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "--n must be a positive integer (got 0)" in err.splitlines()[-1]
+    with pytest.raises(SystemExit) as exit_info:  # argparse's own usage errors
+        main(["--debug", "derive", "--no-such-option"])
+    assert exit_info.value.code == 2
+
+
+def test_the_help_documents_the_exit_statuses(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "2 an error you can fix" in out and "3 an internal error" in out
+
+
+@pytest.mark.parametrize("command", ["route", "explore"])
+def test_the_contrast_word_is_word_in_every_command_and_token_too(command):
+    from attnsym.cli import build_parser
+
+    parser = build_parser()
+    for spelling in ("--word", "--token"):
+        args = parser.parse_args([command, "a b", "a c", spelling, "a", "-o", "out"])
+        assert (args.word if command == "explore" else args.token) == "a"
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "empty"])
+def test_explore_output_that_force_cannot_fix_is_named_precisely(tmp_path, capsys, kind):
+    import os
+
+    target = tmp_path / "page.html"
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "folder":
+        target.mkdir()
+    argv = ["explore", "a b", "-o", "" if kind == "empty" else str(target), "--no-claims"]
+    if kind == "empty":
+        with pytest.raises(SystemExit) as exit_info:
+            main(argv)
+        assert exit_info.value.code == 2
+        err = capsys.readouterr().err
+        assert "-o must name the .html file to write (got '')" in err
+    else:
+        for force in ([], ["--force"]):
+            assert main(argv + force) == 2
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and "--force" not in err
+            assert ("is a FIFO (named pipe)" if kind == "fifo" else "is a directory") in err

@@ -298,3 +298,41 @@ def test_graphml_without_namespace_and_gexf_of_other_versions_are_read(tmp_path)
         nx.write_gexf(H, tmp_path / f"v{version}.gexf", version=version)
         K = read(tmp_path / f"v{version}.gexf")
         assert sorted(K.edges(data="weight")) == sorted(H.edges(data="weight")), version
+
+
+# ----------------------------------------------------------------------------- malformed files refused (issue 26)
+_NS = 'xmlns="http://graphml.graphdrawing.org/xmlns"'
+
+
+@pytest.mark.parametrize("text, message", [
+    (f'<graphml {_NS}><key id="d0" for="node" attr.name="token" attr.type="string"/>'
+     '<key id="d0" for="node" attr.name="weight" attr.type="double"/>'
+     '<graph edgedefault="directed"><node id="0"><data key="d0">a</data></node></graph></graphml>',
+     r"<key id='d0'> is declared 2 times"),
+    (f'<graphml {_NS}><key id="d0" for="graph" attr.name="name" attr.type="string"/>'
+     '<data key="d0">stray</data><graph edgedefault="directed"><node id="0"/></graph></graphml>',
+     r"<data key='d0'> is outside every <graph>"),
+    (f'<graphml {_NS}><graph edgedefault="directed"><node id="0"/></graph>'
+     '<graph edgedefault="directed"><node id="1"/></graph></graphml>',
+     r"holds 2 <graph> elements"),
+])
+def test_malformed_graphml_is_refused(tmp_path, text, message):
+    path = tmp_path / "bad.graphml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(GraphFormatError, match=message):
+        read(path)
+    # the same file without the fault reads
+    good = re.sub(r'<key id="d0" for="node" attr.name="weight" attr.type="double"/>|<data key="d0">stray</data>|'
+                  r'<graph edgedefault="directed"><node id="1"/></graph>', "", text)
+    path.write_text(good, encoding="utf-8")
+    assert set(read(path)) == {0}
+
+
+@pytest.mark.parametrize("tail", ["digraph b { 1 -> 2 }", "graph c { x }", "x -> y"])
+def test_a_second_dot_graph_is_refused(tmp_path, tail):
+    path = tmp_path / "two.dot"
+    path.write_text(f"digraph a {{ 0 -> 1 }}\n{tail}\n", encoding="utf-8")
+    with pytest.raises(GraphFormatError, match=re.escape("after the first graph's closing '}'; attnsym.graphs.read reads one")):
+        read(path)
+    path.write_text("digraph a { 0 -> 1 }\n", encoding="utf-8")
+    assert sorted(read(path).edges) == [(0, 1)]

@@ -4,8 +4,10 @@ Each sub-command lives in its own module of this package, which defines
 ``add_parser(subparsers)``; the parser it adds sets ``run(args) -> int``. This package is the
 only part of attnsym that prints.
 
-Errors a user can fix (bad sizes, an existing output file, …) are printed as one line and
-give exit status 2; ``--debug`` shows the traceback instead.
+Exit status: 0 success, 1 a check failed (a claim that should hold did not), 2 an error the
+user can fix (a usage error, bad sizes, an unreadable file, an existing output without
+``--force``), 3 an internal error (an unexpected exception: a bug to report). Each error is
+printed as one line; ``--debug`` also shows the traceback, with the same exit status.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import argparse
 import gc
 import importlib
 import sys
+import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -21,7 +24,7 @@ from .. import __version__
 from .._checks import finite_real, non_negative_int, positive_int
 from ..errors import AttnsymError, OverwriteError, SpecError
 
-__all__ = ["build_parser", "console", "main"]
+__all__ = ["EXIT_INTERNAL", "EXIT_USAGE", "build_parser", "console", "exit_status", "main"]
 
 COMMANDS = ("tour", "derive", "verify", "graph", "plot", "route", "explore", "heads")
 
@@ -44,6 +47,10 @@ examples:
                                             # a real model's routing, the same word in two contexts
 
 'attnsym COMMAND --help' explains each command.
+
+exit status: 0 success, 1 a check failed (a claim expected to hold did not), 2 an error you
+can fix (a usage error, bad input, an existing output without --force), 3 an internal error
+(an unexpected exception: please report it; --debug shows the traceback)
 """
 
 
@@ -132,11 +139,12 @@ def _one_line(error: BaseException, options: dict[str, str]) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; returns the exit status (0 success, 1 a check failed, 2 an error).
+    """Run the command line; returns the exit status (0 success, 1 a check failed, 2 an error, 3 an internal error).
 
-    Every error is printed as one line on standard error with exit status 2, never a
-    traceback (``--debug`` shows it): attnsym's own errors (:class:`~attnsym.AttnsymError`),
-    file-system errors, running out of memory, and, as an internal error, anything else.
+    Every error is printed as one line on standard error, never a traceback (``--debug`` adds
+    it, keeping the exit status): attnsym's own errors (:class:`~attnsym.AttnsymError`),
+    file-system errors and running out of memory with status 2, as a usage error; anything
+    else is an internal error (a bug; please report it) with status 3.
 
     >>> main(["--version"])  # doctest: +SKIP
     attnsym 0.1.0
@@ -156,10 +164,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except Exception as error:  # the one place that turns any failure into one line
         if args.debug:
-            raise
+            traceback.print_exc()
         message = _one_line(error, options)
         print(f"attnsym {args.command}: error: {message}", file=sys.stderr)
-        return 2
+        return exit_status(error)
+
+
+#: exit status of an error the user can fix (as argparse's usage errors)
+EXIT_USAGE = 2
+#: exit status of an internal error: an unexpected exception, a bug in attnsym to report
+EXIT_INTERNAL = 3
+
+
+def exit_status(error: BaseException) -> int:
+    """2 for an error the user can fix (attnsym's own, the file system's, out of memory), 3 for an internal error."""
+    if isinstance(error, AttnsymError | OSError | MemoryError | RecursionError):
+        return EXIT_USAGE
+    return EXIT_INTERNAL
 
 
 def console(argv: Sequence[str] | None = None) -> int:

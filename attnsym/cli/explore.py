@@ -12,9 +12,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..errors import OverwriteError
+from .._io import refuse_existing
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "page_path", "run"]
 
 _DESCRIPTION = """\
 Write one self-contained, interactive HTML page: the derivations (typeset, LaTeX one click
@@ -33,8 +33,15 @@ examples:
   attnsym explore --model path/to/hf-folder "Hello world" "Hello there" -o page.html
 
 exit status: 0 the page was written, 2 an error (an unknown model, a word not in a sentence,
-an existing file without --force)
+an existing file without --force, -o naming a folder or FIFO), 3 an internal error (a bug)
 """
+
+
+def page_path(text: str) -> Path:
+    """``-o``: a file name (an empty one would mean the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"-o must name the .html file to write (got {text!r})")
+    return Path(text)
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -46,9 +53,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
                         help="one or more sentences (the first two are contrasted)")
     parser.add_argument("--model", default="all-MiniLM-L6-v2", metavar="NAME_OR_DIR",
                         help="a packaged model's name or a Hugging Face folder (default all-MiniLM-L6-v2)")
-    parser.add_argument("--word", default=None,
-                        help="the word to contrast between the first two sentences (default: the first word they share)")
-    parser.add_argument("-o", "--output", type=Path, default=Path("attnsym-explorer.html"),
+    parser.add_argument("--word", "--token", dest="word", default=None,
+                        help="the word to contrast between the first two sentences (default: the first word they "
+                             "share); --token is the same option")
+    parser.add_argument("-o", "--output", type=page_path, default=Path("attnsym-explorer.html"),
                         help="the page to write (default ./attnsym-explorer.html)")
     parser.add_argument("--force", action="store_true", help="replace an existing page")
     parser.add_argument("--no-claims", action="store_true", help="do not check the claims (faster)")
@@ -66,8 +74,8 @@ def run(args: argparse.Namespace) -> int:
     from ..explorer.real import model_routing
     from ..models import load
 
-    if args.output.exists() and not args.force:  # before any work: say so at once
-        raise OverwriteError(f"{args.output} exists; pass --force to replace it")
+    # before any work: an existing page needs --force; a folder, FIFO or device is refused as what it is
+    refuse_existing([args.output], overwrite=args.force)
     model = load(args.model)
     print(f"routing {len(args.sentences)} sentence(s) through {model.name} ...", file=sys.stderr)
     inputs, contrasts = model_routing(model, args.sentences, word=args.word, flow=False if args.no_flow else None)

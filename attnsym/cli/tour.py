@@ -70,7 +70,8 @@ examples:
   attnsym tour -o /tmp/tour --quick # fewer Monte Carlo samples and quick claim checks
 
 exit status: 0 every claim as expected, 1 a claim expected to hold did not (the tour is
-still written and says which), 2 an error (e.g. a non-empty folder without --force)
+still written and says which), 2 an error (e.g. a non-empty folder without --force),
+3 an internal error (a bug; please report it)
 """
 
 #: (folder, heading, one line on what the section shows) in the order of the index
@@ -155,10 +156,14 @@ def _derivations(t: _Tour) -> None:
 
 def _claims(t: _Tour) -> None:
     # lazy: attnsym.claims costs +1.0 s CPU over `attnsym --help`
-    from ..claims import verify_all
+    from ..claims import RenderedFigure, verify_all
     from ..claims.report import write_report
 
     evidence = t.evidence = verify_all(seed=t.seed, quick=t.quick, progress=t.on_claim)
+    for ev in evidence:  # the report (dpi 100) and index.html (dpi 60) draw the same figure: build and lay it out once
+        for name, build in list(ev.figures.items()):
+            if not isinstance(build, RenderedFigure):
+                ev.figures[name] = _built_once(build)
     written = write_report(evidence, t.folder / "claims", seed=t.seed, quick=t.quick, overwrite=t.overwrite,
                            formats=("png",))
     by_claim = {ev.claim: ev for ev in evidence}
@@ -188,6 +193,18 @@ def _claims(t: _Tour) -> None:
          "method": ev.method, "summary": ev.summary}
         for ev in evidence
     ]
+
+
+def _built_once(build: Callable[[], Any]) -> Callable[[], Any]:
+    """``build`` called on first use only; later calls return the same figure (its layout already settled)."""
+    made: list[Any] = []
+
+    def once() -> Any:
+        if not made:
+            made.append(build())
+        return made[0]
+
+    return once
 
 
 def _setup(t: _Tour):
@@ -256,6 +273,69 @@ STEPS: tuple[tuple[str, Callable[[_Tour], None]], ...] = (
     ("building routing graphs", _graphs),
     ("checking claims", _claims),
 )
+def _run_steps(tour: _Tour, on_step: Callable[[str], None] | None) -> None:
+    """Run :data:`STEPS` into ``tour``: the claims here, the other steps at the same time in a forked process.
+
+    The forked process writes its files into the same staging folder and sends back what it
+    wrote (entries and facts), merged in the order of :data:`STEPS`. One CPU, or no ``fork``:
+    one step after the other.
+    """
+    import multiprocessing as mp
+    import os
+
+    mine = [(label, step) for label, step in STEPS if step is _claims]  # the claims share nothing with the rest
+    beside = [(label, step) for label, step in STEPS if step is not _claims]
+    if not mine or not beside or (os.cpu_count() or 1) < 2 or "fork" not in mp.get_all_start_methods():
+        for label, step in STEPS:
+            if on_step is not None:
+                on_step(label)
+            step(tour)
+        return
+    context = mp.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+    worker = context.Process(target=_steps_worker, args=(tour, beside, send), daemon=True)
+    worker.start()
+    send.close()
+    outcome = None
+    try:
+        for label, step in mine:
+            if on_step is not None:
+                on_step(label + " (the other sections in a second process meanwhile)")
+            step(tour)
+        if on_step is not None:
+            on_step("finishing: " + ", ".join(label for label, _ in beside))
+        try:
+            outcome = receive.recv()
+        except EOFError:  # it died (killed, out of memory) before sending anything
+            worker.join()
+            outcome = ("error", RuntimeError(f"the tour's second process ended without a result "
+                                             f"(exit code {worker.exitcode})"))
+    finally:
+        if outcome is None:  # an error or Ctrl-C here: stop it before the staging folder is removed
+            worker.terminate()
+        worker.join()
+        receive.close()
+    if outcome[0] == "error":
+        raise outcome[1]
+    entries, facts = outcome[1], outcome[2]
+    tour.result.entries[:0] = entries  # the index lists the sections in the order of STEPS
+    tour.result.facts.update(facts)
+
+
+def _steps_worker(tour: _Tour, steps, send) -> None:
+    tour.on_claim = None
+    tour.result = TourResult(tour.folder)
+    try:
+        for _, step in steps:
+            step(tour)
+        send.send(("ok", tour.result.entries, tour.result.facts))
+    except BaseException as error:  # sent back and raised by the parent
+        try:
+            send.send(("error", error))
+        except Exception:  # not picklable: its message
+            send.send(("error", RuntimeError(f"{type(error).__name__}: {error}")))
+    finally:
+        send.close()
 
 
 # ----------------------------------------------------------------------------- index
@@ -345,10 +425,7 @@ def write_tour(folder: str | Path = "attnsym-tour", *, seed: int = 0, quick: boo
     with staged_directory(folder, overwrite=force) as stage:
         tour = _Tour(stage, seed=seed, quick=quick, overwrite=force, on_claim=on_claim)
         tour.result.facts.update(seed=seed, quick=quick)
-        for label, step in STEPS:
-            if on_step is not None:
-                on_step(label)
-            step(tour)
+        _run_steps(tour, on_step)
         result = tour.result
         summary = summary_lines(result)
         atomic_write(stage / "index.md", _index_markdown(result), overwrite=force)

@@ -31,7 +31,8 @@ examples:
   attnsym verify --quick --json > claims.json   # fast, machine-readable (CI)
   attnsym verify --list                         # the claim ids
 
-exit status: 0 all claims as expected, 1 a claim expected to hold failed, 2 usage error
+exit status: 0 all claims as expected, 1 a claim expected to hold failed, 2 usage error,
+3 an internal error (a bug; please report it)
 """
 
 

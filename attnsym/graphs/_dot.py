@@ -199,4 +199,9 @@ def parse_dot(text: str) -> nx.Graph:
             for u, v in itertools.pairwise(chain):
                 G.add_edge(u, v, **{**defaults["edge"], **attrs})
     take("punct", "}")
+    after = peek()
+    if after[0] != "eof":  # a second graph (or anything else) after the first: refused, not silently dropped
+        what = "a second graph" if after[0] == "id" and after[1].lower() in ("graph", "digraph", "strict") else repr(after[1])
+        raise GraphFormatError(f"DOT: the file holds {what} after the first graph's closing '}}'; "
+                               "attnsym.graphs.read reads one graph per file")
     return G

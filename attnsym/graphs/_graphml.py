@@ -117,10 +117,21 @@ def read_graphml(path: Path) -> nx.Graph:
     if root.tag != f"{namespace}graphml":
         raise GraphFormatError(f"not a GraphML file: the root element is <{root.tag}>, not <graphml>")
     reader.xml = root
+    key_ids = [key.get("id") for key in root.findall(f"{namespace}key")]
+    repeated = sorted({k for k in key_ids if key_ids.count(k) > 1}, key=str)
+    if repeated:  # networkx keeps the last declaration: data would be read with the wrong name or type
+        raise GraphFormatError(f"GraphML: <key id={repeated[0]!r}> is declared {key_ids.count(repeated[0])} times; "
+                               "each key id must be declared once")
+    stray = [child for child in root if child.tag == f"{namespace}data"]
+    if stray:  # a <data> of the <graphml> element itself: networkx drops it silently
+        raise GraphFormatError(f"GraphML: <data key={stray[0].get('key')!r}> is outside every <graph>; data belongs "
+                               "in a <graph>, <node> or <edge>")
     keys, defaults = reader.find_graphml_keys(root)
     graphs = root.findall(f"{namespace}graph")
     if not graphs:
         raise GraphFormatError("no <graph> element in the GraphML file")
+    if len(graphs) > 1:
+        raise GraphFormatError(f"GraphML: the file holds {len(graphs)} <graph> elements; attnsym.graphs.read reads one")
     declared = [node.get("id") for node in graphs[0].iter(f"{namespace}node")]
     if declared and all(node is not None and INT_RE.match(node) for node in declared):
         reader.node_type = int  # GraphML stores ids as text: canonical integers come back as int

@@ -41,9 +41,27 @@ def figure_to_bytes(fig: Figure, fmt: str = "png", *, dpi: int = DPI) -> bytes:
                 "pdf": {"CreationDate": None, "ModDate": None, "Producer": None}}[fmt]
     # a fixed SVG id salt and path simplification: the same figure gives the same bytes on every run
     with matplotlib.rc_context({"svg.hashsalt": "attnsym", "path.simplify": True}):
-        fig.draw_without_rendering()  # settle the constrained layout, so every render is identical
+        settle_layout(fig)
         fig.savefig(buffer, format=fmt, dpi=dpi, metadata=metadata)
     return buffer.getvalue()
+
+
+def settle_layout(fig: Figure) -> None:
+    """Run the figure's layout engine once, then freeze the positions it chose.
+
+    matplotlib runs a constrained layout on every draw; measuring every tick label of every axes
+    is most of the cost of writing a figure. One pass places everything (that is what a plain
+    ``savefig`` of a fresh figure does); freezing it means later renders draw without laying out
+    again, and every render of the figure gives the same bytes.
+    """
+    from matplotlib.layout_engine import PlaceHolderLayoutEngine
+
+    engine = fig.get_layout_engine()
+    if engine is None or isinstance(engine, PlaceHolderLayoutEngine):  # nothing to lay out, or already settled
+        return
+    engine.execute(fig)
+    # no engine at all (not the "none" placeholder, which still makes savefig draw once to lay out)
+    fig.set_layout_engine(None)
 
 
 def save_figure(fig: Figure, path: str | os.PathLike, *, overwrite: bool = False, dpi: int = DPI) -> Path:

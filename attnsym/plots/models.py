@@ -82,28 +82,51 @@ def _outline(x: int, y: int):
 
 
 def attention_grid_figure(route: Any, *, max_labels: int = 24):
-    """A layers × heads grid of heatmaps of ``route.attention`` (rows queries, columns keys, shared 0..1 scale)."""
-    L, H = route.layers, route.heads
+    """A layers × heads grid of heatmaps of ``route.attention`` (rows queries, columns keys, shared 0..1 scale).
+
+    The grid is one mosaic image in one axes (each head's ``n × n`` block framed, a blank gap
+    between blocks), not ``layers × heads`` axes: a figure of 72 axes spent seconds laying out
+    and drawing tick machinery that shows nothing.
+    """
+    from matplotlib.collections import PatchCollection
+    from matplotlib.patches import Rectangle
+
+    L, H, n = route.layers, route.heads, route.n
+    gap = max(1.0, 0.12 * n)  # blank cells between blocks
+    step = n + gap
     fig = new_figure((1.35 * H + 1.5, 1.35 * L + 1.2))
-    axes = fig.subplots(L, H, squeeze=False)
-    labels = route.labels()
+    ax = fig.add_subplot()
+    rows, cols = int(np.ceil(L * step - gap)), int(np.ceil(H * step - gap))
+    # the mosaic is drawn as L x H images (one extent each) in one axes, so each block stays exactly n x n
     image = None
+    frames = []
     for ly in range(L):
         for h in range(H):
-            ax = axes[ly, h]
-            image = ax.imshow(route.attention[ly, h], vmin=0, vmax=1, cmap="viridis")
-            ax.set_xticks([])
-            ax.set_yticks([])
-            if ly == 0:
-                ax.set_title(f"head {h + 1}", fontsize=8)
-            if h == 0:
-                ax.set_ylabel(f"layer {ly + 1}", fontsize=8)
-    if route.n <= max_labels:
-        for ax in axes[-1]:
-            ax.set_xticks(range(route.n), labels, rotation=90, fontsize=5)
-        for ax in axes[:, 0]:
-            ax.set_yticks(range(route.n), labels, fontsize=5)
-    fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight A[i, j]")
+            x0, y0 = h * step - 0.5, ly * step - 0.5
+            image = ax.imshow(route.attention[ly, h], vmin=0, vmax=1, cmap="viridis", interpolation="nearest",
+                              extent=(x0, x0 + n, y0 + n, y0))
+            frames.append(Rectangle((x0, y0), n, n))
+    ax.add_collection(PatchCollection(frames, facecolor="none", edgecolor="black", linewidth=0.8))
+    ax.set_xlim(-0.5, cols - 0.5)
+    ax.set_ylim(rows - 0.5, -0.5)
+    ax.set_aspect("equal")
+    for side in ax.spines.values():
+        side.set_visible(False)
+    centre = (n - 1) / 2
+    ax.set_xticks([])
+    ax.set_yticks([])
+    if n <= max_labels:
+        labels = route.labels()
+        ax.set_xticks([h * step + j for h in range(H) for j in range(n)], labels * H, rotation=90, fontsize=5)
+        ax.set_yticks([ly * step + i for ly in range(L) for i in range(n)], labels * L, fontsize=5)
+        ax.tick_params(length=2, pad=1)
+    for h in range(H):
+        ax.text(h * step + centre, -0.5 - 0.06 * step, f"head {h + 1}", ha="center", va="bottom", fontsize=8)
+    for ly in range(L):  # outside the token labels (an axes-fraction x would need the labels' width)
+        ax.annotate(f"layer {ly + 1}", xy=(0, ly * step + centre), xycoords=("axes fraction", "data"),
+                    xytext=(-24 if n <= max_labels else -4, 0), textcoords="offset points",
+                    rotation=90, ha="right", va="center", fontsize=8, annotation_clip=False)
+    fig.colorbar(image, ax=ax, shrink=0.6, label="attention weight A[i, j]")
     fig.suptitle(f"{route.model}: attention per layer and head for {route.text!r} (rows: queries i, columns: keys j)",
                  fontsize=10)
     return fig

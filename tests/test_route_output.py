@@ -1,0 +1,87 @@
+"""``attnsym route`` writes its files whole or not at all: staged in a sibling folder, renamed into place."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from models_support import minilm
+
+from attnsym.cli import main
+
+APPLE = ["the Apple phone launch event", "I like to eat apples"]
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _files(folder: Path) -> set[str]:
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+
+
+def _kill_while_writing(out: Path, *extra: str) -> None:
+    """Start ``attnsym route`` in a process, SIGKILL it once its staging folder holds a file."""
+    process = subprocess.Popen([sys.executable, "-m", "attnsym", "route", *APPLE, "--token", "apple", "-o", str(out),
+                                *extra], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and process.poll() is None:
+            stages = [p for p in out.parent.glob(f".{out.name}.*.tmp") if p.is_dir()]
+            if any(p.is_file() for stage in stages for p in stage.rglob("*")):
+                break
+            time.sleep(0.005)
+        assert process.poll() is None, "route finished before it could be killed while writing"
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        process.wait(timeout=60)
+    assert process.returncode == -signal.SIGKILL
+
+
+@pytest.fixture(scope="module")
+def complete(tmp_path_factory):
+    minilm()  # skips without the packaged model
+    out = tmp_path_factory.mktemp("route") / "out"
+    assert main(["route", *APPLE, "--token", "apple", "-o", str(out)]) == 0
+    return out, _files(out), (out / "report.md").read_bytes()
+
+
+def test_a_killed_route_leaves_nothing_at_a_new_folder(complete, tmp_path):
+    out = tmp_path / "out"
+    _kill_while_writing(out)
+    assert not out.exists()  # the staged files never appear under the target's name
+    # the next run removes the dead run's staging folder and writes the whole set
+    assert main(["route", *APPLE, "--token", "apple", "-o", str(out)]) == 0
+    assert _files(out) == complete[1]
+    assert not list(tmp_path.glob(".out.*.tmp"))
+
+
+def test_a_killed_forced_route_leaves_the_previous_complete_set(complete, tmp_path):
+    out = tmp_path / "out"
+    assert main(["route", *APPLE, "--token", "apple", "-o", str(out)]) == 0
+    (out / "report.md").write_text("the previous set\n", encoding="utf-8")
+    before = _files(out)
+    _kill_while_writing(out, "--force")
+    assert _files(out) == before == complete[1]  # nothing added, nothing lost
+    assert (out / "report.md").read_text(encoding="utf-8") == "the previous set\n"
+
+
+def test_a_non_empty_folder_needs_force_and_is_left_alone(complete, tmp_path, capsys):
+    (tmp_path / "notes.txt").write_text("mine", encoding="utf-8")
+    assert main(["route", APPLE[0], "-o", str(tmp_path)]) == 2
+    assert "--force" in capsys.readouterr().err
+    assert _files(tmp_path) == {"notes.txt"}
+    assert main(["route", APPLE[0], "--no-graphs", "-o", str(tmp_path), "--force"]) == 0
+    assert {"notes.txt", "report.md", "text1/heatmaps.png"} <= _files(tmp_path)
+
+
+def test_force_refused_by_a_later_target_writes_nothing(complete, tmp_path):
+    out = tmp_path / "out"
+    assert main(["route", APPLE[0], "--no-graphs", "-o", str(out)]) == 0
+    before = {name: (out / name).read_bytes() for name in _files(out)}
+    (out / "text1" / "route.json").unlink()
+    os.mkfifo(out / "text1" / "route.json")  # a destination that must not be replaced
+    assert main(["route", APPLE[0], "--no-graphs", "-o", str(out), "--force"]) == 2
+    assert (out / "report.md").read_bytes() == before["report.md"]  # no new report beside the old files
