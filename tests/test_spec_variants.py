@@ -527,3 +527,10 @@ def test_torch_tensors_and_causal_decode_run_the_same_fields():
     for cache in (True, False):
         decoded = at.numeric.causal_decode(a["X"], a["W_Q"], a["W_K"], a["W_V"], a["W_O"], spec=spec, cache=cache)
         np.testing.assert_allclose(decoded.Y, Y, rtol=1e-12, atol=1e-13)
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=modern_attention_specs(max_n=3, max_heads=2, qk_norm=False), seed=st.integers(0, 2**16))
+def test_drawn_specs_symbolic_and_numeric_views_agree(spec, seed):
+    small = spec.replace(d_model=min(spec.d_model, 3))
+    assert at.testing.assert_views_agree(small, seed=seed).passed

@@ -81,7 +81,8 @@ def _check_gains(spec: AttentionSpec, a: dict) -> None:
         value = a.get(name)
         if spec.qk_norm and value is None:
             raise ShapeError(f"{name} is required by the spec (qk_norm=True, shape (1, {spec.d_k}) or ({spec.d_k},)) "
-                             "(got None)")
+                             f"(got None); attention, attention_vjp and head_attention take it as {name}= "
+                             "(causal_decode takes no QK-norm gains)")
         if not spec.qk_norm and value is not None:
             raise ShapeError(f"{name} was given but the spec has qk_norm=False")
         if value is not None and tuple(value.shape) not in ((spec.d_k,), (1, spec.d_k)):

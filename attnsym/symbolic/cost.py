@@ -193,8 +193,10 @@ def estimate_cost(spec: AttentionSpec) -> SymbolicCost:
         raise SpecError(f"spec must be an AttentionSpec (got {spec!r} of type {type(spec).__name__})")
     n, m = spec.n, spec.d_model
     t_in = (2 * m if spec.adds_position_vectors else m) + (1 if spec.bias else 0)
-    t_qk = 2 * t_in + 2 if spec.positions == "rope" else t_in
-    t_s = 2 * spec.d_k * t_qk + (1 if spec.positions == "alibi" else 0)
+    t_norm = (spec.d_k + 1) * t_in + 2 if spec.qk_norm else t_in  # x g / sqrt(Σ x² / d_k + eps): the row's squares
+    t_qk = 2 * t_norm + 2 if spec.positions == "rope" else t_norm
+    t_s = 2 * spec.d_k * t_qk + (1 if spec.positions == "alibi" else 0) + (2 if spec.softcap is not None else 0)
+    # a window only removes keys: the counts below (of the causal or full pattern) bound it from above
     # rows allow k_i keys; only the sums s1 = Σ k_i, s2 = Σ k_i² and max k_i enter, in closed form
     # (O(1) in n) without an explicit mask: k_i = n, or k_i = i + 1 when causal
     if spec.mask is not None:

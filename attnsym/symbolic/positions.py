@@ -265,6 +265,11 @@ def _position(value, name: str = "position") -> sp.Expr:
 def rope_frequencies(spec: AttentionSpec) -> tuple[sp.Expr, ...]:
     r"""The rotary frequencies :math:`\theta_i = \text{base}^{-2i/d}` exactly, ``d = spec.rotary_dims``.
 
+    With ``spec.rope_scaling`` the scaled frequencies (:class:`~attnsym.spec.RopeScaling`); the
+    ``"llama3"`` rule's smoothed band holds ``π`` exactly (its bands are decided in float64, as
+    the numeric twin and transformers decide them). A non-integral ``position_base`` is a SymPy
+    ``Float``.
+
     Parameters
     ----------
     spec : AttentionSpec
@@ -284,10 +289,6 @@ def rope_frequencies(spec: AttentionSpec) -> tuple[sp.Expr, ...]:
     (1, 1/100)
     >>> rope_frequencies(AttentionSpec(n=2, d_model=4, positions="rope", rope_scaling={"type": "linear", "factor": 4.0}))
     (1/4, 1/400)
-
-    With ``spec.rope_scaling`` the scaled frequencies (:class:`~attnsym.spec.RopeScaling`); the
-    ``"llama3"`` rule's smoothed band holds ``π`` exactly. A non-integral ``position_base`` is a
-    SymPy ``Float``.
     """
     spec = require_rope_spec(spec)
     base = sp.Integer(spec.position_base) if is_int(spec.position_base) else sp.Float(spec.position_base)
