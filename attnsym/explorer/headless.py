@@ -26,7 +26,8 @@ from typing import Any
 from ..claims import verify_all
 from . import write_tour_page
 
-__all__ = ["BLOCKED", "browser_available", "chromium", "load", "requests_made", "screenshots"]
+__all__ = ["BLOCKED", "NETWORK_SCHEMES", "browser_available", "chromium", "load", "network_requests", "requests_made",
+           "screenshots", "wait_for_request"]
 
 #: URL patterns the DevTools protocol refuses to load
 BLOCKED = ["http://*", "https://*", "ws://*", "wss://*", "ftp://*"]
@@ -96,7 +97,34 @@ def requests_made(driver: Any) -> list[str]:
     return urls
 
 
-def load(driver: Any, path: str | Path, *, timeout: float = 30.0) -> float:
+#: URL schemes of a request that could leave the machine (``chrome:``, ``data:``, ``blob:``, ``file:`` never do)
+NETWORK_SCHEMES = ("http", "https", "ws", "wss", "ftp")
+
+
+def network_requests(urls: list[str]) -> list[str]:
+    """The URLs among ``urls`` that could leave the machine (scheme in :data:`NETWORK_SCHEMES`).
+
+    >>> network_requests(["file:///p.html", "chrome://new-tab-page/", "data:,x", "https://example.com/"])
+    ['https://example.com/']
+    """
+    return [u for u in urls if u.split(":", 1)[0].lower() in NETWORK_SCHEMES]
+
+
+def wait_for_request(driver: Any, url: str, *, timeout: float = 60.0) -> list[str]:
+    """Every request recorded until ``url`` has been seen (the log can lag behind the page on a busy machine)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    seen: list[str] = []
+
+    def arrived(d: Any) -> bool:
+        seen.extend(requests_made(d))
+        return url in seen
+
+    WebDriverWait(driver, timeout, poll_frequency=0.1).until(arrived)
+    return seen
+
+
+def load(driver: Any, path: str | Path, *, timeout: float = 120.0) -> float:
     """Open ``path`` and wait until the page says it is ready; returns the seconds it took."""
     from selenium.webdriver.support.ui import WebDriverWait
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError
+from ..heads import classify
 from ..models import Model, Route
 from ..models.contrast import ROLES, TokenContrast, contrast, find_word
 from ..models.errors import TextError, TokenNotFoundError
@@ -48,7 +49,8 @@ def route_input(route: Route, source: str, *, flow: bool | None = None) -> Routi
     """
     labels = route.labels()
     with_flow = route.n <= FLOW_MAX_TOKENS if flow is None else bool(flow)
-    return routing_input(route.text, source, labels, route.attention, _token_mlp(labels), flow=with_flow)
+    return routing_input(route.text, source, labels, route.attention, _token_mlp(labels), flow=with_flow,
+                         heads=classify(route))
 
 
 def common_word(route1: Route, route2: Route) -> str | None:
