@@ -343,7 +343,8 @@ def test_head_view_toggles_heads(browser, data):
     from selenium.webdriver.common.by import By
 
     def heads_drawn():
-        return set(browser.execute_script("return Array.from(document.querySelectorAll('#view-headview line.edge')).map(e => e.dataset.head)"))
+        return set(browser.execute_script(
+            "return Array.from(document.querySelectorAll('#view-headview line.edge')).map(e => e.dataset.head)"))
 
     assert heads_drawn() == {"1", "2"}
     _click(browser, browser.find_element(By.CSS_SELECTOR, '#headview-body button.head-toggle[data-head="1"]'))
@@ -367,7 +368,8 @@ def test_a_pin_survives_a_hover_and_escape_unpins(browser):
     assert browser.find_element(By.ID, "token-panel").get_attribute("data-token") == "1"
     browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
     assert browser.execute_script("return window.attnsymExplorer.state.token") is None
-    browser.execute_script("document.querySelector('#view-graph g.node[data-k=\"3\"]').dispatchEvent(new MouseEvent('click', {bubbles: true}))")
+    browser.execute_script("document.querySelector('#view-graph g.node[data-k=\"3\"]')"
+                           ".dispatchEvent(new MouseEvent('click', {bubbles: true}))")
     assert browser.execute_script("return window.attnsymExplorer.state.token") == 3  # a graph node pins
     browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
 

@@ -68,7 +68,9 @@ _SKELETON = """<!DOCTYPE html>
 </head>
 <body>
 <header class="top"><h1>{heading}</h1>
-<nav aria-label="sections"><a href="#story">Contrast</a><a href="#overview">All heads</a><a href="#headview">Head view</a><a href="#routing">Routing</a><a href="#claims">Claims</a><a href="#derivations">Derivations</a></nav>
+<nav aria-label="sections"><a href="#story">Contrast</a><a href="#overview">All heads</a>
+<a href="#headview">Head view</a>
+<a href="#routing">Routing</a><a href="#claims">Claims</a><a href="#derivations">Derivations</a></nav>
 </header>
 <main>
 <section class="part" id="story" aria-labelledby="h-story">
@@ -97,7 +99,9 @@ has its own routing graph; the feed-forward graph is the same for every input. <
 <span><label for="pick-view">View</label> <select id="pick-view"></select></span>
 <span><label for="pick-layer">Layer</label> <select id="pick-layer"></select></span>
 <span><label for="pick-head">Head</label> <select id="pick-head"></select></span>
-<span><label for="pick-threshold">Edges above</label> <input id="pick-threshold" type="range" min="0" max="0.5" step="0.01" value="0"> <output id="threshold-value" for="pick-threshold">0.00</output></span>
+<span><label for="pick-threshold">Edges above</label>
+<input id="pick-threshold" type="range" min="0" max="0.5" step="0.01" value="0">
+<output id="threshold-value" for="pick-threshold">0.00</output></span>
 </div>
 <p><strong>Showing:</strong> <span id="routing-what"></span>. Tokens: hover to look, click or Enter to pin (a row or column label
 or a graph node pins too), Escape unpins; arrows move.</p>
@@ -106,11 +110,13 @@ or a graph node pins too), Escape unpins; arrows move.</p>
 <div id="routing-views" class="views"></div>
 <p id="mlp-note" class="muted"></p>
 <div class="card explain" id="explain-rollout-flow">
-<p><strong>Rollout</strong> (Abnar &amp; Zuidema, 2020, <em>Quantifying Attention Flow in Transformers</em>) multiplies the layers'
-attention matrices, heads averaged, top layer on the left. Entry (i, j) estimates how much of input token j reaches position i
+<p><strong>Rollout</strong> (Abnar &amp; Zuidema, 2020, <em>Quantifying Attention Flow in Transformers</em>) multiplies
+the layers' attention matrices, heads averaged, top layer on the left. Entry (i, j) estimates how much of input token j
+reaches position i
 if attention mixed linearly through the layers.</p>
-<p><strong>Flow</strong> (same paper) treats the layers as a flow network whose capacities are those matrices and computes, for each
-output i and input j, the maximum flow from j to i. As in the authors' code each output's row is normalised to sum to 1.</p>
+<p><strong>Flow</strong> (same paper) treats the layers as a flow network whose capacities are those matrices and computes,
+for each output i and input j, the maximum flow from j to i.
+As in the authors' code each output's row is normalised to sum to 1.</p>
 <p class="muted">Residual convention (both, as in the paper and <code>attnsym.graphs</code>): each layer's matrix is
 &Acirc; = &frac12;A + &frac12;I, rows re-normalised to 1, before multiplying or building the network.</p>
 </div>
@@ -123,7 +129,8 @@ evidence, conditions and figures.</p>
 </section>
 <section class="part" id="derivations" aria-labelledby="h-derivations">
 <h2 id="h-derivations">Derivations</h2>
-<details id="derivations-fold"><summary>The forward pass and its gradients, derived exactly by SymPy, step by step (open)</summary>
+<details id="derivations-fold">
+<summary>The forward pass and its gradients, derived exactly by SymPy, step by step (open)</summary>
 <p>Each step is explicit in the entries of the step before it. Every equation's LaTeX source is one click away.</p>
 <div id="derivation-list"></div>
 </details>
