@@ -332,3 +332,18 @@ def test_a_tiny_random_gpt2_gets_induction_scores_and_classes():
     A = np.asarray(out.attention)
     vals = [A[1, b, 3, i, i - 19] for b in range(2) for i in range(20, 40)]
     assert ind.induction[1, 3] == pytest.approx(float(np.mean(vals)), rel=1e-6)
+
+
+def test_the_docs_page_counts_are_what_classify_gives():
+    import re
+    from pathlib import Path
+
+    from models_support import minilm
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "how-to" / "head-classes.md").read_text(encoding="utf-8")
+    texts = ["I ate an apple for lunch.", "I bought an Apple phone today!", "The cat sat on the mat, and then it slept.",
+             "Attention computes its mixing weights from the data, then applies them to the values."]
+    counts = hd.classify(minilm().route(texts)).counts()
+    for name, per_layer in re.findall(r"^\| ([a-z-]+)[^|]* \| ([\d, ]+) \| \d+", page, re.M):
+        assert counts[name] == tuple(int(x) for x in per_layer.split(",")), name
+    assert len(re.findall(r"^\| ([a-z-]+)[^|]* \| ([\d, ]+) \| \d+", page, re.M)) == 5

@@ -274,7 +274,7 @@ def test_claims_use_the_real_model_in_full_mode_only(m):
 
     full = check_dynamic_routing(CheckContext(seed=0, quick=False))
     assert full.verdict == "holds" and "real-model" in full.figures
-    assert "real model all-MiniLM-L6-v2: 'Apple' vs 'apples' routed apart" in full.summary
+    assert "real model all-MiniLM-L6-v2: 'apple' vs 'Apple' routed apart" in full.summary  # evidence.APPLE
     assert full.details["real model: weights for both texts (fingerprints)"] == "identical"
     wrong = check_dynamic_routing(CheckContext(seed=0, quick=False), attention_changes=False)
     assert wrong.verdict == "fails"

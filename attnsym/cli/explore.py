@@ -28,7 +28,7 @@ The page opens from disk with no network: KaTeX, the script, the style and the d
 
 _EPILOG = """\
 examples:
-  attnsym explore "the Apple phone launch event" "I like to eat apples" --word apple -o apple.html
+  attnsym explore "I ate an apple for lunch" "I bought an Apple phone today" --word apple -o apple.html
   attnsym explore "A short sentence" -o one.html --no-claims
   attnsym explore --model path/to/hf-folder "Hello world" "Hello there" -o page.html
 

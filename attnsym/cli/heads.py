@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         data = report.to_dict()
         data["model"] = model.name
         data["note"] = note
-        title = f"{model.name}: head classes over {len(routes)} text(s) (layers and heads from 1)"
+        title = f"{model.name}: head classes over {len(args.texts)} text(s) (layers and heads from 1)"
         png = figure_to_bytes(head_classes_figure(report, title=title), "png")
         text = json.dumps(data, indent=1, allow_nan=False)
         with staged_directory(args.output, overwrite=args.force) as stage:

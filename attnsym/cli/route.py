@@ -38,7 +38,7 @@ Files written to the -o folder:
 
 _EPILOG = """\
 examples:
-  attnsym route "the Apple phone launch event" "I like to eat apples" --token apple -o out/
+  attnsym route "I ate an apple for lunch" "I bought an Apple phone today" --token apple -o out/
   attnsym route "a longer sentence to look at" --format json --top-k 3 -o out/
   attnsym route "the cat sat" --model path/to/hf-folder -o out/ --head-fusion max
 """

@@ -17,8 +17,8 @@ import numpy as np
 from ..errors import SpecError
 from ..heads import classify
 from ..models import Model, Route
-from ..models.contrast import ROLES, TokenContrast, contrast, find_word
-from ..models.errors import TextError, TokenNotFoundError
+from ..models.contrast import ROLES, TokenContrast, contrast, shared_word
+from ..models.errors import TextError
 from .collect import routing_input
 from .data import ContrastData, MlpData, RoutingInput
 
@@ -54,16 +54,8 @@ def route_input(route: Route, source: str, *, flow: bool | None = None) -> Routi
 
 
 def common_word(route1: Route, route2: Route) -> str | None:
-    """The first word of ``route1`` that :func:`~attnsym.models.contrast.find_word` finds in ``route2``."""
-    for word in route1.words():
-        if not any(ch.isalnum() for ch in word.text):
-            continue
-        try:
-            find_word(route2, word.text)
-        except (TokenNotFoundError, TextError):
-            continue
-        return word.text
-    return None
+    """The default word: :func:`~attnsym.models.contrast.shared_word` (a shared word, never a stop word)."""
+    return shared_word(route1, route2)
 
 
 def _contrast_data(c: TokenContrast, inputs: tuple[int, int]) -> ContrastData:

@@ -32,7 +32,7 @@ __all__ = ["APPLE", "EVIDENCE_TEXTS", "ScoreStatistics", "SpecialShares", "apple
            "special_shares"]
 
 #: the two sentences and the word of the sources' example
-APPLE: tuple[str, str, str] = ("the Apple phone launch event", "I like to eat apples", "apple")
+APPLE: tuple[str, str, str] = ("I ate an apple for lunch", "I bought an Apple phone today", "apple")  # same position
 
 #: the texts the score and entropy statistics are measured on (fixed, so the numbers are reproducible)
 EVIDENCE_TEXTS: tuple[str, ...] = (
@@ -134,7 +134,7 @@ def score_statistics(model: Model, texts: Sequence[str] = EVIDENCE_TEXTS) -> Sco
 
 
 def apple_contrast(model: Model) -> TokenContrast:
-    """The sources' example: "apple" in "the Apple phone launch event" and "I like to eat apples"."""
+    """The sources' example, with "apple" at the same position: "I ate an apple for lunch" / "I bought an Apple phone today"."""
     text1, text2, token = APPLE
     return contrast(model, text1, text2, token)
 

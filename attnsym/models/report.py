@@ -69,25 +69,38 @@ def contrast_markdown(c: TokenContrast, *, rows: int = 10) -> str:
     """The contrast: summary, the most different heads, mean distance per layer, the weights' identity."""
     w1, w2 = (w.text for w in c.words)
     L, H = c.role_distance.shape
-    order = np.argsort(-c.role_distance, axis=None, kind="stable")[:rows]
+    order = np.argsort(-np.nan_to_num(c.role_distance, nan=-1.0), axis=None, kind="stable")[:rows]
     table = c.table()
     by_index = {(row[0], row[1]): row for row in table.rows}
-    lines = [c.summary() + ".", "",
+    lines = [c.summary(notes=False) + ".", "",
              f"The word: `{_esc(w1)}` (tokens {', '.join(c.routes[0].tokens[p] for p in c.words[0].positions)}) and "
              f"`{_esc(w2)}` (tokens {', '.join(c.routes[1].tokens[p] for p in c.words[1].positions)}); a word of several "
-             f"pieces is routed as the {'mean of its pieces' if c.pieces == 'mean' else 'first piece'}.", "",
-             f"**The {rows} heads that route it most differently** (role distance: total variation between the "
-             "shares of attention the word gives to `special before` / `before` / `self` / `after` / `special after`, "
-             "0..1, comparable across sentence lengths; H/ln n: row entropy as a fraction of its maximum):", "",
+             f"pieces is routed as the {'mean of its pieces' if c.pieces == 'mean' else 'first piece'}; "
+             f"{_esc(c.chosen())}.", ""]
+    lines += [f"> **Note.** {_esc(note)}." for note in c.notes] + ([""] if c.notes else [])
+    lines += [
+             "**Three distances, 0..1, each a total variation over what both sentences have (renormalised), so an "
+             "item only one sentence has — an empty `after` side — is never counted as a difference:** *role "
+             "distance* over the shares the word gives to `special before` / `before` / `self` / `after` / "
+             "`special after` (the roles both sentences have); *offset distance* over the attention at offsets "
+             f"-{c.offset_window}..+{c.offset_window} from the word (position: does it read its neighbours the same "
+             "way?); *content distance* over the tokens both sentences contain, pooled by identity wherever they "
+             f"stand ({', '.join(f'`{_esc(i)}`' for i in c.content_items)}: does it read the same tokens?). "
+             "H/ln n: row entropy as a fraction of its maximum.", "",
+             f"**The {rows} heads that route it most differently** (by role distance):", "",
              "| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
     for flat in order:
         layer, head = np.unravel_index(int(flat), (L, H))
         row = by_index[(int(layer) + 1, int(head) + 1)]
         lines.append("| " + " | ".join(f"{v:.3f}" if isinstance(v, float) else _esc(v) for v in row) + " |")
-    lines += ["", "| layer | mean role distance over heads | largest (head) |", "|---|---|---|"]
+    lines += ["", "| layer | mean role distance over heads | largest (head) | mean offset distance | "
+              "mean content distance |", "|---|---|---|---|---|"]
+    offset = c.offset_distance if c.offset_distance is not None else np.full((L, H), np.nan)
+    content = c.content_distance if c.content_distance is not None else np.full((L, H), np.nan)
     for layer in range(L):
-        d = c.role_distance[layer]
-        lines.append(f"| {layer + 1} | {d.mean():.3f} | {d.max():.3f} (head {int(np.argmax(d)) + 1}) |")
+        d = np.nan_to_num(c.role_distance[layer], nan=-1.0)
+        lines.append(f"| {layer + 1} | {np.nanmean(c.role_distance[layer]):.3f} | {d.max():.3f} (head "
+                     f"{int(np.argmax(d)) + 1}) | {np.nanmean(offset[layer]):.3f} | {np.nanmean(content[layer]):.3f} |")
     same = "identical" if c.weights_identical else "**not identical**"
     names = ", ".join(f"`{k}`" for k in c.weight_digests[0])
     lines += ["", f"**The weights are the same.** Every parameter of every layer ({names}) was fingerprinted "

@@ -55,7 +55,7 @@ once (`attnsym.explorer.PageData`); the page's script only displays it.
 ## From the command line
 
 ```console
-$ attnsym explore "the Apple phone launch event" "I like to eat apples" --word apple -o apple.html
+$ attnsym explore "I ate an apple for lunch" "I bought an Apple phone today" --word apple -o apple.html
 $ attnsym explore --model path/to/hf-folder "Hello world" "Hello there" -o page.html --no-claims
 $ attnsym tour            # attnsym-tour/index.html is the explorer page of the whole tour
 ```
@@ -68,7 +68,7 @@ from attnsym.explorer import page_data, write_page
 from attnsym.explorer.real import model_routing
 
 m = at.models.load()
-inputs, contrasts = model_routing(m, ["the Apple phone launch event", "I like to eat apples"], word="apple")
+inputs, contrasts = model_routing(m, ["I ate an apple for lunch", "I bought an Apple phone today"], word="apple")
 write_page(page_data(inputs=inputs, contrasts=contrasts, quick=True), "apple.html")
 ```
 
