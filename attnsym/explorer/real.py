@@ -58,6 +58,23 @@ def common_word(route1: Route, route2: Route) -> str | None:
     return shared_word(route1, route2)
 
 
+def _contrast_facts(c: TokenContrast) -> tuple[tuple[str, str], ...]:
+    """The contrast's own numbers and notes, formatted for the first screen (nothing recomputed)."""
+    m = c.means()
+    facts = [("mean role distance", f"{m['role']:.3f} over {c.role_distance.size} heads (all five roles: {m['raw role']:.3f})")]
+    if c.offset_distance is not None:
+        facts.append(("by relative offset", f"{m['offset']:.3f}: where the word reads, counted from itself "
+                                            f"(offsets -{c.offset_window}..{c.offset_window} both sentences have)"))
+    if c.content_distance is not None:
+        facts.append(("by content", f"{m['content']:.3f}: which token identities it reads, over the "
+                                    f"{len(c.content_items)} both sentences contain"))
+    layer, head = c.most_different()
+    facts.append(("most different", f"layer {layer + 1}, head {head + 1}: {float(c.role_distance[layer, head]):.3f}"))
+    facts.append(("tokens followed", c.chosen()))
+    facts += [("note", note) for note in c.notes]
+    return tuple(facts)
+
+
 def _contrast_data(c: TokenContrast, inputs: tuple[int, int]) -> ContrastData:
     rows = [np.asarray(r) for r in c.rows]
     return ContrastData(
@@ -68,6 +85,7 @@ def _contrast_data(c: TokenContrast, inputs: tuple[int, int]) -> ContrastData:
         note=(f"'{c.words[0].text}' and '{c.words[1].text}' ({c.pieces} of their word pieces); the projection and "
               f"feed-forward weights applied to them are {'identical' if c.weights_identical else 'NOT identical'} "
               f"in both sentences ({len(c.weight_digests)} layers fingerprinted)."),
+        cell=tuple(int(x) for x in c.most_different()), facts=_contrast_facts(c),
     )
 
 
