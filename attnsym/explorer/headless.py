@@ -136,7 +136,7 @@ def load(driver: Any, path: str | Path, *, timeout: float = 120.0) -> float:
 
 
 def screenshots(page: str | Path, folder: str | Path) -> dict[str, Path]:
-    """Screenshots of the page's main views into ``folder`` (laptop width, and one at a phone's width).
+    """Screenshots of the page's main views into ``folder`` (1440 × 900, and the first screen at 390 × 844).
 
     Returns the written files by view name.
     """
@@ -153,19 +153,23 @@ def screenshots(page: str | Path, folder: str | Path) -> dict[str, Path]:
         driver.save_screenshot(str(path))
         out[name] = path
 
-    with chromium(1280, 1000) as driver:
+    with chromium(1440, 900) as driver:
         load(driver, page)
+        shoot(driver, "first-screen")  # the page as it opens: the contrast
+        shoot(driver, "contrast", "story")
+        shoot(driver, "overview", "overview")
+        shoot(driver, "headview", "headview")
         driver.execute_script("window.attnsymExplorer.select(2)")
         shoot(driver, "routing", "routing")
-        shoot(driver, "contrast", "contrast", -40)
+        driver.execute_script("window.attnsymExplorer.select(null)")
         driver.execute_script("const c = document.querySelector('details.claim:nth-of-type(3)') ||"
                               " document.querySelector('details.claim'); if (c) c.open = true")
         shoot(driver, "claims", "claims")
+        driver.execute_script("document.getElementById('derivations-fold').open = true")
         shoot(driver, "derivations", "derivations")
     with chromium(390, 844) as driver:
         load(driver, page)
-        driver.execute_script("window.attnsymExplorer.select(2)")
-        shoot(driver, "phone", "routing")
+        shoot(driver, "phone")  # the phone's first screen: the contrast
     return out
 
 
