@@ -396,3 +396,39 @@ def test_the_page_and_python_colour_a_heatmap_alike(browser):
         top = max(float(w) for _, _, w, _ in cells)
         assert cells and all(fill == sequential(float(w) / top) for _, _, w, fill in cells)
     _choose(browser, "pick-head", 0)
+
+
+@pytest.fixture(scope="module")
+def long_page(tmp_path_factory):
+    """A 64-token text (random attention rows, one layer, two heads): the size the page must keep readable."""
+    from attnsym.explorer import MlpData, routing_input
+
+    rng = np.random.default_rng(0)
+    n = 64
+    A = rng.dirichlet(np.full(n, 0.3), size=(1, 2, n))
+    tokens = [f"t{k + 1}" for k in range(n)]
+    mlp = MlpData("feed-forward (tokens)", tuple(tokens), tuple(tokens), np.eye(n), "fixed")
+    inp = routing_input("a long text", "random rows", tokens, A, mlp, flow=False)
+    data = page_data(evidence=(), inputs=[inp], toy=False, derivations=False)
+    return inp, write_page(data, tmp_path_factory.mktemp("long") / "long.html")
+
+
+def test_a_64_token_text_thins_its_labels_and_edges_with_a_threshold_control(long_page):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    inp, page = long_page
+    with headless.chromium(1440, 900) as driver:
+        headless.load(driver, page)
+        labels = driver.execute_script("return document.querySelectorAll('#view-heatmap text.row-label').length")
+        assert labels == 32  # every second of 64
+        A = np.asarray(inp.attention)[0, 0]
+
+        def edges():
+            return driver.execute_script("return document.querySelectorAll('#view-graph line.edge').length")
+
+        threshold = float(driver.execute_script("return document.getElementById('pick-threshold').value"))
+        assert threshold == 0.05 and edges() == int(np.count_nonzero(A >= 0.05))
+        driver.execute_script("const s = document.getElementById('pick-threshold'); s.value = '0.2';"
+                              "s.dispatchEvent(new Event('input'))")
+        WebDriverWait(driver, 30).until(lambda d: edges() == int(np.count_nonzero(A >= 0.2)))
+        assert driver.execute_script("return document.documentElement.scrollWidth <= innerWidth")
