@@ -504,6 +504,7 @@
       rowTitle: attention ? "query i ↓" : "output i ↓", colTitle: attention ? "key j →" : "input j →",
       legendLabel: "0 to this view's largest",
       onlabel: pin, onhover: function (i) { hover(i); } }), files("heatmap"), exportData));
+    if (tokens.length > 24) views.lastChild.className += " wide";  // a long text's heatmap takes the whole row
     views.appendChild(card("view-graph", "Routing graph", bipartite(M, tokens, tokens, {
       title: inp.name.slice(0, 40) + " · " + describe(), leftLabel: attention ? "keys j" : "inputs j",
       rightLabel: attention ? "queries i" : "outputs i", selected: sel, threshold: state.threshold, onnode: pin }),
