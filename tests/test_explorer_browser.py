@@ -24,25 +24,32 @@ pytestmark = pytest.mark.skipif(reason is not None, reason=reason or "")
 SVG = "{http://www.w3.org/2000/svg}"
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def data():
     evidence = [verify("softmax-jacobian", quick=True), verify("gelu", quick=True)]
     return page_data(evidence=evidence, seed=3)
 
 
-@pytest.fixture(scope="module")
-def page(data, tmp_path_factory):
+@pytest.fixture(scope="session")
+def page(data, tmp_path_factory):  # built once per test session
     return write_page(data, tmp_path_factory.mktemp("explorer") / "page.html")
 
 
 @pytest.fixture(scope="module")
 def browser(page):
-    with headless.chromium() as driver:
+    with headless.chromium(1440, 900) as driver:
         headless.requests_made(driver)  # forget the browser's start-up tab
         driver.get_log("browser")
         driver.load_seconds = headless.load(driver, page)
-        driver.first_requests = headless.requests_made(driver)
+        driver.first_requests = headless.wait_for_request(driver, page.resolve().as_uri())
         driver.first_console = driver.get_log("browser")
+        yield driver
+
+
+@pytest.fixture(scope="module")
+def phone(page):
+    with headless.chromium(390, 844) as driver:
+        headless.load(driver, page)
         yield driver
 
 
@@ -50,6 +57,12 @@ def _cells(driver, view="view-heatmap"):
     return driver.execute_script(
         "return Array.from(document.querySelectorAll('#' + arguments[0] + ' rect.cell')).map("
         "r => [Number(r.dataset.i), Number(r.dataset.j), r.dataset.w, r.getAttribute('fill')])", view)
+
+
+def _click(driver, element):
+    """Click an element after scrolling it to the middle of the window (clear of the sticky header)."""
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", element)
+    element.click()
 
 
 def _choose(driver, select_id, value):
@@ -61,10 +74,15 @@ def _choose(driver, select_id, value):
 
 def test_the_page_makes_no_network_request(browser, page):
     urls = browser.first_requests
-    assert urls, "the recorder saw no request at all (not even the page itself)"
-    assert urls[0] == page.resolve().as_uri()
-    outside = [u for u in urls if not u.startswith(("file:", "data:", "blob:"))]
-    assert outside == []
+    assert page.resolve().as_uri() in urls, "the recorder did not see the page itself"
+    # what could leave the machine; chrome://, data:, blob: and file: URLs never do
+    assert headless.network_requests(urls) == []
+
+
+def test_only_network_schemes_count_as_network_requests():
+    urls = ["file:///tmp/p.html", "data:image/png;base64,AAAA", "chrome://new-tab-page/", "blob:null/1",
+            "about:blank", "http://example.com/", "HTTPS://example.com/x", "ws://h/", "wss://h/", "ftp://h/f"]
+    assert headless.network_requests(urls) == urls[5:]
 
 
 def test_the_recorder_sees_and_blocks_a_network_request(tmp_path):
@@ -74,8 +92,8 @@ def test_the_recorder_sees_and_blocks_a_network_request(tmp_path):
     with headless.chromium() as driver:
         headless.requests_made(driver)
         headless.load(driver, control)
-        urls = headless.requests_made(driver)
-    assert "http://example.com/x.png" in urls
+        urls = headless.wait_for_request(driver, "http://example.com/x.png")
+    assert "http://example.com/x.png" in headless.network_requests(urls)
 
 
 def test_no_console_errors(browser):
@@ -91,12 +109,16 @@ def test_math_is_typeset_and_its_source_is_one_click_away(browser):
     for raw in (r"\frac", r"\begin{", r"\sqrt", r"\operatorname", "$$"):
         assert raw not in text
     assert browser.execute_script("return document.querySelectorAll('.katex').length") > 50
+    fold = browser.find_element(By.ID, "derivations-fold")
+    assert fold.get_attribute("open") is None  # complete but folded by default
+    _click(browser, fold.find_element(By.TAG_NAME, "summary"))
     button = browser.find_element(By.CSS_SELECTOR, "#derivation-forward li.step:nth-child(5) button")
-    button.click()
+    _click(browser, button)
     source = browser.find_element(By.CSS_SELECTOR, "#derivation-forward li.step:nth-child(5) pre.latex-source")
     assert source.is_displayed() and r"\frac" in source.text
     button.click()
     assert not source.is_displayed()
+    _click(browser, fold.find_element(By.TAG_NAME, "summary"))
 
 
 def test_claims_expand_to_their_evidence(browser, data):
@@ -104,7 +126,7 @@ def test_claims_expand_to_their_evidence(browser, data):
 
     claim = browser.find_element(By.ID, "claim-gelu")
     assert claim.get_attribute("open") is None
-    claim.find_element(By.TAG_NAME, "summary").click()
+    _click(browser, claim.find_element(By.TAG_NAME, "summary"))
     assert claim.get_attribute("open") is not None
     body = claim.find_element(By.CLASS_NAME, "claim-body")
     assert data.claims[1]["statement"] in body.text
@@ -185,24 +207,60 @@ def _capture_download(driver, button_css):
         "document.querySelector(arguments[0]).click();", button_css)
 
 
-@pytest.mark.parametrize("view", ["view-heatmap", "view-graph", "view-mlp"])
-def test_svg_export_is_valid_svg(browser, view):
+def _capture_name(driver, button_css):
+    """Click an export button, catching the file name its download link carries."""
+    return driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "const original = HTMLAnchorElement.prototype.click;"
+        "HTMLAnchorElement.prototype.click = function () { HTMLAnchorElement.prototype.click = original;"
+        "  done(this.getAttribute('download')); };"
+        "document.querySelector(arguments[0]).click();", button_css)
+
+
+@pytest.mark.parametrize("view", ["view-heatmap", "view-graph", "view-mlp", "view-headview", "view-contrast-grid"])
+def test_svg_export_is_valid_svg_with_its_caption_and_legend(browser, view):
+    _choose(browser, "pick-input", 0)
+    _choose(browser, "pick-head", 0)
     text = _capture_download(browser, f"#{view} button[data-export=svg]")
     root = ET.fromstring(text.encode("utf-8"))
     assert root.tag == f"{SVG}svg"
     assert root.get("viewBox") and root.find(f"{SVG}title") is not None
+    caption = [t for t in root.iter(f"{SVG}text") if t.get("class") == "caption"]
+    assert caption and caption[0].text == root.find(f"{SVG}title").text
+    shown = browser.execute_script("return document.querySelector('#' + arguments[0] + ' svg text.caption').textContent", view)
+    assert caption[0].text == shown
+    if view in ("view-heatmap", "view-contrast-grid"):
+        assert root.find(f".//{SVG}g[@class='legend']") is not None
     shapes = root.findall(f".//{SVG}rect") + root.findall(f".//{SVG}line")
     assert len(shapes) >= 6
 
 
-def test_json_and_csv_export_hold_the_numbers_shown(browser, data):
-    A = np.asarray(data.inputs[0].attention)[0, 0]
+def test_exported_file_names_differ_per_head_and_say_what_they_hold(browser):
+    _choose(browser, "pick-input", 0)
+    names = set()
+    for head in (0, 1):
+        _choose(browser, "pick-head", head)
+        for kind in ("svg", "json", "csv"):
+            name = _capture_name(browser, f"#view-heatmap button[data-export={kind}]")
+            assert name.endswith(f"_L1_H{head + 1}.{kind}") and "heatmap" in name and "toy-spec-input-1" in name
+            names.add(name)
+    assert len(names) == 6
+    _choose(browser, "pick-head", 0)
+
+
+def test_json_and_csv_export_hold_the_numbers_shown_counting_from_1(browser, data):
+    _choose(browser, "pick-input", 0)
+    _choose(browser, "pick-head", 1)
+    A = np.asarray(data.inputs[0].attention)[0, 1]
     exported = json.loads(_capture_download(browser, "#view-heatmap button[data-export=json]"))
-    assert exported["tokens" if "tokens" in exported else "rows"] == list(data.inputs[0].tokens)
+    assert exported["rows"] == list(data.inputs[0].tokens)
+    assert (exported["layer"], exported["head"]) == (1, 2) and "count from 1" in exported["numbering"]
     np.testing.assert_array_equal(np.array(exported["matrix"]), A)
     csv = _capture_download(browser, "#view-heatmap button[data-export=csv]").strip().splitlines()
-    assert csv[0].split(",")[1:] == list(data.inputs[0].tokens)
-    np.testing.assert_array_equal(np.array([[float(v) for v in line.split(",")[1:]] for line in csv[1:]]), A)
+    assert csv[0].startswith("# ") and "layer 1, head 2" in csv[0] and "count from 1" in csv[0]
+    assert csv[1].split(",")[1:] == list(data.inputs[0].tokens)
+    np.testing.assert_array_equal(np.array([[float(v) for v in line.split(",")[1:]] for line in csv[2:]]), A)
+    _choose(browser, "pick-head", 0)
 
 
 def test_rollout_and_flow_views_show_python_rollout_and_flow(browser, data):
@@ -217,34 +275,160 @@ def test_rollout_and_flow_views_show_python_rollout_and_flow(browser, data):
     _choose(browser, "pick-view", "attention")
 
 
-def test_contrast_grid_selects_layer_and_head(browser, data):
+def test_contrast_grid_marks_its_cell_and_selects_layer_and_head(browser, data):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
     c = data.contrasts[1]
     _choose(browser, "pick-word", 1)
     grid = _cells(browser, "view-contrast-grid")
     L, H = c.distance.shape
     assert {(i, j): float(w) for i, j, w, _ in grid} == {(layer, h): c.distance[layer, h] for layer in range(L) for h in range(H)}
-    browser.execute_script("document.querySelector('#view-contrast-grid rect.cell[data-j=\"1\"]').dispatchEvent("
-                           "new MouseEvent('click', {bubbles: true}))")
-    assert browser.execute_script("return window.attnsymExplorer.state.head") == "1"
+    browser.execute_script("window.scrollTo(0, document.body.scrollHeight)")  # the view it changes is out of sight
+    cell = browser.find_element(By.CSS_SELECTOR, '#view-contrast-grid rect.cell[data-j="0"]')
+    cell.send_keys(Keys.ENTER)  # the keyboard reaches the grid
+    assert browser.execute_script("return window.attnsymExplorer.state.head") == "0"
+    chosen = browser.find_elements(By.CSS_SELECTOR, "#view-contrast-grid rect.cell.chosen")
+    assert [(r.get_attribute("data-i"), r.get_attribute("data-j")) for r in chosen] == [("0", "0")]
     shown = browser.execute_script("return document.querySelector('.contrast-distance').textContent")
-    assert shown == f"{c.distance[0, 1]:.3f}"
+    assert shown == f"{c.distance[0, 0]:.3f}"
+    assert _in_viewport(browser, "contrast-pair")
+    _choose(browser, "pick-word", 0)
+
+
+def _in_viewport(driver, element_id):
+    return driver.execute_script(
+        "const r = document.getElementById(arguments[0]).getBoundingClientRect();"
+        "return r.top >= 0 && r.top < innerHeight - 80 && r.bottom > 0 && r.left >= 0 && r.right <= innerWidth + 1", element_id)
+
+
+def test_the_first_screen_shows_the_contrast_at_laptop_and_phone_size(browser, phone, data):
+    for driver in (browser, phone):
+        driver.execute_script("window.scrollTo(0, 0)")
+        assert _in_viewport(driver, "contrast-pair"), driver.get_window_size()
+    c = data.contrasts[0]
+    assert data.inputs[c.inputs[0]].name in browser.title and c.word in browser.title
+
+
+def test_phone_width_has_no_horizontal_scroll(phone):
+    for view in ("attention", "rollout"):
+        phone.execute_script("window.attnsymExplorer.state.view = arguments[0]; window.attnsymExplorer.select(2)", view)
+        assert phone.execute_script("return document.documentElement.scrollWidth <= innerWidth && innerWidth == 390")
+    phone.execute_script("window.attnsymExplorer.state.view = 'attention'; window.attnsymExplorer.select(null)")
+
+
+def test_the_overview_has_every_head_with_the_numbers_of_the_route_and_its_class(browser, data):
+    from attnsym.heads import classify
+
+    inp = data.inputs[0]
+    thumbs = browser.execute_script("return Array.from(document.querySelectorAll('#overview-grid button.thumb')).map("
+                                    "b => [Number(b.dataset.layer), Number(b.dataset.head), b.dataset.class])")
+    report = classify(np.asarray(inp.attention), tokens=[inp.tokens])
+    assert thumbs == [[ly + 1, h + 1, report.labels[ly][h]] for ly in range(inp.layers) for h in range(inp.heads)]
+    exported = json.loads(_capture_download(browser, "#view-overview button[data-export=json]"))
+    np.testing.assert_array_equal(np.array(exported["attention"]), inp.attention)
+    assert [(x["layer"], x["head"], x["class"]) for x in exported["head_classes"]] == [(t[0], t[1], t[2]) for t in thumbs]
+
+
+def test_clicking_a_thumbnail_opens_that_head(browser):
+    from selenium.webdriver.common.by import By
+
+    _click(browser, browser.find_element(By.CSS_SELECTOR, '#overview-grid button.thumb[data-head="2"]'))
+    assert browser.execute_script("return [window.attnsymExplorer.state.layer, window.attnsymExplorer.state.head]") == [0, "1"]
+    assert browser.find_element(By.ID, "routing-what").text == "layer 1, head 2"
     _choose(browser, "pick-head", 0)
 
 
-def test_phone_width_has_no_horizontal_scroll(page):
-    with headless.chromium(390, 844) as driver:
-        headless.load(driver, page)
-        wide = driver.execute_script("return document.documentElement.scrollWidth")
-        assert wide <= 390
+def test_head_view_toggles_heads(browser, data):
+    from selenium.webdriver.common.by import By
+
+    def heads_drawn():
+        return set(browser.execute_script(
+            "return Array.from(document.querySelectorAll('#view-headview line.edge')).map(e => e.dataset.head)"))
+
+    assert heads_drawn() == {"1", "2"}
+    _click(browser, browser.find_element(By.CSS_SELECTOR, '#headview-body button.head-toggle[data-head="1"]'))
+    assert heads_drawn() == {"2"}
+    _click(browser, browser.find_element(By.CSS_SELECTOR, '#headview-body button.head-toggle[data-head="1"]'))
+    assert heads_drawn() == {"1", "2"}
+
+
+def test_a_pin_survives_a_hover_and_escape_unpins(browser):
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    _choose(browser, "pick-input", 0)
+    label = browser.find_element(By.CSS_SELECTOR, '#view-heatmap text.row-label[data-i="1"]')
+    label.send_keys(Keys.ENTER)  # pin from a heatmap row label, by keyboard
+    panel = browser.find_element(By.ID, "token-panel")
+    assert panel.get_attribute("data-token") == "1" and panel.get_attribute("data-pinned") == "true"
+    token = browser.find_elements(By.CSS_SELECTOR, "#token-strip button.token")[4]
+    ActionChains(browser).move_to_element(token).perform()
+    assert browser.find_element(By.ID, "token-panel").get_attribute("data-token") == "1"
+    browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+    assert browser.execute_script("return window.attnsymExplorer.state.token") is None
+    browser.execute_script("document.querySelector('#view-graph g.node[data-k=\"3\"]')"
+                           ".dispatchEvent(new MouseEvent('click', {bubbles: true}))")
+    assert browser.execute_script("return window.attnsymExplorer.state.token") == 3  # a graph node pins
+    browser.find_element(By.TAG_NAME, "body").send_keys(Keys.ESCAPE)
+
+
+def test_evidence_is_typeset_with_no_raw_json_or_latex_in_sight(browser):
+    from selenium.webdriver.common.by import By
+
+    browser.execute_script("document.querySelectorAll('details.claim').forEach(c => c.open = true)")
+    text = browser.find_element(By.ID, "claims").text
+    for raw in ('{"', '"latex"', '"text"', r"\frac", "\\"):
+        assert raw not in text
+    assert browser.find_elements(By.CSS_SELECTOR, "#claims .claim-body .katex")
+    browser.execute_script("document.querySelectorAll('details.claim').forEach(c => c.open = false)")
 
 
 def test_the_page_and_python_colour_a_heatmap_alike(browser):
-    """The page's JavaScript colour scale and attnsym._html.sequential (used by _repr_html_) are one scale."""
+    """The page's JavaScript colour scale and attnsym._html.sequential (used by _repr_html_) are one scale,
+    stretched to each view's largest value (the page's one rule, stated in every legend)."""
     from attnsym._html import sequential
 
+    for head in (0, "max"):
+        _choose(browser, "pick-head", head)
+        cells = _cells(browser)
+        top = max(float(w) for _, _, w, _ in cells)
+        assert cells and all(fill == sequential(float(w) / top) for _, _, w, fill in cells)
     _choose(browser, "pick-head", 0)
-    cells = _cells(browser)
-    assert cells and all(fill == sequential(float(w)) for _, _, w, fill in cells)
-    _choose(browser, "pick-head", "max")
-    assert all(fill == sequential(float(w)) for _, _, w, fill in _cells(browser))
-    _choose(browser, "pick-head", 0)
+
+
+@pytest.fixture(scope="module")
+def long_page(tmp_path_factory):
+    """A 64-token text (random attention rows, one layer, two heads): the size the page must keep readable."""
+    from attnsym.explorer import MlpData, routing_input
+
+    rng = np.random.default_rng(0)
+    n = 64
+    A = rng.dirichlet(np.full(n, 0.3), size=(1, 2, n))
+    tokens = [f"t{k + 1}" for k in range(n)]
+    mlp = MlpData("feed-forward (tokens)", tuple(tokens), tuple(tokens), np.eye(n), "fixed")
+    inp = routing_input("a long text", "random rows", tokens, A, mlp, flow=False)
+    data = page_data(evidence=(), inputs=[inp], toy=False, derivations=False)
+    return inp, write_page(data, tmp_path_factory.mktemp("long") / "long.html")
+
+
+def test_a_64_token_text_thins_its_labels_and_edges_with_a_threshold_control(long_page):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    inp, page = long_page
+    with headless.chromium(1440, 900) as driver:
+        headless.load(driver, page)
+        labels = driver.execute_script("return document.querySelectorAll('#view-heatmap text.row-label').length")
+        assert labels == 32  # every second of 64
+        A = np.asarray(inp.attention)[0, 0]
+
+        def edges():
+            return driver.execute_script("return document.querySelectorAll('#view-graph line.edge').length")
+
+        threshold = float(driver.execute_script("return document.getElementById('pick-threshold').value"))
+        assert threshold == 0.05 and edges() == int(np.count_nonzero(A >= 0.05))
+        driver.execute_script("const s = document.getElementById('pick-threshold'); s.value = '0.2';"
+                              "s.dispatchEvent(new Event('input'))")
+        WebDriverWait(driver, 30).until(lambda d: edges() == int(np.count_nonzero(A >= 0.2)))
+        assert driver.execute_script("return document.documentElement.scrollWidth <= innerWidth")

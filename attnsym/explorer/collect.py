@@ -20,6 +20,7 @@ from ..derivation import Derivation, derive
 from ..errors import ShapeError, SpecError
 from ..graphs import attention_flow, attention_rollout, node_changes
 from ..graphs.contrast import dense_weight
+from ..heads import DESCRIPTIONS, SHORT, HeadReport, classify
 from ..numeric import attention, random_inputs
 from ..plots import figure_to_bytes
 from ..spec import AttentionSpec
@@ -30,6 +31,7 @@ __all__ = [
     "claims_section",
     "derivation_entry",
     "derivation_section",
+    "heads_entry",
     "routing_input",
     "toy_routing",
 ]
@@ -107,8 +109,22 @@ def _stack(A: Any, name: str) -> np.ndarray:
     return arr
 
 
+def heads_entry(report: HeadReport) -> dict[str, Any]:
+    """A head report as page data: :meth:`~attnsym.heads.HeadReport.to_dict` plus each class's short name and sentence.
+
+    >>> A = np.zeros((1, 1, 3, 3)); A[0, 0] = np.eye(3)
+    >>> e = heads_entry(classify(A))
+    >>> e["heads"][0]["layer"], e["heads"][0]["class"], e["descriptions"]["self"]
+    (1, 'self', 'reads itself')
+    """
+    entry = report.to_dict()
+    entry["short"] = dict(SHORT)
+    entry["descriptions"] = dict(DESCRIPTIONS)
+    return entry
+
+
 def routing_input(name: str, source: str, tokens: Sequence[str], A: Any, mlp: MlpData, *,
-                  flow: bool = True) -> RoutingInput:
+                  flow: bool = True, heads: HeadReport | None = None) -> RoutingInput:
     """Pack one input's attention stack with its head fusions, rollout and flow (heads averaged).
 
     Parameters
@@ -123,6 +139,8 @@ def routing_input(name: str, source: str, tokens: Sequence[str], A: Any, mlp: Ml
         The fixed graph shown beside the attention graph.
     flow : bool, default True
         Compute attention flow (``n²`` max-flows; seconds for 6 layers × 16 tokens).
+    heads : HeadReport, optional
+        The heads' classes; default :func:`attnsym.heads.classify` of ``A`` with ``tokens``.
 
     Examples
     --------
@@ -136,12 +154,13 @@ def routing_input(name: str, source: str, tokens: Sequence[str], A: Any, mlp: Ml
     if len(tokens) != stack.shape[-1]:
         raise ShapeError(f"tokens must have one label per position ({stack.shape[-1]}) (got {len(tokens)})")
     mats = list(stack)  # one (heads, n, n) array per layer
+    report = classify(stack, tokens=[tokens]) if heads is None else heads
     return RoutingInput(
         name=name, source=source, tokens=tokens, attention=stack,
         fused={key: fuse(stack) for key, fuse in FUSIONS.items()},
         rollout=attention_rollout(mats, head="mean"),
         flow=attention_flow(mats, head="mean") if flow else None,
-        mlp=mlp,
+        mlp=mlp, head_classes=heads_entry(report),
     )
 
 

@@ -110,6 +110,11 @@ class RoutingInput:
         Head fusions computed in Python (``"mean"``, ``"max"``).
     rollout, flow : numpy.ndarray (n, n) or None
     mlp : MlpData
+    head_classes : dict, optional
+        The head classes of :func:`attnsym.heads.classify` for this input
+        (:meth:`~attnsym.heads.HeadReport.to_dict`: layer and head counted from 1, a class and
+        the scores of every head) with the classes' descriptions; the overview labels each
+        thumbnail with it.
     """
 
     name: str
@@ -120,6 +125,7 @@ class RoutingInput:
     rollout: np.ndarray | None
     flow: np.ndarray | None
     mlp: MlpData
+    head_classes: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         n = len(self.tokens)
@@ -149,6 +155,7 @@ class RoutingInput:
             "rollout": None if self.rollout is None else encode_array(self.rollout),
             "flow": None if self.flow is None else encode_array(self.flow),
             "mlp": self.mlp.to_dict(),
+            "head_classes": self.head_classes,
         }
 
 
@@ -176,6 +183,11 @@ class ContrastData:
     roles : tuple of str
     note : str
         One sentence on what stayed the same (e.g. the weights' fingerprints).
+    cell : (int, int), optional
+        The layer and head (from 0) the page opens the contrast on; default the cell of the
+        largest :attr:`distance` (the head where the two rows differ most).
+    facts : tuple of (str, str)
+        Further numbers of the contrast, already formatted (label, value), shown beside it.
     """
 
     word: str
@@ -187,9 +199,16 @@ class ContrastData:
     shares: tuple[np.ndarray, np.ndarray] | None = None
     roles: tuple[str, ...] = ()
     note: str = ""
+    cell: tuple[int, int] | None = None
+    facts: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         L, H = _matrix("contrast distance", self.distance, (None, None)).shape
+        if self.cell is None:
+            layer, head = np.unravel_index(int(np.argmax(np.asarray(self.distance))), (L, H))
+            object.__setattr__(self, "cell", (int(layer), int(head)))
+        elif not (0 <= self.cell[0] < L and 0 <= self.cell[1] < H):
+            raise SpecError(f"contrast cell must be a (layer, head) inside ({L}, {H}) (got {self.cell})")
         for k, row in enumerate(self.rows):
             n = np.shape(row["heads"])[-1]
             _matrix(f"rows[{k}]['heads']", row["heads"], (L, H, n))
@@ -204,7 +223,8 @@ class ContrastData:
                 "distance": encode_array(self.distance), "metric": self.metric,
                 "rows": [{k: encode_array(v) for k, v in row.items()} for row in self.rows],
                 "shares": None if self.shares is None else [encode_array(s) for s in self.shares],
-                "roles": list(self.roles), "note": self.note}
+                "roles": list(self.roles), "note": self.note, "cell": list(self.cell or (0, 0)),
+                "facts": [[str(k), str(v)] for k, v in self.facts]}
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ from typing import Any
 from ..claims import verify_all
 from . import write_tour_page
 
-__all__ = ["BLOCKED", "browser_available", "chromium", "load", "requests_made", "screenshots"]
+__all__ = ["BLOCKED", "NETWORK_SCHEMES", "browser_available", "chromium", "load", "network_requests", "requests_made",
+           "screenshots", "wait_for_request"]
 
 #: URL patterns the DevTools protocol refuses to load
 BLOCKED = ["http://*", "https://*", "ws://*", "wss://*", "ftp://*"]
@@ -96,7 +97,34 @@ def requests_made(driver: Any) -> list[str]:
     return urls
 
 
-def load(driver: Any, path: str | Path, *, timeout: float = 30.0) -> float:
+#: URL schemes of a request that could leave the machine (``chrome:``, ``data:``, ``blob:``, ``file:`` never do)
+NETWORK_SCHEMES = ("http", "https", "ws", "wss", "ftp")
+
+
+def network_requests(urls: list[str]) -> list[str]:
+    """The URLs among ``urls`` that could leave the machine (scheme in :data:`NETWORK_SCHEMES`).
+
+    >>> network_requests(["file:///p.html", "chrome://new-tab-page/", "data:,x", "https://example.com/"])
+    ['https://example.com/']
+    """
+    return [u for u in urls if u.split(":", 1)[0].lower() in NETWORK_SCHEMES]
+
+
+def wait_for_request(driver: Any, url: str, *, timeout: float = 60.0) -> list[str]:
+    """Every request recorded until ``url`` has been seen (the log can lag behind the page on a busy machine)."""
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    seen: list[str] = []
+
+    def arrived(d: Any) -> bool:
+        seen.extend(requests_made(d))
+        return url in seen
+
+    WebDriverWait(driver, timeout, poll_frequency=0.1).until(arrived)
+    return seen
+
+
+def load(driver: Any, path: str | Path, *, timeout: float = 120.0) -> float:
     """Open ``path`` and wait until the page says it is ready; returns the seconds it took."""
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -108,7 +136,7 @@ def load(driver: Any, path: str | Path, *, timeout: float = 30.0) -> float:
 
 
 def screenshots(page: str | Path, folder: str | Path) -> dict[str, Path]:
-    """Screenshots of the page's main views into ``folder`` (laptop width, and one at a phone's width).
+    """Screenshots of the page's main views into ``folder`` (1440 × 900, and the first screen at 390 × 844).
 
     Returns the written files by view name.
     """
@@ -125,19 +153,23 @@ def screenshots(page: str | Path, folder: str | Path) -> dict[str, Path]:
         driver.save_screenshot(str(path))
         out[name] = path
 
-    with chromium(1280, 1000) as driver:
+    with chromium(1440, 900) as driver:
         load(driver, page)
+        shoot(driver, "first-screen")  # the page as it opens: the contrast
+        shoot(driver, "contrast", "story")
+        shoot(driver, "overview", "overview")
+        shoot(driver, "headview", "headview")
         driver.execute_script("window.attnsymExplorer.select(2)")
         shoot(driver, "routing", "routing")
-        shoot(driver, "contrast", "contrast", -40)
+        driver.execute_script("window.attnsymExplorer.select(null)")
         driver.execute_script("const c = document.querySelector('details.claim:nth-of-type(3)') ||"
                               " document.querySelector('details.claim'); if (c) c.open = true")
         shoot(driver, "claims", "claims")
+        driver.execute_script("document.getElementById('derivations-fold').open = true")
         shoot(driver, "derivations", "derivations")
     with chromium(390, 844) as driver:
         load(driver, page)
-        driver.execute_script("window.attnsymExplorer.select(2)")
-        shoot(driver, "phone", "routing")
+        shoot(driver, "phone")  # the phone's first screen: the contrast
     return out
 
 

@@ -22,7 +22,7 @@ from .._io import atomic_write
 from ..errors import SpecError
 from .data import PageData
 
-__all__ = ["CSP", "katex_css", "render_page", "write_page"]
+__all__ = ["CSP", "katex_css", "page_title", "render_page", "write_page"]
 
 #: what the page may load: nothing from a network, fonts and images only from data: URIs
 CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; font-src data:; "
@@ -67,15 +67,59 @@ _SKELETON = """<!DOCTYPE html>
 <style>{css}</style>
 </head>
 <body>
-<header class="top"><h1>{title}</h1>
-<nav aria-label="sections"><a href="#derivations">Derivations</a><a href="#claims">Claims</a><a href="#routing">Routing</a></nav>
+<header class="top"><h1>{heading}</h1>
+<nav aria-label="sections"><a href="#story">Contrast</a><a href="#overview">All heads</a>
+<a href="#headview">Head view</a>
+<a href="#routing">Routing</a><a href="#claims">Claims</a><a href="#derivations">Derivations</a></nav>
 </header>
 <main>
-<section class="part" id="derivations" aria-labelledby="h-derivations">
-<h2 id="h-derivations">Derivations</h2>
-<p>The forward pass and its gradients, derived exactly by SymPy, step by step: each step is explicit in the
-entries of the step before it. Every equation's LaTeX source is one click away.</p>
-<div id="derivation-list"></div>
+<section class="part" id="story" aria-labelledby="h-story">
+<h2 id="h-story">The same word in two sentences</h2>
+<div id="contrast"></div>
+</section>
+<section class="part" id="overview" aria-labelledby="h-overview">
+<h2 id="h-overview">All heads</h2>
+<p>Every head's attention pattern for <span id="overview-input"></span>, one thumbnail per layer (rows) and head (columns),
+each named by its head class (<code>attnsym.heads.classify</code>). Click (or Enter) a thumbnail to open it in the routing views.
+Each thumbnail is coloured from white (0) to dark blue (its own largest weight); query &darr;, key &rarr;.</p>
+<div id="overview-grid"></div>
+</section>
+<section class="part" id="headview" aria-labelledby="h-headview">
+<h2 id="h-headview">Head view</h2>
+<p>The heads of one layer overlaid: a line from key j (left) to query i (right) for each weight above the threshold, one colour
+per head, its opacity the weight. Toggle heads on and off.</p>
+<div id="headview-body"></div>
+</section>
+<section class="part" id="routing" aria-labelledby="h-routing">
+<h2 id="h-routing">Routing</h2>
+<p>Attention computes its mixing weights from the input, A(X) = softmax(Q K<sup>T</sup>/&radic;d<sub>k</sub>), so each input
+has its own routing graph; the feed-forward graph is the same for every input. <span id="routing-source" class="muted"></span></p>
+<div class="controls">
+<span><label for="pick-input">Input</label> <select id="pick-input"></select></span>
+<span><label for="pick-view">View</label> <select id="pick-view"></select></span>
+<span><label for="pick-layer">Layer</label> <select id="pick-layer"></select></span>
+<span><label for="pick-head">Head</label> <select id="pick-head"></select></span>
+<span><label for="pick-threshold">Edges above</label>
+<input id="pick-threshold" type="range" min="0" max="0.5" step="0.01" value="0">
+<output id="threshold-value" for="pick-threshold">0.00</output></span>
+</div>
+<p><strong>Showing:</strong> <span id="routing-what"></span>. Tokens: hover to look, click or Enter to pin (a row or column label
+or a graph node pins too), Escape unpins; arrows move.</p>
+<div id="token-strip" role="toolbar" aria-label="tokens"></div>
+<div id="token-panel" class="card" aria-live="polite"></div>
+<div id="routing-views" class="views"></div>
+<p id="mlp-note" class="muted"></p>
+<div class="card explain" id="explain-rollout-flow">
+<p><strong>Rollout</strong> (Abnar &amp; Zuidema, 2020, <em>Quantifying Attention Flow in Transformers</em>) multiplies
+the layers' attention matrices, heads averaged, top layer on the left. Entry (i, j) estimates how much of input token j
+reaches position i
+if attention mixed linearly through the layers.</p>
+<p><strong>Flow</strong> (same paper) treats the layers as a flow network whose capacities are those matrices and computes,
+for each output i and input j, the maximum flow from j to i.
+As in the authors' code each output's row is normalised to sum to 1.</p>
+<p class="muted">Residual convention (both, as in the paper and <code>attnsym.graphs</code>): each layer's matrix is
+&Acirc; = &frac12;A + &frac12;I, rows re-normalised to 1, before multiplying or building the network.</p>
+</div>
 </section>
 <section class="part" id="claims" aria-labelledby="h-claims">
 <h2 id="h-claims">Claims</h2>
@@ -83,23 +127,13 @@ entries of the step before it. Every equation's LaTeX source is one click away.<
 evidence, conditions and figures.</p>
 <div id="claim-list"></div>
 </section>
-<section class="part" id="routing" aria-labelledby="h-routing">
-<h2 id="h-routing">Routing</h2>
-<p>Attention computes its mixing weights from the input, A(X) = softmax(Q K<sup>T</sup>/&radic;d<sub>k</sub>), so each input
-has its own routing graph; the MLP's graph is the same for every input. <span id="routing-source" class="muted"></span></p>
-<div class="controls">
-<span><label for="pick-input">Input</label> <select id="pick-input"></select></span>
-<span><label for="pick-view">View</label> <select id="pick-view"></select></span>
-<span><label for="pick-layer">Layer</label> <select id="pick-layer"></select></span>
-<span><label for="pick-head">Head</label> <select id="pick-head"></select></span>
-</div>
-<p><strong>Showing:</strong> <span id="routing-what"></span>. Tokens (tab to one, arrows to move, Enter to pin):</p>
-<div id="token-strip" role="toolbar" aria-label="tokens"></div>
-<div id="routing-views" class="views"></div>
-<div id="token-panel" class="card" aria-live="polite"></div>
-<p id="mlp-note" class="muted"></p>
-<h3>The same word in two inputs</h3>
-<div id="contrast"></div>
+<section class="part" id="derivations" aria-labelledby="h-derivations">
+<h2 id="h-derivations">Derivations</h2>
+<details id="derivations-fold">
+<summary>The forward pass and its gradients, derived exactly by SymPy, step by step (open)</summary>
+<p>Each step is explicit in the entries of the step before it. Every equation's LaTeX source is one click away.</p>
+<div id="derivation-list"></div>
+</details>
 </section>
 <section class="part" id="files" hidden><h2>Files</h2><p>Every file written beside this page.</p></section>
 <footer id="meta"></footer>
@@ -112,6 +146,19 @@ has its own routing graph; the MLP's graph is the same for every input. <span id
 """
 
 
+def page_title(data: PageData) -> str:
+    """The browser tab's title: the first contrast's word and sentences, then the page's title.
+
+    >>> page_title(PageData(title="demo"))
+    'demo'
+    """
+    if not data.contrasts:
+        return data.title
+    c = data.contrasts[0]
+    a, b = (data.inputs[k].name for k in c.inputs)
+    return f"“{c.word}” in “{a}” and “{b}” · {data.title}"
+
+
 def render_page(data: PageData) -> str:
     """The page as one HTML string (everything inlined; see the module docstring).
 
@@ -122,7 +169,8 @@ def render_page(data: PageData) -> str:
     if not isinstance(data, PageData):
         raise SpecError(f"data must be a PageData (got {type(data).__name__})")
     return _SKELETON.format(
-        csp=CSP, version=__version__, title=html.escape(data.title), katex_css=katex_css(),
+        csp=CSP, version=__version__, title=html.escape(page_title(data)), heading=html.escape(data.title),
+        katex_css=katex_css(),
         css=_asset("assets", "explorer.css"), data=data.to_json(),
         katex_js=_asset("vendor", "katex", "katex.min.js"), js=_asset("assets", "explorer.js"),
     )

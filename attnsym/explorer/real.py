@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError
+from ..heads import classify
 from ..models import Model, Route
 from ..models.contrast import ROLES, TokenContrast, contrast, shared_word
 from ..models.errors import TextError
@@ -48,12 +49,30 @@ def route_input(route: Route, source: str, *, flow: bool | None = None) -> Routi
     """
     labels = route.labels()
     with_flow = route.n <= FLOW_MAX_TOKENS if flow is None else bool(flow)
-    return routing_input(route.text, source, labels, route.attention, _token_mlp(labels), flow=with_flow)
+    return routing_input(route.text, source, labels, route.attention, _token_mlp(labels), flow=with_flow,
+                         heads=classify(route))
 
 
 def common_word(route1: Route, route2: Route) -> str | None:
     """The default word: :func:`~attnsym.models.contrast.shared_word` (a shared word, never a stop word)."""
     return shared_word(route1, route2)
+
+
+def _contrast_facts(c: TokenContrast) -> tuple[tuple[str, str], ...]:
+    """The contrast's own numbers and notes, formatted for the first screen (nothing recomputed)."""
+    m = c.means()
+    facts = [("mean role distance", f"{m['role']:.3f} over {c.role_distance.size} heads (all five roles: {m['raw role']:.3f})")]
+    if c.offset_distance is not None:
+        facts.append(("by relative offset", f"{m['offset']:.3f}: where the word reads, counted from itself "
+                                            f"(offsets -{c.offset_window}..{c.offset_window} both sentences have)"))
+    if c.content_distance is not None:
+        facts.append(("by content", f"{m['content']:.3f}: which token identities it reads, over the "
+                                    f"{len(c.content_items)} both sentences contain"))
+    layer, head = c.most_different()
+    facts.append(("most different", f"layer {layer + 1}, head {head + 1}: {float(c.role_distance[layer, head]):.3f}"))
+    facts.append(("tokens followed", c.chosen()))
+    facts += [("note", note) for note in c.notes]
+    return tuple(facts)
 
 
 def _contrast_data(c: TokenContrast, inputs: tuple[int, int]) -> ContrastData:
@@ -66,6 +85,7 @@ def _contrast_data(c: TokenContrast, inputs: tuple[int, int]) -> ContrastData:
         note=(f"'{c.words[0].text}' and '{c.words[1].text}' ({c.pieces} of their word pieces); the projection and "
               f"feed-forward weights applied to them are {'identical' if c.weights_identical else 'NOT identical'} "
               f"in both sentences ({len(c.weight_digests)} layers fingerprinted)."),
+        cell=tuple(int(x) for x in c.most_different()), facts=_contrast_facts(c),
     )
 
 

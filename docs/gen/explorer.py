@@ -86,6 +86,19 @@ Below: {real}the toy spec (two random inputs through the same random weights), a
 
 ## Screenshots
 
+The page opens on the story: the model, the two sentences, the word, where it reads from in
+each (side by side, at the head where the two differ most) and the distance per layer × head.
+
+![First screen](images/explorer-first-screen.png)
+
+All heads at once, each thumbnail named by its head class (`attnsym.heads`); click one to open it.
+
+![All-heads overview](images/explorer-overview.png)
+
+The head view: the heads of one layer overlaid, one colour per head, toggled on and off.
+
+![Head view](images/explorer-headview.png)
+
 Routing: heatmap, routing graph and the feed-forward block's fixed graph; a token's row and column.
 
 ![Routing view](images/explorer-routing.png)
@@ -100,7 +113,7 @@ Claims with their evidence, and the derivations typeset.
 
 ![Derivations view](images/explorer-derivations.png)
 
-At a phone's width:
+At a phone's width (390 × 844), the first screen:
 
 ![Phone width](images/explorer-phone.png)
 

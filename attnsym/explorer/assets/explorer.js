@@ -6,7 +6,8 @@
   var DATA = JSON.parse(document.getElementById("attnsym-data").textContent);
   var DEC = DATA.decimals;
   var SVGNS = "http://www.w3.org/2000/svg";
-  var state = { input: 0, layer: 0, head: "0", view: "attention", token: null, contrast: 0 };
+  var state = { input: 0, layer: 0, head: "0", view: "attention", token: null, hover: null, contrast: 0, cell: null,
+    threshold: null, headsOn: null };
 
   // ------------------------------------------------------------------ small helpers
   function el(tag, attrs, children) {
@@ -83,12 +84,15 @@
 
   // ------------------------------------------------------------------ colours (same scale as attnsym/_html.py)
   var BLUES = [[247, 251, 255], [198, 219, 239], [107, 174, 214], [33, 113, 181], [8, 48, 107]];
-  function sequential(t) {
+  function sequentialRGB(t) {
     t = Math.max(0, Math.min(1, t));
     var x = t * (BLUES.length - 1), k = Math.min(BLUES.length - 2, Math.floor(x)), f = x - k;
-    var c = BLUES[k].map(function (v, i) { return Math.round(v + f * (BLUES[k + 1][i] - v)); });
-    return "rgb(" + c.join(",") + ")";
+    return BLUES[k].map(function (v, i) { return Math.round(v + f * (BLUES[k + 1][i] - v)); });
   }
+  function sequential(t) { return "rgb(" + sequentialRGB(t).join(",") + ")"; }
+  // the one colour rule of every view: white at 0, dark blue at the largest value the view shows
+  function maxOf(M) { var m = 0; M.forEach(function (r) { r.forEach(function (w) { m = Math.max(m, Math.abs(w)); }); }); return m; }
+  function scaled(max) { return function (w) { return sequential(max > 0 ? w / max : 0); }; }
   function diverging(t) {  // t in [-1, 1]: red negative, blue positive
     t = Math.max(-1, Math.min(1, t));
     var end = t < 0 ? [178, 24, 43] : [33, 102, 172], a = Math.abs(t);
@@ -112,12 +116,24 @@
     copy.insertBefore(svg("style", { text: "text{font-family:Helvetica,Arial,sans-serif}" }), copy.firstChild);
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + new XMLSerializer().serializeToString(copy);
   }
-  function csvText(matrix, rows, cols) {
+  function csvText(matrix, rows, cols, header) {
     function q(s) { s = String(s); return /[",\n]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s; }
-    var lines = [[""].concat(cols).map(q).join(",")];
+    var lines = (header ? ["# " + header.replace(/\n/g, " ")] : []).concat([[""].concat(cols).map(q).join(",")]);
     matrix.forEach(function (row, i) { lines.push([q(rows[i])].concat(row.map(String)).join(",")); });
     return lines.join("\n") + "\n";
   }
+
+  function slug(s) {
+    return String(s).toLowerCase().replace(/[^a-z0-9]+/g, "-").replace(/^-+|-+$/g, "").slice(0, 40) || "x";
+  }
+  // a file name says what it holds: the view, the sentence, the layer and head (counted from 1)
+  function fileName(view, sentence, layer, head) {
+    var parts = ["attnsym", view, slug(sentence)];
+    if (layer !== null && layer !== undefined) parts.push("L" + (layer + 1));
+    if (head !== null && head !== undefined) parts.push(/^\d+$/.test(String(head)) ? "H" + (Number(head) + 1) : String(head));
+    return parts.join("_");
+  }
+  var NUMBERING = "layer and head count from 1, as the page shows them; matrix[i][j]: row i (query, output) reads column j (key, input), rows and columns in token order";
 
   // ------------------------------------------------------------------ derivations
   function renderDerivations() {
@@ -153,21 +169,38 @@
   }
 
   // ------------------------------------------------------------------ claims
-  function valueNode(v) {
-    if (v && typeof v === "object" && !Array.isArray(v) && "latex" in v) return math(v.latex, false);
-    if (Array.isArray(v) && v.length && v.every(function (r) { return r && typeof r === "object" && !Array.isArray(r); })) {
-      var cols = Object.keys(v[0]);
-      return el("div", { "class": "scroll" }, el("table", { "class": "details-table" }, [
-        el("tr", null, cols.map(function (c) { return el("th", { text: c }); }))
-      ].concat(v.map(function (r) { return el("tr", null, cols.map(function (c) { return el("td", null, valueNode(r[c])); })); }))));
-    }
-    if (Array.isArray(v)) return el("span", { text: "[" + v.map(function (x) { return typeof x === "number" ? fmtNumber(x) : JSON.stringify(x); }).join(", ") + "]" });
-    if (v && typeof v === "object") {
-      return el("dl", { "class": "details" }, [].concat.apply([], Object.keys(v).map(function (k) {
-        return [el("dt", { text: k }), el("dd", null, valueNode(v[k]))];
-      })));
-    }
+  function isTex(v) { return v && typeof v === "object" && !Array.isArray(v) && typeof v.latex === "string"; }
+  function isScalar(v) { return v === null || typeof v !== "object" || isTex(v); }
+  function scalarNode(v) {
+    if (isTex(v)) return math(v.latex, false);
+    if (v === null) return el("span", { text: "none" });
     return el("span", { text: typeof v === "number" ? fmtNumber(v) : String(v) });
+  }
+  // evidence values: typeset where they have a LaTeX form, lists and matrices as tables, never raw JSON
+  function valueNode(v) {
+    if (isScalar(v)) return scalarNode(v);
+    if (Array.isArray(v)) {
+      if (!v.length) return el("span", { text: "(none)" });
+      if (v.every(isScalar)) {
+        return el("div", { "class": "scroll" }, el("table", { "class": "details-table list" },
+          el("tr", null, v.map(function (x) { return el("td", null, scalarNode(x)); }))));
+      }
+      if (v.every(function (r) { return Array.isArray(r) && r.every(isScalar); })) {
+        return el("div", { "class": "scroll" }, el("table", { "class": "details-table matrix" },
+          v.map(function (r) { return el("tr", null, r.map(function (x) { return el("td", null, scalarNode(x)); })); })));
+      }
+      if (v.every(function (r) { return r && typeof r === "object" && !Array.isArray(r) && !isTex(r); })) {
+        var cols = [];
+        v.forEach(function (r) { Object.keys(r).forEach(function (k) { if (cols.indexOf(k) < 0) cols.push(k); }); });
+        return el("div", { "class": "scroll" }, el("table", { "class": "details-table" }, [
+          el("tr", null, cols.map(function (c) { return el("th", { text: c }); }))
+        ].concat(v.map(function (r) { return el("tr", null, cols.map(function (c) { return el("td", null, c in r ? valueNode(r[c]) : null); })); }))));
+      }
+      return el("ol", { "class": "values" }, v.map(function (x) { return el("li", null, valueNode(x)); }));
+    }
+    return el("dl", { "class": "details" }, [].concat.apply([], Object.keys(v).map(function (k) {
+      return [el("dt", { text: k }), el("dd", null, valueNode(v[k]))];
+    })));
   }
   function renderClaims() {
     var root = document.getElementById("claim-list");
@@ -185,7 +218,10 @@
           body.push(el("div", { "class": "equation" }, [el("p", { text: e.title }), math(e.latex, true)].concat(sourceToggle(e.latex))));
         });
       }
-      if (Object.keys(c.details).length) body.push(el("h4", { text: "Evidence" }), valueNode(c.details));
+      if (Object.keys(c.details).length) {
+        body.push(el("h4", { text: "Evidence" }), valueNode(c.details));
+        body.push(el("p", null, sourceToggle(JSON.stringify(c.details, null, 1), "JSON source")));
+      }
       c.figures.forEach(function (f) {
         body.push(el("figure", null, [el("img", { src: f.src, alt: c.claim + ": " + f.name, loading: "lazy" }), el("figcaption", { text: f.name })]));
       });
@@ -198,7 +234,10 @@
   }
 
   // ------------------------------------------------------------------ routing: what is shown
+  function byId(id) { return document.getElementById(id); }
+  function range(n) { var out = []; for (var k = 0; k < n; k++) out.push(k); return out; }
   function current() { return DATA.inputs[state.input]; }
+  function numericHead() { return /^\d+$/.test(String(state.head)); }
   function matrix() {
     var inp = current();
     if (state.view === "rollout") return inp.rollout;
@@ -210,75 +249,142 @@
     var inp = current();
     if (state.view === "rollout") return "rollout over " + inp.layers + " layer(s), heads averaged";
     if (state.view === "flow") return "attention flow over " + inp.layers + " layer(s), heads averaged";
-    var head = state.head === "mean" || state.head === "max" ? state.head + " over heads" : "head " + (Number(state.head) + 1);
+    var head = numericHead() ? "head " + (Number(state.head) + 1) : state.head + " over heads";
     return "layer " + (state.layer + 1) + ", " + head;
   }
+  function headClass(inp, layer, head) {
+    var hc = inp.head_classes;
+    if (!hc) return null;
+    return hc.heads[layer * hc.heads_per_layer + head];
+  }
+  // labels thinned past 32 tokens: every k-th one (and the pinned one) is written
+  function thinStep(n) { return Math.max(1, Math.ceil(n / 32)); }
+  function shown(k, n, sel) { return k % thinStep(n) === 0 || k === sel; }
   function layout(n, labels) {
     var longest = labels.reduce(function (m, t) { return Math.max(m, String(t).length); }, 1);
-    var cell = Math.max(12, Math.min(34, Math.floor(440 / n)));
-    return { cell: cell, pad: Math.min(120, 12 + 7 * longest), font: Math.max(9, Math.min(13, cell - 4)) };
+    var cell = Math.max(10, Math.min(34, Math.floor(440 / n)));
+    return { cell: cell, pad: Math.min(110, 14 + 7 * longest), font: Math.max(10, Math.min(13, cell - 3)) };
+  }
+  function activate(node, fn) {  // click, Enter or Space
+    node.setAttribute("tabindex", "0");
+    node.addEventListener("click", fn);
+    node.addEventListener("keydown", function (ev) {
+      if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); fn(ev); }
+    });
+  }
+  function legend(root, x, y, width, max, label) {
+    var g = svg("g", { "class": "legend" });
+    var steps = 20;
+    for (var s = 0; s < steps; s++) {
+      g.appendChild(svg("rect", { x: x + s * width / steps, y: y, width: width / steps + 0.5, height: 10, fill: sequential(s / (steps - 1)) }));
+    }
+    g.appendChild(svg("rect", { x: x, y: y, width: width, height: 10, fill: "none", stroke: "#adb5bd", "stroke-width": 0.5 }));
+    g.appendChild(svg("text", { x: x, y: y + 22, "font-size": 10, text: "0" }));
+    g.appendChild(svg("text", { x: x + width, y: y + 22, "font-size": 10, "text-anchor": "end", text: fmt(max) }));
+    g.appendChild(svg("text", { x: x + width + 8, y: y + 9, "font-size": 10, "class": "axis", text: label }));
+    root.appendChild(g);
   }
 
   function heatmap(M, rows, cols, opts) {
     var n = rows.length, m = cols.length, g = layout(Math.max(n, m), rows.concat(cols));
-    var W = g.pad + m * g.cell + 8, H = g.pad + n * g.cell + 8;
+    var top = g.pad + 34, left = g.pad + 20;
+    var W = Math.max(left + m * g.cell + 8, 360), H = top + n * g.cell + 48;
+    var max = opts.max !== undefined ? opts.max : maxOf(M), color = scaled(max);
     var root = svg("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img", "class": "heatmap",
       "aria-label": opts.title });
     root.appendChild(svg("title", { text: opts.title }));
+    root.appendChild(svg("text", { x: 4, y: 13, "font-size": 11, "class": "caption", text: opts.title }));
+    root.appendChild(svg("text", { x: left + m * g.cell / 2, y: 29, "font-size": 11, "text-anchor": "middle", "class": "axis",
+      text: opts.colTitle || "key j →" }));
+    root.appendChild(svg("text", { x: 12, y: top + n * g.cell / 2, "font-size": 11, "text-anchor": "middle", "class": "axis",
+      transform: "rotate(-90 12 " + (top + n * g.cell / 2) + ")", text: opts.rowTitle || "query i ↓" }));
     cols.forEach(function (t, j) {
-      var x = g.pad + (j + 0.5) * g.cell, y = g.pad - 6;
-      root.appendChild(svg("text", { x: x, y: y, "font-size": g.font, transform: "rotate(-55 " + x + " " + y + ")",
-        "class": "col-label" + (opts.selected === j ? " selected" : ""), "data-j": j, text: t }));
+      if (!shown(j, m, opts.selected)) return;
+      var x = left + (j + 0.5) * g.cell, y = top - 5;
+      var label = svg("text", { x: x, y: y, "font-size": g.font, transform: "rotate(-55 " + x + " " + y + ")",
+        "class": "col-label" + (opts.selected === j ? " selected" : ""), "data-j": j, text: t });
+      if (opts.onlabel) { label.setAttribute("role", "button"); activate(label, function () { opts.onlabel(j); }); }
+      root.appendChild(label);
     });
     rows.forEach(function (t, i) {
-      root.appendChild(svg("text", { x: g.pad - 6, y: g.pad + (i + 0.5) * g.cell + g.font / 3, "font-size": g.font,
-        "text-anchor": "end", "class": "row-label" + (opts.selected === i ? " selected" : ""), "data-i": i, text: t }));
+      if (!shown(i, n, opts.selected)) return;
+      var label = svg("text", { x: left - 5, y: top + (i + 0.5) * g.cell + g.font / 3, "font-size": g.font,
+        "text-anchor": "end", "class": "row-label" + (opts.selected === i ? " selected" : ""), "data-i": i, text: t });
+      if (opts.onlabel) { label.setAttribute("role", "button"); activate(label, function () { opts.onlabel(i); }); }
+      root.appendChild(label);
     });
     M.forEach(function (row, i) {
       row.forEach(function (w, j) {
         var hot = opts.selected === i || opts.selected === j;
-        var cell = svg("rect", { x: g.pad + j * g.cell, y: g.pad + i * g.cell, width: g.cell, height: g.cell,
-          fill: opts.color(w), stroke: hot ? "#e8590c" : "#ffffff", "stroke-width": hot ? 1.5 : 0.5,
-          "class": "cell", "data-i": i, "data-j": j, "data-w": w }, svg("title", { text: rows[i] + " ← " + cols[j] + ": " + fmt(w) }));
+        var chosen = opts.chosen && opts.chosen[0] === i && opts.chosen[1] === j;
+        var cell = svg("rect", { x: left + j * g.cell, y: top + i * g.cell, width: g.cell, height: g.cell,
+          fill: color(w), stroke: chosen ? "#d6336c" : (hot ? "#e8590c" : "#ffffff"), "stroke-width": chosen ? 3 : (hot ? 1.5 : 0.5),
+          "class": "cell" + (chosen ? " chosen" : ""), "data-i": i, "data-j": j, "data-w": w },
+          svg("title", { text: (opts.cellTitle ? opts.cellTitle(i, j) : rows[i] + " ← " + cols[j]) + ": " + fmt(w) }));
         if (opts.onhover) cell.addEventListener("mouseenter", function () { opts.onhover(i, j); });
+        if (opts.oncell) {
+          cell.setAttribute("role", "button");
+          cell.setAttribute("aria-label", (opts.cellTitle ? opts.cellTitle(i, j) : rows[i] + " ← " + cols[j]) + ": " + fmt(w));
+          activate(cell, function () { opts.oncell(i, j); });
+        }
         root.appendChild(cell);
       });
     });
+    if (opts.chosen) {  // drawn last so its border is on top
+      var c = root.querySelector("rect.chosen");
+      if (c) root.appendChild(c);
+    }
+    legend(root, left, top + n * g.cell + 14, Math.min(140, Math.max(80, m * g.cell)), max, opts.legendLabel || "colour: 0 to the view's largest value");
     return root;
   }
 
   function bipartite(M, left, right, opts) {  // edge left j -> right i with weight M[i][j]
     var n = Math.max(left.length, right.length), g = layout(n, left.concat(right));
-    var step = Math.max(16, g.cell), H = n * step + 40, W = 2 * g.pad + 220;
-    var xl = g.pad, xr = W - g.pad;
-    function y(k, count) { return 30 + (k + 0.5) * (n * step) / count; }
+    var step = Math.max(14, Math.min(28, g.cell)), H = n * step + 84, W = Math.max(2 * g.pad + 220, 380);
+    var xl = g.pad, xr = W - g.pad, threshold = opts.threshold || 0;
+    function y(k, count) { return 40 + (k + 0.5) * (n * step) / count; }
     var root = svg("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img", "class": "graph", "aria-label": opts.title });
     root.appendChild(svg("title", { text: opts.title }));
-    root.appendChild(svg("text", { x: xl, y: 14, "font-size": 11, "text-anchor": "middle", "class": "axis", text: opts.leftLabel }));
-    root.appendChild(svg("text", { x: xr, y: 14, "font-size": 11, "text-anchor": "middle", "class": "axis", text: opts.rightLabel }));
+    root.appendChild(svg("text", { x: 4, y: 13, "font-size": 11, "class": "caption", text: opts.title }));
+    root.appendChild(svg("text", { x: xl, y: 30, "font-size": 11, "text-anchor": "middle", "class": "axis", text: opts.leftLabel }));
+    root.appendChild(svg("text", { x: xr, y: 30, "font-size": 11, "text-anchor": "middle", "class": "axis", text: opts.rightLabel }));
     var edges = svg("g", { "class": "edges" });
-    var maxAbs = 0;
-    M.forEach(function (row) { row.forEach(function (w) { maxAbs = Math.max(maxAbs, Math.abs(w)); }); });
+    var maxAbs = maxOf(M), drawn = 0;
     M.forEach(function (row, i) {
       row.forEach(function (w, j) {
-        if (w === 0) return;
+        if (w === 0 || Math.abs(w) < threshold) return;
+        drawn++;
         var t = maxAbs > 0 ? Math.abs(w) / maxAbs : 0;
         var sel = opts.selected, hot = sel === null || sel === undefined ? null : (sel === i ? "row" : (sel === j ? "col" : "off"));
-        var colour = opts.signed ? (w < 0 ? "#b2182b" : "#2166ac") : (hot === "row" ? "#e8590c" : (hot === "col" ? "#2f9e44" : "#2166ac"));
+        var colour = opts.fixed ? "#868e96" : (opts.signed ? (w < 0 ? "#b2182b" : "#2166ac") : (hot === "row" ? "#e8590c" : (hot === "col" ? "#2f9e44" : "#2166ac")));
         edges.appendChild(svg("line", { x1: xl + 8, y1: y(j, left.length), x2: xr - 8, y2: y(i, right.length),
           stroke: colour, "stroke-width": (0.4 + 3.6 * t).toFixed(2), "stroke-opacity": hot === "off" ? 0.04 : (0.15 + 0.85 * t).toFixed(3),
           "class": "edge", "data-i": i, "data-j": j, "data-w": w }, svg("title", { text: left[j] + " → " + right[i] + ": " + fmt(w) })));
       });
     });
     root.appendChild(edges);
+    if (opts.fixed) {
+      root.appendChild(svg("rect", { x: W / 2 - 80, y: 17, width: 160, height: 17, rx: 4, fill: "#f1f3f5", stroke: "#868e96" }));
+      root.appendChild(svg("text", { x: W / 2, y: 29, "font-size": 11, "text-anchor": "middle", text: "fixed: same for every input" }));
+    }
     [[left, xl, "end", -12], [right, xr, "start", 12]].forEach(function (side, s) {
       side[0].forEach(function (t, k) {
-        var yy = y(k, side[0].length), sel = opts.selected === k && !opts.signed;
-        root.appendChild(svg("circle", { cx: side[1] + (s ? -4 : 4), cy: yy, r: 4, fill: sel ? "#e8590c" : "#495057" }));
-        root.appendChild(svg("text", { x: side[1] + side[3] + (s ? -4 : 4), y: yy + 4, "font-size": g.font, "text-anchor": side[2],
-          "class": sel ? "selected" : null, text: t }));
+        var yy = y(k, side[0].length), sel = opts.selected === k && !opts.signed && !opts.fixed;
+        var node = svg("g", { "class": "node", "data-k": k });
+        node.appendChild(svg("circle", { cx: side[1] + (s ? -4 : 4), cy: yy, r: 4, fill: sel ? "#e8590c" : "#495057" }));
+        if (shown(k, side[0].length, opts.selected)) {
+          node.appendChild(svg("text", { x: side[1] + side[3] + (s ? -4 : 4), y: yy + 4, "font-size": g.font, "text-anchor": side[2],
+            "class": sel ? "selected" : null, text: t }));
+        }
+        if (opts.onnode) { node.setAttribute("role", "button"); node.setAttribute("aria-label", "pin " + t); activate(node, function () { opts.onnode(k); }); }
+        root.appendChild(node);
       });
     });
+    var foot = H - 16;
+    root.appendChild(svg("text", { x: 4, y: foot, "font-size": 10, "class": "axis",
+      text: opts.fixed ? "each line: a position reads itself with weight 1" :
+        "width and opacity: weight, 0 to " + fmt(maxAbs) + (threshold > 0 ? "; edges below " + threshold.toFixed(2) + " hidden" : "") +
+        (opts.signed ? "; blue positive, red negative" : "") + " (" + drawn + " edges)" }));
     return root;
   }
 
@@ -291,45 +397,55 @@
   function syncControls() {
     var inp = current(), fused = state.view !== "attention";
     if (state.layer >= inp.layers) state.layer = inp.layers - 1;
-    if (/^\d+$/.test(state.head) && Number(state.head) >= inp.heads) state.head = "0";
+    if (numericHead() && Number(state.head) >= inp.heads) state.head = "0";
     if (state.token !== null && state.token >= inp.tokens.length) state.token = null;
     if (state.view === "flow" && !inp.flow) state.view = "rollout";
+    if (state.threshold === null) state.threshold = inp.tokens.length > 24 ? 0.05 : 0;
     fillSelect(byId("pick-input"), DATA.inputs.map(function (x, k) { return [k, x.name]; }), state.input);
     fillSelect(byId("pick-layer"), range(inp.layers).map(function (l) { return [l, "layer " + (l + 1)]; }), state.layer);
-    fillSelect(byId("pick-head"), range(inp.heads).map(function (h) { return [String(h), "head " + (h + 1)]; })
-      .concat([["mean", "mean over heads"], ["max", "max over heads"]]), state.head);
+    fillSelect(byId("pick-head"), range(inp.heads).map(function (h) {
+      var hc = headClass(inp, state.layer, h);
+      return [String(h), "head " + (h + 1) + (hc ? " (" + hc["class"] + ")" : "")];
+    }).concat([["mean", "mean over heads"], ["max", "max over heads"]]), state.head);
     var views = [["attention", "attention"], ["rollout", "rollout"]];
     if (inp.flow) views.push(["flow", "flow"]);
     fillSelect(byId("pick-view"), views, state.view);
     byId("pick-layer").disabled = fused;
     byId("pick-head").disabled = fused;
+    byId("pick-threshold").value = String(state.threshold);
+    byId("threshold-value").textContent = Number(state.threshold).toFixed(2);
   }
-  function byId(id) { return document.getElementById(id); }
-  function range(n) { var out = []; for (var k = 0; k < n; k++) out.push(k); return out; }
 
+  function pin(k) {  // pin a token (or unpin it when it is already pinned)
+    state.token = state.token === k ? null : k;
+    state.hover = null;
+    renderRouting();
+  }
   function tokenStrip(tokens) {
     var strip = byId("token-strip");
     strip.textContent = "";
     tokens.forEach(function (t, k) {
       strip.appendChild(el("button", { type: "button", "class": "token" + (state.token === k ? " selected" : ""),
         "data-index": k, "aria-pressed": String(state.token === k), text: t,
-        onclick: function () { selectToken(state.token === k ? null : k); strip.children[k].focus(); },
-        onmouseenter: function () { showToken(k); },
+        onclick: function () { pin(k); byId("token-strip").children[k].focus(); },
+        onmouseenter: function () { hover(k); },
         onkeydown: function (ev) {
           var next = { ArrowRight: k + 1, ArrowDown: k + 1, ArrowLeft: k - 1, ArrowUp: k - 1, Home: 0, End: tokens.length - 1 }[ev.key];
           if (next === undefined) return;
           ev.preventDefault();
           next = Math.max(0, Math.min(tokens.length - 1, next));
-          selectToken(next);
-          strip.children[next].focus();
+          state.token = next;
+          renderRouting();
+          byId("token-strip").children[next].focus();
         } }));
     });
   }
-  function selectToken(k) { state.token = k; renderRouting(); if (k !== null) showToken(k); }
+  // hover shows a token only while none is pinned: a pin is never replaced by a hover
+  function hover(k) { if (state.token === null) { state.hover = k; showToken(k); } }
 
   function weightList(title, items, cls) {
     return el("div", { "class": "weights " + cls }, [el("h4", { text: title }), el("table", null, items.map(function (it) {
-      return el("tr", null, [el("td", { "class": "tok", text: it.label }),
+      return el("tr", { "class": it.mark ? "mark" : null }, [el("td", { "class": "tok", text: it.label }),
         el("td", { "class": "bar" }, el("span", { style: "width:" + (100 * Math.min(1, Math.abs(it.w))).toFixed(1) + "%" })),
         el("td", { "class": "num", "data-w": it.w, text: fmt(it.w) })]);
     }))]);
@@ -339,23 +455,25 @@
     var reader = state.view === "attention" ? "reads from" : "receives from (input tokens)";
     panel.textContent = "";
     panel.setAttribute("data-token", k);
-    panel.appendChild(el("p", null, [el("strong", { text: tokens[k] }), " (token " + (k + 1) + ") · " + describe()]));
+    panel.setAttribute("data-pinned", String(state.token === k));
+    panel.appendChild(el("p", null, [el("strong", { text: tokens[k] }), " (token " + (k + 1) + ") · " + describe() +
+      (state.token === k ? " · pinned (Escape unpins)" : " · hovering (click to pin)")]));
     panel.appendChild(el("div", { "class": "pair" }, [
       weightList("row " + (k + 1) + ": " + reader, M[k].map(function (w, j) { return { label: (j + 1) + " " + tokens[j], w: w }; }), "row"),
       weightList("column " + (k + 1) + ": read by", M.map(function (row, i) { return { label: (i + 1) + " " + tokens[i], w: row[k] }; }), "col")
     ]));
   }
 
-  function card(id, title, node, exportMatrix) {
+  function card(id, title, node, files, exportData) {
     var buttons = el("div", { "class": "export" }, [
       el("button", { type: "button", "class": "small", "data-export": "svg", text: "SVG",
-        onclick: function () { download(id + ".svg", "image/svg+xml", svgText(node)); } })
+        onclick: function () { download(files() + ".svg", "image/svg+xml", svgText(node)); } })
     ]);
-    if (exportMatrix) {
+    if (exportData) {
       buttons.appendChild(el("button", { type: "button", "class": "small", "data-export": "json", text: "JSON",
-        onclick: function () { download(id + ".json", "application/json", JSON.stringify(exportMatrix(), null, 1)); } }));
+        onclick: function () { download(files() + ".json", "application/json", JSON.stringify(exportData(), null, 1)); } }));
       buttons.appendChild(el("button", { type: "button", "class": "small", "data-export": "csv", text: "CSV",
-        onclick: function () { var e = exportMatrix(); download(id + ".csv", "text/csv", csvText(e.matrix, e.rows, e.columns)); } }));
+        onclick: function () { var e = exportData(); download(files() + ".csv", "text/csv", csvText(e.matrix, e.rows, e.columns, e.header)); } }));
     }
     return el("figure", { "class": "card view", id: id }, [el("div", { "class": "card-head" }, [el("h3", { text: title }), buttons]),
       el("div", { "class": "scroll" }, node)]);
@@ -370,69 +488,211 @@
     tokenStrip(tokens);
     var views = byId("routing-views");
     views.textContent = "";
+    var attention = state.view === "attention";
+    var layer = attention ? state.layer : null, head = attention ? state.head : null;
     function exportData() {
-      return { input: inp.name, source: inp.source, view: state.view, layer: state.view === "attention" ? state.layer : null,
-        head: state.view === "attention" ? state.head : null, rows: tokens, columns: tokens, matrix: M,
-        convention: "matrix[i][j]: query (output) i reads key (input) j" };
+      var hc = attention && numericHead() ? headClass(inp, state.layer, Number(state.head)) : null;
+      return { numbering: NUMBERING, input: inp.name, source: inp.source, view: state.view,
+        layer: attention ? state.layer + 1 : null, head: attention ? (numericHead() ? Number(state.head) + 1 : state.head) : null,
+        head_class: hc ? hc["class"] : null, rows: tokens, columns: tokens, matrix: M,
+        header: state.view + " of \"" + inp.name + "\", " + describe() + " (" + NUMBERING + ")" };
     }
-    var rowsLabel = state.view === "attention" ? "query i" : "output i";
+    function files(view) { return function () { return fileName(view + (attention ? "" : "-" + state.view), inp.name, layer, head); }; }
+    var max = maxOf(M);
     views.appendChild(card("view-heatmap", "Heatmap: " + describe(), heatmap(M, tokens, tokens, {
-      title: describe() + " (rows: " + rowsLabel + ", columns: key j)", color: sequential, selected: sel,
-      onhover: function (i) { if (state.token === null) showToken(i); } }), exportData));
+      title: inp.name.slice(0, 40) + " · " + describe(), selected: sel, max: max,
+      rowTitle: attention ? "query i ↓" : "output i ↓", colTitle: attention ? "key j →" : "input j →",
+      legendLabel: "0 to this view's largest",
+      onlabel: pin, onhover: function (i) { hover(i); } }), files("heatmap"), exportData));
+    if (tokens.length > 24) views.lastChild.className += " wide";  // a long text's heatmap takes the whole row
     views.appendChild(card("view-graph", "Routing graph", bipartite(M, tokens, tokens, {
-      title: "routing graph: edge key j → query i with weight A[i, j]", leftLabel: "keys j", rightLabel: "queries i",
-      selected: sel }), exportData));
+      title: inp.name.slice(0, 40) + " · " + describe(), leftLabel: attention ? "keys j" : "inputs j",
+      rightLabel: attention ? "queries i" : "outputs i", selected: sel, threshold: state.threshold, onnode: pin }),
+      files("graph"), exportData));
     var mlp = inp.mlp, W = mlp.W;
+    var identity = W.length === W[0].length && W.every(function (r, i) { return r.every(function (w, j) { return w === (i === j ? 1 : 0); }); });
     views.appendChild(card("view-mlp", mlp.title, bipartite(W, mlp.inputs, mlp.outputs, {
-      title: mlp.title + ": edge in j → out i with weight W[i, j]", leftLabel: "in", rightLabel: "out", signed: true }),
-      function () { return { title: mlp.title, rows: mlp.outputs, columns: mlp.inputs, matrix: W, convention: "matrix[i][j]: out i reads in j" }; }));
+      title: mlp.title + ": out i reads in j", leftLabel: "in", rightLabel: "out", signed: !identity, fixed: identity }),
+      function () { return fileName("feed-forward", inp.name, null, null); },
+      function () { return { numbering: "rows: out i, columns: in j, in their order; the same for every input", title: mlp.title,
+        rows: mlp.outputs, columns: mlp.inputs, matrix: W, header: mlp.title + ": matrix[i][j] = out i reads in j; fixed for every input" }; }));
     byId("mlp-note").textContent = mlp.note;
-    if (sel !== null) showToken(sel);
-    else { byId("token-panel").textContent = "Hover a heatmap row or a token, or click / tab to a token and use the arrow keys."; byId("token-panel").removeAttribute("data-token"); }
+    var panel = byId("token-panel");
+    var show = sel !== null ? sel : state.hover;
+    if (show !== null && show < tokens.length) showToken(show);
+    else { panel.textContent = "Hover a token, a heatmap row or a graph node; click or Enter pins it."; panel.removeAttribute("data-token"); panel.removeAttribute("data-pinned"); }
+    renderOverview();
+    renderHeadView();
     renderContrast();
   }
 
-  // ------------------------------------------------------------------ contrast
+  // ------------------------------------------------------------------ all-heads overview
+  function thumbnail(M) {
+    var n = M.length, canvas = el("canvas", { width: n, height: n, "class": "thumb-canvas" });
+    var ctx = canvas.getContext("2d"), img = ctx.createImageData(n, n), max = maxOf(M);
+    M.forEach(function (row, i) {
+      row.forEach(function (w, j) {
+        var c = sequentialRGB(max > 0 ? w / max : 0), o = 4 * (i * n + j);
+        img.data[o] = c[0]; img.data[o + 1] = c[1]; img.data[o + 2] = c[2]; img.data[o + 3] = 255;
+      });
+    });
+    ctx.putImageData(img, 0, 0);
+    return canvas;
+  }
+  function openHead(layer, head) {
+    state.view = "attention"; state.layer = layer; state.head = String(head);
+    renderRouting();
+    var target = byId("routing");
+    if (target.scrollIntoView) target.scrollIntoView({ block: "start" });
+  }
+  function renderOverview() {
+    var inp = current(), root = byId("overview-grid");
+    byId("overview-input").textContent = "“" + inp.name + "”";
+    root.textContent = "";
+    var grid = el("div", { "class": "thumbs", role: "grid", "aria-label": "layers × heads", style: "grid-template-columns: auto repeat(" + inp.heads + ", minmax(3.2rem, 1fr))" });
+    grid.appendChild(el("span", { "class": "thumb-axis", text: "layer ↓ head →" }));
+    range(inp.heads).forEach(function (h) { grid.appendChild(el("span", { "class": "thumb-axis", text: String(h + 1) })); });
+    range(inp.layers).forEach(function (l) {
+      grid.appendChild(el("span", { "class": "thumb-axis", text: String(l + 1) }));
+      range(inp.heads).forEach(function (h) {
+        var hc = headClass(inp, l, h), cls = hc ? hc["class"] : "";
+        var score = hc && hc.top_score !== null ? " " + hc.top_score.toFixed(2) : "";
+        var chosen = state.view === "attention" && state.layer === l && String(state.head) === String(h);
+        var b = el("button", { type: "button", "class": "thumb" + (chosen ? " chosen" : ""), "data-layer": l + 1, "data-head": h + 1,
+          "data-class": cls, title: "layer " + (l + 1) + ", head " + (h + 1) + (hc ? ": " + cls + score + " — " + inp.head_classes.descriptions[cls] : ""),
+          "aria-label": "open layer " + (l + 1) + " head " + (h + 1) + (hc ? ", " + cls : ""),
+          onclick: function () { openHead(l, h); } }, [thumbnail(inp.attention[l][h]),
+          el("span", { "class": "thumb-label cls-" + slug(cls), text: hc ? inp.head_classes.short[cls] + score : "" })]);
+        grid.appendChild(b);
+      });
+    });
+    var exportData = function () {
+      return { numbering: "layer and head count from 1, as the page shows them; attention[layer-1][head-1][i][j]: query i reads key j",
+        input: inp.name, source: inp.source, tokens: inp.tokens, layers: inp.layers, heads: inp.heads, attention: inp.attention,
+        head_classes: inp.head_classes ? inp.head_classes.heads.map(function (x) { return { layer: x.layer, head: x.head, "class": x["class"], top_score: x.top_score }; }) : null };
+    };
+    var buttons = el("div", { "class": "export" }, [el("button", { type: "button", "class": "small", "data-export": "json", text: "JSON",
+      onclick: function () { download(fileName("overview", inp.name, null, null) + ".json", "application/json", JSON.stringify(exportData())); } })]);
+    var counts = inp.head_classes ? Object.keys(inp.head_classes.counts).filter(function (c) {
+      return inp.head_classes.counts[c].some(function (x) { return x > 0; });
+    }).map(function (c) {
+      var total = inp.head_classes.counts[c].reduce(function (s, x) { return s + x; }, 0);
+      return el("li", null, [el("span", { "class": "thumb-label cls-" + slug(c), text: inp.head_classes.short[c] }), " " + c + " (" + total + "): " + inp.head_classes.descriptions[c]]);
+    }) : [];
+    root.appendChild(el("div", { "class": "card", id: "view-overview" }, [el("div", { "class": "card-head" }, [
+      el("h3", { text: inp.layers + " layers × " + inp.heads + " heads" }), buttons]), el("div", { "class": "scroll" }, grid),
+      counts.length ? el("ul", { "class": "class-legend" }, counts) : null,
+      inp.head_classes ? el("p", { "class": "muted", text: "Class: the pattern whose score is highest among those at or above their threshold, else mixed; the number is that score (attnsym.heads)." }) : null]));
+  }
+
+  // ------------------------------------------------------------------ head view
+  var PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#ad494a"];
+  function headColour(h) { return h < PALETTE.length ? PALETTE[h] : "hsl(" + ((h * 47) % 360) + ",60%,45%)"; }
+  function renderHeadView() {
+    var inp = current(), root = byId("headview-body"), layer = state.layer, tokens = inp.tokens, n = tokens.length;
+    if (!state.headsOn || state.headsOn.length !== inp.heads) state.headsOn = range(inp.heads).map(function () { return true; });
+    root.textContent = "";
+    var toggles = el("div", { "class": "head-toggles", role: "group", "aria-label": "heads shown" }, range(inp.heads).map(function (h) {
+      var hc = headClass(inp, layer, h);
+      return el("button", { type: "button", "class": "small head-toggle", "aria-pressed": String(state.headsOn[h]), "data-head": h + 1,
+        style: "border-color:" + headColour(h) + ";" + (state.headsOn[h] ? "background:" + headColour(h) + ";color:#fff" : ""),
+        text: "head " + (h + 1) + (hc ? " " + inp.head_classes.short[hc["class"]] : ""),
+        onclick: function () { state.headsOn[h] = !state.headsOn[h]; renderHeadView(); var b = root.querySelector('[data-head="' + (h + 1) + '"]'); if (b) b.focus(); } });
+    }).concat([el("button", { type: "button", "class": "small", text: "all", onclick: function () { state.headsOn = state.headsOn.map(function () { return true; }); renderHeadView(); } }),
+      el("button", { type: "button", "class": "small", text: "none", onclick: function () { state.headsOn = state.headsOn.map(function () { return false; }); renderHeadView(); } })]));
+    var g = layout(n, tokens), step = Math.max(14, Math.min(26, g.cell)), W = Math.max(2 * g.pad + 240, 520), H = n * step + 70;
+    var xl = g.pad, xr = W - g.pad, threshold = Math.max(state.threshold, 0.01);
+    var on = range(inp.heads).filter(function (h) { return state.headsOn[h]; }).map(function (h) { return h + 1; });
+    var caption = inp.name.slice(0, 40) + " · layer " + (layer + 1) + ", " + (on.length === inp.heads ? "all " + on.length + " heads" :
+      (on.length ? "heads " + on.join(", ") : "no head"));
+    var node = svg("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img", "class": "graph headview", "aria-label": caption });
+    node.appendChild(svg("title", { text: caption }));
+    node.appendChild(svg("text", { x: 4, y: 13, "font-size": 11, "class": "caption", text: caption }));
+    node.appendChild(svg("text", { x: xl, y: 30, "font-size": 11, "text-anchor": "middle", "class": "axis", text: "keys j" }));
+    node.appendChild(svg("text", { x: xr, y: 30, "font-size": 11, "text-anchor": "middle", "class": "axis", text: "queries i" }));
+    function y(k) { return 44 + (k + 0.5) * step; }
+    var edges = svg("g", { "class": "edges" }), drawn = 0;
+    range(inp.heads).forEach(function (h) {
+      if (!state.headsOn[h]) return;
+      inp.attention[layer][h].forEach(function (row, i) {
+        row.forEach(function (w, j) {
+          if (w < threshold) return;
+          drawn++;
+          edges.appendChild(svg("line", { x1: xl + 6, y1: y(j), x2: xr - 6, y2: y(i), stroke: headColour(h), "stroke-width": 1.5,
+            "stroke-opacity": Math.min(1, w).toFixed(3), "class": "edge", "data-head": h + 1, "data-i": i, "data-j": j, "data-w": w }));
+        });
+      });
+    });
+    node.appendChild(edges);
+    tokens.forEach(function (t, k) {
+      if (!shown(k, n, state.token)) return;
+      node.appendChild(svg("text", { x: xl - 4, y: y(k) + 4, "font-size": g.font, "text-anchor": "end", text: t }));
+      node.appendChild(svg("text", { x: xr + 4, y: y(k) + 4, "font-size": g.font, text: t }));
+    });
+    node.appendChild(svg("text", { x: 4, y: H - 8, "font-size": 10, "class": "axis",
+      text: "one colour per head; opacity: weight (0 to 1); weights below " + threshold.toFixed(2) + " hidden (" + drawn + " lines)" }));
+    root.appendChild(toggles);
+    root.appendChild(card("view-headview", "Layer " + (layer + 1) + ": heads overlaid", node,
+      function () { return fileName("headview", inp.name, layer, null) + "_heads-" + range(inp.heads).filter(function (h) { return state.headsOn[h]; }).map(function (h) { return h + 1; }).join("-"); }));
+  }
+
+  // ------------------------------------------------------------------ contrast (the first screen)
+  function sentenceLine(inp, position, label) {
+    return el("p", { "class": "sentence" }, [el("span", { "class": "muted", text: label + " " })].concat(inp.tokens.map(function (t, k) {
+      return el("span", { "class": "tok" + (k === position ? " word" : ""), text: t });
+    })));
+  }
   function renderContrast() {
     var root = byId("contrast");
     root.textContent = "";
     if (!DATA.contrasts.length) { root.appendChild(el("p", { text: "No contrast on this page." })); return; }
-    var pick = el("select", { id: "pick-word", "aria-label": "word", onchange: function () { state.contrast = Number(pick.value); renderContrast(); } });
-    fillSelect(pick, DATA.contrasts.map(function (c, k) {
-      return [k, "“" + c.word + "”: " + DATA.inputs[c.inputs[0]].name + " vs " + DATA.inputs[c.inputs[1]].name];
-    }), state.contrast);
     var c = DATA.contrasts[state.contrast], a = DATA.inputs[c.inputs[0]], b = DATA.inputs[c.inputs[1]];
-    var layer = Math.min(state.layer, a.layers - 1), numeric = /^\d+$/.test(state.head), head = numeric ? Number(state.head) : 0;
-    function row(k) {
-      if (state.head === "mean" || state.head === "max") return c.rows[k][state.head][layer];
-      return c.rows[k].heads[layer][head];
+    if (!state.cell || state.cell.contrast !== state.contrast) state.cell = { contrast: state.contrast, layer: c.cell[0], head: c.cell[1] };
+    var layer = state.cell.layer, head = state.cell.head;
+    var pick = el("select", { id: "pick-word", "aria-label": "word", onchange: function () { state.contrast = Number(pick.value); state.cell = null; renderContrast(); } });
+    fillSelect(pick, DATA.contrasts.map(function (x, k) {
+      return [k, "“" + x.word + "”: " + DATA.inputs[x.inputs[0]].name + " vs " + DATA.inputs[x.inputs[1]].name];
+    }), state.contrast);
+    var model = DATA.meta.model || a.source;
+    root.appendChild(el("p", { "class": "lede" }, [el("strong", { text: "Model: " }), model, " · ", el("label", { "for": "pick-word", text: "word: " }), pick]));
+    root.appendChild(sentenceLine(a, c.positions[0], "1"));
+    root.appendChild(sentenceLine(b, c.positions[1], "2"));
+    function row(k) { return c.rows[k].heads[layer][head]; }
+    var hcA = headClass(a, layer, head);
+    var where = "layer " + (layer + 1) + ", head " + (head + 1) + (hcA ? " (" + hcA["class"] + " in sentence 1)" : "");
+    function side(inp, k) {
+      var shares = c.shares ? el("p", { "class": "muted small" }, "roles: " + c.roles.map(function (r, q) { return r + " " + fmt(c.shares[k][layer][head][q]); }).join(" · ")) : null;
+      return el("div", null, [weightList("“" + inp.tokens[c.positions[k]] + "” in " + (k + 1) + " reads from", row(k).map(function (w, j) {
+        return { label: (j + 1) + " " + inp.tokens[j], w: w, mark: j === c.positions[k] }; }), "row"), shares]);
     }
-    function shares(k) {
-      if (!c.shares || !numeric) return null;
-      return el("p", { "class": "muted" }, "roles: " + c.roles.map(function (r, q) { return r + " " + fmt(c.shares[k][layer][head][q]); }).join(" · "));
-    }
-    var where = "layer " + (layer + 1) + ", " + (numeric ? "head " + (head + 1) : state.head + " over heads");
+    var pair = el("div", { "class": "card", id: "contrast-pair" }, [
+      el("h3", null, ["Where “" + c.word + "” reads from at " + where + ": distance ",
+        el("strong", { "class": "contrast-distance", text: fmt(c.distance[layer][head]) })]),
+      el("div", { "class": "pair side" }, [side(a, 0), side(b, 1)]),
+      c.note ? el("p", { "class": "note", text: c.note }) : null,
+      c.facts.length ? el("table", { "class": "details-table facts" }, c.facts.map(function (f) { return el("tr", null, [el("th", { text: f[0] }), el("td", { text: f[1] })]); })) : null
+    ]);
     var grid = heatmap(c.distance, range(c.distance.length).map(function (l) { return "layer " + (l + 1); }),
-      range(c.distance[0].length).map(function (h) { return "head " + (h + 1); }), {
-        title: "distance per layer and head: " + c.metric, color: sequential, selected: null });
-    Array.prototype.forEach.call(grid.querySelectorAll("rect.cell"), function (r) {
-      r.style.cursor = "pointer";
-      r.addEventListener("click", function () {
-        state.view = "attention"; state.layer = Number(r.getAttribute("data-i")); state.head = r.getAttribute("data-j"); renderRouting();
-      });
-    });
-    root.appendChild(el("p", null, [el("label", { "for": "pick-word", text: "Word " }), pick]));
-    root.appendChild(el("p", { "class": "muted", text: c.metric + ". Click a cell to show that layer and head above." }));
-    root.appendChild(el("div", { "class": "views" }, [
-      card("view-contrast-grid", "Distance of “" + c.word + "” per layer × head", grid,
-        function () { return { word: c.word, metric: c.metric, rows: range(c.distance.length), columns: range(c.distance[0].length), matrix: c.distance }; }),
-      el("div", { "class": "card" }, [el("h3", { text: "“" + c.word + "” at " + where }),
-        numeric ? el("p", null, ["distance ", el("strong", { "class": "contrast-distance", text: fmt(c.distance[layer][head]) })]) : null,
-        el("div", { "class": "pair" }, [
-          el("div", null, [weightList(a.name + ": reads from", row(0).map(function (w, j) { return { label: (j + 1) + " " + a.tokens[j], w: w }; }), "row"), shares(0)]),
-          el("div", null, [weightList(b.name + ": reads from", row(1).map(function (w, j) { return { label: (j + 1) + " " + b.tokens[j], w: w }; }), "row"), shares(1)])
-        ]), c.note ? el("p", { "class": "muted", text: c.note }) : null])
-    ]));
+      range(c.distance[0].length).map(function (h) { return String(h + 1); }), {
+        title: "distance of “" + c.word + "” per layer × head", chosen: [layer, head], max: maxOf(c.distance),
+        rowTitle: "layer ↓", colTitle: "head →", legendLabel: "distance, 0 to largest",
+        cellTitle: function (i, j) { return "layer " + (i + 1) + ", head " + (j + 1); },
+        oncell: function (i, j) {
+          state.cell = { contrast: state.contrast, layer: i, head: j };
+          state.view = "attention"; state.layer = i; state.head = String(j); state.input = c.inputs[0];
+          renderRouting();
+          var target = byId("contrast-pair");
+          if (target.scrollIntoView) target.scrollIntoView({ block: "nearest" });
+          var cell = byId("view-contrast-grid").querySelector("rect.chosen");
+          if (cell) cell.focus();
+        } });
+    root.appendChild(el("div", { "class": "story" }, [pair,
+      el("div", null, [card("view-contrast-grid", "Distance per layer × head (click or Enter a cell)", grid,
+        function () { return fileName("contrast-" + slug(c.word), a.name, null, null); },
+        function () { return { numbering: "layer and head count from 1, as the page shows them", word: c.word, metric: c.metric,
+          header: "distance of '" + c.word + "' per layer (rows) and head (columns), counted from 1: " + c.metric,
+          rows: range(c.distance.length).map(function (l) { return l + 1; }), columns: range(c.distance[0].length).map(function (h) { return h + 1; }), matrix: c.distance }; }),
+        el("p", { "class": "muted small", text: c.metric + ". A cell changes the rows beside it and the routing views below." })])]));
   }
 
   // ------------------------------------------------------------------ start
@@ -446,10 +706,21 @@
       byId(p[0]).addEventListener("change", function (ev) {
         var v = ev.target.value;
         state[p[1]] = p[1] === "input" || p[1] === "layer" ? Number(v) : v;
-        if (p[1] === "input") state.contrast = Math.max(0, DATA.contrasts.findIndex(function (c) { return c.inputs.indexOf(state.input) >= 0; }));
+        if (p[1] === "input") {
+          state.contrast = Math.max(0, DATA.contrasts.findIndex(function (c) { return c.inputs.indexOf(state.input) >= 0; }));
+          state.threshold = null; state.headsOn = null; state.hover = null;
+        }
         renderRouting();
       });
     });
+    byId("pick-threshold").addEventListener("input", function (ev) { state.threshold = Number(ev.target.value); renderRouting(); });
+    document.addEventListener("keydown", function (ev) {
+      if (ev.key === "Escape" && state.token !== null) { state.token = null; state.hover = null; renderRouting(); }
+    });
+    if (DATA.contrasts.length) {  // open on the contrast's chosen cell
+      var c = DATA.contrasts[0];
+      state.input = c.inputs[0]; state.layer = c.cell[0]; state.head = String(c.cell[1]);
+    }
     renderRouting();
     if (DATA.files.length) {
       var files = byId("files");
@@ -464,6 +735,7 @@
     window.attnsymExplorer.timings = timings;  // milliseconds since navigation started
     document.body.setAttribute("data-ready", "true");
   }
-  window.attnsymExplorer = { state: state, render: renderRouting, svgText: svgText, select: selectToken };
+  window.attnsymExplorer = { state: state, render: renderRouting, svgText: svgText, pin: pin,
+    select: function (k) { state.token = k; state.hover = null; renderRouting(); } };
   start();
 })();
