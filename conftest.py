@@ -10,7 +10,7 @@ import pytest
 import sympy as sp
 
 # the compiled kernels' examples need the optional Numba (attnsym[fast]); their tests skip without it
-collect_ignore = [] if importlib.util.find_spec("numba") else ["attnsym/models/_fused.py"]
+collect_ignore = [] if importlib.util.find_spec("numba") else ["attnsym/models/_fused.py", "attnsym/numeric/_kernels.py"]
 
 
 @pytest.fixture(autouse=True)

@@ -41,7 +41,7 @@ def test_split_products_equal_numpy(two_workers, monkeypatch, dtype, shape):
 def test_products_are_split_only_inside_a_lean_call(two_workers, monkeypatch):
     tasks = []
     real = _pool.run
-    monkeypatch.setattr(_pool, "run", lambda ts, scratch=None: tasks.append(len(ts)) or real(ts, scratch))
+    monkeypatch.setattr(_pool, "run", lambda ts, scratch=None, private=None: tasks.append(len(ts)) or real(ts, scratch, private))
     A, B = np.ones((4096, 64)), np.ones((64, 64))
     _pool.matmul(A, B)
     assert tasks == []  # outside one_blas_thread: one np.matmul
@@ -60,9 +60,9 @@ def test_a_lean_call_runs_every_product_with_blas_at_one_thread(two_workers, mon
         seen.append(("matmul", _blas_threads()))
         return real_matmul(A, B, scratch=scratch)
 
-    def run(tasks, scratch=None):
+    def run(tasks, scratch=None, private=None):
         seen.append(("run", _blas_threads()))
-        return real_run(tasks, scratch)
+        return real_run(tasks, scratch, private)
 
     monkeypatch.setattr(_pool, "matmul", matmul)
     monkeypatch.setattr(_pool, "run", run)

@@ -11,7 +11,8 @@ temporaries, no GIL), the same formulas as the array path of :mod:`attnsym.model
 - :func:`bias_gelu` — ``h ← GELU(h + b)``, exact GELU with the float32 rational erf of
   :func:`~attnsym.models.forward.gelu_float32`;
 - :func:`residual_layernorm` — ``a ← a + bias + residual`` (each optional), ``out ← LN(a)``;
-- :func:`softmax_rows` — ``A ← softmax(S)`` per row, the stable one (shift by the row maximum),
+- :func:`softmax_rows` — ``A ← softmax(S)`` per row (the kernel of :mod:`attnsym.numeric._kernels`,
+  shared with the numeric fast path), the stable one (shift by the row maximum),
   ``exp`` by Cephes' float32 polynomial (relative error below 1e-6 on ``[-87, 0]``), weight 0
   for a ``-inf`` score (a masked key) and for any shifted score below ``-87`` (``e⁻⁸⁷ ≈ 1.6e-38``,
   float32's smallest normal), a row with no finite score all 0 — the fully-masked-row policy of
@@ -48,11 +49,6 @@ _F = np.float32
 _INV_SQRT2 = _F(1 / math.sqrt(2.0))
 _P0, _P1, _P2, _P3, _P4, _P5, _P6 = (_F(c) for c in ERF_P)
 _Q0, _Q1, _Q2, _Q3, _Q4 = (_F(c) for c in ERF_Q)
-#: Cephes expf: exp(x) = 2^k · exp(f), k = round(x log₂e), f = x − k ln 2 (ln 2 split in two parts)
-_LOG2E, _LN2_HI, _LN2_LO = _F(1.4426950408889634), _F(0.693359375), _F(-2.12194440e-4)
-_E0, _E1, _E2, _E3, _E4, _E5 = (_F(c) for c in (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
-                                                  4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1))
-_EXP_MIN = _F(-87.0)
 
 
 @contextlib.contextmanager
@@ -146,33 +142,11 @@ def _compile(numba) -> dict[str, Any]:
             for j in range(width):
                 o[j] = (ar[j] - mean) * scale * weight[j] + beta[j]
 
-    @jit
-    def softmax_rows(S, A):  # pragma: no cover - compiled
-        rows, n = S.shape
-        bits = np.empty(n, np.int32)
-        power = bits.view(np.float32)  # 2^k, built from its exponent bits
-        for r in range(rows):
-            s, p = S[r], A[r]
-            top = s[0]
-            for j in range(1, n):
-                top = max(top, s[j])
-            if top == -np.inf:  # no allowed key: the row stays 0
-                top = _F(0.0)
-            for j in range(n):
-                x = max(s[j] - top, _EXP_MIN)
-                k = np.floor(x * _LOG2E + _F(0.5))
-                f = x - k * _LN2_HI - k * _LN2_LO
-                y = ((((_E0 * f + _E1) * f + _E2) * f + _E3) * f + _E4) * f + _E5
-                p[j] = y * f * f + f + _F(1.0)
-                bits[j] = (np.int32(k) + np.int32(127)) << 23
-            total = _F(0.0)
-            for j in range(n):
-                v = p[j] * power[j] if s[j] - top > _EXP_MIN else _F(0.0)
-                p[j] = v
-                total += v
-            inv = _F(1.0) / total if total > _F(0.0) else _F(0.0)
-            for j in range(n):
-                p[j] *= inv
+    from ..numeric import _kernels  # the softmax is the numeric fast path's compiled primitive, shared
+
+    shared = _kernels.compiled()
+    assert shared is not None  # Numba imported above
+    softmax_rows = shared["softmax_rows"]
 
     return {"bias_gelu": bias_gelu, "residual_layernorm": residual_layernorm, "softmax_rows": softmax_rows}
 

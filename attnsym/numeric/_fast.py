@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-import threading
+from collections.abc import Callable
 
 import numpy as np
 
@@ -71,7 +71,12 @@ def session(layer: BoundLayer, lean: bool) -> contextlib.AbstractContextManager:
     Entered before the projections, so that no product of the call starts BLAS's own threads
     next to the pool's (:mod:`attnsym.numeric._pool`).
     """
-    return _pool.one_blas_thread() if lean and usable(layer) else contextlib.nullcontext()
+    if not (lean and usable(layer)):
+        return contextlib.nullcontext()
+    from . import _kernels
+
+    _kernels.available()  # import Numba (and the SciPy BLAS it loads) before the limit: it limits the BLAS loaded then
+    return _pool.one_blas_thread()
 
 
 def blocks(rows: int, columns: int, limit: tuple[int, int]) -> tuple[int, int]:
@@ -103,6 +108,32 @@ def _padded(name: str, M: np.ndarray, column, scale=None) -> np.ndarray:
     return out
 
 
+def _numpy_exp(S: np.ndarray) -> None:
+    np.exp(S, out=S)
+
+
+def _numpy_exp_and_dscores(A: np.ndarray, dS: np.ndarray) -> None:
+    np.exp(A, out=A)
+    dS *= A
+
+
+def element_passes(dtype) -> tuple[Callable[[np.ndarray], None], Callable[[np.ndarray, np.ndarray], None], str]:
+    """The block's element-wise passes for ``dtype``: ``S ← exp(S)``, ``(A, dS) ← (exp(A), exp(A) ⊙ dS)``, and their name.
+
+    The compiled float32 loops of :mod:`attnsym.numeric._kernels` when Numba is installed and
+    ``ATTNSYM_NUMBA`` is not ``0`` (``"numba"``), else NumPy's ``exp`` and ``*=`` (``"numpy"``;
+    always for float64, where NumPy's ``exp`` is the faster). Both are tied by the tests.
+    """
+    if np.dtype(dtype) == np.float32:
+        from . import _kernels
+
+        if _kernels.available():
+            kernels = _kernels.compiled()
+            assert kernels is not None
+            return kernels["exp_inplace"], kernels["exp_and_dscores"], "numba"
+    return _numpy_exp, _numpy_exp_and_dscores, "numpy"
+
+
 def _buffer(buffers: dict, name: str, shape: tuple) -> np.ndarray:
     """A C-contiguous ``shape`` view of the worker's scratch buffer ``name``."""
     return buffers[name][:math.prod(shape)].reshape(shape)
@@ -117,6 +148,7 @@ class _Lanes:
         self.shape = Q.shape[:-2]  # (..., H)
         self.Q, self.K, self.V = (np.ascontiguousarray(M).reshape(-1, *M.shape[-2:]) for M in (Q, K, V))
         self.n = layer.n
+        self.exp, self.exp_and_dscores, _ = element_passes(self.Q.dtype)
         mask = layer.mask
         if mask is not None:
             mask = np.broadcast_to(np.asarray(mask), (*layer.batch_shape, layer.n, layer.n)).reshape(-1, layer.n, layer.n)
@@ -188,7 +220,7 @@ def _forward_block(lanes: _Lanes, lane: int, i0: int, i1: int, Kx, Vx, kmax: flo
             alpha = np.where(np.isfinite(m), np.exp(np.where(np.isfinite(m), m, 0.0) - shift), 0.0)
             acc *= alpha[:, None].astype(dtype)  # rescale the earlier blocks to the new maximum
             m = m_new
-        np.exp(S, out=S)  # the one pass over the block: entries in [0, 1]
+        lanes.exp(S)  # the one pass over the block: entries in [0, 1]
         np.matmul(S, Vx[j0:j1], out=part)  # [P V, ℓ] of this block
         acc += part
     ell = acc[:, -1]
@@ -247,31 +279,28 @@ def backward(layer: BoundLayer, Q, K, V, Z, lse, dZ, block: tuple[int, int] = BA
     dZx = _padded("backward:dZx", dZf, -D)  # [dZ, −D]
     Kx = _padded("backward:Kx", lanes.K, 1.0)
     Vx = _padded("backward:Vx", lanes.V, 1.0)
-    dQ = np.zeros_like(lanes.Q)
+    dQ = np.empty_like(lanes.Q)
     dK = np.empty_like(lanes.K)
     dV = np.empty_like(lanes.V)
     bk, bj = _rows_per_task(block[0], n, count), block[1]  # keys per task: dK, dV of these keys are owned by one task
-    partial_dQ: dict[int, np.ndarray] = {}  # one dQ accumulator per worker thread, summed at the end
+    starts = [(lane, j0) for lane in range(count) for j0 in range(0, n, bk)]
+    workers = _pool.workers(len(starts))
 
     def task(lane: int, j0: int):
         def run(buffers):
             j1 = min(n, j0 + bk)
             dKj = np.zeros((j1 - j0, lanes.K.shape[-1]), dtype)
             dVj = np.zeros((j1 - j0, lanes.V.shape[-1]), dtype)
-            own = partial_dQ.get(threading.get_ident())
-            if own is None:  # each thread writes only its own entry
-                own = partial_dQ[threading.get_ident()] = _pool.workspace("backward:dQ", dQ.shape, dtype)
-                own.fill(0)
+            own = buffers["dQ"]  # this worker's partial dQ, owned by this call (not by the thread: see _pool.run)
             for i0 in range(0, n, bj):
                 i1 = min(n, i0 + bj)
                 if layer.causal and i1 - 1 < j0:  # every query of this block precedes every key
                     continue
                 A = _buffer(buffers, "A", (i1 - i0, j1 - j0))
                 lanes.scores_into(A, lane, Qx[lane][i0:i1], Kx[lane][j0:j1], i0, i1, j0, j1)  # S − L
-                np.exp(A, out=A)  # the weights A_ij of this block
                 dS = _buffer(buffers, "dS", (i1 - i0, j1 - j0))
                 np.matmul(dZx[lane][i0:i1], Vx[lane][j0:j1].T, out=dS)  # dA − D
-                dS *= A  # dS = A ⊙ (dA − D)
+                lanes.exp_and_dscores(A, dS)  # A ← exp(S − L), dS ← A ⊙ (dA − D): one pass
                 dVj += A.T @ dZf[lane, i0:i1]
                 dKj += dS.T @ lanes.Q[lane, i0:i1]
                 own[lane, i0:i1] += dS @ lanes.K[lane, j0:j1]
@@ -280,8 +309,10 @@ def backward(layer: BoundLayer, Q, K, V, Z, lse, dZ, block: tuple[int, int] = BA
         return run
 
     scratch = {"A": (bj * bk, dtype), "dS": (bj * bk, dtype)}
-    _pool.run([task(lane, j0) for lane in range(count) for j0 in range(0, n, bk)], scratch)  # causal: costliest first
-    for part in partial_dQ.values():
-        dQ += part
+    with _pool.borrowed("backward:dQ", (workers, *dQ.shape), dtype) as parts:
+        parts.fill(0)
+        _pool.run([task(lane, j0) for lane, j0 in starts], scratch,
+                  private=[{"dQ": part} for part in parts])  # causal: costliest first
+        np.add.reduce(parts, axis=0, out=dQ)
     dQ *= c
     return tuple(M.reshape(*lanes.shape, n, -1) for M in (dQ, dK, dV))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import sys
 import threading
 import tracemalloc
 from collections.abc import Callable, Iterator
@@ -27,8 +28,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MIN_SPLIT", "THREADS", "WORKSPACE_MAX_BYTES", "active", "fresh_workspace", "matmul", "one_blas_thread", "run",
-           "workspace"]
+from ..errors import ShapeError
+
+__all__ = ["MIN_SPLIT", "THREADS", "WORKSPACE_MAX_BYTES", "active", "borrowed", "fresh_workspace", "matmul",
+           "one_blas_thread", "run", "workers", "workspace"]
 
 #: worker threads (the cores this process may run on)
 THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -40,26 +43,37 @@ WORKSPACE_MAX_BYTES = 64 * 2**20
 _STATE: dict[str, Any] = {}
 _LOCAL = threading.local()
 _START = threading.Lock()
+_BLAS_LOCK = threading.Lock()  # the holders of the one-thread BLAS limit (one_blas_thread)
+_LEND_LOCK = threading.Lock()  # the free buffers of borrowed()
+_FREE: dict[str, list[np.ndarray]] = {}
 
 
 def _forget_pool() -> None:
     """In a forked child: the parent's executor came along without its threads; work queued on it would never run."""
-    global _START
+    global _START, _BLAS_LOCK, _LEND_LOCK
     _STATE.clear()
-    _START = threading.Lock()
+    _FREE.clear()
+    _START, _BLAS_LOCK, _LEND_LOCK = threading.Lock(), threading.Lock(), threading.Lock()
 
 
 os.register_at_fork(after_in_child=_forget_pool)
 
 
 def _pool() -> tuple[ThreadPoolExecutor, Any]:
-    """The process-wide executor and BLAS controller, made on first use."""
+    """The process-wide executor and BLAS controller, made on first use.
+
+    The controller knows the BLAS libraries loaded when it was made (finding them takes about
+    3 ms), and a later import can load another (Numba and SciPy bring SciPy's own OpenBLAS), so
+    it is made again whenever modules were imported since: rarely, after the first calls.
+    """
     with _START:
         if "pool" not in _STATE:
+            _STATE["pool"] = ThreadPoolExecutor(max(1, THREADS - 1), thread_name_prefix="attnsym")
+        if _STATE.get("modules") != len(sys.modules):
             from threadpoolctl import ThreadpoolController
 
-            _STATE.update(pool=ThreadPoolExecutor(max(1, THREADS - 1), thread_name_prefix="attnsym"),
-                          blas=ThreadpoolController())
+            _STATE["blas"] = ThreadpoolController()
+            _STATE["modules"] = len(sys.modules)
     return _STATE["pool"], _STATE["blas"]
 
 
@@ -70,9 +84,15 @@ def active() -> bool:
 
 @contextlib.contextmanager
 def one_blas_thread() -> Iterator[None]:
-    """BLAS held at one thread for the block (re-entrant); :func:`run` and :func:`matmul` supply the parallelism.
+    """BLAS held at one thread for the block (re-entrant, shared by threads); :func:`run`, :func:`matmul` give parallelism.
 
-    With one worker thread (:data:`THREADS` = 1) BLAS is left as it is: nothing competes with it.
+    BLAS's thread count is process-wide, so the limit is too: the first thread to enter sets
+    it and remembers the count it found, the last to leave restores that count, under one
+    lock (a reference count). Two blocks that merely nested their own save-and-restore would
+    restore each other's value: the first to leave would give the second's products BLAS's
+    threads back while it still runs, and the second would then "restore" one thread for the
+    rest of the process. With one worker thread (:data:`THREADS` = 1) BLAS is left as it is:
+    nothing competes with it.
     """
     depth = getattr(_LOCAL, "depth", 0)
     _LOCAL.depth = depth + 1
@@ -80,10 +100,30 @@ def one_blas_thread() -> Iterator[None]:
         if depth or THREADS < 2:
             yield
         else:
-            with _pool()[1].limit(limits=1, user_api="blas"):
+            _hold_blas()
+            try:
                 yield
+            finally:
+                _release_blas()
     finally:
         _LOCAL.depth = depth
+
+
+def _hold_blas() -> None:
+    """One more holder of the one-thread BLAS limit; the first sets it."""
+    controller = _pool()[1]
+    with _BLAS_LOCK:
+        if _STATE.get("holders", 0) == 0:
+            _STATE["limiter"] = controller.limit(limits=1, user_api="blas")
+        _STATE["holders"] = _STATE.get("holders", 0) + 1
+
+
+def _release_blas() -> None:
+    """One holder fewer; the last restores the thread count the first one found."""
+    with _BLAS_LOCK:
+        _STATE["holders"] -= 1
+        if _STATE["holders"] == 0:
+            _STATE.pop("limiter").restore_original_limits()
 
 
 def workspace(name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
@@ -116,6 +156,45 @@ def workspace(name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
 
 
 @contextlib.contextmanager
+def borrowed(name: str, shape: tuple[int, ...], dtype) -> Iterator[np.ndarray]:
+    """A C-contiguous ``shape`` array that belongs to the block alone, whatever thread uses it; contents undefined.
+
+    For what the workers of one call fill and the caller reads after :func:`run` (the
+    backward's partial dQ sums): a :func:`workspace` buffer belongs to a thread, and a pool
+    worker serves every call in the process, so the next call's task on that worker would
+    overwrite it before the first call has read it. A borrowed buffer is lent to no one else
+    until the block ends, then kept for the next borrower of ``name`` (at most :data:`THREADS`
+    kept per name, each at most :data:`WORKSPACE_MAX_BYTES`), so repeated calls pay no page
+    faults for it.
+
+    >>> with borrowed("doctest", (2, 3), np.float32) as a, borrowed("doctest", (2, 3), np.float32) as b:
+    ...     bool(np.shares_memory(a, b))
+    False
+    """
+    dtype = np.dtype(dtype)
+    nbytes = math.prod(shape) * dtype.itemsize
+    keep = nbytes <= WORKSPACE_MAX_BYTES and not _STATE.get("fresh", 0)
+    buffer = None
+    if keep:
+        with _LEND_LOCK:
+            free = _FREE.setdefault(name, [])
+            fits = [k for k, b in enumerate(free) if b.nbytes >= nbytes]
+            if fits:
+                buffer = free.pop(min(fits, key=lambda k: free[k].nbytes))
+    if buffer is None:
+        buffer = np.empty(max(nbytes, 1), np.uint8)
+    try:
+        yield buffer[:nbytes].view(dtype).reshape(shape)
+    finally:
+        if keep:
+            with _LEND_LOCK:
+                free = _FREE.setdefault(name, [])
+                free.append(buffer)
+                if len(free) > max(1, THREADS):
+                    free.pop(min(range(len(free)), key=lambda k: free[k].nbytes))
+
+
+@contextlib.contextmanager
 def fresh_workspace() -> Iterator[None]:
     """Every :func:`workspace` request in the block, on any thread, allocates a new array and keeps nothing.
 
@@ -129,22 +208,31 @@ def fresh_workspace() -> Iterator[None]:
         _STATE["fresh"] -= 1
 
 
-def run(tasks: list[Callable[[dict], None]], scratch: dict[str, tuple[int, Any]] | None = None) -> None:
+def run(tasks: list[Callable[[dict], None]], scratch: dict[str, tuple[int, Any]] | None = None,
+        private: list[dict[str, np.ndarray]] | None = None) -> None:
     """Run ``task(buffers)`` for each task, on this thread and the pool's, BLAS at one thread.
 
     The calling thread works too: it and ``THREADS − 1`` pool threads each take the next task
     until none is left (no future per task, no idle caller). ``scratch`` names per-worker
     buffers (``name -> (elements, dtype)``); each worker takes them from its own
-    :func:`workspace`, so repeated calls reuse the same memory. Serial with one thread, one task, or
-    while :mod:`tracemalloc` traces (reproducible peaks). An exception in a task is raised
-    here once every worker has stopped.
+    :func:`workspace`, so repeated calls reuse the same memory. Scratch is only for what a task
+    uses and forgets: a pool worker's next task may belong to another call. What must outlive
+    the tasks (partial sums the caller adds up afterwards) goes in ``private``: worker ``k``
+    (the caller is worker 0) adds ``private[k]`` to its buffers, arrays the caller owns (from
+    :func:`borrowed`); ``private`` needs an entry for each of :func:`workers` ``(len(tasks))``.
+    Serial with one thread, one task, or while :mod:`tracemalloc` traces (reproducible peaks).
+    An exception in a task is raised here once every worker has stopped.
     """
     scratch = scratch or {}
-    workers = 1 if THREADS < 2 or len(tasks) < 2 or tracemalloc.is_tracing() else min(THREADS, len(tasks))
+    count = workers(len(tasks))
+    if private is not None and len(private) < count:
+        raise ShapeError(f"run: private needs one entry per worker ({count}), got {len(private)}")
     todo, lock = iter(tasks), threading.Lock()
 
-    def drain() -> None:
+    def drain(k: int) -> None:
         buffers = {name: workspace(f"run:{name}", (size,), dtype) for name, (size, dtype) in scratch.items()}
+        if private is not None:
+            buffers.update(private[k])
         while True:
             with lock:
                 task = next(todo, None)
@@ -152,16 +240,21 @@ def run(tasks: list[Callable[[dict], None]], scratch: dict[str, tuple[int, Any]]
                 return
             task(buffers)
 
-    if workers == 1:
-        drain()
+    if count == 1:
+        drain(0)
         return
     with one_blas_thread():
-        helpers = [_pool()[0].submit(drain) for _ in range(workers - 1)]
+        helpers = [_pool()[0].submit(drain, k) for k in range(1, count)]
         try:
-            drain()
+            drain(0)
         finally:
             for helper in helpers:
                 helper.result()
+
+
+def workers(tasks: int) -> int:
+    """How many threads :func:`run` uses for ``tasks`` tasks (the caller included)."""
+    return 1 if THREADS < 2 or tasks < 2 or tracemalloc.is_tracing() else min(THREADS, tasks)
 
 
 def matmul(A: np.ndarray, B: np.ndarray, scratch: str | None = None) -> np.ndarray:

@@ -1,0 +1,117 @@
+"""The compiled element-wise kernels (attnsym.numeric._kernels) and the fast path with and without them.
+
+The fast path runs with the Numba kernels (``numba``) and with NumPy (``numpy``, forced by
+``ATTNSYM_NUMBA=0`` as for attnsym.models) in the same pytest run; both must equal the generic
+array-API path: float32 and float64, masks, fully masked rows, ±1e4 spreads of scores.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from attnsym import numeric as nm
+from attnsym.numeric import _fast, _kernels
+from attnsym.testing import TOLERANCES
+
+numba_present = _kernels.compiled() is not None
+
+
+@pytest.fixture(params=["numba", "numpy"])
+def implementation(request, monkeypatch):
+    if request.param == "numba":
+        if not numba_present:
+            pytest.skip("Numba is not installed")
+        monkeypatch.delenv("ATTNSYM_NUMBA", raising=False)
+    else:
+        monkeypatch.setenv("ATTNSYM_NUMBA", "0")
+    return request.param
+
+
+def test_the_environment_variable_chooses_the_implementation(implementation):
+    assert _fast.element_passes(np.float32)[2] == implementation
+    assert _fast.element_passes(np.float64)[2] == "numpy"  # NumPy's exp is the faster in float64
+
+
+@pytest.mark.skipif(not numba_present, reason="Numba is not installed")
+def test_the_float32_exp_meets_its_stated_error_bound():
+    x = np.linspace(_kernels.EXP_MIN + 1e-3, _kernels.EXP_MAX, 2_000_001).astype(np.float32)
+    got = _kernels.exp_inplace(x.copy().reshape(1, -1)).ravel().astype(np.float64)
+    want = np.exp(x.astype(np.float64))
+    assert np.max(np.abs(got - want) / want) <= _kernels.EXP_RTOL
+
+
+@pytest.mark.skipif(not numba_present, reason="Numba is not installed")
+def test_the_float32_exp_flushes_and_masks():
+    x = np.array([[0.0, -86.9, -87.0, -88.0, -1e30, -np.inf, 1e4]], np.float32)
+    got = _kernels.exp_inplace(x.copy())
+    assert got[0, 1] > 0 and np.all(got[0, 2:6] == 0)
+    assert np.isfinite(got[0, 6])  # above 88: e^88, never inf
+    A = np.log(np.array([[0.5, 0.25, 0.0]], np.float32))
+    dS = np.array([[2.0, 4.0, np.float32(1e30)]], np.float32)
+    _kernels.exp_and_dscores(A, dS)
+    np.testing.assert_allclose(A, [[0.5, 0.25, 0.0]], rtol=_kernels.EXP_RTOL)
+    np.testing.assert_allclose(dS, [[1.0, 1.0, 0.0]], rtol=_kernels.EXP_RTOL)
+
+
+@pytest.mark.skipif(not numba_present, reason="Numba is not installed")
+def test_the_kernels_refuse_what_they_cannot_take():
+    from attnsym.errors import ShapeError
+
+    with pytest.raises(ShapeError, match="float64"):
+        _kernels.exp_inplace(np.zeros((2, 3)))
+    with pytest.raises(ShapeError, match="not C-contiguous"):
+        _kernels.exp_inplace(np.zeros((4, 4), np.float32)[:, ::2])
+    with pytest.raises(ShapeError, match="same shape"):
+        _kernels.exp_and_dscores(np.zeros((2, 3), np.float32), np.zeros((3, 2), np.float32))
+
+
+def _generic(monkeypatch, fn):
+    monkeypatch.setattr(_fast, "ENABLED", False)
+    try:
+        return fn()
+    finally:
+        monkeypatch.setattr(_fast, "ENABLED", True)
+
+
+def _close(got, want, dtype, grad_scale=1.0):
+    tol = TOLERANCES[dtype]
+    if isinstance(want, dict):  # gradients: errors grow with the score scale (dS enters multiplied by W_Q, W_K)
+        for k in want:
+            atol = tol.atol * grad_scale * max(1.0, np.abs(want[k]).max())
+            np.testing.assert_allclose(got[k], want[k], rtol=tol.rtol * grad_scale, atol=atol, err_msg=k)
+    else:
+        np.testing.assert_allclose(got, want, rtol=tol.rtol, atol=tol.atol)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("spread", [1.0, 1e4])
+def test_fast_path_equals_generic_path_with_masks(implementation, monkeypatch, dtype, spread):
+    rng = np.random.default_rng(7)
+    n, d = 70, 4
+    X = rng.standard_normal((2, n, d)).astype(dtype)
+    W_Q = (np.eye(d) * np.sqrt(spread)).astype(dtype)  # scores up to about ±spread
+    W = np.eye(d, dtype=dtype)
+    mask = rng.random((2, n, n)) > 0.3
+    mask[0, 3, :] = False  # a fully masked row: zero output, zero gradient
+    G = rng.standard_normal(X.shape).astype(dtype)
+    for causal in (False, True):
+        kw = dict(mask=mask, causal=causal, block_size=16)
+        Y = nm.attention(X, W_Q, W_Q, W, return_weights=False, **kw)
+        _close(Y, _generic(monkeypatch, lambda kw=kw: nm.attention(X, W_Q, W_Q, W, return_weights=False, **kw)), dtype)
+        assert np.all(Y[0, 3] == 0)
+        g = nm.attention_vjp(X, W_Q, W_Q, W, G, **kw)
+        # saturated rows (spread 1e4): A is one-hot, dS = A ⊙ (dA − D) is rounding of dA − D, which the fast path
+        # takes from one product [dZ, −D][V, 1]ᵀ and the generic path from two steps; W_Q = 100·I scales it up
+        _close(g, _generic(monkeypatch, lambda kw=kw: nm.attention_vjp(X, W_Q, W_Q, W, G, **kw)), dtype,
+               grad_scale=np.sqrt(spread) * (10 if dtype == "float32" and spread > 1 else 1))
+
+
+def test_float32_forward_agrees_with_float64_at_2048(implementation):
+    rng = np.random.default_rng(8)
+    n, d = 2048, 64
+    X = rng.standard_normal((n, d))
+    W = [rng.standard_normal((d, d)) / np.sqrt(d) for _ in range(3)]
+    Y64 = nm.attention(X, *W, return_weights=False)
+    Y32 = nm.attention(X.astype(np.float32), *(w.astype(np.float32) for w in W), return_weights=False)
+    assert np.max(np.abs(Y32 - Y64)) <= 1e-6
