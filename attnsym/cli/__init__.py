@@ -43,7 +43,7 @@ examples:
   attnsym derive --n 2 --d 2 --format md    # the forward pass, step by step
   attnsym verify variance-scaling           # check one claim
   attnsym graph --n 6 --heads 2 -o out/     # routing graphs as GraphML
-  attnsym route "the Apple phone launch event" "I like to eat apples" --token apple -o out/
+  attnsym route "the Apple phone launch event" "I like to eat apples" --word apple -o out/
                                             # a real model's routing, the same word in two contexts
 
 'attnsym COMMAND --help' explains each command.
