@@ -296,7 +296,7 @@ def _run_steps(tour: _Tour, on_step: Callable[[str], None] | None) -> None:
     worker = context.Process(target=_steps_worker, args=(tour, beside, send), daemon=True)
     worker.start()
     send.close()
-    outcome = None
+    outcome: Any = None  # ("ok", entries, facts) or ("error", exception), from the second process
     try:
         for label, step in mine:
             if on_step is not None:
