@@ -61,13 +61,14 @@ def main() -> None:
         before = load_average()[0]
         times = [run_once(arguments) for _ in range(args.repeat)]
         after = load_average()[0]
-        shown = " ".join(a if " " not in a else repr(a) for a in arguments).replace("{out}", "out")
+        shown = " ".join(a if " " not in a else repr(a) for a in arguments
+                         if a != "-o" and "{out}" not in a)  # the output is each run's temporary folder
         rows.append(f"| `attnsym {shown}` | {statistics.median(times):.1f} | {min(times):.1f} | {max(times):.1f} "
                     f"| {goal:.0f} | {before:.2f} / {after:.2f} |")
         print(rows[-1], flush=True)
     lines = [
         f"Wall time of each command as a whole new process (`python -m attnsym ...`: imports and the model "
-        f"load included), {args.repeat} runs each, each in a new temporary folder, on {cpus} CPUs. The goals "
+        f"load included), {args.repeat} runs each, each writing into a new temporary folder (`-o`), on {cpus} CPUs. The goals "
         "are for a quiet 2-core machine; the load average (1 minute, before / after the runs) says how "
         "busy this one was: other work on the machine makes these times pessimistic.",
         "",
@@ -84,6 +85,8 @@ def main() -> None:
         environment_report(),
     ]
     path = write_section("tour", "## The tour, route and explore\n\n" + "\n".join(lines))
+    text = path.read_text()  # the section keeps the markers tests/test_help_and_docs_truth.py reads
+    path.write_text(text.replace("<!-- begin:tour -->", "<!-- BEGIN tour -->").replace("<!-- end:tour -->", "<!-- END tour -->"))
     print(f"\nwrote the 'tour' section of {path}")
 
 

@@ -348,3 +348,24 @@ def test_heatmap_marks_masked_cells_and_scales_colours_to_the_weights():
         assert vmin == 0.0 and vmax == pytest.approx(A[:, allowed].max())  # not a fixed 0–1 scale
     (bar,) = _colorbars(fig)
     assert "masked" in bar.get_ylabel()
+
+
+def test_the_route_grid_shows_every_layer_and_head_in_one_axes():
+    from types import SimpleNamespace
+
+    rng = np.random.default_rng(0)
+    A = rng.random((2, 3, 4, 4))
+    A /= A.sum(-1, keepdims=True)
+    route = SimpleNamespace(layers=2, heads=3, n=4, attention=A, model="m", text="a b",
+                            labels=lambda: ["[CLS]", "a", "b", "[SEP]"])
+    fig = plots.attention_grid_figure(route)
+    ax = fig.axes[0]
+    images = ax.get_images()
+    assert len(images) == 6
+    for k, image in enumerate(images):  # layer-major, each block exactly its head's matrix on the shared 0..1 scale
+        np.testing.assert_array_equal(image.get_array(), A[k // 3, k % 3])
+        assert image.get_clim() == (0, 1)
+    texts = {t.get_text() for t in ax.texts} | {t.get_text() for t in ax.get_children() if hasattr(t, "get_text")}
+    assert {"head 1", "head 2", "head 3", "layer 1", "layer 2"} <= texts
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["[CLS]", "a", "b", "[SEP]"] * 3
+    assert plots.figure_to_bytes(fig, "png") == plots.figure_to_bytes(plots.attention_grid_figure(route), "png")

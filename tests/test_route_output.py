@@ -85,3 +85,13 @@ def test_force_refused_by_a_later_target_writes_nothing(complete, tmp_path):
     os.mkfifo(out / "text1" / "route.json")  # a destination that must not be replaced
     assert main(["route", APPLE[0], "--no-graphs", "-o", str(out), "--force"]) == 2
     assert (out / "report.md").read_bytes() == before["report.md"]  # no new report beside the old files
+
+
+def test_graph_files_number_layers_heads_and_texts_from_1_like_their_names(complete):
+    from attnsym import graphs
+
+    out = complete[0]
+    G = graphs.read(out / "text2" / "graphs" / "layer3-head5.graphml")
+    assert (G.graph["layer"], G.graph["head"], G.graph["text_number"]) == (3, 5, 2)
+    assert "from 1" in G.graph["numbering"]
+    assert sorted(G.nodes[i]["index"] for i in G) == list(range(G.number_of_nodes()))  # A's rows, from 0

@@ -242,3 +242,14 @@ def test_one_set_up_named_once_and_said_plainly(tmp_path):
     assert not np.allclose(X1[0], X1[4])  # the two rows labelled "the" are different random vectors
     index = tour_module._index_markdown(t.result)
     assert index.count("The set-up") == 1 and "random vector" in index and "real-model" in index
+
+
+def test_index_md_escapes_markdown_in_summaries_and_descriptions(tmp_path):
+    from attnsym.cli.tour import TourEntry, TourResult, _index_markdown
+
+    result = TourResult(tmp_path, entries=[TourEntry("claims", "claims/report.md", "a <b>bold</b> *claim* file")],
+                        facts={"claim_rows": [{"claim": "softmax-jacobian", "verdict": "holds", "expected": "holds",
+                                               "as_expected": True, "summary": "diagonal -2*p*(p - 1) | x_1"}]})
+    text = _index_markdown(result)
+    assert "| diagonal -2\\*p\\*(p - 1) \\| x\\_1 |" in text  # not italics, not a new cell
+    assert "a &lt;b&gt;bold&lt;/b&gt; \\*claim\\* file" in text and "<b>" not in text

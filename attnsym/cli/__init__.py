@@ -43,7 +43,7 @@ examples:
   attnsym derive --n 2 --d 2 --format md    # the forward pass, step by step
   attnsym verify variance-scaling           # check one claim
   attnsym graph --n 6 --heads 2 -o out/     # routing graphs as GraphML
-  attnsym route "I ate an apple for lunch" "I bought an Apple phone today" --token apple -o out/
+  attnsym route "I ate an apple for lunch" "I bought an Apple phone today" --word apple -o out/
                                             # a real model's routing, the same word in two contexts
 
 'attnsym COMMAND --help' explains each command.

@@ -28,7 +28,8 @@ tokenizer.json; BERT-family encoders and GPT-2-family decoders). Nothing is down
 
 Files written to the -o folder (new or empty, or --force; staged and renamed into place, whole or nothing):
   report.md                         tokens, where attention lands, rollout/flow, the contrast
-  text{k}/graphs/layer{l}-head{h}.{ext}   routing graph of text k, layer l, head h (from 1)
+  text{k}/graphs/layer{l}-head{h}.{ext}   routing graph of text k, layer l, head h (from 1, as the
+                                    graph's layer/head/text_number attributes; node index from 0)
   text{k}/heatmaps.png              attention of every layer and head
   text{k}/rollout-flow.png          rollout and flow (heads fused by --head-fusion)
   text{k}/route.json                tokens, offsets, attention and scores as JSON
@@ -107,7 +108,9 @@ def write_route(folder: str | Path, model, texts: Sequence[str], token: str | No
                 for head in range(r.heads):
                     G = gr.routing_graph(r.attention[layer, head].astype(float), tokens=labels, layer=None, head=None,
                                          top_k=top_k, threshold=threshold)
-                    G.graph.update(layer=layer, head=head, text=r.text, model=model.name)
+                    # person-facing numbers count from 1, as the file name and the help (node ``index`` is A's row, from 0)
+                    G.graph.update(layer=layer + 1, head=head + 1, text_number=k, text=r.text, model=model.name,
+                                   numbering="layer, head and text_number from 1; node index from 0 (the row of A)")
                     plan.append((f"text{k}/graphs/layer{layer + 1}-head{head + 1}.{fmt}", G,
                                  f"routing graph of text {k}, layer {layer + 1}, head {head + 1}"))
         plan.append((f"text{k}/heatmaps.png", _png(lambda r=r: plots.attention_grid_figure(r)),

@@ -296,7 +296,7 @@ def _run_steps(tour: _Tour, on_step: Callable[[str], None] | None) -> None:
     worker = context.Process(target=_steps_worker, args=(tour, beside, send), daemon=True)
     worker.start()
     send.close()
-    outcome = None
+    outcome: Any = None  # ("ok", entries, facts) or ("error", exception), from the second process
     try:
         for label, step in mine:
             if on_step is not None:
@@ -339,6 +339,18 @@ def _steps_worker(tour: _Tour, steps, send) -> None:
 
 
 # ----------------------------------------------------------------------------- index
+_MARKDOWN_SPECIAL = str.maketrans({c: "\\" + c for c in "\\`*_[]|#"} | {"<": "&lt;", ">": "&gt;", "&": "&amp;"})
+
+
+def markdown_text(text: str) -> str:
+    """``text`` shown as written in Markdown: ``*``, ``_``, backquotes, brackets and ``|`` escaped, HTML defused.
+
+    >>> markdown_text("-2*p*(p - 1) for a <b>")
+    '-2\\\\*p\\\\*(p - 1) for a &lt;b&gt;'
+    """
+    return str(text).translate(_MARKDOWN_SPECIAL)
+
+
 def _index_markdown(result: TourResult) -> str:
     lines = ["# attnsym tour", "",
              "Everything below was written by `attnsym tour` "
@@ -355,15 +367,14 @@ def _index_markdown(result: TourResult) -> str:
             lines += ["| claim | verdict | key evidence |", "|---|---|---|"]
             for row in result.facts["claim_rows"]:
                 verdict = row["verdict"] + ("" if row["as_expected"] else f" (expected {row['expected']})")
-                summary = row["summary"].replace("|", "\\|")
-                lines.append(f"| `{row['claim']}` | {verdict} | {summary} |")
+                lines.append(f"| `{row['claim']}` | {verdict} | {markdown_text(row['summary'])} |")
             lines.append("")
         for entry in entries:
-            lines.append(f"- [{entry.path}]({entry.path}) — {entry.what}")
+            lines.append(f"- [{entry.path}]({entry.path}) — {markdown_text(entry.what)}")
         lines.append("")
         for entry in entries:
             if entry.path.endswith(".png") and folder != "claims":
-                lines += [f"![{entry.what}]({entry.path})", ""]
+                lines += [f"![{markdown_text(entry.what)}]({entry.path})", ""]
     return "\n".join(lines)
 
 

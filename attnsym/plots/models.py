@@ -126,7 +126,8 @@ def attention_grid_figure(route: Any, *, max_labels: int = 24):
         ax.annotate(f"layer {ly + 1}", xy=(0, ly * step + centre), xycoords=("axes fraction", "data"),
                     xytext=(-24 if n <= max_labels else -4, 0), textcoords="offset points",
                     rotation=90, ha="right", va="center", fontsize=8, annotation_clip=False)
-    fig.colorbar(image, ax=ax, shrink=0.6, label="attention weight A[i, j]")
+    if image is not None:  # always: a route has at least one layer and head
+        fig.colorbar(image, ax=ax, shrink=0.6, label="attention weight A[i, j]")
     fig.suptitle(f"{route.model}: attention per layer and head for {route.text!r} (rows: queries i, columns: keys j)",
                  fontsize=10)
     return fig
