@@ -1,0 +1,103 @@
+"""Mutations of the implementation under test (not of the claim): each must turn its claim's verdict to "fails".
+
+Where :mod:`tests.test_claims_false_variants` feeds a check a false *statement*, these tests
+break the *code* a claim checks (a slope rule, a scale, a wiring) with ``monkeypatch`` and run
+the registered check in quick mode: a check that compares attnsym only with itself would not
+notice. One entry per mutation; the report's table of mutations is this list.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import attnsym.numeric.positions as numeric_positions
+import attnsym.spec as spec_module
+from attnsym.claims import CLAIMS, CheckContext
+from attnsym.claims.builtin import positions, rank_collapse, softmax_limits
+from attnsym.numeric import rank_collapse as numeric_rank_collapse
+from attnsym.spec import AttentionSpec
+
+QUICK = CheckContext(quick=True)
+
+
+def _wrong_alibi_rule(monkeypatch):
+    """ALiBi slopes 2^(−4h/H) instead of the paper's rule, everywhere attnsym reads it."""
+    rule = lambda heads: tuple(Fraction(4 * (h + 1), heads) for h in range(heads))  # noqa: E731
+    for module in (numeric_positions, spec_module, positions):
+        monkeypatch.setattr(module, "alibi_slope_exponents", rule)
+
+
+def _power_of_two_rule_everywhere(monkeypatch):
+    """ALiBi slopes 2^(−8h/H) for every H (the statement's old formula, wrong for H not a power of two)."""
+    rule = lambda heads: tuple(Fraction(8 * (h + 1), heads) for h in range(heads))  # noqa: E731
+    for module in (numeric_positions, spec_module, positions):
+        monkeypatch.setattr(module, "alibi_slope_exponents", rule)
+
+
+def _symbolic_scale_dropped(monkeypatch):
+    """The symbolic layer without 1/√d_k (the numeric layer keeps it)."""
+    monkeypatch.setattr(AttentionSpec, "scale_expr", property(lambda self: sp.Integer(1)))
+
+
+def _mlp_with_a_skip(monkeypatch):
+    """The attention + MLP stack wired with a residual connection (so it no longer collapses)."""
+    original = numeric_rank_collapse.collapse_run
+
+    def run(architecture, X, depth, rng, **kw):
+        return original("attention+skip" if architecture == "attention+mlp" else architecture, X, depth, rng, **kw)
+
+    monkeypatch.setattr(rank_collapse, "collapse_run", run)
+
+
+def _skip_dropped(monkeypatch):
+    """The skip connection dropped from the attention + skip stack."""
+    original = numeric_rank_collapse.collapse_run
+
+    def run(architecture, X, depth, rng, **kw):
+        return original("attention" if architecture == "attention+skip" else architecture, X, depth, rng, **kw)
+
+    monkeypatch.setattr(rank_collapse, "collapse_run", run)
+
+
+def _two_point_norm_linear(monkeypatch):
+    """The derived two-point norm replaced by p (no critical point: the check used to crash)."""
+    monkeypatch.setattr(softmax_limits, "two_point_jacobian_norm", lambda p: p)
+
+
+def _entropy_bound_scaled(monkeypatch):
+    """Zhai et al.'s bound implemented 10% too high."""
+    original = softmax_limits.entropy_lower_bound
+    monkeypatch.setattr(softmax_limits, "entropy_lower_bound", lambda s, T: original(s, T) * sp.Rational(11, 10))
+
+
+def _rope_bound_flat(monkeypatch):
+    """RoPE's relative bound computed as a constant (no decay)."""
+    original = positions.rope_decay_bound
+    monkeypatch.setattr(positions, "rope_decay_bound", lambda spec, distance: np.full(np.shape(distance),
+                                                                                      original(spec, distance)[0]))
+
+
+#: (claim id, mutation, what it breaks)
+MUTATIONS = [
+    ("alibi-recency", _wrong_alibi_rule, "slopes 2^(−4h/H)"),
+    ("alibi-recency", _power_of_two_rule_everywhere, "slopes 2^(−8h/H) for every H (no interleave)"),
+    ("multi-head", _symbolic_scale_dropped, "symbolic layer without 1/√d_k"),
+    ("rank-collapse", _mlp_with_a_skip, "MLP stack wired with a skip"),
+    ("rank-collapse", _skip_dropped, "skip connection dropped"),
+    ("softmax-jacobian-norm", _two_point_norm_linear, "two-point norm without a critical point"),
+    ("entropy-lower-bound", _entropy_bound_scaled, "bound 10% too high"),
+    ("rope-long-range-decay", _rope_bound_flat, "flat relative bound"),
+]
+
+
+@pytest.mark.parametrize(("claim_id", "mutate", "what"), MUTATIONS, ids=[f"{c}: {w}" for c, _, w in MUTATIONS])
+def test_mutation_fails_the_claim(monkeypatch, claim_id, mutate, what):
+    assert CLAIMS[claim_id].check(QUICK).verdict != "fails"  # unmutated, the claim holds
+    mutate(monkeypatch)
+    ev = CLAIMS[claim_id].check(QUICK)
+    assert ev.verdict == "fails", f"{claim_id} under the mutation '{what}' came out {ev.verdict}: {ev.summary}"
+    assert ev.summary  # a summary built from the measured values, not a crash
