@@ -26,14 +26,14 @@ QUICK = CheckContext(quick=True)
 
 def _wrong_alibi_rule(monkeypatch):
     """ALiBi slopes 2^(−4h/H) instead of the paper's rule, everywhere attnsym reads it."""
-    rule = lambda heads: tuple(Fraction(4 * (h + 1), heads) for h in range(heads))  # noqa: E731
+    rule = lambda heads: tuple(Fraction(4 * (h + 1), heads) for h in range(heads))
     for module in (numeric_positions, spec_module, positions):
         monkeypatch.setattr(module, "alibi_slope_exponents", rule)
 
 
 def _power_of_two_rule_everywhere(monkeypatch):
     """ALiBi slopes 2^(−8h/H) for every H (the statement's old formula, wrong for H not a power of two)."""
-    rule = lambda heads: tuple(Fraction(8 * (h + 1), heads) for h in range(heads))  # noqa: E731
+    rule = lambda heads: tuple(Fraction(8 * (h + 1), heads) for h in range(heads))
     for module in (numeric_positions, spec_module, positions):
         monkeypatch.setattr(module, "alibi_slope_exponents", rule)
 
