@@ -20,6 +20,7 @@ from attnsym.claims import CLAIMS, CheckContext
 from attnsym.claims.builtin import positions, rank_collapse, softmax_limits
 from attnsym.numeric import rank_collapse as numeric_rank_collapse
 from attnsym.spec import AttentionSpec
+from attnsym.symbolic import softcap as softcap_module
 
 QUICK = CheckContext(quick=True)
 
@@ -81,6 +82,11 @@ def _rope_bound_flat(monkeypatch):
                                                                                       original(spec, distance)[0]))
 
 
+def _softcap_rational(monkeypatch):
+    """Soft-capping implemented as ℓc/(c + |ℓ|) (bounded, increasing, but not within |ℓ|³/(3c²))."""
+    monkeypatch.setattr(softcap_module, "softcap", lambda logit, cap: logit * cap / (cap + sp.Abs(logit)))
+
+
 #: (claim id, mutation, what it breaks)
 MUTATIONS = [
     ("alibi-recency", _wrong_alibi_rule, "slopes 2^(−4h/H)"),
@@ -91,6 +97,7 @@ MUTATIONS = [
     ("softmax-jacobian-norm", _two_point_norm_linear, "two-point norm without a critical point"),
     ("entropy-lower-bound", _entropy_bound_scaled, "bound 10% too high"),
     ("rope-long-range-decay", _rope_bound_flat, "flat relative bound"),
+    ("softcap-facts", _softcap_rational, "capping ℓc/(c + |ℓ|)"),
 ]
 
 

@@ -1,0 +1,97 @@
+"""Third-round claims from the literature that no tool checks: ``softcap-facts``.
+
+The mathematics lives in :mod:`attnsym.symbolic.softcap` (exact); the figure in
+:mod:`attnsym.plots.literature` draws what the check computed. The check evaluates the capping
+function of the symbolic module (a mutated capping function fails it: see
+``tests/test_claims_mutations.py``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import sympy as sp
+
+from ...plots.literature import softcap_figure
+from ...symbolic import softcap as capping
+from .._evidence import CheckContext, Evidence, tex
+from ..catalogue import builtin_claim, statement
+
+__all__ = ["SOFTCAP_EXAMPLE", "check_softcap_facts"]
+
+#: the claim's example: c = 50, ℓ = 10: the error 0.13123 (5 decimals) against the bound 0.13333
+SOFTCAP_EXAMPLE = {"cap": 50, "logit": 10, "error": 0.13123, "bound": 0.13333}
+
+
+def check_softcap_facts(ctx: CheckContext, *, cap: int = 50, claimed_bound=None) -> Evidence:
+    """``c·tanh(ℓ/c)``: in ``(−c, c)``, increasing, 1-Lipschitz, within ``|ℓ|³/(3c²)`` of ``ℓ``; exact and on a grid.
+
+    Exact: the slope ``1 − tanh²(ℓ/c)`` of :func:`attnsym.symbolic.softcap.softcap` lies in
+    ``(0, 1]`` (it is checked to be that expression); the limits at ``±∞`` are ``±c``; the
+    certificate ``g′ = x² − tanh² x ≥ 0`` proves the cubic bound. Numeric: on a grid of ``ℓ``
+    (up to 10⁴·c) the function evaluated in float64 stays in ``(−c, c)``, never decreases,
+    moves by at most ``|Δℓ|`` and stays within the bound; the claim's example to 5 decimals.
+    ``claimed_bound(|ℓ|, c)`` is the asserted error bound (default ``|ℓ|³/(3c²)``); a false one
+    such as ``|ℓ|⁴/(3c³)`` fails.
+    """
+    bound_of = (lambda a, cc: a**3 / (3 * cc**2)) if claimed_bound is None else claimed_bound
+    ell = sp.Symbol("ell", real=True)
+    c = sp.Symbol("c", positive=True)
+    f = capping.softcap(ell, c)
+    slope = capping.softcap_slope(ell, c)
+    slope_form = sp.simplify(slope - (1 - sp.tanh(ell / c) ** 2)) == 0  # in (0, 1]: 1 − tanh², |tanh| < 1
+    limits = (sp.limit(f, ell, sp.oo), sp.limit(f, ell, -sp.oo))
+    limits_ok = sp.simplify(limits[0] - c) == 0 and sp.simplify(limits[1] + c) == 0
+    g, dg, certificate = capping.cubic_gap_certificate()
+    g_at_zero = g.subs(sp.Symbol("x", nonnegative=True), 0) == 0
+    numeric = sp.lambdify((ell, c), f, "numpy")
+    count = 2001 if ctx.quick else 20001
+    grid = np.concatenate([-np.logspace(-3, 4, count)[::-1] * cap, [0.0], np.logspace(-3, 4, count) * cap])
+    values = numeric(grid, cap)  # (2 count + 1,)
+    inside = bool(np.all(np.abs(values) <= cap))  # float64 rounds tanh to ±1 far out: ≤, the exact limit is strict
+    steps = np.diff(values)
+    order = bool(np.all(steps >= 0))
+    lipschitz = bool(np.all(steps <= np.diff(grid) * (1 + 1e-12)))
+    error = np.abs(grid - values)
+    bound = bound_of(np.abs(grid), cap)
+    within = bool(np.all(error <= bound * (1 + 1e-9) + 1e-12))
+    ex = SOFTCAP_EXAMPLE
+    ex_error = float(ex["logit"] - numeric(float(ex["logit"]), float(ex["cap"])))
+    ex_bound = float(bound_of(float(ex["logit"]), float(ex["cap"])))
+    example_ok = round(ex_error, 5) == ex["error"] and round(ex_bound, 5) == ex["bound"]
+    ok = slope_form and limits_ok and certificate and g_at_zero and inside and order and lipschitz and within and example_ok
+    shown = np.linspace(-4 * cap, 4 * cap, 401)
+    shown_values = numeric(shown, cap)
+
+    def figure():
+        return softcap_figure(shown, shown_values, np.abs(shown - shown_values), np.abs(shown) ** 3 / (3 * cap**2),
+                              cap=float(cap))
+
+    facts = {"slope = 1 − tanh²(ℓ/c) ∈ (0, 1] (exact)": slope_form, "limits ±c (exact)": limits_ok,
+             "g′ = x² − tanh² x (exact)": certificate, "g(0) = 0": g_at_zero,
+             "grid: |capped| ≤ c": inside, "grid: order kept": order, "grid: 1-Lipschitz": lipschitz,
+             "grid: error ≤ |ℓ|³/(3c²)": within, "example to 5 decimals": example_ok}
+    failed = [k for k, v in facts.items() if not v]
+    return Evidence(
+        "softcap-facts", statement("softcap-facts"), "holds" if ok else "fails",
+        method="symbolic proof (slope, limits, cubic-bound certificate) + numeric check (float64 grid, "
+               f"{grid.size} logits up to 10⁴·c)",
+        summary=(f"slope {slope}; limits {limits[0]}, {limits[1]}; certificate g′ = {sp.factor(dg)}; "
+                 f"c = {ex['cap']}, ℓ = {ex['logit']}: error {ex_error:.5f} {'≤' if ex_error <= ex_bound else '>'} "
+                 f"bound {ex_bound:.5f}; largest error/bound on the grid {float(np.max(error / np.maximum(bound, 1e-300))):.3f}"
+                 + (f"; FAILED: {', '.join(failed)}" if failed else "")),
+        conditions=("c > 0; the open interval (−c, c) is exact: in float64 tanh rounds to ±1 beyond |ℓ| ≈ 19c, so "
+                    "the grid checks |capped| ≤ c",
+                    "the cubic bound is tight near 0 (x − tanh x = x³/3 − 2x⁵/15 + …) and loose for |ℓ| ≫ c, where "
+                    "the error is |ℓ| − c"),
+        details={**facts, "example error": ex_error, "example bound": ex_bound, "cap of the grid": cap},
+        equations=(("soft-capped logit", sp.Eq(tex(r"\operatorname{cap}_c(\ell)"), f, evaluate=False)),
+                   ("its slope", sp.Eq(tex(r"\partial_\ell \operatorname{cap}_c(\ell)"), slope, evaluate=False)),
+                   ("certificate of the cubic bound", sp.Eq(tex(r"g'(x)"), sp.Symbol("x") ** 2
+                                                            - sp.tanh(sp.Symbol("x")) ** 2, evaluate=False)),
+                   ("the bound", sp.Le(tex(r"|\ell - c\tanh(\ell/c)|"), tex(r"|\ell|^3/(3c^2)"), evaluate=False))),
+        figures={"softcap": figure},
+    )
+
+
+#: the claims of this module, for the registry (:mod:`attnsym.claims.builtin` lists the modules)
+CLAIMS = (builtin_claim("softcap-facts", check_softcap_facts),)

@@ -1,0 +1,41 @@
+"""Figures of the third-round literature claims (soft-capping, …).
+
+Each function draws data its claim computed (:mod:`attnsym.claims.builtin.literature`); none runs
+an experiment of its own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ._base import as_numpy, new_figure
+
+if TYPE_CHECKING:  # pragma: no cover
+    from matplotlib.figure import Figure
+
+__all__ = ["softcap_figure"]
+
+
+def softcap_figure(logits: Sequence[float], capped: Sequence[float], gap: Sequence[float], bound: Sequence[float], *,
+                   cap: float) -> Figure:
+    """Left: ``c·tanh(ℓ/c)`` against ``ℓ`` with the asymptotes ``±c``; right: ``|ℓ − c·tanh(ℓ/c)|`` and ``|ℓ|³/(3c²)``."""
+    fig = new_figure((9.0, 3.6))
+    left, right = fig.subplots(1, 2)
+    x = as_numpy(logits, "logits")
+    left.plot(x, x, color="grey", ls=":", lw=1, label="ℓ (no cap)")
+    left.plot(x, as_numpy(capped, "capped"), lw=2, label=f"c·tanh(ℓ/c), c = {cap:g}")
+    for y in (-cap, cap):
+        left.axhline(y, color="tab:red", ls="--", lw=1)
+    left.set_ylim(-1.6 * cap, 1.6 * cap)
+    left.set_xlabel("logit ℓ")
+    left.set_ylabel("capped logit")
+    left.set_title("Soft-capping stays in (−c, c), keeps the order")
+    left.legend(fontsize=8, loc="upper left")
+    positive = x > 0
+    right.loglog(x[positive], as_numpy(gap, "gap")[positive], lw=2, label="|ℓ − c·tanh(ℓ/c)|")
+    right.loglog(x[positive], as_numpy(bound, "bound")[positive], ls="--", lw=1.5, label="|ℓ|³/(3c²)")
+    right.set_xlabel("logit ℓ")
+    right.set_title("Its error is at most |ℓ|³/(3c²)")
+    right.legend(fontsize=8, loc="upper left")
+    return fig
