@@ -19,7 +19,9 @@ import attnsym.spec as spec_module
 from attnsym.claims import CLAIMS, CheckContext
 from attnsym.claims.builtin import positions, rank_collapse, softmax_limits
 from attnsym.numeric import rank_collapse as numeric_rank_collapse
+from attnsym.numeric import sink as numeric_sink
 from attnsym.spec import AttentionSpec
+from attnsym.symbolic import sink as symbolic_sink
 from attnsym.symbolic import softcap as softcap_module
 
 QUICK = CheckContext(quick=True)
@@ -87,6 +89,21 @@ def _softcap_rational(monkeypatch):
     monkeypatch.setattr(softcap_module, "softcap", lambda logit, cap: logit * cap / (cap + sp.Abs(logit)))
 
 
+def _softmax_one_without_the_one(monkeypatch):
+    """softmax₁ implemented as plain softmax (the 1 of the denominator dropped), symbolic and numeric."""
+    monkeypatch.setattr(symbolic_sink, "softmax_one", lambda x: x.applyfunc(sp.exp) / sum(x.applyfunc(sp.exp)))
+    monkeypatch.setattr(numeric_sink, "softmax_one",
+                        lambda x, axis=-1: np.exp(x - x.max(axis=axis, keepdims=True))
+                        / np.exp(x - x.max(axis=axis, keepdims=True)).sum(axis=axis, keepdims=True))
+
+
+def _softmax_one_unshifted_zero(monkeypatch):
+    """Numeric softmax₁ shifted by max x alone (the 1 not rescaled: wrong weights for large logits)."""
+    monkeypatch.setattr(numeric_sink, "softmax_one",
+                        lambda x, axis=-1: np.exp(x - x.max(axis=axis, keepdims=True))
+                        / (1 + np.exp(x - x.max(axis=axis, keepdims=True)).sum(axis=axis, keepdims=True)))
+
+
 #: (claim id, mutation, what it breaks)
 MUTATIONS = [
     ("alibi-recency", _wrong_alibi_rule, "slopes 2^(−4h/H)"),
@@ -97,6 +114,8 @@ MUTATIONS = [
     ("softmax-jacobian-norm", _two_point_norm_linear, "two-point norm without a critical point"),
     ("entropy-lower-bound", _entropy_bound_scaled, "bound 10% too high"),
     ("rope-long-range-decay", _rope_bound_flat, "flat relative bound"),
+    ("off-by-one-sink", _softmax_one_without_the_one, "softmax₁ without the 1"),
+    ("off-by-one-sink", _softmax_one_unshifted_zero, "numeric softmax₁ with the 1 not rescaled by the shift"),
     ("softcap-facts", _softcap_rational, "capping ℓc/(c + |ℓ|)"),
 ]
 

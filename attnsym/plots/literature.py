@@ -14,7 +14,7 @@ from ._base import as_numpy, new_figure
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-__all__ = ["softcap_figure"]
+__all__ = ["sink_figure", "softcap_figure"]
 
 
 def softcap_figure(logits: Sequence[float], capped: Sequence[float], gap: Sequence[float], bound: Sequence[float], *,
@@ -37,5 +37,25 @@ def softcap_figure(logits: Sequence[float], capped: Sequence[float], gap: Sequen
     right.loglog(x[positive], as_numpy(bound, "bound")[positive], ls="--", lw=1.5, label="|ℓ|³/(3c²)")
     right.set_xlabel("logit ℓ")
     right.set_title("Its error is at most |ℓ|³/(3c²)")
+    right.legend(fontsize=8, loc="upper left")
+    return fig
+
+
+def sink_figure(gap: Sequence[float], mass: Sequence[float], *, lengths: Sequence[int]) -> Figure:
+    """The sink's weight ``σ(s − lse(x))`` against ``s − lse(x)``, and for zero logits over ``n`` keys against ``s``."""
+    import numpy as np
+
+    fig = new_figure((9.0, 3.6))
+    left, right = fig.subplots(1, 2)
+    g = as_numpy(gap, "gap")
+    left.plot(g, as_numpy(mass, "mass"), lw=2)
+    left.axvline(0, color="grey", ls=":", lw=1)
+    left.set_xlabel("s − lse(x)")
+    left.set_ylabel("sink weight")
+    left.set_title("Sink weight σ(s − lse(x))")
+    for n in lengths:
+        right.plot(g, 1 / (1 + n * np.exp(-g)), label=f"n = {n} zero logits")
+    right.set_xlabel("sink logit s (softmax₁: s = 0)")
+    right.set_title("More keys take mass from the sink")
     right.legend(fontsize=8, loc="upper left")
     return fig

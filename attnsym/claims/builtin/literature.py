@@ -1,6 +1,7 @@
-"""Third-round claims from the literature that no tool checks: ``softcap-facts``.
+"""Third-round claims from the literature that no tool checks: ``off-by-one-sink``, ``softcap-facts``.
 
-The mathematics lives in :mod:`attnsym.symbolic.softcap` (exact); the figure in
+The mathematics lives in :mod:`attnsym.symbolic.softcap`, :mod:`attnsym.symbolic.sink` (exact) and
+:mod:`attnsym.numeric.sink` (float); the figure in
 :mod:`attnsym.plots.literature` draws what the check computed. The check evaluates the capping
 function of the symbolic module (a mutated capping function fails it: see
 ``tests/test_claims_mutations.py``).
@@ -11,12 +12,15 @@ from __future__ import annotations
 import numpy as np
 import sympy as sp
 
-from ...plots.literature import softcap_figure
+from ...numeric import sink as numeric_sink
+from ...numeric import softmax
+from ...plots.literature import sink_figure, softcap_figure
+from ...symbolic import sink as exact_sink
 from ...symbolic import softcap as capping
 from .._evidence import CheckContext, Evidence, tex
 from ..catalogue import builtin_claim, statement
 
-__all__ = ["SOFTCAP_EXAMPLE", "check_softcap_facts"]
+__all__ = ["SOFTCAP_EXAMPLE", "check_off_by_one_sink", "check_softcap_facts"]
 
 #: the claim's example: c = 50, ℓ = 10: the error 0.13123 (5 decimals) against the bound 0.13333
 SOFTCAP_EXAMPLE = {"cap": 50, "logit": 10, "error": 0.13123, "bound": 0.13333}
@@ -93,5 +97,59 @@ def check_softcap_facts(ctx: CheckContext, *, cap: int = 50, claimed_bound=None)
     )
 
 
+def check_off_by_one_sink(ctx: CheckContext, *, extra_logit: int = 0) -> Evidence:
+    """softmax₁ = softmax over ``[extra_logit, x]`` without its first entry; with a zero value the outputs agree; sink mass.
+
+    Exact for ``n = 3`` symbolic logits, values and sink logit ``s``: ``softmax₁(x)`` against the
+    appended softmax (``extra_logit`` is the claimed extra logit: 0 in the claim), the outputs
+    ``softmax([0, x])·[0; V] = softmax₁(x)·V``, the sink weight ``= σ(s − lse(x))``. Numeric: the
+    stable float64 softmax₁ of :mod:`attnsym.numeric.sink` against :func:`attnsym.numeric.softmax`
+    of the appended logits, logits up to ±1000 included (no overflow).
+    """
+    n = 3
+    x = sp.Matrix(sp.symbols(f"x_1:{n + 1}", real=True))
+    v = sp.Matrix(sp.symbols(f"v_1:{n + 1}", real=True))
+    s = sp.Symbol("s", real=True)
+    one = exact_sink.softmax_one(x)
+    appended = exact_sink.sink_softmax(x, sp.Integer(extra_logit))
+    weights_equal = all(sp.simplify(one[i] - appended[i + 1]) == 0 for i in range(n))
+    outputs_equal = sp.simplify((appended.T * sp.Matrix.vstack(sp.Matrix([[0]]), v))[0] - (one.T * v)[0]) == 0
+    with_s = exact_sink.sink_softmax(x, s)
+    mass_equal = sp.simplify(with_s[0] - exact_sink.sink_mass(x, s)) == 0
+    rng = ctx.rng("off-by-one-sink")
+    rows = 200 if ctx.quick else 2000
+    Z = rng.standard_normal((rows, 8)) * np.array([1.0] * 6 + [30.0, 30.0])  # (rows, 8)
+    Z[:4] = [[1000.0] * 8, [-1000.0] * 8, [1000.0] + [0.0] * 7, [-1000.0] + [0.0] * 7]
+    ours = numeric_sink.softmax_one(Z)
+    reference = np.asarray(softmax(np.hstack([np.full((rows, 1), float(extra_logit)), Z])))[:, 1:]
+    numeric_gap = float(np.max(np.abs(ours - reference)))
+    finite = bool(np.all(np.isfinite(ours)))
+    sums = ours.sum(axis=1)
+    below_one = bool(np.all(sums <= 1 + 1e-15))  # < 1 exactly; float64 rounds 1 − σ(−lse) to 1 once lse(x) > 37
+    ok = weights_equal and outputs_equal and mass_equal and finite and numeric_gap <= 1e-12 and below_one
+    grid = np.linspace(-8.0, 8.0, 161)
+
+    def figure():
+        return sink_figure(grid, 1 / (1 + np.exp(-grid)), lengths=(1, 16, 256))
+
+    return Evidence(
+        "off-by-one-sink", statement("off-by-one-sink"), "holds" if ok else "fails",
+        method="symbolic proof (n = 3, symbolic logits, values and sink logit) + numeric check (float64, logits to ±1000)",
+        summary=(f"softmax₁(x) {'=' if weights_equal else '≠'} softmax([{extra_logit}, x])[1:] exactly; outputs with a "
+                 f"zero value {'equal' if outputs_equal else 'DIFFER'}; sink weight {'=' if mass_equal else '≠'} "
+                 f"σ(s − lse(x)); float64: largest gap {numeric_gap:.1e} over {rows} rows, "
+                 f"{'all finite' if finite else 'NOT finite'}, row sums in [{sums.min():.3g}, {sums.max():.3g}]"),
+        conditions=("the sink key's value is the zero vector (softmax₁'s 1 in the denominator is e⁰); a learned sink "
+                    "logit s replaces that 0 and the sink's weight σ(s − lse(x)) falls as the other logits grow",
+                    "softmax₁ may put (almost) no weight anywhere: its rows sum to 1 − σ(−lse(x)) < 1"),
+        details={"weights equal (exact)": weights_equal, "outputs equal (exact)": outputs_equal,
+                 "sink mass = σ(s − lse) (exact)": mass_equal, "largest float64 gap": numeric_gap,
+                 "row sums (min, max)": [float(sums.min()), float(sums.max())], "claimed extra logit": extra_logit},
+        equations=(("softmax₁", sp.Eq(tex(r"\operatorname{softmax}_1(x)_1"), one[0], evaluate=False)),
+                   ("the sink's weight", sp.Eq(tex(r"a_{\mathrm{sink}}"), exact_sink.sink_mass(x, s), evaluate=False))),
+        figures={"sink": figure},
+    )
+
+
 #: the claims of this module, for the registry (:mod:`attnsym.claims.builtin` lists the modules)
-CLAIMS = (builtin_claim("softcap-facts", check_softcap_facts),)
+CLAIMS = (builtin_claim("off-by-one-sink", check_off_by_one_sink), builtin_claim("softcap-facts", check_softcap_facts))
