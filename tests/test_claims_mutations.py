@@ -104,6 +104,15 @@ def _softmax_one_unshifted_zero(monkeypatch):
                         / (1 + np.exp(x - x.max(axis=axis, keepdims=True)).sum(axis=axis, keepdims=True)))
 
 
+def _log_n_plus_one(monkeypatch):
+    """Scalable softmax with log(n + 1) instead of log n."""
+    from attnsym.claims.builtin import literature
+    from attnsym.numeric.forward import softmax
+
+    monkeypatch.setattr(literature, "scalable_softmax",
+                        lambda z, s: np.asarray(softmax(s * np.log(np.shape(z)[-1] + 1) * np.asarray(z))))
+
+
 #: (claim id, mutation, what it breaks)
 MUTATIONS = [
     ("alibi-recency", _wrong_alibi_rule, "slopes 2^(−4h/H)"),
@@ -114,6 +123,7 @@ MUTATIONS = [
     ("softmax-jacobian-norm", _two_point_norm_linear, "two-point norm without a critical point"),
     ("entropy-lower-bound", _entropy_bound_scaled, "bound 10% too high"),
     ("rope-long-range-decay", _rope_bound_flat, "flat relative bound"),
+    ("length-scaling", _log_n_plus_one, "log(n + 1) instead of log n"),
     ("off-by-one-sink", _softmax_one_without_the_one, "softmax₁ without the 1"),
     ("off-by-one-sink", _softmax_one_unshifted_zero, "numeric softmax₁ with the 1 not rescaled by the shift"),
     ("softcap-facts", _softcap_rational, "capping ℓc/(c + |ℓ|)"),

@@ -59,6 +59,7 @@ COST_HINTS: dict[str, tuple[float, float]] = {
     "rope-shift-invariance": (0.4, 0.9),
     "rope-long-range-decay": (0.03, 0.17),
     "alibi-recency": (0.1, 0.5),
+    "length-scaling": (0.3, 0.4),
     "off-by-one-sink": (0.4, 0.45),
     "softcap-facts": (0.3, 0.3),
 }

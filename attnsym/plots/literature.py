@@ -6,7 +6,7 @@ an experiment of its own.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from ._base import as_numpy, new_figure
@@ -14,7 +14,7 @@ from ._base import as_numpy, new_figure
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-__all__ = ["sink_figure", "softcap_figure"]
+__all__ = ["length_scaling_figure", "sink_figure", "softcap_figure"]
 
 
 def softcap_figure(logits: Sequence[float], capped: Sequence[float], gap: Sequence[float], bound: Sequence[float], *,
@@ -58,4 +58,21 @@ def sink_figure(gap: Sequence[float], mass: Sequence[float], *, lengths: Sequenc
     right.set_xlabel("sink logit s (softmax₁: s = 0)")
     right.set_title("More keys take mass from the sink")
     right.legend(fontsize=8, loc="upper left")
+    return fig
+
+
+def length_scaling_figure(n: Sequence[int], curves: Mapping[str, Sequence[float]]) -> Figure:
+    """The top weight against the number of keys, plain and with s·log n scaling for several sΔ."""
+    fig = new_figure()
+    ax = fig.subplots()
+    x = as_numpy(n, "n")
+    for label, ys in curves.items():
+        ax.plot(x, as_numpy(ys, label), lw=1.8, label=label)
+    ax.axhline(0.5, color="grey", ls=":", lw=1)
+    ax.set_xscale("log")
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("number of keys n")
+    ax.set_ylabel("top attention weight")
+    ax.set_title("s·log n scaling: the top weight tends to 1, 1/2 or 0 as sΔ >, =, < 1")
+    ax.legend(fontsize=8, loc="lower left")
     return fig

@@ -1,10 +1,11 @@
-"""Third-round claims from the literature that no tool checks: ``off-by-one-sink``, ``softcap-facts``.
+"""Third-round claims from the literature that no tool checks: ``length-scaling``, ``off-by-one-sink``,
+``softcap-facts``.
 
-The mathematics lives in :mod:`attnsym.symbolic.softcap`, :mod:`attnsym.symbolic.sink` (exact) and
-:mod:`attnsym.numeric.sink` (float); the figure in
-:mod:`attnsym.plots.literature` draws what the check computed. The check evaluates the capping
-function of the symbolic module (a mutated capping function fails it: see
-``tests/test_claims_mutations.py``).
+The mathematics lives in :mod:`attnsym.symbolic.softcap`, :mod:`attnsym.symbolic.sink`,
+:mod:`attnsym.symbolic.length_scaling` (exact) and :mod:`attnsym.numeric.sink`,
+:mod:`attnsym.numeric.length_scaling` (float); the figures in :mod:`attnsym.plots.literature` draw
+what the checks computed. Each check evaluates the functions of those modules, so a mutated
+implementation fails it (``tests/test_claims_mutations.py``).
 """
 
 from __future__ import annotations
@@ -14,13 +15,15 @@ import sympy as sp
 
 from ...numeric import sink as numeric_sink
 from ...numeric import softmax
-from ...plots.literature import sink_figure, softcap_figure
+from ...numeric.length_scaling import scalable_softmax
+from ...plots.literature import length_scaling_figure, sink_figure, softcap_figure
 from ...symbolic import sink as exact_sink
 from ...symbolic import softcap as capping
+from ...symbolic.length_scaling import scaled_top_weight, top_weight
 from .._evidence import CheckContext, Evidence, tex
 from ..catalogue import builtin_claim, statement
 
-__all__ = ["SOFTCAP_EXAMPLE", "check_off_by_one_sink", "check_softcap_facts"]
+__all__ = ["SOFTCAP_EXAMPLE", "check_length_scaling", "check_off_by_one_sink", "check_softcap_facts"]
 
 #: the claim's example: c = 50, ℓ = 10: the error 0.13123 (5 decimals) against the bound 0.13333
 SOFTCAP_EXAMPLE = {"cap": 50, "logit": 10, "error": 0.13123, "bound": 0.13333}
@@ -151,5 +154,67 @@ def check_off_by_one_sink(ctx: CheckContext, *, extra_logit: int = 0) -> Evidenc
     )
 
 
+#: the limits of the scaled top weight for sΔ above, at and below 1
+LENGTH_SCALING_LIMITS = (sp.Integer(1), sp.Rational(1, 2), sp.Integer(0))
+
+
+def check_length_scaling(ctx: CheckContext, *, claimed_limits=LENGTH_SCALING_LIMITS) -> Evidence:
+    """Plain top weight → 0; with ``s·log n`` scaling → 1, ½, 0 for ``sΔ`` = 2, 1, ½ (exact limits); numeric at finite n.
+
+    ``claimed_limits`` are the asserted limits for ``sΔ`` above, at and below 1. Numeric: the
+    top weight of :func:`attnsym.numeric.length_scaling.scalable_softmax` on the actual logit
+    vectors (one logit Δ, n − 1 zeros) for n up to 10⁵ against the exact form at that n.
+    """
+    n = sp.Symbol("n", positive=True)
+    gap = sp.Integer(2)
+    plain_limit = sp.limit(top_weight(n, gap), n, sp.oo)
+    products = (2, 1, sp.Rational(1, 2))  # sΔ above, at, below 1
+    limits = [sp.limit(scaled_top_weight(n, gap, p / gap), n, sp.oo) for p in products]
+    limits_ok = plain_limit == 0 and all(sp.simplify(a - b) == 0 for a, b in zip(limits, claimed_limits, strict=True))
+    sizes = (10, 100, 1000, 10000) if ctx.quick else (10, 100, 1000, 10000, 100000)
+    rows = []
+    for p in products:
+        s_value = float(p / gap)
+        for m in sizes:
+            z = np.zeros(m)
+            z[0] = float(gap)
+            numeric = float(scalable_softmax(z, s_value)[0])
+            exact_value = float(scaled_top_weight(sp.Integer(m), gap, p / gap))
+            rows.append({"sΔ": str(p), "n": m, "numeric": numeric, "exact": exact_value,
+                         "gap": abs(numeric - exact_value)})
+    numeric_gap = max(r["gap"] for r in rows)
+    ok = limits_ok and numeric_gap <= 1e-12
+    curve_n = np.unique(np.logspace(0.3, 8, 80).astype(int))
+    nn, ss = sp.symbols("n s", positive=True)
+    scaled = sp.lambdify((nn, ss), scaled_top_weight(nn, gap, ss), "numpy")
+    plain = sp.lambdify(nn, top_weight(nn, gap), "numpy")
+    curves = {f"sΔ = {p}": scaled(curve_n.astype(float), float(p / gap)).tolist() for p in products}
+    curves["no scaling (Δ = 2)"] = plain(curve_n.astype(float)).tolist()
+
+    def figure():
+        return length_scaling_figure(curve_n, curves)
+
+    return Evidence(
+        "length-scaling", statement("length-scaling"), "holds" if ok else "fails",
+        method="symbolic proof (exact limits) + numeric check (float64 softmax of s·log n·z up to n = "
+               f"{sizes[-1]:,}, against the exact form)",
+        summary=(f"Δ = 2: plain top weight → {plain_limit}; with s·log n scaling → "
+                 + ", ".join(f"{lim} at sΔ = {p}" for lim, p in zip(limits, products, strict=True))
+                 + f" (claimed {', '.join(map(str, claimed_limits))}); numeric vs exact at finite n: largest gap "
+                 f"{numeric_gap:.1e}"),
+        conditions=("one logit Δ above n − 1 equal logits (the extreme case of a fixed gap); at sΔ = 1 the limit 1/2 "
+                    "is approached like 1/(1 + (n − 1)/n)",
+                    "s is a per-layer constant (SSMax learns it); the limits need sΔ fixed while n grows"),
+        details={"plain limit": plain_limit, "scaled limits": dict(zip(map(str, products), limits, strict=True)),
+                 "rows": rows, "claimed limits": [str(c) for c in claimed_limits]},
+        equations=(("top weight", sp.Eq(tex(r"a_{\max}"), top_weight(n, sp.Symbol("Delta")), evaluate=False)),
+                   ("with s·log n scaling", sp.Eq(tex(r"a_{\max}^{(s)}"),
+                                                 scaled_top_weight(n, sp.Symbol("Delta"), sp.Symbol("s")),
+                                                 evaluate=False))),
+        figures={"length-scaling": figure},
+    )
+
+
 #: the claims of this module, for the registry (:mod:`attnsym.claims.builtin` lists the modules)
-CLAIMS = (builtin_claim("off-by-one-sink", check_off_by_one_sink), builtin_claim("softcap-facts", check_softcap_facts))
+CLAIMS = (builtin_claim("length-scaling", check_length_scaling),
+          builtin_claim("off-by-one-sink", check_off_by_one_sink), builtin_claim("softcap-facts", check_softcap_facts))
