@@ -17,7 +17,7 @@ import sympy as sp
 import attnsym.numeric.positions as numeric_positions
 import attnsym.spec as spec_module
 from attnsym.claims import CLAIMS, CheckContext
-from attnsym.claims.builtin import positions, rank_collapse, softmax_limits
+from attnsym.claims.builtin import positions, primitives, rank_collapse, softmax_limits
 from attnsym.numeric import rank_collapse as numeric_rank_collapse
 from attnsym.numeric import sink as numeric_sink
 from attnsym.spec import AttentionSpec
@@ -113,6 +113,24 @@ def _log_n_plus_one(monkeypatch):
                         lambda z, s: np.asarray(softmax(s * np.log(np.shape(z)[-1] + 1) * np.asarray(z))))
 
 
+def _dispersion_softmax_sharpened(monkeypatch):
+    """The softmax the dispersion check evaluates, with logits scaled by 1.01."""
+    original = softmax_limits.softmax
+    monkeypatch.setattr(softmax_limits, "softmax", lambda z, *a, **kw: original(np.asarray(z) * 1.01, *a, **kw))
+
+
+def _numeric_jacobian_diagonal(monkeypatch):
+    """The numeric softmax Jacobian as diag(a) (the −a aᵀ term dropped)."""
+    monkeypatch.setattr(primitives, "num_jacobian",
+                        lambda a: np.eye(np.shape(a)[-1]) * np.asarray(a)[..., None, :])
+
+
+def _gelu_tanh_coefficient(monkeypatch):
+    """The numeric tanh approximation of GELU with 0.05 instead of 0.044715."""
+    monkeypatch.setattr(primitives, "num_gelu_tanh",
+                        lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.05 * np.asarray(x) ** 3))))
+
+
 #: (claim id, mutation, what it breaks)
 MUTATIONS = [
     ("alibi-recency", _wrong_alibi_rule, "slopes 2^(−4h/H)"),
@@ -120,6 +138,9 @@ MUTATIONS = [
     ("multi-head", _symbolic_scale_dropped, "symbolic layer without 1/√d_k"),
     ("rank-collapse", _mlp_with_a_skip, "MLP stack wired with a skip"),
     ("rank-collapse", _skip_dropped, "skip connection dropped"),
+    ("dispersion", _dispersion_softmax_sharpened, "softmax of 1.01·z"),
+    ("softmax-jacobian", _numeric_jacobian_diagonal, "numeric Jacobian diag(a)"),
+    ("gelu", _gelu_tanh_coefficient, "tanh approximation with 0.05"),
     ("softmax-jacobian-norm", _two_point_norm_linear, "two-point norm without a critical point"),
     ("entropy-lower-bound", _entropy_bound_scaled, "bound 10% too high"),
     ("rope-long-range-decay", _rope_bound_flat, "flat relative bound"),
