@@ -14,6 +14,7 @@ from attnsym.claims import CheckContext, catalogue
 from attnsym.claims.builtin import (
     cost,
     invariances,
+    literature,
     multi_head,
     positions,
     primitives,
@@ -72,6 +73,10 @@ FALSE_VARIANTS = {
     "rope-long-range-decay": (positions.check_rope_long_range_decay, {"subject": "monotone"},
                               "the relative score itself decays monotonically"),
     "alibi-recency": (positions.check_alibi_recency, {"cuts_off_far_tokens": True}, "ALiBi cuts far tokens off"),
+    "length-scaling": (literature.check_length_scaling, {"claimed_limits": (1, 1, 0)}, "the top weight tends to 1 at sΔ = 1"),
+    "off-by-one-sink": (literature.check_off_by_one_sink, {"extra_logit": 1}, "softmax₁ is softmax with an extra logit 1"),
+    "softcap-facts": (literature.check_softcap_facts, {"claimed_bound": lambda a, c: a**4 / (3 * c**3)},
+                      "the error is at most |ℓ|⁴/(3c³)"),
 }
 
 

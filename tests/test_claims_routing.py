@@ -71,7 +71,9 @@ def test_only_the_torch_reference_sees_a_wrong_scale():
     """Scaling by 1/√d_model instead of 1/√d_k: attnsym against attnsym agrees with itself, PyTorch does not."""
     pytest.importorskip("torch")
     wrong = 1 / np.sqrt(8)
-    assert multi_head.check_multi_head(QUICK, scale=wrong, reference="none").verdict == "holds-under-conditions"
+    # the paper's formula written apart (numeric.paper_formulas) sees it without PyTorch too
+    apart = multi_head.check_multi_head(QUICK, scale=wrong, reference="none")
+    assert apart.verdict == "fails" and apart.details["max |Y_numeric − Y_formula| (paper's formula written apart)"] > 1e-3
     ev = multi_head.check_multi_head(QUICK, scale=wrong, reference="torch")
     assert ev.verdict == "fails" and ev.details["max |Y − Y_torch|"] > 1e-3
     for wrong_claim in ({"d_k_of": lambda d, h: d}, {"head_order": [1, 0, 2, 3]}):
@@ -85,7 +87,8 @@ def test_multi_head_without_torch_says_so(monkeypatch):
     assert "no independent reference: PyTorch is not installed" in ev.conditions
     assert any("single-head layer on weight columns" in t for t in ev.by_construction)
     quick = multi_head.check_multi_head(QUICK, reference="none")
-    assert quick.conditions[-1] == "no independent reference: reference='none'"
+    assert "no independent reference: reference='none'" in quick.conditions
+    assert any("paper_formulas" in c for c in quick.conditions)
     with pytest.raises(SpecError, match="reference"):
         multi_head.check_multi_head(QUICK, reference="pytorch")
 

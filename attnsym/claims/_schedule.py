@@ -42,7 +42,7 @@ COST_HINTS: dict[str, tuple[float, float]] = {
     "qk-asymmetry": (0.1, 0.2),
     "permutation-equivariance": (0.05, 0.85),
     "sinusoidal-positions": (0.15, 0.15),
-    "multi-head": (0.1, 2.4),
+    "multi-head": (0.6, 4.5),
     "weights-not-preset": (0.35, 1.0),
     "softmax-jacobian": (0.1, 0.2),
     "kv-cache": (0.03, 0.05),
@@ -58,7 +58,10 @@ COST_HINTS: dict[str, tuple[float, float]] = {
     "rope-relative": (0.15, 0.75),
     "rope-shift-invariance": (0.4, 0.9),
     "rope-long-range-decay": (0.03, 0.17),
-    "alibi-recency": (0.07, 0.45),
+    "alibi-recency": (0.1, 0.5),
+    "length-scaling": (0.3, 0.4),
+    "off-by-one-sink": (0.4, 0.45),
+    "softcap-facts": (0.3, 0.3),
 }
 
 

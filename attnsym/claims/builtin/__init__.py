@@ -11,6 +11,7 @@ its claims to ``claims.toml``.
 from . import (
     cost,
     invariances,
+    literature,
     multi_head,
     positions,
     primitives,
@@ -32,9 +33,9 @@ __all__ = ["BUILTIN", "MODULES"]
 #: no-locality-bias); primitives (softmax-jacobian, sinusoidal-positions, gelu); from the literature on the
 #: limits of attention: rank_collapse (rank-collapse), softmax_limits (entropy-lower-bound,
 #: softmax-jacobian-norm, dispersion), invariances (key-bias-invariance, rank-one-input); positions
-#: (rope-relative, rope-shift-invariance, rope-long-range-decay, alibi-recency)
+#: (rope-relative, rope-shift-invariance, rope-long-range-decay, alibi-recency); literature (softcap-facts)
 MODULES = (variance, saturation, routing, multi_head, table1, cost, structure, primitives, rank_collapse, softmax_limits,
-           invariances, positions)
+           invariances, positions, literature)
 
 #: every built-in claim (the registry orders them as the claims list does)
 BUILTIN = tuple(c for module in MODULES for c in module.CLAIMS)

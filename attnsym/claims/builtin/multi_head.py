@@ -19,6 +19,7 @@ from ... import plots
 from ..._checks import one_of
 from ...graphs import routing_distance
 from ...numeric import attention
+from ...numeric.paper_formulas import multihead_attention_formula
 from ...references import torch_installed, torch_multihead_attention, torch_multihead_parameter_count, torch_version
 from ...spec import AttentionSpec
 from ...symbolic.matrices import attention as sym_attention
@@ -119,7 +120,28 @@ def check_multi_head(ctx: CheckContext, *, d_k_of=None, head_order=None, scale="
         symbolic_ok = symbolic_ok and all(e == 0 for e in (single.Y.xreplace(rename) - multi.Z_heads[h]))
     symbolic_ok = symbolic_ok and all(e == 0 for e in (sp.Matrix.hstack(*multi.Z_heads) * multi.W_O - multi.Y))
     details["symbolic per-head identity"] = symbolic_ok
-    ok = counts_kept and counts_match_torch and heads_differ and close(concat, Y) and torch_ok and symbolic_ok
+    # the symbolic layer, lambdified, against an outside reference (its 1/√d_k included: d_k = 2 here):
+    # torch.nn.MultiheadAttention when it is used, else the paper's formula written apart (numeric.paper_formulas)
+    lspec = AttentionSpec(n=2, d_model=4, heads=2, output_projection=True)
+    layer = sym_attention(lspec).lambdify("Y")
+    lw = {name: rng.standard_normal(lspec.shapes[name]) for name in ("X", "W_Q", "W_K", "W_V", "W_O")}
+    Y_sym = np.asarray(layer(**lw)["Y"], dtype=float)
+    if use_torch:
+        Y_ref, _ = torch_multihead_attention(lw["X"], {k: v for k, v in lw.items() if k != "X"}, heads=2)
+        ref_name = f"torch.nn.MultiheadAttention (PyTorch {torch_version()})"
+    else:
+        Y_ref = multihead_attention_formula(lw["X"], lw["W_Q"], lw["W_K"], lw["W_V"], lw["W_O"], heads=2)
+        ref_name = "Vaswani et al. eq. (1) written apart (numeric.paper_formulas; PyTorch " + (
+            "not installed)" if not torch_installed() else "not used in this run)")
+    lambdified_error = max_abs(Y_sym, Y_ref)
+    lambdified_ok = close(Y_sym, Y_ref)
+    # the numeric layer (with the scale the claim states) against the formula written apart, too
+    formula_error = max_abs(multihead_attention_formula(X, w["W_Q"], w["W_K"], w["W_V"], w["W_O"], heads=heads), Y)
+    details.update({"symbolic layer (lambdified, n = 2, d_model = 4, 2 heads) vs": ref_name,
+                    "max |Y_symbolic − Y_reference|": lambdified_error,
+                    "max |Y_numeric − Y_formula| (paper's formula written apart)": formula_error})
+    ok = (counts_kept and counts_match_torch and heads_differ and close(concat, Y) and torch_ok and symbolic_ok
+          and lambdified_ok and formula_error <= 1e-12)
 
     def figure():
         return plots.attention_heatmap(A, title="Per-head attention maps for one input (same X, different W_Q, W_K)")
@@ -152,10 +174,14 @@ def check_multi_head(ctx: CheckContext, *, d_k_of=None, head_order=None, scale="
                  f"(4·d²{', as in torch.nn.MultiheadAttention' if use_torch and counts_match_torch else ''}); "
                  f"per-head maps differ (distance ≥ {min(head_distances):.2f}); output = concat(heads)·W_O ({exact}"
                  + (f"; = torch.nn.MultiheadAttention to {details['max |concat·W_O − Y_torch|']:.1e}" if use_torch
-                    else "") + ")"),
+                    else "") + ")"
+                 + f"; symbolic layer lambdified vs {'torch.nn.MultiheadAttention' if use_torch else 'the paper formula'}"
+                 f" {'agrees' if lambdified_ok else 'DISAGREES'} (max gap {lambdified_error:.1e}); numeric layer vs the "
+                 f"paper formula: max gap {formula_error:.1e}"),
         conditions=("the count is kept when d_k = d_v = d_model/h (with W_O counted in both layouts)",
                     "'different relations' is checked as 'different maps' for random weights; trained heads can be redundant",
-                    reference_line),
+                    reference_line,
+                    f"the symbolic layer (lambdified) is compared with {ref_name}"),
         details=details,
         by_construction=construction,
         equations=(("parameters of h heads of width d/h, with W_O", _parameter_equation()),),

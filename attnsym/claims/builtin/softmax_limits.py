@@ -112,7 +112,9 @@ def check_softmax_jacobian_norm(ctx: CheckContext, *, claimed_bound: float = 0.5
     p = sp.Symbol("p", positive=True)
     two_point = two_point_jacobian_norm(p)
     critical = sp.solve(sp.diff(two_point, p), p)
-    peak = sp.nsimplify(max(two_point.subs(p, c) for c in critical))
+    # a two-point norm without a critical point in (0, 1) has no interior maximum: the claim then fails (no crash)
+    critical = [c for c in critical if c.is_real and 0 < c < 1]
+    peak = sp.nsimplify(max(two_point.subs(p, c) for c in critical)) if critical else None
     form, variance = jacobian_quadratic_form(3)
     identity = sp.expand(form - variance) == 0
     rng = ctx.rng("softmax-jacobian-norm")
@@ -126,7 +128,7 @@ def check_softmax_jacobian_norm(ctx: CheckContext, *, claimed_bound: float = 0.5
     found = max(r["largest norm found"] for r in rows)
     bound = exact("claimed_bound", claimed_bound, floats="rational")
     below = found <= float(bound) + 1e-12
-    attained = sp.simplify(peak - bound) == 0 and abs(found - float(bound)) <= 1e-6
+    attained = peak is not None and sp.simplify(peak - bound) == 0 and abs(found - float(bound)) <= 1e-6
     two_point_at = all(abs(r["two largest weights at the maximum"][0] - 0.5) < 1e-3 for r in rows)
     ok = identity and below and attained and two_point_at
     samples = ctx.rng("softmax-jacobian-norm", "figure").dirichlet(np.full(3, 0.4), size=1500)
@@ -138,8 +140,12 @@ def check_softmax_jacobian_norm(ctx: CheckContext, *, claimed_bound: float = 0.5
     return Evidence(
         "softmax-jacobian-norm", statement("softmax-jacobian-norm"), "holds" if ok else "fails",
         method="symbolic proof (variance identity, two-point eigenvalues) + numeric search (Dirichlet + SLSQP)",
-        summary=(f"vᵀJv = Var_a(v) (exact); two-point norm {two_point}, maximum {peak} at p = 1/2; largest norm found "
-                 f"{found:.12f} for n up to {rows[-1]['n']}, at a two-point uniform a"),
+        summary=(f"vᵀJv {'= Var_a(v) (exact)' if identity else '≠ Var_a(v)'}; two-point norm {two_point}, "
+                 + (f"maximum {peak} at p = {', '.join(map(str, critical))}" if critical
+                    else "no critical point in (0, 1), so no interior maximum")
+                 + f"; largest norm found {found:.12f} for n up to {rows[-1]['n']} "
+                 f"({'≤' if below else '>'} the claimed {bound}), "
+                 + ("at a two-point uniform a" if two_point_at else "NOT at a two-point uniform a")),
         conditions=("the bound is over the whole simplex: it is reached only at a = (1/2, 1/2, 0, …) up to order; at the "
                     "uniform a the norm is 1/n, and at a one-hot a (saturated softmax) it is 0",
                     "Popoviciu's inequality Var ≤ (max − min)²/4 and (max − min)² ≤ 2‖v‖² give the bound for every n"),
@@ -149,7 +155,8 @@ def check_softmax_jacobian_norm(ctx: CheckContext, *, claimed_bound: float = 0.5
                                                            tex(r"\sum_i a_i v_i^2 - \left(\sum_i a_i v_i\right)^2"),
                                                            evaluate=False)),
                    ("two-point distribution a = (p, 1 − p)", sp.Eq(tex(r"\|J\|_2"), two_point, evaluate=False)),
-                   ("its maximum", sp.Eq(tex(r"\max_p \|J\|_2"), peak, evaluate=False))),
+                   *((("its maximum", sp.Eq(tex(r"\max_p \|J\|_2"), peak, evaluate=False)),) if peak is not None
+                     else ())),
         figures={"jacobian-norm": figure},
     )
 
@@ -207,8 +214,14 @@ def check_entropy_lower_bound(ctx: CheckContext, *, claimed_bound=None) -> Evide
     return Evidence(
         "entropy-lower-bound", statement("entropy-lower-bound"), "holds" if ok else "fails",
         method="symbolic proof (minimiser's entropy = bound, symbolic σ and T) + numeric search (random sphere + BFGS)",
-        summary=(f"the logits (σ√((T−1)/T), −σ/√(T(T−1)), …) have ‖z‖ = σ and entropy equal to the bound exactly; "
-                 f"no search point below it for T = {n_keys}, σ = {sigmas[0]:g}…{sigmas[-1]:g}; bound → {collapse} "
+        summary=(f"the logits (σ√((T−1)/T), −σ/√(T(T−1)), …) have ‖z‖ {'= σ' if norm_ok else '≠ σ'} and entropy "
+                 + ("equal to the bound exactly (symbolic T and at "
+                    f"{len(tight_exact)} exact points)" if general and all(tight_exact)
+                    else f"NOT equal to the bound (symbolic: {general}; exact points equal: {sum(tight_exact)} of "
+                    f"{len(tight_exact)})")
+                 + f"; {sum(not r['search ≥ bound'] for r in rows)} search points below it for T = {n_keys}, "
+                 f"σ = {sigmas[0]:g}…{sigmas[-1]:g} (least margin "
+                 f"{min(r['least entropy found'] - r['bound'] for r in rows):+.2e}); bound → {collapse} "
                  f"as σ → ∞ (entropy collapse); at σ = {sigmas[-1]:g} the bound is {rows[-1]['bound']:.2e}"),
         conditions=("logits bounded in ℓ2 norm (‖z‖₂ ≤ σ); for attention σ is governed by the spectral norms of W_Q, "
                     "W_K and the token norms, which is why σReparam rescales the weights",
