@@ -6,6 +6,8 @@ data and the numbers of :mod:`attnsym.models.evidence`; nothing is computed here
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,15 +30,32 @@ SPECIAL_NOTE = (
 )
 
 
-def _esc(text: str) -> str:
-    return str(text).replace("|", "\\|")
+_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+!|~-])")
+
+
+def _plain(text: object) -> str:
+    """``text`` as literal Markdown text: HTML escaped (never live markup), Markdown punctuation backslashed."""
+    one_line = " ".join(str(text).split())
+    return _MARKDOWN_PUNCTUATION.sub(r"\\\1", html.escape(one_line, quote=False))
+
+
+def _code(text: object) -> str:
+    """``text`` as one Markdown code span (shown literally), safe inside a table cell.
+
+    The fence is one backtick longer than the longest run of backticks in the text, so the text cannot close it,
+    and ``|`` is escaped for tables (GitHub-flavoured Markdown reads ``\\|`` inside a cell's code span as ``|``).
+    """
+    one_line = " ".join(str(text).split()) or " "
+    fence = "`" * (max((len(run) for run in re.findall("`+", one_line)), default=0) + 1)
+    pad = " " if one_line[0] == "`" or one_line[-1] == "`" else ""
+    return f"{fence}{pad}{one_line.replace('|', chr(92) + '|')}{pad}{fence}"
 
 
 def special_markdown(route: Route) -> str:
     """A table: per layer, the share of attention to the first token, the closing special token, the rest."""
     s = special_shares(route)
     others = route.n - 1 - (s.last_label != "—")
-    lines = [f"| layer | to `{_esc(s.first_label)}` | to `{_esc(s.last_label)}` | to the other {others} tokens |",
+    lines = [f"| layer | to {_code(s.first_label)} | to {_code(s.last_label)} | to the other {others} tokens |",
              "|---|---|---|---|"]
     lines += [f"| {ly + 1} | {s.first[ly]:.3f} | {s.last[ly]:.3f} | {s.rest[ly]:.3f} |" for ly in range(route.layers)]
     return "\n".join(lines) + "\n"
@@ -46,21 +65,21 @@ def route_markdown(route: Route, *, rollout: np.ndarray | None = None, flow: np.
                    flow_outputs: Sequence[int] = (0,), top: int = 5) -> str:
     """One text: its tokens with offsets, where attention lands per layer, and rollout/flow's top inputs."""
     labels = route.labels()
-    lines = [f"### {_esc(route.text)!s}", "", f"{route.n} tokens, {route.layers} layers × {route.heads} heads.", "",
+    lines = [f"### {_plain(route.text)}", "", f"{route.n} tokens, {route.layers} layers × {route.heads} heads.", "",
              "| token | word piece | characters |", "|---|---|---|"]
     for p, (token, (a, b), special) in enumerate(zip(route.tokens, route.offsets, route.special, strict=True)):
-        where = "added by the tokenizer" if special else f"{a}–{b} `{_esc(route.text[a:b])}`"
-        lines.append(f"| {p + 1} | `{_esc(token)}` | {where} |")
+        where = "added by the tokenizer" if special else f"{a}–{b} {_code(route.text[a:b])}"
+        lines.append(f"| {p + 1} | {_code(token)} | {where} |")
     lines += ["", "Mean attention per layer (over heads and queries):", "", special_markdown(route)]
     if rollout is not None:
         for a, i in enumerate(flow_outputs):
             order = np.argsort(-rollout[i], kind="stable")[:top]
-            reads = ", ".join(f"`{_esc(labels[j])}` {rollout[i, j]:.3f}" for j in order)
-            lines.append(f"- rollout into `{_esc(labels[i])}` (token {i + 1}): {reads}")
+            reads = ", ".join(f"{_code(labels[j])} {rollout[i, j]:.3f}" for j in order)
+            lines.append(f"- rollout into {_code(labels[i])} (token {i + 1}): {reads}")
             if flow is not None:
                 order = np.argsort(-flow[a], kind="stable")[:top]
-                reads = ", ".join(f"`{_esc(labels[j])}` {flow[a, j]:.3f}" for j in order)
-                lines.append(f"- flow into `{_esc(labels[i])}`: {reads}")
+                reads = ", ".join(f"{_code(labels[j])} {flow[a, j]:.3f}" for j in order)
+                lines.append(f"- flow into {_code(labels[i])}: {reads}")
         lines.append("")
     return "\n".join(lines) + "\n"
 
@@ -73,11 +92,11 @@ def contrast_markdown(c: TokenContrast, *, rows: int = 10) -> str:
     table = c.table()
     by_index = {(row[0], row[1]): row for row in table.rows}
     lines = [c.summary(notes=False) + ".", "",
-             f"The word: `{_esc(w1)}` (tokens {', '.join(c.routes[0].tokens[p] for p in c.words[0].positions)}) and "
-             f"`{_esc(w2)}` (tokens {', '.join(c.routes[1].tokens[p] for p in c.words[1].positions)}); a word of several "
+             f"The word: {_code(w1)} (tokens {', '.join(c.routes[0].tokens[p] for p in c.words[0].positions)}) and "
+             f"{_code(w2)} (tokens {', '.join(c.routes[1].tokens[p] for p in c.words[1].positions)}); a word of several "
              f"pieces is routed as the {'mean of its pieces' if c.pieces == 'mean' else 'first piece'}; "
-             f"{_esc(c.chosen())}.", ""]
-    lines += [f"> **Note.** {_esc(note)}." for note in c.notes] + ([""] if c.notes else [])
+             f"{_plain(c.chosen())}.", ""]
+    lines += [f"> **Note.** {_plain(note)}." for note in c.notes] + ([""] if c.notes else [])
     lines += [
              "**Three distances, 0..1, each a total variation over what both sentences have (renormalised), so an "
              "item only one sentence has — an empty `after` side — is never counted as a difference:** *role "
@@ -85,14 +104,14 @@ def contrast_markdown(c: TokenContrast, *, rows: int = 10) -> str:
              "`special after` (the roles both sentences have); *offset distance* over the attention at offsets "
              f"-{c.offset_window}..+{c.offset_window} from the word (position: does it read its neighbours the same "
              "way?); *content distance* over the tokens both sentences contain, pooled by identity wherever they "
-             f"stand ({', '.join(f'`{_esc(i)}`' for i in c.content_items)}: does it read the same tokens?). "
+             f"stand ({', '.join(f'{_code(i)}' for i in c.content_items)}: does it read the same tokens?). "
              "H/ln n: row entropy as a fraction of its maximum.", "",
              f"**The {rows} heads that route it most differently** (by role distance):", "",
              "| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
     for flat in order:
         layer, head = np.unravel_index(int(flat), (L, H))
         row = by_index[(int(layer) + 1, int(head) + 1)]
-        lines.append("| " + " | ".join(f"{v:.3f}" if isinstance(v, float) else _esc(v) for v in row) + " |")
+        lines.append("| " + " | ".join(f"{v:.3f}" if isinstance(v, float) else _plain(v) for v in row) + " |")
     lines += ["", "| layer | mean role distance over heads | largest (head) | mean offset distance | "
               "mean content distance |", "|---|---|---|---|---|"]
     offset = c.offset_distance if c.offset_distance is not None else np.full((L, H), np.nan)
