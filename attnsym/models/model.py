@@ -47,6 +47,14 @@ PACKAGED: dict[str, tuple[str, str, str]] = {
 _ALIASES = {name.lower(): name for name in PACKAGED} | {f"sentence-transformers/{n}".lower(): n for n in PACKAGED}
 
 
+#: a text longer than this many characters per position is first measured on a prefix of that length
+_HEAD_CHARS = 16
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 def available() -> list[str]:
     """Names of the packaged models installed here (those :func:`load` finds without a folder)."""
     return [name for name, (package, _, _) in PACKAGED.items() if importlib.util.find_spec(package) is not None]
@@ -128,7 +136,8 @@ def load(name_or_path: str | Path = "all-MiniLM-L6-v2", *, dtype: str = "float32
     dtype = one_of("dtype", dtype, ("float32", "float64"), error=ModelError)
     backend = one_of("backend", backend, BACKENDS, error=ModelError)
     name, folder = _folder(name_or_path)
-    missing = [f for f in FILES if not (folder / f).is_file()]
+    missing = [f for f in FILES if not (folder / f).is_file()
+               and not (f == "model.safetensors" and (folder / "model.safetensors.index.json").is_file())]
     if missing:
         raise ModelFileMissing(f"model folder {str(folder)!r} lacks {', '.join(missing)} "
                                f"({'; '.join(f'{f}: {FILES[f]}' for f in missing)})")
@@ -172,19 +181,35 @@ class Model:
             A text that is not a string, is empty or blank, or gives more tokens than the model's
             ``max_positions``.
         """
+        limit = self.config.max_positions
         for text in texts:
             if not isinstance(text, str):
-                raise TextError(f"{name} must be a string (got {text!r} of type {type(text).__name__})")
+                raise TextError(f"{name} must be a string (got {type(text).__name__})")
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as error:
+                raise TextError(f"{name} is not valid Unicode text ({error.reason} at index {error.start})") from None
             if not text.strip():
                 raise TextError(f"{name} must contain at least one word (got {text!r})")
+            head = _HEAD_CHARS * (limit + 2)
+            if len(text) > head:  # measured on a prefix first: an 8 MB text is refused without encoding it whole
+                count = len(self.tokenizer.encode(text[:head]).ids)
+                if count > limit:
+                    raise TextError(f"{name} {_shorten(text)!r} gives more than {limit} tokens (its first {head} "
+                                    f"characters already give {count}), more than the {limit} positions "
+                                    f"{self.name} has; shorten it")
         encodings = self.tokenizer.encode_batch(list(texts))
+        vocab = self.config.vocab_size
         for text, enc in zip(texts, encodings, strict=True):
-            if len(enc.ids) > self.config.max_positions:
-                short = text if len(text) <= 60 else text[:57] + "..."
-                raise TextError(f"{name} {short!r} gives {len(enc.ids)} tokens, more than the {self.config.max_positions} "
+            if len(enc.ids) > limit:
+                raise TextError(f"{name} {_shorten(text)!r} gives {len(enc.ids)} tokens, more than the {limit} "
                                 f"positions {self.name} has; shorten it")
-            if not enc.ids:
-                raise TextError(f"{name} {text!r} gives no tokens")
+            if not enc.ids or all(enc.special_tokens_mask):
+                raise TextError(f"{name} {_shorten(text)!r} gives no tokens but special ones "
+                                f"({' '.join(enc.tokens) or 'none'}); give a text with at least one word")
+            if max(enc.ids) >= vocab:
+                raise ModelError(f"the tokenizer of {self.name} gives token id {max(enc.ids)} for {name} "
+                                 f"{_shorten(text)!r}, past config.json's vocab_size {vocab}")
         return encodings
 
     # ------------------------------------------------------------------ forward
@@ -225,7 +250,9 @@ class Model:
         [3, 7]
         """
         single = isinstance(text, str)
-        texts = [text] if single else list(text)
+        if not single and not isinstance(text, (list, tuple)):
+            raise TextError(f"text must be a string or a list of strings (got {type(text).__name__})")
+        texts: list[str] = [text] if isinstance(text, str) else list(text)
         if not texts:
             raise TextError("text must be a string or a non-empty list of strings (got an empty list)")
         encodings = self.encode(texts)
