@@ -178,3 +178,32 @@ def test_the_cli_prints_one_line_and_no_internal_error_for_a_bad_folder(tmp_path
     assert done.returncode == 2, done.stderr
     assert "internal error" not in done.stderr and "Traceback" not in done.stderr
     assert ("model_type" in done.stderr or "layer_norm_epsilon" in done.stderr or "scale_attn_weights" in done.stderr)
+
+
+def _folder_without_tokenizer(tmp_path):
+    m = minilm()
+    for name in ("config.json", "model.safetensors"):
+        (tmp_path / name).symlink_to(m.folder / name)
+    return m
+
+
+def test_without_a_tokenizer_forward_works_and_route_names_the_files(tmp_path):
+    m = _folder_without_tokenizer(tmp_path)
+    bare = load(tmp_path)
+    ids = np.array([m.route("apples").ids])
+    np.testing.assert_allclose(bare.forward(ids).attention, m.forward(ids).attention)
+    with pytest.raises(ModelError, match=r"no tokenizer.*vocab\.txt"):
+        bare.route("apples")
+
+
+def test_forward_past_the_positions_is_a_clear_error(tmp_path):
+    with pytest.raises(TextError, match="more than the 512 positions"):
+        minilm().forward(np.zeros((1, 513), dtype=np.int64))
+
+
+def test_a_vocab_txt_folder_tokenizes_as_wordpiece(tmp_path):
+    m = _folder_without_tokenizer(tmp_path)
+    vocab = m.tokenizer.get_vocab()
+    (tmp_path / "vocab.txt").write_text("\n".join(sorted(vocab, key=vocab.get)) + "\n", encoding="utf-8")
+    r = load(tmp_path).route("I like to eat apples")
+    assert r.tokens == m.route("I like to eat apples").tokens

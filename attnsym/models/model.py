@@ -55,6 +55,26 @@ def _shorten(text: str) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+#: what a folder may hold instead of tokenizer.json, tried in this order
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt (WordPiece)", "vocab.json + merges.txt (byte-level BPE)")
+
+
+def _tokenizer(folder: Path) -> Tokenizer | None:
+    """The folder's tokenizer: ``tokenizer.json``, else ``vocab.txt`` or ``vocab.json`` + ``merges.txt``; None without."""
+    try:
+        if (folder / "tokenizer.json").is_file():
+            return Tokenizer.from_file(str(folder / "tokenizer.json"))
+        if (folder / "vocab.txt").is_file():
+            from tokenizers.implementations import BertWordPieceTokenizer
+            return BertWordPieceTokenizer(str(folder / "vocab.txt"), lowercase=True)._tokenizer
+        if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
+            from tokenizers.implementations import ByteLevelBPETokenizer
+            return ByteLevelBPETokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"))._tokenizer
+    except Exception as error:  # the tokenizers library raises its own Exception subclass
+        raise ModelError(f"the tokenizer files of {folder} cannot be read by the tokenizers library ({error})") from None
+    return None
+
+
 def available() -> list[str]:
     """Names of the packaged models installed here (those :func:`load` finds without a folder)."""
     return [name for name, (package, _, _) in PACKAGED.items() if importlib.util.find_spec(package) is not None]
@@ -136,16 +156,13 @@ def load(name_or_path: str | Path = "all-MiniLM-L6-v2", *, dtype: str = "float32
     dtype = one_of("dtype", dtype, ("float32", "float64"), error=ModelError)
     backend = one_of("backend", backend, BACKENDS, error=ModelError)
     name, folder = _folder(name_or_path)
-    missing = [f for f in FILES if not (folder / f).is_file()
+    missing = [f for f in FILES if not (folder / f).is_file() and f != "tokenizer.json"
                and not (f == "model.safetensors" and (folder / "model.safetensors.index.json").is_file())]
     if missing:
         raise ModelFileMissing(f"model folder {str(folder)!r} lacks {', '.join(missing)} "
                                f"({'; '.join(f'{f}: {FILES[f]}' for f in missing)})")
     config = read_config(folder / "config.json")
-    try:
-        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    except Exception as error:  # the tokenizers library raises its own Exception subclass
-        raise ModelError(f"{folder / 'tokenizer.json'} cannot be read by the tokenizers library ({error})") from None
+    tokenizer = _tokenizer(folder)
     weights = read_weights(folder / "model.safetensors", config, np.dtype(dtype))
     if backend != "numpy":
         weights = weights.to(array_namespace(backend=backend))
@@ -159,13 +176,14 @@ class Model:
     very same parameters (:meth:`contrast` checks this with fingerprints).
     """
 
-    def __init__(self, name: str, folder: Path, config: ModelConfig, weights: Weights, tokenizer: Tokenizer) -> None:
+    def __init__(self, name: str, folder: Path, config: ModelConfig, weights: Weights, tokenizer: Tokenizer | None) -> None:
         self.name = name
         self.folder = folder
         self.config = config
         self.weights = weights
-        tokenizer.no_truncation()  # a text too long is an error (TextError), never silently cut
-        tokenizer.no_padding()  # padding is done here, with the attention mask
+        if tokenizer is not None:
+            tokenizer.no_truncation()  # a text too long is an error (TextError), never silently cut
+            tokenizer.no_padding()  # padding is done here, with the attention mask
         self.tokenizer = tokenizer
 
     def __repr__(self) -> str:
@@ -181,6 +199,9 @@ class Model:
             A text that is not a string, is empty or blank, or gives more tokens than the model's
             ``max_positions``.
         """
+        if self.tokenizer is None:
+            raise ModelFileMissing(f"model folder {str(self.folder)!r} has no tokenizer, so texts cannot be routed "
+                                   f"(give one of {', '.join(TOKENIZER_FILES)}); forward(ids) works without one")
         limit = self.config.max_positions
         for text in texts:
             if not isinstance(text, str):
@@ -219,6 +240,10 @@ class Model:
         See :func:`attnsym.models.forward.forward` (``threads=k``: each step cut into ``k`` NumPy
         slices run side by side; by default one slice, BLAS threading each product).
         """
+        shape = getattr(input_ids, "shape", None)
+        if shape is not None and len(shape) == 2 and shape[1] > self.config.max_positions:
+            raise TextError(f"input_ids holds {shape[1]} tokens per row, more than the {self.config.max_positions} "
+                            f"positions {self.name} has; shorten it")
         return forward(self.config, self.weights, input_ids, attention_mask, threads=threads)
 
     def route(self, text: str | Sequence[str]) -> Route | list[Route]:
