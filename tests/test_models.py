@@ -47,7 +47,7 @@ def test_load_from_a_folder(folder_copy):
     assert models.load(folder_copy).config.layers == 6
 
 
-@pytest.mark.parametrize("missing", list(models.FILES))
+@pytest.mark.parametrize("missing", [f for f in models.FILES if f != "tokenizer.json"])  # no tokenizer: forward(ids)
 def test_a_folder_missing_a_file_names_it(folder_copy, missing):
     (folder_copy / missing).unlink()
     with pytest.raises(ModelFileMissing, match=f"lacks {missing}"):

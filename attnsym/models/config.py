@@ -10,6 +10,7 @@ not implement (relative position embeddings, cross-attention, an unknown activat
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,31 @@ class ModelConfig:
                 f"feed-forward {self.ffn_width}, up to {self.max_positions} tokens")
 
 
+#: the largest ``config.json`` read (bytes); a real one is a few kilobytes
+MAX_CONFIG_BYTES = 1 << 20
+
+
+def _read_json(path: Path) -> Any:
+    """The JSON object of ``path``, read with a size cap; every failure a :class:`ModelError`."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_CONFIG_BYTES + 1)
+    except FileNotFoundError:
+        raise
+    except OSError as error:
+        raise ModelError(f"{path} cannot be read ({type(error).__name__}: {error})") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ModelError(f"{path} is larger than {MAX_CONFIG_BYTES} bytes; a config.json is a few kilobytes")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ModelError(f"{path} is not UTF-8 text ({error})") from None
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, ValueError, RecursionError) as error:  # ValueError: an integer of too many digits
+        raise ModelError(f"{path} is not valid JSON ({str(error)[:200]})") from None
+
+
 def _get(raw: dict[str, Any], key: str, kind: type | tuple[type, ...], path: Path, default: Any = ...) -> Any:
     if key not in raw or raw[key] is None:
         if default is ...:
@@ -101,19 +127,53 @@ def _get(raw: dict[str, Any], key: str, kind: type | tuple[type, ...], path: Pat
         return default
     value = raw[key]
     if isinstance(value, bool) or not isinstance(value, kind):  # True is no size
-        raise ModelError(f"{path}: {key!r} must be {getattr(kind, '__name__', kind)} (got {value!r})")
+        raise ModelError(f"{path}: {key!r} must be {getattr(kind, '__name__', kind)} (got {_short(value)})")
+    return value
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+#: the largest size field accepted (a width, a vocabulary, a number of positions)
+MAX_SIZE = 1 << 24
+
+
+def _flag(raw: dict[str, Any], key: str, path: Path, default: bool) -> bool:
+    """A JSON boolean (``"false"`` as a string is refused, not read as true)."""
+    value = raw.get(key, default)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise ModelError(f"{path}: {key!r} must be a JSON boolean true or false (got {_short(value)})")
+    return value
+
+
+def _eps(raw: dict[str, Any], key: str, path: Path, default: float) -> float:
+    """A normalisation epsilon: a finite number in (0, 1)."""
+    value = float(_get(raw, key, (int, float), path, default))
+    if not (math.isfinite(value) and 0 < value < 1):
+        raise ModelError(f"{path}: {key!r} must be a finite number between 0 and 1 (got {_short(raw.get(key))})")
+    return value
+
+
+def _token_id(raw: dict[str, Any], key: str, path: Path, vocab_size: int, default: int | None) -> int | None:
+    value = _get(raw, key, int, path, default)
+    if value is not None and not 0 <= value < vocab_size:
+        raise ModelError(f"{path}: {key!r} must be a token id in [0, vocab_size={vocab_size}) (got {_short(value)})")
     return value
 
 
 def _positive(raw: dict[str, Any], key: str, path: Path, default: Any = ...) -> int:
     value = _get(raw, key, int, path, default)
-    if value < 1:
-        raise ModelError(f"{path}: {key!r} must be a positive integer (got {value!r})")
+    if not 1 <= value <= MAX_SIZE:
+        raise ModelError(f"{path}: {key!r} must be a positive integer at most {MAX_SIZE} (got {_short(value)})")
     return value
 
 
 def _refuse(path: Path, key: str, value: Any, what: str) -> None:
-    raise UnsupportedModelError(f"{path}: {key}={value!r} is not supported ({what})")
+    raise UnsupportedModelError(f"{path}: {key}={_short(value)} is not supported ({what})")
 
 
 def read_config(path: str | Path) -> ModelConfig:
@@ -144,16 +204,13 @@ def read_config(path: str | Path) -> ModelConfig:
     'bert' (BERT-family encoder ...), 'gpt2' (GPT-2-family decoder ...)
     """
     path = Path(path)
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise ModelError(f"{path} is not valid JSON ({error})") from None
+    raw = _read_json(path)
     if not isinstance(raw, dict):
         raise ModelError(f"{path} must hold a JSON object (got {type(raw).__name__})")
     model_type = raw.get("model_type")
-    if model_type not in SUPPORTED:
+    if not isinstance(model_type, str) or model_type not in SUPPORTED:
         known = ", ".join(f"{k!r} ({v})" for k, v in SUPPORTED.items())
-        raise UnsupportedModelError(f"{path}: model_type {model_type!r} is not supported; attnsym runs {known}")
+        raise UnsupportedModelError(f"{path}: model_type {_short(model_type)} is not supported; attnsym runs {known}")
     if model_type == "bert":
         config = _bert(raw, path)
     else:
@@ -165,16 +222,16 @@ def read_config(path: str | Path) -> ModelConfig:
 
 def _activation(raw: dict[str, Any], key: str, path: Path, default: str) -> str:
     act = raw.get(key, default)
-    if act not in ACTIVATIONS:
+    if not isinstance(act, str) or act not in ACTIVATIONS:
         _refuse(path, key, act, f"attnsym implements {', '.join(map(repr, ACTIVATIONS))}")
     return act
 
 
 def _bert(raw: dict[str, Any], path: Path) -> ModelConfig:
-    if raw.get("position_embedding_type", "absolute") != "absolute":
+    if raw.get("position_embedding_type") not in (None, "absolute"):
         _refuse(path, "position_embedding_type", raw["position_embedding_type"], "only learned 'absolute' positions")
     for key in ("is_decoder", "add_cross_attention"):
-        if raw.get(key):
+        if _flag(raw, key, path, False):
             _refuse(path, key, raw[key], "attnsym runs BERT as an encoder")
     return ModelConfig(
         model_type="bert",
@@ -186,14 +243,14 @@ def _bert(raw: dict[str, Any], path: Path) -> ModelConfig:
         vocab_size=_positive(raw, "vocab_size", path),
         type_vocab_size=_positive(raw, "type_vocab_size", path, 2),
         activation=_activation(raw, "hidden_act", path, "gelu"),
-        eps=float(_get(raw, "layer_norm_eps", (int, float), path, 1e-12)),
+        eps=_eps(raw, "layer_norm_eps", path, 1e-12),
         causal=False,
-        pad_token_id=_get(raw, "pad_token_id", int, path, 0),
+        pad_token_id=_token_id(raw, "pad_token_id", path, _positive(raw, "vocab_size", path), 0),
     )
 
 
 def _gpt2(raw: dict[str, Any], path: Path) -> ModelConfig:
-    if raw.get("add_cross_attention"):
+    if _flag(raw, "add_cross_attention", path, False):
         _refuse(path, "add_cross_attention", raw["add_cross_attention"], "attnsym runs GPT-2 as a decoder-only model")
     width = _positive(raw, "n_embd", path)
     return ModelConfig(
@@ -206,9 +263,9 @@ def _gpt2(raw: dict[str, Any], path: Path) -> ModelConfig:
         vocab_size=_positive(raw, "vocab_size", path),
         type_vocab_size=0,
         activation=_activation(raw, "activation_function", path, "gelu_new"),
-        eps=float(_get(raw, "layer_norm_epsilon", (int, float), path, 1e-5)),
+        eps=_eps(raw, "layer_norm_epsilon", path, 1e-5),
         causal=True,
-        scale_by_layer=bool(raw.get("scale_attn_by_inverse_layer_idx", False)),
-        scale_scores=bool(raw.get("scale_attn_weights", True)),
-        pad_token_id=_get(raw, "pad_token_id", int, path, None),
+        scale_by_layer=_flag(raw, "scale_attn_by_inverse_layer_idx", path, False),
+        scale_scores=_flag(raw, "scale_attn_weights", path, True),
+        pad_token_id=_token_id(raw, "pad_token_id", path, _positive(raw, "vocab_size", path), None),
     )

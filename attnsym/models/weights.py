@@ -20,14 +20,14 @@ are views into the packed arrays, so no parameter is stored twice.
 from __future__ import annotations
 
 import hashlib
+import json
+import struct
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
-from safetensors import SafetensorError
-from safetensors.numpy import load_file
 
 from ..numeric.backend import array_namespace, asarray_in
 from .config import ModelConfig
@@ -123,57 +123,145 @@ def _digest(value: Any) -> str:
     return h.hexdigest()
 
 
-class _Tensors:
-    """Named lookup into the file's tensors with shape checks; names are tried with each known prefix."""
+#: safetensors dtype names read, with their NumPy storage dtype; ``BF16`` is widened exactly
+#: (its 16 bits are the high half of a float32)
+_DTYPES: dict[str, str] = {"F64": "<f8", "F32": "<f4", "F16": "<f2", "BF16": "<u2"}
 
-    def __init__(self, path: Path, tensors: dict[str, np.ndarray], prefixes: tuple[str, ...], dtype: np.dtype) -> None:
-        self.path, self.tensors, self.dtype = path, tensors, dtype
-        self.prefix = next((p for p in prefixes if any(k.startswith(p) for k in tensors)), "")
+#: the largest safetensors header read (bytes); real headers are well under a megabyte per shard
+_MAX_HEADER = 100 << 20
+
+
+def _header(path: Path) -> tuple[dict[str, Any], int]:
+    """The JSON header of one safetensors file and the offset where its data starts."""
+    try:
+        with path.open("rb") as handle:
+            head = handle.read(8)
+            if len(head) < 8:
+                raise CorruptWeightsError(f"{path} cannot be read as a safetensors file (shorter than 8 bytes)")
+            (length,) = struct.unpack("<Q", head)
+            if length > _MAX_HEADER:
+                raise CorruptWeightsError(f"{path} cannot be read as a safetensors file (header of {length} bytes)")
+            text = handle.read(length)
+        header = json.loads(text.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise CorruptWeightsError(f"{path} cannot be read as a safetensors file ({type(error).__name__}: "
+                                  f"{str(error)[:200]})") from None
+    if not isinstance(header, dict):
+        raise CorruptWeightsError(f"{path} cannot be read as a safetensors file (its header is not a JSON object)")
+    header.pop("__metadata__", None)
+    return header, 8 + length
+
+
+def _files(path: Path) -> dict[str, Path]:
+    """Tensor name -> safetensors file: ``path`` itself, or the shards its ``.index.json`` names."""
+    index = path.with_name(path.name + ".index.json")
+    if path.is_file() or not index.is_file():
+        return {}
+    try:
+        raw = json.loads(index.read_bytes()[: 64 << 20].decode("utf-8"))
+        weight_map = raw["weight_map"]
+        if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+            raise TypeError("weight_map must map tensor names to file names")
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, RecursionError) as error:
+        raise CorruptWeightsError(f"{index} is not a safetensors index ({type(error).__name__}: {str(error)[:200]})") from None
+    out = {}
+    for name, file in weight_map.items():
+        shard = path.parent / file
+        if Path(file).name != file:
+            raise CorruptWeightsError(f"{index}: shard {file!r} must be a file name in the model folder")
+        out[name] = shard
+    return out
+
+
+class _Tensors:
+    """Named lookup into memory-mapped safetensors files: each tensor's dtype and shape are checked from the
+    header before any of its bytes are read, and only the tensors asked for are read."""
+
+    def __init__(self, path: Path, prefixes: tuple[str, ...], dtype: np.dtype) -> None:
+        self.path, self.dtype = path, dtype
+        shards = _files(path)
+        self.entries: dict[str, tuple[Path, dict[str, Any], int]] = {}
+        for file in sorted(set(shards.values())) if shards else [path]:
+            header, start = _header(file)
+            for name, entry in header.items():
+                if not shards or shards.get(name) == file:
+                    self.entries[name] = (file, entry, start)
+        self.maps: dict[Path, np.memmap] = {}
+        self.prefix = next((p for p in prefixes if any(k.startswith(p) for k in self.entries)), "")
+
+    def __contains__(self, name: str) -> bool:
+        return self.prefix + name in self.entries
+
+    def _raw(self, key: str, expected: tuple[int, ...]) -> np.ndarray:
+        file, entry, start = self.entries[key]
+        if not isinstance(entry, dict):
+            raise CorruptWeightsError(f"{file}: tensor {key!r} has a malformed header entry")
+        kind, shape, offsets = entry.get("dtype"), entry.get("shape"), entry.get("data_offsets")
+        if not isinstance(shape, list) or tuple(shape) != expected:
+            raise CorruptWeightsError(f"{file}: tensor {key!r} must have shape {expected} for config.json's "
+                                      f"sizes (got {tuple(shape) if isinstance(shape, list) else shape!r})")
+        if kind not in _DTYPES:
+            raise CorruptWeightsError(f"{file}: tensor {key!r} has dtype {kind!r}; attnsym reads "
+                                      f"{', '.join(_DTYPES)} tensors")
+        storage = np.dtype(_DTYPES[kind])
+        size = int(np.prod(expected, dtype=np.int64)) * storage.itemsize
+        if (not isinstance(offsets, list) or len(offsets) != 2 or not all(type(o) is int for o in offsets)
+                or offsets[1] - offsets[0] != size or offsets[0] < 0):
+            raise CorruptWeightsError(f"{file}: tensor {key!r} has data offsets {offsets!r}, not {size} bytes")
+        if file not in self.maps:
+            try:
+                self.maps[file] = np.memmap(file, dtype=np.uint8, mode="r")
+            except (OSError, ValueError) as error:
+                raise CorruptWeightsError(f"{file} cannot be mapped ({error})") from None
+        data = self.maps[file]
+        begin = start + offsets[0]
+        if begin + size > data.shape[0]:
+            raise CorruptWeightsError(f"{file} cannot be read as a safetensors file: it is truncated "
+                                      f"(tensor {key!r} ends past its end)")
+        raw = np.frombuffer(data, dtype=storage, count=size // storage.itemsize, offset=begin).reshape(expected)
+        if kind == "BF16":  # exact: the bfloat16 bits are the top half of a float32's
+            return (raw.astype(np.uint32) << 16).view(np.float32)
+        return raw
 
     def __call__(self, name: str, shape: tuple[int, ...], *, transpose: bool = False) -> np.ndarray:
         key = self.prefix + name
-        if key not in self.tensors:
+        if key not in self.entries:
             raise CorruptWeightsError(f"{self.path} has no tensor {key!r}, which this architecture needs "
-                                      f"({len(self.tensors)} tensors found, e.g. {sorted(self.tensors)[:3]})")
-        value = self.tensors[key]
+                                      f"({len(self.entries)} tensors found, e.g. {sorted(self.entries)[:3]})")
         expected = shape[::-1] if transpose else shape
-        if tuple(value.shape) != expected:
-            raise CorruptWeightsError(f"{self.path}: tensor {key!r} must have shape {expected} for config.json's "
-                                      f"sizes (got {tuple(value.shape)})")
-        if value.dtype.kind != "f":
-            raise CorruptWeightsError(f"{self.path}: tensor {key!r} must hold floats (got dtype {value.dtype})")
-        out = np.ascontiguousarray(value.T if transpose else value, dtype=self.dtype)
+        value = self._raw(key, expected)
+        out = np.array(value.T if transpose else value, dtype=self.dtype, order="C")  # a copy: the map stays read-only
         if not np.all(np.isfinite(out)):
             raise CorruptWeightsError(f"{self.path}: tensor {key!r} holds non-finite values (inf or nan)")
         return out
 
 
 def read_weights(path: str | Path, config: ModelConfig, dtype: Any = np.float32) -> Weights:
-    """Read ``model.safetensors`` (NumPy API, no PyTorch) into :class:`Weights` for ``config``.
+    """Read ``model.safetensors`` (memory-mapped, no PyTorch) into :class:`Weights` for ``config``.
 
     Parameters
     ----------
     path : str or Path
-        The safetensors file.
+        The safetensors file; when it is absent and ``<path>.index.json`` exists, the shards that
+        index names (a sharded checkpoint).
     config : ModelConfig
         Decides the tensor names and checks every shape.
     dtype : NumPy float dtype, default float32
-        The dtype of the returned arrays (float16 files are widened).
+        The dtype of the returned arrays (float16 and bfloat16 tensors are widened exactly).
 
     Raises
     ------
     CorruptWeightsError
-        The file is not a readable safetensors file (truncated, bad header, a dtype NumPy
-        lacks such as bfloat16), or a tensor is missing, misshapen, not float, or not finite.
+        The file is not a readable safetensors file (truncated, bad header), a tensor has a dtype
+        other than F64, F32, F16, BF16 (named in the message, e.g. ``F8_E4M3``), or a tensor the
+        architecture uses is missing, misshapen or not finite. Only those tensors are read, each
+        after its shape and dtype have been checked.
     """
     path = Path(path)
-    try:
-        tensors = load_file(path)
-    except (SafetensorError, OSError, ValueError, TypeError) as error:
-        raise CorruptWeightsError(f"{path} cannot be read as a safetensors file ({type(error).__name__}: {error})") from None
+    t = _Tensors(path, ("bert.",) if config.model_type == "bert" else ("transformer.",), np.dtype(dtype))
     if config.model_type == "bert":
-        return _bert(_Tensors(path, tensors, ("bert.",), np.dtype(dtype)), config)
-    return _gpt2(_Tensors(path, tensors, ("transformer.",), np.dtype(dtype)), config)
+        return _bert(t, config)
+    return _gpt2(t, config)
 
 
 def _bert(t: _Tensors, c: ModelConfig) -> Weights:
