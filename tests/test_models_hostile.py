@@ -207,3 +207,24 @@ def test_a_vocab_txt_folder_tokenizes_as_wordpiece(tmp_path):
     (tmp_path / "vocab.txt").write_text("\n".join(sorted(vocab, key=vocab.get)) + "\n", encoding="utf-8")
     r = load(tmp_path).route("I like to eat apples")
     assert r.tokens == m.route("I like to eat apples").tokens
+
+
+def test_the_reader_agrees_with_the_safetensors_library(tmp_path):
+    """The reader against the references: ``safetensors.numpy`` for F16/F32/F64, PyTorch's widening for BF16."""
+    from safetensors.numpy import load_file, save_file
+
+    rng = np.random.default_rng(0)
+    arrays = {"f16": rng.normal(size=(3, 4)).astype(np.float16), "f32": rng.normal(size=(5,)).astype(np.float32),
+              "f64": rng.normal(size=(2, 2, 3))}
+    save_file(arrays, str(tmp_path / "n.safetensors"))
+    expected = load_file(str(tmp_path / "n.safetensors"))
+    t = _Tensors(tmp_path / "n.safetensors", ("",), np.dtype(np.float64))
+    for name, value in expected.items():
+        np.testing.assert_array_equal(t(name, value.shape), value.astype(np.float64))
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import save_file as save_torch
+
+    bf16 = torch.tensor(rng.normal(size=(4, 3)) * 100, dtype=torch.bfloat16)
+    save_torch({"w": bf16}, str(tmp_path / "b.safetensors"))
+    got = _Tensors(tmp_path / "b.safetensors", ("",), np.dtype(np.float32))("w", (4, 3))
+    np.testing.assert_array_equal(got, bf16.float().numpy())

@@ -15,6 +15,15 @@ The three projections are also kept packed side by side, ``W_QKV = [W_Q | W_K | 
 ``(d, 3d)`` and ``b_QKV``, prepared once when a :class:`LayerWeights` is made: the forward pass
 computes ``Q, K, V`` with one matrix product, and ``W_Q``, ``W_K``, ``W_V`` (and their biases)
 are views into the packed arrays, so no parameter is stored twice.
+
+The files are read by a small reader of the safetensors format (an 8-byte header length, a JSON
+header of dtype, shape and byte offsets, then the raw little-endian data), memory-mapped. The
+``safetensors`` library's NumPy API cannot return ``BF16`` tensors (``get_tensor`` raises
+"data type 'bfloat16' not understood"), and its ``safe_open`` does not expose a tensor's byte
+offsets, which widening bfloat16 exactly needs; so the reader checks every header entry (dtype,
+shape, offsets against the file's length) before reading a tensor's bytes, and reads only the
+tensors the architecture uses. ``tests/test_models_hostile.py`` ties it to
+``safetensors.numpy.load_file`` on the tensors both can read.
 """
 
 from __future__ import annotations
