@@ -167,12 +167,18 @@ def _files(path: Path) -> dict[str, Path]:
     if path.is_file() or not index.is_file():
         return {}
     try:
-        raw = json.loads(index.read_bytes()[: 64 << 20].decode("utf-8"))
-        weight_map = raw["weight_map"]
-        if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
-            raise TypeError("weight_map must map tensor names to file names")
-    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, RecursionError) as error:
+        with index.open("rb") as handle:
+            text = handle.read(_MAX_HEADER + 1)
+        if len(text) > _MAX_HEADER:
+            raise CorruptWeightsError(f"{index} is larger than {_MAX_HEADER >> 20} MiB; a safetensors index is a small "
+                                      "JSON file")
+        raw = json.loads(text.decode("utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
         raise CorruptWeightsError(f"{index} is not a safetensors index ({type(error).__name__}: {str(error)[:200]})") from None
+    weight_map = raw.get("weight_map") if isinstance(raw, dict) else None
+    if not isinstance(weight_map, dict) or not all(isinstance(v, str) for v in weight_map.values()):
+        raise CorruptWeightsError(f"{index} is not a safetensors index (its 'weight_map' must map tensor names to "
+                                  "file names)")
     out = {}
     for name, file in weight_map.items():
         shard = path.parent / file

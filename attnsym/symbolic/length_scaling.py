@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sympy as sp
 
+from .._exact import exact
+
 __all__ = ["scaled_top_weight", "top_weight"]
 
 
@@ -19,6 +21,7 @@ def top_weight(n, gap):
     >>> sp.limit(top_weight(n, 3), n, sp.oo)
     0
     """
+    n, gap = exact("n", n), exact("gap", gap)
     return 1 / (1 + (n - 1) * sp.exp(-gap))
 
 
@@ -29,4 +32,5 @@ def scaled_top_weight(n, gap, s):
     >>> [sp.limit(scaled_top_weight(n, 1, s), n, sp.oo) for s in (2, 1, sp.Rational(1, 2))]
     [1, 1/2, 0]
     """
+    n, gap, s = exact("n", n), exact("gap", gap), exact("s", s)
     return top_weight(n, s * gap * sp.log(n))

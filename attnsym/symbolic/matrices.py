@@ -406,17 +406,15 @@ def attention(spec: AttentionSpec, *, max_terms: float | None = None) -> Symboli
     )
 
 
-def exact_number(value: Any) -> sp.Expr:
+def exact_number(value: Any, name: str = "value") -> sp.Expr:
     """A spec number in the symbolic view: an integral float is an ``Integer``, another float a ``Float``.
 
     >>> exact_number(50.0), exact_number(1e-6)
     (50, 1.00000000000000e-6)
     """
-    if isinstance(value, sp.Basic):
-        return value
-    if isinstance(value, float):
-        return sp.Integer(int(value)) if value.is_integer() else sp.Float(value)
-    return sp.Integer(value) if isinstance(value, int) else sp.Float(float(value))
+    if isinstance(value, float) and value.is_integer():
+        return sp.Integer(int(value))
+    return exact(name, value)  # never parses a string; names ``name`` in the SpecError
 
 
 def softcap_scores(S: sp.MatrixBase, cap: Any) -> sp.ImmutableMatrix:
@@ -425,7 +423,7 @@ def softcap_scores(S: sp.MatrixBase, cap: Any) -> sp.ImmutableMatrix:
     >>> softcap_scores(sp.Matrix([[sp.Symbol("s"), -sp.oo]]), 50.0)
     Matrix([[50*tanh(s/50), -oo]])
     """
-    t = exact_number(cap)
+    t = exact_number(cap, "cap")
     return Matrix(S.shape[0], S.shape[1], lambda i, j: S[i, j] if S[i, j] == -sp.oo else t * sp.tanh(S[i, j] / t))
 
 
@@ -439,6 +437,6 @@ def rms_norm_rows(M: sp.MatrixBase, g: sp.MatrixBase, eps: Any) -> sp.ImmutableM
     a/sqrt(a**2/2 + b**2/2)
     """
     w = M.shape[1]
-    e = exact_number(eps)
+    e = exact_number(eps, "eps")
     r = [1 / sp.sqrt(sp.Add(*[M[i, k] ** 2 for k in range(w)]) / w + e) for i in range(M.shape[0])]
     return Matrix(M.shape[0], w, lambda i, j: M[i, j] * r[i] * g[0, j])

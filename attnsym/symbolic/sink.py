@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sympy as sp
 
+from .._exact import exact, exact_matrix
+
 __all__ = ["sink_mass", "sink_softmax", "softmax_one"]
 
 
@@ -20,7 +22,7 @@ def softmax_one(x: sp.Matrix) -> sp.Matrix:
     [1/3],
     [1/3]])
     """
-    e = x.applyfunc(sp.exp)
+    e = exact_matrix("x", x).applyfunc(sp.exp)
     return e / (1 + sum(e))
 
 
@@ -30,7 +32,8 @@ def sink_softmax(x: sp.Matrix, s) -> sp.Matrix:
     >>> sink_softmax(sp.Matrix([0]), 0).T
     Matrix([[1/2, 1/2]])
     """
-    z = sp.Matrix.vstack(sp.Matrix([[s]]), sp.Matrix(x).reshape(len(x), 1))
+    column = exact_matrix("x", x)
+    z = sp.Matrix.vstack(sp.Matrix([[exact("s", s)]]), column.reshape(len(column), 1))
     e = z.applyfunc(sp.exp)
     return e / sum(e)
 
@@ -41,5 +44,5 @@ def sink_mass(x: sp.Matrix, s):
     >>> sink_mass(sp.Matrix([0]), 0)
     1/2
     """
-    lse = sp.log(sum(x.applyfunc(sp.exp)))
-    return 1 / (1 + sp.exp(-(s - lse)))
+    lse = sp.log(sum(exact_matrix("x", x).applyfunc(sp.exp)))
+    return 1 / (1 + sp.exp(-(exact("s", s) - lse)))

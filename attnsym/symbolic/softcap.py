@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import sympy as sp
 
+from .._exact import exact
+
 __all__ = ["cubic_gap_certificate", "softcap", "softcap_slope"]
 
 
@@ -21,6 +23,7 @@ def softcap(logit, cap):
     >>> softcap(l, c)
     c*tanh(ell/c)
     """
+    logit, cap = exact("logit", logit), exact("cap", cap)
     return cap * sp.tanh(logit / cap)
 
 
