@@ -11,8 +11,13 @@ generic forward            ``max``, ``S -= shift``, ``exp``, ``sum``            
 (:mod:`.blockwise`)
 generic backward           ``S -= L``, ``exp``, ``dA -= D``, ``dA *= A``                4
 this forward               ``exp``                                                      1
-this backward              ``exp``, ``dS *= A``                                         2
+this backward              ``exp``, ``dS *= A`` (NumPy); one fused loop (Numba)        2 / 1
 =========================  ==========================================================  =====
+
+With Numba installed (extra ``fast``) and ``ATTNSYM_NUMBA`` not ``0``, float32 blocks run these
+passes as the compiled, GIL-free loops of :mod:`attnsym.numeric._kernels` (Cephes ``expf``,
+relative error ≤ 2e-7; the backward's ``exp`` and ``dS *= A`` fused in one loop); otherwise,
+and always in float64, as NumPy calls (:func:`element_passes`).
 
 The rest moves into the matrix products (below), and query (forward) or key (backward)
 blocks run on the worker pool of :mod:`attnsym.numeric._pool`, with BLAS at one thread for
