@@ -151,8 +151,11 @@ def read_config(path: str | Path) -> ModelConfig:
     if not isinstance(raw, dict):
         raise ModelError(f"{path} must hold a JSON object (got {type(raw).__name__})")
     model_type = raw.get("model_type")
+    from .families import FAMILIES, read_plan  # the decoder families of the family table
+    if model_type in FAMILIES:
+        return read_plan(raw, path)  # type: ignore[return-value]  # a ModelPlan answers what Model asks
     if model_type not in SUPPORTED:
-        known = ", ".join(f"{k!r} ({v})" for k, v in SUPPORTED.items())
+        known = ", ".join(f"{k!r} ({v})" for k, v in SUPPORTED.items()) + ", " + ", ".join(map(repr, FAMILIES))
         raise UnsupportedModelError(f"{path}: model_type {model_type!r} is not supported; attnsym runs {known}")
     if model_type == "bert":
         config = _bert(raw, path)

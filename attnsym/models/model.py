@@ -24,10 +24,14 @@ from tokenizers import Tokenizer
 
 from .._checks import one_of
 from ..numeric.backend import BACKENDS, array_namespace, asarray_in
+from ..spec import AttentionSpec
+from . import decoder
 from .config import ModelConfig, read_config
 from .contrast import TokenContrast, contrast
 from .errors import ModelError, ModelFileMissing, TextError
+from .families import describe_model, layer_spec, read_family_weights
 from .forward import ForwardOutput, forward
+from .plan import ModelPlan
 from .route import Route
 from .weights import Weights, read_weights
 
@@ -137,7 +141,8 @@ def load(name_or_path: str | Path = "all-MiniLM-L6-v2", *, dtype: str = "float32
         tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     except Exception as error:  # the tokenizers library raises its own Exception subclass
         raise ModelError(f"{folder / 'tokenizer.json'} cannot be read by the tokenizers library ({error})") from None
-    weights = read_weights(folder / "model.safetensors", config, np.dtype(dtype))
+    reader: Any = read_family_weights if isinstance(config, ModelPlan) else read_weights
+    weights = reader(folder / "model.safetensors", config, np.dtype(dtype))
     if backend != "numpy":
         weights = weights.to(array_namespace(backend=backend))
     return Model(name, folder, config, weights, tokenizer)
@@ -194,7 +199,17 @@ class Model:
         See :func:`attnsym.models.forward.forward` (``threads=k``: each step cut into ``k`` NumPy
         slices run side by side; by default one slice, BLAS threading each product).
         """
+        if isinstance(self.config, ModelPlan):  # a family of the table: the plan's forward pass
+            return decoder.forward(self.config, self.weights, input_ids, attention_mask)
         return forward(self.config, self.weights, input_ids, attention_mask, threads=threads)
+
+    def spec(self, layer: int = 0) -> AttentionSpec:
+        """The :class:`~attnsym.AttentionSpec` of layer ``layer`` (from 0); see :func:`~attnsym.models.families.layer_spec`."""
+        return layer_spec(self.config, layer)
+
+    def describe(self) -> str:
+        """What runs: the embedding, one line per block (norm, attention spec, MLP), the final norm."""
+        return describe_model(self.config)
 
     def route(self, text: str | Sequence[str]) -> Route | list[Route]:
         """Route a text (or several, as one padded batch) through the model.
