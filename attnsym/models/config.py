@@ -155,7 +155,8 @@ def read_config(path: str | Path) -> ModelConfig:
     if model_type in FAMILIES:
         return read_plan(raw, path)  # type: ignore[return-value]  # a ModelPlan answers what Model asks
     if model_type not in SUPPORTED:
-        known = ", ".join(f"{k!r} ({v})" for k, v in SUPPORTED.items()) + ", " + ", ".join(map(repr, FAMILIES))
+        known = ", ".join(f"{k!r} ({v})" for k, v in SUPPORTED.items())
+        known += f", and the decoder families ({', '.join(map(repr, FAMILIES))})"
         raise UnsupportedModelError(f"{path}: model_type {model_type!r} is not supported; attnsym runs {known}")
     if model_type == "bert":
         config = _bert(raw, path)
