@@ -224,3 +224,13 @@ def test_bfloat16_is_widened_exactly():
     x = torch.tensor([1.0, -2.5, 3.140625, 1e-3], dtype=torch.bfloat16)
     raw = x.view(torch.int16).numpy().tobytes()
     assert np.array_equal(_bfloat16(raw, [4]), x.to(torch.float32).numpy())
+
+
+def test_the_docs_table_is_the_family_table():
+    from attnsym.models.config import SUPPORTED
+    from attnsym.models.families import FAMILIES, OPTIONS, families_table
+
+    rows = families_table().splitlines()[2:]
+    assert set(OPTIONS) == set(FAMILIES)
+    assert [r.split("`")[1] for r in rows] == [*SUPPORTED, *FAMILIES]
+    assert all(OPTIONS[k][1] in r for k, r in zip(FAMILIES, rows[len(SUPPORTED):], strict=True))

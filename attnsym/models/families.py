@@ -32,8 +32,8 @@ from .config import ModelConfig, _get, _positive, _refuse
 from .errors import CorruptWeightsError, ModelError
 from .plan import Block, ModelPlan, Norm
 
-__all__ = ["FAMILIES", "OPTIONS", "TENSOR_NAMES", "DecoderLayer", "DecoderWeights", "describe_model", "layer_spec",
-           "read_family_weights", "read_plan"]
+__all__ = ["FAMILIES", "OPTIONS", "TENSOR_NAMES", "DecoderLayer", "DecoderWeights", "describe_model", "families_table",
+           "layer_spec", "read_family_weights", "read_plan"]
 
 
 def _rope(raw: dict[str, Any], path: Path) -> tuple[int | float, dict[str, Any] | None]:
@@ -159,6 +159,20 @@ TENSOR_NAMES: dict[str, str] = {
     "W_gate": "layers.{i}.mlp.gate_proj.weight", "W_up": "layers.{i}.mlp.up_proj.weight",
     "W_down": "layers.{i}.mlp.down_proj.weight",
 }
+
+
+def families_table() -> str:
+    """The Markdown table of every ``model_type`` attnsym loads (the docs page "Routing in a real model").
+
+    >>> print(families_table().splitlines()[0])
+    | `model_type` | architecture | options read from `config.json` |
+    """
+    from .config import SUPPORTED
+
+    rows = ["| `model_type` | architecture | options read from `config.json` |", "|---|---|---|"]
+    rows += [f"| `{k}` | {v} | sizes, `layer_norm_eps` / `layer_norm_epsilon`, activation |" for k, v in SUPPORTED.items()]
+    rows += [f"| `{k}` | {OPTIONS[k][0]} | {OPTIONS[k][1]} |" for k in FAMILIES]
+    return "\n".join(rows)
 
 
 def read_plan(raw: dict[str, Any], path: Path) -> ModelPlan:
