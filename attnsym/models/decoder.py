@@ -20,20 +20,21 @@ from ..numeric.binding import window_band
 from ..numeric.forward import head_attention
 from ..numeric.layer import BoundLayer, block_scores, head_rows, merge_heads
 from .families import DecoderWeights
-from .forward import ForwardOutput
+from .forward import ForwardOutput, _activation
 from .plan import ModelPlan
 
 __all__ = ["forward", "rms_norm"]
 
 
-def rms_norm(x, weight, eps: float):
-    """``x / sqrt(mean(x²) + eps) ⊙ weight`` over the last axis (LLaMA's RMSNorm).
+def rms_norm(x, weight, eps: float, offset: float = 0.0):
+    """``x / sqrt(mean(x²) + eps) ⊙ (offset + weight)`` over the last axis (LLaMA's RMSNorm; Gemma's ``1 + w``).
 
     >>> rms_norm(np.array([[3.0, 4.0]]), np.ones(2), 0.0)
     array([[0.84852814, 1.13137085]])
     """
     xp = array_namespace(x, weight)
-    return x * (1.0 / xp.sqrt(xp.mean(x * x, axis=-1, keepdims=True) + eps)) * weight
+    normed = x * (1.0 / xp.sqrt(xp.mean(x * x, axis=-1, keepdims=True) + eps))
+    return normed * (weight + offset if offset else weight)
 
 
 def _silu(xp, x):
@@ -89,6 +90,8 @@ def forward(plan: ModelPlan, weights: DecoderWeights, input_ids, attention_mask=
     B, n = ids.shape
     x = xp.reshape(xp.take(weights.word, xp.reshape(ids, (-1,)), axis=0), (B, n, plan.width))
     dtype = "float64" if x.dtype == xp.float64 else "float32"
+    if plan.embed_scale is not None:
+        x = x * xp.asarray(plan.embed_scale, dtype=x.dtype)  # in the weights' dtype, as transformers rounds it
     if positions is None:
         positions = xp.broadcast_to(xp.arange(n), (B, n))
     allowed = None
@@ -99,7 +102,8 @@ def forward(plan: ModelPlan, weights: DecoderWeights, input_ids, attention_mask=
     hidden, attention, scores = [x], [], []
     for block, lw in zip(plan.blocks, weights.layers, strict=True):
         spec = block.attention
-        h = rms_norm(x, lw.attn_norm, block.norm.eps)
+        eps, offset = block.norm.eps, block.norm.offset
+        h = rms_norm(x, lw.attn_norm, eps, offset)
         proj = {}
         for name in "QKV":
             P = xp.matmul(h, getattr(lw, f"W_{name}"))
@@ -111,10 +115,14 @@ def forward(plan: ModelPlan, weights: DecoderWeights, input_ids, attention_mask=
         scores.append(_scores(xp, spec, proj["Q"], proj["K"], gains, allowed, positions, dtype))
         attention.append(A)
         y = xp.matmul(Z, lw.W_O)
-        x = x + (y if lw.b_O is None else y + lw.b_O)
-        h = rms_norm(x, lw.mlp_norm, block.norm.eps)
-        x = x + xp.matmul(_silu(xp, xp.matmul(h, lw.W_gate)) * xp.matmul(h, lw.W_up), lw.W_down)
+        y = y if lw.b_O is None else y + lw.b_O
+        x = x + (rms_norm(y, lw.post_attn_norm, eps, offset) if block.post_norms else y)
+        h = rms_norm(x, lw.mlp_norm, eps, offset)
+        gate = xp.matmul(h, lw.W_gate)
+        gate = _silu(xp, gate) if block.activation == "silu" else _activation(xp, "gelu_pytorch_tanh", gate)
+        y = xp.matmul(gate * xp.matmul(h, lw.W_up), lw.W_down)
+        x = x + (rms_norm(y, lw.post_mlp_norm, eps, offset) if block.post_norms else y)
         hidden.append(x)
-    hidden[-1] = rms_norm(x, weights.final_norm, plan.final_norm.eps)
+    hidden[-1] = rms_norm(x, weights.final_norm, plan.final_norm.eps, plan.final_norm.offset)
     return ForwardOutput(hidden_states=xp.stack(hidden), attention=xp.stack(attention), scores=xp.stack(scores))
 

@@ -10,7 +10,7 @@ by transformers 4) and ``rope_parameters`` (transformers 5, which holds ``rope_t
 ``rope_type`` together).
 
 >>> sorted(FAMILIES)
-['llama', 'mistral', 'qwen2', 'qwen3']
+['gemma2', 'llama', 'mistral', 'qwen2', 'qwen3']
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from .config import ModelConfig, _get, _positive, _refuse
 from .errors import CorruptWeightsError, ModelError
 from .plan import Block, ModelPlan, Norm
 
-__all__ = ["FAMILIES", "OPTIONS", "TENSOR_NAMES", "DecoderLayer", "DecoderWeights", "describe_model", "families_table",
-           "layer_spec", "read_family_weights", "read_plan"]
+__all__ = ["FAMILIES", "NAME_MAPS", "OPTIONS", "TENSOR_NAMES", "DecoderLayer", "DecoderWeights", "describe_model",
+           "families_table", "layer_spec", "read_family_weights", "read_plan"]
 
 
 def _rope(raw: dict[str, Any], path: Path) -> tuple[int | float, dict[str, Any] | None]:
@@ -124,12 +124,40 @@ def _llama_like(raw: dict[str, Any], path: Path, family: str) -> ModelPlan:
                      pad_token_id=_get(raw, "pad_token_id", int, path, None))
 
 
+def _gemma2(raw: dict[str, Any], path: Path) -> ModelPlan:
+    """Gemma 2: the LLaMA layout with ``1 + w`` RMSNorms before and after attention and MLP, soft-capped
+    logits, the scale ``query_pre_attn_scalar ** -0.5``, alternating sliding / global layers, a
+    GeGLU MLP (tanh GELU) and the embedding times ``sqrt(hidden_size)``."""
+    act = raw.get("hidden_activation", raw.get("hidden_act", "gelu_pytorch_tanh"))
+    if act != "gelu_pytorch_tanh":
+        _refuse(path, "hidden_activation", act, "attnsym runs gemma2 with the tanh-GELU gated MLP")
+    layers = _positive(raw, "num_hidden_layers", path)
+    if raw.get("layer_types") is None:  # transformers 4: even layers slide
+        raw = {**raw, "layer_types": ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers)]}
+    plan = _llama_like({**raw, "hidden_act": "silu", "model_type": "llama"}, path, "gemma2")
+    scalar = _get(raw, "query_pre_attn_scalar", (int, float), path, plan.blocks[0].attention.d_k)
+    cap = _get(raw, "attn_logit_softcapping", (int, float), path, None)
+    norm = Norm("rms", plan.final_norm.eps, offset=1.0)
+    try:
+        blocks = tuple(Block(attention=b.attention.with_(scale=float(scalar) ** -0.5,
+                                                          softcap=None if cap is None else float(cap)),
+                             norm=norm, ffn_width=b.ffn_width, activation="gelu_tanh", post_norms=True)
+                       for b in plan.blocks)
+    except SpecError as error:
+        raise ModelError(f"{path}: the attention of config.json is not a valid layer ({error})") from None
+    return ModelPlan(model_type="gemma2", width=plan.width, vocab_size=plan.vocab_size,
+                     max_positions=plan.max_positions, blocks=blocks, final_norm=norm,
+                     tie_word_embeddings=bool(raw.get("tie_word_embeddings", True)), pad_token_id=plan.pad_token_id,
+                     embed_scale=float(plan.width) ** 0.5)
+
+
 #: ``model_type`` -> the function building its plan from ``config.json``
 FAMILIES: dict[str, Callable[[dict[str, Any], Path], ModelPlan]] = {
     "llama": lambda raw, path: _llama_like(raw, path, "llama"),
     "mistral": lambda raw, path: _llama_like(raw, path, "mistral"),
     "qwen2": lambda raw, path: _llama_like(raw, path, "qwen2"),
     "qwen3": lambda raw, path: _llama_like(raw, path, "qwen3"),
+    "gemma2": _gemma2,
 }
 
 #: ``model_type`` -> what the family is and the options read from ``config.json`` (the docs' table)
@@ -143,6 +171,10 @@ OPTIONS: dict[str, tuple[str, str]] = {
               "as llama, plus sliding_window / max_window_layers / layer_types when use_sliding_window is true"),
     "qwen3": ("LLaMA layout with QK-norm (RMSNorm of each head's q and k, before RoPE)",
               "as qwen2, plus q_norm / k_norm gains (eps rms_norm_eps); head_dim need not be hidden / heads"),
+    "gemma2": ("Gemma 2: 1 + w RMSNorms before and after attention and MLP, soft-capped scores, alternating "
+               "sliding / global layers, GeGLU MLP, embedding × sqrt(hidden_size)",
+               "as llama, plus query_pre_attn_scalar (the scale), attn_logit_softcapping (the spec's softcap), "
+               "sliding_window with layer_types (default: even layers slide), hidden_activation"),
 }
 
 #: tensor names of one block (``{i}`` the layer) and of the model, after the prefix ``model.``
@@ -158,6 +190,14 @@ TENSOR_NAMES: dict[str, str] = {
     "g_Q": "layers.{i}.self_attn.q_norm.weight", "g_K": "layers.{i}.self_attn.k_norm.weight",
     "W_gate": "layers.{i}.mlp.gate_proj.weight", "W_up": "layers.{i}.mlp.up_proj.weight",
     "W_down": "layers.{i}.mlp.down_proj.weight",
+}
+
+
+#: per family, the tensor names that differ from :data:`TENSOR_NAMES`
+NAME_MAPS: dict[str, dict[str, str]] = {
+    "gemma2": {"mlp_norm": "layers.{i}.pre_feedforward_layernorm.weight",
+               "post_attn_norm": "layers.{i}.post_attention_layernorm.weight",
+               "post_mlp_norm": "layers.{i}.post_feedforward_layernorm.weight"},
 }
 
 
@@ -199,6 +239,8 @@ class DecoderLayer:
     b_O: Any = None
     g_Q: Any = None
     g_K: Any = None
+    post_attn_norm: Any = None
+    post_mlp_norm: Any = None
 
     def arrays(self) -> dict[str, Any]:
         """Name -> array of every parameter present."""
@@ -285,7 +327,7 @@ def read_family_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float
     for i, block in enumerate(plan.blocks):
         s = block.attention
         q, kv, f = s.heads * s.d_k, s.kv_heads * s.d_k, block.ffn_width
-        name = {k: v.format(i=i) for k, v in TENSOR_NAMES.items()}
+        name = {k: v.format(i=i) for k, v in (TENSOR_NAMES | NAME_MAPS.get(plan.model_type, {})).items()}
         parts: dict[str, Any] = dict(
             attn_norm=t(name["attn_norm"], (d,)), mlp_norm=t(name["mlp_norm"], (d,)),
             W_Q=t(name["W_Q"], (d, q), transpose=True), W_K=t(name["W_K"], (d, kv), transpose=True),
@@ -298,6 +340,8 @@ def read_family_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float
                 parts["b_O"] = t(name["b_O"], (d,))
         if s.qk_norm:
             parts.update(g_Q=t(name["g_Q"], (s.d_k,)), g_K=t(name["g_K"], (s.d_k,)))
+        if block.post_norms:
+            parts.update(post_attn_norm=t(name["post_attn_norm"], (d,)), post_mlp_norm=t(name["post_mlp_norm"], (d,)))
         layers.append(DecoderLayer(**parts))
     return DecoderWeights(word=t(TENSOR_NAMES["embed"], (plan.vocab_size, d)), layers=tuple(layers),
                           final_norm=t(TENSOR_NAMES["final_norm"], (d,)))

@@ -29,16 +29,18 @@ class Norm:
     Attributes
     ----------
     kind : {"rms"}
-        ``"rms"``: ``x / sqrt(mean(x²) + eps) ⊙ w`` (LLaMA's RMSNorm).
+        ``"rms"``: ``x / sqrt(mean(x²) + eps) ⊙ (offset + w)`` (LLaMA's RMSNorm; Gemma's has offset 1).
     eps : float
+    offset : float, default 0.0
     """
 
     kind: str
     eps: float
+    offset: float = 0.0
 
     def describe(self) -> str:
-        """``'RMSNorm(eps=1e-06)'``."""
-        return f"RMSNorm(eps={self.eps:g})"
+        """``'RMSNorm(eps=1e-06)'``, or ``'RMSNorm(1+w, eps=1e-06)'`` with Gemma's offset."""
+        return f"RMSNorm({'1+w, ' if self.offset else ''}eps={self.eps:g})"
 
 
 @dataclass(frozen=True)
@@ -56,11 +58,13 @@ class Block:
         ``"pre"``: ``x + Attn(Norm(x))``, then ``x + MLP(Norm(x))`` (LLaMA).
     mlp : {"gated"}
         ``"gated"``: ``(act(x W_gate) ⊙ x W_up) W_down`` (SwiGLU with ``act = silu``).
-    activation : {"silu"}
+    activation : {"silu", "gelu_tanh"}
     ffn_width : int
         Width of the MLP's hidden layer (``intermediate_size``).
     residual : {"sequential"}
         The attention's residual sum feeds the MLP (as opposed to GPT-NeoX's parallel residual).
+    post_norms : bool, default False
+        Gemma 2: the attention's and the MLP's outputs are normed too before their residual sums.
     """
 
     attention: AttentionSpec
@@ -70,10 +74,12 @@ class Block:
     mlp: str = "gated"
     activation: str = "silu"
     residual: str = "sequential"
+    post_norms: bool = False
 
     def describe(self) -> str:
         """One line: norm placement, the attention spec, the MLP."""
-        return (f"{self.placement}-{self.norm.describe()} · attention {self.attention.describe()} · "
+        placement = "pre+post" if self.post_norms else self.placement
+        return (f"{placement}-{self.norm.describe()} · attention {self.attention.describe()} · "
                 f"{self.mlp} MLP {self.activation} {self.ffn_width} · {self.residual} residual")
 
 
@@ -91,6 +97,8 @@ class ModelPlan:
     tie_word_embeddings : bool
         The LM head reuses the token embedding (not run: attnsym stops at the last hidden state).
     pad_token_id : int or None
+    embed_scale : float or None
+        The token embedding is multiplied by it (Gemma 2: ``sqrt(width)``).
     """
 
     model_type: str
@@ -101,6 +109,7 @@ class ModelPlan:
     final_norm: Norm
     tie_word_embeddings: bool = False
     pad_token_id: int | None = None
+    embed_scale: float | None = None
 
     causal = True  # every family of the table is a decoder
 
@@ -128,6 +137,7 @@ class ModelPlan:
     def lines(self) -> list[str]:
         """The embedding, one line per block, the final norm."""
         out = [f"embedding: {self.vocab_size} tokens × {self.width}"
+               + (f" × {self.embed_scale:g}" if self.embed_scale else "")
                + (" (tied to the LM head)" if self.tie_word_embeddings else "")]
         out += [f"block {i}: {b.describe()}" for i, b in enumerate(self.blocks)]
         out.append(f"final norm: {self.final_norm.describe()}")
