@@ -1,10 +1,11 @@
-"""The decoder families of the family table (llama, mistral, qwen2, qwen3, gemma2) against transformers.
+"""The decoder families of the family table (llama, mistral, qwen2, qwen3, gemma2, gpt_neox) against transformers.
 
 For each family a tiny random model is built with transformers (hidden 32, 2 layers, 4 heads,
 2 key/value heads, intermediate 64, vocab 100, 64 positions; Mistral's sliding window 3 is
 shorter than the texts; one LLaMA variant has ``llama3`` RoPE scaling, one ``linear``; Qwen3 has
 ``head_dim`` 16 != 32 / 4; Gemma 2 has soft-capping 2.0, which bites on these scores, a sliding
-window 3 on its even layers and ``query_pre_attn_scalar`` 16 != head_dim), noise added to every
+window 3 on its even layers and ``query_pre_attn_scalar`` 16 != head_dim; GPT-NeoX rotates 4 or 2 of
+8 dimensions, with and without its parallel residual), noise added to every
 parameter (RMSNorm gains are 1 at init), saved with ``save_pretrained`` (safetensors) beside a
 WordLevel tokenizer built with ``tokenizers``.
 Every layer's attention (``output_attentions=True``, eager) and every hidden state are
@@ -52,6 +53,8 @@ VARIANTS = {
     "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 16}),
     "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"head_dim": 8, "sliding_window": 3, "query_pre_attn_scalar": 16,
                                                       "attn_logit_softcapping": 2.0}),  # soft-capping that bites
+    "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", {"rotary_pct": 0.5}),  # partial rotary, parallel residual
+    "gpt_neox-sequential": ("GPTNeoXConfig", "GPTNeoXModel", {"rotary_pct": 0.25, "use_parallel_residual": False}),
 }
 
 
@@ -68,7 +71,8 @@ def _tokenizer(folder):
 @pytest.fixture(scope="module")
 def family(request, tmp_path_factory):
     config_cls, model_cls, extra = VARIANTS[request.param]
-    config = getattr(transformers, config_cls)(**KW, **extra)
+    kw = {k: v for k, v in KW.items() if k != "num_key_value_heads" or config_cls != "GPTNeoXConfig"}  # no GQA there
+    config = getattr(transformers, config_cls)(**kw, **extra)
     config._attn_implementation = "eager"
     torch.manual_seed(0)
     hf = getattr(transformers, model_cls)(config).eval()
@@ -120,6 +124,9 @@ def test_padded_batch_matches_transformers(family, dtype, tol):
     name, folder, hf = family
     m = models.load(folder, dtype=dtype)
     assert m.config.model_type == name.split("-")[0]
+    if name.startswith("gpt_neox"):
+        assert m.spec(0).rotary_dims == int(8 * m.spec(0).rotary_pct) < 8
+        assert m.config.blocks[0].residual == ("parallel" if name == "gpt_neox" else "sequential")
     ids, mask = _batch(m)
     if name == "gemma2" and dtype == "float64":
         # transformers' float64 Gemma 2 returns NaN for the padded rows (measured), so compare the unpadded text

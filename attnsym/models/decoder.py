@@ -1,13 +1,16 @@
-"""One forward pass that reads a :class:`~attnsym.models.plan.ModelPlan` (LLaMA, Mistral, Qwen2, Qwen3).
+"""One forward pass that reads a :class:`~attnsym.models.plan.ModelPlan` (LLaMA, Mistral, Qwen2, Qwen3, Gemma 2, GPT-NeoX).
 
-Per block (pre-norm, sequential residual)::
+Per block (pre-norm, sequential residual, gated MLP: the LLaMA layout)::
 
     h = RMSNorm(x) ;  Q, K, V = h W_Q (+ b_Q), h W_K (+ b_K), h W_V (+ b_V)
     Z, A = numeric.head_attention(Q, K, V, padding, spec=block.attention, positions=p)
     x = x + Z W_O (+ b_O)
     h = RMSNorm(x) ;  x = x + (silu(h W_gate) ⊙ h W_up) W_down
 
-then the final RMSNorm. The attention step — QK-norm, RoPE (with its scaling), the scale, the
+then the final RMSNorm. The block's description changes the pieces, not the code path: Gemma 2
+norms ``1 + w`` and also norms the attention's and the MLP's outputs (``post_norms``) and scales
+the embedding; GPT-NeoX uses LayerNorms, a plain GELU MLP with biases and the parallel residual
+``x + Attn(Norm₁(x)) + MLP(Norm₂(x))``. The attention step — QK-norm, RoPE (with its scaling), the scale, the
 causal mask and the sliding window, grouped-query sharing, the stable softmax — is exactly the
 spec's, through :func:`attnsym.numeric.head_attention`. The pre-softmax scores of a route are
 the same primitives' (:func:`attnsym.numeric.layer.block_scores`).
@@ -20,7 +23,7 @@ from ..numeric.binding import window_band
 from ..numeric.forward import head_attention
 from ..numeric.layer import BoundLayer, block_scores, head_rows, merge_heads
 from .families import DecoderWeights
-from .forward import ForwardOutput, _activation
+from .forward import ForwardOutput, _activation, layer_norm
 from .plan import ModelPlan
 
 __all__ = ["forward", "rms_norm"]
@@ -103,7 +106,13 @@ def forward(plan: ModelPlan, weights: DecoderWeights, input_ids, attention_mask=
     for block, lw in zip(plan.blocks, weights.layers, strict=True):
         spec = block.attention
         eps, offset = block.norm.eps, block.norm.offset
-        h = rms_norm(x, lw.attn_norm, eps, offset)
+        if block.norm.kind == "layer":
+            def norm(v, weight, bias, eps=eps):
+                return layer_norm(v + 0.0, weight, bias, eps)  # (a copy: layer_norm works in place)
+        else:
+            def norm(v, weight, bias, eps=eps, offset=offset):
+                return rms_norm(v, weight, eps, offset)
+        h = norm(x, lw.attn_norm, lw.attn_norm_bias)
         proj = {}
         for name in "QKV":
             P = xp.matmul(h, getattr(lw, f"W_{name}"))
@@ -116,13 +125,20 @@ def forward(plan: ModelPlan, weights: DecoderWeights, input_ids, attention_mask=
         attention.append(A)
         y = xp.matmul(Z, lw.W_O)
         y = y if lw.b_O is None else y + lw.b_O
-        x = x + (rms_norm(y, lw.post_attn_norm, eps, offset) if block.post_norms else y)
-        h = rms_norm(x, lw.mlp_norm, eps, offset)
-        gate = xp.matmul(h, lw.W_gate)
-        gate = _silu(xp, gate) if block.activation == "silu" else _activation(xp, "gelu_pytorch_tanh", gate)
-        y = xp.matmul(gate * xp.matmul(h, lw.W_up), lw.W_down)
-        x = x + (rms_norm(y, lw.post_mlp_norm, eps, offset) if block.post_norms else y)
+        attn = rms_norm(y, lw.post_attn_norm, eps, offset) if block.post_norms else y
+        mid = x if block.residual == "parallel" else x + attn
+        h = norm(mid, lw.mlp_norm, lw.mlp_norm_bias)
+        if block.mlp == "gated":
+            gate = xp.matmul(h, lw.W_gate)
+            gate = _silu(xp, gate) if block.activation == "silu" else _activation(xp, "gelu_pytorch_tanh", gate)
+            y = xp.matmul(gate * xp.matmul(h, lw.W_up), lw.W_down)
+        else:
+            y = xp.matmul(_activation(xp, block.activation, xp.matmul(h, lw.W_up) + lw.b_up), lw.W_down) + lw.b_down
+        y = rms_norm(y, lw.post_mlp_norm, eps, offset) if block.post_norms else y
+        x = x + attn + y if block.residual == "parallel" else mid + y
         hidden.append(x)
-    hidden[-1] = rms_norm(x, weights.final_norm, plan.final_norm.eps, plan.final_norm.offset)
+    f = plan.final_norm
+    hidden[-1] = (layer_norm(x + 0.0, weights.final_norm, weights.final_norm_bias, f.eps) if f.kind == "layer"
+                  else rms_norm(x, weights.final_norm, f.eps, f.offset))
     return ForwardOutput(hidden_states=xp.stack(hidden), attention=xp.stack(attention), scores=xp.stack(scores))
 

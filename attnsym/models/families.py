@@ -10,7 +10,7 @@ by transformers 4) and ``rope_parameters`` (transformers 5, which holds ``rope_t
 ``rope_type`` together).
 
 >>> sorted(FAMILIES)
-['gemma2', 'llama', 'mistral', 'qwen2', 'qwen3']
+['gemma2', 'gpt_neox', 'llama', 'mistral', 'qwen2', 'qwen3']
 """
 
 from __future__ import annotations
@@ -151,6 +151,38 @@ def _gemma2(raw: dict[str, Any], path: Path) -> ModelPlan:
                      embed_scale=float(plan.width) ** 0.5)
 
 
+def _gpt_neox(raw: dict[str, Any], path: Path) -> ModelPlan:
+    """GPT-NeoX (Pythia): LayerNorms, partial rotary, fused per-head q|k|v, GELU MLP, parallel residual."""
+    act = raw.get("hidden_act", "gelu")
+    if act != "gelu":
+        _refuse(path, "hidden_act", act, "attnsym runs gpt_neox with the exact 'gelu'")
+    if raw.get("attention_bias", True) is not True:
+        _refuse(path, "attention_bias", raw["attention_bias"], "attnsym runs gpt_neox with its q/k/v/output biases")
+    width = _positive(raw, "hidden_size", path)
+    heads = _positive(raw, "num_attention_heads", path)
+    if width % heads:
+        raise ModelError(f"{path}: the heads ({heads}) must divide the width ({width})")
+    params = raw.get("rope_parameters") if isinstance(raw.get("rope_parameters"), dict) else {}
+    pct = params.get("partial_rotary_factor", raw.get("rotary_pct", 1.0))
+    theta, scaling = _rope({**raw, "rope_theta": raw.get("rope_theta", raw.get("rotary_emb_base"))}, path)
+    if scaling is not None:
+        scaling = {k: v for k, v in scaling.items() if k != "partial_rotary_factor"}
+    max_positions = _positive(raw, "max_position_embeddings", path)
+    norm = Norm("layer", float(_get(raw, "layer_norm_eps", (int, float), path, 1e-5)))
+    try:
+        spec = AttentionSpec(n=max_positions, d_model=width, heads=heads, causal=True, bias=True, positions="rope",
+                             position_base=theta, rotary_pct=float(pct), output_projection=True, rope_scaling=scaling)
+    except SpecError as error:
+        raise ModelError(f"{path}: the attention of config.json is not a valid layer ({error})") from None
+    residual = "parallel" if raw.get("use_parallel_residual", True) else "sequential"
+    block = Block(attention=spec, norm=norm, ffn_width=_positive(raw, "intermediate_size", path), mlp="plain",
+                  activation="gelu", residual=residual)
+    return ModelPlan(model_type="gpt_neox", width=width, vocab_size=_positive(raw, "vocab_size", path),
+                     max_positions=max_positions, blocks=(block,) * _positive(raw, "num_hidden_layers", path),
+                     final_norm=norm, tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)),
+                     pad_token_id=_get(raw, "pad_token_id", int, path, None))
+
+
 #: ``model_type`` -> the function building its plan from ``config.json``
 FAMILIES: dict[str, Callable[[dict[str, Any], Path], ModelPlan]] = {
     "llama": lambda raw, path: _llama_like(raw, path, "llama"),
@@ -158,6 +190,7 @@ FAMILIES: dict[str, Callable[[dict[str, Any], Path], ModelPlan]] = {
     "qwen2": lambda raw, path: _llama_like(raw, path, "qwen2"),
     "qwen3": lambda raw, path: _llama_like(raw, path, "qwen3"),
     "gemma2": _gemma2,
+    "gpt_neox": _gpt_neox,
 }
 
 #: ``model_type`` -> what the family is and the options read from ``config.json`` (the docs' table)
@@ -175,6 +208,9 @@ OPTIONS: dict[str, tuple[str, str]] = {
                "sliding / global layers, GeGLU MLP, embedding × sqrt(hidden_size)",
                "as llama, plus query_pre_attn_scalar (the scale), attn_logit_softcapping (the spec's softcap), "
                "sliding_window with layer_types (default: even layers slide), hidden_activation"),
+    "gpt_neox": ("GPT-NeoX (Pythia): pre-LayerNorm, partial rotary, fused per-head q|k|v, GELU MLP, parallel residual",
+                 "rotary_pct / partial_rotary_factor, rotary_emb_base / rope_theta, use_parallel_residual, "
+                 "layer_norm_eps"),
 }
 
 #: tensor names of one block (``{i}`` the layer) and of the model, after the prefix ``model.``
@@ -230,7 +266,6 @@ class DecoderLayer:
     W_V: Any
     W_O: Any
     mlp_norm: Any
-    W_gate: Any
     W_up: Any
     W_down: Any
     b_Q: Any = None
@@ -241,6 +276,11 @@ class DecoderLayer:
     g_K: Any = None
     post_attn_norm: Any = None
     post_mlp_norm: Any = None
+    attn_norm_bias: Any = None
+    mlp_norm_bias: Any = None
+    b_up: Any = None
+    b_down: Any = None
+    W_gate: Any = None
 
     def arrays(self) -> dict[str, Any]:
         """Name -> array of every parameter present."""
@@ -260,16 +300,19 @@ class DecoderWeights:
     word: Any
     layers: tuple[DecoderLayer, ...]
     final_norm: Any
+    final_norm_bias: Any = None
 
     def to(self, xp: ModuleType) -> DecoderWeights:
         """The same weights as arrays of the namespace ``xp``."""
         layers = tuple(DecoderLayer(**{k: asarray_in(xp, v) for k, v in lw.arrays().items()}) for lw in self.layers)
-        return DecoderWeights(word=asarray_in(xp, self.word), layers=layers, final_norm=asarray_in(xp, self.final_norm))
+        bias = None if self.final_norm_bias is None else asarray_in(xp, self.final_norm_bias)
+        return DecoderWeights(word=asarray_in(xp, self.word), layers=layers, final_norm=asarray_in(xp, self.final_norm),
+                              final_norm_bias=bias)
 
     @property
     def parameter_count(self) -> int:
         """Number of scalars held (an untied LM head is not loaded)."""
-        total = int(np.prod(self.word.shape)) + int(np.prod(self.final_norm.shape))
+        total = int(np.prod(self.word.shape)) + 2 * int(np.prod(self.final_norm.shape))
         return total + sum(int(np.prod(v.shape)) for lw in self.layers for v in lw.arrays().values())
 
 
@@ -321,6 +364,8 @@ def read_family_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float
     from .weights import _Tensors
 
     path = Path(path)
+    if plan.model_type == "gpt_neox":
+        return _read_gpt_neox(_Tensors(path, _load(path), ("gpt_neox.",), np.dtype(dtype)), plan)
     t = _Tensors(path, _load(path), ("model.",), np.dtype(dtype))
     d = plan.width
     layers = []
@@ -345,6 +390,30 @@ def read_family_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float
         layers.append(DecoderLayer(**parts))
     return DecoderWeights(word=t(TENSOR_NAMES["embed"], (plan.vocab_size, d)), layers=tuple(layers),
                           final_norm=t(TENSOR_NAMES["final_norm"], (d,)))
+
+
+def _read_gpt_neox(t: Any, plan: ModelPlan) -> DecoderWeights:
+    """GPT-NeoX names; ``query_key_value`` holds, per head, its q, k and v rows side by side."""
+    d, H = plan.width, plan.heads
+    w = d // H
+    layers = []
+    for i, block in enumerate(plan.blocks):
+        p, f = f"layers.{i}.", block.ffn_width
+        W = t(p + "attention.query_key_value.weight", (d, 3 * d), transpose=True).reshape(d, H, 3, w)
+        b = t(p + "attention.query_key_value.bias", (3 * d,)).reshape(H, 3, w)
+        split = {name: (np.ascontiguousarray(W[:, :, k].reshape(d, d)), np.ascontiguousarray(b[:, k].reshape(d)))
+                 for k, name in enumerate("QKV")}
+        layers.append(DecoderLayer(
+            attn_norm=t(p + "input_layernorm.weight", (d,)), attn_norm_bias=t(p + "input_layernorm.bias", (d,)),
+            mlp_norm=t(p + "post_attention_layernorm.weight", (d,)),
+            mlp_norm_bias=t(p + "post_attention_layernorm.bias", (d,)),
+            W_Q=split["Q"][0], b_Q=split["Q"][1], W_K=split["K"][0], b_K=split["K"][1], W_V=split["V"][0],
+            b_V=split["V"][1], W_O=t(p + "attention.dense.weight", (d, d), transpose=True),
+            b_O=t(p + "attention.dense.bias", (d,)),
+            W_up=t(p + "mlp.dense_h_to_4h.weight", (d, f), transpose=True), b_up=t(p + "mlp.dense_h_to_4h.bias", (f,)),
+            W_down=t(p + "mlp.dense_4h_to_h.weight", (f, d), transpose=True), b_down=t(p + "mlp.dense_4h_to_h.bias", (d,))))
+    return DecoderWeights(word=t("embed_in.weight", (plan.vocab_size, d)), layers=tuple(layers),
+                          final_norm=t("final_layer_norm.weight", (d,)), final_norm_bias=t("final_layer_norm.bias", (d,)))
 
 
 def layer_spec(config: ModelConfig | ModelPlan, layer: int) -> AttentionSpec:

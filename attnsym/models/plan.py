@@ -28,7 +28,7 @@ class Norm:
 
     Attributes
     ----------
-    kind : {"rms"}
+    kind : {"rms", "layer"}
         ``"rms"``: ``x / sqrt(mean(x²) + eps) ⊙ (offset + w)`` (LLaMA's RMSNorm; Gemma's has offset 1).
     eps : float
     offset : float, default 0.0
@@ -40,6 +40,8 @@ class Norm:
 
     def describe(self) -> str:
         """``'RMSNorm(eps=1e-06)'``, or ``'RMSNorm(1+w, eps=1e-06)'`` with Gemma's offset."""
+        if self.kind == "layer":
+            return f"LayerNorm(eps={self.eps:g})"
         return f"RMSNorm({'1+w, ' if self.offset else ''}eps={self.eps:g})"
 
 
@@ -56,13 +58,15 @@ class Block:
         The kind of both norms of the block.
     placement : {"pre"}
         ``"pre"``: ``x + Attn(Norm(x))``, then ``x + MLP(Norm(x))`` (LLaMA).
-    mlp : {"gated"}
-        ``"gated"``: ``(act(x W_gate) ⊙ x W_up) W_down`` (SwiGLU with ``act = silu``).
-    activation : {"silu", "gelu_tanh"}
+    mlp : {"gated", "plain"}
+        ``"gated"``: ``(act(x W_gate) ⊙ x W_up) W_down`` (SwiGLU with ``act = silu``); ``"plain"``:
+        ``act(x W_up + b_up) W_down + b_down`` (GPT-NeoX).
+    activation : {"silu", "gelu_tanh", "gelu"}
     ffn_width : int
         Width of the MLP's hidden layer (``intermediate_size``).
-    residual : {"sequential"}
-        The attention's residual sum feeds the MLP (as opposed to GPT-NeoX's parallel residual).
+    residual : {"sequential", "parallel"}
+        ``"sequential"``: the attention's residual sum feeds the MLP; ``"parallel"`` (GPT-NeoX):
+        ``x + Attn(Norm₁(x)) + MLP(Norm₂(x))``.
     post_norms : bool, default False
         Gemma 2: the attention's and the MLP's outputs are normed too before their residual sums.
     """
