@@ -1,11 +1,11 @@
-"""The decoder families of the family table (llama, mistral, qwen2, qwen3, gemma2, gpt_neox) against transformers.
+"""The decoder families of the family table (llama, mistral, qwen2, qwen3, gemma2, gpt_neox, bloom) vs transformers.
 
 For each family a tiny random model is built with transformers (hidden 32, 2 layers, 4 heads,
 2 key/value heads, intermediate 64, vocab 100, 64 positions; Mistral's sliding window 3 is
 shorter than the texts; one LLaMA variant has ``llama3`` RoPE scaling, one ``linear``; Qwen3 has
 ``head_dim`` 16 != 32 / 4; Gemma 2 has soft-capping 2.0, which bites on these scores, a sliding
 window 3 on its even layers and ``query_pre_attn_scalar`` 16 != head_dim; GPT-NeoX rotates 4 or 2 of
-8 dimensions, with and without its parallel residual), noise added to every
+8 dimensions, with and without its parallel residual; BLOOM has 6 heads of 5 and ALiBi), noise added to every
 parameter (RMSNorm gains are 1 at init), saved with ``save_pretrained`` (safetensors) beside a
 WordLevel tokenizer built with ``tokenizers``.
 Every layer's attention (``output_attentions=True``, eager) and every hidden state are
@@ -55,6 +55,7 @@ VARIANTS = {
                                                       "attn_logit_softcapping": 2.0}),  # soft-capping that bites
     "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", {"rotary_pct": 0.5}),  # partial rotary, parallel residual
     "gpt_neox-sequential": ("GPTNeoXConfig", "GPTNeoXModel", {"rotary_pct": 0.25, "use_parallel_residual": False}),
+    "bloom": ("BloomConfig", "BloomForCausalLM", {}),  # 6 heads: ALiBi slopes of a non-power-of-two head count
 }
 
 
@@ -72,6 +73,8 @@ def _tokenizer(folder):
 def family(request, tmp_path_factory):
     config_cls, model_cls, extra = VARIANTS[request.param]
     kw = {k: v for k, v in KW.items() if k != "num_key_value_heads" or config_cls != "GPTNeoXConfig"}  # no GQA there
+    if config_cls == "BloomConfig":  # its own names; width 30 = 6 heads of 5
+        kw = dict(hidden_size=30, n_layer=2, n_head=6, vocab_size=100, pad_token_id=1)
     config = getattr(transformers, config_cls)(**kw, **extra)
     config._attn_implementation = "eager"
     torch.manual_seed(0)
@@ -127,6 +130,8 @@ def test_padded_batch_matches_transformers(family, dtype, tol):
     if name.startswith("gpt_neox"):
         assert m.spec(0).rotary_dims == int(8 * m.spec(0).rotary_pct) < 8
         assert m.config.blocks[0].residual == ("parallel" if name == "gpt_neox" else "sequential")
+    if name == "bloom":
+        assert m.spec(0).positions == "alibi" and m.spec(0).heads == 6 and m.config.embed_norm is not None
     ids, mask = _batch(m)
     if name == "gemma2" and dtype == "float64":
         # transformers' float64 Gemma 2 returns NaN for the padded rows (measured), so compare the unpadded text

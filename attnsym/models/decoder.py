@@ -1,4 +1,4 @@
-"""One forward pass that reads a :class:`~attnsym.models.plan.ModelPlan` (LLaMA, Mistral, Qwen2, Qwen3, Gemma 2, GPT-NeoX).
+"""One forward pass that reads a :class:`~attnsym.models.plan.ModelPlan` (LLaMA … BLOOM).
 
 Per block (pre-norm, sequential residual, gated MLP: the LLaMA layout)::
 
@@ -10,7 +10,8 @@ Per block (pre-norm, sequential residual, gated MLP: the LLaMA layout)::
 then the final RMSNorm. The block's description changes the pieces, not the code path: Gemma 2
 norms ``1 + w`` and also norms the attention's and the MLP's outputs (``post_norms``) and scales
 the embedding; GPT-NeoX uses LayerNorms, a plain GELU MLP with biases and the parallel residual
-``x + Attn(Norm₁(x)) + MLP(Norm₂(x))``. The attention step — QK-norm, RoPE (with its scaling), the scale, the
+``x + Attn(Norm₁(x)) + MLP(Norm₂(x))``; BLOOM norms the embedding and uses ALiBi.
+The attention step — QK-norm, RoPE (with its scaling), the scale, the
 causal mask and the sliding window, grouped-query sharing, the stable softmax — is exactly the
 spec's, through :func:`attnsym.numeric.head_attention`. The pre-softmax scores of a route are
 the same primitives' (:func:`attnsym.numeric.layer.block_scores`).
@@ -95,6 +96,8 @@ def forward(plan: ModelPlan, weights: DecoderWeights, input_ids, attention_mask=
     dtype = "float64" if x.dtype == xp.float64 else "float32"
     if plan.embed_scale is not None:
         x = x * xp.asarray(plan.embed_scale, dtype=x.dtype)  # in the weights' dtype, as transformers rounds it
+    if plan.embed_norm is not None:
+        x = layer_norm(x + 0.0, weights.embed_norm, weights.embed_norm_bias, plan.embed_norm.eps)
     if positions is None:
         positions = xp.broadcast_to(xp.arange(n), (B, n))
     allowed = None
@@ -133,7 +136,8 @@ def forward(plan: ModelPlan, weights: DecoderWeights, input_ids, attention_mask=
             gate = _silu(xp, gate) if block.activation == "silu" else _activation(xp, "gelu_pytorch_tanh", gate)
             y = xp.matmul(gate * xp.matmul(h, lw.W_up), lw.W_down)
         else:
-            y = xp.matmul(_activation(xp, block.activation, xp.matmul(h, lw.W_up) + lw.b_up), lw.W_down) + lw.b_down
+            act = "gelu_pytorch_tanh" if block.activation == "gelu_tanh" else block.activation
+            y = xp.matmul(_activation(xp, act, xp.matmul(h, lw.W_up) + lw.b_up), lw.W_down) + lw.b_down
         y = rms_norm(y, lw.post_mlp_norm, eps, offset) if block.post_norms else y
         x = x + attn + y if block.residual == "parallel" else mid + y
         hidden.append(x)

@@ -10,7 +10,7 @@ by transformers 4) and ``rope_parameters`` (transformers 5, which holds ``rope_t
 ``rope_type`` together).
 
 >>> sorted(FAMILIES)
-['gemma2', 'gpt_neox', 'llama', 'mistral', 'qwen2', 'qwen3']
+['bloom', 'gemma2', 'gpt_neox', 'llama', 'mistral', 'qwen2', 'qwen3']
 """
 
 from __future__ import annotations
@@ -183,6 +183,29 @@ def _gpt_neox(raw: dict[str, Any], path: Path) -> ModelPlan:
                      pad_token_id=_get(raw, "pad_token_id", int, path, None))
 
 
+def _bloom(raw: dict[str, Any], path: Path) -> ModelPlan:
+    """BLOOM: ALiBi, a LayerNorm on the embedding, fused per-head q|k|v, tanh-GELU MLP, pre-LayerNorm."""
+    if raw.get("apply_residual_connection_post_layernorm"):
+        _refuse(path, "apply_residual_connection_post_layernorm", True, "attnsym runs bloom's default residual")
+    width = _positive(raw, "hidden_size", path, raw.get("n_embed", ...))
+    heads = _positive(raw, "n_head", path, raw.get("num_attention_heads", ...))
+    if width % heads:
+        raise ModelError(f"{path}: the heads ({heads}) must divide the width ({width})")
+    max_positions = _positive(raw, "seq_length", path, 2048)  # ALiBi has no position table; the text limit
+    norm = Norm("layer", float(_get(raw, "layer_norm_epsilon", (int, float), path, 1e-5)))
+    try:
+        spec = AttentionSpec(n=max_positions, d_model=width, heads=heads, causal=True, bias=True, positions="alibi",
+                             output_projection=True)
+    except SpecError as error:
+        raise ModelError(f"{path}: the attention of config.json is not a valid layer ({error})") from None
+    block = Block(attention=spec, norm=norm, ffn_width=4 * width, mlp="plain", activation="gelu_tanh")
+    layers = _positive(raw, "n_layer", path, raw.get("num_hidden_layers", ...))
+    return ModelPlan(model_type="bloom", width=width, vocab_size=_positive(raw, "vocab_size", path),
+                     max_positions=max_positions, blocks=(block,) * layers, final_norm=norm,
+                     tie_word_embeddings=bool(raw.get("tie_word_embeddings", True)),
+                     pad_token_id=_get(raw, "pad_token_id", int, path, None), embed_norm=norm)
+
+
 #: ``model_type`` -> the function building its plan from ``config.json``
 FAMILIES: dict[str, Callable[[dict[str, Any], Path], ModelPlan]] = {
     "llama": lambda raw, path: _llama_like(raw, path, "llama"),
@@ -191,6 +214,7 @@ FAMILIES: dict[str, Callable[[dict[str, Any], Path], ModelPlan]] = {
     "qwen3": lambda raw, path: _llama_like(raw, path, "qwen3"),
     "gemma2": _gemma2,
     "gpt_neox": _gpt_neox,
+    "bloom": _bloom,
 }
 
 #: ``model_type`` -> what the family is and the options read from ``config.json`` (the docs' table)
@@ -211,6 +235,8 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "gpt_neox": ("GPT-NeoX (Pythia): pre-LayerNorm, partial rotary, fused per-head q|k|v, GELU MLP, parallel residual",
                  "rotary_pct / partial_rotary_factor, rotary_emb_base / rope_theta, use_parallel_residual, "
                  "layer_norm_eps"),
+    "bloom": ("BLOOM: ALiBi (the spec's slopes), LayerNorm on the embedding, fused per-head q|k|v, tanh-GELU MLP",
+              "n_embed / hidden_size, n_layer, n_head, layer_norm_epsilon, seq_length (the longest text)"),
 }
 
 #: tensor names of one block (``{i}`` the layer) and of the model, after the prefix ``model.``
@@ -301,13 +327,15 @@ class DecoderWeights:
     layers: tuple[DecoderLayer, ...]
     final_norm: Any
     final_norm_bias: Any = None
+    embed_norm: Any = None
+    embed_norm_bias: Any = None
 
     def to(self, xp: ModuleType) -> DecoderWeights:
         """The same weights as arrays of the namespace ``xp``."""
         layers = tuple(DecoderLayer(**{k: asarray_in(xp, v) for k, v in lw.arrays().items()}) for lw in self.layers)
-        bias = None if self.final_norm_bias is None else asarray_in(xp, self.final_norm_bias)
-        return DecoderWeights(word=asarray_in(xp, self.word), layers=layers, final_norm=asarray_in(xp, self.final_norm),
-                              final_norm_bias=bias)
+        rest = {k: None if getattr(self, k) is None else asarray_in(xp, getattr(self, k))
+                for k in ("final_norm", "final_norm_bias", "embed_norm", "embed_norm_bias")}
+        return DecoderWeights(word=asarray_in(xp, self.word), layers=layers, **rest)
 
     @property
     def parameter_count(self) -> int:
@@ -365,7 +393,9 @@ def read_family_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float
 
     path = Path(path)
     if plan.model_type == "gpt_neox":
-        return _read_gpt_neox(_Tensors(path, _load(path), ("gpt_neox.",), np.dtype(dtype)), plan)
+        return _read_gpt_neox(_Tensors(path, _load(path), ("gpt_neox.",), np.dtype(dtype)), plan, _NEOX)
+    if plan.model_type == "bloom":
+        return _read_gpt_neox(_Tensors(path, _load(path), ("transformer.",), np.dtype(dtype)), plan, _BLOOM)
     t = _Tensors(path, _load(path), ("model.",), np.dtype(dtype))
     d = plan.width
     layers = []
@@ -392,15 +422,21 @@ def read_family_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float
                           final_norm=t(TENSOR_NAMES["final_norm"], (d,)))
 
 
-def _read_gpt_neox(t: Any, plan: ModelPlan) -> DecoderWeights:
-    """GPT-NeoX names; ``query_key_value`` holds, per head, its q, k and v rows side by side."""
+_NEOX = {"layer": "layers.{i}.", "qkv": "attention.query_key_value", "dense": "attention.dense",
+         "embed": "embed_in", "final": "final_layer_norm"}
+_BLOOM = {"layer": "h.{i}.", "qkv": "self_attention.query_key_value", "dense": "self_attention.dense",
+          "embed": "word_embeddings", "final": "ln_f"}
+
+
+def _read_gpt_neox(t: Any, plan: ModelPlan, names: dict[str, str]) -> DecoderWeights:
+    """GPT-NeoX and BLOOM names; ``query_key_value`` holds, per head, its q, k and v rows side by side."""
     d, H = plan.width, plan.heads
     w = d // H
     layers = []
     for i, block in enumerate(plan.blocks):
-        p, f = f"layers.{i}.", block.ffn_width
-        W = t(p + "attention.query_key_value.weight", (d, 3 * d), transpose=True).reshape(d, H, 3, w)
-        b = t(p + "attention.query_key_value.bias", (3 * d,)).reshape(H, 3, w)
+        p, f = names["layer"].format(i=i), block.ffn_width
+        W = t(p + names["qkv"] + ".weight", (d, 3 * d), transpose=True).reshape(d, H, 3, w)
+        b = t(p + names["qkv"] + ".bias", (3 * d,)).reshape(H, 3, w)
         split = {name: (np.ascontiguousarray(W[:, :, k].reshape(d, d)), np.ascontiguousarray(b[:, k].reshape(d)))
                  for k, name in enumerate("QKV")}
         layers.append(DecoderLayer(
@@ -408,12 +444,15 @@ def _read_gpt_neox(t: Any, plan: ModelPlan) -> DecoderWeights:
             mlp_norm=t(p + "post_attention_layernorm.weight", (d,)),
             mlp_norm_bias=t(p + "post_attention_layernorm.bias", (d,)),
             W_Q=split["Q"][0], b_Q=split["Q"][1], W_K=split["K"][0], b_K=split["K"][1], W_V=split["V"][0],
-            b_V=split["V"][1], W_O=t(p + "attention.dense.weight", (d, d), transpose=True),
-            b_O=t(p + "attention.dense.bias", (d,)),
+            b_V=split["V"][1], W_O=t(p + names["dense"] + ".weight", (d, d), transpose=True),
+            b_O=t(p + names["dense"] + ".bias", (d,)),
             W_up=t(p + "mlp.dense_h_to_4h.weight", (d, f), transpose=True), b_up=t(p + "mlp.dense_h_to_4h.bias", (f,)),
             W_down=t(p + "mlp.dense_4h_to_h.weight", (f, d), transpose=True), b_down=t(p + "mlp.dense_4h_to_h.bias", (d,))))
-    return DecoderWeights(word=t("embed_in.weight", (plan.vocab_size, d)), layers=tuple(layers),
-                          final_norm=t("final_layer_norm.weight", (d,)), final_norm_bias=t("final_layer_norm.bias", (d,)))
+    embed = {} if plan.embed_norm is None else {"embed_norm": t("word_embeddings_layernorm.weight", (d,)),
+                                                 "embed_norm_bias": t("word_embeddings_layernorm.bias", (d,))}
+    return DecoderWeights(word=t(names["embed"] + ".weight", (plan.vocab_size, d)), layers=tuple(layers),
+                          final_norm=t(names["final"] + ".weight", (d,)), final_norm_bias=t(names["final"] + ".bias", (d,)),
+                          **embed)
 
 
 def layer_spec(config: ModelConfig | ModelPlan, layer: int) -> AttentionSpec:

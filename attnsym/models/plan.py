@@ -103,6 +103,8 @@ class ModelPlan:
     pad_token_id : int or None
     embed_scale : float or None
         The token embedding is multiplied by it (Gemma 2: ``sqrt(width)``).
+    embed_norm : Norm or None
+        A norm of the embedding before block 0 (BLOOM's ``word_embeddings_layernorm``).
     """
 
     model_type: str
@@ -114,6 +116,7 @@ class ModelPlan:
     tie_word_embeddings: bool = False
     pad_token_id: int | None = None
     embed_scale: float | None = None
+    embed_norm: Norm | None = None
 
     causal = True  # every family of the table is a decoder
 
@@ -142,6 +145,7 @@ class ModelPlan:
         """The embedding, one line per block, the final norm."""
         out = [f"embedding: {self.vocab_size} tokens × {self.width}"
                + (f" × {self.embed_scale:g}" if self.embed_scale else "")
+               + (f", then {self.embed_norm.describe()}" if self.embed_norm else "")
                + (" (tied to the LM head)" if self.tie_word_embeddings else "")]
         out += [f"block {i}: {b.describe()}" for i, b in enumerate(self.blocks)]
         out.append(f"final norm: {self.final_norm.describe()}")

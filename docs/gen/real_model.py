@@ -233,7 +233,7 @@ The `model_type` values `attnsym.models.load` runs, generated from the family ta
 
 Relative position embeddings, cross-attention, BERT used as a decoder and activations other than
 {", ".join(f"`{a}`" for a in ACTIVATIONS)} are refused
-with an error naming the `config.json` key; other architectures (`roberta`, `t5`, `bloom`, ...) are refused with the
+with an error naming the `config.json` key; other architectures (`roberta`, `t5`, `phi`, ...) are refused with the
 list of supported ones. Texts longer than the model's positions are an error, never silently truncated.
 """
 
