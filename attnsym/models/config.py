@@ -24,6 +24,9 @@ SUPPORTED: dict[str, str] = {
     "gpt2": "GPT-2-family decoder (pre-LayerNorm, causal, packed c_attn Conv1D weights)",
 }
 
+#: the decoder families, registered by :mod:`attnsym.models.families`: model_type -> plan builder
+PLANNERS: dict[str, Any] = {}
+
 #: activation names of ``config.json`` -> the function used (:mod:`attnsym.numeric`)
 ACTIVATIONS: dict[str, str] = {
     "gelu": "gelu",  # exact, x Φ(x)
@@ -151,12 +154,11 @@ def read_config(path: str | Path) -> ModelConfig:
     if not isinstance(raw, dict):
         raise ModelError(f"{path} must hold a JSON object (got {type(raw).__name__})")
     model_type = raw.get("model_type")
-    from .families import FAMILIES, read_plan  # the decoder families of the family table
-    if model_type in FAMILIES:
-        return read_plan(raw, path)  # type: ignore[return-value]  # a ModelPlan answers what Model asks
+    if model_type in PLANNERS:  # a decoder family of the table in attnsym.models.families
+        return PLANNERS[model_type](raw, path)  # a ModelPlan: it answers what Model asks of a config
     if model_type not in SUPPORTED:
         known = ", ".join(f"{k!r} ({v})" for k, v in SUPPORTED.items())
-        known += f", and the decoder families ({', '.join(map(repr, FAMILIES))})"
+        known += f", and the decoder families ({', '.join(map(repr, PLANNERS))})"
         raise UnsupportedModelError(f"{path}: model_type {model_type!r} is not supported; attnsym runs {known}")
     if model_type == "bert":
         config = _bert(raw, path)

@@ -28,9 +28,10 @@ import numpy as np
 from ..errors import SpecError
 from ..numeric.backend import asarray_in
 from ..spec import AttentionSpec
-from .config import ModelConfig, _get, _positive, _refuse
+from .config import PLANNERS, ModelConfig, _get, _positive, _refuse
 from .errors import CorruptWeightsError, ModelError
 from .plan import Block, ModelPlan, Norm
+from .weights import _digest, _Tensors
 
 __all__ = ["FAMILIES", "NAME_MAPS", "OPTIONS", "TENSOR_NAMES", "DecoderLayer", "DecoderWeights", "describe_model",
            "families_table", "layer_spec", "read_family_weights", "read_plan"]
@@ -216,6 +217,7 @@ FAMILIES: dict[str, Callable[[dict[str, Any], Path], ModelPlan]] = {
     "gpt_neox": _gpt_neox,
     "bloom": _bloom,
 }
+PLANNERS.update(FAMILIES)  # read_config dispatches these model_types here
 
 #: ``model_type`` -> what the family is and the options read from ``config.json`` (the docs' table)
 OPTIONS: dict[str, tuple[str, str]] = {
@@ -314,8 +316,6 @@ class DecoderLayer:
 
     def digest(self) -> dict[str, str]:
         """A BLAKE2b fingerprint of every parameter (equal digests, equal weights)."""
-        from .weights import _digest
-
         return {name: _digest(value) for name, value in self.arrays().items()}
 
 
@@ -389,8 +389,6 @@ def read_family_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float
     CorruptWeightsError
         An unreadable file, or a tensor missing, misshapen, not float or not finite.
     """
-    from .weights import _Tensors
-
     path = Path(path)
     if plan.model_type == "gpt_neox":
         return _read_gpt_neox(_Tensors(path, _load(path), ("gpt_neox.",), np.dtype(dtype)), plan, _NEOX)
