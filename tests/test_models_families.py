@@ -276,3 +276,27 @@ def test_cli_explore_on_a_family_folder(family, tmp_path):
     status = main(["explore", "--model", str(folder), TEXTS[0], TEXTS[1], "--word", "apple", "--no-claims", "--quick",
                    "--no-toy", "--no-flow", "-o", str(page)])
     assert status == 0 and "qwen3" in page.read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("family", ["gemma2"], indirect=True)
+def test_torch_backend_runs_the_same_plan(family):
+    _, folder, _ = family
+    a, b = models.load(folder).route(TEXTS), models.load(folder, backend="torch").route(TEXTS)
+    for x, y in zip(a, b, strict=True):
+        assert np.abs(x.attention - y.attention).max() <= TOL32
+        assert np.abs(x.hidden_states - y.hidden_states).max() <= TOL32
+
+
+@pytest.mark.parametrize("family", ["qwen2"], indirect=True)
+def test_a_bfloat16_checkpoint_loads_exactly(family, tmp_path):
+    import copy
+
+    _, _, hf = family
+    copy.deepcopy(hf).to(torch.bfloat16).save_pretrained(tmp_path, safe_serialization=True)  # the fixture stays as is
+    _tokenizer(tmp_path)
+    assert json.loads((tmp_path / "config.json").read_text()).get("dtype", "bfloat16") == "bfloat16"
+    m = models.load(tmp_path, dtype="float32")
+    q = hf.layers[1].self_attn.q_proj  # Qwen2Model
+    assert np.array_equal(m.weights.layers[1].W_Q, q.weight.detach().to(torch.bfloat16).float().numpy().T)
+    assert np.array_equal(m.weights.layers[1].b_Q, q.bias.detach().to(torch.bfloat16).float().numpy())
+    assert m.route(TEXTS[0]).n == len(TEXTS[0].split())
