@@ -25,6 +25,9 @@ SUPPORTED: dict[str, str] = {
     "gpt2": "GPT-2-family decoder (pre-LayerNorm, causal, packed c_attn Conv1D weights)",
 }
 
+#: the decoder families, registered by :mod:`attnsym.models.families`: model_type -> plan builder
+PLANNERS: dict[str, Any] = {}
+
 #: activation names of ``config.json`` -> the function used (:mod:`attnsym.numeric`)
 ACTIVATIONS: dict[str, str] = {
     "gelu": "gelu",  # exact, x Φ(x)
@@ -208,8 +211,11 @@ def read_config(path: str | Path) -> ModelConfig:
     if not isinstance(raw, dict):
         raise ModelError(f"{path} must hold a JSON object (got {type(raw).__name__})")
     model_type = raw.get("model_type")
+    if isinstance(model_type, str) and model_type in PLANNERS:  # a decoder family of attnsym.models.families
+        return PLANNERS[model_type](raw, path)  # a ModelPlan: it answers what Model asks of a config
     if not isinstance(model_type, str) or model_type not in SUPPORTED:
         known = ", ".join(f"{k!r} ({v})" for k, v in SUPPORTED.items())
+        known += f", and the decoder families ({', '.join(map(repr, PLANNERS))})"
         raise UnsupportedModelError(f"{path}: model_type {_short(model_type)} is not supported; attnsym runs {known}")
     if model_type == "bert":
         config = _bert(raw, path)

@@ -27,10 +27,14 @@ from tokenizers import Tokenizer
 
 from .._checks import one_of
 from ..numeric.backend import BACKENDS, array_namespace, asarray_in
+from ..spec import AttentionSpec
+from . import decoder
 from .config import ModelConfig, read_config
 from .contrast import TokenContrast, contrast
 from .errors import ModelError, ModelFileMissing, TextError
+from .families import describe_model, layer_spec, read_family_weights
 from .forward import ForwardOutput, forward
+from .plan import ModelPlan
 from .route import Route
 from .weights import Weights, read_weights
 
@@ -166,7 +170,8 @@ def load(name_or_path: str | Path = "all-MiniLM-L6-v2", *, dtype: str = "float32
                                f"({'; '.join(f'{f}: {FILES[f]}' for f in missing)})")
     config = read_config(folder / "config.json")
     tokenizer = _tokenizer(folder)
-    weights = read_weights(folder / "model.safetensors", config, np.dtype(dtype))
+    reader: Any = read_family_weights if isinstance(config, ModelPlan) else read_weights
+    weights = reader(folder / "model.safetensors", config, np.dtype(dtype))
     if backend != "numpy":
         weights = weights.to(array_namespace(backend=backend))
     return Model(name, folder, config, weights, tokenizer)
@@ -247,7 +252,17 @@ class Model:
         if shape is not None and len(shape) == 2 and shape[1] > self.config.max_positions:
             raise TextError(f"input_ids holds {shape[1]} tokens per row, more than the {self.config.max_positions} "
                             f"positions {self.name} has; shorten it")
+        if isinstance(self.config, ModelPlan):  # a family of the table: the plan's forward pass
+            return decoder.forward(self.config, self.weights, input_ids, attention_mask)
         return forward(self.config, self.weights, input_ids, attention_mask, threads=threads)
+
+    def spec(self, layer: int = 0) -> AttentionSpec:
+        """The :class:`~attnsym.AttentionSpec` of layer ``layer`` (from 0); see :func:`~attnsym.models.families.layer_spec`."""
+        return layer_spec(self.config, layer)
+
+    def describe(self) -> str:
+        """What runs: the embedding, one line per block (norm, attention spec, MLP), the final norm."""
+        return describe_model(self.config)
 
     def route(self, text: str | Sequence[str]) -> Route | list[Route]:
         """Route a text (or several, as one padded batch) through the model.

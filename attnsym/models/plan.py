@@ -1,0 +1,152 @@
+"""A decoder model as a stack of described blocks: what runs, built once from ``config.json``.
+
+A :class:`ModelPlan` is the embedding, one :class:`Block` per layer and the final norm. Each
+block names its norm (:class:`Norm`: kind, epsilon, placement), the layer's
+:class:`~attnsym.AttentionSpec` (heads, grouped-query ``kv_heads``, RoPE and its scaling,
+sliding window, QK-norm, biases), its MLP (kind and activation) and its residual wiring. The
+plans are made by the family table of :mod:`attnsym.models.families` and run by
+:func:`attnsym.models.decoder.forward`, whose attention step is
+:func:`attnsym.numeric.head_attention` driven by the block's spec.
+
+The plan also answers what :class:`~attnsym.models.Model` asks of a configuration
+(``model_type``, ``layers``, ``heads``, ``width``, ``max_positions``, ``causal``,
+``pad_token_id``, ``d_k``, :meth:`ModelPlan.describe`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..spec import AttentionSpec
+
+__all__ = ["Block", "ModelPlan", "Norm"]
+
+
+@dataclass(frozen=True)
+class Norm:
+    """A normalisation over the model width.
+
+    Attributes
+    ----------
+    kind : {"rms", "layer"}
+        ``"rms"``: ``x / sqrt(mean(x²) + eps) ⊙ (offset + w)`` (LLaMA's RMSNorm; Gemma's has offset 1).
+    eps : float
+    offset : float, default 0.0
+    """
+
+    kind: str
+    eps: float
+    offset: float = 0.0
+
+    def describe(self) -> str:
+        """``'RMSNorm(eps=1e-06)'``, or ``'RMSNorm(1+w, eps=1e-06)'`` with Gemma's offset."""
+        if self.kind == "layer":
+            return f"LayerNorm(eps={self.eps:g})"
+        return f"RMSNorm({'1+w, ' if self.offset else ''}eps={self.eps:g})"
+
+
+@dataclass(frozen=True)
+class Block:
+    """One transformer block: norm, attention, norm, MLP, with residuals.
+
+    Attributes
+    ----------
+    attention : AttentionSpec
+        The layer's attention (its ``n`` is the model's ``max_positions``; the forward pass
+        uses the text's length).
+    norm : Norm
+        The kind of both norms of the block.
+    placement : {"pre"}
+        ``"pre"``: ``x + Attn(Norm(x))``, then ``x + MLP(Norm(x))`` (LLaMA).
+    mlp : {"gated", "plain"}
+        ``"gated"``: ``(act(x W_gate) ⊙ x W_up) W_down`` (SwiGLU with ``act = silu``); ``"plain"``:
+        ``act(x W_up + b_up) W_down + b_down`` (GPT-NeoX).
+    activation : {"silu", "gelu_tanh", "gelu"}
+    ffn_width : int
+        Width of the MLP's hidden layer (``intermediate_size``).
+    residual : {"sequential", "parallel"}
+        ``"sequential"``: the attention's residual sum feeds the MLP; ``"parallel"`` (GPT-NeoX):
+        ``x + Attn(Norm₁(x)) + MLP(Norm₂(x))``.
+    post_norms : bool, default False
+        Gemma 2: the attention's and the MLP's outputs are normed too before their residual sums.
+    """
+
+    attention: AttentionSpec
+    norm: Norm
+    ffn_width: int
+    placement: str = "pre"
+    mlp: str = "gated"
+    activation: str = "silu"
+    residual: str = "sequential"
+    post_norms: bool = False
+
+    def describe(self) -> str:
+        """One line: norm placement, the attention spec, the MLP."""
+        placement = "pre+post" if self.post_norms else self.placement
+        return (f"{placement}-{self.norm.describe()} · attention {self.attention.describe()} · "
+                f"{self.mlp} MLP {self.activation} {self.ffn_width} · {self.residual} residual")
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    """A decoder: token embedding, blocks, final norm.
+
+    Attributes
+    ----------
+    model_type : str
+        The family (a key of :data:`attnsym.models.families.FAMILIES`).
+    width, vocab_size, max_positions : int
+    blocks : tuple of Block
+    final_norm : Norm
+    tie_word_embeddings : bool
+        The LM head reuses the token embedding (not run: attnsym stops at the last hidden state).
+    pad_token_id : int or None
+    embed_scale : float or None
+        The token embedding is multiplied by it (Gemma 2: ``sqrt(width)``).
+    embed_norm : Norm or None
+        A norm of the embedding before block 0 (BLOOM's ``word_embeddings_layernorm``).
+    """
+
+    model_type: str
+    width: int
+    vocab_size: int
+    max_positions: int
+    blocks: tuple[Block, ...]
+    final_norm: Norm
+    tie_word_embeddings: bool = False
+    pad_token_id: int | None = None
+    embed_scale: float | None = None
+    embed_norm: Norm | None = None
+
+    causal = True  # every family of the table is a decoder
+
+    @property
+    def layers(self) -> int:
+        """Number of blocks."""
+        return len(self.blocks)
+
+    @property
+    def heads(self) -> int:
+        """Query heads per layer (the first block's; equal in every family of the table)."""
+        return self.blocks[0].attention.heads
+
+    @property
+    def d_k(self) -> int:
+        """Width of one head's queries and keys."""
+        return self.blocks[0].attention.d_k
+
+    def describe(self) -> str:
+        """One line: family, layers, heads, width (as :meth:`ModelConfig.describe`)."""
+        a = self.blocks[0].attention
+        return (f"{self.model_type}: {self.layers} layers, {a.heads} heads of width {a.d_k} ({a.kv_heads} key/value "
+                f"heads), d_model {self.width}, feed-forward {self.blocks[0].ffn_width}, up to {self.max_positions} tokens")
+
+    def lines(self) -> list[str]:
+        """The embedding, one line per block, the final norm."""
+        out = [f"embedding: {self.vocab_size} tokens × {self.width}"
+               + (f" × {self.embed_scale:g}" if self.embed_scale else "")
+               + (f", then {self.embed_norm.describe()}" if self.embed_norm else "")
+               + (" (tied to the LM head)" if self.tie_word_embeddings else "")]
+        out += [f"block {i}: {b.describe()}" for i, b in enumerate(self.blocks)]
+        out.append(f"final norm: {self.final_norm.describe()}")
+        return out
