@@ -30,7 +30,9 @@ SPECIAL_NOTE = (
 )
 
 
-_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_{}\[\]()#+!|~-])")
+#: the characters that make Markdown inline syntax (emphasis, code, links, tables, strike-through); with ``[``
+#: and ``]`` escaped, parentheses, ``!`` and the rest cannot form a link or an image
+_MARKDOWN_PUNCTUATION = re.compile(r"([\\`*_\[\]|~])")
 
 
 def _plain(text: object) -> str:
