@@ -355,10 +355,9 @@ def read_family_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float
         An unreadable file, or a tensor missing, misshapen, not float or not finite.
     """
     path = Path(path)
-    if plan.model_type == "gpt_neox":
-        return _read_gpt_neox(_Tensors(path, ("gpt_neox.",), np.dtype(dtype)), plan, _NEOX)
-    if plan.model_type == "bloom":
-        return _read_gpt_neox(_Tensors(path, ("transformer.",), np.dtype(dtype)), plan, _BLOOM)
+    if plan.model_type in FUSED_QKV_LAYOUTS:  # GPT-NeoX and BLOOM: per-head fused q|k|v
+        prefix, names = FUSED_QKV_LAYOUTS[plan.model_type]
+        return _read_gpt_neox(_Tensors(path, (prefix,), np.dtype(dtype)), plan, names)
     t = _Tensors(path, ("model.",), np.dtype(dtype))
     d = plan.width
     layers = []
@@ -389,6 +388,10 @@ _NEOX = {"layer": "layers.{i}.", "qkv": "attention.query_key_value", "dense": "a
          "embed": "embed_in", "final": "final_layer_norm"}
 _BLOOM = {"layer": "h.{i}.", "qkv": "self_attention.query_key_value", "dense": "self_attention.dense",
           "embed": "word_embeddings", "final": "ln_f"}
+
+#: the families whose checkpoints fuse q|k|v per head: their tensor prefix and name map
+FUSED_QKV_LAYOUTS: dict[str, tuple[str, dict[str, str]]] = {"gpt_neox": ("gpt_neox.", _NEOX),
+                                                            "bloom": ("transformer.", _BLOOM)}
 
 
 def _read_gpt_neox(t: Any, plan: ModelPlan, names: dict[str, str]) -> DecoderWeights:
@@ -430,8 +433,8 @@ def layer_spec(config: ModelConfig | ModelPlan, layer: int) -> AttentionSpec:
     layer = int(layer)
     if isinstance(config, ModelPlan):
         return config.blocks[layer].attention
-    scale: Any = "sqrt"
-    if config.model_type == "gpt2":
+    scale: Any = "sqrt"  # BERT's configs leave scale_scores True and scale_by_layer False
+    if config.scale_scores is False or config.scale_by_layer:
         if not config.scale_scores:
             scale = "none" if not config.scale_by_layer else 1.0 / (layer + 1)
         elif config.scale_by_layer:
