@@ -114,7 +114,7 @@ def _hold_blas() -> None:
     controller = _pool()[1]
     with _BLAS_LOCK:
         if _STATE.get("holders", 0) == 0:
-            _STATE["limiter"] = controller.limit(limits=1, user_api="blas")
+            _STATE["limiter"] = _as_blas_controller(lambda: controller.limit(limits=1, user_api="blas"))
         _STATE["holders"] = _STATE.get("holders", 0) + 1
 
 
@@ -123,7 +123,32 @@ def _release_blas() -> None:
     with _BLAS_LOCK:
         _STATE["holders"] -= 1
         if _STATE["holders"] == 0:
-            _STATE.pop("limiter").restore_original_limits()
+            _as_blas_controller(_STATE.pop("limiter").restore_original_limits)
+
+
+def _as_blas_controller(action: Callable[[], Any]) -> Any:
+    """``action()`` with this thread allowed to set OpenBLAS's thread count, then that permission given up.
+
+    OpenBLAS without OpenMP has one process-wide thread count, and threadpoolctl (from 3.8)
+    lets only one "controlling" thread change it — the first to call it, until that thread
+    ends or the permission is cleared — and silently ignores every other thread. Our limit is
+    set by the first holder and restored by the last, which may be two different threads, and a
+    fast-path call may run on any thread; so each change takes the permission and gives it back
+    (``_BLAS_LOCK``, held by the caller, orders our changes). Without this, after the first call
+    the limit set on any other thread did nothing at all (issue 26 item 2). A ``threadpool_limits``
+    block that another thread of the program holds at the same time loses its exclusivity: it
+    shares the one process-wide count with us, as it did before threadpoolctl 3.8.
+    """
+    from threadpoolctl import OpenBLASController
+
+    clear = getattr(OpenBLASController, "clear_controlling_thread", None)  # threadpoolctl < 3.8 has no controller
+    if clear is not None:
+        clear(force=True)
+    try:
+        return action()
+    finally:
+        if clear is not None:
+            clear(force=True)
 
 
 def workspace(name: str, shape: tuple[int, ...], dtype) -> np.ndarray:
