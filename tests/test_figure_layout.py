@@ -76,3 +76,25 @@ def test_the_checks_catch_what_they_look_for():
     ax.set_title("emoji \U0001F600")
     found = "\n".join(layout_problems(fig))
     assert "data runs through the legend" in found and "tick labels" in found and "emoji" in found
+
+
+def test_resampled_png_scales_to_the_asked_resolution_and_leaves_a_small_one_alone():
+    import io
+
+    from PIL import Image
+
+    from attnsym.plots.files import figure_to_bytes, resampled_png
+
+    fig = plots.gelu_figure(x=np.linspace(-3, 3, 7), exact=np.zeros(7), approx=np.zeros(7))
+    big = figure_to_bytes(fig, "png", dpi=100)
+    with Image.open(io.BytesIO(big)) as source:
+        width, height = source.size
+    small = resampled_png(big, 60)
+    with Image.open(io.BytesIO(small)) as image:
+        assert image.size == (round(width * 0.6), round(height * 0.6))
+        assert round(image.info["dpi"][0]) == 60
+        assert image.mode == "P"  # opaque, a 256-colour palette
+        pixels = np.asarray(image.convert("RGB"), dtype=float)
+    assert pixels.min() < 100 and pixels.max() == 255  # ink on a white page, not a blank image
+    assert resampled_png(big, 100) == big and resampled_png(big, 120) == big
+    assert resampled_png(small, 60) == small

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import io
 import json
@@ -253,3 +254,18 @@ def test_index_md_escapes_markdown_in_summaries_and_descriptions(tmp_path):
     text = _index_markdown(result)
     assert "| diagonal -2\\*p\\*(p - 1) \\| x\\_1 |" in text  # not italics, not a new cell
     assert "a &lt;b&gt;bold&lt;/b&gt; \\*claim\\* file" in text and "<b>" not in text
+
+
+def test_the_pages_claim_figures_are_the_reports_pngs_resampled(tour):
+    """Each claim figure is drawn once: index.html shows the report's PNG resampled to 60 dpi, not a second drawing."""
+    from attnsym.plots.files import resampled_png
+
+    folder, _, _ = tour
+    text = (folder / "index.html").read_text(encoding="utf-8")
+    data = json.loads(re.search(r'<script type="application/json" id="attnsym-data">(.*?)</script>', text, re.S).group(1))
+    shown = {f["src"] for c in data["claims"] for f in c["figures"]}
+    written = sorted((folder / "claims" / "figures").glob("*.png"))
+    assert written and len(shown) == len(written)
+    resampled = {"data:image/png;base64," + base64.b64encode(resampled_png(p.read_bytes(), 60)).decode("ascii")
+                 for p in written}
+    assert shown == resampled

@@ -157,13 +157,13 @@ def _derivations(t: _Tour) -> None:
 def _claims(t: _Tour) -> None:
     # lazy: attnsym.claims costs +1.0 s CPU over `attnsym --help`
     from ..claims import RenderedFigure, verify_all
-    from ..claims.report import write_report
+    from ..claims.report import figure_files, write_report
 
     evidence = t.evidence = verify_all(seed=t.seed, quick=t.quick, progress=t.on_claim)
-    for ev in evidence:  # the report (dpi 100) and index.html (dpi 60) draw the same figure: build and lay it out once
+    for ev in evidence:  # drawn once, as the report's PNG; index.html resamples those pixels (dpi 60)
         for name, build in list(ev.figures.items()):
             if not isinstance(build, RenderedFigure):
-                ev.figures[name] = _built_once(build)
+                ev.figures[name] = RenderedFigure(ev.claim, name, figure_files(build, ("png",)))
     written = write_report(evidence, t.folder / "claims", seed=t.seed, quick=t.quick, overwrite=t.overwrite,
                            formats=("png",))
     by_claim = {ev.claim: ev for ev in evidence}
@@ -193,18 +193,6 @@ def _claims(t: _Tour) -> None:
          "method": ev.method, "summary": ev.summary}
         for ev in evidence
     ]
-
-
-def _built_once(build: Callable[[], Any]) -> Callable[[], Any]:
-    """``build`` called on first use only; later calls return the same figure (its layout already settled)."""
-    made: list[Any] = []
-
-    def once() -> Any:
-        if not made:
-            made.append(build())
-        return made[0]
-
-    return once
 
 
 def _setup(t: _Tour):

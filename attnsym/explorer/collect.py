@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import non_negative_int
+from ..claims import RenderedFigure
 from ..claims.report import evidence_to_dict
 from ..derivation import Derivation, derive
 from ..errors import ShapeError, SpecError
@@ -23,6 +24,7 @@ from ..graphs.contrast import dense_weight
 from ..heads import DESCRIPTIONS, SHORT, HeadReport, classify
 from ..numeric import attention, random_inputs
 from ..plots import figure_to_bytes
+from ..plots.files import resampled_png
 from ..spec import AttentionSpec
 from .data import ContrastData, MlpData, RoutingInput
 
@@ -74,7 +76,10 @@ def derivation_section(spec: AttentionSpec | None = None) -> list[dict[str, Any]
 
 # ----------------------------------------------------------------------------- claims
 def _png_data_uri(build: Callable[[], Any], dpi: int) -> str:
-    png = figure_to_bytes(build(), "png", dpi=dpi)  # figures of attnsym.plots belong to no pyplot window
+    if isinstance(build, RenderedFigure) and "png" in build.files:  # drawn already (the report, a worker)
+        png = resampled_png(build.files["png"], dpi)
+    else:
+        png = figure_to_bytes(build(), "png", dpi=dpi)  # figures of attnsym.plots belong to no pyplot window
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
@@ -86,7 +91,9 @@ def claims_section(evidence: Sequence[Any], *, figures: bool = True, dpi: int = 
     evidence : sequence of Evidence
         From :func:`attnsym.claims.verify_all` (or :func:`~attnsym.claims.verify`).
     figures : bool, default True
-        Render each claim's figures and inline them (PNG, ``dpi`` dots per inch).
+        Render each claim's figures and inline them (PNG, ``dpi`` dots per inch); a figure
+        already rendered as PNG (a :class:`~attnsym.claims.RenderedFigure`: the tour's report, a
+        worker of ``verify_all(jobs=N, formats=("png",))``) is resampled instead of drawn again.
     """
     rows = []
     for ev in evidence:
