@@ -113,6 +113,7 @@
     var copy = node.cloneNode(true);
     copy.setAttribute("xmlns", SVGNS);
     copy.setAttribute("version", "1.1");
+    Array.prototype.forEach.call(copy.querySelectorAll(".focus-ring"), function (r) { r.remove(); });
     copy.insertBefore(svg("style", { text: "text{font-family:Helvetica,Arial,sans-serif}" }), copy.firstChild);
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + new XMLSerializer().serializeToString(copy);
   }
@@ -285,13 +286,44 @@
     root.appendChild(g);
   }
 
+  // keyboard on a grid (roving tabindex): one cell of each grid is a tab stop; the arrows, Home/End and
+  // PageUp/PageDown move it, Enter or Space acts on it (pins its query token, or chooses the contrast's cell)
+  var roving = {};
+  function refocus(grid) {
+    var cell = document.querySelector('svg[data-grid="' + grid + '"] rect.cell[tabindex="0"]');
+    if (cell) cell.focus({ preventScroll: true });  // the page was re-drawn under the cell just used
+  }
+  function gridKeys(root, grid, n, m, cellAt, act) {
+    root.addEventListener("keydown", function (ev) {
+      var t = ev.target;
+      if (!t.classList || !t.classList.contains("cell")) return;
+      var i = Number(t.dataset.i), j = Number(t.dataset.j);
+      if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); act(i, j); return; }
+      var to = { ArrowRight: [i, j + 1], ArrowLeft: [i, j - 1], ArrowDown: [i + 1, j], ArrowUp: [i - 1, j],
+        Home: [i, 0], End: [i, m - 1], PageUp: [0, j], PageDown: [n - 1, j] }[ev.key];
+      if (!to) return;
+      ev.preventDefault();
+      to = [Math.max(0, Math.min(n - 1, to[0])), Math.max(0, Math.min(m - 1, to[1]))];
+      var next = cellAt(to[0], to[1]);
+      if (!next) return;
+      t.setAttribute("tabindex", "-1");
+      next.setAttribute("tabindex", "0");
+      roving[grid] = to;
+      next.focus();
+    });
+  }
   function heatmap(M, rows, cols, opts) {
     var n = rows.length, m = cols.length, g = layout(Math.max(n, m), rows.concat(cols));
+    var grid = opts.grid || "grid", at = opts.chosen || roving[grid];  // the tab stop: the chosen cell, else the last one used
+    if (!at || at[0] >= n || at[1] >= m) {
+      at = opts.selected !== null && opts.selected !== undefined && opts.selected < Math.min(n, m) ? [opts.selected, opts.selected] : [0, 0];
+    }
     var top = g.pad + 34, left = g.pad + 20;
     var W = Math.max(left + m * g.cell + 8, 360), H = top + n * g.cell + 48;
     var max = opts.max !== undefined ? opts.max : maxOf(M), color = scaled(max);
-    var root = svg("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img", "class": "heatmap",
-      "aria-label": opts.title });
+    var root = svg("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "group", "class": "heatmap",
+      "aria-label": opts.title + " (a grid: Tab into it, arrows move, Enter or Space " + (opts.oncell ? "chooses the cell" : "pins the row's token") + ")",
+      "data-grid": grid });
     root.appendChild(svg("title", { text: opts.title }));
     root.appendChild(svg("text", { x: 4, y: 13, "font-size": 11, "class": "caption", text: opts.title }));
     root.appendChild(svg("text", { x: left + m * g.cell / 2, y: 29, "font-size": 11, "text-anchor": "middle", "class": "axis",
@@ -321,19 +353,35 @@
           fill: color(w), stroke: chosen ? "#d6336c" : (hot ? "#e8590c" : "#ffffff"), "stroke-width": chosen ? 3 : (hot ? 1.5 : 0.5),
           "class": "cell" + (chosen ? " chosen" : ""), "data-i": i, "data-j": j, "data-w": w },
           svg("title", { text: (opts.cellTitle ? opts.cellTitle(i, j) : rows[i] + " ← " + cols[j]) + ": " + fmt(w) }));
-        if (opts.onhover) cell.addEventListener("mouseenter", function () { opts.onhover(i, j); });
-        if (opts.oncell) {
-          cell.setAttribute("role", "button");
-          cell.setAttribute("aria-label", (opts.cellTitle ? opts.cellTitle(i, j) : rows[i] + " ← " + cols[j]) + ": " + fmt(w));
-          activate(cell, function () { opts.oncell(i, j); });
+        if (opts.onhover) {
+          cell.addEventListener("mouseenter", function () { opts.onhover(i, j); });
+          cell.addEventListener("focus", function () { opts.onhover(i, j); });
         }
+        cell.setAttribute("role", "button");
+        cell.setAttribute("tabindex", i === at[0] && j === at[1] ? "0" : "-1");
+        cell.setAttribute("aria-label", (opts.cellTitle ? opts.cellTitle(i, j) : rows[i] + " reads " + cols[j]) + ": " + fmt(w));
+        cell.addEventListener("click", function () { act(i, j); });
+        cell.addEventListener("focus", function () {
+          ring.setAttribute("x", cell.getAttribute("x")); ring.setAttribute("y", cell.getAttribute("y"));
+          ring.setAttribute("visibility", "visible");
+        });
+        cell.addEventListener("blur", function () { ring.setAttribute("visibility", "hidden"); });
         root.appendChild(cell);
       });
     });
+    function act(i, j) {
+      roving[grid] = [i, j];
+      if (opts.oncell) opts.oncell(i, j); else if (opts.onlabel) opts.onlabel(i);
+      refocus(grid);
+    }
     if (opts.chosen) {  // drawn last so its border is on top
       var c = root.querySelector("rect.chosen");
       if (c) root.appendChild(c);
     }
+    var ring = svg("rect", { "class": "focus-ring", width: g.cell, height: g.cell, fill: "none", stroke: "#f59f00", "stroke-width": 3,
+      visibility: "hidden", "pointer-events": "none" });
+    root.appendChild(ring);  // the keyboard's focus ring, above every cell
+    gridKeys(root, grid, n, m, function (i, j) { return root.querySelector('rect.cell[data-i="' + i + '"][data-j="' + j + '"]'); }, act);
     legend(root, left, top + n * g.cell + 14, Math.min(140, Math.max(80, m * g.cell)), max, opts.legendLabel || "colour: 0 to the view's largest value");
     return root;
   }
@@ -500,7 +548,7 @@
     function files(view) { return function () { return fileName(view + (attention ? "" : "-" + state.view), inp.name, layer, head); }; }
     var max = maxOf(M);
     views.appendChild(card("view-heatmap", "Heatmap: " + describe(), heatmap(M, tokens, tokens, {
-      title: inp.name.slice(0, 40) + " · " + describe(), selected: sel, max: max,
+      title: inp.name.slice(0, 40) + " · " + describe(), selected: sel, max: max, grid: "routing",
       rowTitle: attention ? "query i ↓" : "output i ↓", colTitle: attention ? "key j →" : "input j →",
       legendLabel: "0 to this view's largest",
       onlabel: pin, onhover: function (i) { hover(i); } }), files("heatmap"), exportData));
@@ -674,7 +722,7 @@
     ]);
     var grid = heatmap(c.distance, range(c.distance.length).map(function (l) { return "layer " + (l + 1); }),
       range(c.distance[0].length).map(function (h) { return String(h + 1); }), {
-        title: "distance of “" + c.word + "” per layer × head", chosen: [layer, head], max: maxOf(c.distance),
+        title: "distance of “" + c.word + "” per layer × head", chosen: [layer, head], max: maxOf(c.distance), grid: "contrast",
         rowTitle: "layer ↓", colTitle: "head →", legendLabel: "distance, 0 to largest",
         cellTitle: function (i, j) { return "layer " + (i + 1) + ", head " + (j + 1); },
         oncell: function (i, j) {
@@ -683,8 +731,6 @@
           renderRouting();
           var target = byId("contrast-pair");
           if (target.scrollIntoView) target.scrollIntoView({ block: "nearest" });
-          var cell = byId("view-contrast-grid").querySelector("rect.chosen");
-          if (cell) cell.focus();
         } });
     root.appendChild(el("div", { "class": "story" }, [pair,
       el("div", null, [card("view-contrast-grid", "Distance per layer × head (click or Enter a cell)", grid,
