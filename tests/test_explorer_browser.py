@@ -490,3 +490,36 @@ def test_keyboard_moves_on_the_contrast_grid_and_enter_chooses(browser, data):
     assert browser.switch_to.active_element.get_attribute("data-j") == "0"
     _choose(browser, "pick-word", 0)
     _choose(browser, "pick-head", 0)
+
+
+def tapped_token_details(driver, k):
+    """Tap token ``k`` of the strip (scrolled to the middle of the screen); the geometry of it and its details."""
+    from selenium.webdriver.common.by import By
+
+    token = driver.find_elements(By.CSS_SELECTOR, "#token-strip button.token")[k]
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", token)
+    token.click()
+    return driver.execute_script(
+        "const p = document.getElementById('token-panel'), r = p.getBoundingClientRect();"
+        "const t = document.querySelectorAll('#token-strip button.token')[arguments[0]].getBoundingClientRect();"
+        "return {top: r.top, token_bottom: t.bottom, height: innerHeight, width: innerWidth,"
+        " scroll_width: document.documentElement.scrollWidth, token: p.dataset.token, pinned: p.dataset.pinned,"
+        " inline: p.classList.contains('inline')}", k)
+
+
+def assert_details_next_to_the_tap(driver, k):
+    """At 390 px the tapped token's details open just under its line, on screen, and nothing scrolls sideways."""
+    got = tapped_token_details(driver, k)
+    assert got["width"] == 390 and got["scroll_width"] <= 390, got
+    assert (got["token"], got["pinned"], got["inline"]) == (str(k), "true", True), got
+    assert 0 <= got["top"] < got["height"] - 80, got  # the details' top is in the viewport
+    assert 0 <= got["top"] - got["token_bottom"] < 40, got  # directly under the token's line
+    driver.execute_script("window.attnsymExplorer.select(null)")
+    assert driver.execute_script("return document.getElementById('token-panel').parentNode.id") == "routing"
+
+
+def test_a_tapped_token_shows_its_details_next_to_it_on_a_phone(phone, browser):
+    assert_details_next_to_the_tap(phone, 2)
+    got = tapped_token_details(browser, 2)  # a laptop keeps the panel under the strip (a hover never moves it)
+    assert got["inline"] is False and got["token"] == "2"
+    browser.execute_script("window.attnsymExplorer.select(null)")

@@ -143,6 +143,18 @@ def test_hover_shows_the_models_weights_in_chromium(full_page, real_browser):
     Select(driver.find_element(By.ID, "pick-input")).select_by_value("0")
 
 
+@browser_missing
+def test_the_real_page_on_a_phone_shows_a_tapped_tokens_details_beside_it_and_never_scrolls_sideways(full_page):
+    from test_explorer_browser import assert_details_next_to_the_tap
+
+    _, page = full_page
+    with headless.chromium(390, 844) as driver:
+        headless.load(driver, page)
+        assert driver.execute_script("return document.documentElement.scrollWidth <= innerWidth && innerWidth == 390")
+        for k in (1, 9, 15):  # a token of the strip's first, middle and last line (16 tokens wrap into 3)
+            assert_details_next_to_the_tap(driver, k)
+
+
 #: per thumbnail: layer, head, class, label text, and the canvas pixels (r, g, b per key, row by row)
 THUMBS = """return Array.from(document.querySelectorAll('#overview-grid button.thumb')).map(b => {
   const c = b.querySelector('canvas'), px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;

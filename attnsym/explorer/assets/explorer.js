@@ -469,13 +469,15 @@
     state.hover = null;
     renderRouting();
   }
+  function tokenButtons() { return byId("token-strip").querySelectorAll("button.token"); }
   function tokenStrip(tokens) {
-    var strip = byId("token-strip");
+    var strip = byId("token-strip"), panel = byId("token-panel");
+    if (panel.parentNode === strip) strip.parentNode.insertBefore(panel, strip.nextSibling);  // out before the strip is re-drawn
     strip.textContent = "";
     tokens.forEach(function (t, k) {
       strip.appendChild(el("button", { type: "button", "class": "token" + (state.token === k ? " selected" : ""),
         "data-index": k, "aria-pressed": String(state.token === k), text: t,
-        onclick: function () { pin(k); byId("token-strip").children[k].focus(); },
+        onclick: function () { pin(k); tokenButtons()[k].focus({ preventScroll: true }); keepInView(); },
         onmouseenter: function () { hover(k); },
         onkeydown: function (ev) {
           var next = { ArrowRight: k + 1, ArrowDown: k + 1, ArrowLeft: k - 1, ArrowUp: k - 1, Home: 0, End: tokens.length - 1 }[ev.key];
@@ -484,9 +486,30 @@
           next = Math.max(0, Math.min(tokens.length - 1, next));
           state.token = next;
           renderRouting();
-          byId("token-strip").children[next].focus();
+          tokenButtons()[next].focus();
+          keepInView();
         } }));
     });
+  }
+  // on a phone a pinned token's details open inside the strip, under the line of the token (a full-width
+  // panel after that line's last token), so they are next to the token, not below the whole strip
+  function narrow() { return !!(window.matchMedia && window.matchMedia("(max-width: 720px)").matches); }
+  function placePanel() {
+    var strip = byId("token-strip"), panel = byId("token-panel"), buttons = tokenButtons(), k = state.token;
+    if (!narrow() || k === null || k >= buttons.length) {
+      if (panel.parentNode === strip) strip.parentNode.insertBefore(panel, strip.nextSibling);
+      panel.classList.remove("inline");
+      return;
+    }
+    var top = buttons[k].offsetTop, last = k;
+    while (last + 1 < buttons.length && buttons[last + 1].offsetTop === top) last++;
+    strip.insertBefore(panel, buttons[last].nextSibling);
+    panel.classList.add("inline");
+  }
+  function keepInView() {  // after a tap or an arrow on a phone: the details' top is on screen
+    if (!narrow() || state.token === null) return;
+    var r = byId("token-panel").getBoundingClientRect();
+    if (r.top < 0 || r.top > window.innerHeight - 160) window.scrollBy(0, r.top - Math.round(window.innerHeight * 0.35));
   }
   // hover shows a token only while none is pinned: a pin is never replaced by a hover
   function hover(k) { if (state.token === null) { state.hover = k; showToken(k); } }
@@ -569,6 +592,7 @@
     var show = sel !== null ? sel : state.hover;
     if (show !== null && show < tokens.length) showToken(show);
     else { panel.textContent = "Hover a token, a heatmap row or a graph node; click or Enter pins it."; panel.removeAttribute("data-token"); panel.removeAttribute("data-pinned"); }
+    placePanel();
     renderOverview();
     renderHeadView();
     renderContrast();
