@@ -523,3 +523,24 @@ def test_a_tapped_token_shows_its_details_next_to_it_on_a_phone(phone, browser):
     got = tapped_token_details(browser, 2)  # a laptop keeps the panel under the strip (a hover never moves it)
     assert got["inline"] is False and got["token"] == "2"
     browser.execute_script("window.attnsymExplorer.select(null)")
+
+
+def test_keyboard_moves_over_the_overview_and_enter_opens_a_head(browser, data):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    _choose(browser, "pick-input", 0)
+    _choose(browser, "pick-head", 0)
+    stops = browser.find_elements(By.CSS_SELECTOR, '#overview-grid button.thumb[tabindex="0"]')
+    assert [(s.get_attribute("data-layer"), s.get_attribute("data-head")) for s in stops] == [("1", "1")]  # the open head
+    stops[0].send_keys(Keys.ARROW_RIGHT)
+    assert browser.switch_to.active_element.get_attribute("data-head") == "2"
+    browser.switch_to.active_element.send_keys(Keys.HOME)
+    browser.switch_to.active_element.send_keys(Keys.END)
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    heads = data.inputs[0].heads
+    state = browser.execute_script("return [window.attnsymExplorer.state.layer, window.attnsymExplorer.state.head]")
+    assert state == [0, str(heads - 1)]
+    chosen = browser.find_elements(By.CSS_SELECTOR, '#overview-grid button.thumb.chosen[tabindex="0"]')
+    assert [c.get_attribute("data-head") for c in chosen] == [str(heads)]
+    _choose(browser, "pick-head", 0)

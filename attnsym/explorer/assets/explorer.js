@@ -621,7 +621,7 @@
     var inp = current(), root = byId("overview-grid");
     byId("overview-input").textContent = "“" + inp.name + "”";
     root.textContent = "";
-    var grid = el("div", { "class": "thumbs", role: "grid", "aria-label": "layers × heads", style: "grid-template-columns: auto repeat(" + inp.heads + ", minmax(3.2rem, 1fr))" });
+    var grid = el("div", { "class": "thumbs", role: "group", "aria-label": "layers × heads (Tab into it, arrows move, Enter opens a head)", style: "grid-template-columns: auto repeat(" + inp.heads + ", minmax(3.2rem, 1fr))" });
     grid.appendChild(el("span", { "class": "thumb-axis", text: "layer ↓ head →" }));
     range(inp.heads).forEach(function (h) { grid.appendChild(el("span", { "class": "thumb-axis", text: String(h + 1) })); });
     range(inp.layers).forEach(function (l) {
@@ -633,10 +633,29 @@
         var b = el("button", { type: "button", "class": "thumb" + (chosen ? " chosen" : ""), "data-layer": l + 1, "data-head": h + 1,
           "data-class": cls, title: "layer " + (l + 1) + ", head " + (h + 1) + (hc ? ": " + cls + score + " — " + inp.head_classes.descriptions[cls] : ""),
           "aria-label": "open layer " + (l + 1) + " head " + (h + 1) + (hc ? ", " + cls : ""),
-          onclick: function () { openHead(l, h); } }, [thumbnail(inp.attention[l][h]),
+          onclick: function () { roving.overview = [l, h]; openHead(l, h); } }, [thumbnail(inp.attention[l][h]),
           el("span", { "class": "thumb-label cls-" + slug(cls), text: hc ? inp.head_classes.short[cls] + score : "" })]);
         grid.appendChild(b);
       });
+    });
+    // one tab stop (the open head, else the last one used, else layer 1 head 1); arrows, Home/End, PageUp/PageDown move it
+    var stop = grid.querySelector("button.thumb.chosen") || grid.querySelector('button.thumb[data-layer="' + ((roving.overview || [0])[0] + 1) +
+      '"][data-head="' + ((roving.overview || [0, 0])[1] + 1) + '"]') || grid.querySelector("button.thumb");
+    Array.prototype.forEach.call(grid.querySelectorAll("button.thumb"), function (b) { b.setAttribute("tabindex", b === stop ? "0" : "-1"); });
+    grid.addEventListener("keydown", function (ev) {
+      var t = ev.target;
+      if (!t.classList || !t.classList.contains("thumb")) return;
+      var l = Number(t.dataset.layer) - 1, h = Number(t.dataset.head) - 1;
+      var to = { ArrowRight: [l, h + 1], ArrowLeft: [l, h - 1], ArrowDown: [l + 1, h], ArrowUp: [l - 1, h],
+        Home: [l, 0], End: [l, inp.heads - 1], PageUp: [0, h], PageDown: [inp.layers - 1, h] }[ev.key];
+      if (!to) return;
+      ev.preventDefault();
+      to = [Math.max(0, Math.min(inp.layers - 1, to[0])), Math.max(0, Math.min(inp.heads - 1, to[1]))];
+      var next = grid.querySelector('button.thumb[data-layer="' + (to[0] + 1) + '"][data-head="' + (to[1] + 1) + '"]');
+      t.setAttribute("tabindex", "-1");
+      next.setAttribute("tabindex", "0");
+      roving.overview = to;
+      next.focus();
     });
     var exportData = function () {
       return { numbering: "layer and head count from 1, as the page shows them; attention[layer-1][head-1][i][j]: query i reads key j",
