@@ -622,7 +622,7 @@
     byId("overview-input").textContent = "“" + inp.name + "”";
     root.textContent = "";
     var grid = el("div", { "class": "thumbs", role: "group", "aria-label": "layers × heads (Tab into it, arrows move, Enter opens a head)", style: "grid-template-columns: auto repeat(" + inp.heads + ", minmax(3.2rem, 1fr))" });
-    grid.appendChild(el("span", { "class": "thumb-axis", text: "layer ↓ head →" }));
+    grid.appendChild(el("span", { "class": "thumb-axis corner" }, [el("span", { text: "layer ↓ " }), el("span", { text: "head →" })]));
     range(inp.heads).forEach(function (h) { grid.appendChild(el("span", { "class": "thumb-axis", text: String(h + 1) })); });
     range(inp.layers).forEach(function (l) {
       grid.appendChild(el("span", { "class": "thumb-axis", text: String(l + 1) }));
@@ -634,7 +634,7 @@
           "data-class": cls, title: "layer " + (l + 1) + ", head " + (h + 1) + (hc ? ": " + cls + score + " — " + inp.head_classes.descriptions[cls] : ""),
           "aria-label": "open layer " + (l + 1) + " head " + (h + 1) + (hc ? ", " + cls : ""),
           onclick: function () { roving.overview = [l, h]; openHead(l, h); } }, [thumbnail(inp.attention[l][h]),
-          el("span", { "class": "thumb-label cls-" + slug(cls), text: hc ? inp.head_classes.short[cls] + score : "" })]);
+          el("span", { "class": "thumb-label cls-" + slug(cls) }, hc ? [inp.head_classes.short[cls], score ? el("span", { "class": "score", text: score }) : null] : null)]);
         grid.appendChild(b);
       });
     });
