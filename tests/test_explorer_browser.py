@@ -464,6 +464,8 @@ def test_keyboard_tabs_into_the_heatmap_moves_with_the_arrows_and_pins_with_ente
     assert (active.get_attribute("data-i"), active.get_attribute("data-j")) == ("1", "1")
     active.send_keys(Keys.ESCAPE)
     assert browser.execute_script("return window.attnsymExplorer.state.token") is None
+    active = browser.switch_to.active_element  # Escape unpins and the focus stays on the cell
+    assert (active.get_attribute("data-i"), active.get_attribute("data-j")) == ("1", "1")
     svg_text = _capture_download(browser, "#view-heatmap button[data-export=svg]")
     assert "focus-ring" not in svg_text  # the ring is the page's, not the figure's
 

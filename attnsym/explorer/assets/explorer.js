@@ -804,7 +804,11 @@
     });
     byId("pick-threshold").addEventListener("input", function (ev) { state.threshold = Number(ev.target.value); renderRouting(); });
     document.addEventListener("keydown", function (ev) {
-      if (ev.key === "Escape" && state.token !== null) { state.token = null; state.hover = null; renderRouting(); }
+      if (ev.key === "Escape" && state.token !== null) {
+        var from = document.activeElement, grid = from && from.closest ? from.closest("svg[data-grid]") : null;
+        state.token = null; state.hover = null; renderRouting();
+        if (grid) refocus(grid.getAttribute("data-grid"));  // the keyboard stays where it was
+      }
     });
     if (DATA.contrasts.length) {  // open on the contrast's chosen cell
       var c = DATA.contrasts[0];
