@@ -12,7 +12,7 @@ a list of routes (several texts: a padded batch is already cut to real tokens by
   ``labels`` ``(layers, heads)`` tuple of tuples of class names; ``top`` ``(layers, heads)``
   the winning score (NaN for ``mixed``); ``band_offset`` ``(layers, heads)`` the offset of the
   band score; ``thresholds`` (pattern -> threshold); ``causal``; ``texts``; ``queries``
-  (queries counted per pattern); methods ``score(pattern)``, ``table()``, ``to_dict()``
+  (queries counted per pattern, the most over layers); methods ``score(pattern)``, ``table()``, ``to_dict()``
   (1-based ``layer``/``head``), ``counts()`` (class -> count per layer);
 * classes, in order (:data:`CLASSES`), with a short label (:data:`SHORT`) and a sentence
   (:data:`DESCRIPTIONS`): ``previous-token`` (prev), ``next-token`` (next), ``self`` (self),
@@ -23,9 +23,12 @@ a list of routes (several texts: a padded batch is already cut to real tokens by
 
 **Scores.** ``A`` is one text's ``(n, n)`` attention of one head (rows = queries ``i``, keys
 ``j``, real tokens only). The *allowed keys* of query ``i`` are all ``n`` tokens
-(bidirectional) or ``j <= i`` (causal); only queries with at least two allowed keys count (in
-a decoder query 0 sees only itself). Each score is a mean over a set of queries, pooled over
-the texts so that **every query weighs the same** (``sum of values / number of queries``):
+(bidirectional) or ``j <= i`` (causal), and of a route also only those whose score is finite
+(a sliding-window layer, as in Mistral or Gemma 2, masks ``j <= i - w``); only queries with at
+least two allowed keys count (in a decoder query 0 sees only itself), and a query counts for a
+pattern only where the pattern's key is allowed (query ``i >= w`` of a window ``w`` does not
+count for first-token). Each score is a mean over a set of queries, pooled over the texts (and
+counted per layer) so that **every query weighs the same** (``sum of values / number of queries``):
 
 * previous-token: :math:`A_{i,i-1}` over queries ``i >= 1``;
 * next-token: :math:`A_{i,i+1}` over ``i <= n-2`` (bidirectional only; NaN for a decoder);
@@ -238,6 +241,7 @@ class HeadReport:
 @dataclass(frozen=True)
 class _Item:
     A: np.ndarray  # (L, H, n, n) float64, a private copy
+    allowed: np.ndarray  # (L, n, n) bool: the keys each query's mask lets it see, per layer
     punct: np.ndarray  # (n,) bool
     causal: bool
     text: str
@@ -272,7 +276,19 @@ def _from_route(route: Any, k: int) -> _Item:
     punct = np.array([not special and _is_punct(route.text[a:b] if b > a else token)
                       for token, (a, b), special in zip(route.tokens, route.offsets, route.special, strict=True)],
                      dtype=bool)
-    return _Item(_check_weights(attention, f"route {k} attention"), punct, bool(route.causal), route.text)
+    A = _check_weights(attention, f"route {k} attention")
+    allowed = _mask(A.shape[0], A.shape[-1], bool(route.causal))
+    scores = getattr(route, "scores", None)
+    if scores is not None and np.shape(scores) == A.shape:  # -inf where masked: a sliding window shows here
+        allowed = allowed & np.isfinite(np.asarray(scores)).any(axis=1)
+    return _Item(A, allowed, punct, bool(route.causal), route.text)
+
+
+def _mask(layers: int, n: int, causal: bool) -> np.ndarray:
+    """(layers, n, n) allowed keys: j <= i in a decoder, every key otherwise."""
+    i = np.arange(n)
+    base = (i[None, :] <= i[:, None]) if causal else np.ones((n, n), dtype=bool)
+    return np.broadcast_to(base, (layers, n, n))
 
 
 def _infer_causal(A: np.ndarray) -> bool:
@@ -314,7 +330,7 @@ def _from_array(data: Any, mask: Any, tokens: Any, causal: Any) -> list[_Item]:
                 toks = [toks[j] for j in real]
             punct = np.array([_is_punct(t) for t in toks], dtype=bool)
         is_causal = _infer_causal(sub) if causal is None else bool(causal)
-        items.append(_Item(sub, punct, is_causal, ""))
+        items.append(_Item(sub, _mask(sub.shape[0], real.size, is_causal), punct, is_causal, ""))
     return items
 
 
@@ -337,41 +353,58 @@ def _items(data: Any, mask: Any, tokens: Any, causal: Any) -> list[_Item]:
 # ---------------------------------------------------------------------------------------------- scores
 def _accumulate(item: _Item, max_offset: int, sums: np.ndarray, counts: np.ndarray,
                 band_sums: np.ndarray, band_counts: np.ndarray) -> None:
-    """Add one text's value sums (L, H, P) and query counts (P,) for every pattern."""
-    A = item.A  # (L, H, n, n)
+    """Add one text's value sums (L, H, P) and query counts (L, P) for every pattern, layer by layer."""
+    for ly in range(item.A.shape[0]):
+        _accumulate_layer(item.A[ly], item.allowed[ly], item.punct, max_offset, sums[ly], counts[ly],
+                          band_sums[ly], band_counts[ly])
+
+
+def _accumulate_layer(A: np.ndarray, allowed: np.ndarray, punct: np.ndarray, max_offset: int, sums: np.ndarray,
+                      counts: np.ndarray, band_sums: np.ndarray, band_counts: np.ndarray) -> None:
+    """One layer: ``A`` (H, n, n), ``allowed`` (n, n); adds into the views ``sums`` (H, P), ``counts`` (P,), ….
+
+    A query counts for a pattern only where its mask allows the pattern's key (a causal or
+    sliding-window query that cannot see key 0 does not dilute the first-token score).
+    """
     n = A.shape[-1]
     i = np.arange(n)
-    allowed = (i[None, :] <= i[:, None]) if item.causal else np.ones((n, n), dtype=bool)  # (n, n)
     m = allowed.sum(axis=1)  # allowed keys per query
     q = m >= 2  # the queries that count
 
     def add(pattern: str, rows: np.ndarray, values: np.ndarray) -> None:
-        sums[:, :, _P[pattern]] += values.sum(axis=-1) if rows.size else 0.0
+        sums[:, _P[pattern]] += values.sum(axis=-1) if rows.size else 0.0
         counts[_P[pattern]] += rows.size
 
+    def reach(rows: np.ndarray, keys: np.ndarray) -> np.ndarray:  # the rows whose key is allowed
+        return rows[allowed[rows, keys]] if rows.size else rows
+
     rows = i[q & (i >= 1)]
-    add("previous", rows, A[:, :, rows, rows - 1])
-    if not item.causal:
-        rows = i[q & (i <= n - 2)]
-        add("next", rows, A[:, :, rows, rows + 1])
-        add("end", rows, A[:, :, rows, n - 1])
+    rows = reach(rows, rows - 1)
+    add("previous", rows, A[:, rows, rows - 1])
+    rows = i[q & (i <= n - 2)]
+    rows = reach(rows, rows + 1)  # none in a decoder
+    add("next", rows, A[:, rows, rows + 1])
+    rows = i[q & (i <= n - 2)]
+    rows = reach(rows, np.full(rows.shape, n - 1))  # none in a decoder
+    add("end", rows, A[:, rows, n - 1])
     rows = i[q]
-    add("self", rows, A[:, :, rows, rows])
+    add("self", rows, A[:, rows, rows])
     rows = i[q & (i >= 1)]
-    add("first", rows, A[:, :, rows, 0])
-    keys = item.punct[None, :] & allowed & ~np.eye(n, dtype=bool)  # (n, n)
+    rows = reach(rows, np.zeros(rows.shape, dtype=np.int64))
+    add("first", rows, A[:, rows, 0])
+    keys = punct[None, :] & allowed & ~np.eye(n, dtype=bool)  # (n, n)
     rows = i[q & keys.any(axis=1)]
-    add("punctuation", rows, (A[:, :, rows, :] * keys[rows]).sum(axis=-1))
+    add("punctuation", rows, (A[:, rows, :] * keys[rows]).sum(axis=-1))
     for slot, k in enumerate(_offsets(max_offset)):
         rows = i[q & (i + k >= 1) & (i + k <= n - 2)]  # the first and last token are sinks, not a band
-        rows = rows[allowed[rows, rows + k]] if rows.size else rows
+        rows = reach(rows, rows + k)
         if rows.size:
-            band_sums[:, :, slot] += A[:, :, rows, rows + k].sum(axis=-1)
+            band_sums[:, slot] += A[:, rows, rows + k].sum(axis=-1)
             band_counts[slot] += rows.size
     rows = i[q]
     with np.errstate(divide="ignore", invalid="ignore"):
-        plogp = np.where(A[:, :, rows, :] > 0, A[:, :, rows, :] * np.log(A[:, :, rows, :]), 0.0)
-    H = -plogp.sum(axis=-1)  # (L, H, rows)
+        plogp = np.where(A[:, rows, :] > 0, A[:, rows, :] * np.log(A[:, rows, :]), 0.0)
+    H = -plogp.sum(axis=-1)  # (H, rows)
     add("broad", rows, H / np.log(m[rows]))
 
 
@@ -444,14 +477,14 @@ def classify(data: Any, *, induction: InductionScores | None = None, thresholds:
         raise ShapeError("the texts mix causal and bidirectional attention; classify one model at a time")
     offsets = _offsets(max_offset)
     sums = np.zeros((L, H, len(PATTERNS)))
-    counts = np.zeros(len(PATTERNS), dtype=np.int64)
+    counts = np.zeros((L, len(PATTERNS)), dtype=np.int64)
     band_sums = np.zeros((L, H, len(offsets)))
-    band_counts = np.zeros(len(offsets), dtype=np.int64)
+    band_counts = np.zeros((L, len(offsets)), dtype=np.int64)
     for it in items:
         _accumulate(it, max_offset, sums, counts, band_sums, band_counts)
     with np.errstate(divide="ignore", invalid="ignore"):
-        scores = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
-        band = np.where(band_counts > 0, band_sums / np.maximum(band_counts, 1), -np.inf)  # (L, H, offsets)
+        scores = np.where(counts[:, None] > 0, sums / np.maximum(counts, 1)[:, None], np.nan)
+        band = np.where(band_counts[:, None] > 0, band_sums / np.maximum(band_counts, 1)[:, None], -np.inf)  # (L, H, O)
     best = np.argmax(band, axis=-1)  # first maximum: the tie order of _offsets
     band_best = np.take_along_axis(band, best[..., None], axis=-1)[..., 0]
     scores[:, :, _P["band"]] = np.where(np.isfinite(band_best), band_best, np.nan)
@@ -469,7 +502,7 @@ def classify(data: Any, *, induction: InductionScores | None = None, thresholds:
         arr.setflags(write=False)
     return HeadReport(scores=scores, patterns=PATTERNS, labels=labels, top=top, band_offset=band_offset,
                       thresholds=limits, causal=is_causal, texts=tuple(it.text for it in items),
-                      queries={p: int(counts[_P[p]]) for p in PATTERNS if p not in ("band", "induction", "duplicate")})
+                      queries={p: int(counts[:, _P[p]].max()) for p in PATTERNS if p not in ("band", "induction", "duplicate")})
 
 
 def _label(scores: np.ndarray, limits: Mapping[str, float]) -> tuple[tuple[tuple[str, ...], ...], np.ndarray]:

@@ -432,3 +432,117 @@ def test_a_64_token_text_thins_its_labels_and_edges_with_a_threshold_control(lon
                               "s.dispatchEvent(new Event('input'))")
         WebDriverWait(driver, 30).until(lambda d: edges() == int(np.count_nonzero(A >= 0.2)))
         assert driver.execute_script("return document.documentElement.scrollWidth <= innerWidth")
+
+
+def test_keyboard_tabs_into_the_heatmap_moves_with_the_arrows_and_pins_with_enter(browser, data):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    _choose(browser, "pick-input", 0)
+    _choose(browser, "pick-head", 0)
+    browser.execute_script("window.attnsymExplorer.select(null)")
+    stops = browser.find_elements(By.CSS_SELECTOR, '#view-heatmap rect.cell[tabindex="0"]')
+    assert len(stops) == 1  # one tab stop per grid (roving tabindex), not one per cell
+    labels = browser.find_elements(By.CSS_SELECTOR, "#view-heatmap text.row-label")
+    labels[-1].send_keys(Keys.TAB)  # from the last row label, Tab enters the grid
+    active = browser.switch_to.active_element
+    assert (active.get_attribute("class"), active.get_attribute("data-i"), active.get_attribute("data-j")) == ("cell", "0", "0")
+    for key in (Keys.ARROW_RIGHT, Keys.ARROW_RIGHT, Keys.ARROW_DOWN, Keys.ARROW_LEFT):
+        browser.switch_to.active_element.send_keys(key)
+    active = browser.switch_to.active_element
+    assert (active.get_attribute("data-i"), active.get_attribute("data-j"), active.get_attribute("tabindex")) == ("1", "1", "0")
+    ring = browser.find_element(By.CSS_SELECTOR, "#view-heatmap rect.focus-ring")  # visible, on the focused cell
+    assert ring.get_attribute("visibility") == "visible"
+    assert (ring.get_attribute("x"), ring.get_attribute("y")) == (active.get_attribute("x"), active.get_attribute("y"))
+    A = np.asarray(data.inputs[0].attention)[0, 0]
+    assert float(active.get_attribute("data-w")) == A[1, 1] and active.get_attribute("aria-label").endswith(f"{A[1, 1]:.3f}")
+    active.send_keys(Keys.ENTER)  # pins the cell's query token; the focus stays on the cell
+    assert browser.execute_script("return window.attnsymExplorer.state.token") == 1
+    panel = browser.find_element(By.ID, "token-panel")
+    assert panel.get_attribute("data-token") == "1" and panel.get_attribute("data-pinned") == "true"
+    active = browser.switch_to.active_element
+    assert (active.get_attribute("data-i"), active.get_attribute("data-j")) == ("1", "1")
+    active.send_keys(Keys.ESCAPE)
+    assert browser.execute_script("return window.attnsymExplorer.state.token") is None
+    active = browser.switch_to.active_element  # Escape unpins and the focus stays on the cell
+    assert (active.get_attribute("data-i"), active.get_attribute("data-j")) == ("1", "1")
+    svg_text = _capture_download(browser, "#view-heatmap button[data-export=svg]")
+    assert "focus-ring" not in svg_text  # the ring is the page's, not the figure's
+
+
+def test_keyboard_moves_on_the_contrast_grid_and_enter_chooses(browser, data):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    _choose(browser, "pick-word", 1)
+    c = data.contrasts[1]
+    assert c.cell == (0, 1) and c.distance.shape == (1, 2)
+    stop = browser.find_elements(By.CSS_SELECTOR, '#view-contrast-grid rect.cell[tabindex="0"]')
+    assert [(s.get_attribute("data-i"), s.get_attribute("data-j")) for s in stop] == [("0", "1")]  # the chosen cell
+    moves = []
+    for key in (Keys.ARROW_DOWN, Keys.ARROW_LEFT, Keys.END, Keys.HOME):  # down is clamped at the last layer
+        (stop[0] if not moves else browser.switch_to.active_element).send_keys(key)
+        moves.append(browser.switch_to.active_element.get_attribute("data-j"))
+    assert moves == ["1", "0", "1", "0"]
+    browser.switch_to.active_element.send_keys(Keys.SPACE)
+    assert browser.execute_script("return [window.attnsymExplorer.state.layer, window.attnsymExplorer.state.head]") == [0, "0"]
+    chosen = browser.find_elements(By.CSS_SELECTOR, "#view-contrast-grid rect.cell.chosen")
+    assert [(r.get_attribute("data-i"), r.get_attribute("data-j")) for r in chosen] == [("0", "0")]
+    assert browser.find_element(By.CSS_SELECTOR, ".contrast-distance").text == f"{c.distance[0, 0]:.3f}"
+    assert browser.switch_to.active_element.get_attribute("data-j") == "0"
+    _choose(browser, "pick-word", 0)
+    _choose(browser, "pick-head", 0)
+
+
+def tapped_token_details(driver, k):
+    """Tap token ``k`` of the strip (scrolled to the middle of the screen); the geometry of it and its details."""
+    from selenium.webdriver.common.by import By
+
+    token = driver.find_elements(By.CSS_SELECTOR, "#token-strip button.token")[k]
+    driver.execute_script("arguments[0].scrollIntoView({block: 'center'})", token)
+    token.click()
+    return driver.execute_script(
+        "const p = document.getElementById('token-panel'), r = p.getBoundingClientRect();"
+        "const t = document.querySelectorAll('#token-strip button.token')[arguments[0]].getBoundingClientRect();"
+        "return {top: r.top, token_bottom: t.bottom, height: innerHeight, width: innerWidth,"
+        " scroll_width: document.documentElement.scrollWidth, token: p.dataset.token, pinned: p.dataset.pinned,"
+        " inline: p.classList.contains('inline')}", k)
+
+
+def assert_details_next_to_the_tap(driver, k):
+    """At 390 px the tapped token's details open just under its line, on screen, and nothing scrolls sideways."""
+    got = tapped_token_details(driver, k)
+    assert got["width"] == 390 and got["scroll_width"] <= 390, got
+    assert (got["token"], got["pinned"], got["inline"]) == (str(k), "true", True), got
+    assert 0 <= got["top"] < got["height"] - 80, got  # the details' top is in the viewport
+    assert 0 <= got["top"] - got["token_bottom"] < 40, got  # directly under the token's line
+    driver.execute_script("window.attnsymExplorer.select(null)")
+    assert driver.execute_script("return document.getElementById('token-panel').parentNode.id") == "routing"
+
+
+def test_a_tapped_token_shows_its_details_next_to_it_on_a_phone(phone, browser):
+    assert_details_next_to_the_tap(phone, 2)
+    got = tapped_token_details(browser, 2)  # a laptop keeps the panel under the strip (a hover never moves it)
+    assert got["inline"] is False and got["token"] == "2"
+    browser.execute_script("window.attnsymExplorer.select(null)")
+
+
+def test_keyboard_moves_over_the_overview_and_enter_opens_a_head(browser, data):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    _choose(browser, "pick-input", 0)
+    _choose(browser, "pick-head", 0)
+    stops = browser.find_elements(By.CSS_SELECTOR, '#overview-grid button.thumb[tabindex="0"]')
+    assert [(s.get_attribute("data-layer"), s.get_attribute("data-head")) for s in stops] == [("1", "1")]  # the open head
+    stops[0].send_keys(Keys.ARROW_RIGHT)
+    assert browser.switch_to.active_element.get_attribute("data-head") == "2"
+    browser.switch_to.active_element.send_keys(Keys.HOME)
+    browser.switch_to.active_element.send_keys(Keys.END)
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    heads = data.inputs[0].heads
+    state = browser.execute_script("return [window.attnsymExplorer.state.layer, window.attnsymExplorer.state.head]")
+    assert state == [0, str(heads - 1)]
+    chosen = browser.find_elements(By.CSS_SELECTOR, '#overview-grid button.thumb.chosen[tabindex="0"]')
+    assert [c.get_attribute("data-head") for c in chosen] == [str(heads)]
+    _choose(browser, "pick-head", 0)

@@ -106,28 +106,90 @@ def test_two_16_token_sentences_of_a_6_layer_12_head_model_fit_in_5_MB(full_page
     assert page.stat().st_size < 5_000_000
 
 
-@pytest.mark.skipif(headless.browser_available() is not None, reason=headless.browser_available() or "")
-def test_hover_shows_the_models_weights_in_chromium(full_page):
+browser_missing = pytest.mark.skipif(headless.browser_available() is not None, reason=headless.browser_available() or "")
+
+
+@pytest.fixture(scope="module")
+def real_browser(full_page):
+    """One Chromium on the real-model page for the module's browser tests."""
+    _, page = full_page
+    with headless.chromium() as driver:
+        headless.requests_made(driver)
+        driver.get_log("browser")
+        headless.load(driver, page)
+        yield driver
+
+
+@browser_missing
+def test_hover_shows_the_models_weights_in_chromium(full_page, real_browser):
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import Select
 
-    data, page = full_page
+    data, _ = full_page
+    driver = real_browser
     A = data.inputs[1].attention
-    with headless.chromium() as driver:
-        headless.requests_made(driver)
+    Select(driver.find_element(By.ID, "pick-input")).select_by_value("1")
+    Select(driver.find_element(By.ID, "pick-layer")).select_by_value("3")
+    Select(driver.find_element(By.ID, "pick-head")).select_by_value("7")
+    k = 5  # "apples"
+    ActionChains(driver).move_to_element(driver.find_elements(By.CSS_SELECTOR, "#token-strip button.token")[k]).perform()
+    rows = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#token-panel .weights.row td.num")]
+    cols = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#token-panel .weights.col td.num")]
+    assert rows == [f"{w:.3f}" for w in A[3, 7, k]]
+    assert cols == [f"{w:.3f}" for w in A[3, 7, :, k]]
+    assert [u for u in headless.requests_made(driver) if not u.startswith(("file:", "data:", "blob:"))] == []
+    assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+    Select(driver.find_element(By.ID, "pick-input")).select_by_value("0")
+
+
+@browser_missing
+def test_the_real_page_on_a_phone_shows_a_tapped_tokens_details_beside_it_and_never_scrolls_sideways(full_page):
+    from test_explorer_browser import assert_details_next_to_the_tap
+
+    _, page = full_page
+    with headless.chromium(390, 844) as driver:
         headless.load(driver, page)
-        Select(driver.find_element(By.ID, "pick-input")).select_by_value("1")
-        Select(driver.find_element(By.ID, "pick-layer")).select_by_value("3")
-        Select(driver.find_element(By.ID, "pick-head")).select_by_value("7")
-        k = 5  # "apples"
-        ActionChains(driver).move_to_element(driver.find_elements(By.CSS_SELECTOR, "#token-strip button.token")[k]).perform()
-        rows = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#token-panel .weights.row td.num")]
-        cols = [e.text for e in driver.find_elements(By.CSS_SELECTOR, "#token-panel .weights.col td.num")]
-        assert rows == [f"{w:.3f}" for w in A[3, 7, k]]
-        assert cols == [f"{w:.3f}" for w in A[3, 7, :, k]]
-        assert [u for u in headless.requests_made(driver) if not u.startswith(("file:", "data:", "blob:"))] == []
-        assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []
+        assert driver.execute_script("return document.documentElement.scrollWidth <= innerWidth && innerWidth == 390")
+        for k in (1, 9, 15):  # a token of the strip's first, middle and last line (16 tokens wrap into 3)
+            assert_details_next_to_the_tap(driver, k)
+
+
+#: per thumbnail: layer, head, class, label text, and the canvas pixels (r, g, b per key, row by row)
+THUMBS = """return Array.from(document.querySelectorAll('#overview-grid button.thumb')).map(b => {
+  const c = b.querySelector('canvas'), px = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  const rgb = []; for (let o = 0; o < px.length; o += 4) rgb.push([px[o], px[o + 1], px[o + 2]]);
+  return [Number(b.dataset.layer), Number(b.dataset.head), b.dataset.class, b.querySelector('.thumb-label').textContent, rgb];
+});"""
+
+
+@browser_missing
+def test_the_overview_of_the_real_model_shows_route_and_attnsym_heads(model, real_browser):
+    """Every thumbnail of both sentences: its class is attnsym.heads' class of that head on model.route(sentence),
+    its number that head's top score, and its pixels the route's attention coloured by the page's one scale."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    from attnsym._html import sequential
+    from attnsym.heads import SHORT, classify
+
+    driver = real_browser
+    for k, sentence in enumerate((S1, S2)):
+        Select(driver.find_element(By.ID, "pick-input")).select_by_value(str(k))
+        route = model.route(sentence)
+        report = classify(route)
+        A = np.asarray(route.attention, dtype=np.float64)
+        thumbs = driver.execute_script(THUMBS)
+        assert [(t[0], t[1]) for t in thumbs] == [(ly + 1, h + 1) for ly in range(6) for h in range(12)]
+        for layer, head, cls, label, rgb in thumbs:
+            ly, h = layer - 1, head - 1
+            assert cls == report.labels[ly][h], (sentence, layer, head)
+            top = report.top[ly, h]
+            assert label == SHORT[cls] + ("" if np.isnan(top) else f" {top:.2f}")
+            M = A[ly, h]
+            expected = [[int(v) for v in sequential(w / M.max())[4:-1].split(",")] for w in M.ravel()]
+            assert np.abs(np.array(rgb) - np.array(expected)).max() <= 1, (layer, head)  # 8-bit rounding
+    Select(driver.find_element(By.ID, "pick-input")).select_by_value("0")
 
 
 def test_routes_and_contrasts_display_themselves_in_jupyter(model):

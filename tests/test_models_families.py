@@ -25,6 +25,10 @@ import json
 
 import numpy as np
 import pytest
+from models_support import FAMILY_TEXTS as TEXTS
+from models_support import FAMILY_VARIANTS as VARIANTS
+from models_support import decoder_family
+from models_support import family_tokenizer as _tokenizer
 
 import attnsym as at
 from attnsym import models
@@ -36,55 +40,12 @@ pytestmark = pytest.mark.oracle
 
 TOL32 = 1e-5
 TOL64 = 1e-5  # the reference computes RoPE, RMSNorm and softmax in float32 (module docstring)
-WORDS = ["<unk>", "<pad>", "the", "apple", "phone", "launch", "event", "i", "like", "to", "eat", "apples", "a",
-         "small", "model", "routes", "words", "through", "its", "heads", "and", "pears"]
-TEXTS = ["the apple phone launch event and a small model", "i like to eat apples", "a model routes words"]
-KW = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=64,
-          vocab_size=100, max_position_embeddings=64, pad_token_id=1)
-LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-          "original_max_position_embeddings": 16}
-VARIANTS = {
-    "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
-    "llama-llama3": ("LlamaConfig", "LlamaModel", {"rope_scaling": LLAMA3, "rope_theta": 500000.0}),
-    "llama-linear-tied": ("LlamaConfig", "LlamaForCausalLM", {"rope_scaling": {"rope_type": "linear", "factor": 2.0},
-                                                              "tie_word_embeddings": True, "attention_bias": True}),
-    "mistral": ("MistralConfig", "MistralModel", {"sliding_window": 3}),
-    "qwen2": ("Qwen2Config", "Qwen2Model", {}),
-    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 16}),
-    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"head_dim": 8, "sliding_window": 3, "query_pre_attn_scalar": 16,
-                                                      "attn_logit_softcapping": 2.0}),  # soft-capping that bites
-    "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", {"rotary_pct": 0.5}),  # partial rotary, parallel residual
-    "gpt_neox-sequential": ("GPTNeoXConfig", "GPTNeoXModel", {"rotary_pct": 0.25, "use_parallel_residual": False}),
-    "bloom": ("BloomConfig", "BloomForCausalLM", {}),  # 6 heads: ALiBi slopes of a non-power-of-two head count
-}
-
-
-def _tokenizer(folder):
-    from tokenizers import Tokenizer
-    from tokenizers.models import WordLevel
-    from tokenizers.pre_tokenizers import Whitespace
-
-    tok = Tokenizer(WordLevel({w: i for i, w in enumerate(WORDS)}, unk_token="<unk>"))
-    tok.pre_tokenizer = Whitespace()
-    tok.save(str(folder / "tokenizer.json"))
 
 
 @pytest.fixture(scope="module")
-def family(request, tmp_path_factory):
-    config_cls, model_cls, extra = VARIANTS[request.param]
-    kw = {k: v for k, v in KW.items() if k != "num_key_value_heads" or config_cls != "GPTNeoXConfig"}  # no GQA there
-    if config_cls == "BloomConfig":  # its own names; width 30 = 6 heads of 5
-        kw = dict(hidden_size=30, n_layer=2, n_head=6, vocab_size=100, pad_token_id=1)
-    config = getattr(transformers, config_cls)(**kw, **extra)
-    config._attn_implementation = "eager"
-    torch.manual_seed(0)
-    hf = getattr(transformers, model_cls)(config).eval()
-    with torch.no_grad():
-        for p in hf.parameters():
-            p.add_(0.2 * torch.randn_like(p))
-    folder = tmp_path_factory.mktemp(request.param)
-    hf.save_pretrained(folder, safe_serialization=True)
-    _tokenizer(folder)
+def family(request):
+    """A tiny random model of one variant, built once per test session (models_support.decoder_family)."""
+    folder, hf = decoder_family(request.param)
     return request.param, folder, hf
 
 

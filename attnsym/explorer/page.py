@@ -104,7 +104,8 @@ has its own routing graph; the feed-forward graph is the same for every input. <
 <output id="threshold-value" for="pick-threshold">0.00</output></span>
 </div>
 <p><strong>Showing:</strong> <span id="routing-what"></span>. Tokens: hover to look, click or Enter to pin (a row or column label
-or a graph node pins too), Escape unpins; arrows move.</p>
+or a graph node pins too), Escape unpins; arrows move. Keyboard: Tab into a heatmap or the distance grid, the arrows
+move cell by cell, Enter or Space pins the cell's query token (in the grid: chooses the cell).</p>
 <div id="token-strip" role="toolbar" aria-label="tokens"></div>
 <div id="token-panel" class="card" aria-live="polite"></div>
 <div id="routing-views" class="views"></div>

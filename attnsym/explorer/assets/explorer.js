@@ -113,6 +113,7 @@
     var copy = node.cloneNode(true);
     copy.setAttribute("xmlns", SVGNS);
     copy.setAttribute("version", "1.1");
+    Array.prototype.forEach.call(copy.querySelectorAll(".focus-ring"), function (r) { r.remove(); });
     copy.insertBefore(svg("style", { text: "text{font-family:Helvetica,Arial,sans-serif}" }), copy.firstChild);
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + new XMLSerializer().serializeToString(copy);
   }
@@ -285,13 +286,44 @@
     root.appendChild(g);
   }
 
+  // keyboard on a grid (roving tabindex): one cell of each grid is a tab stop; the arrows, Home/End and
+  // PageUp/PageDown move it, Enter or Space acts on it (pins its query token, or chooses the contrast's cell)
+  var roving = {};
+  function refocus(grid) {
+    var cell = document.querySelector('svg[data-grid="' + grid + '"] rect.cell[tabindex="0"]');
+    if (cell) cell.focus({ preventScroll: true });  // the page was re-drawn under the cell just used
+  }
+  function gridKeys(root, grid, n, m, cellAt, act) {
+    root.addEventListener("keydown", function (ev) {
+      var t = ev.target;
+      if (!t.classList || !t.classList.contains("cell")) return;
+      var i = Number(t.dataset.i), j = Number(t.dataset.j);
+      if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); act(i, j); return; }
+      var to = { ArrowRight: [i, j + 1], ArrowLeft: [i, j - 1], ArrowDown: [i + 1, j], ArrowUp: [i - 1, j],
+        Home: [i, 0], End: [i, m - 1], PageUp: [0, j], PageDown: [n - 1, j] }[ev.key];
+      if (!to) return;
+      ev.preventDefault();
+      to = [Math.max(0, Math.min(n - 1, to[0])), Math.max(0, Math.min(m - 1, to[1]))];
+      var next = cellAt(to[0], to[1]);
+      if (!next) return;
+      t.setAttribute("tabindex", "-1");
+      next.setAttribute("tabindex", "0");
+      roving[grid] = to;
+      next.focus();
+    });
+  }
   function heatmap(M, rows, cols, opts) {
     var n = rows.length, m = cols.length, g = layout(Math.max(n, m), rows.concat(cols));
+    var grid = opts.grid || "grid", at = opts.chosen || roving[grid];  // the tab stop: the chosen cell, else the last one used
+    if (!at || at[0] >= n || at[1] >= m) {
+      at = opts.selected !== null && opts.selected !== undefined && opts.selected < Math.min(n, m) ? [opts.selected, opts.selected] : [0, 0];
+    }
     var top = g.pad + 34, left = g.pad + 20;
     var W = Math.max(left + m * g.cell + 8, 360), H = top + n * g.cell + 48;
     var max = opts.max !== undefined ? opts.max : maxOf(M), color = scaled(max);
-    var root = svg("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img", "class": "heatmap",
-      "aria-label": opts.title });
+    var root = svg("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "group", "class": "heatmap",
+      "aria-label": opts.title + " (a grid: Tab into it, arrows move, Enter or Space " + (opts.oncell ? "chooses the cell" : "pins the row's token") + ")",
+      "data-grid": grid });
     root.appendChild(svg("title", { text: opts.title }));
     root.appendChild(svg("text", { x: 4, y: 13, "font-size": 11, "class": "caption", text: opts.title }));
     root.appendChild(svg("text", { x: left + m * g.cell / 2, y: 29, "font-size": 11, "text-anchor": "middle", "class": "axis",
@@ -321,19 +353,35 @@
           fill: color(w), stroke: chosen ? "#d6336c" : (hot ? "#e8590c" : "#ffffff"), "stroke-width": chosen ? 3 : (hot ? 1.5 : 0.5),
           "class": "cell" + (chosen ? " chosen" : ""), "data-i": i, "data-j": j, "data-w": w },
           svg("title", { text: (opts.cellTitle ? opts.cellTitle(i, j) : rows[i] + " ← " + cols[j]) + ": " + fmt(w) }));
-        if (opts.onhover) cell.addEventListener("mouseenter", function () { opts.onhover(i, j); });
-        if (opts.oncell) {
-          cell.setAttribute("role", "button");
-          cell.setAttribute("aria-label", (opts.cellTitle ? opts.cellTitle(i, j) : rows[i] + " ← " + cols[j]) + ": " + fmt(w));
-          activate(cell, function () { opts.oncell(i, j); });
+        if (opts.onhover) {
+          cell.addEventListener("mouseenter", function () { opts.onhover(i, j); });
+          cell.addEventListener("focus", function () { opts.onhover(i, j); });
         }
+        cell.setAttribute("role", "button");
+        cell.setAttribute("tabindex", i === at[0] && j === at[1] ? "0" : "-1");
+        cell.setAttribute("aria-label", (opts.cellTitle ? opts.cellTitle(i, j) : rows[i] + " reads " + cols[j]) + ": " + fmt(w));
+        cell.addEventListener("click", function () { act(i, j); });
+        cell.addEventListener("focus", function () {
+          ring.setAttribute("x", cell.getAttribute("x")); ring.setAttribute("y", cell.getAttribute("y"));
+          ring.setAttribute("visibility", "visible");
+        });
+        cell.addEventListener("blur", function () { ring.setAttribute("visibility", "hidden"); });
         root.appendChild(cell);
       });
     });
+    function act(i, j) {
+      roving[grid] = [i, j];
+      if (opts.oncell) opts.oncell(i, j); else if (opts.onlabel) opts.onlabel(i);
+      refocus(grid);
+    }
     if (opts.chosen) {  // drawn last so its border is on top
       var c = root.querySelector("rect.chosen");
       if (c) root.appendChild(c);
     }
+    var ring = svg("rect", { "class": "focus-ring", width: g.cell, height: g.cell, fill: "none", stroke: "#f59f00", "stroke-width": 3,
+      visibility: "hidden", "pointer-events": "none" });
+    root.appendChild(ring);  // the keyboard's focus ring, above every cell
+    gridKeys(root, grid, n, m, function (i, j) { return root.querySelector('rect.cell[data-i="' + i + '"][data-j="' + j + '"]'); }, act);
     legend(root, left, top + n * g.cell + 14, Math.min(140, Math.max(80, m * g.cell)), max, opts.legendLabel || "colour: 0 to the view's largest value");
     return root;
   }
@@ -421,13 +469,15 @@
     state.hover = null;
     renderRouting();
   }
+  function tokenButtons() { return byId("token-strip").querySelectorAll("button.token"); }
   function tokenStrip(tokens) {
-    var strip = byId("token-strip");
+    var strip = byId("token-strip"), panel = byId("token-panel");
+    if (panel.parentNode === strip) strip.parentNode.insertBefore(panel, strip.nextSibling);  // out before the strip is re-drawn
     strip.textContent = "";
     tokens.forEach(function (t, k) {
       strip.appendChild(el("button", { type: "button", "class": "token" + (state.token === k ? " selected" : ""),
         "data-index": k, "aria-pressed": String(state.token === k), text: t,
-        onclick: function () { pin(k); byId("token-strip").children[k].focus(); },
+        onclick: function () { pin(k); tokenButtons()[k].focus({ preventScroll: true }); keepInView(); },
         onmouseenter: function () { hover(k); },
         onkeydown: function (ev) {
           var next = { ArrowRight: k + 1, ArrowDown: k + 1, ArrowLeft: k - 1, ArrowUp: k - 1, Home: 0, End: tokens.length - 1 }[ev.key];
@@ -436,9 +486,30 @@
           next = Math.max(0, Math.min(tokens.length - 1, next));
           state.token = next;
           renderRouting();
-          byId("token-strip").children[next].focus();
+          tokenButtons()[next].focus();
+          keepInView();
         } }));
     });
+  }
+  // on a phone a pinned token's details open inside the strip, under the line of the token (a full-width
+  // panel after that line's last token), so they are next to the token, not below the whole strip
+  function narrow() { return !!(window.matchMedia && window.matchMedia("(max-width: 720px)").matches); }
+  function placePanel() {
+    var strip = byId("token-strip"), panel = byId("token-panel"), buttons = tokenButtons(), k = state.token;
+    if (!narrow() || k === null || k >= buttons.length) {
+      if (panel.parentNode === strip) strip.parentNode.insertBefore(panel, strip.nextSibling);
+      panel.classList.remove("inline");
+      return;
+    }
+    var top = buttons[k].offsetTop, last = k;
+    while (last + 1 < buttons.length && buttons[last + 1].offsetTop === top) last++;
+    strip.insertBefore(panel, buttons[last].nextSibling);
+    panel.classList.add("inline");
+  }
+  function keepInView() {  // after a tap or an arrow on a phone: the details' top is on screen
+    if (!narrow() || state.token === null) return;
+    var r = byId("token-panel").getBoundingClientRect();
+    if (r.top < 0 || r.top > window.innerHeight - 160) window.scrollBy(0, r.top - Math.round(window.innerHeight * 0.35));
   }
   // hover shows a token only while none is pinned: a pin is never replaced by a hover
   function hover(k) { if (state.token === null) { state.hover = k; showToken(k); } }
@@ -500,7 +571,7 @@
     function files(view) { return function () { return fileName(view + (attention ? "" : "-" + state.view), inp.name, layer, head); }; }
     var max = maxOf(M);
     views.appendChild(card("view-heatmap", "Heatmap: " + describe(), heatmap(M, tokens, tokens, {
-      title: inp.name.slice(0, 40) + " · " + describe(), selected: sel, max: max,
+      title: inp.name.slice(0, 40) + " · " + describe(), selected: sel, max: max, grid: "routing",
       rowTitle: attention ? "query i ↓" : "output i ↓", colTitle: attention ? "key j →" : "input j →",
       legendLabel: "0 to this view's largest",
       onlabel: pin, onhover: function (i) { hover(i); } }), files("heatmap"), exportData));
@@ -521,6 +592,7 @@
     var show = sel !== null ? sel : state.hover;
     if (show !== null && show < tokens.length) showToken(show);
     else { panel.textContent = "Hover a token, a heatmap row or a graph node; click or Enter pins it."; panel.removeAttribute("data-token"); panel.removeAttribute("data-pinned"); }
+    placePanel();
     renderOverview();
     renderHeadView();
     renderContrast();
@@ -549,8 +621,8 @@
     var inp = current(), root = byId("overview-grid");
     byId("overview-input").textContent = "“" + inp.name + "”";
     root.textContent = "";
-    var grid = el("div", { "class": "thumbs", role: "grid", "aria-label": "layers × heads", style: "grid-template-columns: auto repeat(" + inp.heads + ", minmax(3.2rem, 1fr))" });
-    grid.appendChild(el("span", { "class": "thumb-axis", text: "layer ↓ head →" }));
+    var grid = el("div", { "class": "thumbs", role: "group", "aria-label": "layers × heads (Tab into it, arrows move, Enter opens a head)", style: "grid-template-columns: auto repeat(" + inp.heads + ", minmax(3.2rem, 1fr))" });
+    grid.appendChild(el("span", { "class": "thumb-axis corner" }, [el("span", { text: "layer ↓ " }), el("span", { text: "head →" })]));
     range(inp.heads).forEach(function (h) { grid.appendChild(el("span", { "class": "thumb-axis", text: String(h + 1) })); });
     range(inp.layers).forEach(function (l) {
       grid.appendChild(el("span", { "class": "thumb-axis", text: String(l + 1) }));
@@ -561,10 +633,29 @@
         var b = el("button", { type: "button", "class": "thumb" + (chosen ? " chosen" : ""), "data-layer": l + 1, "data-head": h + 1,
           "data-class": cls, title: "layer " + (l + 1) + ", head " + (h + 1) + (hc ? ": " + cls + score + " — " + inp.head_classes.descriptions[cls] : ""),
           "aria-label": "open layer " + (l + 1) + " head " + (h + 1) + (hc ? ", " + cls : ""),
-          onclick: function () { openHead(l, h); } }, [thumbnail(inp.attention[l][h]),
-          el("span", { "class": "thumb-label cls-" + slug(cls), text: hc ? inp.head_classes.short[cls] + score : "" })]);
+          onclick: function () { roving.overview = [l, h]; openHead(l, h); } }, [thumbnail(inp.attention[l][h]),
+          el("span", { "class": "thumb-label cls-" + slug(cls) }, hc ? [inp.head_classes.short[cls], score ? el("span", { "class": "score", text: score }) : null] : null)]);
         grid.appendChild(b);
       });
+    });
+    // one tab stop (the open head, else the last one used, else layer 1 head 1); arrows, Home/End, PageUp/PageDown move it
+    var stop = grid.querySelector("button.thumb.chosen") || grid.querySelector('button.thumb[data-layer="' + ((roving.overview || [0])[0] + 1) +
+      '"][data-head="' + ((roving.overview || [0, 0])[1] + 1) + '"]') || grid.querySelector("button.thumb");
+    Array.prototype.forEach.call(grid.querySelectorAll("button.thumb"), function (b) { b.setAttribute("tabindex", b === stop ? "0" : "-1"); });
+    grid.addEventListener("keydown", function (ev) {
+      var t = ev.target;
+      if (!t.classList || !t.classList.contains("thumb")) return;
+      var l = Number(t.dataset.layer) - 1, h = Number(t.dataset.head) - 1;
+      var to = { ArrowRight: [l, h + 1], ArrowLeft: [l, h - 1], ArrowDown: [l + 1, h], ArrowUp: [l - 1, h],
+        Home: [l, 0], End: [l, inp.heads - 1], PageUp: [0, h], PageDown: [inp.layers - 1, h] }[ev.key];
+      if (!to) return;
+      ev.preventDefault();
+      to = [Math.max(0, Math.min(inp.layers - 1, to[0])), Math.max(0, Math.min(inp.heads - 1, to[1]))];
+      var next = grid.querySelector('button.thumb[data-layer="' + (to[0] + 1) + '"][data-head="' + (to[1] + 1) + '"]');
+      t.setAttribute("tabindex", "-1");
+      next.setAttribute("tabindex", "0");
+      roving.overview = to;
+      next.focus();
     });
     var exportData = function () {
       return { numbering: "layer and head count from 1, as the page shows them; attention[layer-1][head-1][i][j]: query i reads key j",
@@ -674,7 +765,7 @@
     ]);
     var grid = heatmap(c.distance, range(c.distance.length).map(function (l) { return "layer " + (l + 1); }),
       range(c.distance[0].length).map(function (h) { return String(h + 1); }), {
-        title: "distance of “" + c.word + "” per layer × head", chosen: [layer, head], max: maxOf(c.distance),
+        title: "distance of “" + c.word + "” per layer × head", chosen: [layer, head], max: maxOf(c.distance), grid: "contrast",
         rowTitle: "layer ↓", colTitle: "head →", legendLabel: "distance, 0 to largest",
         cellTitle: function (i, j) { return "layer " + (i + 1) + ", head " + (j + 1); },
         oncell: function (i, j) {
@@ -683,8 +774,6 @@
           renderRouting();
           var target = byId("contrast-pair");
           if (target.scrollIntoView) target.scrollIntoView({ block: "nearest" });
-          var cell = byId("view-contrast-grid").querySelector("rect.chosen");
-          if (cell) cell.focus();
         } });
     root.appendChild(el("div", { "class": "story" }, [pair,
       el("div", null, [card("view-contrast-grid", "Distance per layer × head (click or Enter a cell)", grid,
@@ -715,7 +804,11 @@
     });
     byId("pick-threshold").addEventListener("input", function (ev) { state.threshold = Number(ev.target.value); renderRouting(); });
     document.addEventListener("keydown", function (ev) {
-      if (ev.key === "Escape" && state.token !== null) { state.token = null; state.hover = null; renderRouting(); }
+      if (ev.key === "Escape" && state.token !== null) {
+        var from = document.activeElement, grid = from && from.closest ? from.closest("svg[data-grid]") : null;
+        state.token = null; state.hover = null; renderRouting();
+        if (grid) refocus(grid.getAttribute("data-grid"));  // the keyboard stays where it was
+      }
     });
     if (DATA.contrasts.length) {  // open on the contrast's chosen cell
       var c = DATA.contrasts[0];
