@@ -126,7 +126,7 @@ def test_t_interval_against_the_textbook_formula():
 
 @pytest.mark.parametrize(("name", "value"), [("dims", [8]), ("dims", []), ("steps", 0), ("seeds", 1),
                                              ("learning_rates", ()), ("learning_rates", (-1.0,)),
-                                             ("batch", True)])
+                                             ("batch", True), ("noise", -0.1), ("noise", float("nan"))])
 def test_bad_sizes_are_refused_with_their_name(name, value):
     with pytest.raises(SpecError, match=name):
         train_retrieval(np.random.default_rng(0), **(SMALL | {name: value}))

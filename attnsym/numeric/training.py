@@ -180,6 +180,8 @@ def train_retrieval(rng: np.random.Generator, *, dims: Sequence[int], steps: int
                                ("checkpoints", checkpoints, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < least:
             raise SpecError(f"{name} must be an integer >= {least} (got {value!r})")
+    if isinstance(noise, bool) or not isinstance(noise, int | float) or not math.isfinite(noise) or noise < 0:
+        raise SpecError(f"noise must be a finite number >= 0 (got {noise!r})")
     p = 3 * width
     dims = list(dims)
     if not dims or any(isinstance(d, bool) or not isinstance(d, int) or d < 2 * p for d in dims):
