@@ -166,3 +166,17 @@ def test_softmax_entropy_is_the_entropy_of_numeric_softmax():
         direct = -(a * np.log(np.maximum(a, np.finfo(float).tiny))).sum(axis=-1)
         np.testing.assert_allclose(softmax_entropy(z), direct, rtol=1e-10, atol=1e-12)
         assert softmax_entropy(z[0]).shape == ()
+
+
+def test_entropy_on_sphere_gradient_matches_central_differences():
+    from attnsym.numeric.softmax_search import entropy_on_sphere_and_gradient
+
+    rng = np.random.default_rng(11)
+    for T, sigma in ((2, 0.7), (5, 3.0), (16, 10.0)):
+        u = rng.standard_normal(T) * 2.5
+        value, grad = entropy_on_sphere_and_gradient(u, sigma)
+        assert value == pytest.approx(float(softmax_entropy(sigma * u / np.linalg.norm(u))), abs=1e-14)
+        h = 1e-6
+        fd = np.array([(entropy_on_sphere_and_gradient(u + h * e, sigma)[0]
+                        - entropy_on_sphere_and_gradient(u - h * e, sigma)[0]) / (2 * h) for e in np.eye(T)])
+        np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-9)

@@ -8,6 +8,7 @@ notice. One entry per mutation; the report's table of mutations is this list.
 
 from __future__ import annotations
 
+import importlib
 from fractions import Fraction
 
 import numpy as np
@@ -17,7 +18,12 @@ import sympy as sp
 import attnsym.numeric.positions as numeric_positions
 import attnsym.spec as spec_module
 from attnsym.claims import CLAIMS, CheckContext
-from attnsym.claims.builtin import positions, primitives, rank_collapse, softmax_limits
+from attnsym.claims.builtin import positions, primitives, rank_collapse, routing, softmax_limits, structure, table1
+from attnsym.numeric import backward as numeric_backward
+from attnsym.numeric import blockwise as numeric_blockwise
+from attnsym.numeric import forward as numeric_forward
+from attnsym.numeric import kvcache as numeric_kvcache
+from attnsym.numeric import layer as numeric_layer
 from attnsym.numeric import rank_collapse as numeric_rank_collapse
 from attnsym.numeric import sink as numeric_sink
 from attnsym.spec import AttentionSpec
@@ -131,6 +137,147 @@ def _gelu_tanh_coefficient(monkeypatch):
                         lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.05 * np.asarray(x) ** 3))))
 
 
+def _dot_products_over_d_plus_one(monkeypatch):
+    """The Monte Carlo sampler of q·k summing d + 1 component products (an off-by-one in the loop bound)."""
+    dot_products = importlib.import_module("attnsym.numeric.montecarlo.dot_products")  # the module, not the function
+    original = dot_products.dot_products
+    monkeypatch.setattr(dot_products, "dot_products", lambda rng, size, d, **kw: original(rng, size, d + 1, **kw))
+
+
+def _scale_resolves_to_one(monkeypatch):
+    """The library's 1/√d_k resolves to 1 (no scaling in the "scaled" arm of the training run, nor anywhere numeric)."""
+    monkeypatch.setattr(AttentionSpec, "scale_float", property(lambda self: 1.0))
+
+
+def _memoised_weights(monkeypatch, module):
+    """``module``'s numeric attention returns the weights of its first call for every later input (a stale cache)."""
+    original, memo = module.attention, {}
+
+    def attention(X, *args, **kw):
+        Y, A = original(X, *args, **kw)
+        return Y, memo.setdefault("A", A)
+
+    monkeypatch.setattr(module, "attention", attention)
+
+
+def _contrast_weights_cached(monkeypatch):
+    """The routing contrast computes the attention map once and reuses it for the second input."""
+    _memoised_weights(monkeypatch, importlib.import_module("attnsym.graphs.contrast"))
+
+
+def _routing_weights_cached(monkeypatch):
+    """The numeric attention of the routing checks reuses the first input's map for every input."""
+    _memoised_weights(monkeypatch, routing)
+
+
+def _queries_projected_with_w_k(monkeypatch):
+    """The numeric layer of the routing checks projects the queries with W_K (a wiring bug)."""
+    original = routing.attention
+
+    def attention(X, *args, **kw):
+        if args:
+            args = (args[1], *args[1:])
+        else:
+            kw = {**kw, "W_Q": kw["W_K"]}
+        return original(X, *args, **kw)
+
+    monkeypatch.setattr(routing, "attention", attention)
+
+
+def _softmax_over_queries(monkeypatch):
+    """The numeric layer's softmax normalises each key's column (over queries) instead of each query's row."""
+    def shifted_exp(xp, S):
+        m = xp.max(S, axis=-2, keepdims=True)
+        P = xp.exp(S - m)
+        return P, xp.sum(P, axis=-2, keepdims=True), m
+
+    monkeypatch.setattr(numeric_layer, "shifted_exp", shifted_exp)
+
+
+def _uncached_table1(monkeypatch):
+    """Table 1 recomputed on every call (the claims' cache would keep a mutated graph for later tests)."""
+    architectures = importlib.import_module("attnsym.graphs.architectures")
+    monkeypatch.setattr(table1, "_table1", lambda ns, k, r: tuple(architectures.table1(list(ns), k=k, r=r)))
+    return architectures
+
+
+def _self_attention_wired_locally(monkeypatch):
+    """Each self-attention output reads only its neighbours (the graph of a window of 1, not all n positions)."""
+    architectures = _uncached_table1(monkeypatch)
+    original = architectures._sources
+    monkeypatch.setattr(architectures, "_sources", lambda arch, i, n, level, k, r: original(
+        "restricted_self_attention" if arch == "self_attention" else arch, i, n, level, k, 1))
+
+
+def _self_attention_as_a_scan(monkeypatch):
+    """One self-attention layer computed as a recurrence: output p waits for output p − 1."""
+    architectures = _uncached_table1(monkeypatch)
+    original = architectures.layer_graph
+    monkeypatch.setattr(architectures, "layer_graph", lambda arch, n, **kw: original(
+        "recurrent" if arch == "self_attention" else arch, n, **kw))
+
+
+def _blockwise_falls_back_to_the_map(monkeypatch):
+    """The memory-lean path silently runs the plain core (it stores the n×n map)."""
+    monkeypatch.setattr(numeric_forward.blockwise, "blockwise_core", lambda layer, Q, K, V, size, *a: (
+        numeric_layer.plain_core(layer, Q, K, V, want_weights=True)[0], None))
+
+
+def _cached_values_are_keys(monkeypatch):
+    """The decoder writes the key projection into the value cache (and recomputes values as keys)."""
+    original = numeric_kvcache.project
+    monkeypatch.setattr(numeric_kvcache, "project", lambda layer, a, x, which, *rest: original(
+        layer, a, x, "K" if which == "V" else which, *rest))
+
+
+def _blockwise_mask_with_block_local_keys(monkeypatch):
+    """The generic blockwise loop masks each key block as if it started at key 0 (block-local indices)."""
+    original = numeric_blockwise.block_scores
+    monkeypatch.setattr(numeric_blockwise._fast, "usable", lambda *a, **k: False)  # the generic loop, not _fast
+    monkeypatch.setattr(numeric_blockwise, "block_scores", lambda layer, Qi, Kb, i0, i1, j0, j1: original(
+        layer, Qi, Kb, i0, i1, 0, j1 - j0))
+
+
+def _keys_projected_with_w_q(monkeypatch):
+    """The numeric scores of the qk-asymmetry check take Q for K (keys projected with W_Q)."""
+    original = structure.scores
+    monkeypatch.setattr(structure, "scores", lambda Q, K, *a, **kw: original(Q, Q, *a, **kw))
+
+
+def _positions_added_when_none(monkeypatch):
+    """The numeric layer adds sinusoidal positions even when ``positions=None``."""
+    original = structure.attention
+    monkeypatch.setattr(structure, "attention", lambda *a, **kw: original(
+        *a, **{**kw, "positions": kw.get("positions") or "sinusoidal"}))
+
+
+def _attention_with_a_window(monkeypatch):
+    """Attention (symbolic and numeric) restricted to |i − j| ≤ 1 when no mask is asked for."""
+    band = lambda n: [[abs(i - j) <= 1 for j in range(n)] for i in range(n)]
+    sym, num = structure.sym_attention, structure.attention
+    monkeypatch.setattr(structure, "sym_attention", lambda spec, *a, **kw: sym(
+        spec if spec.mask is not None else AttentionSpec(n=spec.n, d_model=spec.d_model, positions=spec.positions,
+                                                          mask=band(spec.n)), *a, **kw))
+    monkeypatch.setattr(structure, "attention", lambda Z, *a, **kw: num(Z, *a, **({"mask": np.array(band(len(Z)))} | kw)))
+
+
+def _sinusoid_exponent_halved(monkeypatch):
+    """The symbolic sinusoidal encoding with frequencies base^(−i/d) instead of base^(−2i/d)."""
+    original = primitives.sym_pe
+    monkeypatch.setattr(primitives, "sym_pe", lambda n, d, *a, **kw: original(n, 2 * d, *a, **kw)[:, :d])
+
+
+def _softmax_vjp_without_rowsum(monkeypatch):
+    """The backward's softmax VJP dS = A ⊙ dA (the − rowsum(dA ⊙ A) term dropped)."""
+    monkeypatch.setattr(numeric_backward, "dscores", lambda A, dA, rowsum: A * dA)
+
+
+def _rope_angles_squared(monkeypatch):
+    """Numeric RoPE rotating position p by p²θ instead of pθ (absolute, not relative)."""
+    original = numeric_positions._angles
+    monkeypatch.setattr(numeric_positions, "_angles", lambda xp, spec, p, device=None: original(xp, spec, p * p, device))
+
+
 #: (claim id, mutation, what it breaks)
 MUTATIONS = [
     ("alibi-recency", _wrong_alibi_rule, "slopes 2^(−4h/H)"),
@@ -148,6 +295,25 @@ MUTATIONS = [
     ("off-by-one-sink", _softmax_one_without_the_one, "softmax₁ without the 1"),
     ("off-by-one-sink", _softmax_one_unshifted_zero, "numeric softmax₁ with the 1 not rescaled by the shift"),
     ("softcap-facts", _softcap_rational, "capping ℓc/(c + |ℓ|)"),
+    ("variance-scaling", _dot_products_over_d_plus_one, "Monte Carlo q·k over d + 1 components"),
+    ("softmax-saturation", _scale_resolves_to_one, "1/√d_k resolves to 1 (the scaled arm unscaled)"),
+    ("dynamic-routing", _contrast_weights_cached, "contrast reuses the first input's map"),
+    ("hypernetwork-view", _queries_projected_with_w_k, "numeric queries projected with W_K"),
+    ("two-token-example", _softmax_over_queries, "softmax normalised over queries, not keys"),
+    ("weights-not-preset", _routing_weights_cached, "numeric attention reuses the first input's map"),
+    ("global-path-length", _self_attention_wired_locally, "self-attention reads only its neighbours"),
+    ("parallelism", _self_attention_as_a_scan, "self-attention layer computed as a recurrence"),
+    ("quadratic-cost", _blockwise_falls_back_to_the_map, "memory-lean path stores the n×n map"),
+    ("kv-cache", _cached_values_are_keys, "value cache filled with keys"),
+    ("blockwise-exact", _blockwise_mask_with_block_local_keys, "blockwise mask with block-local key indices"),
+    ("qk-asymmetry", _keys_projected_with_w_q, "keys projected with W_Q"),
+    ("permutation-equivariance", _positions_added_when_none, "positions added when none are asked for"),
+    ("no-locality-bias", _attention_with_a_window, "attention restricted to |i − j| ≤ 1"),
+    ("sinusoidal-positions", _sinusoid_exponent_halved, "frequencies base^(−i/d)"),
+    ("key-bias-invariance", _softmax_vjp_without_rowsum, "softmax VJP without − rowsum"),
+    ("rank-one-input", _softmax_vjp_without_rowsum, "softmax VJP without − rowsum"),
+    ("rope-relative", _rope_angles_squared, "RoPE angle p²θ"),
+    ("rope-shift-invariance", _rope_angles_squared, "RoPE angle p²θ"),
 ]
 
 

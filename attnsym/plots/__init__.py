@@ -22,6 +22,7 @@ One module per subject, mirroring the layers below:
 ``plots.activations``       :func:`gelu_figure`
 ``plots.scaling``           :func:`variance_figure`, :func:`entropy_figure`,
                             :func:`saturation_gradient_figure`
+``plots.training``          :func:`training_figure` (the saturation claim's training run)
 ``plots.complexity``        :func:`path_length_figure`, :func:`memory_growth_figure`,
                             :func:`decode_cost_figure`
 ``plots.routing``           :func:`draw_routing`, :func:`draw_contrast`, :func:`two_token_figure`
@@ -70,6 +71,7 @@ from .models import attention_grid_figure, rollout_flow_figure, token_contrast_f
 from .positions import positional_encoding_figure
 from .rope_alibi import alibi_bias_figure, rope_decay_figure, rope_frequencies_figure, shift_figure
 from .scaling import entropy_figure, saturation_gradient_figure, variance_figure
+from .training import training_figure
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and the API docs; at run time see __getattr__
     from .routing import draw_contrast, draw_routing, two_token_figure
@@ -110,6 +112,7 @@ __all__ = [
     "save_figure",
     "shift_figure",
     "token_contrast_figure",
+    "training_figure",
     "two_token_figure",
     "variance_figure",
 ]

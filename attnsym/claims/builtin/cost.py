@@ -76,7 +76,7 @@ def check_quadratic_cost(ctx: CheckContext, *, time_degree: tuple[int, int] = (2
     # measured
     rng = ctx.rng("quadratic-cost")
     d_num = 32
-    ns = [256, 512, 1024] if ctx.quick else [512, 1024, 2048]
+    ns = [128, 256, 512] if ctx.quick else [512, 1024, 2048]
     block = 64
     plain_mem, lean_mem, plain_t, lean_t = [], [], [], []
     for size in ns:
