@@ -358,7 +358,7 @@ def check_qk_norm_bound(ctx: CheckContext, *, claimed_bound=None) -> Evidence:
         W_Q, W_K = lam * values["W_Q"], lam * values["W_K"]
         _, A = numeric_attention(values["X"], W_Q, W_K, values["W_V"], spec=spec64, g_Q=g_Q, g_K=g_K)
         A = np.asarray(A)
-        with np.errstate(divide="ignore"):
+        with np.errstate(divide="ignore", over="ignore"):
             half_range = float(np.max(np.log(A.max(-1) / A.min(-1)))) / 2  # the largest logit range of a row, halved
         within = within and bool(np.isfinite(half_range)) and half_range <= g_layer * (1 + 1e-9)
         S = np.asarray(numeric_scores(values["X"] @ W_Q, values["X"] @ W_K, 1 / math.sqrt(d_k)))
@@ -414,7 +414,7 @@ def check_qk_norm_bound(ctx: CheckContext, *, claimed_bound=None) -> Evidence:
                  + "; least entropy ≥ floor at every n: "
                  + ("yes" if all(r["least entropy"] >= r["entropy floor log(1 + (n−1)e^(−2g))"] - 1e-9 for r in rows)
                     else "NO")),
-        conditions=("ℓ2-normalised q, k with gain g: s = g q̂·k̂ ∈ [−g, g] by Cauchy–Schwarz; attnsym's RMSNorm "
+        conditions=("ℓ2-normalised q, k with gain g: s = g·qᵀk/(‖q‖‖k‖) ∈ [−g, g] by Cauchy–Schwarz; attnsym's RMSNorm "
                     "QK-norm is the ℓ2 form with g = √d_k·max_i|g_Q,i g_K,i| (scale 1/√d_k), and eps > 0 keeps "
                     "every logit strictly inside",
                     "the logits of a row then span at most 2g whatever the weights, so the dispersion form with Δ = 2g "
