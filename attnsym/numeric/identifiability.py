@@ -27,7 +27,7 @@ def null_directions(V, rtol: float = 1e-10) -> np.ndarray:
     return vt[rank:].T
 
 
-def alternative_attention(A, V, rtol: float = 1e-10) -> np.ndarray | None:
+def alternative_attention(A, V, rtol: float = 1e-10, *, directions: np.ndarray | None = None) -> np.ndarray | None:
     """Another row-stochastic ``A′ ≠ A`` with ``A′V = AV`` (``None`` when there is none).
 
     Row ``i`` moves along the null direction ``±d`` (of the basis) that moves it farthest, by
@@ -40,7 +40,7 @@ def alternative_attention(A, V, rtol: float = 1e-10) -> np.ndarray | None:
     (True, True, True)
     """
     A = np.asarray(A, dtype=np.float64)
-    D = null_directions(V, rtol)
+    D = null_directions(V, rtol) if directions is None else directions  # ``directions``: null_directions(V), computed
     if D.shape[1] == 0:
         return None
     D = np.hstack([D, -D])  # (T, 2k): both signs of every direction

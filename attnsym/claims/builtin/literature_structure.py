@@ -90,13 +90,14 @@ def _real_model_alternatives(ctx: CheckContext) -> tuple[dict, str]:
             score_gap = max(score_gap, float(np.max(np.abs(S - route.scores[layer, h]))))
             A = np.asarray(route.attention[layer, h], dtype=np.float64)
             V = Vf[:, cols]
-            alt = numeric_id.alternative_attention(A, V)
+            D = numeric_id.null_directions(V)
+            alt = numeric_id.alternative_attention(A, V, directions=D)
             if alt is None:
                 rows.append({"layer": layer + 1, "head": h + 1, "alternative": False})
                 continue
             scale = float(np.max(np.abs(A @ V)))
             rows.append({"layer": layer + 1, "head": h + 1, "alternative": True,
-                         "null dimension": int(numeric_id.null_directions(V).shape[1]),
+                         "null dimension": int(D.shape[1]),
                          "output gap (relative)": float(np.max(np.abs(alt @ V - A @ V))) / scale,
                          "row-sum gap": float(np.max(np.abs(alt.sum(1) - A.sum(1)))), "min entry": float(alt.min()),
                          "largest row moved (total variation)": float(np.max(0.5 * np.abs(alt - A).sum(1)))})
@@ -145,14 +146,15 @@ def check_non_identifiable(ctx: CheckContext, *, margin: int = 1) -> Evidence:
         values = random_inputs(spec, seed=ctx.seed)
         Y, An = numeric_attention(values["X"], values["W_Q"], values["W_K"], values["W_V"], spec=spec)
         Vn = values["X"] @ values["W_V"]
-        altn = numeric_id.alternative_attention(An, Vn)
+        Dn = numeric_id.null_directions(Vn)
+        altn = numeric_id.alternative_attention(An, Vn, directions=Dn)
         if altn is None:
             rows.append({"T": n, "d_v": width, "alternative": False})
             continue
         eff = numeric_id.effective_attention(An, Vn)
         scale = float(np.max(np.abs(Y)))
         rows.append({"T": n, "d_v": width, "alternative": True,
-                     "null dimension": int(numeric_id.null_directions(Vn).shape[1]),
+                     "null dimension": int(Dn.shape[1]),
                      "output gap (relative)": float(np.max(np.abs(altn @ Vn - Y))) / scale,
                      "row-sum gap": float(np.max(np.abs(altn.sum(1) - 1))), "min entry": float(altn.min()),
                      "largest row moved (total variation)": float(np.max(0.5 * np.abs(altn - An).sum(1))),
