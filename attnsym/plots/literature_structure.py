@@ -55,13 +55,14 @@ def bottleneck_figure(pattern: Sequence, singular: Mapping[str, Sequence[float]]
     right.set_xlabel("singular value index")
     right.set_ylabel("singular value of S + c·1ᵀ")
     right.set_title("a row shift c removes one rank, never two", fontsize=9)
-    right.legend(fontsize=8)
+    right.legend(fontsize=8, loc="lower left")
     return fig
 
 
 def qk_norm_figure(weight_scales: Sequence[float], largest: Mapping[str, Sequence[float]], *, gain: float,
                    lengths: Sequence[int], top_measured: Sequence[float], top_bound: Sequence[float]) -> Figure:
-    """Left: the largest |logit| against the weight scale, with and without QK-norm; right: top weight and its bound."""
+    """Left: half the largest logit range of a row against the weight scale, with and without QK-norm; right: the top
+    weight and its bound against the number of keys."""
     fig = new_figure((9.0, 3.6))
     left, right = fig.subplots(1, 2)
     x = as_numpy(weight_scales, "weight_scales")
@@ -69,8 +70,8 @@ def qk_norm_figure(weight_scales: Sequence[float], largest: Mapping[str, Sequenc
         left.loglog(x, as_numpy(ys, label), marker="o", lw=1.5, label=label)
     left.axhline(gain, color="tab:red", ls="--", lw=1, label=f"g = {gain:g}")
     left.set_xlabel("scale of the weights")
-    left.set_ylabel("largest |logit|")
-    left.set_title("QK-norm: every logit in [−g, g]", fontsize=9)
+    left.set_ylabel("half the largest logit range of a row")
+    left.set_title("QK-norm: every logit in [−g, g], whatever the weights", fontsize=9)
     left.legend(fontsize=8)
     n = as_numpy(lengths, "lengths")
     right.loglog(n, as_numpy(top_bound, "top_bound"), lw=2, label="1/(1 + (n − 1)e^(−2g))")
