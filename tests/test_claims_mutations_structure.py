@@ -156,6 +156,13 @@ def test_each_structural_claim_holds_and_draws_its_figure(claim_id):
         assert isinstance(draw(), Figure), name
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("claim_id", IDS)
+def test_each_structural_claim_holds_in_full_mode(claim_id):
+    ev = CLAIMS[claim_id].check(CheckContext(quick=False))
+    assert ev.verdict == "holds" and ev.as_expected, ev.summary
+
+
 def test_non_identifiable_alternative_changes_weights_not_outputs():
     rng = np.random.default_rng(3)
     A = rng.dirichlet(np.ones(12), size=12)  # positive rows summing to 1

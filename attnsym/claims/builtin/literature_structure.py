@@ -517,7 +517,7 @@ def check_icl_gradient_descent(ctx: CheckContext, *, rate_factor=1) -> Evidence:
                     "y_q starts at 0 and W_0 = 0); trained transformers only approximate these weights"),
         details={"exact": exact_ok, "query = −ŷ (W_0 = 0)": query_ok, "GD prediction ŷ": prediction,
                  "numeric largest gap": worst, "tasks": tasks},
-        equations=(("the layer", sp.Eq(tex("e_j"), tex(r"e_j + P W_V \sum_i e_i e_i^\top W_K^\top W_Q e_j"),
+        equations=(("the layer", sp.Eq(tex("e_j'"), tex(r"e_j + P W_V \sum_i e_i e_i^\top W_K^\top W_Q e_j"),
                                        evaluate=False)),
                    ("one GD step", sp.Eq(tex(r"\Delta W"), dW, evaluate=False))),
         figures={"icl-gradient-descent": figure},
