@@ -409,7 +409,8 @@ def check_qk_norm_bound(ctx: CheckContext, *, claimed_bound=None) -> Evidence:
                f"QK-norm, weights ×1…1000, n up to {lengths[-1]})",
         summary=(f"g² − s² {'= g²·Σ(q_i k_j − q_j k_i)²/(‖q‖²‖k‖²) ≥ 0' if identity else '≠ the Lagrange form'}; s at "
                  f"k = ±q: {at_q}, {at_minus_q} (claimed bound {claimed}); layer: half the largest logit range "
-                 + ", ".join(f"{v:.3g}" for v in largest["with QK-norm"]) + f" ≤ g = {g_layer:.3g} for weights ×"
+                 + ", ".join(f"{v:.3g}" for v in largest["with QK-norm"]) + f" {'≤' if within else 'NOT all ≤'} "
+                 f"g = {g_layer:.3g} for weights ×"
                  + "/".join(f"{x:g}" for x in scales) + " (without QK-norm "
                  + ", ".join(f"{v:.3g}" for v in largest["without"]) + f"); g = {QK_GAIN:g}: top weight "
                  + ", ".join(f"{r['top weight (built row)']:.4g} (bound {r['top bound']:.4g}) at n = {r['n']}" for r in rows)
