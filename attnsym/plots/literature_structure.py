@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from ._base import as_numpy, new_figure
+from ._base import as_numpy, legend_below, new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
@@ -51,11 +51,10 @@ def bottleneck_figure(pattern: Sequence, singular: Mapping[str, Sequence[float]]
     for k, (label, values) in enumerate(singular.items()):
         v = as_numpy(values, label)
         right.bar([i + k * width for i in range(v.size)], v, width=width, label=label)
-    right.axvline(d_k - 0.5 + 0.4, color="tab:red", ls="--", lw=1)
     right.set_xlabel("singular value index")
     right.set_ylabel("singular value of S + c·1ᵀ")
     right.set_title("a row shift c removes one rank, never two", fontsize=9)
-    right.legend(fontsize=8, loc="lower left")
+    legend_below(right, fontsize=8)
     return fig
 
 
