@@ -192,3 +192,18 @@ def test_the_real_model_part_runs_in_full_mode_or_says_it_was_skipped():
     else:
         assert details["real model ok"], line
         assert "72 of 72 heads" in line
+
+
+def test_bad_inputs_raise_errors_naming_the_argument():
+    from attnsym.errors import AttnsymError
+
+    with pytest.raises(AttnsymError, match="eta"):
+        in_context.gd_weights(2, 1, eta="0.1", N=2, W0=sp.zeros(1, 2))
+    with pytest.raises(AttnsymError, match="W0"):
+        in_context.gd_weights(2, 1, eta=0.1, N=2, W0=np.zeros((2, 2)))
+    with pytest.raises(AttnsymError, match="V"):
+        numeric_id.null_directions([["a", "b"]])
+    with pytest.raises(AttnsymError, match="A must have"):
+        numeric_id.alternative_attention(np.eye(3), np.ones((4, 1)))
+    with pytest.raises(AttnsymError, match="V"):
+        exact_id.null_directions([["1", "2"]])

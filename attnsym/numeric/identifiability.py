@@ -11,7 +11,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ShapeError
+
 __all__ = ["alternative_attention", "effective_attention", "null_directions"]
+
+
+def _matrix(name: str, M) -> np.ndarray:
+    """``M`` as a finite 2-d float64 array, or a ShapeError naming ``name``."""
+    try:
+        out = np.asarray(M, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ShapeError(f"{name} must be a 2-d array of numbers (got {type(M).__name__})") from None
+    if out.ndim != 2 or not out.size or not np.all(np.isfinite(out)):
+        raise ShapeError(f"{name} must be a non-empty finite 2-d array (got shape {out.shape})")
+    return out
 
 
 def null_directions(V, rtol: float = 1e-10) -> np.ndarray:
@@ -20,7 +33,7 @@ def null_directions(V, rtol: float = 1e-10) -> np.ndarray:
     >>> null_directions(np.array([[1.0], [2.0], [3.0]])).shape
     (3, 1)
     """
-    V = np.asarray(V, dtype=np.float64)
+    V = _matrix("V", V)
     M = np.hstack([V, np.ones((V.shape[0], 1))]).T  # (d_v + 1, T)
     _, s, vt = np.linalg.svd(M)
     rank = int(np.sum(s > rtol * s[0])) if s.size else 0
@@ -39,7 +52,9 @@ def alternative_attention(A, V, rtol: float = 1e-10, *, directions: np.ndarray |
     >>> bool(np.allclose(B @ V, A @ V)), bool(np.allclose(B.sum(1), 1)), bool(np.abs(B - A).max() > 0.1)
     (True, True, True)
     """
-    A = np.asarray(A, dtype=np.float64)
+    A = _matrix("A", A)
+    if A.shape[1] != np.shape(V)[0]:
+        raise ShapeError(f"A must have as many columns as V has rows (got A {A.shape}, V {np.shape(V)})")
     D = null_directions(V, rtol) if directions is None else directions  # ``directions``: null_directions(V), computed
     if D.shape[1] == 0:
         return None
@@ -54,5 +69,7 @@ def alternative_attention(A, V, rtol: float = 1e-10, *, directions: np.ndarray |
 
 def effective_attention(A, V) -> np.ndarray:
     """Brunner et al.'s effective attention ``A V V⁺``: the component of each row of ``A`` in the column space of ``V``."""
-    A, V = np.asarray(A, dtype=np.float64), np.asarray(V, dtype=np.float64)
+    A, V = _matrix("A", A), _matrix("V", V)
+    if A.shape[1] != V.shape[0]:
+        raise ShapeError(f"A must have as many columns as V has rows (got A {A.shape}, V {V.shape})")
     return A @ V @ np.linalg.pinv(V)

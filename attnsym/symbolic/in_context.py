@@ -24,20 +24,40 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+import sympy as sp
+
+from .._checks import finite_real, positive_int
+from .._exact import exact, exact_matrix
+from ..errors import ShapeError
+
 __all__ = ["gd_weights", "linear_self_attention"]
 
 
 def gd_weights(d_x: int, d_y: int, *, eta: Any, N: int, W0: Any) -> tuple[Any, Any, Any, Any]:
-    """``(W_K, W_Q, W_V, P)`` of von Oswald et al., Prop. 1: a SymPy ``W0`` gives SymPy matrices, a NumPy one arrays."""
-    if hasattr(W0, "free_symbols") or type(W0).__module__.startswith("sympy"):
-        import sympy as sp
+    """``(W_K, W_Q, W_V, P)`` of von Oswald et al., Prop. 1: a SymPy ``W0`` gives SymPy matrices, a NumPy one arrays.
 
+    Raises
+    ------
+    SpecError
+        ``d_x``, ``d_y`` or ``N`` not a positive integer, ``eta`` not a number (or SymPy expression).
+    ShapeError
+        ``W0`` not a ``(d_y, d_x)`` matrix of numbers.
+    """
+    d_x, d_y, N = positive_int("d_x", d_x), positive_int("d_y", d_y), positive_int("N", N)
+    if isinstance(W0, sp.MatrixBase):
+        W0 = exact_matrix("W0", W0)
         zeros, eye, block = sp.zeros, sp.eye, lambda rows: sp.Matrix(sp.BlockMatrix(rows))
-        eta = sp.sympify(eta)  # a number or a SymPy symbol, never a string (the caller's own)
+        eta = exact("eta", eta)  # a number or a SymPy symbol; a string is refused, never parsed
     else:
-        import numpy as np
-
+        try:
+            W0 = np.asarray(W0, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ShapeError(f"W0 must be a ({d_y}, {d_x}) matrix of numbers (got {type(W0).__name__})") from None
+        eta = finite_real("eta", eta)
         zeros, eye, block = (lambda r, c: np.zeros((r, c))), np.eye, np.block
+    if tuple(W0.shape) != (d_y, d_x):
+        raise ShapeError(f"W0 must have shape (d_y, d_x) = ({d_y}, {d_x}) (got {tuple(W0.shape)})")
     D = d_x + d_y
     W_KQ = block([[eye(d_x), zeros(d_x, d_y)], [zeros(d_y, d_x), zeros(d_y, d_y)]])
     W_V = block([[zeros(d_x, d_x), zeros(d_x, d_y)], [W0, -eye(d_y)]])

@@ -18,6 +18,7 @@ from itertools import combinations
 import numpy as np
 import sympy as sp
 
+from ..._exact import exact
 from ...numeric import attention as numeric_attention
 from ...numeric import identifiability as numeric_id
 from ...numeric import random_inputs
@@ -472,7 +473,7 @@ def check_icl_gradient_descent(ctx: CheckContext, *, rate_factor=1) -> Evidence:
     W = sp.Matrix(d_y, d_x, lambda a, b: sp.Symbol(f"W_{{{a + 1},{b + 1}}}", real=True))
     loss = sum(((W * X.col(i) - Y.col(i)).T * (W * X.col(i) - Y.col(i)))[0] for i in range(N)) / (2 * N)
     grad = sp.Matrix(d_y, d_x, lambda a, b: sp.diff(loss, W[a, b])).xreplace(dict(zip(W, W0, strict=True)))
-    dW = -eta * sp.sympify(rate_factor) * grad
+    dW = -eta * exact("rate_factor", rate_factor, floats="rational") * grad
     X_all, Y_all = sp.Matrix.hstack(X, xq), sp.Matrix.hstack(Y, sp.zeros(d_y, 1))
     expected = sp.Matrix.vstack(X_all, Y_all - dW * X_all)
     exact_ok = (out - expected).applyfunc(sp.expand).is_zero_matrix
