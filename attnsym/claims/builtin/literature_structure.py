@@ -51,6 +51,11 @@ __all__ = ["check_gqa_equals_repeated_kv", "check_icl_gradient_descent", "check_
            "check_window_banded_mask"]
 
 
+def _plain(expr) -> str:
+    """A SymPy expression for a summary line: ``sqrt(2)*gamma**2`` reads ``sqrt(2)·gamma^2``."""
+    return str(expr).replace("**", "^").replace("*", "·")
+
+
 def _entropy_rows(A: np.ndarray) -> np.ndarray:
     """``−Σ_j a_ij log a_ij`` per row (0 log 0 = 0)."""
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -409,7 +414,8 @@ def check_qk_norm_bound(ctx: CheckContext, *, claimed_bound=None) -> Evidence:
         method=f"symbolic proof (Lagrange's identity, d_k = {d}, symbolic q, k, γ) + numeric check (float64 layer with "
                f"QK-norm, weights ×1…1000, n up to {lengths[-1]})",
         summary=(f"g² − s² {'= g²·Σ(q_i k_j − q_j k_i)²/(‖q‖²‖k‖²) ≥ 0' if identity else '≠ the Lagrange form'}; s at "
-                 f"k = ±q: {at_q}, {at_minus_q} (claimed bound {claimed}); layer: half the largest logit range "
+                 f"k = ±q: {_plain(at_q)}, {_plain(at_minus_q)} (claimed bound {_plain(claimed)}); layer: half the "
+                 "largest logit range "
                  + ", ".join(f"{v:.3g}" for v in largest["with QK-norm"]) + f" {'≤' if within else 'NOT all ≤'} "
                  f"g = {g_layer:.3g} for weights ×"
                  + "/".join(f"{x:g}" for x in scales) + " (without QK-norm "
@@ -511,10 +517,10 @@ def check_icl_gradient_descent(ctx: CheckContext, *, rate_factor=1) -> Evidence:
                f"numeric check ({tasks} random regression tasks, d_x = {dxn}, N = {Nn})",
         summary=(f"exact: every token's target slot {'=' if exact_ok else '≠'} y_j − ΔW x_j with ΔW = −η∇L(W_0) "
                  f"(rate factor {rate_factor}); x-slots unchanged; with W_0 = 0 the query's slot "
-                 f"{'= −ŷ' if query_ok else '≠ −ŷ'}, ŷ = {sp.factor(prediction[0])}; numeric: largest gap "
+                 f"{'= −ŷ' if query_ok else '≠ −ŷ'}, ŷ = {_plain(sp.factor(prediction[0]))}; numeric: largest gap "
                  f"{worst:.1e} over {tasks} tasks"),
         conditions=("linear self-attention (no softmax, no normalisation), keys and values from the N context tokens, "
-                    "the paper's weights W_K = W_Q = [[I, 0], [0, 0]], W_V = [[0, 0], [W_0, −I]], P = (η/N)·I",
+                    "the paper's weights W_K = W_Q = (I 0; 0 0), W_V = (0 0; W_0 −I) (block rows), P = (η/N)·I",
                     "the prediction is read off the query's y-slot with the sign flipped (the layer writes −ŷ when "
                     "y_q starts at 0 and W_0 = 0); trained transformers only approximate these weights"),
         details={"exact": exact_ok, "query = −ŷ (W_0 = 0)": query_ok, "GD prediction ŷ": prediction,
@@ -585,7 +591,8 @@ def check_gqa_equals_repeated_kv(ctx: CheckContext, *, grouping: str = "repeat")
         "gqa-equals-repeated-kv", statement("gqa-equals-repeated-kv"), "holds" if ok else "fails",
         method="symbolic proof (H = 4, H_kv = 2, symbolic weights and tokens) + numeric check (float64, H = 8, "
                "H_kv = 2, RoPE, causal)",
-        summary=(f"reading rule {grouping} {reads}: scores {'equal' if same_scores else 'DIFFER'}, values "
+        summary=(f"reading rule {grouping}: query heads 1…{H} read key/value heads "
+                 f"{', '.join(str(r + 1) for r in reads)}: scores {'equal' if same_scores else 'DIFFER'}, values "
                  f"{'equal' if same_values else 'DIFFER'}, Y {'identical' if same_output else 'DIFFERENT'} (exact); numeric "
                  f"H = {Hn}, H_kv = {Hn_kv}: largest weight gap {max(head_gaps):.1e}, output gap {output_gap:.1e}"),
         conditions=("query head h reads key/value head h // (H/H_kv) (Hugging Face repeat_kv); H_kv = 1 is multi-query "
@@ -664,7 +671,7 @@ def check_rope_pairing_permutation(ctx: CheckContext, *, claimed_order: list[int
         "rope-pairing-permutation", statement("rope-pairing-permutation"), "holds" if ok else "fails",
         method="symbolic proof (symbolic q and position m, full and partial rotary) + numeric check (float64 RoPE and "
                f"the layer, n = {n}, d_k = {d_k})",
-        summary=("; ".join(f"d_k = {r['d_k']} (rotary {r['rotary dims']}), order {r['order']}: "
+        summary=("; ".join(f"d_k = {r['d_k']} (rotary {r['rotary dims']}), order ({' '.join(map(str, r['order']))}): "
                            f"{'identity holds' if r['permutation identity (exact)'] else 'identity FAILS'}"
                            for r in exact_rows)
                  + f"; integer q, k at positions 0, 1: half-split − interleaved score = {score_difference:.6f}; numeric: "
