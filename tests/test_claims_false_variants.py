@@ -15,6 +15,7 @@ from attnsym.claims.builtin import (
     cost,
     invariances,
     literature,
+    literature_structure,
     multi_head,
     positions,
     primitives,
@@ -77,6 +78,20 @@ FALSE_VARIANTS = {
     "off-by-one-sink": (literature.check_off_by_one_sink, {"extra_logit": 1}, "softmax₁ is softmax with an extra logit 1"),
     "softcap-facts": (literature.check_softcap_facts, {"claimed_bound": lambda a, c: a**4 / (3 * c**3)},
                       "the error is at most |ℓ|⁴/(3c³)"),
+    "non-identifiable": (literature_structure.check_non_identifiable, {"margin": 0},
+                         "another A′ exists already at T = d_v + 1"),
+    "low-rank-bottleneck": (literature_structure.check_low_rank_bottleneck, {"below": 1},
+                            "softmax(3I) is out of reach for every d_k < n"),
+    "qk-norm-bound": (literature_structure.check_qk_norm_bound, {"claimed_bound": lambda g: g / 2},
+                      "QK-normed logits lie in [−g/2, g/2]"),
+    "icl-gradient-descent": (literature_structure.check_icl_gradient_descent, {"rate_factor": sp.Rational(1, 2)},
+                             "the layer is a GD step with learning rate η/2"),
+    "gqa-equals-repeated-kv": (literature_structure.check_gqa_equals_repeated_kv, {"grouping": "tile"},
+                               "query head h reads key/value head h mod H_kv"),
+    "rope-pairing-permutation": (literature_structure.check_rope_pairing_permutation, {"claimed_order": [0, 1, 2, 3]},
+                                 "the pairings agree without a permutation"),
+    "window-banded-mask": (literature_structure.check_window_banded_mask, {"extra": 1},
+                           "a window of w sees w + 1 keys"),
 }
 
 

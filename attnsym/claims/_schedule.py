@@ -62,6 +62,13 @@ COST_HINTS: dict[str, tuple[float, float]] = {
     "length-scaling": (0.3, 0.4),
     "off-by-one-sink": (0.4, 0.45),
     "softcap-facts": (0.3, 0.3),
+    "non-identifiable": (0.05, 1.0),
+    "low-rank-bottleneck": (0.1, 0.1),
+    "qk-norm-bound": (0.15, 1.0),
+    "icl-gradient-descent": (0.1, 0.3),
+    "gqa-equals-repeated-kv": (0.1, 0.1),
+    "rope-pairing-permutation": (0.02, 0.03),
+    "window-banded-mask": (0.02, 0.4),
 }
 
 

