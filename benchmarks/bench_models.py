@@ -45,8 +45,8 @@ its own worker as above (goal ≤ 1.2×), a cProfile of route's top functions, a
 after the imports) against the float32 weights' size (goal ≤ 1.3×).
 
 The result replaces the ``models`` section of docs/benchmarks.md (``--quick``: fewer calls,
-prints only; ``--part minilm|llama``: one model, prints only). ``--save FILE`` keeps the raw measurements, ``--render FILE`` rewrites the section
-from them.
+prints only; ``--part minilm|llama``: one model, prints only). ``--save FILE`` keeps the raw
+measurements, ``--render FILE`` rewrites the section from them.
 """
 
 from __future__ import annotations
