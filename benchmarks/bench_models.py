@@ -182,18 +182,21 @@ def llama_worker(name: str, folder: str, threads: int, calls: int) -> dict:
 
 
 def llama_profile(folder: str, calls: int, top: int = 15) -> dict:
-    """Where route(text) of the LLaMA-shaped model spends its time, at the machine's threads: cProfile, by own time."""
+    """Where route(text) of the LLaMA-shaped model spends its time, one thread: cProfile (CPU time), by own time."""
     import cProfile
     import pstats
 
+    from threadpoolctl import threadpool_limits
+
     fn, _ = llama.side("route", folder)
-    for _ in range(2):
-        fn()
-    prof = cProfile.Profile()
-    prof.enable()
-    for _ in range(calls):
-        fn()
-    prof.disable()
+    with threadpool_limits(limits=1):  # CPU time at one thread: what other processes on the machine change least
+        for _ in range(2):
+            fn()
+        prof = cProfile.Profile(timer=time.process_time)
+        prof.enable()
+        for _ in range(calls):
+            fn()
+        prof.disable()
     stats = pstats.Stats(prof).stats
     rows = sorted(stats.items(), key=lambda kv: -kv[1][2])[:top]
     total = sum(v[2] for v in stats.values()) / calls
@@ -490,7 +493,7 @@ def render_llama(raw: dict) -> str:
             lines.append(f"| {label} | {_ms(wall[s])} | {statistics.median(wall[s]) / ref_wall:.2f} | {1e3 * c:.1f} "
                          f"| {c / ref_cpu:.2f} | {loads} |")
     prof = raw["profile"]
-    lines += ["", f"Where route(text) spends its time at the default threads (cProfile, own time per call, "
+    lines += ["", f"Where route(text) spends its time, one thread (cProfile, own CPU time per call, "
                   f"{prof['calls']} calls, {1e3 * prof['total']:.1f} ms in all under the profiler), the top entries:",
               "", "| function | calls per route | own ms | cumulative ms |", "|---|---|---|---|"]
     for row in prof["rows"][:10]:
