@@ -65,7 +65,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import _models_llama as llama  # noqa: E402
-from _common import blas_kernels, environment_report, load_average, write_section  # noqa: E402
+from _common import blas_kernels, environment_report, load_average, load_warning, write_section  # noqa: E402
 
 N_TOKENS = 128
 GOAL = 1.2
@@ -607,7 +607,14 @@ def render_all(raw: dict) -> str:
     parts = [render(raw)] if "runs" in raw else []
     if "llama" in raw:
         parts.append(render_llama(raw["llama"]))
-    return "\n\n".join(parts)
+    runs = raw.get("runs", []) + raw.get("llama", {}).get("runs", [])
+    warning = load_warning([*raw.get("load_before", [])[:1], *raw.get("load_after", [])[:1],
+                            *(r[k] for r in runs for k in ("load_before", "load_after"))], CORES)
+    text = "\n\n".join(parts)
+    if warning:  # below the section's heading
+        head, _, rest = text.partition("\n")
+        text = f"{head}\n\n{warning}\n{rest}"
+    return text
 
 
 if __name__ == "__main__":

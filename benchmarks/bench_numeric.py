@@ -54,7 +54,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import blas_kernels, environment_report, load_average, write_section
+from _common import blas_kernels, environment_report, load_average, load_warning, write_section
 from _numeric_profile import (
     GOAL_FB,
     GOAL_FWD,
@@ -328,6 +328,7 @@ def render(rate: float, runs: list[dict], memory: list[dict], agree: dict, sizes
         "## Numeric backend vs PyTorch flash attention (`benchmarks/bench_numeric.py`)",
         "",
         environment_report(),
+        *filter(None, [load_warning([r[k] for r in runs for k in ("load_before", "load_after")])]),
         f"- attnsym: {ours[0]['threads']} worker threads; BLAS during a lean call (every product of it, the pool "
         f"supplying the parallelism): {'; '.join(ours[0]['blas'])}",
         "- attnsym's two paths, each in its own worker processes: the block's element-wise passes as the compiled "
