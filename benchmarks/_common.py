@@ -63,6 +63,17 @@ def load_average() -> tuple[float, float, float]:
         return (float("nan"),) * 3
 
 
+def load_warning(loads: list[float], cores: int | None = None) -> str | None:
+    """A warning line when the 1-minute load average during a run exceeded the cores (figures not comparable), else None."""
+    cores = cores or os.cpu_count() or 1
+    worst = max((x for x in loads if x == x), default=0.0)  # NaNs (unknown load) ignored
+    if worst <= cores:
+        return None
+    return (f"- **warning: the machine was loaded during this run** (1-minute load average up to {worst:.1f} on "
+            f"{cores} cores): the wall-clock figures and their ratios are not comparable with a quiet run; rerun "
+            "on a quiet machine before quoting them")
+
+
 def blas_kernels() -> list[str]:
     """The BLAS libraries threadpoolctl sees: library, version, kernel (architecture), threads."""
     from threadpoolctl import threadpool_info

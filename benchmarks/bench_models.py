@@ -1,4 +1,4 @@
-"""attnsym.models vs the PyTorch reference: one 128-token sentence through all 6 layers of MiniLM, float32.
+"""attnsym.models vs the PyTorch reference: 128 tokens through MiniLM and a LLaMA-shaped random model, float32.
 
 Run with the BLAS overrides of these machines removed, in this command alone::
 
@@ -37,9 +37,16 @@ outputs kept); for both sides the growth of the resident set during the call (``
 through ``/proc/self/clear_refs``, minus the resident size before it) — memory the allocator
 could not reuse from loading the model, so a lower bound of what the pass needs.
 
+**LLaMA-shaped model** (issue #23, :mod:`_models_llama`): a random ``LlamaModel`` (width 512,
+8 layers, 8 heads, 2 key/value heads, SwiGLU 1536, float32) built in a temporary folder by a
+child process; route(text) of 128 tokens against the transformers eager reference, each side in
+its own worker as above (goal ≤ 1.2×), a cProfile of route's top functions, and the peak RSS of
+``attnsym.models.load`` on a sharded bfloat16 copy in a fresh process (``ru_maxrss`` minus the RSS
+after the imports) against the float32 weights' size (goal ≤ 1.3×).
+
 The result replaces the ``models`` section of docs/benchmarks.md (``--quick``: fewer calls,
-prints only). ``--save FILE`` keeps the raw measurements, ``--render FILE`` rewrites the section
-from them.
+prints only; ``--part minilm|llama``: one model, prints only). ``--save FILE`` keeps the raw
+measurements, ``--render FILE`` rewrites the section from them.
 """
 
 from __future__ import annotations
@@ -57,7 +64,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _common import blas_kernels, environment_report, load_average, write_section  # noqa: E402
+import _models_llama as llama  # noqa: E402
+from _common import blas_kernels, environment_report, load_average, load_warning, write_section  # noqa: E402
 
 N_TOKENS = 128
 GOAL = 1.2
@@ -127,7 +135,7 @@ def _set_threads(name: str, threads: int):
     """Limit BLAS (and torch's intra-op pool for the torch sides) to ``threads``; returns the BLAS limiter."""
     from threadpoolctl import threadpool_limits
 
-    if name in ("forward-torch", "reference"):
+    if name in ("forward-torch", "reference", "llama-reference"):
         import torch
 
         torch.set_num_threads(threads)
@@ -160,6 +168,41 @@ def worker(name: str, threads: int, calls: int) -> dict:
             info["torch_threads"] = torch.get_num_threads()
     out.update(info, load_after=load_average()[0])
     return out
+
+
+def llama_worker(name: str, folder: str, threads: int, calls: int) -> dict:
+    """Time one side of the LLaMA-shaped model (``llama-route`` or ``llama-reference``) in this process."""
+    out: dict = {"side": name, "threads": threads, "load_before": load_average()[0]}
+    fn, info = llama.side(name.removeprefix("llama-"), folder)
+    with _set_threads(name, threads):
+        out["wall"], out["cpu"] = _time_calls(fn, calls)
+        out["blas"] = blas_kernels()
+    out.update(info, load_after=load_average()[0])
+    return out
+
+
+def llama_profile(folder: str, calls: int, top: int = 15) -> dict:
+    """Where route(text) of the LLaMA-shaped model spends its time, one thread: cProfile (CPU time), by own time."""
+    import cProfile
+    import pstats
+
+    from threadpoolctl import threadpool_limits
+
+    fn, _ = llama.side("route", folder)
+    with threadpool_limits(limits=1):  # CPU time at one thread: what other processes on the machine change least
+        for _ in range(2):
+            fn()
+        prof = cProfile.Profile(timer=time.process_time)
+        prof.enable()
+        for _ in range(calls):
+            fn()
+        prof.disable()
+    stats = pstats.Stats(prof).stats
+    rows = sorted(stats.items(), key=lambda kv: -kv[1][2])[:top]
+    total = sum(v[2] for v in stats.values()) / calls
+    return {"total": total, "calls": calls, "rows": [
+        {"function": f"{Path(file).name}:{line} {func}" if line else func, "ncalls": nc // calls,
+         "tottime": tt / calls, "cumtime": ct / calls} for (file, line, func), (nc, _, tt, ct, _) in rows]}
 
 
 def same_process(calls: int) -> dict:
@@ -386,15 +429,120 @@ def render(raw: dict) -> str:
     return "\n".join(lines)
 
 
+def run_llama(rounds: int, calls: int, threads: list[int]) -> dict:
+    """The LLaMA-shaped model: build it (child), time both sides per thread setting (a child each), profile, load memory."""
+    import tempfile
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with tempfile.TemporaryDirectory(prefix="attnsym-bench-llama-") as tmp:
+        built = _child("--worker", "llama-build", "--folder", tmp)
+        folder = built["float32"]["folder"]
+        runs = []
+        for t in threads:
+            for k in range(rounds):
+                for side in ("llama-route", "llama-reference")[:: 1 if k % 2 == 0 else -1]:
+                    runs.append(_child("--worker", side, "--folder", folder, "--threads", str(t), "--calls", str(calls)))
+                    print(f"llama, {t} thread(s), round {k + 1}/{rounds}: {side} median "
+                          f"{1e3 * statistics.median(runs[-1]['wall']):.1f} ms (load {runs[-1]['load_after']:.1f})",
+                          file=sys.stderr)
+        prof = _child("--worker", "llama-profile", "--folder", folder, "--calls", str(max(3, calls // 2)))
+        agree = _child("--worker", "llama-agreement", "--folder", folder)
+        loads = {name: [llama.load_memory(built[name]["folder"], env, ROOT) for _ in range(rounds)]
+                 for name in ("bfloat16-sharded", "float32")}
+        traced = {name: llama.load_memory(built[name]["folder"], env, ROOT, traced=True)
+                  for name in ("bfloat16-sharded", "float32")}
+        print(f"llama load: bf16 sharded peak added {loads['bfloat16-sharded'][0]['added_kib'] / 1024:.0f} MiB",
+              file=sys.stderr)
+    return {"runs": runs, "threads": threads, "rounds": rounds, "calls": calls, "profile": prof, "agree": agree,
+            "loads": loads, "traced": traced, "built": {k: v for k, v in built.items() if k in ("parameters", "float32_bytes")},
+            "files": {k: built[k]["files"] for k in ("float32", "bfloat16-sharded")}}
+
+
+def render_llama(raw: dict) -> str:
+    shape = llama.SHAPE
+    runs, agree = raw["runs"], raw["agree"]
+    lines = [
+        "### LLaMA-shaped random model: route(text) vs transformers, and loading a sharded bfloat16 copy",
+        "",
+        f"A random `LlamaModel` (transformers' initialisation, seed 0): width {shape['hidden_size']}, "
+        f"{shape['num_hidden_layers']} layers, {shape['num_attention_heads']} heads sharing "
+        f"{shape['num_key_value_heads']} key/value heads, SwiGLU intermediate {shape['intermediate_size']}, vocabulary "
+        f"{shape['vocab_size']}, float32 ({raw['built']['parameters'] / 1e6:.1f} M parameters), saved with "
+        "`save_pretrained` beside a word-level `tokenizer.json`; one text of "
+        f"{agree['n']} tokens (batch 1). Sides: attnsym `Model.route(text)` (tokenization, the forward, the Route) "
+        "against transformers' `AutoModel`, `attn_implementation=\"eager\"`, `output_attentions=True`, "
+        "`output_hidden_states=True`, `torch.inference_mode()`, on the ids. Each side in its own worker process, "
+        f"{raw['rounds']} rounds (order reversed every other round) of {raw['calls']} timed calls after 3 warm-up "
+        f"calls per thread setting; medians over all calls with the (min – max) spread. Goal (issue #23): "
+        f"≤ {GOAL}× the reference.",
+    ]
+    for threads in raw["threads"]:
+        pick = {s: [r for r in runs if r["side"] == s and r["threads"] == threads]
+                for s in ("llama-route", "llama-reference")}
+        wall = {s: [t for r in rs for t in r["wall"]] for s, rs in pick.items()}
+        cpu = {s: [t for r in rs for t in r["cpu"]] for s, rs in pick.items()}
+        ref_wall, ref_cpu = statistics.median(wall["llama-reference"]), statistics.median(cpu["llama-reference"])
+        ratio = statistics.median(wall["llama-route"]) / ref_wall
+        lines += ["", f"**{threads} thread{'s' if threads > 1 else ''}** per side: route(text) = **{ratio:.2f}×** the "
+                      f"reference (goal ≤ {GOAL}: {'met' if ratio <= GOAL else '**not met**'})", "",
+                  "| side | wall median (min – max), ms | × reference (wall) | CPU median (ms) | × reference (CPU) "
+                  "| load before → after (1 min) |", "|---|---|---|---|---|---|"]
+        for s, label in (("llama-route", ROUTE), ("llama-reference", REFERENCE)):
+            c = statistics.median(cpu[s])
+            loads = ", ".join(f"{r['load_before']:.1f}→{r['load_after']:.1f}" for r in pick[s])
+            lines.append(f"| {label} | {_ms(wall[s])} | {statistics.median(wall[s]) / ref_wall:.2f} | {1e3 * c:.1f} "
+                         f"| {c / ref_cpu:.2f} | {loads} |")
+    prof = raw["profile"]
+    lines += ["", f"Where route(text) spends its time, one thread (cProfile, own CPU time per call, "
+                  f"{prof['calls']} calls, {1e3 * prof['total']:.1f} ms in all under the profiler), the top entries:",
+              "", "| function | calls per route | own ms | cumulative ms |", "|---|---|---|---|"]
+    for row in prof["rows"][:10]:
+        lines.append(f"| `{row['function']}` | {row['ncalls']} | {1e3 * row['tottime']:.1f} | {1e3 * row['cumtime']:.1f} |")
+    f32 = raw["built"]["float32_bytes"]
+    bf, fl = raw["loads"]["bfloat16-sharded"], raw["loads"]["float32"]
+    med = lambda rs, key: statistics.median(r[key] for r in rs) * 1024
+    ratio = med(bf, "added_kib") / f32
+    info = next(r for r in runs if r["side"] == "llama-reference")
+    lines += [
+        "",
+        f"**Loading** the bfloat16 copy, sharded into {raw['files']['bfloat16-sharded']} files (`max_shard_size="
+        f"\"{llama.SHARD}\"`), with `attnsym.models.load` (weights held in float32), in a fresh process each of "
+        f"{len(bf)} times: peak RSS (`ru_maxrss`) minus the RSS after the imports = "
+        f"**{med(bf, 'added_kib') / 2**20:.0f} MiB = {ratio:.2f}×** the float32 weights "
+        f"({f32 / 2**20:.0f} MiB; goal ≤ {llama.GOAL_LOAD}×: {'met' if ratio <= llama.GOAL_LOAD else '**not met**'}); "
+        f"resident after the load {med(bf, 'rss_after_kib') / 2**20 - med(bf, 'baseline_kib') / 2**20:.0f} MiB above "
+        f"the baseline, load time {statistics.median(r['seconds'] for r in bf):.2f} s (VmHWM agrees: "
+        f"{med(bf, 'added_hwm_kib') / 2**20:.0f} MiB; the ru_maxrss a child inherits from its parent, "
+        f"{med(bf, 'inherited_maxrss_kib') / 2**20:.0f} MiB, is below the peak, so the peak is the load's own). "
+        f"For comparison, the one-file float32 folder: peak added {med(fl, 'added_kib') / 2**20:.0f} MiB = "
+        f"{med(fl, 'added_kib') / f32:.2f}×.",
+        *([f"- of that peak, Python/NumPy allocations (tracemalloc peak, a separate load): bfloat16 sharded "
+           f"{tr['bfloat16-sharded']['traced_peak_bytes'] / 2**20:.0f} MiB, float32 "
+           f"{tr['float32']['traced_peak_bytes'] / 2**20:.0f} MiB (the weights kept: "
+           f"{tr['float32']['held_bytes'] / 2**20:.0f} MiB); the rest of the resident peak is file pages of the "
+           "memory-mapped safetensors files, resident while they are mapped"] if (tr := raw.get("traced")) else []),
+        f"- agreement on the text: attention max |Δ| = {agree['attention']:.1e}, last hidden state max |Δ| = "
+        f"{agree['hidden']:.1e}; torch {info['torch']}, transformers {info['transformers']}",
+        f"- BLAS in the attnsym workers (at {raw['threads'][-1]} threads): "
+        + "; ".join(next(r for r in runs if r["side"] == "llama-route" and r["threads"] == raw["threads"][-1])["blas"]),
+    ]
+    return "\n".join(lines)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer calls and rounds; print only, write nothing")
     parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, help="rounds of workers per thread setting")
     parser.add_argument("--calls", type=int, default=DEFAULT_CALLS, help="timed calls per worker")
+    parser.add_argument("--part", choices=("all", "minilm", "llama"), default="all",
+                        help="measure only one model (prints only; the section is written when both run)")
     parser.add_argument("--save", metavar="FILE", help="also write the raw measurements as JSON")
     parser.add_argument("--render", metavar="FILE", help="rewrite the section from measurements saved with --save")
-    parser.add_argument("--worker", choices=[*SIDES, "same-process", "profile", "agreement"], help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=[*SIDES, "same-process", "profile", "agreement", "llama-build", "llama-route",
+                                             "llama-reference", "llama-profile", "llama-agreement"],
+                        help=argparse.SUPPRESS)
     parser.add_argument("--threads", type=int, default=1, help=argparse.SUPPRESS)
+    parser.add_argument("--folder", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         if args.worker == "same-process":
@@ -403,18 +551,42 @@ def main(argv: list[str] | None = None) -> int:
             out = profile(args.calls)
         elif args.worker == "agreement":
             out = agreement()
+        elif args.worker == "llama-build":
+            out = llama.build(Path(args.folder))
+        elif args.worker == "llama-profile":
+            out = llama_profile(args.folder, args.calls)
+        elif args.worker == "llama-agreement":
+            out = llama.agreement(args.folder)
+        elif args.worker.startswith("llama-"):
+            out = llama_worker(args.worker, args.folder, args.threads, args.calls)
         else:
             out = worker(args.worker, args.threads, args.calls)
         print(json.dumps(out))
         return 0
     if args.render:
-        text = render(json.loads(Path(args.render).read_text()))
+        text = render_all(json.loads(Path(args.render).read_text()))
         print(text)
         write_section("models", text)
         return 0
     rounds, calls = (1, 3) if args.quick else (args.rounds, args.calls)
-    load_before = load_average()
     threads = sorted({1, CORES})
+    raw: dict = {"load_before": load_average(), "environment": environment_report(), "numba": _numba_version()}
+    if args.part in ("all", "minilm"):
+        raw.update(run_minilm(rounds, calls, threads))
+    if args.part in ("all", "llama"):
+        raw["llama"] = run_llama(rounds, calls, threads)
+    raw["load_after"] = load_average()
+    if args.save:
+        Path(args.save).write_text(json.dumps(raw, indent=1))
+    text = render_all(raw)
+    print(text)
+    if not args.quick and args.part == "all":
+        write_section("models", text)
+    return 0
+
+
+def run_minilm(rounds: int, calls: int, threads: list[int]) -> dict:
+    """MiniLM: every side per thread setting (a worker each), the one-process layout, the profile, memory, agreement."""
     runs = []
     for t in threads:
         for k in range(rounds):
@@ -426,17 +598,23 @@ def main(argv: list[str] | None = None) -> int:
     same = _child("--worker", "same-process", "--calls", str(2 * calls))
     prof = _child("--worker", "profile", "--calls", str(calls))
     agree = _child("--worker", "agreement")
-    raw = {"runs": runs, "threads": threads, "rounds": rounds, "calls": calls, "same_process": same, "profile": prof,
-           "agree": agree, "memory": {"numpy": memory("numpy", agree["ids"]), "torch": memory("torch", agree["ids"])},
-           "load_before": load_before, "load_after": load_average(), "environment": environment_report(),
-           "numba": _numba_version()}
-    if args.save:
-        Path(args.save).write_text(json.dumps(raw, indent=1))
-    text = render(raw)
-    print(text)
-    if not args.quick:
-        write_section("models", text)
-    return 0
+    return {"runs": runs, "threads": threads, "rounds": rounds, "calls": calls, "same_process": same, "profile": prof,
+            "agree": agree, "memory": {"numpy": memory("numpy", agree["ids"]), "torch": memory("torch", agree["ids"])}}
+
+
+def render_all(raw: dict) -> str:
+    """The models section: MiniLM (when measured) then the LLaMA-shaped model (when measured)."""
+    parts = [render(raw)] if "runs" in raw else []
+    if "llama" in raw:
+        parts.append(render_llama(raw["llama"]))
+    runs = raw.get("runs", []) + raw.get("llama", {}).get("runs", [])
+    warning = load_warning([*raw.get("load_before", [])[:1], *raw.get("load_after", [])[:1],
+                            *(r[k] for r in runs for k in ("load_before", "load_after"))], CORES)
+    text = "\n\n".join(parts)
+    if warning:  # below the section's heading
+        head, _, rest = text.partition("\n")
+        text = f"{head}\n\n{warning}\n{rest}"
+    return text
 
 
 if __name__ == "__main__":

@@ -6,6 +6,9 @@ Run (BLAS overrides of these machines removed, in this command only)::
 
 Measures, float32, d = 64, one head, no mask, 2 threads on each side:
 
+* both attnsym paths, each in its own worker processes: the block's element-wise passes as
+  the compiled Numba loops (the default with the ``fast`` extra) and as NumPy operations
+  (``ATTNSYM_NUMBA=0``); each worker checks which one ran;
 * forward: ``attnsym.numeric.attention(X, W_Q, W_K, W_V, return_weights=False)`` against
   ``F.scaled_dot_product_attention`` on 4-D ``(batch=1, heads=1, n, 64)`` projections (the
   layout for which PyTorch picks its FLASH_ATTENTION kernel; the kernel is asserted with
@@ -13,7 +16,7 @@ Measures, float32, d = 64, one head, no mask, 2 threads on each side:
 * forward + backward: ``attention_vjp`` (recomputes the forward) against autograd forward
   + ``backward()``, gradients for X and the three weights;
 * each side runs in a separate worker process (so neither library's spinning threads slow
-  the other), the workers alternate (attnsym, torch, torch, attnsym, …) over several rounds,
+  the other), the workers rotate (each side first in one of three rounds) over several rounds,
   and the tables show medians with the min–max spread over all rounds and the load average
   before and after each worker;
 * the thin-matmul rate, (2048 × 64)·(64 × 2048) in NumPy with 2 BLAS threads, and the
@@ -25,7 +28,12 @@ Measures, float32, d = 64, one head, no mask, 2 threads on each side:
 * a profile, one thread each and CPU time (robust to the load of other processes): attnsym's
   forward and forward + backward against torch's, and the floor of a NumPy implementation on
   the fast path's block shapes — the block products alone and the element-wise passes alone;
-* memory of the lean path at n = 32768 (and causal 65536), each in a fresh process.
+* the block-shape rule measured: the Numba path with other caps on the block shapes
+  (``_fast.FAST_BLOCK``, ``BACKWARD_BLOCK``) at each n, relative to the default (``--no-blocks``
+  skips it);
+* memory of the lean path at n = 32768 (goal: adds < 64 MiB) and causal 65536, each in a fresh process.
+
+Goals (issue #27): forward ≤ 1.1× and forward + backward ≤ 1.0× torch flash at every n.
 
 Writes the ``numeric`` section of docs/benchmarks.md. ``--quick`` runs small sizes and writes nothing.
 """
@@ -46,8 +54,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _common import blas_kernels, environment_report, load_average, write_section
+from _common import blas_kernels, environment_report, load_average, load_warning, write_section
 from _numeric_profile import (
+    GOAL_FB,
+    GOAL_FWD,
     one_thread_profile,
     render_one_thread,
     render_two_threads,
@@ -58,6 +68,9 @@ from _numeric_profile import (
 
 D = 64
 THREADS = 2
+#: the attnsym workers and the element passes each must run: the default (Numba kernels) and ATTNSYM_NUMBA=0
+ATTNSYM_SIDES = {"attnsym": "numba", "attnsym-numpy": "numpy"}
+GOAL_MEMORY_MIB = 64  # issue #27: memory added by one lean call at n = 32768
 
 
 def _inputs(n: int, seed: int = 0):
@@ -113,17 +126,22 @@ def _torch_side(n: int):
 def worker(side: str, sizes: list[int], repeat: int) -> dict:
     """One side, all sizes, in this process: times, kernel and load average before and after."""
     out = {"side": side, "load_before": load_average()[0], "rows": []}
-    if side == "attnsym":
-        from attnsym.numeric import _pool
+    ours = side in ATTNSYM_SIDES
+    if ours:
+        from attnsym.numeric import _fast, _pool
 
         out["threads"] = _pool.THREADS
+        out["element_passes"] = _fast.element_passes(np.float32)[2]  # "numba" or "numpy": what the blocks ran
+        if out["element_passes"] != ATTNSYM_SIDES[side]:
+            raise RuntimeError(f"{side} worker runs the {out['element_passes']} element passes")
         with _pool.one_blas_thread():  # what BLAS runs with during a lean call
             out["blas"] = blas_kernels()
     for n in sizes:
-        fwd, fb, info = (_attnsym_side if side == "attnsym" else _torch_side)(n)
+        fwd, fb, info = (_attnsym_side if ours else _torch_side)(n)
         row = {"n": n, "fwd": _times(fwd, repeat), "fb": _times(fb, max(2, repeat - 1)), **info}
-        row["threads_fwd"] = two_thread_profile(fwd, attnsym=side == "attnsym")
-        row["threads_fb"] = two_thread_profile(fb, attnsym=side == "attnsym")
+        if side != "attnsym-numpy":  # the profiles and the floor: the default (Numba) path and torch
+            row["threads_fwd"] = two_thread_profile(fwd, attnsym=ours)
+            row["threads_fb"] = two_thread_profile(fb, attnsym=ours)
         if side == "attnsym":
             row["floor"] = two_thread_floor(n)
         out["rows"].append(row)
@@ -133,8 +151,66 @@ def worker(side: str, sizes: list[int], repeat: int) -> dict:
 
 def run_worker(side: str, sizes: list[int], repeat: int) -> dict:
     cmd = [sys.executable, __file__, "--worker", side, "--sizes", ",".join(map(str, sizes)), "--repeat", str(repeat)]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=True, env=os.environ.copy())
+    env = {**os.environ, "ATTNSYM_NUMBA": "0"} if side == "attnsym-numpy" else os.environ.copy()
+    done = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        raise RuntimeError(f"worker {side} failed:\n{done.stderr.strip()[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+#: forward (query rows per task, key columns) and backward (key rows per task, query rows) block shapes tried
+BLOCK_CANDIDATES = (((256, 256), (256, 256)), ((512, 256), (256, 256)), ((512, 512), (256, 512)),
+                    ((1024, 256), (512, 256)), ((256, 128), (128, 256)))
+
+
+def block_worker(sizes: list[int], repeat: int) -> dict:
+    """The block-shape rule, measured: the default path timed with each candidate of :data:`BLOCK_CANDIDATES`.
+
+    Sets ``_fast.FAST_BLOCK`` / ``BACKWARD_BLOCK`` (the caps the blockwise core reads at each
+    call); the rows per task are still cut by ``_fast._rows_per_task`` so each worker has tasks.
+    """
+    from attnsym.numeric import _fast
+
+    default = (_fast.FAST_BLOCK, _fast.BACKWARD_BLOCK)
+    rows = []
+    for n in sizes:
+        fwd, fb, _ = _attnsym_side(n)
+        for forward_block, backward_block in BLOCK_CANDIDATES:
+            _fast.FAST_BLOCK, _fast.BACKWARD_BLOCK = forward_block, backward_block
+            rows.append({"n": n, "forward_block": forward_block, "backward_block": backward_block,
+                         "rows_per_task_fwd": _fast._rows_per_task(forward_block[0], n, 1, per_worker=2),
+                         "rows_per_task_bwd": _fast._rows_per_task(backward_block[0], n, 1),
+                         "fwd": _times(fwd, repeat), "fb": _times(fb, max(2, repeat - 1))})
+        _fast.FAST_BLOCK, _fast.BACKWARD_BLOCK = default
+    return {"rows": rows, "default": default, "load": load_average()[0]}
+
+
+def render_blocks(raw: dict) -> list[str]:
+    """Median times per candidate block shape, relative to the default shape at each n."""
+    default = [tuple(b) for b in raw["default"]]
+    lines = [
+        "",
+        f"The block-shape rule, measured (Numba path, one worker process, load {raw['load']:.1f}): forward blocks "
+        f"are at most {default[0][0]} query rows per task × {default[0][1]} key columns "
+        f"(`_fast.FAST_BLOCK`), backward blocks at most {default[1][0]} key rows per task × {default[1][1]} query "
+        "rows (`BACKWARD_BLOCK`), the rows per task cut further so that each of the threads has at least 2 forward "
+        "(4 backward) tasks (`_fast._rows_per_task`: ⌈n / (tasks per worker · threads)⌉). Other caps tried, "
+        "median time relative to the default at each n (< 1: faster than the rule):",
+        "",
+        "| n | forward cap (rows per task) | backward cap (rows per task) | forward | × default | forward + backward "
+        "| × default |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for n in sorted({r["n"] for r in raw["rows"]}):
+        rows = [r for r in raw["rows"] if r["n"] == n]
+        base = next(r for r in rows if [tuple(r["forward_block"]), tuple(r["backward_block"])] == default)
+        for r in rows:
+            mark = " (default)" if r is base else ""
+            fr, br = np.median(r["fwd"]) / np.median(base["fwd"]), np.median(r["fb"]) / np.median(base["fb"])
+            lines.append(f"| {n} | {tuple(r['forward_block'])} ({r['rows_per_task_fwd']}){mark} "
+                         f"| {tuple(r['backward_block'])} ({r['rows_per_task_bwd']}) | {_ms(r['fwd'])} | {fr:.2f} "
+                         f"| {_ms(r['fb'])} | {br:.2f} |")
+    return lines
 
 
 def thin_matmul_rate(n: int = 2048, repeat: int = 31) -> float:
@@ -230,7 +306,7 @@ def floor_table(ours: list[dict], torch_runs: list[dict], sizes: list[int], pick
         "|---|---|---|---|---|---|---|---|",
     ]
     for n in sizes:
-        for what, label, goal in (("fwd", "forward", 1.5), ("fb", "forward + backward", 1.25)):
+        for what, label, goal in (("fwd", "forward", GOAL_FWD), ("fb", "forward + backward", GOAL_FB)):
             floor = float(np.median([row["floor"][what] for run in ours for row in run["rows"] if row["n"] == n]))
             whole, ref = float(np.median(pick(ours, n, what))), float(np.median(pick(torch_runs, n, what)))
             lines.append(f"| {n} | {label} | {floor * 1e3:.1f} ms | {whole * 1e3:.1f} ms | {ref * 1e3:.1f} ms "
@@ -238,46 +314,57 @@ def floor_table(ours: list[dict], torch_runs: list[dict], sizes: list[int], pick
     return lines
 
 
-def render(rate: float, runs: list[dict], memory: list[dict], agree: dict, sizes: list[int], prof: dict) -> str:
+def render(rate: float, runs: list[dict], memory: list[dict], agree: dict, sizes: list[int], prof: dict,
+           blocks: dict | None = None) -> str:
     ours = [r for r in runs if r["side"] == "attnsym"]
+    plain = [r for r in runs if r["side"] == "attnsym-numpy"]
     torch_runs = [r for r in runs if r["side"] == "torch"]
     pick = lambda side_runs, n, what: [t for r in side_runs for row in r["rows"] if row["n"] == n for t in row[what]]
     info = next(row for row in torch_runs[0]["rows"])
     loads = ", ".join(f"{r['side']} {r['load_before']:.1f}→{r['load_after']:.1f}" for r in runs)
+    kernels = sorted({row["kernel"] for r in torch_runs for row in r["rows"]})
+    grad_kernels = sorted({row["kernel_with_grad"] for r in torch_runs for row in r["rows"]})
     lines = [
         "## Numeric backend vs PyTorch flash attention (`benchmarks/bench_numeric.py`)",
         "",
         environment_report(),
+        *filter(None, [load_warning([r[k] for r in runs for k in ("load_before", "load_after")])]),
         f"- attnsym: {ours[0]['threads']} worker threads; BLAS during a lean call (every product of it, the pool "
         f"supplying the parallelism): {'; '.join(ours[0]['blas'])}",
+        "- attnsym's two paths, each in its own worker processes: the block's element-wise passes as the compiled "
+        "Numba loops (the default with the `fast` extra; the worker checks it ran "
+        f"`{ours[0].get('element_passes', 'numba')}`) and as NumPy operations (`ATTNSYM_NUMBA=0`"
+        + (f"; checked: `{plain[0]['element_passes']}`" if plain else "") + ")",
         f"- PyTorch {info['torch']}, {info['threads']} intra-op threads; kernel chosen by `torch._fused_sdp_choice` "
-        f"for the (1, 1, n, 64) inputs: **{info['kernel']}** (with `requires_grad`: {info['kernel_with_grad']}) at "
-        f"every n (asserted)",
-        f"- each side in its own process, {len(ours)} rounds alternating the order; load average (1 min) before→after "
+        f"for the (1, 1, n, 64) inputs: **{', '.join(kernels)}** (with `requires_grad`: {', '.join(grad_kernels)}) "
+        "at every n (asserted)",
+        f"- each side in its own process, {len(ours)} rounds rotating the order; load average (1 min) before→after "
         f"each worker: {loads}",
         f"- thin-matmul rate (fastest of 31 runs), NumPy float32 (2048 × 64)·(64 × 2048), 2 BLAS threads: **{rate:.0f} GFLOP/s**",
         "",
-        "Earlier versions of this page compared against PyTorch's MATH fallback kernel (2-D inputs, which "
-        "materialise the n × n product) and so reported attnsym as faster; these figures are against the flash "
-        "kernel. Times are medians over all rounds with (min–max); float32, d = 64, one head, no mask, "
-        "projections included on both sides.",
+        "Times are medians over all rounds with (min–max); float32, d = 64, one head, no mask, projections included "
+        f"on both sides; the ratio is attnsym / torch flash. Goals (issue #27): forward ≤ {GOAL_FWD}×, forward + "
+        f"backward ≤ {GOAL_FB}× (Numba path); the NumPy path no slower than before.",
         "",
-        "| n | fwd attnsym | fwd torch flash | wall-clock ratio (goal ≤ 1.5) | fwd+bwd attnsym | fwd+bwd torch flash "
-        "| wall-clock ratio (goal ≤ 1.25) | fwd GFLOP/s attnsym / torch (% of the thin-matmul rate) "
-        "| fwd+bwd GFLOP/s attnsym / torch (% of the thin-matmul rate) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| n | pass | attnsym, Numba kernels | attnsym, NumPy (ATTNSYM_NUMBA=0) | torch flash | Numba / torch "
+        "| NumPy / torch | GFLOP/s Numba / NumPy / torch (% of the thin-matmul rate) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for n in sizes:
-        fo, ft, bo, bt = pick(ours, n, "fwd"), pick(torch_runs, n, "fwd"), pick(ours, n, "fb"), pick(torch_runs, n, "fb")
-        fr, br = np.median(fo) / np.median(ft), np.median(bo) / np.median(bt)
-        gf = lambda ts, k, n=n: k * n * n * D / np.median(ts) / 1e9
-        rates = lambda a, b: f"{a:.0f} / {b:.0f} ({100 * a / rate:.0f}% / {100 * b / rate:.0f}%)"
-        lines.append(
-            f"| {n} | {_ms(fo)} | {_ms(ft)} | {fr:.2f}× {'met' if fr <= 1.5 else '**not met**'} | {_ms(bo)} | {_ms(bt)} "
-            f"| {br:.2f}× {'met' if br <= 1.25 else '**not met**'} | {rates(gf(fo, 4), gf(ft, 4))} "
-            f"| {rates(gf(bo, 12), gf(bt, 12))} |")
+        for what, label, flops, goal in (("fwd", "forward", 4, GOAL_FWD), ("fb", "forward + backward", 12, GOAL_FB)):
+            fo, ft = pick(ours, n, what), pick(torch_runs, n, what)
+            fp = pick(plain, n, what)
+            ratio = np.median(fo) / np.median(ft)
+            gf = lambda ts, flops=flops, n=n: flops * n * n * D / np.median(ts) / 1e9
+            rates = " / ".join(f"{gf(ts):.0f}" if ts else "–" for ts in (fo, fp, ft))
+            shares = " / ".join(f"{100 * gf(ts) / rate:.0f}%" if ts else "–" for ts in (fo, fp, ft))
+            lines.append(
+                f"| {n} | {label} | {_ms(fo)} | {_ms(fp) if fp else '–'} | {_ms(ft)} "
+                f"| {ratio:.2f}× {'met' if ratio <= goal else '**not met**'} (≤ {goal}) "
+                f"| {f'{np.median(fp) / np.median(ft):.2f}×' if fp else '–'} | {rates} ({shares}) |")
     lines += render_two_threads(two_thread_rows(ours, torch_runs, sizes))
     lines += floor_table(ours, torch_runs, sizes, pick)
+    lines += render_blocks(blocks) if blocks else []
     lines += render_one_thread(prof)
     lines += [
         "",
@@ -285,7 +372,7 @@ def render(rate: float, runs: list[dict], memory: list[dict], agree: dict, sizes
         f"max |dX_attnsym − dX_torch| / max |dX_torch| = {agree['backward']:.1e}.",
         "",
         "Memory of the lean path (float32, d = 64), each in a fresh process; *added* = peak RSS − RSS just before "
-        "the call (goal at n = 32768: added < 256 MiB).",
+        f"the call (goal at n = 32768: added < {GOAL_MEMORY_MIB} MiB).",
         "",
         "| n | mask | time | peak RSS | added by the call | finite output |",
         "|---|---|---|---|---|---|",
@@ -295,7 +382,10 @@ def render(rate: float, runs: list[dict], memory: list[dict], agree: dict, sizes
         if "error" in m:
             lines.append(f"| {m['n']} | {m['mask']} | failed: {m['error']} | | | |")
             continue
-        lines.append(f"| {m['n']} | {m['mask']} | {m['seconds']:.1f} s | {mib(m['peak_rss'])} | {mib(m['added'])} "
+        goal = ""
+        if m["n"] == 32768 and m["mask"] == "none":
+            goal = " (goal met)" if m["added"] < GOAL_MEMORY_MIB * 2**20 else " (**goal not met**)"
+        lines.append(f"| {m['n']} | {m['mask']} | {m['seconds']:.1f} s | {mib(m['peak_rss'])} | {mib(m['added'])}{goal} "
                      f"| {m['finite']} |")
     return "\n".join(lines)
 
@@ -305,26 +395,31 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="small sizes, print only, write nothing")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per worker and size")
     parser.add_argument("--rounds", type=int, default=3, help="worker pairs, alternating the order")
+    parser.add_argument("--no-blocks", action="store_true", help="skip the measured block-shape table")
     parser.add_argument("--save", metavar="FILE", help="also write the raw measurements as JSON")
     parser.add_argument("--render", metavar="FILE", help="rewrite the section from measurements saved with --save")
     parser.add_argument("--sizes", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--worker", choices=("attnsym", "torch"), help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=(*ATTNSYM_SIDES, "torch", "blocks"), help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        print(json.dumps(worker(args.worker, [int(s) for s in args.sizes.split(",")], args.repeat)))
+        sizes = [int(s) for s in args.sizes.split(",")]
+        out = block_worker(sizes, args.repeat) if args.worker == "blocks" else worker(args.worker, sizes, args.repeat)
+        print(json.dumps(out))
         return 0
     if args.render:
         raw = json.loads(Path(args.render).read_text())
-        text = render(raw["rate"], raw["runs"], raw["memory"], raw["agree"], raw["sizes"], raw["profile"])
+        text = render(raw["rate"], raw["runs"], raw["memory"], raw["agree"], raw["sizes"], raw["profile"], raw.get("blocks"))
         print(text)
         write_section("numeric", text)
         return 0
     sizes = [1024, 2048] if args.quick else [2048, 4096, 8192]
     runs = []
+    sides = [*ATTNSYM_SIDES, "torch"]
     for r in range(1 if args.quick else args.rounds):
-        for side in ("attnsym", "torch") if r % 2 == 0 else ("torch", "attnsym"):
+        for side in sides[r % len(sides):] + sides[:r % len(sides)]:  # each side first in one round of three
             runs.append(run_worker(side, sizes, args.repeat))
             print(f"round {r + 1}: {side} done (load {runs[-1]['load_after']:.1f})", file=sys.stderr)
+    blocks = None if args.no_blocks else run_worker("blocks", sizes, args.repeat)
     rate = thin_matmul_rate()
     forward_err, backward_err = agreement(sizes[0])
     memory = []
@@ -335,10 +430,11 @@ def main(argv: list[str] | None = None) -> int:
             memory.append({"n": n, "mask": "causal" if causal else "none", "error": exc.stderr.strip().splitlines()[-1]})
     prof = one_thread_profile(2048 if args.quick else 4096, _inputs)
     agree = {"n": sizes[0], "forward": forward_err, "backward": backward_err}
-    raw = {"rate": rate, "runs": runs, "memory": memory, "agree": agree, "sizes": sizes, "profile": prof}
+    raw = {"rate": rate, "runs": runs, "memory": memory, "agree": agree, "sizes": sizes, "profile": prof,
+           "blocks": blocks}
     if args.save:
         Path(args.save).write_text(json.dumps(raw, indent=1))
-    text = render(rate, runs, memory, agree, sizes, prof)
+    text = render(rate, runs, memory, agree, sizes, prof, blocks)
     print(text)
     if not args.quick:
         write_section("numeric", text)
