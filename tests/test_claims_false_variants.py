@@ -15,6 +15,7 @@ from attnsym.claims.builtin import (
     cost,
     invariances,
     literature,
+    literature_theory,
     multi_head,
     positions,
     primitives,
@@ -77,6 +78,7 @@ FALSE_VARIANTS = {
     "off-by-one-sink": (literature.check_off_by_one_sink, {"extra_logit": 1}, "softmax₁ is softmax with an extra logit 1"),
     "softcap-facts": (literature.check_softcap_facts, {"claimed_bound": lambda a, c: a**4 / (3 * c**3)},
                       "the error is at most |ℓ|⁴/(3c³)"),
+    "not-lipschitz": (literature_theory.check_not_lipschitz, {"claimed_growth": 1}, "the witness grows linearly in t"),
 }
 
 

@@ -62,6 +62,7 @@ COST_HINTS: dict[str, tuple[float, float]] = {
     "length-scaling": (0.3, 0.4),
     "off-by-one-sink": (0.4, 0.45),
     "softcap-facts": (0.3, 0.3),
+    "not-lipschitz": (0.15, 0.8),
 }
 
 

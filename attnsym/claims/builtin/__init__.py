@@ -12,6 +12,7 @@ from . import (
     cost,
     invariances,
     literature,
+    literature_theory,
     multi_head,
     positions,
     primitives,
@@ -35,7 +36,7 @@ __all__ = ["BUILTIN", "MODULES"]
 #: softmax-jacobian-norm, dispersion), invariances (key-bias-invariance, rank-one-input); positions
 #: (rope-relative, rope-shift-invariance, rope-long-range-decay, alibi-recency); literature (softcap-facts)
 MODULES = (variance, saturation, routing, multi_head, table1, cost, structure, primitives, rank_collapse, softmax_limits,
-           invariances, positions, literature)
+           invariances, positions, literature, literature_theory)
 
 #: every built-in claim (the registry orders them as the claims list does)
 BUILTIN = tuple(c for module in MODULES for c in module.CLAIMS)

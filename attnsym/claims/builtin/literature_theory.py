@@ -1,0 +1,120 @@
+"""Theory claims from the literature: ``not-lipschitz``, ``kernel-smoother``, ``performer-unbiased``,
+``linear-attention-rnn``, ``mup-scaling``.
+
+The mathematics lives in :mod:`attnsym.symbolic.lipschitz`, :mod:`attnsym.symbolic.kernel_smoother`,
+:mod:`attnsym.symbolic.performer`, :mod:`attnsym.symbolic.linear_attention`, :mod:`attnsym.symbolic.mup`
+(exact) and their numeric twins in :mod:`attnsym.numeric`; the figures in
+:mod:`attnsym.plots.literature_theory` draw what the checks computed. Each check compares those
+implementations with a formula written in the check from the paper, so a mutated implementation
+fails it (``tests/test_claims_mutations_theory.py``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import sympy as sp
+
+from ...numeric import lipschitz as numeric_lipschitz
+from ...plots.literature_theory import lipschitz_figure
+from ...symbolic import lipschitz as exact_lipschitz
+from .._evidence import CheckContext, Evidence, tex
+from ..catalogue import builtin_claim, statement
+
+__all__ = ["check_not_lipschitz"]
+
+
+def _verdict(ok: bool) -> str:
+    return "holds" if ok else "fails"
+
+
+def _failed(facts: dict) -> str:
+    failed = [k for k, v in facts.items() if not v]
+    return f"; FAILED: {', '.join(failed)}" if failed else ""
+
+
+def check_not_lipschitz(ctx: CheckContext, *, claimed_growth: int = 2) -> Evidence:
+    """Kim et al. Thm 3.1: the witness ``x_1 = 0, x_2 = t u`` has ``∂f_1/∂x_1 = ½W_V + (t²/4)c(Auᵀ)(uW_V)``, unbounded.
+
+    Exact: the Jacobian block differentiated from attnsym's symbolic layer (d = 1 with symbolic
+    weights; full mode also d = 2 with integer weights and the 1/√2 scale) against the closed form
+    of :func:`attnsym.symbolic.lipschitz.kim_witness_block`, a polynomial of degree
+    ``claimed_growth`` in ``t`` whose limit is ∞. Numeric: the float64 layer's Jacobian at the
+    witness against the exact entry; the largest ‖J‖₂ at random points of balls of growing radius.
+    """
+    t = sp.Symbol("t", real=True)
+    wq, wk, wv = sp.symbols("w_q w_k w_v", real=True)
+    weights = {"W_Q": [[wq]], "W_K": [[wk]], "W_V": [[wv]]}
+    layer_entry = exact_lipschitz.witness_jacobian(1, t, weights=weights)[0, 0]
+    closed = exact_lipschitz.kim_witness_block(t, [[wq]], [[wk]], [[wv]], 1, [1])[0, 0]
+    entry_equal = sp.expand(layer_entry - closed) == 0
+    growth = sp.Poly(layer_entry, t).degree() if layer_entry.is_polynomial(t) else None  # None: not a polynomial
+    at_one = layer_entry.subs({wq: 1, wk: 1, wv: 1})
+    limit = sp.limit(at_one, t, sp.oo)
+    facts = {"layer = closed form (d = 1, symbolic weights)": entry_equal,
+             f"degree {claimed_growth} in t": growth == claimed_growth, "limit ∞": limit == sp.oo}
+    if not ctx.quick:
+        W = {"W_Q": [[1, 3], [2, 4]], "W_K": [[1, 0], [-1, 2]], "W_V": [[2, 1], [0, 1]]}
+        block = exact_lipschitz.witness_jacobian(2, t, direction=[1, 2], weights=W)
+        closed2 = exact_lipschitz.kim_witness_block(t, W["W_Q"], W["W_K"], W["W_V"], 1 / sp.sqrt(2), [1, 2])
+        facts["layer = closed form (d = 2, scale 1/√2)"] = (block - closed2).applyfunc(sp.expand).is_zero_matrix
+    # numeric: the float64 layer at the witness (n = 2, d = 1, unit weights)
+    ts = np.linspace(0.0, 12.0, 13)
+    X = np.zeros((ts.size, 2, 1))
+    X[:, 1, 0] = ts
+    one = np.eye(1)
+    numeric_entry = numeric_lipschitz.input_jacobians(X, one, one, one)[:, 0, 0]
+    exact_entry = np.array([float(at_one.subs(t, v)) for v in ts])
+    numeric_gap = float(np.max(np.abs(numeric_entry - exact_entry) / np.maximum(1.0, np.abs(exact_entry))))
+    facts["numeric layer at the witness = exact (rel 1e-6)"] = numeric_gap <= 1e-6
+    # numeric: the largest ‖J‖₂ found in balls of growing radius (n = 3, d = 2, random weights)
+    rng = ctx.rng("not-lipschitz")
+    n, d = 3, 2
+    Ws = [rng.standard_normal((d, d)) / math.sqrt(d) for _ in range(3)]
+    radii = (1.0, 4.0, 16.0) if ctx.quick else (1.0, 2.0, 4.0, 8.0, 16.0, 32.0)
+    samples = 60 if ctx.quick else 400
+    found = [numeric_lipschitz.largest_jacobian_norm(rng, r, samples, *Ws, n=n, d=d) for r in radii]
+    largest = [f[0] for f in found]
+    median = [f[1] for f in found]
+    slope = math.log(largest[-1] / largest[0]) / math.log(radii[-1] / radii[0])
+    facts["largest ‖J‖₂ increases with r"] = all(b > a for a, b in itertools.pairwise(largest))
+    facts["grows at least like r"] = slope >= 1.0
+    ok = all(facts.values())
+    exact_curve = [float(at_one.subs(t, v)) for v in ts]
+
+    def figure():
+        return lipschitz_figure(ts, exact_curve, numeric_entry, radii, largest, median)
+
+    return Evidence(
+        "not-lipschitz", statement("not-lipschitz"), _verdict(ok),
+        method=("symbolic proof (the symbolic layer's Jacobian at the witness x₁ = 0, x₂ = t u against the derived "
+                "closed form; its limit) + numeric check (float64 layer at the witness; ‖J‖₂ at "
+                f"{samples} random points per radius, radii {radii[0]:g} … {radii[-1]:g})"),
+        summary=(f"∂f₁/∂x₁ at x₁ = 0, x₂ = t: {sp.factor(layer_entry)} "
+                 f"({'=' if entry_equal else '≠'} the closed form), "
+                 f"{'not a polynomial' if growth is None else f'degree {growth}'} in t, limit {limit} for unit "
+                 f"weights; numeric vs exact {numeric_gap:.1e}; largest ‖J‖₂ found "
+                 + ", ".join(f"{v:.3g} (r = {r:g})" for v, r in zip(largest, radii, strict=True))
+                 + f": growth exponent {slope:.2f} (median ‖J‖₂ stays {min(median):.2f} … {max(median):.2f})"
+                 + _failed(facts)),
+        conditions=("dot-product scores c·X W_Q W_Kᵀ Xᵀ on an unbounded input domain, W_Q W_Kᵀ ≠ 0 and W_V ≠ 0; on a "
+                    "bounded domain the layer is Lipschitz (its Jacobian is continuous), with a constant growing "
+                    "with the radius",
+                    "the numeric search gives lower bounds of the local constant (random points in the ball); large "
+                    "Jacobians sit near balanced rows (a query orthogonal to A Xᵀ), so a typical point has a small one",
+                    "Kim et al.'s L2 attention (scores −‖x_i W_Q − x_j W_Q‖²) is Lipschitz: the claim is about the dot "
+                    "product"),
+        details={**facts, "witness entry": layer_entry, "closed form": closed, "numeric gap": numeric_gap,
+                 "radii": list(radii), "largest norm": largest, "median norm": median, "growth exponent": slope},
+        equations=(("witness Jacobian", sp.Eq(tex(r"\partial f_1/\partial x_1"),
+                                              exact_lipschitz.kim_witness_block(t, [[sp.Symbol("a")]], [[1]],
+                                                                                [[sp.Symbol("w_V")]], 1, [1])[0, 0],
+                                              evaluate=False)),),
+        figures={"not-lipschitz": figure},
+    )
+
+
+#: the claims of this module, for the registry (:mod:`attnsym.claims.builtin` lists the modules)
+CLAIMS = (builtin_claim("not-lipschitz", check_not_lipschitz),)
