@@ -79,6 +79,8 @@ FALSE_VARIANTS = {
     "softcap-facts": (literature.check_softcap_facts, {"claimed_bound": lambda a, c: a**4 / (3 * c**3)},
                       "the error is at most |ℓ|⁴/(3c³)"),
     "not-lipschitz": (literature_theory.check_not_lipschitz, {"claimed_growth": 1}, "the witness grows linearly in t"),
+    "kernel-smoother": (literature_theory.check_kernel_smoother, {"claimed_symmetric_when": "always"},
+                        "the kernel is always symmetric"),
 }
 
 

@@ -15,11 +15,12 @@ import sympy as sp
 from figure_checks import layout_problems
 
 from attnsym.claims import CLAIMS, CheckContext
+from attnsym.symbolic import kernel_smoother as symbolic_kernel
 from attnsym.symbolic import lipschitz as symbolic_lipschitz
 from attnsym.symbolic.matrices import attention as symbolic_attention
 
 QUICK = CheckContext(quick=True)
-THEORY = ("not-lipschitz",)
+THEORY = ("not-lipschitz", "kernel-smoother")
 
 
 def _l2_scores(monkeypatch):
@@ -37,9 +38,16 @@ def _l2_scores(monkeypatch):
     monkeypatch.setattr(symbolic_lipschitz, "attention", layer)
 
 
+def _kernel_weights_swapped(monkeypatch):
+    """The symbolic kernel built as exp(c·x_i W_K (x_j W_Q)ᵀ): query and key weights swapped."""
+    original = symbolic_kernel.log_kernel_matrix
+    monkeypatch.setattr(symbolic_kernel, "log_kernel_matrix", lambda X, W_Q, W_K, scale: original(X, W_K, W_Q, scale))
+
+
 #: (claim id, mutation, what it breaks)
 MUTATIONS = [
     ("not-lipschitz", _l2_scores, "L2-distance scores in the symbolic layer"),
+    ("kernel-smoother", _kernel_weights_swapped, "kernel with W_K W_Qᵀ"),
 ]
 
 

@@ -63,6 +63,7 @@ COST_HINTS: dict[str, tuple[float, float]] = {
     "off-by-one-sink": (0.4, 0.45),
     "softcap-facts": (0.3, 0.3),
     "not-lipschitz": (0.15, 0.8),
+    "kernel-smoother": (0.15, 0.5),
 }
 
 

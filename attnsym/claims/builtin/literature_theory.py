@@ -17,13 +17,18 @@ import math
 import numpy as np
 import sympy as sp
 
+from ...numeric import attention as numeric_attention
+from ...numeric import kernel_smoother as numeric_kernel
 from ...numeric import lipschitz as numeric_lipschitz
-from ...plots.literature_theory import lipschitz_figure
+from ...plots.literature_theory import kernel_figure, lipschitz_figure
+from ...spec import AttentionSpec
+from ...symbolic import kernel_smoother as exact_kernel
 from ...symbolic import lipschitz as exact_lipschitz
+from ...symbolic.matrices import attention as symbolic_attention
 from .._evidence import CheckContext, Evidence, tex
 from ..catalogue import builtin_claim, statement
 
-__all__ = ["check_not_lipschitz"]
+__all__ = ["check_kernel_smoother", "check_not_lipschitz"]
 
 
 def _verdict(ok: bool) -> str:
@@ -116,5 +121,82 @@ def check_not_lipschitz(ctx: CheckContext, *, claimed_growth: int = 2) -> Eviden
     )
 
 
+def check_kernel_smoother(ctx: CheckContext, *, claimed_symmetric_when: str = "symmetric") -> Evidence:
+    """Tsai et al.: ``A_ij = k(x_i, x_j)/Σ_l k(x_i, x_l)``, ``k(a, b) = exp(c a W_Q (b W_K)ᵀ)``, symmetric iff ``W_Q W_Kᵀ`` is.
+
+    Exact: attnsym's symbolic layer (``n = 2`` quick, 3 full; ``d = 2``, symbolic X and weights)
+    against :func:`attnsym.symbolic.kernel_smoother.kernel_smoother_weights`; the log-asymmetry
+    matrix read off the kernel against ``c(M − Mᵀ)``; tied (``W_K = W_Q``), ``W_K = W_Q S`` (S
+    symmetric) and untied integer weights. ``claimed_symmetric_when`` is the asserted condition on
+    ``M``: ``"symmetric"`` (the claim) or ``"always"`` (false). Numeric: float64 attention weights
+    against the float64 smoother.
+    """
+    n = 2 if ctx.quick else 3
+    layer = symbolic_attention(AttentionSpec(n=n, d_model=2))
+    c = layer.spec.scale_expr
+    smoother = exact_kernel.kernel_smoother_weights(layer.X, layer.W_Q, layer.W_K, c)
+    weights_equal = exact_kernel.same_softmax_form(layer.A, smoother)
+    B, bilinear = exact_kernel.log_asymmetry_matrix(layer.W_Q, layer.W_K, c)
+    M = layer.W_Q * layer.W_K.T
+    asymmetry_form = bilinear and (B - c * (M - M.T)).applyfunc(sp.expand).is_zero_matrix
+    W_Q = sp.Matrix([[1, 2], [-1, 3]])
+    cases = {"W_K = W_Q": W_Q, "W_K = W_Q S, S = [[2, 1], [1, 3]]": W_Q * sp.Matrix([[2, 1], [1, 3]]),
+             "W_K = [[0, 1], [2, -1]]": sp.Matrix([[0, 1], [2, -1]])}
+    rows = []
+    for label, W_K in cases.items():
+        Mc = W_Q * W_K.T
+        Bc, _ = exact_kernel.log_asymmetry_matrix(W_Q, W_K, c)
+        e1, e2 = [[1, 0]], [[0, 1]]
+        swap = sp.powsimp(exact_kernel.attention_kernel(e1, e2, W_Q, W_K, c)
+                          / exact_kernel.attention_kernel(e2, e1, W_Q, W_K, c))
+        rows.append({"case": label, "M symmetric": Mc == Mc.T, "kernel symmetric": Bc.is_zero_matrix,
+                     "k(e1, e2)/k(e2, e1)": swap})
+    predicted = (lambda r: r["M symmetric"]) if claimed_symmetric_when == "symmetric" else (lambda r: True)
+    iff = all(r["kernel symmetric"] == predicted(r) for r in rows)
+    witness = all((r["k(e1, e2)/k(e2, e1)"] == 1) == r["kernel symmetric"] for r in rows)
+    rng = ctx.rng("kernel-smoother")
+    m, d = (8, 4) if ctx.quick else (32, 8)
+    X = rng.standard_normal((m, d))
+    Wq, Wk, Wv = (rng.standard_normal((d, d)) / math.sqrt(d) for _ in range(3))
+    _, A = numeric_attention(X, Wq, Wk, Wv)
+    numeric_gap = float(np.max(np.abs(np.asarray(A) - numeric_kernel.kernel_smoother_weights(X, Wq, Wk, 1 / math.sqrt(d)))))
+    K_tied = numeric_kernel.kernel_matrix(X, Wq, Wq, 1 / math.sqrt(d))
+    K_untied = numeric_kernel.kernel_matrix(X, Wq, Wk, 1 / math.sqrt(d))
+    relative = lambda K: float(np.linalg.norm(K - K.T) / np.linalg.norm(K))
+    tied_asym, untied_asym = relative(K_tied), relative(K_untied)
+    facts = {f"layer weights = kernel smoother (n = {n}, d = 2, exact)": weights_equal,
+             "log k(a,b) − log k(b,a) = c a(M − Mᵀ)bᵀ (exact)": asymmetry_form,
+             "k symmetric exactly when M is (3 cases)": iff, "k(e1,e2) ≠ k(e2,e1) exactly when not symmetric": witness,
+             "float64 weights = smoother (1e-12)": numeric_gap <= 1e-12,
+             "float64: tied kernel symmetric, untied not": tied_asym <= 1e-12 < untied_asym}
+    ok = all(facts.values())
+
+    def figure():
+        return kernel_figure(K_tied, K_untied)
+
+    return Evidence(
+        "kernel-smoother", statement("kernel-smoother"), _verdict(ok),
+        method=(f"symbolic proof (the symbolic layer's weights, n = {n}, d = 2, against the kernel smoother; the "
+                "bilinear log-asymmetry; three weight cases) + numeric check (float64, "
+                f"{m} tokens, d = {d})"),
+        summary=(f"weights {'=' if weights_equal else '≠'} k(x_i, x_j)/Σ_l k(x_i, x_l) exactly; log-asymmetry "
+                 f"{'=' if asymmetry_form else '≠'} c·a(M − Mᵀ)bᵀ; "
+                 + "; ".join(f"{r['case']}: M {'symmetric' if r['M symmetric'] else 'not symmetric'}, "
+                             f"k(e1,e2)/k(e2,e1) = {r['k(e1, e2)/k(e2, e1)']}" for r in rows)
+                 + f"; float64 gap {numeric_gap:.1e}, ‖K − Kᵀ‖/‖K‖ = {tied_asym:.1e} tied, {untied_asym:.2f} untied"
+                 + _failed(facts)),
+        conditions=("the scale c = 1/√d_k and no bias, mask or positions: a mask sets k to 0 off the allowed keys, "
+                    "RoPE makes k depend on the positions too",
+                    "k need not be positive definite even when symmetric (Tsai et al. discuss this); the claim is "
+                    "about symmetry only"),
+        details={**facts, "cases": rows, "log-asymmetry matrix": B, "numeric gap": numeric_gap,
+                 "relative asymmetry (tied, untied)": [tied_asym, untied_asym]},
+        equations=(("kernel", sp.Eq(tex(r"k(a, b)"), sp.exp(tex(r"a W_Q W_K^\top b^\top / \sqrt{d_k}")),
+                                    evaluate=False)),
+                   ("weights", sp.Eq(tex(r"A_{ij}"), tex(r"k(x_i, x_j) / \sum_l k(x_i, x_l)"), evaluate=False))),
+        figures={"kernel-smoother": figure},
+    )
+
+
 #: the claims of this module, for the registry (:mod:`attnsym.claims.builtin` lists the modules)
-CLAIMS = (builtin_claim("not-lipschitz", check_not_lipschitz),)
+CLAIMS = (builtin_claim("not-lipschitz", check_not_lipschitz), builtin_claim("kernel-smoother", check_kernel_smoother))
