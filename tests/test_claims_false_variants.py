@@ -81,6 +81,8 @@ FALSE_VARIANTS = {
     "not-lipschitz": (literature_theory.check_not_lipschitz, {"claimed_growth": 1}, "the witness grows linearly in t"),
     "kernel-smoother": (literature_theory.check_kernel_smoother, {"claimed_symmetric_when": "always"},
                         "the kernel is always symmetric"),
+    "performer-unbiased": (literature_theory.check_performer_unbiased,
+                           {"claimed_mean": lambda x, y: sp.exp(x.dot(y) / 2)}, "the features estimate exp(xᵀy/2)"),
 }
 
 

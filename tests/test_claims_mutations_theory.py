@@ -15,12 +15,14 @@ import sympy as sp
 from figure_checks import layout_problems
 
 from attnsym.claims import CLAIMS, CheckContext
+from attnsym.numeric import performer as numeric_performer
 from attnsym.symbolic import kernel_smoother as symbolic_kernel
 from attnsym.symbolic import lipschitz as symbolic_lipschitz
+from attnsym.symbolic import performer as symbolic_performer
 from attnsym.symbolic.matrices import attention as symbolic_attention
 
 QUICK = CheckContext(quick=True)
-THEORY = ("not-lipschitz", "kernel-smoother")
+THEORY = ("not-lipschitz", "kernel-smoother", "performer-unbiased")
 
 
 def _l2_scores(monkeypatch):
@@ -44,10 +46,27 @@ def _kernel_weights_swapped(monkeypatch):
     monkeypatch.setattr(symbolic_kernel, "log_kernel_matrix", lambda X, W_Q, W_K, scale: original(X, W_K, W_Q, scale))
 
 
+def _feature_normaliser_symbolic(monkeypatch):
+    """The symbolic positive feature exp(ωᵀx − ‖x‖²) (normaliser squared: a biased estimate)."""
+    monkeypatch.setattr(symbolic_performer, "positive_feature",
+                        lambda x, omega: sp.exp(sp.Matrix(omega).dot(sp.Matrix(x)) - sp.Matrix(x).dot(sp.Matrix(x))))
+
+
+def _feature_normaliser_numeric(monkeypatch):
+    """The float64 positive features exp(Ωx − ‖x‖²)/√m (the symbolic one stays right)."""
+    def features(X, omega):
+        X, omega = np.asarray(X, dtype=float), np.asarray(omega, dtype=float)
+        return np.exp(X @ np.swapaxes(omega, -1, -2) - np.sum(X * X, axis=-1, keepdims=True)) / np.sqrt(omega.shape[-2])
+
+    monkeypatch.setattr(numeric_performer, "positive_random_features", features)
+
+
 #: (claim id, mutation, what it breaks)
 MUTATIONS = [
     ("not-lipschitz", _l2_scores, "L2-distance scores in the symbolic layer"),
     ("kernel-smoother", _kernel_weights_swapped, "kernel with W_K W_Qᵀ"),
+    ("performer-unbiased", _feature_normaliser_symbolic, "symbolic feature normaliser exp(−‖x‖²)"),
+    ("performer-unbiased", _feature_normaliser_numeric, "numeric feature normaliser exp(−‖x‖²)"),
 ]
 
 

@@ -64,6 +64,7 @@ COST_HINTS: dict[str, tuple[float, float]] = {
     "softcap-facts": (0.3, 0.3),
     "not-lipschitz": (0.15, 0.8),
     "kernel-smoother": (0.15, 0.5),
+    "performer-unbiased": (0.15, 0.8),
 }
 
 
