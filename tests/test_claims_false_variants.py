@@ -83,6 +83,8 @@ FALSE_VARIANTS = {
                         "the kernel is always symmetric"),
     "performer-unbiased": (literature_theory.check_performer_unbiased,
                            {"claimed_mean": lambda x, y: sp.exp(x.dot(y) / 2)}, "the features estimate exp(xᵀy/2)"),
+    "linear-attention-rnn": (literature_theory.check_linear_attention_rnn, {"claimed_keys": "all"},
+                             "the recurrence equals non-causal linear attention"),
 }
 
 

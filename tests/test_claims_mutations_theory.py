@@ -17,12 +17,13 @@ from figure_checks import layout_problems
 from attnsym.claims import CLAIMS, CheckContext
 from attnsym.numeric import performer as numeric_performer
 from attnsym.symbolic import kernel_smoother as symbolic_kernel
+from attnsym.symbolic import linear_attention as symbolic_linear
 from attnsym.symbolic import lipschitz as symbolic_lipschitz
 from attnsym.symbolic import performer as symbolic_performer
 from attnsym.symbolic.matrices import attention as symbolic_attention
 
 QUICK = CheckContext(quick=True)
-THEORY = ("not-lipschitz", "kernel-smoother", "performer-unbiased")
+THEORY = ("not-lipschitz", "kernel-smoother", "performer-unbiased", "linear-attention-rnn")
 
 
 def _l2_scores(monkeypatch):
@@ -61,12 +62,28 @@ def _feature_normaliser_numeric(monkeypatch):
     monkeypatch.setattr(numeric_performer, "positive_random_features", features)
 
 
+def _state_read_before_update(monkeypatch):
+    """The symbolic recurrence reading (S_{i−1}, z_{i−1}) for token i and adding token i afterwards."""
+    def recurrent(Phi_Q, Phi_K, V):
+        Phi_Q, Phi_K, V = sp.Matrix(Phi_Q), sp.Matrix(Phi_K), sp.Matrix(V)
+        S, z = Phi_K[0, :].T * V[0, :], Phi_K[0, :].T  # token 1 reads itself (else 0/0); later tokens lag by one
+        rows = []
+        for i in range(Phi_Q.shape[0]):
+            rows.append((Phi_Q[i, :] * S) / (Phi_Q[i, :] * z)[0, 0])
+            if i:
+                S, z = S + Phi_K[i, :].T * V[i, :], z + Phi_K[i, :].T
+        return sp.Matrix.vstack(*rows)
+
+    monkeypatch.setattr(symbolic_linear, "recurrent_linear_attention", recurrent)
+
+
 #: (claim id, mutation, what it breaks)
 MUTATIONS = [
     ("not-lipschitz", _l2_scores, "L2-distance scores in the symbolic layer"),
     ("kernel-smoother", _kernel_weights_swapped, "kernel with W_K W_Qᵀ"),
     ("performer-unbiased", _feature_normaliser_symbolic, "symbolic feature normaliser exp(−‖x‖²)"),
     ("performer-unbiased", _feature_normaliser_numeric, "numeric feature normaliser exp(−‖x‖²)"),
+    ("linear-attention-rnn", _state_read_before_update, "state read before adding token i"),
 ]
 
 

@@ -65,6 +65,7 @@ COST_HINTS: dict[str, tuple[float, float]] = {
     "not-lipschitz": (0.15, 0.8),
     "kernel-smoother": (0.15, 0.5),
     "performer-unbiased": (0.15, 0.8),
+    "linear-attention-rnn": (0.1, 0.3),
 }
 
 

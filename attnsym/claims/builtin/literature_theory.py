@@ -19,20 +19,22 @@ import sympy as sp
 
 from ...numeric import attention as numeric_attention
 from ...numeric import kernel_smoother as numeric_kernel
+from ...numeric import linear_attention as numeric_linear
 from ...numeric import lipschitz as numeric_lipschitz
 from ...numeric import performer as numeric_performer
 from ...numeric import softmax as numeric_softmax
 from ...numeric.montecarlo.moments import z_value
-from ...plots.literature_theory import kernel_figure, lipschitz_figure, performer_figure
+from ...plots.literature_theory import kernel_figure, linear_rnn_figure, lipschitz_figure, performer_figure
 from ...spec import AttentionSpec
 from ...symbolic import kernel_smoother as exact_kernel
+from ...symbolic import linear_attention as exact_linear
 from ...symbolic import lipschitz as exact_lipschitz
 from ...symbolic import performer as exact_performer
 from ...symbolic.matrices import attention as symbolic_attention
 from .._evidence import CheckContext, Evidence, tex
 from ..catalogue import builtin_claim, statement
 
-__all__ = ["check_kernel_smoother", "check_not_lipschitz", "check_performer_unbiased"]
+__all__ = ["check_kernel_smoother", "check_linear_attention_rnn", "check_not_lipschitz", "check_performer_unbiased"]
 
 
 def _verdict(ok: bool) -> str:
@@ -289,6 +291,67 @@ def check_performer_unbiased(ctx: CheckContext, *, claimed_mean=None) -> Evidenc
     )
 
 
+def check_linear_attention_rnn(ctx: CheckContext, *, claimed_keys: str = "j ≤ i") -> Evidence:
+    """Katharopoulos et al.: causal linear attention = its recurrent form ``y_i = φ_i S_i / φ_i z_i`` exactly.
+
+    Exact (n = 3 quick, 4 full; feature and value width 2; positive symbolic features, symbolic
+    values): :func:`attnsym.symbolic.linear_attention.causal_linear_attention` and
+    :func:`~attnsym.symbolic.linear_attention.recurrent_linear_attention` against each other and
+    against the definition ``Σ_{j ≤ i}(φ_i·ψ_j)v_j / Σ_{j ≤ i} φ_i·ψ_j`` written here
+    (``claimed_keys="all"`` sums over every j: false). Numeric: the float64 twins with
+    ``φ = elu + 1`` on random q, k, v.
+    """
+    n, r, dv = (3, 2, 2) if ctx.quick else (4, 2, 2)
+    Phi = sp.Matrix(n, r, lambda i, c: sp.Symbol(f"phi_{i + 1}{c + 1}", positive=True))
+    Psi = sp.Matrix(n, r, lambda i, c: sp.Symbol(f"psi_{i + 1}{c + 1}", positive=True))
+    V = sp.Matrix(n, dv, lambda i, c: sp.Symbol(f"v_{i + 1}{c + 1}", real=True))
+    keys = (lambda i: range(i + 1)) if claimed_keys == "j ≤ i" else (lambda i: range(n))
+    sim = lambda i, j: (Phi[i, :] * Psi[j, :].T)[0, 0]
+    definition = sp.Matrix(n, dv, lambda i, c: sum(sim(i, j) * V[j, c] for j in keys(i)) / sum(sim(i, j) for j in keys(i)))
+    parallel = exact_linear.causal_linear_attention(Phi, Psi, V)
+    recurrent = exact_linear.recurrent_linear_attention(Phi, Psi, V)
+    same = lambda A, B: A.shape == B.shape and all(sp.cancel(a - b) == 0 for a, b in zip(A, B, strict=True))
+    parallel_ok, recurrent_ok = same(parallel, definition), same(recurrent, definition)
+    rng = ctx.rng("linear-attention-rnn")
+    m, d = (64, 8) if ctx.quick else (512, 16)
+    Q, K, Vn = (rng.standard_normal((m, d)) for _ in range(3))
+    fq, fk = numeric_linear.elu_feature_map(Q), numeric_linear.elu_feature_map(K)
+    par = numeric_linear.causal_linear_attention(fq, fk, Vn)
+    rec = numeric_linear.recurrent_linear_attention(fq, fk, Vn)
+    numeric_gap = float(np.max(np.abs(par - rec)) / np.max(np.abs(par)))
+    first = float(np.max(np.abs(par[0] - Vn[0])))  # the first query sees only itself
+    facts = {f"parallel form = definition (n = {n}, exact)": parallel_ok,
+             f"recurrent form = definition (n = {n}, exact)": recurrent_ok,
+             "float64 forms agree (1e-12, φ = elu + 1)": numeric_gap <= 1e-12, "y_1 = v_1 (float64)": first <= 1e-12}
+    ok = all(facts.values())
+    shown = 16
+    W = np.tril(fq[:shown] @ fk[:shown].T)
+    W = W / W.sum(axis=1, keepdims=True)
+    par_shown, rec_shown = par[:shown, 0].copy(), rec[:shown, 0].copy()
+
+    def figure():
+        return linear_rnn_figure(W, par_shown, rec_shown)
+
+    state = r * dv + r
+    return Evidence(
+        "linear-attention-rnn", statement("linear-attention-rnn"), _verdict(ok),
+        method=(f"symbolic proof (n = {n}, positive symbolic features, symbolic values; both forms against the "
+                f"definition) + numeric check (float64, n = {m}, d = {d}, φ = elu + 1)"),
+        summary=(f"n = {n}: parallel {'=' if parallel_ok else '≠'} definition, recurrent "
+                 f"{'=' if recurrent_ok else '≠'} definition exactly (keys {claimed_keys}); float64 n = {m}: largest "
+                 f"relative gap {numeric_gap:.1e}, |y_1 − v_1| = {first:.1e}; the recurrent state has "
+                 f"r(d_v + 1) = {state} numbers at every step (r = d_v = 2)" + _failed(facts)),
+        conditions=("a feature map with positive values (elu + 1 in the paper), so the denominators are positive",
+                    "causal masking: the recurrence reads tokens 1 … i; the non-causal form needs all keys first",
+                    "in floating point the two orders of summation differ by rounding only"),
+        details={**facts, "numeric gap": numeric_gap, "parallel (exact)": parallel, "state size": state},
+        equations=(("recurrent form", sp.Eq(tex(r"y_i"), tex(r"\varphi_i S_i / (\varphi_i z_i)"), evaluate=False)),
+                   ("state update", sp.Eq(tex(r"S_i"), tex(r"S_{i-1} + \psi_i^\top v_i"), evaluate=False))),
+        figures={"linear-attention-rnn": figure},
+    )
+
+
 #: the claims of this module, for the registry (:mod:`attnsym.claims.builtin` lists the modules)
 CLAIMS = (builtin_claim("not-lipschitz", check_not_lipschitz), builtin_claim("kernel-smoother", check_kernel_smoother),
-          builtin_claim("performer-unbiased", check_performer_unbiased))
+          builtin_claim("performer-unbiased", check_performer_unbiased),
+          builtin_claim("linear-attention-rnn", check_linear_attention_rnn))
