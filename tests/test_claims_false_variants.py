@@ -85,6 +85,8 @@ FALSE_VARIANTS = {
                            {"claimed_mean": lambda x, y: sp.exp(x.dot(y) / 2)}, "the features estimate exp(xᵀy/2)"),
     "linear-attention-rnn": (literature_theory.check_linear_attention_rnn, {"claimed_keys": "all"},
                              "the recurrence equals non-causal linear attention"),
+    "mup-scaling": (literature_theory.check_mup_scaling, {"claimed_variance": lambda rho, d: d},
+                    "Var[q·k] = d whatever the correlation"),
 }
 
 

@@ -19,11 +19,12 @@ from attnsym.numeric import performer as numeric_performer
 from attnsym.symbolic import kernel_smoother as symbolic_kernel
 from attnsym.symbolic import linear_attention as symbolic_linear
 from attnsym.symbolic import lipschitz as symbolic_lipschitz
+from attnsym.symbolic import mup as symbolic_mup
 from attnsym.symbolic import performer as symbolic_performer
 from attnsym.symbolic.matrices import attention as symbolic_attention
 
 QUICK = CheckContext(quick=True)
-THEORY = ("not-lipschitz", "kernel-smoother", "performer-unbiased", "linear-attention-rnn")
+THEORY = ("not-lipschitz", "kernel-smoother", "performer-unbiased", "linear-attention-rnn", "mup-scaling")
 
 
 def _l2_scores(monkeypatch):
@@ -77,6 +78,11 @@ def _state_read_before_update(monkeypatch):
     monkeypatch.setattr(symbolic_linear, "recurrent_linear_attention", recurrent)
 
 
+def _fourth_moment_one(monkeypatch):
+    """Standard-normal moments with E[z⁴] = 1 (every even moment 1, as for a Rademacher variable)."""
+    monkeypatch.setattr(symbolic_mup, "normal_moment", lambda k: 0 if k % 2 else 1)
+
+
 #: (claim id, mutation, what it breaks)
 MUTATIONS = [
     ("not-lipschitz", _l2_scores, "L2-distance scores in the symbolic layer"),
@@ -84,6 +90,7 @@ MUTATIONS = [
     ("performer-unbiased", _feature_normaliser_symbolic, "symbolic feature normaliser exp(−‖x‖²)"),
     ("performer-unbiased", _feature_normaliser_numeric, "numeric feature normaliser exp(−‖x‖²)"),
     ("linear-attention-rnn", _state_read_before_update, "state read before adding token i"),
+    ("mup-scaling", _fourth_moment_one, "Gaussian fourth moment 1 instead of 3"),
 ]
 
 

@@ -66,6 +66,7 @@ COST_HINTS: dict[str, tuple[float, float]] = {
     "kernel-smoother": (0.15, 0.5),
     "performer-unbiased": (0.15, 0.8),
     "linear-attention-rnn": (0.1, 0.3),
+    "mup-scaling": (0.1, 0.5),
 }
 
 
