@@ -329,6 +329,10 @@ def check_linear_attention_rnn(ctx: CheckContext, *, claimed_keys: str = "j ≤ 
     rec = numeric_linear.recurrent_linear_attention(fq, fk, Vn)
     numeric_gap = float(np.max(np.abs(par - rec)) / np.max(np.abs(par)))
     first = float(np.max(np.abs(par[0] - Vn[0])))  # the first query sees only itself
+    # φ = identity (not positive): the algebra is unchanged, but the "weights" are no longer a distribution
+    W_id = np.tril(Q @ K.T)
+    negative = float(np.mean(W_id[np.tril_indices(m)] < 0))
+    smallest_denominator = float(np.min(np.abs(W_id.sum(axis=1))))
     facts = {f"parallel form = definition (n = {n}, exact)": parallel_ok,
              f"recurrent form = definition (n = {n}, exact)": recurrent_ok,
              "float64 forms agree (1e-12, φ = elu + 1)": numeric_gap <= 1e-12, "y_1 = v_1 (float64)": first <= 1e-12}
@@ -348,12 +352,17 @@ def check_linear_attention_rnn(ctx: CheckContext, *, claimed_keys: str = "j ≤ 
                 f"definition) + numeric check (float64, n = {m}, d = {d}, φ = elu + 1)"),
         summary=(f"n = {n}: parallel {'=' if parallel_ok else '≠'} definition, recurrent "
                  f"{'=' if recurrent_ok else '≠'} definition exactly (keys {claimed_keys}); float64 n = {m}: largest "
-                 f"relative gap {numeric_gap:.1e}, |y_1 − v_1| = {first:.1e}; the recurrent state has "
+                 f"relative gap {numeric_gap:.1e}, |y_1 − v_1| = {first:.1e}; with φ = identity {negative:.0%} of the "
+                 f"causal similarities are negative (smallest |denominator| {smallest_denominator:.2g}); the state has "
                  f"r(d_v + 1) = {state} numbers at every step (r = d_v = 2)" + _failed(facts)),
-        conditions=("a feature map with positive values (elu + 1 in the paper), so the denominators are positive",
+        conditions=("the identity is algebraic: it holds for any feature map whose denominators do not vanish; a "
+                    "positive φ (elu + 1 in the paper) is what makes the weights a distribution and the denominators "
+                    "positive (with φ = identity many similarities are negative)",
                     "causal masking: the recurrence reads tokens 1 … i; the non-causal form needs all keys first",
                     "in floating point the two orders of summation differ by rounding only"),
-        details={**facts, "numeric gap": numeric_gap, "parallel (exact)": parallel, "state size": state},
+        details={**facts, "numeric gap": numeric_gap, "parallel (exact)": parallel, "state size": state,
+                 "negative similarities with φ = identity": negative,
+                 "smallest |denominator| with φ = identity": smallest_denominator},
         equations=(("recurrent form", sp.Eq(tex(r"y_i"), tex(r"\varphi_i S_i / (\varphi_i z_i)"), evaluate=False)),
                    ("state update", sp.Eq(tex(r"S_i"), tex(r"S_{i-1} + \psi_i^\top v_i"), evaluate=False))),
         figures={"linear-attention-rnn": figure},
