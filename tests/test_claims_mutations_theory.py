@@ -101,6 +101,13 @@ def test_each_theory_claim_holds_with_a_measured_summary(claim_id):
     assert "FAILED" not in ev.summary and ev.figures
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("claim_id", THEORY)
+def test_each_theory_claim_holds_in_full_mode(claim_id):
+    ev = CLAIMS[claim_id].check(CheckContext(quick=False))
+    assert ev.verdict == "holds", ev.summary
+
+
 @pytest.mark.parametrize(("claim_id", "mutate", "what"), MUTATIONS, ids=[f"{c}: {w}" for c, _, w in MUTATIONS])
 def test_mutation_fails_the_claim(monkeypatch, claim_id, mutate, what):
     mutate(monkeypatch)

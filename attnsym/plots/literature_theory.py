@@ -24,7 +24,7 @@ def lipschitz_figure(t: Sequence[float], exact: Sequence[float], numeric: Sequen
     fig = new_figure((9.0, 3.6))
     left, right = fig.subplots(1, 2)
     x = as_numpy(t, "t")
-    left.plot(x, as_numpy(exact, "exact"), lw=2, label="exact: 1/2 + t²/4")
+    left.plot(x, as_numpy(exact, "exact"), lw=2, label="exact (symbolic layer)")
     left.plot(x, as_numpy(numeric, "numeric"), "o", ms=4, label="numeric layer")
     left.set_xlabel("t (tokens x₁ = 0, x₂ = t)")
     left.set_ylabel("∂f₁/∂x₁")
@@ -34,7 +34,7 @@ def lipschitz_figure(t: Sequence[float], exact: Sequence[float], numeric: Sequen
     right.loglog(r, as_numpy(largest, "largest"), "o-", lw=1.8, label="largest ‖J‖₂ found")
     right.loglog(r, as_numpy(median, "median"), "s--", lw=1.2, label="median ‖J‖₂")
     right.loglog(r, r**2 * as_numpy(largest, "largest")[-1] / r[-1] ** 2, color="grey", ls=":", lw=1, label="∝ r²")
-    right.set_xlabel("input radius r = ‖X‖_F")
+    right.set_xlabel("input radius r (Frobenius norm of X)")
     right.set_ylabel("Jacobian norm")
     right.set_title("Local Lipschitz constant grows with r")
     right.legend(fontsize=8, loc="upper left")
@@ -75,8 +75,10 @@ def performer_figure(features: Sequence[int], exact_mse: Sequence[float], mc_mse
     right.set_xlabel("random features m")
     right.set_ylabel("E[output] − softmax output")
     right.set_title("The row-normalised output is biased")
+    from matplotlib.ticker import NullLocator
+
     for ax in (left, right):
-        ax.minorticks_off()
+        ax.xaxis.set_minor_locator(NullLocator())
         ax.set_xticks(m, [f"{v:g}" for v in m])
     return fig
 
@@ -102,7 +104,7 @@ def linear_rnn_figure(weights: Sequence[Sequence[float]], parallel: Sequence[flo
 
 
 def mup_figure(d: Sequence[int], curves: Mapping[str, tuple[Sequence[float], Sequence[float]]],
-               sampled: Mapping[str, tuple[Sequence[float], Sequence[float]]]) -> Figure:
+               sampled: Mapping[str, tuple[Sequence[float], Sequence[float]]], *, rho: float) -> Figure:
     """Mean ± one standard deviation of the logit against d, for 1/√d and 1/d scaling (exact bands, sampled marks)."""
     fig = new_figure()
     ax = fig.subplots()
@@ -115,7 +117,7 @@ def mup_figure(d: Sequence[int], curves: Mapping[str, tuple[Sequence[float], Seq
         ax.plot(as_numpy(dims, label), as_numpy(means, label), "o", ms=5, color=color, label=f"{label}: sampled mean")
     ax.set_xscale("log")
     ax.set_xlabel("head width d")
-    ax.set_ylabel("logit (mean ± std)")
+    ax.set_ylabel(f"logit (mean ± std), ρ = {rho:g}")
     ax.set_title("Correlated q, k: 1/√d logits grow like ρ√d, 1/d keeps them Θ(1)")
     ax.legend(fontsize=8, loc="upper left")
     return fig

@@ -128,7 +128,7 @@ def check_not_lipschitz(ctx: CheckContext, *, claimed_growth: int = 2) -> Eviden
                     "product"),
         details={**facts, "witness entry": layer_entry, "closed form": closed, "numeric gap": numeric_gap,
                  "radii": list(radii), "largest norm": largest, "median norm": median, "growth exponent": slope},
-        equations=(("witness Jacobian", sp.Eq(tex(r"\partial f_1/\partial x_1"),
+        equations=(("witness Jacobian (d = 1, a = c·w_Q·w_K)", sp.Eq(tex(r"\partial f_1/\partial x_1"),
                                               exact_lipschitz.kim_witness_block(t, [[sp.Symbol("a")]], [[1]],
                                                                                 [[sp.Symbol("w_V")]], 1, [1])[0, 0],
                                               evaluate=False)),),
@@ -425,7 +425,7 @@ def check_mup_scaling(ctx: CheckContext, *, claimed_variance=None) -> Evidence:
                for k in ("1/√d", "1/d")}
 
     def figure():
-        return mup_figure(grid, curves, sampled)
+        return mup_figure(grid, curves, sampled, rho=r)
 
     biggest = [w for w in rows if w["d"] == dims[-1]]
     return Evidence(
