@@ -135,3 +135,52 @@ def test_not_lipschitz_witness_matches_a_hand_computed_number():
         sp.Rational(3, 2)
     X = np.array([[[0.0], [2.0]]])
     assert input_jacobians(X, np.eye(1), np.eye(1), np.eye(1))[0, 0, 0] == pytest.approx(1.5, rel=1e-7)
+
+
+# ----------------------------------------------------------------------------- the twins agree
+def test_numeric_linear_attention_forms_match_the_exact_ones():
+    from attnsym.numeric import linear_attention as numeric_linear
+
+    Phi, Psi, V = [[1, 2], [3, 1], [2, 2]], [[2, 1], [1, 1], [1, 3]], [[1, -1], [0, 2], [5, 1]]
+    exact = np.array(symbolic_linear.causal_linear_attention(Phi, Psi, V), dtype=float)
+    for form in (numeric_linear.causal_linear_attention, numeric_linear.recurrent_linear_attention):
+        np.testing.assert_allclose(form(np.array(Phi, float), np.array(Psi, float), np.array(V, float)), exact,
+                                   rtol=1e-14)
+    assert symbolic_linear.causal_linear_attention(Phi, Psi, V)[1, 0] == sp.Rational(7 * 1 + 4 * 0, 11)
+
+
+def test_numeric_kernel_smoother_matches_the_exact_one():
+    from attnsym.numeric import kernel_smoother as numeric_kernel
+
+    X, W_Q, W_K = [[1, 0], [0, 1], [1, -1]], [[1, 2], [0, 1]], [[0, 1], [1, 1]]
+    exact = np.array(symbolic_kernel.kernel_smoother_weights(X, W_Q, W_K, sp.Rational(1, 2)).evalf(), dtype=float)
+    numeric = numeric_kernel.kernel_smoother_weights(np.array(X, float), np.array(W_Q, float), np.array(W_K, float), 0.5)
+    np.testing.assert_allclose(numeric, exact, rtol=1e-13)
+
+
+def test_numeric_positive_features_match_the_exact_ones():
+    x, omega = [0.5, -0.25], [[1.0, 2.0], [-0.5, 0.75]]
+    numeric = numeric_performer.positive_random_features(np.array([x]), np.array(omega))[0]
+    exact = [float(symbolic_performer.positive_feature(x, w)) / np.sqrt(2) for w in omega]
+    np.testing.assert_allclose(numeric, exact, rtol=1e-14)
+
+
+def test_normal_moments_are_the_double_factorials():
+    z = sp.Symbol("z", real=True)
+    assert [symbolic_mup.normal_moment(k) for k in (0, 2, 4, 6, 8)] == [1, 1, 3, 15, 105]
+    assert symbolic_mup.normal_expectation((1 + z) ** 4, (z,)) == 1 + 6 + 3
+
+
+# ----------------------------------------------------------------------------- bad inputs
+def test_bad_inputs_raise_errors_naming_the_argument():
+    from attnsym.errors import AttnsymError
+
+    with pytest.raises(AttnsymError, match="weights may name W_Q, W_K, W_V"):
+        symbolic_lipschitz.witness_jacobian(1, 2, weights={"X": [[1]]})
+    w = sp.symbols("w_1:3", real=True)
+    with pytest.raises(AttnsymError, match="not affine"):
+        symbolic_performer.gaussian_exp_expectation(sp.exp(w[0] ** 2), w)
+    with pytest.raises(AttnsymError, match="Phi_Q, Phi_K must be"):
+        symbolic_linear.causal_linear_attention([[1, 2]], [[1]], [[1]])
+    with pytest.raises(AttnsymError, match="variables must be SymPy symbols"):
+        symbolic_mup.normal_expectation(1, [1])

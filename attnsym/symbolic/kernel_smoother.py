@@ -91,6 +91,7 @@ def same_softmax_form(first: sp.MatrixBase, second: sp.MatrixBase) -> bool:
             return names.setdefault(key, sp.Dummy(f"E{len(names)}", positive=True))
         return expr.replace(lambda e: isinstance(e, sp.exp), one)
 
+    first, second = exact_matrix("first", first, finite=False), exact_matrix("second", second, finite=False)
     if first.shape != second.shape:
         return False
     return all(sp.cancel(rename(p) - rename(q)) == 0 for p, q in zip(first, second, strict=True))

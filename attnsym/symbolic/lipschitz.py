@@ -24,7 +24,7 @@ from __future__ import annotations
 import sympy as sp
 
 from .._exact import exact, exact_matrix
-from ..errors import ShapeError
+from ..errors import ShapeError, SpecError
 from ..spec import AttentionSpec
 from .matrices import attention
 
@@ -47,6 +47,8 @@ def witness_jacobian(d: int, t, direction=None, weights=None) -> sp.Matrix:
     u = [sp.Integer(1)] * d if direction is None else list(exact_matrix("direction", direction).reshape(1, d))
     subs = {layer.X[1, j]: t * u[j] for j in range(d)}
     for name, value in (weights or {}).items():
+        if name not in ("W_Q", "W_K", "W_V"):
+            raise SpecError(f"weights may name W_Q, W_K, W_V (got {name!r})")
         symbols, values = getattr(layer, name), exact_matrix(name, value)
         if values.shape != (d, d):
             raise ShapeError(f"weights[{name!r}] must be {d} × {d} (got {values.shape})")

@@ -23,7 +23,8 @@ from __future__ import annotations
 import sympy as sp
 
 from .._checks import non_negative_int
-from .._exact import exact
+from .._exact import exact, exact_matrix
+from ..errors import SpecError
 
 __all__ = ["correlated_dot_moments", "correlated_pair", "normal_expectation", "normal_moment"]
 
@@ -34,7 +35,7 @@ def correlated_pair(rho, z1, z2) -> tuple[sp.Expr, sp.Expr]:
     >>> correlated_pair(sp.Rational(3, 5), *sp.symbols("z1 z2"))
     (z1, 3*z1/5 + 4*z2/5)
     """
-    rho = exact("rho", rho)
+    rho, z1, z2 = exact("rho", rho), exact("z1", z1), exact("z2", z2)
     return z1, rho * z1 + sp.sqrt(1 - rho**2) * z2
 
 
@@ -55,7 +56,9 @@ def normal_expectation(expr, variables) -> sp.Expr:
     >>> normal_expectation((z1 + z2) ** 4, (z1, z2))
     12
     """
-    variables = tuple(variables)
+    variables = tuple(exact_matrix("variables", list(variables)))
+    if not variables or not all(isinstance(v, sp.Symbol) for v in variables):
+        raise SpecError(f"variables must be SymPy symbols (got {variables})")
     poly = sp.Poly(sp.expand(exact("expr", expr)), *variables)
     total = sp.Integer(0)
     for powers, coefficient in poly.terms():

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import sympy as sp
 
-from .._exact import exact_matrix
+from .._exact import exact, exact_matrix
 from ..errors import SpecError
 
 __all__ = ["completed_square", "feature_moments", "gaussian_exp_expectation", "positive_feature"]
@@ -69,12 +69,14 @@ def gaussian_exp_expectation(expr, omega):
     >>> gaussian_exp_expectation(sp.exp(2 * w[0] - w[1] + 1), w)
     exp(7/2)
     """
-    omega = list(omega)
-    L = _exponent(expr)
+    omega = list(exact_matrix("omega", list(omega)))
+    if not all(isinstance(w, sp.Symbol) for w in omega):
+        raise SpecError(f"omega must be SymPy symbols (got {omega})")
+    L = _exponent(exact("expr", expr))
     if any(sp.diff(L, a, b) != 0 for a in omega for b in omega):
         raise SpecError(f"the exponent {L} is not affine in {omega}")
     u = [sp.diff(L, w) for w in omega]
-    c = L.subs({w: 0 for w in omega})
+    c = L.xreplace({w: sp.Integer(0) for w in omega})
     return sp.exp(sp.expand(c + sum(ui**2 for ui in u) / 2))
 
 
