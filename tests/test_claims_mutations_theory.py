@@ -184,3 +184,21 @@ def test_bad_inputs_raise_errors_naming_the_argument():
         symbolic_linear.causal_linear_attention([[1, 2]], [[1]], [[1]])
     with pytest.raises(AttnsymError, match="variables must be SymPy symbols"):
         symbolic_mup.normal_expectation(1, [1])
+
+
+def test_numeric_bad_inputs_raise_errors_naming_the_argument():
+    from attnsym.errors import AttnsymError
+    from attnsym.numeric import kernel_smoother as numeric_kernel
+    from attnsym.numeric import linear_attention as numeric_linear
+    from attnsym.numeric import mup as numeric_mup
+
+    with pytest.raises(AttnsymError, match="W_Q and W_K must both be"):
+        numeric_kernel.kernel_matrix(np.ones((3, 2)), np.ones((3, 2)), np.ones((3, 2)), 1.0)
+    with pytest.raises(AttnsymError, match="omega"):
+        numeric_performer.positive_random_features(np.ones((2, 3)), np.ones((4, 2)))
+    with pytest.raises(AttnsymError, match="Phi_Q, Phi_K must be"):
+        numeric_linear.recurrent_linear_attention(np.ones((2, 2)), np.ones((3, 2)), np.ones((2, 1)))
+    with pytest.raises(AttnsymError, match="X contains non-finite"):
+        numeric_kernel.kernel_smoother_weights(np.full((2, 2), np.nan), np.eye(2), np.eye(2), 1.0)
+    with pytest.raises(AttnsymError, match="rho must lie in"):
+        numeric_mup.correlated_logits(np.random.default_rng(0), 4, 10, 1.5, 1.0)

@@ -6,7 +6,29 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..errors import ShapeError
+from ._inputs import float_inputs
+
 __all__ = ["causal_linear_attention", "elu_feature_map", "recurrent_linear_attention"]
+
+
+def _checked(named: dict, ndims: dict) -> list[np.ndarray]:
+    """The arrays of ``named`` as float64 NumPy arrays, each of the given number of dimensions (else ShapeError)."""
+    _, arrays, _ = float_inputs({k: np.asarray(v) if isinstance(v, list | tuple) else v for k, v in named.items()})
+    out = []
+    for name, a in arrays.items():
+        a = np.asarray(a, dtype=np.float64)
+        if a.ndim not in ndims[name]:
+            raise ShapeError(f"{name} must have {' or '.join(map(str, ndims[name]))} dimensions (got shape {a.shape})")
+        out.append(a)
+    return out
+
+
+def _forms_inputs(Phi_Q, Phi_K, V):
+    Phi_Q, Phi_K, V = _checked({"Phi_Q": Phi_Q, "Phi_K": Phi_K, "V": V}, {"Phi_Q": (2,), "Phi_K": (2,), "V": (2,)})
+    if Phi_Q.shape != Phi_K.shape or V.shape[0] != Phi_Q.shape[0]:
+        raise ShapeError(f"Phi_Q, Phi_K must be (n, r) and V (n, d_v) (got {Phi_Q.shape}, {Phi_K.shape}, {V.shape})")
+    return Phi_Q, Phi_K, V
 
 
 def elu_feature_map(x) -> np.ndarray:
@@ -26,8 +48,9 @@ def causal_linear_attention(Phi_Q, Phi_K, V) -> np.ndarray:
     array([[4.],
            [1.]])
     """
-    W = np.tril(np.asarray(Phi_Q, dtype=np.float64) @ np.asarray(Phi_K, dtype=np.float64).T)
-    return (W @ np.asarray(V, dtype=np.float64)) / W.sum(axis=1, keepdims=True)
+    Phi_Q, Phi_K, V = _forms_inputs(Phi_Q, Phi_K, V)
+    W = np.tril(Phi_Q @ Phi_K.T)
+    return (W @ V) / W.sum(axis=1, keepdims=True)
 
 
 def recurrent_linear_attention(Phi_Q, Phi_K, V) -> np.ndarray:
@@ -37,7 +60,7 @@ def recurrent_linear_attention(Phi_Q, Phi_K, V) -> np.ndarray:
     array([[4.],
            [1.]])
     """
-    Phi_Q, Phi_K, V = (np.asarray(a, dtype=np.float64) for a in (Phi_Q, Phi_K, V))
+    Phi_Q, Phi_K, V = _forms_inputs(Phi_Q, Phi_K, V)
     S = np.zeros((Phi_K.shape[1], V.shape[1]))
     z = np.zeros(Phi_K.shape[1])
     out = np.empty((Phi_Q.shape[0], V.shape[1]))

@@ -9,7 +9,8 @@ import math
 
 import numpy as np
 
-from .._checks import positive_int
+from .._checks import finite_real, positive_int
+from ..errors import SpecError
 
 __all__ = ["correlated_logits"]
 
@@ -22,6 +23,9 @@ def correlated_logits(rng: np.random.Generator, d: int, samples: int, rho: float
     True
     """
     d, samples = positive_int("d", d), positive_int("samples", samples)
+    rho, scale = finite_real("rho", rho), finite_real("scale", scale)
+    if not -1 <= rho <= 1:
+        raise SpecError(f"rho must lie in [-1, 1] (got {rho})")
     q = rng.standard_normal((samples, d))
     k = rho * q + math.sqrt(1 - rho * rho) * rng.standard_normal((samples, d))
     return scale * np.einsum("sd,sd->s", q, k)
