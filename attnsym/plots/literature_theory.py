@@ -34,6 +34,10 @@ def lipschitz_figure(t: Sequence[float], exact: Sequence[float], numeric: Sequen
     right.loglog(r, as_numpy(largest, "largest"), "o-", lw=1.8, label="largest ‖J‖₂ found")
     right.loglog(r, as_numpy(median, "median"), "s--", lw=1.2, label="median ‖J‖₂")
     right.loglog(r, r**2 * as_numpy(largest, "largest")[-1] / r[-1] ** 2, color="grey", ls=":", lw=1, label="∝ r²")
+    from matplotlib.ticker import NullLocator
+
+    right.xaxis.set_minor_locator(NullLocator())
+    right.set_xticks(r, [f"{v:g}" for v in r])
     right.set_xlabel("input radius r (Frobenius norm of X)")
     right.set_ylabel("Jacobian norm")
     right.set_title("Local Lipschitz constant grows with r")
