@@ -62,11 +62,11 @@ COST_HINTS: dict[str, tuple[float, float]] = {
     "length-scaling": (0.3, 0.4),
     "off-by-one-sink": (0.4, 0.45),
     "softcap-facts": (0.3, 0.3),
-    "not-lipschitz": (0.15, 0.8),
-    "kernel-smoother": (0.15, 0.5),
-    "performer-unbiased": (0.15, 0.8),
-    "linear-attention-rnn": (0.1, 0.3),
-    "mup-scaling": (0.1, 0.5),
+    "not-lipschitz": (0.1, 0.35),
+    "kernel-smoother": (0.15, 0.2),
+    "performer-unbiased": (0.1, 0.45),
+    "linear-attention-rnn": (0.1, 0.2),
+    "mup-scaling": (0.1, 0.7),
 }
 
 
