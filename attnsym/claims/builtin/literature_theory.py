@@ -12,6 +12,7 @@ fails it (``tests/test_claims_mutations_theory.py``).
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import sympy as sp
@@ -43,6 +44,11 @@ __all__ = [
     "check_not_lipschitz",
     "check_performer_unbiased",
 ]
+
+
+def _plain(expr) -> str:
+    """A SymPy expression for a summary line: ``w_v*(t**2 + 2)/4`` reads ``w_v·(t^2 + 2)/4``, ``oo`` reads ``∞``."""
+    return re.sub(r"\boo\b", "∞", str(expr).replace("**", "^").replace("*", "·"))
 
 
 def _verdict(ok: bool) -> str:
@@ -111,9 +117,9 @@ def check_not_lipschitz(ctx: CheckContext, *, claimed_growth: int = 2) -> Eviden
         method=("symbolic proof (the symbolic layer's Jacobian at the witness x₁ = 0, x₂ = t u against the derived "
                 "closed form; its limit) + numeric check (float64 layer at the witness; ‖J‖₂ at "
                 f"{samples} random points per radius and a local search, radii {radii[0]:g} … {radii[-1]:g})"),
-        summary=(f"∂f₁/∂x₁ at x₁ = 0, x₂ = t: {sp.factor(layer_entry)} "
+        summary=(f"∂f₁/∂x₁ at x₁ = 0, x₂ = t: {_plain(sp.factor(layer_entry))} "
                  f"({'=' if entry_equal else '≠'} the closed form), "
-                 f"{'not a polynomial' if growth is None else f'degree {growth}'} in t, limit {limit} for unit "
+                 f"{'not a polynomial' if growth is None else f'degree {growth}'} in t, limit {_plain(limit)} for unit "
                  f"weights; numeric vs exact {numeric_gap:.1e}; largest ‖J‖₂ found "
                  + ", ".join(f"{v:.3g} (r = {r:g})" for v, r in zip(largest, radii, strict=True))
                  + f": growth exponent {slope:.2f} (median ‖J‖₂ stays {min(median):.2f} … {max(median):.2f})"
@@ -154,8 +160,8 @@ def check_kernel_smoother(ctx: CheckContext, *, claimed_symmetric_when: str = "s
     M = layer.W_Q * layer.W_K.T
     asymmetry_form = bilinear and (B - c * (M - M.T)).applyfunc(sp.expand).is_zero_matrix
     W_Q = sp.Matrix([[1, 2], [-1, 3]])
-    cases = {"W_K = W_Q": W_Q, "W_K = W_Q S, S = [[2, 1], [1, 3]]": W_Q * sp.Matrix([[2, 1], [1, 3]]),
-             "W_K = [[0, 1], [2, -1]]": sp.Matrix([[0, 1], [2, -1]])}
+    cases = {"W_K = W_Q": W_Q, "W_K = W_Q S, S = (2 1; 1 3)": W_Q * sp.Matrix([[2, 1], [1, 3]]),
+             "W_K = (0 1; 2 −1)": sp.Matrix([[0, 1], [2, -1]])}
     rows = []
     for label, W_K in cases.items():
         Mc = W_Q * W_K.T
@@ -196,7 +202,7 @@ def check_kernel_smoother(ctx: CheckContext, *, claimed_symmetric_when: str = "s
         summary=(f"weights {'=' if weights_equal else '≠'} k(x_i, x_j)/Σ_l k(x_i, x_l) exactly; log-asymmetry "
                  f"{'=' if asymmetry_form else '≠'} c·a(M − Mᵀ)bᵀ; "
                  + "; ".join(f"{r['case']}: M {'symmetric' if r['M symmetric'] else 'not symmetric'}, "
-                             f"k(e1,e2)/k(e2,e1) = {r['k(e1, e2)/k(e2, e1)']}" for r in rows)
+                             f"k(e1,e2)/k(e2,e1) = {_plain(r['k(e1, e2)/k(e2, e1)'])}" for r in rows)
                  + f"; float64 gap {numeric_gap:.1e}, ‖K − Kᵀ‖/‖K‖ = {tied_asym:.1e} tied, {untied_asym:.2f} untied"
                  + _failed(facts)),
         conditions=("the scale c = 1/√d_k and no bias, mask or positions: a mask sets k to 0 off the allowed keys, "
@@ -278,7 +284,7 @@ def check_performer_unbiased(ctx: CheckContext, *, claimed_mean=None) -> Evidenc
         "performer-unbiased", statement("performer-unbiased"), _verdict(ok),
         method=("symbolic proof (Gaussian MGF by the completed square; d = 2, symbolic x, y) + Monte Carlo "
                 f"({draws} draws of Ω per m = {', '.join(map(str, features))}, d = 4, Bonferroni 99.9% intervals)"),
-        summary=(f"E[Z] = {mean} ({'=' if unbiased else '≠'} exp(xᵀy)), Var {'=' if variance else '≠'} Lemma 2; "
+        summary=(f"E[Z] = {_plain(mean)} ({'=' if unbiased else '≠'} exp(xᵀy)), Var {'=' if variance else '≠'} Lemma 2; "
                  f"exp(xᵀy) = {sm:.4f}: "
                  + "; ".join(f"m = {r['m']}: mean {r['mean']:.4f} ± {r['mean half-width']:.4f}, MSE {r['MSE']:.4f} ± "
                              f"{r['MSE half-width']:.4f} (exact {r['exact MSE']:.4f})" for r in rows)
@@ -431,10 +437,11 @@ def check_mup_scaling(ctx: CheckContext, *, claimed_variance=None) -> Evidence:
         "mup-scaling", statement("mup-scaling"), _verdict(ok),
         method=("symbolic proof (Gaussian moments of a correlated pair, symbolic ρ and d; limits) + Monte Carlo "
                 f"(ρ = 1/2, d = {', '.join(map(str, dims))}, {samples} samples each, Bonferroni 99.9% intervals)"),
-        summary=(f"E[q·k] = {mean}, Var[q·k] = {var} (claimed {claimed}); ρ = 0: {var.subs(rho, 0)}, ρ = 1: "
-                 f"{var.subs(rho, 1)}; as d → ∞ the 1/√d logit's mean → {limits['1/√d mean']} (variance → "
-                 f"{limits['1/√d variance']}), the 1/d logit's mean → {limits['1/d mean']} (variance → "
-                 f"{limits['1/d variance']}); sampled at ρ = 1/2, d = {dims[-1]}: "
+        summary=(f"E[q·k] = {_plain(mean)}, Var[q·k] = {_plain(var)} (claimed {_plain(claimed)}); ρ = 0: "
+                 f"{_plain(var.subs(rho, 0))}, ρ = 1: {_plain(var.subs(rho, 1))}; as d → ∞ the 1/√d logit's mean → "
+                 f"{_plain(limits['1/√d mean'])} (variance → {_plain(limits['1/√d variance'])}), the 1/d logit's mean "
+                 f"→ {_plain(limits['1/d mean'])} (variance → {_plain(limits['1/d variance'])}); sampled at ρ = 1/2, "
+                 f"d = {dims[-1]}: "
                  + ", ".join(f"{w['scale']} mean {w['mean']:.3f} ± {w['mean half-width']:.3f} (exact "
                              f"{w['exact mean']:.3f}), variance {w['variance']:.4f} (exact {w['exact variance']:.4f})"
                              for w in biggest) + _failed(facts)),
