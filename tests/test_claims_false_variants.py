@@ -16,6 +16,7 @@ from attnsym.claims.builtin import (
     invariances,
     literature,
     literature_structure,
+    literature_theory,
     multi_head,
     positions,
     primitives,
@@ -92,6 +93,15 @@ FALSE_VARIANTS = {
                                  "the pairings agree without a permutation"),
     "window-banded-mask": (literature_structure.check_window_banded_mask, {"extra": 1},
                            "a window of w sees w + 1 keys"),
+    "not-lipschitz": (literature_theory.check_not_lipschitz, {"claimed_growth": 1}, "the witness grows linearly in t"),
+    "kernel-smoother": (literature_theory.check_kernel_smoother, {"claimed_symmetric_when": "always"},
+                        "the kernel is always symmetric"),
+    "performer-unbiased": (literature_theory.check_performer_unbiased,
+                           {"claimed_mean": lambda x, y: sp.exp(x.dot(y) / 2)}, "the features estimate exp(xᵀy/2)"),
+    "linear-attention-rnn": (literature_theory.check_linear_attention_rnn, {"claimed_keys": "all"},
+                             "the recurrence equals non-causal linear attention"),
+    "mup-scaling": (literature_theory.check_mup_scaling, {"claimed_variance": lambda rho, d: d},
+                    "Var[q·k] = d whatever the correlation"),
 }
 
 

@@ -69,6 +69,11 @@ COST_HINTS: dict[str, tuple[float, float]] = {
     "gqa-equals-repeated-kv": (0.1, 0.1),
     "rope-pairing-permutation": (0.02, 0.03),
     "window-banded-mask": (0.02, 0.4),
+    "not-lipschitz": (0.1, 0.35),
+    "kernel-smoother": (0.15, 0.2),
+    "performer-unbiased": (0.1, 0.45),
+    "linear-attention-rnn": (0.1, 0.2),
+    "mup-scaling": (0.1, 0.7),
 }
 
 

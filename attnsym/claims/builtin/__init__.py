@@ -13,6 +13,7 @@ from . import (
     invariances,
     literature,
     literature_structure,
+    literature_theory,
     multi_head,
     positions,
     primitives,
@@ -37,9 +38,11 @@ __all__ = ["BUILTIN", "MODULES"]
 #: (rope-relative, rope-shift-invariance, rope-long-range-decay, alibi-recency); literature (length-scaling,
 #: off-by-one-sink, softcap-facts);
 #: literature_structure (non-identifiable, low-rank-bottleneck, qk-norm-bound, icl-gradient-descent,
-#: gqa-equals-repeated-kv, rope-pairing-permutation, window-banded-mask)
+#: gqa-equals-repeated-kv, rope-pairing-permutation, window-banded-mask); literature_theory (not-lipschitz,
+#: kernel-smoother, performer-unbiased, linear-attention-rnn, mup-scaling)
 MODULES = (variance, saturation, routing, multi_head, table1, cost, structure, primitives, rank_collapse, softmax_limits,
-           invariances, positions, literature, literature_structure)
+           invariances, positions, literature, literature_structure,
+           literature_theory)
 
 #: every built-in claim (the registry orders them as the claims list does)
 BUILTIN = tuple(c for module in MODULES for c in module.CLAIMS)
