@@ -21,6 +21,7 @@ the scores equals the attention to 1e-15; the spec through ``numeric.attention``
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import numpy as np
@@ -155,7 +156,7 @@ def test_left_padding_with_position_ids_matches_transformers(family):
     ids, mask = _batch(m)
     ids, mask = ids[:, ::-1].copy(), mask[:, ::-1].copy()  # left padding (the reversed texts: any ids do)
     positions = np.clip(np.cumsum(mask, axis=1) - 1, 0, None)  # what generate() passes
-    out = models.decoder.forward(m.config, m.weights, ids, mask, positions=positions)
+    out = importlib.import_module("attnsym.models.forward").forward(m.config, m.weights, ids, mask, positions=positions)
     assert _worst(out, _reference(hf, ids, mask, torch.float32, positions), mask) <= TOL32
 
 
@@ -179,7 +180,7 @@ def test_spec_through_numeric_attention_equals_the_models_attention(family):
         spec = m.spec(layer)
         assert spec.qk_norm and spec.kv_heads == 2 and spec.d_k == 16
         x = out.hidden_states[layer, 0]
-        h = models.decoder.rms_norm(x, lw.attn_norm, m.config.blocks[layer].norm.eps)  # the layer's input
+        h = importlib.import_module("attnsym.models.forward").rms_norm(x, lw.attn_norm, m.config.blocks[layer].norm.eps)  # the layer's input
         Y, A = at.numeric.attention(h, lw.W_Q, lw.W_K, lw.W_V, lw.W_O, spec=spec.with_(n=h.shape[0]),
                                     g_Q=lw.g_Q, g_K=lw.g_K)
         assert np.abs(A - out.attention[layer, 0]).max() <= 1e-13
@@ -257,8 +258,8 @@ def test_the_docs_table_is_the_family_table():
 
     rows = families_table().splitlines()[2:]
     assert set(OPTIONS) == set(FAMILIES)
-    assert [r.split("`")[1] for r in rows] == [*SUPPORTED, *FAMILIES]
-    assert all(OPTIONS[k][1] in r for k, r in zip(FAMILIES, rows[len(SUPPORTED):], strict=True))
+    assert [r.split("`")[1] for r in rows] == list(FAMILIES) and set(SUPPORTED) <= set(FAMILIES)
+    assert all(OPTIONS[k][1] in r for k, r in zip(FAMILIES, rows, strict=True))
 
 
 @pytest.mark.parametrize("family", ["gemma2"], indirect=True)

@@ -305,8 +305,13 @@ def embed(plan: ModelPlan, weights: Weights, input_ids, token_type_ids=None, pos
 
 
 def _linear(xp, h, W, b):
-    out = xp.matmul(h, W)
-    return out if b is None else out + b
+    """``h W + b`` (``b`` optional)."""
+    return _plus(xp.matmul(h, W), b)
+
+
+def _plus(y, b):
+    """``y + b`` (``b`` optional)."""
+    return y if b is None else y + b
 
 
 def _attention(xp, ops, spec, Q, K, V, gains: dict, allowed, positions, dtype: str):
@@ -343,17 +348,16 @@ def _block(xp, ops, block, lw, x, allowed, positions, dtype: str):
     S, A, Z = _attention(xp, ops, block.attention, Q, K, V, {"g_Q": lw.g_Q, "g_K": lw.g_K}, allowed, positions, dtype)
     y, b_O = xp.matmul(Z, lw.W_O), lw.b_O
     if block.post_norms:  # Gemma 2: the attention's output normed before its residual sum
-        y, b_O = rms_norm(_linear(xp, y, None, b_O), lw.post_attn_norm, block.norm.eps, block.norm.offset), None
+        y, b_O = rms_norm(_plus(y, b_O), lw.post_attn_norm, block.norm.eps, block.norm.offset), None
     if not pre:  # BERT: x' = N₁(x + Attn), x'' = N₂(x' + MLP(x'))
         _, mid = ops.add_norm(xp, y, b_O, x, block.norm, lw.attn_norm, lw.attn_norm_bias)
         return ops.add_norm(xp, _mlp(xp, ops, block, lw, mid), lw.b_down, mid, block.norm, lw.mlp_norm,
                             lw.mlp_norm_bias)[1], S, A
     if block.residual == "parallel":  # GPT-NeoX: x + Attn(N₁ x) + MLP(N₂ x)
-        f = _linear(xp, _mlp(xp, ops, block, lw, ops.norm(xp, x, block.norm, lw.mlp_norm, lw.mlp_norm_bias)),
-                    None, lw.b_down)
-        return x + _linear(xp, y, None, b_O) + f, S, A
+        f = _plus(_mlp(xp, ops, block, lw, ops.norm(xp, x, block.norm, lw.mlp_norm, lw.mlp_norm_bias)), lw.b_down)
+        return x + _plus(y, b_O) + f, S, A
     mid, h = ops.add_norm(xp, y, b_O, x, block.norm, lw.mlp_norm, lw.mlp_norm_bias)  # mid = x + Attn
-    f = _linear(xp, _mlp(xp, ops, block, lw, h), None, lw.b_down)
+    f = _plus(_mlp(xp, ops, block, lw, h), lw.b_down)
     if block.post_norms:
         f = rms_norm(f, lw.post_mlp_norm, block.norm.eps, block.norm.offset)
     return f + mid, S, A

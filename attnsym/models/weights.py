@@ -289,9 +289,9 @@ def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32) -> 
         def mat(role: str, d_in: int, d_out: int, name: dict[str, str] = name) -> np.ndarray:
             return t(name[role], (d_in, d_out), transpose=layout.transposed)
 
-        parts: dict[str, Any] = {**norm("attn_norm", block.norm, i), **norm("mlp_norm", block.norm, i),
-                                 "W_O": mat("W_O", q, d)}
-        parts.update(_projections(t, layout, name, mat, s, d))
+        parts: dict[str, Any] = _projections(t, layout, name, mat, s, d)  # read in checkpoint order: q, k, v first
+        parts["W_O"] = mat("W_O", q, d)
+        parts.update({**norm("attn_norm", block.norm, i), **norm("mlp_norm", block.norm, i)})
         if s.bias is True:
             parts["b_O"] = t(name["b_O"], (d,))
         if s.qk_norm:
