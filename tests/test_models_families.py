@@ -30,6 +30,8 @@ import pytest
 import attnsym as at
 from attnsym import models
 
+forward_module = importlib.import_module("attnsym.models.forward")  # attnsym.models.forward is also the function
+
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
@@ -156,7 +158,7 @@ def test_left_padding_with_position_ids_matches_transformers(family):
     ids, mask = _batch(m)
     ids, mask = ids[:, ::-1].copy(), mask[:, ::-1].copy()  # left padding (the reversed texts: any ids do)
     positions = np.clip(np.cumsum(mask, axis=1) - 1, 0, None)  # what generate() passes
-    out = importlib.import_module("attnsym.models.forward").forward(m.config, m.weights, ids, mask, positions=positions)
+    out = forward_module.forward(m.config, m.weights, ids, mask, positions=positions)
     assert _worst(out, _reference(hf, ids, mask, torch.float32, positions), mask) <= TOL32
 
 
@@ -180,7 +182,7 @@ def test_spec_through_numeric_attention_equals_the_models_attention(family):
         spec = m.spec(layer)
         assert spec.qk_norm and spec.kv_heads == 2 and spec.d_k == 16
         x = out.hidden_states[layer, 0]
-        h = importlib.import_module("attnsym.models.forward").rms_norm(x, lw.attn_norm, m.config.blocks[layer].norm.eps)  # the layer's input
+        h = forward_module.rms_norm(x, lw.attn_norm, m.config.blocks[layer].norm.eps)  # the layer's input
         Y, A = at.numeric.attention(h, lw.W_Q, lw.W_K, lw.W_V, lw.W_O, spec=spec.with_(n=h.shape[0]),
                                     g_Q=lw.g_Q, g_K=lw.g_K)
         assert np.abs(A - out.attention[layer, 0]).max() <= 1e-13
