@@ -141,7 +141,7 @@ def load(name_or_path: str | Path = "all-MiniLM-L6-v2", *, dtype: str = "float32
     ModelFileMissing
         No such folder, or the folder lacks one of :data:`FILES` (named).
     UnsupportedModelError
-        A ``model_type`` other than ``bert`` and ``gpt2`` (the message names both), or an
+        A ``model_type`` not in the family table (the message names the supported ones), or an
         option they do not implement.
     CorruptWeightsError
         ``model.safetensors`` cannot be read or lacks / misshapes a tensor.
