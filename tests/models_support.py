@@ -1,4 +1,5 @@
-"""Shared, cached set-up of the model tests: the packaged MiniLM and a small random GPT-2.
+"""Shared, cached set-up of the model tests: the packaged MiniLM, a small random GPT-2, and a small
+random model of every family of the table (:func:`family_model`, :data:`VARIANTS`).
 
 Loading costs about a second, so each model is built once per test session (``functools.cache``)
 and handed out by the fixtures of the ``test_models*`` files.
@@ -78,3 +79,75 @@ def hf_model(folder: Path):
     """The transformers reference for a folder: eager attention, evaluation mode."""
     transformers = pytest.importorskip("transformers")
     return transformers.AutoModel.from_pretrained(str(folder), attn_implementation="eager").eval()
+
+
+# ----------------------------------------------------------------------------- one small model per family
+WORDS = ["<unk>", "<pad>", "the", "apple", "phone", "launch", "event", "i", "like", "to", "eat", "apples", "a",
+         "small", "model", "routes", "words", "through", "its", "heads", "and", "pears"]
+TEXTS = ["the apple phone launch event and a small model", "i like to eat apples", "a model routes words"]
+KW = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=64,
+          vocab_size=100, max_position_embeddings=64, pad_token_id=1)
+LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+          "original_max_position_embeddings": 16}
+VARIANTS = {
+    "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
+    "llama-llama3": ("LlamaConfig", "LlamaModel", {"rope_scaling": LLAMA3, "rope_theta": 500000.0}),
+    "llama-linear-tied": ("LlamaConfig", "LlamaForCausalLM", {"rope_scaling": {"rope_type": "linear", "factor": 2.0},
+                                                              "tie_word_embeddings": True, "attention_bias": True}),
+    "mistral": ("MistralConfig", "MistralModel", {"sliding_window": 3}),
+    "qwen2": ("Qwen2Config", "Qwen2Model", {}),
+    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 16}),
+    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"head_dim": 8, "sliding_window": 3, "query_pre_attn_scalar": 16,
+                                                      "attn_logit_softcapping": 2.0}),  # soft-capping that bites
+    "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", {"rotary_pct": 0.5}),  # partial rotary, parallel residual
+    "gpt_neox-sequential": ("GPTNeoXConfig", "GPTNeoXModel", {"rotary_pct": 0.25, "use_parallel_residual": False}),
+    "bloom": ("BloomConfig", "BloomForCausalLM", {}),  # 6 heads: ALiBi slopes of a non-power-of-two head count
+}
+
+
+def word_tokenizer(folder: Path) -> None:
+    """A word-level tokenizer of :data:`WORDS` (tokenizers library), saved as ``tokenizer.json``."""
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import Whitespace
+
+    tok = Tokenizer(WordLevel({w: i for i, w in enumerate(WORDS)}, unk_token="<unk>"))
+    tok.pre_tokenizer = Whitespace()
+    tok.save(str(folder / "tokenizer.json"))
+
+
+#: a small random BERT (the packaged MiniLM is the pretrained one) and GPT-2 (with both scale flags on)
+VARIANTS["bert"] = ("BertConfig", "BertModel", {})
+VARIANTS["gpt2"] = ("GPT2Config", "GPT2LMHeadModel", {"scale_attn_by_inverse_layer_idx": True})
+#: one variant per model_type of the family table
+FAMILY_NAMES = ("bert", "gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma2", "gpt_neox", "bloom")
+
+
+@functools.cache
+def family_model(name: str):
+    """``(folder, hf)``: a small random model of variant ``name`` of :data:`VARIANTS`, saved with ``save_pretrained``
+    (safetensors) beside a word-level tokenizer, and the transformers model (eager attention) it was saved from.
+
+    Every parameter gets noise on top of the initialisation (which would hide a wrong bias or norm).
+    """
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    config_cls, model_cls, extra = VARIANTS[name]
+    kw = {k: v for k, v in KW.items() if k != "num_key_value_heads" or config_cls != "GPTNeoXConfig"}  # no GQA there
+    if config_cls == "BloomConfig":  # its own names; width 30 = 6 heads of 5
+        kw = dict(hidden_size=30, n_layer=2, n_head=6, vocab_size=100, pad_token_id=1)
+    if config_cls == "BertConfig":
+        kw = {k: v for k, v in kw.items() if k != "num_key_value_heads"}
+    if config_cls == "GPT2Config":  # its own names
+        kw = dict(n_embd=32, n_layer=2, n_head=4, n_inner=64, n_positions=64, vocab_size=100, pad_token_id=1)
+    config = getattr(transformers, config_cls)(**kw, **extra)
+    config._attn_implementation = "eager"
+    torch.manual_seed(0)
+    hf = getattr(transformers, model_cls)(config).eval()
+    with torch.no_grad():
+        for p in hf.parameters():
+            p.add_(0.2 * torch.randn_like(p))
+    folder = Path(tempfile.mkdtemp(prefix=f"attnsym-{name}-"))
+    hf.save_pretrained(folder, safe_serialization=True)
+    word_tokenizer(folder)
+    return folder, hf

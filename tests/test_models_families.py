@@ -1,11 +1,12 @@
-"""The decoder families of the family table (llama, mistral, qwen2, qwen3, gemma2, gpt_neox, bloom) vs transformers.
+"""Every family of the table (bert, gpt2, llama, mistral, qwen2, qwen3, gemma2, gpt_neox, bloom) vs transformers.
 
-For each family a tiny random model is built with transformers (hidden 32, 2 layers, 4 heads,
+For each family a tiny random model is built (``models_support.family_model``, once per session) with transformers (hidden 32, 2 layers, 4 heads,
 2 key/value heads, intermediate 64, vocab 100, 64 positions; Mistral's sliding window 3 is
 shorter than the texts; one LLaMA variant has ``llama3`` RoPE scaling, one ``linear``; Qwen3 has
 ``head_dim`` 16 != 32 / 4; Gemma 2 has soft-capping 2.0, which bites on these scores, a sliding
 window 3 on its even layers and ``query_pre_attn_scalar`` 16 != head_dim; GPT-NeoX rotates 4 or 2 of
-8 dimensions, with and without its parallel residual; BLOOM has 6 heads of 5 and ALiBi), noise added to every
+8 dimensions, with and without its parallel residual; BLOOM has 6 heads of 5 and ALiBi; BERT is
+post-LayerNorm with token types; GPT-2 scales by the inverse layer index), noise added to every
 parameter (RMSNorm gains are 1 at init), saved with ``save_pretrained`` (safetensors) beside a
 WordLevel tokenizer built with ``tokenizers``.
 Every layer's attention (``output_attentions=True``, eager) and every hidden state are
@@ -26,6 +27,7 @@ import json
 
 import numpy as np
 import pytest
+from models_support import TEXTS, VARIANTS, family_model, word_tokenizer
 
 import attnsym as at
 from attnsym import models
@@ -39,56 +41,11 @@ pytestmark = pytest.mark.oracle
 
 TOL32 = 1e-5
 TOL64 = 1e-5  # the reference computes RoPE, RMSNorm and softmax in float32 (module docstring)
-WORDS = ["<unk>", "<pad>", "the", "apple", "phone", "launch", "event", "i", "like", "to", "eat", "apples", "a",
-         "small", "model", "routes", "words", "through", "its", "heads", "and", "pears"]
-TEXTS = ["the apple phone launch event and a small model", "i like to eat apples", "a model routes words"]
-KW = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=64,
-          vocab_size=100, max_position_embeddings=64, pad_token_id=1)
-LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-          "original_max_position_embeddings": 16}
-VARIANTS = {
-    "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
-    "llama-llama3": ("LlamaConfig", "LlamaModel", {"rope_scaling": LLAMA3, "rope_theta": 500000.0}),
-    "llama-linear-tied": ("LlamaConfig", "LlamaForCausalLM", {"rope_scaling": {"rope_type": "linear", "factor": 2.0},
-                                                              "tie_word_embeddings": True, "attention_bias": True}),
-    "mistral": ("MistralConfig", "MistralModel", {"sliding_window": 3}),
-    "qwen2": ("Qwen2Config", "Qwen2Model", {}),
-    "qwen3": ("Qwen3Config", "Qwen3ForCausalLM", {"head_dim": 16}),
-    "gemma2": ("Gemma2Config", "Gemma2ForCausalLM", {"head_dim": 8, "sliding_window": 3, "query_pre_attn_scalar": 16,
-                                                      "attn_logit_softcapping": 2.0}),  # soft-capping that bites
-    "gpt_neox": ("GPTNeoXConfig", "GPTNeoXForCausalLM", {"rotary_pct": 0.5}),  # partial rotary, parallel residual
-    "gpt_neox-sequential": ("GPTNeoXConfig", "GPTNeoXModel", {"rotary_pct": 0.25, "use_parallel_residual": False}),
-    "bloom": ("BloomConfig", "BloomForCausalLM", {}),  # 6 heads: ALiBi slopes of a non-power-of-two head count
-}
-
-
-def _tokenizer(folder):
-    from tokenizers import Tokenizer
-    from tokenizers.models import WordLevel
-    from tokenizers.pre_tokenizers import Whitespace
-
-    tok = Tokenizer(WordLevel({w: i for i, w in enumerate(WORDS)}, unk_token="<unk>"))
-    tok.pre_tokenizer = Whitespace()
-    tok.save(str(folder / "tokenizer.json"))
 
 
 @pytest.fixture(scope="module")
-def family(request, tmp_path_factory):
-    config_cls, model_cls, extra = VARIANTS[request.param]
-    kw = {k: v for k, v in KW.items() if k != "num_key_value_heads" or config_cls != "GPTNeoXConfig"}  # no GQA there
-    if config_cls == "BloomConfig":  # its own names; width 30 = 6 heads of 5
-        kw = dict(hidden_size=30, n_layer=2, n_head=6, vocab_size=100, pad_token_id=1)
-    config = getattr(transformers, config_cls)(**kw, **extra)
-    config._attn_implementation = "eager"
-    torch.manual_seed(0)
-    hf = getattr(transformers, model_cls)(config).eval()
-    with torch.no_grad():
-        for p in hf.parameters():
-            p.add_(0.2 * torch.randn_like(p))
-    folder = tmp_path_factory.mktemp(request.param)
-    hf.save_pretrained(folder, safe_serialization=True)
-    _tokenizer(folder)
-    return request.param, folder, hf
+def family(request):
+    return request.param, *family_model(request.param)  # built once per session (models_support)
 
 
 def _batch(m):
@@ -245,7 +202,7 @@ def test_a_sharded_checkpoint_loads_the_same_model(family, tmp_path):
     """``save_pretrained`` with a small shard size writes ``model.safetensors.index.json`` and shards."""
     _, folder, hf = family
     hf.save_pretrained(tmp_path, safe_serialization=True, max_shard_size="20KB")
-    _tokenizer(tmp_path)
+    word_tokenizer(tmp_path)
     assert (tmp_path / "model.safetensors.index.json").is_file() and not (tmp_path / "model.safetensors").exists()
     assert len(list(tmp_path.glob("model-*.safetensors"))) > 1
     whole, sharded = models.load(folder, dtype="float64"), models.load(tmp_path, dtype="float64")
@@ -302,7 +259,7 @@ def test_a_bfloat16_checkpoint_loads_exactly(family, tmp_path):
 
     _, _, hf = family
     copy.deepcopy(hf).to(torch.bfloat16).save_pretrained(tmp_path, safe_serialization=True)  # the fixture stays as is
-    _tokenizer(tmp_path)
+    word_tokenizer(tmp_path)
     assert json.loads((tmp_path / "config.json").read_text()).get("dtype", "bfloat16") == "bfloat16"
     m = models.load(tmp_path, dtype="float32")
     q = hf.layers[1].self_attn.q_proj  # Qwen2Model
