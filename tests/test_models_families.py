@@ -233,17 +233,6 @@ def test_gemma2_plan_softcaps_slides_every_other_layer_and_scales(family):
     assert 1.9 < top < 2.0  # capped at 2, and the cap bites: 2·tanh(s/2) > 1.9 needs s > 3.6
 
 
-@pytest.mark.parametrize("family", ["qwen3"], indirect=True)
-def test_cli_explore_on_a_family_folder(family, tmp_path):
-    from attnsym.cli import main
-
-    _, folder, _ = family
-    page = tmp_path / "page.html"
-    status = main(["explore", "--model", str(folder), TEXTS[0], TEXTS[1], "--word", "apple", "--no-claims", "--quick",
-                   "--no-toy", "--no-flow", "-o", str(page)])
-    assert status == 0 and "qwen3" in page.read_text(encoding="utf-8")
-
-
 @pytest.mark.parametrize("family", ["gemma2"], indirect=True)
 def test_torch_backend_runs_the_same_plan(family):
     _, folder, _ = family
