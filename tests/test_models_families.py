@@ -1,6 +1,7 @@
 """Every family of the table (bert, gpt2, llama, mistral, qwen2, qwen3, gemma2, gpt_neox, bloom) vs transformers.
 
-For each family a tiny random model is built (``models_support.family_model``, once per session) with transformers (hidden 32, 2 layers, 4 heads,
+For each family a tiny random model is built (``models_support.family_model``, once per session)
+with transformers (hidden 32, 2 layers, 4 heads,
 2 key/value heads, intermediate 64, vocab 100, 64 positions; Mistral's sliding window 3 is
 shorter than the texts; one LLaMA variant has ``llama3`` RoPE scaling, one ``linear``; Qwen3 has
 ``head_dim`` 16 != 32 / 4; Gemma 2 has soft-capping 2.0, which bites on these scores, a sliding
