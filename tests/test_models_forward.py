@@ -108,3 +108,17 @@ def test_gelu_float32_blocks_and_strided_input():
     assert out.shape == x.shape and out.dtype == np.float32
     assert np.abs(out - exact).max() <= 5e-6
     assert gelu_float32(np.zeros((0, 4), np.float32)).shape == (0, 4)
+
+
+def test_packed_projection_is_the_three_weights_and_shares_their_memory(m):
+    lw = m.weights.layers[0]
+    d = m.config.width
+    assert lw.W_QKV.shape == (d, 3 * d) and lw.b_QKV.shape == (3 * d,)
+    for k, (W, b) in enumerate(((lw.W_Q, lw.b_Q), (lw.W_K, lw.b_K), (lw.W_V, lw.b_V))):
+        assert np.shares_memory(W, lw.W_QKV) and np.shares_memory(b, lw.b_QKV)  # views: nothing stored twice
+        assert np.array_equal(lw.W_QKV[:, k * d:(k + 1) * d], W) and np.array_equal(lw.b_QKV[k * d:(k + 1) * d], b)
+    assert "W_QKV" not in lw.arrays()
+    replaced = dataclasses.replace(lw, W_Q=lw.W_Q * 2)  # a changed weight is repacked
+    assert np.array_equal(replaced.W_QKV[:, :d], lw.W_Q * 2)
+    unbiased = dataclasses.replace(lw, b_Q=None, b_K=None, b_V=None)  # LLaMA: no q/k/v biases
+    assert unbiased.b_QKV is None and unbiased.b_Q is None

@@ -314,14 +314,23 @@ def _plus(y, b):
     return y if b is None else y + b
 
 
-def _attention(xp, ops, spec, Q, K, V, gains: dict, allowed, positions, dtype: str):
+def _bound(xp, spec, n: int, allowed, cache: dict, device):
+    """The spec at ``n`` tokens and its mask (window AND ``allowed``), made once per pass for blocks sharing a spec."""
+    key = id(spec)
+    if key not in cache:
+        spec_n = spec.replace(n=n)
+        band = window_band(spec_n)
+        mask = None if band is None else xp.asarray(band, device=device)
+        if allowed is not None:
+            mask = allowed if mask is None else xp.logical_and(mask, allowed)
+        cache[key] = (spec, spec_n, mask)  # the spec itself kept, so its id is not reused during the pass
+    return cache[key][1:]
+
+
+def _attention(xp, ops, spec, Q, K, V, gains: dict, allowed, positions, dtype: str, cache: dict):
     """``S, A, Z`` of one layer from the projections ``(B, n, H·d_k)`` (module docstring: the attention step)."""
     B, n, _ = Q.shape
-    spec = spec.replace(n=n)
-    band = window_band(spec)
-    mask = None if band is None else xp.asarray(band, device=_device(Q))
-    if allowed is not None:
-        mask = allowed if mask is None else xp.logical_and(mask, allowed)
+    spec, mask = _bound(xp, spec, n, allowed, cache, _device(Q))
     layer = BoundLayer(spec=spec, xp=xp, batch_shape=(B,), dtype=dtype, device=_device(Q), mask=mask,
                        positions=None if spec.positions is None else xp.astype(xp.asarray(positions), xp.float64))
     Qh = head_rows(layer, gains, Q, "Q")  # (B, H, n, d_k), QK-normed and rotated
@@ -340,12 +349,15 @@ def _mlp(xp, ops, block, lw, h):
     return xp.matmul(ops.bias_act(xp, xp.matmul(h, lw.W_up), lw.b_up, block.activation), lw.W_down)
 
 
-def _block(xp, ops, block, lw, x, allowed, positions, dtype: str):
+def _block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict):
     """One block on ``x`` ``(B, n, d)``: its output and the attention's ``S``, ``A``."""
     pre = block.placement == "pre"
     h = ops.norm(xp, x, block.norm, lw.attn_norm, lw.attn_norm_bias) if pre else x
-    Q, K, V = (_linear(xp, h, getattr(lw, f"W_{k}"), getattr(lw, f"b_{k}")) for k in "QKV")
-    S, A, Z = _attention(xp, ops, block.attention, Q, K, V, {"g_Q": lw.g_Q, "g_K": lw.g_K}, allowed, positions, dtype)
+    P = _linear(xp, h, lw.W_QKV, lw.b_QKV)  # (B, n, q + 2 kv): one product for Q, K and V
+    q, kv = int(lw.W_Q.shape[1]), int(lw.W_K.shape[1])
+    Q, K, V = P[..., :q], P[..., q:q + kv], P[..., q + kv:]
+    S, A, Z = _attention(xp, ops, block.attention, Q, K, V, {"g_Q": lw.g_Q, "g_K": lw.g_K}, allowed, positions, dtype,
+                         cache)
     y, b_O = xp.matmul(Z, lw.W_O), lw.b_O
     if block.post_norms:  # Gemma 2: the attention's output normed before its residual sum
         y, b_O = rms_norm(_plus(y, b_O), lw.post_attn_norm, block.norm.eps, block.norm.offset), None
@@ -444,9 +456,9 @@ def _forward(plan, weights, input_ids, attention_mask, token_type_ids, positions
             keys = xp.asarray(attention_mask, device=_device(x)) != 0
             if not bool(xp.all(keys)):
                 allowed = xp.broadcast_to(keys[:, None, :], (B, n, n))  # (B, n, n): padding keys masked
-        hidden, attention, scores = [x], [], []
+        hidden, attention, scores, cache = [x], [], [], {}
         for block, lw in zip(plan.blocks, weights.layers, strict=True):
-            x, S, A = _block(xp, ops, block, lw, x, allowed, positions, dtype)
+            x, S, A = _block(xp, ops, block, lw, x, allowed, positions, dtype, cache)
             hidden.append(x)
             scores.append(S)
             attention.append(A)

@@ -13,7 +13,10 @@ Names per layer (:class:`LayerWeights`): ``W_Q, b_Q, W_K, b_K, W_V, b_V`` (proje
 ``W_O, b_O`` (output projection), ``W_gate, W_up, b_up, W_down, b_down`` (the MLP),
 ``attn_norm`` / ``mlp_norm`` (+ ``_bias`` for a LayerNorm: the norms before attention and MLP
 in a pre-norm block, after them in BERT's post-norm block), ``g_Q``, ``g_K`` (QK-norm),
-``post_attn_norm`` / ``post_mlp_norm`` (Gemma 2).
+``post_attn_norm`` / ``post_mlp_norm`` (Gemma 2). The three projections are also kept packed side
+by side, ``W_QKV = [W_Q | W_K | W_V]`` and ``b_QKV``, made once with the :class:`LayerWeights`:
+the forward pass projects with one product, and ``W_Q``, ``W_K``, ``W_V`` (and their biases) are
+views into the packed arrays, so no parameter is stored twice.
 
 The files are read by a small reader of the safetensors format (an 8-byte header length, a JSON
 header of dtype, shape and byte offsets, then the raw little-endian data), memory-mapped. The
@@ -30,14 +33,14 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-from ..numeric.backend import asarray_in
+from ..numeric.backend import array_namespace, asarray_in
 from .errors import CorruptWeightsError
 from .plan import Layout, ModelPlan, Norm
 
@@ -70,9 +73,28 @@ class LayerWeights:
     b_down: Any = None
     W_gate: Any = None
 
+    W_QKV: Any = field(init=False, repr=False, compare=False)  # (d, q + 2 kv) = [W_Q | W_K | W_V]
+    b_QKV: Any = field(init=False, repr=False, compare=False)  # (q + 2 kv,) or None
+
+    def __post_init__(self) -> None:
+        """Pack ``[W_Q | W_K | W_V]`` (and the biases) once: the pass projects with one product, and ``W_Q`` … are views."""
+        xp = array_namespace(self.W_Q, self.W_K, self.W_V)
+        widths = [int(self.W_Q.shape[1]), int(self.W_K.shape[1]), int(self.W_V.shape[1])]
+        starts = [0, widths[0], widths[0] + widths[1]]
+        packed = {"W_QKV": xp.concat([self.W_Q, self.W_K, self.W_V], axis=1), "b_QKV": None}
+        biases = [self.b_Q, self.b_K, self.b_V]
+        if all(b is not None for b in biases):
+            packed["b_QKV"] = xp.concat(biases, axis=0)
+        for letter, start, width in zip("QKV", starts, widths, strict=True):  # the separate names become views
+            object.__setattr__(self, f"W_{letter}", packed["W_QKV"][:, start:start + width])
+            if packed["b_QKV"] is not None:
+                object.__setattr__(self, f"b_{letter}", packed["b_QKV"][start:start + width])
+        for name, value in packed.items():
+            object.__setattr__(self, name, value)
+
     def arrays(self) -> dict[str, Any]:
-        """Name -> array of every parameter present."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+        """Name -> array of every parameter present (the packed ``W_QKV``, ``b_QKV`` excluded: views share them)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.init and getattr(self, f.name) is not None}
 
     def digest(self) -> dict[str, str]:
         """A BLAKE2b fingerprint of every parameter (its dtype, shape and bytes): equal digests, equal weights."""
