@@ -28,12 +28,9 @@ from ..spec import AttentionSpec
 from .config import ACTIVATIONS, PLANNERS, _activation, _eps, _flag, _get, _positive, _refuse, _token_id
 from .errors import ModelError
 from .plan import Block, Layout, ModelPlan, Norm
-from .weights import LayerWeights, Weights, read_weights
 
-__all__ = ["FAMILIES", "LAYOUTS", "NAME_MAPS", "OPTIONS", "TENSOR_NAMES", "DecoderLayer", "DecoderWeights",
-           "describe_model", "families_table", "gpt2_scale", "layer_spec", "read_family_weights", "read_plan"]
-
-DecoderLayer, DecoderWeights = LayerWeights, Weights  # the names this module gave them before BERT and GPT-2 joined
+__all__ = ["FAMILIES", "LAYOUTS", "NAME_MAPS", "OPTIONS", "TENSOR_NAMES", "describe_model", "families_table",
+           "gpt2_scale", "layer_spec", "read_plan"]
 
 
 def _rope(raw: dict[str, Any], path: Path) -> tuple[int | float, dict[str, Any] | None]:
@@ -407,10 +404,6 @@ def families_table() -> str:
 def read_plan(raw: dict[str, Any], path: Path) -> ModelPlan:
     """The plan of a ``config.json`` whose ``model_type`` is in :data:`FAMILIES` (with its :data:`LAYOUTS` entry)."""
     return PLANNERS[raw["model_type"]](raw, path)
-
-
-#: the one weights reader of every family (the plan's layout names the tensors)
-read_family_weights = read_weights
 
 
 def layer_spec(config: ModelPlan, layer: int) -> AttentionSpec:
