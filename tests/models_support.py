@@ -1,5 +1,5 @@
 """Shared, cached set-up of the model tests: the packaged MiniLM, a small random GPT-2, and a small
-random model of every family of the table (:func:`family_model`, :data:`VARIANTS`).
+random model of every family of the table (:func:`decoder_family` / :func:`family_model`).
 
 Loading costs about a second, so each model is built once per test session (``functools.cache``)
 and handed out by the fixtures of the ``test_models*`` files.
@@ -81,17 +81,18 @@ def hf_model(folder: Path):
     return transformers.AutoModel.from_pretrained(str(folder), attn_implementation="eager").eval()
 
 
-# ----------------------------------------------------------------------------- one small model per family
-WORDS = ["<unk>", "<pad>", "the", "apple", "phone", "launch", "event", "i", "like", "to", "eat", "apples", "a",
+# ---------------------------------------------------------------------------------------------- decoder families
+#: the small random models of the decoder families (tests/test_models_families.py's docstring says what each bites)
+FAMILY_WORDS = ["<unk>", "<pad>", "the", "apple", "phone", "launch", "event", "i", "like", "to", "eat", "apples", "a",
          "small", "model", "routes", "words", "through", "its", "heads", "and", "pears"]
-TEXTS = ["the apple phone launch event and a small model", "i like to eat apples", "a model routes words"]
-KW = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=64,
-          vocab_size=100, max_position_embeddings=64, pad_token_id=1)
-LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
+FAMILY_TEXTS = ["the apple phone launch event and a small model", "i like to eat apples", "a model routes words"]
+FAMILY_KW = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                 intermediate_size=64, vocab_size=100, max_position_embeddings=64, pad_token_id=1)
+_LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
           "original_max_position_embeddings": 16}
-VARIANTS = {
+FAMILY_VARIANTS = {
     "llama": ("LlamaConfig", "LlamaForCausalLM", {}),
-    "llama-llama3": ("LlamaConfig", "LlamaModel", {"rope_scaling": LLAMA3, "rope_theta": 500000.0}),
+    "llama-llama3": ("LlamaConfig", "LlamaModel", {"rope_scaling": _LLAMA3, "rope_theta": 500000.0}),
     "llama-linear-tied": ("LlamaConfig", "LlamaForCausalLM", {"rope_scaling": {"rope_type": "linear", "factor": 2.0},
                                                               "tie_word_embeddings": True, "attention_bias": True}),
     "mistral": ("MistralConfig", "MistralModel", {"sliding_window": 3}),
@@ -105,39 +106,41 @@ VARIANTS = {
 }
 
 
-def word_tokenizer(folder: Path) -> None:
-    """A word-level tokenizer of :data:`WORDS` (tokenizers library), saved as ``tokenizer.json``."""
-    from tokenizers import Tokenizer
-    from tokenizers.models import WordLevel
-    from tokenizers.pre_tokenizers import Whitespace
-
-    tok = Tokenizer(WordLevel({w: i for i, w in enumerate(WORDS)}, unk_token="<unk>"))
-    tok.pre_tokenizer = Whitespace()
-    tok.save(str(folder / "tokenizer.json"))
 
 
-#: a small random BERT (the packaged MiniLM is the pretrained one) and GPT-2 (with both scale flags on)
-VARIANTS["bert"] = ("BertConfig", "BertModel", {})
-VARIANTS["gpt2"] = ("GPT2Config", "GPT2LMHeadModel", {"scale_attn_by_inverse_layer_idx": True})
+#: every family of the table: the decoder variants plus a small random BERT (the packaged MiniLM is the
+#: pretrained one) and GPT-2 (with scale_attn_by_inverse_layer_idx on)
+ALL_FAMILY_VARIANTS = {"bert": ("BertConfig", "BertModel", {}),
+                       "gpt2": ("GPT2Config", "GPT2LMHeadModel", {"scale_attn_by_inverse_layer_idx": True}),
+                       **FAMILY_VARIANTS}
 #: one variant per model_type of the family table
 FAMILY_NAMES = ("bert", "gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma2", "gpt_neox", "bloom")
 
 
-@functools.cache
-def family_model(name: str):
-    """``(folder, hf)``: a small random model of variant ``name`` of :data:`VARIANTS`, saved with ``save_pretrained``
-    (safetensors) beside a word-level tokenizer, and the transformers model (eager attention) it was saved from.
+def family_tokenizer(folder: Path) -> None:
+    """A WordLevel tokenizer over :data:`FAMILY_WORDS`, saved as tokenizer.json."""
+    from tokenizers import Tokenizer
+    from tokenizers.models import WordLevel
+    from tokenizers.pre_tokenizers import Whitespace
 
-    Every parameter gets noise on top of the initialisation (which would hide a wrong bias or norm).
+    tok = Tokenizer(WordLevel({w: i for i, w in enumerate(FAMILY_WORDS)}, unk_token="<unk>"))
+    tok.pre_tokenizer = Whitespace()
+    tok.save(str(folder / "tokenizer.json"))
+
+
+@functools.cache
+def decoder_family(name: str):
+    """``(folder, hf)``: a tiny random model of one :data:`ALL_FAMILY_VARIANTS` entry, saved with transformers (safetensors).
+
+    Built once per test session; noise is added to every parameter (RMSNorm gains are 1 at init).
     """
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    config_cls, model_cls, extra = VARIANTS[name]
-    kw = {k: v for k, v in KW.items() if k != "num_key_value_heads" or config_cls != "GPTNeoXConfig"}  # no GQA there
+    config_cls, model_cls, extra = ALL_FAMILY_VARIANTS[name]
+    no_gqa = ("GPTNeoXConfig", "BertConfig")
+    kw = {k: v for k, v in FAMILY_KW.items() if k != "num_key_value_heads" or config_cls not in no_gqa}
     if config_cls == "BloomConfig":  # its own names; width 30 = 6 heads of 5
         kw = dict(hidden_size=30, n_layer=2, n_head=6, vocab_size=100, pad_token_id=1)
-    if config_cls == "BertConfig":
-        kw = {k: v for k, v in kw.items() if k != "num_key_value_heads"}
     if config_cls == "GPT2Config":  # its own names
         kw = dict(n_embd=32, n_layer=2, n_head=4, n_inner=64, n_positions=64, vocab_size=100, pad_token_id=1)
     config = getattr(transformers, config_cls)(**kw, **extra)
@@ -149,5 +152,9 @@ def family_model(name: str):
             p.add_(0.2 * torch.randn_like(p))
     folder = Path(tempfile.mkdtemp(prefix=f"attnsym-{name}-"))
     hf.save_pretrained(folder, safe_serialization=True)
-    word_tokenizer(folder)
+    family_tokenizer(folder)
     return folder, hf
+
+
+#: the same builder, by the name the tests of every family use (BERT and GPT-2 are no decoder families)
+family_model = decoder_family

@@ -11,7 +11,8 @@ import json
 
 import numpy as np
 import pytest
-from models_support import FAMILY_NAMES, TEXTS, family_model
+from models_support import FAMILY_NAMES, family_model
+from models_support import FAMILY_TEXTS as TEXTS
 
 from attnsym import graphs, models
 from attnsym.cli import main

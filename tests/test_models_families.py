@@ -28,7 +28,10 @@ import json
 
 import numpy as np
 import pytest
-from models_support import TEXTS, VARIANTS, family_model, word_tokenizer
+from models_support import ALL_FAMILY_VARIANTS as VARIANTS
+from models_support import FAMILY_TEXTS as TEXTS
+from models_support import decoder_family
+from models_support import family_tokenizer as _tokenizer
 
 import attnsym as at
 from attnsym import models
@@ -46,7 +49,9 @@ TOL64 = 1e-5  # the reference computes RoPE, RMSNorm and softmax in float32 (mod
 
 @pytest.fixture(scope="module")
 def family(request):
-    return request.param, *family_model(request.param)  # built once per session (models_support)
+    """A tiny random model of one variant, built once per test session (models_support.decoder_family)."""
+    folder, hf = decoder_family(request.param)
+    return request.param, folder, hf
 
 
 def _batch(m):
@@ -203,7 +208,7 @@ def test_a_sharded_checkpoint_loads_the_same_model(family, tmp_path):
     """``save_pretrained`` with a small shard size writes ``model.safetensors.index.json`` and shards."""
     _, folder, hf = family
     hf.save_pretrained(tmp_path, safe_serialization=True, max_shard_size="20KB")
-    word_tokenizer(tmp_path)
+    _tokenizer(tmp_path)
     assert (tmp_path / "model.safetensors.index.json").is_file() and not (tmp_path / "model.safetensors").exists()
     assert len(list(tmp_path.glob("model-*.safetensors"))) > 1
     whole, sharded = models.load(folder, dtype="float64"), models.load(tmp_path, dtype="float64")
@@ -249,7 +254,7 @@ def test_a_bfloat16_checkpoint_loads_exactly(family, tmp_path):
 
     _, _, hf = family
     copy.deepcopy(hf).to(torch.bfloat16).save_pretrained(tmp_path, safe_serialization=True)  # the fixture stays as is
-    word_tokenizer(tmp_path)
+    _tokenizer(tmp_path)
     assert json.loads((tmp_path / "config.json").read_text()).get("dtype", "bfloat16") == "bfloat16"
     m = models.load(tmp_path, dtype="float32")
     q = hf.layers[1].self_attn.q_proj  # Qwen2Model
