@@ -1,4 +1,5 @@
-"""Shared, cached set-up of the model tests: the packaged MiniLM and a small random GPT-2.
+"""Shared, cached set-up of the model tests: the packaged MiniLM, a small random GPT-2, and a small
+random model of every family of the table (:func:`decoder_family` / :func:`family_model`).
 
 Loading costs about a second, so each model is built once per test session (``functools.cache``)
 and handed out by the fixtures of the ``test_models*`` files.
@@ -107,6 +108,15 @@ FAMILY_VARIANTS = {
 
 
 
+#: every family of the table: the decoder variants plus a small random BERT (the packaged MiniLM is the
+#: pretrained one) and GPT-2 (with scale_attn_by_inverse_layer_idx on)
+ALL_FAMILY_VARIANTS = {"bert": ("BertConfig", "BertModel", {}),
+                       "gpt2": ("GPT2Config", "GPT2LMHeadModel", {"scale_attn_by_inverse_layer_idx": True}),
+                       **FAMILY_VARIANTS}
+#: one variant per model_type of the family table
+FAMILY_NAMES = ("bert", "gpt2", "llama", "mistral", "qwen2", "qwen3", "gemma2", "gpt_neox", "bloom")
+
+
 def family_tokenizer(folder: Path) -> None:
     """A WordLevel tokenizer over :data:`FAMILY_WORDS`, saved as tokenizer.json."""
     from tokenizers import Tokenizer
@@ -120,16 +130,19 @@ def family_tokenizer(folder: Path) -> None:
 
 @functools.cache
 def decoder_family(name: str):
-    """``(folder, hf)``: a tiny random model of one :data:`FAMILY_VARIANTS` entry, saved with transformers (safetensors).
+    """``(folder, hf)``: a tiny random model of one :data:`ALL_FAMILY_VARIANTS` entry, saved with transformers (safetensors).
 
     Built once per test session; noise is added to every parameter (RMSNorm gains are 1 at init).
     """
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    config_cls, model_cls, extra = FAMILY_VARIANTS[name]
-    kw = {k: v for k, v in FAMILY_KW.items() if k != "num_key_value_heads" or config_cls != "GPTNeoXConfig"}  # no GQA
+    config_cls, model_cls, extra = ALL_FAMILY_VARIANTS[name]
+    no_gqa = ("GPTNeoXConfig", "BertConfig")
+    kw = {k: v for k, v in FAMILY_KW.items() if k != "num_key_value_heads" or config_cls not in no_gqa}
     if config_cls == "BloomConfig":  # its own names; width 30 = 6 heads of 5
         kw = dict(hidden_size=30, n_layer=2, n_head=6, vocab_size=100, pad_token_id=1)
+    if config_cls == "GPT2Config":  # its own names
+        kw = dict(n_embd=32, n_layer=2, n_head=4, n_inner=64, n_positions=64, vocab_size=100, pad_token_id=1)
     config = getattr(transformers, config_cls)(**kw, **extra)
     config._attn_implementation = "eager"
     torch.manual_seed(0)
@@ -141,3 +154,7 @@ def decoder_family(name: str):
     hf.save_pretrained(folder, safe_serialization=True)
     family_tokenizer(folder)
     return folder, hf
+
+
+#: the same builder, by the name the tests of every family use (BERT and GPT-2 are no decoder families)
+family_model = decoder_family

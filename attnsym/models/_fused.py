@@ -6,7 +6,9 @@ products — GELU over the ``128 × 1536`` feed-forward activations, the softmax
 each step as several whole-array passes (GELU's rational erf is 28 of them), each a call that
 takes and releases the GIL, so they cost more than the products on two cores and do not run
 side by side on threads. Each kernel here is one compiled loop over the rows (SIMD, no
-temporaries, no GIL), the same formulas as the array path of :mod:`attnsym.models.forward`:
+temporaries, no GIL), the same formulas as the array path of :mod:`attnsym.models.forward`
+(:class:`~attnsym.models.forward.FusedPrimitives` is the implementation of the pass's primitives
+built on them, chosen once per pass instead of :class:`~attnsym.models.forward.ArrayPrimitives`):
 
 - :func:`bias_gelu` — ``h ← GELU(h + b)``, exact GELU with the float32 rational erf of
   :func:`~attnsym.models.forward.gelu_float32`;
@@ -32,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -43,6 +46,9 @@ from ._erf import ERF_P, ERF_Q
 __all__ = ["available", "bias_gelu", "disabled", "load", "residual_layernorm", "softmax_rows"]
 
 _STATE: dict[str, Any] = {"off": 0}
+#: guards the one compilation; its own lock (not numeric._kernels'), re-entrant, so loading these kernels
+#: while the shared softmax is compiled under numeric._kernels' lock cannot wait on itself
+_LOCK = threading.RLock()
 
 #: float32 constants of the kernels (Numba freezes module globals into the compiled code)
 _F = np.float32
@@ -90,12 +96,14 @@ def load() -> bool:
 def _kernels() -> dict[str, Any] | None:
     """The compiled kernels (compiled lazily, by signature, on first call), or None without Numba."""
     if "kernels" not in _STATE:
-        try:
-            import numba
-        except ImportError:
-            _STATE["kernels"] = None
-        else:
-            _STATE["kernels"] = _compile(numba)
+        with _LOCK:
+            if "kernels" not in _STATE:
+                try:
+                    import numba
+                except ImportError:
+                    _STATE["kernels"] = None
+                else:
+                    _STATE["kernels"] = _compile(numba)
     return _STATE["kernels"]
 
 

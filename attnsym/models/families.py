@@ -2,7 +2,8 @@
 
 Each family of :data:`FAMILIES` is a function from the parsed ``config.json`` to a plan (one
 :class:`~attnsym.models.plan.Block` per layer, each with its :class:`~attnsym.AttentionSpec`)
-plus the tensor names of its checkpoint (:data:`TENSOR_NAMES`). Options a family does not
+plus how its checkpoint stores the tensors (:data:`LAYOUTS`: prefixes, the name map :data:`NAME_MAPS`,
+matrix storage, q|k|v fusion), read by the one reader :func:`attnsym.models.weights.read_weights`. Options a family does not
 implement are refused by name (:class:`~attnsym.models.UnsupportedModelError`).
 
 Both ways configs write RoPE are read: ``rope_theta`` + ``rope_scaling`` (checkpoints written
@@ -10,29 +11,26 @@ by transformers 4) and ``rope_parameters`` (transformers 5, which holds ``rope_t
 ``rope_type`` together).
 
 >>> sorted(FAMILIES)
-['bloom', 'gemma2', 'gpt_neox', 'llama', 'mistral', 'qwen2', 'qwen3']
+['bert', 'bloom', 'gemma2', 'gpt2', 'gpt_neox', 'llama', 'mistral', 'qwen2', 'qwen3']
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import replace
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 from ..errors import SpecError
-from ..numeric.backend import asarray_in
 from ..spec import AttentionSpec
-from .config import PLANNERS, ModelConfig, _get, _positive, _refuse
+from .config import ACTIVATIONS, PLANNERS, _activation, _eps, _flag, _get, _positive, _refuse, _token_id
 from .errors import ModelError
-from .plan import Block, ModelPlan, Norm
-from .weights import _digest, _Tensors
+from .plan import Block, Layout, ModelPlan, Norm
 
-__all__ = ["FAMILIES", "NAME_MAPS", "OPTIONS", "TENSOR_NAMES", "DecoderLayer", "DecoderWeights", "describe_model",
-           "families_table", "layer_spec", "read_family_weights", "read_plan"]
+__all__ = ["FAMILIES", "LAYOUTS", "NAME_MAPS", "OPTIONS", "TENSOR_NAMES", "describe_model", "families_table",
+           "gpt2_scale", "layer_spec", "read_plan"]
 
 
 def _rope(raw: dict[str, Any], path: Path) -> tuple[int | float, dict[str, Any] | None]:
@@ -182,6 +180,76 @@ def _gpt_neox(raw: dict[str, Any], path: Path) -> ModelPlan:
                      pad_token_id=_get(raw, "pad_token_id", int, path, None))
 
 
+def _plain_spec(path: Path, **fields: Any) -> AttentionSpec:
+    try:
+        return AttentionSpec(bias=True, output_projection=True, **fields)
+    except SpecError as error:
+        raise ModelError(f"{path}: the attention of config.json is not a valid layer ({error})") from None
+
+
+def _bert(raw: dict[str, Any], path: Path) -> ModelPlan:
+    """BERT: learned absolute positions + token types + an embedding LayerNorm, post-LayerNorm blocks, exact GELU."""
+    if raw.get("position_embedding_type") not in (None, "absolute"):
+        _refuse(path, "position_embedding_type", raw["position_embedding_type"], "only learned 'absolute' positions")
+    for key in ("is_decoder", "add_cross_attention"):
+        if _flag(raw, key, path, False):
+            _refuse(path, key, raw[key], "attnsym runs BERT as an encoder")
+    layers = _positive(raw, "num_hidden_layers", path)
+    heads = _positive(raw, "num_attention_heads", path)
+    width = _positive(raw, "hidden_size", path)
+    ffn = _positive(raw, "intermediate_size", path)
+    max_positions = _positive(raw, "max_position_embeddings", path)
+    vocab = _positive(raw, "vocab_size", path)
+    types = _positive(raw, "type_vocab_size", path, 2)
+    act = _activation(raw, "hidden_act", path, "gelu")
+    norm = Norm("layer", _eps(raw, "layer_norm_eps", path, 1e-12))
+    pad = _token_id(raw, "pad_token_id", path, vocab, 0)
+    if width % heads:
+        raise ModelError(f"{path}: the heads ({heads}) must divide the width ({width})")
+    spec = _plain_spec(path, n=max_positions, d_model=width, heads=heads, causal=False)
+    block = Block(attention=spec, norm=norm, ffn_width=ffn, placement="post", mlp="plain", activation=ACTIVATIONS[act])
+    return ModelPlan(model_type="bert", width=width, vocab_size=vocab, max_positions=max_positions,
+                     blocks=(block,) * layers, final_norm=None, pad_token_id=pad, embed_norm=norm, causal=False,
+                     learned_positions=True, type_vocab_size=types)
+
+
+def gpt2_scale(d_k: int, layer: int, scale_scores: bool, by_layer: bool) -> Any:
+    """GPT-2's score scale of layer ``layer`` (from 0): ``1/sqrt(d_k)`` if ``scale_attn_weights``, times
+    ``1/(layer + 1)`` if ``scale_attn_by_inverse_layer_idx`` (the spec's ``scale``: ``"sqrt"``, ``"none"`` or a number).
+
+    >>> gpt2_scale(4, 1, True, True), gpt2_scale(4, 1, True, False), gpt2_scale(4, 2, False, True)
+    (0.25, 'sqrt', 0.3333333333333333)
+    """
+    if not by_layer:
+        return "sqrt" if scale_scores else "none"
+    return 1.0 / ((float(np.sqrt(d_k)) if scale_scores else 1.0) * (layer + 1))
+
+
+def _gpt2(raw: dict[str, Any], path: Path) -> ModelPlan:
+    """GPT-2: learned positions, pre-LayerNorm, Conv1D weights with a fused ``c_attn``, ``gelu_new``, its scale flags."""
+    if _flag(raw, "add_cross_attention", path, False):
+        _refuse(path, "add_cross_attention", raw["add_cross_attention"], "attnsym runs GPT-2 as a decoder-only model")
+    width = _positive(raw, "n_embd", path)
+    layers = _positive(raw, "n_layer", path)
+    heads = _positive(raw, "n_head", path)
+    ffn = _positive(raw, "n_inner", path, 4 * width)
+    max_positions = _positive(raw, "n_positions", path)
+    vocab = _positive(raw, "vocab_size", path)
+    act = _activation(raw, "activation_function", path, "gelu_new")
+    norm = Norm("layer", _eps(raw, "layer_norm_epsilon", path, 1e-5))
+    by_layer = _flag(raw, "scale_attn_by_inverse_layer_idx", path, False)
+    scale_scores = _flag(raw, "scale_attn_weights", path, True)
+    pad = _token_id(raw, "pad_token_id", path, vocab, None)
+    if width % heads:
+        raise ModelError(f"{path}: the heads ({heads}) must divide the width ({width})")
+    blocks = tuple(Block(attention=_plain_spec(path, n=max_positions, d_model=width, heads=heads, causal=True,
+                                               scale=gpt2_scale(width // heads, i, scale_scores, by_layer)),
+                         norm=norm, ffn_width=ffn, mlp="plain", activation=ACTIVATIONS[act])
+                   for i in range(layers))
+    return ModelPlan(model_type="gpt2", width=width, vocab_size=vocab, max_positions=max_positions, blocks=blocks,
+                     final_norm=norm, tie_word_embeddings=True, pad_token_id=pad, learned_positions=True)
+
+
 def _bloom(raw: dict[str, Any], path: Path) -> ModelPlan:
     """BLOOM: ALiBi, a LayerNorm on the embedding, fused per-head q|k|v, tanh-GELU MLP, pre-LayerNorm."""
     if raw.get("apply_residual_connection_post_layernorm"):
@@ -207,6 +275,8 @@ def _bloom(raw: dict[str, Any], path: Path) -> ModelPlan:
 
 #: ``model_type`` -> the function building its plan from ``config.json``
 FAMILIES: dict[str, Callable[[dict[str, Any], Path], ModelPlan]] = {
+    "bert": _bert,
+    "gpt2": _gpt2,
     "llama": lambda raw, path: _llama_like(raw, path, "llama"),
     "mistral": lambda raw, path: _llama_like(raw, path, "mistral"),
     "qwen2": lambda raw, path: _llama_like(raw, path, "qwen2"),
@@ -215,10 +285,16 @@ FAMILIES: dict[str, Callable[[dict[str, Any], Path], ModelPlan]] = {
     "gpt_neox": _gpt_neox,
     "bloom": _bloom,
 }
-PLANNERS.update(FAMILIES)  # read_config dispatches these model_types here
-
 #: ``model_type`` -> what the family is and the options read from ``config.json`` (the docs' table)
 OPTIONS: dict[str, tuple[str, str]] = {
+    "bert": ("BERT encoder: learned positions + token types + embedding LayerNorm, post-LayerNorm, bidirectional, "
+             "GELU MLP (MiniLM, BERT, ...)",
+             "hidden_size, num_attention_heads, intermediate_size, max_position_embeddings, type_vocab_size, "
+             "hidden_act, layer_norm_eps, pad_token_id"),
+    "gpt2": ("GPT-2 decoder: learned positions, pre-LayerNorm, Conv1D weights with a fused c_attn q|k|v, "
+             "gelu_new MLP, ln_f",
+             "n_embd, n_head, n_layer, n_inner, n_positions, activation_function, layer_norm_epsilon, "
+             "scale_attn_weights, scale_attn_by_inverse_layer_idx (the spec's scale per layer)"),
     "llama": ("LLaMA decoder: pre-RMSNorm, RoPE (rotate_half), grouped-query attention, SwiGLU MLP",
               "num_key_value_heads, head_dim, rope_theta, rope_scaling (linear, llama3), attention_bias, "
               "tie_word_embeddings"),
@@ -239,7 +315,7 @@ OPTIONS: dict[str, tuple[str, str]] = {
               "n_embed / hidden_size, n_layer, n_head, layer_norm_epsilon, seq_length (the longest text)"),
 }
 
-#: tensor names of one block (``{i}`` the layer) and of the model, after the prefix ``model.``
+#: tensor names of a LLaMA-layout block (``{i}`` the layer) and of the model, after the prefix ``model.``
 TENSOR_NAMES: dict[str, str] = {
     "embed": "embed_tokens.weight",
     "final_norm": "norm.weight",
@@ -255,12 +331,63 @@ TENSOR_NAMES: dict[str, str] = {
 }
 
 
-#: per family, the tensor names that differ from :data:`TENSOR_NAMES`
+def _fused_names(layer: str, qkv: str, dense: str, embed: str, final: str) -> dict[str, str]:
+    """GPT-NeoX's and BLOOM's names: one ``query_key_value`` per layer, ``dense_h_to_4h`` / ``dense_4h_to_h`` MLP."""
+    return {"embed": f"{embed}.weight", "final_norm": f"{final}.weight",
+            "embed_norm": "word_embeddings_layernorm.weight",
+            "attn_norm": f"{layer}input_layernorm.weight", "mlp_norm": f"{layer}post_attention_layernorm.weight",
+            "W_QKV": f"{layer}{qkv}.weight", "b_QKV": f"{layer}{qkv}.bias",
+            "W_O": f"{layer}{dense}.weight", "b_O": f"{layer}{dense}.bias",
+            "W_up": f"{layer}mlp.dense_h_to_4h.weight", "b_up": f"{layer}mlp.dense_h_to_4h.bias",
+            "W_down": f"{layer}mlp.dense_4h_to_h.weight", "b_down": f"{layer}mlp.dense_4h_to_h.bias"}
+
+
+_BERT_LAYER = "encoder.layer.{i}."
+
+#: per family, the tensor names that differ from :data:`TENSOR_NAMES` (bert, gpt2, gpt_neox and bloom: all of them)
 NAME_MAPS: dict[str, dict[str, str]] = {
+    "bert": {"embed": "embeddings.word_embeddings.weight", "position": "embeddings.position_embeddings.weight",
+             "token_type": "embeddings.token_type_embeddings.weight", "embed_norm": "embeddings.LayerNorm.weight",
+             "W_Q": _BERT_LAYER + "attention.self.query.weight", "b_Q": _BERT_LAYER + "attention.self.query.bias",
+             "W_K": _BERT_LAYER + "attention.self.key.weight", "b_K": _BERT_LAYER + "attention.self.key.bias",
+             "W_V": _BERT_LAYER + "attention.self.value.weight", "b_V": _BERT_LAYER + "attention.self.value.bias",
+             "W_O": _BERT_LAYER + "attention.output.dense.weight", "b_O": _BERT_LAYER + "attention.output.dense.bias",
+             "attn_norm": _BERT_LAYER + "attention.output.LayerNorm.weight",
+             "W_up": _BERT_LAYER + "intermediate.dense.weight", "b_up": _BERT_LAYER + "intermediate.dense.bias",
+             "W_down": _BERT_LAYER + "output.dense.weight", "b_down": _BERT_LAYER + "output.dense.bias",
+             "mlp_norm": _BERT_LAYER + "output.LayerNorm.weight"},
+    "gpt2": {"embed": "wte.weight", "position": "wpe.weight", "final_norm": "ln_f.weight",
+             "attn_norm": "h.{i}.ln_1.weight", "mlp_norm": "h.{i}.ln_2.weight",
+             "W_QKV": "h.{i}.attn.c_attn.weight", "b_QKV": "h.{i}.attn.c_attn.bias",
+             "W_O": "h.{i}.attn.c_proj.weight", "b_O": "h.{i}.attn.c_proj.bias",
+             "W_up": "h.{i}.mlp.c_fc.weight", "b_up": "h.{i}.mlp.c_fc.bias",
+             "W_down": "h.{i}.mlp.c_proj.weight", "b_down": "h.{i}.mlp.c_proj.bias"},
     "gemma2": {"mlp_norm": "layers.{i}.pre_feedforward_layernorm.weight",
                "post_attn_norm": "layers.{i}.post_attention_layernorm.weight",
                "post_mlp_norm": "layers.{i}.post_feedforward_layernorm.weight"},
+    "gpt_neox": _fused_names("layers.{i}.", "attention.query_key_value", "attention.dense", "embed_in",
+                             "final_layer_norm"),
+    "bloom": _fused_names("h.{i}.", "self_attention.query_key_value", "self_attention.dense", "word_embeddings",
+                          "ln_f"),
 }
+
+#: ``model_type`` -> how its checkpoint stores the tensors: prefixes tried, names, matrix storage, q|k|v fusion
+LAYOUTS: dict[str, Layout] = {
+    "bert": Layout(("bert.",), NAME_MAPS["bert"]),
+    "gpt2": Layout(("transformer.",), NAME_MAPS["gpt2"], transposed=False, qkv="columns"),  # Conv1D: (d_in, d_out)
+    **{k: Layout(("model.",), TENSOR_NAMES | NAME_MAPS.get(k, {})) for k in ("llama", "mistral", "qwen2", "qwen3",
+                                                                            "gemma2")},
+    "gpt_neox": Layout(("gpt_neox.",), NAME_MAPS["gpt_neox"], qkv="per_head"),
+    "bloom": Layout(("transformer.",), NAME_MAPS["bloom"], qkv="per_head"),
+}
+
+
+def _planner(model_type: str) -> Callable[[dict[str, Any], Path], ModelPlan]:
+    build, layout = FAMILIES[model_type], LAYOUTS[model_type]
+    return lambda raw, path: replace(build(raw, path), layout=layout)
+
+
+PLANNERS.update({k: _planner(k) for k in FAMILIES})  # read_config dispatches every model_type here
 
 
 def families_table() -> str:
@@ -269,189 +396,29 @@ def families_table() -> str:
     >>> print(families_table().splitlines()[0])
     | `model_type` | architecture | options read from `config.json` |
     """
-    from .config import SUPPORTED
-
     rows = ["| `model_type` | architecture | options read from `config.json` |", "|---|---|---|"]
-    rows += [f"| `{k}` | {v} | sizes, `layer_norm_eps` / `layer_norm_epsilon`, activation |" for k, v in SUPPORTED.items()]
     rows += [f"| `{k}` | {OPTIONS[k][0]} | {OPTIONS[k][1]} |" for k in FAMILIES]
     return "\n".join(rows)
 
 
 def read_plan(raw: dict[str, Any], path: Path) -> ModelPlan:
-    """The plan of a ``config.json`` whose ``model_type`` is in :data:`FAMILIES`."""
-    return FAMILIES[raw["model_type"]](raw, path)
+    """The plan of a ``config.json`` whose ``model_type`` is in :data:`FAMILIES` (with its :data:`LAYOUTS` entry)."""
+    return PLANNERS[raw["model_type"]](raw, path)
 
 
-@dataclass(frozen=True)
-class DecoderLayer:
-    """The parameters of one block in ``(d_in, d_out)`` layout; absent biases / gains are None."""
-
-    attn_norm: Any
-    W_Q: Any
-    W_K: Any
-    W_V: Any
-    W_O: Any
-    mlp_norm: Any
-    W_up: Any
-    W_down: Any
-    b_Q: Any = None
-    b_K: Any = None
-    b_V: Any = None
-    b_O: Any = None
-    g_Q: Any = None
-    g_K: Any = None
-    post_attn_norm: Any = None
-    post_mlp_norm: Any = None
-    attn_norm_bias: Any = None
-    mlp_norm_bias: Any = None
-    b_up: Any = None
-    b_down: Any = None
-    W_gate: Any = None
-
-    def arrays(self) -> dict[str, Any]:
-        """Name -> array of every parameter present."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
-
-    def digest(self) -> dict[str, str]:
-        """A BLAKE2b fingerprint of every parameter (equal digests, equal weights)."""
-        return {name: _digest(value) for name, value in self.arrays().items()}
-
-
-@dataclass(frozen=True)
-class DecoderWeights:
-    """Token embedding ``(vocab, d)``, the blocks, the final norm's gain."""
-
-    word: Any
-    layers: tuple[DecoderLayer, ...]
-    final_norm: Any
-    final_norm_bias: Any = None
-    embed_norm: Any = None
-    embed_norm_bias: Any = None
-
-    def to(self, xp: ModuleType) -> DecoderWeights:
-        """The same weights as arrays of the namespace ``xp``."""
-        layers = tuple(DecoderLayer(**{k: asarray_in(xp, v) for k, v in lw.arrays().items()}) for lw in self.layers)
-        rest = {k: None if getattr(self, k) is None else asarray_in(xp, getattr(self, k))
-                for k in ("final_norm", "final_norm_bias", "embed_norm", "embed_norm_bias")}
-        return DecoderWeights(word=asarray_in(xp, self.word), layers=layers, **rest)
-
-    @property
-    def parameter_count(self) -> int:
-        """Number of scalars held (an untied LM head is not loaded)."""
-        total = int(np.prod(self.word.shape)) + 2 * int(np.prod(self.final_norm.shape))
-        return total + sum(int(np.prod(v.shape)) for lw in self.layers for v in lw.arrays().values())
-
-
-def read_family_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32) -> DecoderWeights:
-    """Read ``model.safetensors`` for ``plan`` (names of :data:`TENSOR_NAMES`, every shape checked).
-
-    Read by :mod:`attnsym.models.weights`' reader: memory-mapped, sharded checkpoints
-    (``model.safetensors.index.json``) included, only the tensors the plan uses, each checked for
-    dtype and shape first; float16 and bfloat16 tensors are widened exactly; ``lm_head`` is not read.
-
-    Raises
-    ------
-    CorruptWeightsError
-        An unreadable file, or a tensor missing, misshapen, not float or not finite.
-    """
-    path = Path(path)
-    if plan.model_type in FUSED_QKV_LAYOUTS:  # GPT-NeoX and BLOOM: per-head fused q|k|v
-        prefix, names = FUSED_QKV_LAYOUTS[plan.model_type]
-        return _read_gpt_neox(_Tensors(path, (prefix,), np.dtype(dtype)), plan, names)
-    t = _Tensors(path, ("model.",), np.dtype(dtype))
-    d = plan.width
-    layers = []
-    for i, block in enumerate(plan.blocks):
-        s = block.attention
-        q, kv, f = s.heads * s.d_k, s.kv_heads * s.d_k, block.ffn_width
-        name = {k: v.format(i=i) for k, v in (TENSOR_NAMES | NAME_MAPS.get(plan.model_type, {})).items()}
-        parts: dict[str, Any] = dict(
-            attn_norm=t(name["attn_norm"], (d,)), mlp_norm=t(name["mlp_norm"], (d,)),
-            W_Q=t(name["W_Q"], (d, q), transpose=True), W_K=t(name["W_K"], (d, kv), transpose=True),
-            W_V=t(name["W_V"], (d, kv), transpose=True), W_O=t(name["W_O"], (q, d), transpose=True),
-            W_gate=t(name["W_gate"], (d, f), transpose=True), W_up=t(name["W_up"], (d, f), transpose=True),
-            W_down=t(name["W_down"], (f, d), transpose=True))
-        if s.bias:
-            parts.update(b_Q=t(name["b_Q"], (q,)), b_K=t(name["b_K"], (kv,)), b_V=t(name["b_V"], (kv,)))
-            if s.bias is True:
-                parts["b_O"] = t(name["b_O"], (d,))
-        if s.qk_norm:
-            parts.update(g_Q=t(name["g_Q"], (s.d_k,)), g_K=t(name["g_K"], (s.d_k,)))
-        if block.post_norms:
-            parts.update(post_attn_norm=t(name["post_attn_norm"], (d,)), post_mlp_norm=t(name["post_mlp_norm"], (d,)))
-        layers.append(DecoderLayer(**parts))
-    return DecoderWeights(word=t(TENSOR_NAMES["embed"], (plan.vocab_size, d)), layers=tuple(layers),
-                          final_norm=t(TENSOR_NAMES["final_norm"], (d,)))
-
-
-_NEOX = {"layer": "layers.{i}.", "qkv": "attention.query_key_value", "dense": "attention.dense",
-         "embed": "embed_in", "final": "final_layer_norm"}
-_BLOOM = {"layer": "h.{i}.", "qkv": "self_attention.query_key_value", "dense": "self_attention.dense",
-          "embed": "word_embeddings", "final": "ln_f"}
-
-#: the families whose checkpoints fuse q|k|v per head: their tensor prefix and name map
-FUSED_QKV_LAYOUTS: dict[str, tuple[str, dict[str, str]]] = {"gpt_neox": ("gpt_neox.", _NEOX),
-                                                            "bloom": ("transformer.", _BLOOM)}
-
-
-def _read_gpt_neox(t: Any, plan: ModelPlan, names: dict[str, str]) -> DecoderWeights:
-    """GPT-NeoX and BLOOM names; ``query_key_value`` holds, per head, its q, k and v rows side by side."""
-    d, H = plan.width, plan.heads
-    w = d // H
-    layers = []
-    for i, block in enumerate(plan.blocks):
-        p, f = names["layer"].format(i=i), block.ffn_width
-        W = t(p + names["qkv"] + ".weight", (d, 3 * d), transpose=True).reshape(d, H, 3, w)
-        b = t(p + names["qkv"] + ".bias", (3 * d,)).reshape(H, 3, w)
-        split = {name: (np.ascontiguousarray(W[:, :, k].reshape(d, d)), np.ascontiguousarray(b[:, k].reshape(d)))
-                 for k, name in enumerate("QKV")}
-        layers.append(DecoderLayer(
-            attn_norm=t(p + "input_layernorm.weight", (d,)), attn_norm_bias=t(p + "input_layernorm.bias", (d,)),
-            mlp_norm=t(p + "post_attention_layernorm.weight", (d,)),
-            mlp_norm_bias=t(p + "post_attention_layernorm.bias", (d,)),
-            W_Q=split["Q"][0], b_Q=split["Q"][1], W_K=split["K"][0], b_K=split["K"][1], W_V=split["V"][0],
-            b_V=split["V"][1], W_O=t(p + names["dense"] + ".weight", (d, d), transpose=True),
-            b_O=t(p + names["dense"] + ".bias", (d,)),
-            W_up=t(p + "mlp.dense_h_to_4h.weight", (d, f), transpose=True), b_up=t(p + "mlp.dense_h_to_4h.bias", (f,)),
-            W_down=t(p + "mlp.dense_4h_to_h.weight", (f, d), transpose=True), b_down=t(p + "mlp.dense_4h_to_h.bias", (d,))))
-    embed = {} if plan.embed_norm is None else {"embed_norm": t("word_embeddings_layernorm.weight", (d,)),
-                                                 "embed_norm_bias": t("word_embeddings_layernorm.bias", (d,))}
-    return DecoderWeights(word=t(names["embed"] + ".weight", (plan.vocab_size, d)), layers=tuple(layers),
-                          final_norm=t(names["final"] + ".weight", (d,)), final_norm_bias=t(names["final"] + ".bias", (d,)),
-                          **embed)
-
-
-def layer_spec(config: ModelConfig | ModelPlan, layer: int) -> AttentionSpec:
+def layer_spec(config: ModelPlan, layer: int) -> AttentionSpec:
     """The :class:`~attnsym.AttentionSpec` of layer ``layer`` (from 0) of any loaded model.
 
     For BERT and GPT-2 (learned absolute positions, added to the embeddings before layer 0, so
     the spec has ``positions=None``): biases on q, k, v and the output; GPT-2 is causal and its
-    ``scale_attn_by_inverse_layer_idx`` gives layer ``l`` the scale ``1 / (sqrt(d_k) (l + 1))``.
+    ``scale_attn_by_inverse_layer_idx`` gives layer ``l`` the scale ``1 / (sqrt(d_k) (l + 1))``
+    (:func:`gpt2_scale`).
     """
     if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= layer < config.layers:
         raise ModelError(f"layer must be an integer in 0 … {config.layers - 1} (got {layer!r})")
-    layer = int(layer)
-    if isinstance(config, ModelPlan):
-        return config.blocks[layer].attention
-    scale: Any = "sqrt"  # BERT's configs leave scale_scores True and scale_by_layer False
-    if config.scale_scores is False or config.scale_by_layer:
-        if not config.scale_scores:
-            scale = "none" if not config.scale_by_layer else 1.0 / (layer + 1)
-        elif config.scale_by_layer:
-            scale = 1.0 / (float(np.sqrt(config.d_k)) * (layer + 1))
-    return AttentionSpec(n=config.max_positions, d_model=config.width, heads=config.heads, causal=config.causal,
-                         bias=True, scale=scale, output_projection=True)
+    return config.blocks[int(layer)].attention
 
 
-def describe_model(config: ModelConfig | ModelPlan) -> str:
+def describe_model(config: ModelPlan) -> str:
     """One line per block (and the embedding and final norm): what runs."""
-    if isinstance(config, ModelPlan):
-        return "\n".join(config.lines())
-    norm = "post-LayerNorm" if config.model_type == "bert" else "pre-LayerNorm"
-    lines = [f"embedding: {config.vocab_size} tokens × {config.width} + learned positions ({config.max_positions})"]
-    lines += [f"block {i}: {norm}(eps={config.eps:g}) · attention {layer_spec(config, i).describe()} · "
-              f"MLP {config.activation} {config.ffn_width} · sequential residual" for i in range(config.layers)]
-    if config.model_type == "gpt2":
-        lines.append(f"final norm: LayerNorm(eps={config.eps:g})")
-    return "\n".join(lines)
-
+    return "\n".join(config.lines())

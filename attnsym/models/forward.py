@@ -1,44 +1,45 @@
-r"""Forward passes of the two families on attnsym's numeric backend (NumPy, CuPy or torch arrays).
+r"""The one forward pass of every family: it reads a :class:`~attnsym.models.plan.ModelPlan` (NumPy, CuPy or torch arrays).
 
-Shape legend: ``B`` batch, ``n`` tokens, ``d`` width, ``H`` heads, ``d_k = d / H``, ``f`` the
-feed-forward width, ``L`` layers.
+Shape legend: ``B`` batch, ``n`` tokens, ``d`` width, ``H`` heads, ``L`` layers.
 
-**Self-attention** (one code path for both families; the softmax is the stable one of
-:func:`attnsym.numeric.softmax`, its kernels ``shifted_exp`` and ``safe_divide``):
+**Embedding**: ``x = E_word[ids]`` (× ``embed_scale``, Gemma 2), ``+ E_position[p]`` (learned
+positions: BERT, GPT-2), ``+ E_type[t]`` (BERT's token types), then the embedding norm (BERT,
+BLOOM).
+
+**A block** (:class:`~attnsym.models.plan.Block`), with ``Q, K, V = h W_{Q,K,V} (+ b)`` and the
+attention step ``Z, A = Attn(Q, K, V)`` of the block's :class:`~attnsym.AttentionSpec`:
 
 .. math::
 
-    Q = X W_Q + b_Q,\quad K = X W_K + b_K,\quad V = X W_V + b_V,\qquad
-    S_h = \frac{Q_h K_h^\top}{\sqrt{d_k}},\quad A_h = \operatorname{softmax}_{\text{row}}(S_h),\qquad
-    \operatorname{Attn}(X) = [A_1 V_1 \cdots A_H V_H]\, W_O + b_O
+    \text{pre (LLaMA, GPT-2, ...)}:\quad x' = x + \operatorname{Attn}(\operatorname{N}_1 x) W_O,\quad
+    x'' = x' + \operatorname{MLP}(\operatorname{N}_2 x')
 
-with ``S = -inf`` where a query may not attend to a key (a padding key; a later key in a
-decoder), so those weights are exactly 0.
+    \text{post (BERT)}:\quad x' = \operatorname{N}_1(x + \operatorname{Attn}(x) W_O),\quad
+    x'' = \operatorname{N}_2(x' + \operatorname{MLP}(x'))
 
-**BERT layer** (post-LayerNorm): :math:`X' = \operatorname{LN}(X + \operatorname{Attn}(X))`,
-:math:`X'' = \operatorname{LN}(X' + \phi(X' W_1 + b_1) W_2 + b_2)`; the input is
-:math:`\operatorname{LN}(E_{\text{word}} + E_{\text{position}} + E_{\text{type}})`.
+    \text{parallel (GPT-NeoX)}:\quad x'' = x + \operatorname{Attn}(\operatorname{N}_1 x) W_O
+    + \operatorname{MLP}(\operatorname{N}_2 x)
 
-**GPT-2 block** (pre-LayerNorm, causal): :math:`X' = X + \operatorname{Attn}(\operatorname{LN}_1 X)`,
-:math:`X'' = X' + \phi(\operatorname{LN}_2(X') W_1 + b_1) W_2 + b_2`; the input is
-:math:`E_{\text{word}} + E_{\text{position}}`, and ``ln_f`` follows the last block.
+with ``N`` a LayerNorm or an RMSNorm (Gemma's ``1 + w``; Gemma 2 also norms the attention's and
+the MLP's outputs), the MLP plain ``act(h W_up + b_up) W_down + b_down`` or gated
+``(act(h W_gate) ⊙ h W_up) W_down``. Then the final norm (all but BERT). ``hidden_states``
+follow Hugging Face: ``L + 1`` entries, the embedding first, the last block's output (after the
+final norm) last.
 
-``hidden_states`` follow Hugging Face: ``L + 1`` entries, the input of layer 0 first, the
-output of the last layer last (for GPT-2 after ``ln_f``).
+**The attention step** is the numeric layer's, driven by the spec (the primitives of
+:func:`attnsym.numeric.head_attention`): per-head rows with QK-norm and RoPE
+(:func:`~attnsym.numeric.layer.head_rows`, grouped-query keys repeated), the scaled scores with
+ALiBi, soft-capping and the mask — the spec's causal pattern and window AND the padding keys —
+(:func:`~attnsym.numeric.layer.block_scores`, ``-inf`` where a query may not attend), the
+stable softmax (a fully masked row all 0), ``Z = A V``. The scores and weights are kept for the
+route.
 
-**How it runs.** Each layer is two steps written once on the array API: the *row step*
-(everything row-wise: the end of the previous layer — output projection, residuals, LayerNorms,
-feed-forward — and this layer's ``[Q | K | V] = X W_QKV + b_QKV``, one product with the packed
-weight of :class:`~attnsym.models.LayerWeights`), and the *attention step* (scores, softmax
-and ``A V`` per head, heads taken as strided views of the packed ``Q | K | V``, never copied).
-They write straight into the output arrays. Each step is one slice on the calling thread, the
-matrix products parallelised by BLAS (or by CuPy and PyTorch inside each operation); ``threads=k``
-cuts NumPy's steps into ``k`` slices run side by side instead (:mod:`attnsym.models._parallel`).
-For float32 NumPy arrays of at least :data:`FUSED_MIN_TOKENS` tokens with Numba installed
-(``attnsym[fast]``) the element-wise chains
-between the products — bias and GELU, bias, residual and LayerNorm, the softmax — run as the
-compiled one-pass kernels of :mod:`attnsym.models._fused`, the same equations (the tests tie
-the two paths to each other and to PyTorch).
+**Two implementations of the element-wise primitives**, chosen once per pass
+(:func:`primitives`): the array operations (any library, float32 and float64), and for float32
+NumPy passes of at least :data:`FUSED_MIN_TOKENS` tokens with Numba installed (``attnsym[fast]``,
+``ATTNSYM_NUMBA`` not ``0``) the compiled one-pass kernels of :mod:`attnsym.models._fused` —
+bias + residual + LayerNorm, bias + exact GELU, the softmax — the same equations (the tests tie
+the two, and both to transformers). Every family's plan runs this one code path.
 """
 
 from __future__ import annotations
@@ -53,16 +54,17 @@ import numpy as np
 from ..errors import ShapeError
 from ..numeric import array_namespace, gelu, gelu_tanh
 from ..numeric._inputs import dtype_name
-from ..numeric.layer import safe_divide, shifted_exp
+from ..numeric.binding import window_band
+from ..numeric.layer import BoundLayer, block_scores, expand_kv, head_rows, merge_heads, safe_divide, shifted_exp
 from . import _fused
 from ._erf import ERF_P as _ERF_P
 from ._erf import ERF_Q as _ERF_Q
-from ._parallel import blas_limited, plan
-from ._parallel import run as parallel_run
-from .config import ACTIVATIONS, ModelConfig
+from .errors import ModelError
+from .plan import ModelPlan, Norm
 from .weights import Weights
 
-__all__ = ["ForwardOutput", "forward", "gelu_float32", "layer_norm"]
+__all__ = ["FUSED_MIN_TOKENS", "ArrayPrimitives", "ForwardOutput", "FusedPrimitives", "embed", "forward",
+           "gelu_float32", "layer_norm", "primitives", "rms_norm"]
 
 
 @dataclass(frozen=True)
@@ -98,13 +100,6 @@ def layer_norm(x, weight, bias, eps: float):
     centred *= weight
     centred += bias
     return centred
-
-
-def _affine(xp, x, W, b):
-    """``x W + b`` for 2-D ``x`` ``(rows, d_in)``: one matrix product, the bias added in place."""
-    out = xp.matmul(x, W)  # (rows, d_in) @ (d_in, d_out)
-    out += b
-    return out
 
 
 #: elements of one block of :func:`gelu_float32` (256 KiB of float32 per temporary: they stay in a core's L2 cache)
@@ -157,64 +152,106 @@ def gelu_float32(x):
     return out
 
 
-def _activation(xp, name: str, x):
-    kind = ACTIVATIONS[name]
+def rms_norm(x, weight, eps: float, offset: float = 0.0):
+    """``x / sqrt(mean(x²) + eps) ⊙ (offset + weight)`` over the last axis (LLaMA's RMSNorm; Gemma's ``1 + w``).
+
+    >>> rms_norm(np.array([[3.0, 4.0]]), np.ones(2), 0.0)
+    array([[0.84852814, 1.13137085]])
+    """
+    xp = array_namespace(x, weight)
+    normed = x * (1.0 / xp.sqrt(xp.mean(x * x, axis=-1, keepdims=True) + eps))
+    return normed * (weight + offset if offset else weight)
+
+
+def _silu(xp, x):
+    return x * (0.5 * (1.0 + xp.tanh(0.5 * x)))  # x·sigmoid(x), no overflow for large |x|
+
+
+def _activation(xp, kind: str, x):
+    """The activation ``kind`` of a :class:`~attnsym.models.plan.Block` (``silu``, ``gelu``, ``gelu_tanh``, ``relu``)."""
     if kind == "gelu":
         if array_api_compat.is_numpy_array(x) and x.dtype == np.float32:
             return gelu_float32(x)
         return gelu(x)
     if kind == "gelu_tanh":
         return gelu_tanh(x)
+    if kind == "silu":
+        return _silu(xp, x)
     return xp.maximum(x, xp.zeros_like(x))
 
 
-def allowed_pattern(xp, attention_mask, n: int, causal: bool, device=None):
-    """The (B, 1, n, n) bool pattern ``True`` = query ``i`` may attend to key ``j``, or None when all may.
+class ArrayPrimitives:
+    """The element-wise primitives of a pass as array operations (any library, float32 and float64)."""
 
-    ``attention_mask`` is ``(B, n)`` with 1 for real tokens and 0 for padding (Hugging Face's
-    convention); padding keys are masked, and in a decoder every later key too.
-    """
-    allowed = None
-    if attention_mask is not None:
-        keys = xp.asarray(attention_mask, device=device) != 0  # (B, n)
-        if not bool(xp.all(keys)):
-            allowed = keys[:, None, None, :]  # (B, 1, 1, n)
-    if causal:
-        i = xp.reshape(xp.arange(n, device=device), (n, 1))
-        j = xp.reshape(xp.arange(n, device=device), (1, n))
-        lower = (i >= j)[None, None]  # (1, 1, n, n)
-        allowed = lower if allowed is None else xp.logical_and(allowed, lower)
-    return allowed
+    name = "array"
 
+    def norm(self, xp, x, norm: Norm, weight, bias):
+        """``N(x)`` into a new array (LayerNorm or RMSNorm as ``norm`` says)."""
+        if norm.kind == "layer":
+            return layer_norm(x + 0.0, weight, bias, norm.eps)  # (a copy: layer_norm works in place)
+        return rms_norm(x, weight, norm.eps, norm.offset)
 
-def embed(config: ModelConfig, weights: Weights, input_ids, token_type_ids=None):
-    """The input of layer 0, ``(B, n, d)``, for integer ids ``(B, n)``."""
-    xp = array_namespace(weights.word)
-    ids = xp.asarray(input_ids, device=_device(weights.word))
-    B, n = ids.shape
-    x = xp.reshape(xp.take(weights.word, xp.reshape(ids, (-1,)), axis=0), (B, n, config.width))  # (B, n, d)
-    x = x + weights.position[:n]  # absolute, learned, from position 0
-    if config.model_type == "bert":
-        if token_type_ids is None:
-            x = x + weights.token_type[0]
-        else:
-            types = xp.reshape(xp.asarray(token_type_ids, device=_device(weights.word)), (-1,))
-            x = x + xp.reshape(xp.take(weights.token_type, types, axis=0), (B, n, config.width))
-        x = _normalise(x, weights.embed_ln_weight, weights.embed_ln_bias, config.eps, fused=_fusable(x))
-    return x
+    def add_norm(self, xp, a, bias, residual, norm: Norm, weight, beta):
+        """``(s, N(s))`` with ``s = a + bias + residual`` (each term optional; ``a`` may be overwritten)."""
+        if bias is not None:
+            a = a + bias
+        if residual is not None:
+            a = a + residual
+        return a, self.norm(xp, a, norm, weight, beta)
+
+    def bias_act(self, xp, h, bias, kind: str):
+        """``act(h + bias)`` (``h`` may be overwritten)."""
+        return _activation(xp, kind, h if bias is None else h + bias)
+
+    def softmax(self, xp, S):
+        """``softmax(S)`` per row into a new array, ``S`` kept: 0 for ``-inf``, a fully masked row all 0."""
+        P, total, _ = shifted_exp(xp, S + 0.0)  # exp(S − rowmax) in place on the copy, the row sums
+        return safe_divide(xp, P, total, inplace=True)
 
 
-def _normalise(x, weight, bias, eps: float, *, fused: bool):
-    """:func:`layer_norm` of ``x`` into a new array: by the compiled kernel when ``fused``, else by array operations."""
-    if not fused:
-        return layer_norm(x, weight, bias, eps)
-    out = np.empty_like(x)
-    _fused.residual_layernorm(x.reshape(-1, x.shape[-1]), None, None, weight, bias, eps, out.reshape(-1, x.shape[-1]))
-    return out
+def _rows(a: np.ndarray) -> np.ndarray:
+    """``a`` as C-contiguous 2-D rows ``(…, w) → (rows, w)`` (a view when it already is)."""
+    return np.ascontiguousarray(a).reshape(-1, a.shape[-1])
+
+
+class FusedPrimitives(ArrayPrimitives):
+    """The same primitives by the compiled float32 kernels of :mod:`attnsym.models._fused` (RMSNorm, silu and
+    tanh-GELU stay array operations)."""
+
+    name = "fused"
+
+    def norm(self, xp, x, norm: Norm, weight, bias):
+        if norm.kind != "layer":
+            return super().norm(xp, x, norm, weight, bias)
+        out = np.empty(x.shape, np.float32)
+        _fused.residual_layernorm(_rows(x), None, None, weight, bias, norm.eps, out.reshape(-1, x.shape[-1]))
+        return out
+
+    def add_norm(self, xp, a, bias, residual, norm: Norm, weight, beta):
+        if norm.kind != "layer":
+            return super().add_norm(xp, a, bias, residual, norm, weight, beta)
+        a = np.ascontiguousarray(a)
+        out = np.empty(a.shape, np.float32)
+        res = None if residual is None else _rows(residual)
+        _fused.residual_layernorm(a.reshape(-1, a.shape[-1]), bias, res, weight, beta, norm.eps,
+                                  out.reshape(-1, a.shape[-1]))
+        return a, out
+
+    def bias_act(self, xp, h, bias, kind: str):
+        if kind != "gelu" or bias is None:
+            return super().bias_act(xp, h, bias, kind)
+        h = np.ascontiguousarray(h)
+        _fused.bias_gelu(h.reshape(-1, h.shape[-1]), bias)
+        return h
+
+    def softmax(self, xp, S):
+        return _fused.softmax_rows(np.ascontiguousarray(S), np.empty(S.shape, np.float32))
 
 
 #: a float32 NumPy pass over at least this many tokens (all texts together) takes the compiled kernels
 FUSED_MIN_TOKENS = 64
+
+ARRAY, FUSED = ArrayPrimitives(), FusedPrimitives()
 
 
 def _fusable(x) -> bool:
@@ -224,182 +261,157 @@ def _fusable(x) -> bool:
     the kernels costs a process about half a second once (Numba's import and its cache), which a
     short text would not win back — a sentence of ten tokens takes about 5 ms either way.
     """
-    return (isinstance(x, np.ndarray) and x.dtype == np.float32 and x.shape[0] * x.shape[1] >= FUSED_MIN_TOKENS
+    return _fused_for(x, x.shape[0] * x.shape[1])
+
+
+def _fused_for(array, tokens: int) -> bool:
+    return (isinstance(array, np.ndarray) and array.dtype == np.float32 and tokens >= FUSED_MIN_TOKENS
             and _fused.available())
+
+
+def primitives(x) -> ArrayPrimitives:
+    """The implementation of the element-wise primitives a pass over ``x`` ``(B, n, d)`` takes (chosen once per pass)."""
+    return FUSED if _fusable(x) else ARRAY
 
 
 def _device(x):
     return array_api_compat.device(x)
 
 
-def _matmul_into(xp, out, a, b) -> None:
-    """``out[...] = a @ b`` (NumPy writes the product in place, without a temporary)."""
-    if isinstance(out, np.ndarray):
-        np.matmul(a, b, out=out)
+def embed(plan: ModelPlan, weights: Weights, input_ids, token_type_ids=None, positions=None, ops=None):
+    """The input of block 0, ``(B, n, d)``, for integer ids ``(B, n)`` (module docstring: the embedding)."""
+    xp = array_namespace(weights.word)
+    dev = _device(weights.word)
+    ids = xp.asarray(input_ids, device=dev)
+    B, n = ids.shape
+    x = xp.reshape(xp.take(weights.word, xp.reshape(ids, (-1,)), axis=0), (B, n, plan.width))  # (B, n, d)
+    if plan.embed_scale is not None:
+        x = x * xp.asarray(plan.embed_scale, dtype=x.dtype)  # in the weights' dtype, as transformers rounds it
+    if plan.learned_positions:
+        if positions is None:
+            x = x + weights.position[:n]  # absolute, learned, from position 0
+        else:
+            p = xp.reshape(xp.asarray(positions, device=dev), (-1,))
+            x = x + xp.reshape(xp.take(weights.position, p, axis=0), (-1, n, plan.width))
+    if plan.type_vocab_size:
+        if token_type_ids is None:
+            x = x + weights.token_type[0]
+        else:
+            types = xp.reshape(xp.asarray(token_type_ids, device=dev), (-1,))
+            x = x + xp.reshape(xp.take(weights.token_type, types, axis=0), (B, n, plan.width))
+    if plan.embed_norm is not None:
+        x = (ops or primitives(x)).norm(xp, x, plan.embed_norm, weights.embed_norm, weights.embed_norm_bias)
+    return x
+
+
+def _linear(xp, h, W, b):
+    """``h W + b`` (``b`` optional)."""
+    return _plus(xp.matmul(h, W), b)
+
+
+def _plus(y, b):
+    """``y + b`` (``b`` optional)."""
+    return y if b is None else y + b
+
+
+def _bound(xp, spec, n: int, allowed, cache: dict, device):
+    """The spec at ``n`` tokens and its mask (window AND ``allowed``), made once per pass for blocks sharing a spec."""
+    key = id(spec)
+    if key not in cache:
+        spec_n = spec.replace(n=n)
+        band = window_band(spec_n)
+        mask = None if band is None else xp.asarray(band, device=device)
+        if allowed is not None:
+            mask = allowed if mask is None else xp.logical_and(mask, allowed)
+        cache[key] = (spec, spec_n, mask)  # the spec itself kept, so its id is not reused during the pass
+    return cache[key][1:]
+
+
+def _attention(xp, ops, spec, Q, K, V, gains: dict, allowed, positions, dtype: str, cache: dict):
+    """``S, A, Z`` of one layer from the projections ``(B, n, H·d_k)`` (module docstring: the attention step)."""
+    B, n, _ = Q.shape
+    spec, mask = _bound(xp, spec, n, allowed, cache, _device(Q))
+    layer = BoundLayer(spec=spec, xp=xp, batch_shape=(B,), dtype=dtype, device=_device(Q), mask=mask,
+                       positions=None if spec.positions is None else xp.astype(xp.asarray(positions), xp.float64))
+    Qh = head_rows(layer, gains, Q, "Q")  # (B, H, n, d_k), QK-normed and rotated
+    Kh = head_rows(layer, gains, K, "K")  # (B, H, n, d_k), each key head repeated for its query heads
+    Vh = expand_kv(xp, xp.permute_dims(xp.reshape(V, (B, n, spec.kv_heads, spec.d_v)), (0, 2, 1, 3)), spec.kv_group)
+    S = block_scores(layer, Qh * layer.scale, Kh, 0, n, 0, n)  # (B, H, n, n), -inf where not allowed
+    A = ops.softmax(xp, S)
+    return S, A, merge_heads(xp, xp.matmul(A, Vh))  # Z: (B, n, H·d_v)
+
+
+def _mlp(xp, ops, block, lw, h):
+    """The MLP of ``block`` on ``h`` without its last bias (``b_down``, added with the residual)."""
+    if block.mlp == "gated":
+        gate = _activation(xp, block.activation, xp.matmul(h, lw.W_gate))
+        return xp.matmul(gate * xp.matmul(h, lw.W_up), lw.W_down)
+    return xp.matmul(ops.bias_act(xp, xp.matmul(h, lw.W_up), lw.b_up, block.activation), lw.W_down)
+
+
+def _block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict):
+    """One block on ``x`` ``(B, n, d)``: its output and the attention's ``S``, ``A``."""
+    pre = block.placement == "pre"
+    h = ops.norm(xp, x, block.norm, lw.attn_norm, lw.attn_norm_bias) if pre else x
+    P = _linear(xp, h, lw.W_QKV, lw.b_QKV)  # (B, n, q + 2 kv): one product for Q, K and V
+    q, kv = int(lw.W_Q.shape[1]), int(lw.W_K.shape[1])
+    Q, K, V = P[..., :q], P[..., q:q + kv], P[..., q + kv:]
+    S, A, Z = _attention(xp, ops, block.attention, Q, K, V, {"g_Q": lw.g_Q, "g_K": lw.g_K}, allowed, positions, dtype,
+                         cache)
+    y, b_O = xp.matmul(Z, lw.W_O), lw.b_O
+    if block.post_norms:  # Gemma 2: the attention's output normed before its residual sum
+        y, b_O = rms_norm(_plus(y, b_O), lw.post_attn_norm, block.norm.eps, block.norm.offset), None
+    if not pre:  # BERT: x' = N₁(x + Attn), x'' = N₂(x' + MLP(x'))
+        _, mid = ops.add_norm(xp, y, b_O, x, block.norm, lw.attn_norm, lw.attn_norm_bias)
+        return ops.add_norm(xp, _mlp(xp, ops, block, lw, mid), lw.b_down, mid, block.norm, lw.mlp_norm,
+                            lw.mlp_norm_bias)[1], S, A
+    if block.residual == "parallel":  # GPT-NeoX: x + Attn(N₁ x) + MLP(N₂ x)
+        f = _plus(_mlp(xp, ops, block, lw, ops.norm(xp, x, block.norm, lw.mlp_norm, lw.mlp_norm_bias)), lw.b_down)
+        return x + _plus(y, b_O) + f, S, A
+    mid, h = ops.add_norm(xp, y, b_O, x, block.norm, lw.mlp_norm, lw.mlp_norm_bias)  # mid = x + Attn
+    f = _plus(_mlp(xp, ops, block, lw, h), lw.b_down)
+    if block.post_norms:
+        f = rms_norm(f, lw.post_mlp_norm, block.norm.eps, block.norm.offset)
+    return f + mid, S, A
+
+
+def _check_finite(xp, hidden, scores, dtype: str) -> None:
+    """Refuse a pass whose finite weights gave a non-finite hidden state or score (``-inf``: a masked score)."""
+    for k in range(len(hidden)):
+        if not bool(xp.all(xp.isfinite(hidden[k]))):
+            where = "the embeddings" if k == 0 else f"layer {k - 1}"
+            break
+        if k < len(scores) and bool(xp.any(xp.logical_or(xp.isnan(scores[k]), scores[k] == xp.inf))):
+            where = f"the scores of layer {k}"
+            break
     else:
-        out[...] = xp.matmul(a, b)
+        return
+    raise ShapeError(f"the forward pass overflows {dtype} in {where} for these finite weights; load the model with "
+                     "dtype='float64'")
 
 
-class _Pass:
-    """One forward pass: the output arrays it writes into and its two steps per layer (module docstring).
-
-    ``hidden`` is ``(L + 1, B·n, d)``: rows are the batch's tokens, flattened; ``qkv`` ``(B·n, 3d)``
-    and ``z`` ``(B·n, d)`` hold the current layer's packed projections and merged heads.
-    """
-
-    def __init__(self, config: ModelConfig, weights: Weights, x, allowed) -> None:
-        self.c, self.w, self.allowed = config, weights, allowed
-        self.xp = xp = array_namespace(x)
-        B, n, d = x.shape
-        H, L, dev = config.heads, config.layers, _device(x)
-        self.hidden = xp.empty((L + 1, B * n, d), dtype=x.dtype, device=dev)
-        self.attention = xp.empty((L, B, H, n, n), dtype=x.dtype, device=dev)
-        self.scores = xp.empty((L, B, H, n, n), dtype=x.dtype, device=dev)
-        self.qkv = xp.empty((B * n, 3 * d), dtype=x.dtype, device=dev)
-        self.z = xp.empty((B * n, d), dtype=x.dtype, device=dev)
-        self.hidden[0, ...] = xp.reshape(x, (B * n, d))
-        self.fused = _fusable(x)
-        # heads as strided views: (3, B, H, n, d_k) of the packed rows, (B, H, n, d_k) of the merged output
-        self.qkv_heads = xp.permute_dims(xp.reshape(self.qkv, (B, n, 3, H, config.d_k)), (2, 0, 3, 1, 4))
-        self.z_heads = xp.permute_dims(xp.reshape(self.z, (B, n, H, config.d_k)), (0, 2, 1, 3))
-
-    def _ln(self, x, weight, bias):
-        return _normalise(x, weight, bias, self.c.eps, fused=self.fused)
-
-    def rows(self, layer: int, r0: int, r1: int) -> None:
-        """Rows ``r0:r1``: finish layer ``layer - 1`` (output ``hidden[layer]``), then project ``Q | K | V`` of ``layer``."""
-        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported once, by outputs()
-            self._rows(layer, r0, r1)
-
-    def _rows(self, layer: int, r0: int, r1: int) -> None:
-        if layer > 0:
-            (self._finish_fused if self.fused else self._finish)(layer, r0, r1)
-        if layer < self.c.layers:
-            lw = self.w.layers[layer]
-            x = self.hidden[layer, r0:r1]
-            if self.c.model_type != "bert":
-                x = self._ln(x, lw.ln1_weight, lw.ln1_bias)
-            _matmul_into(self.xp, self.qkv[r0:r1], x, lw.W_QKV)  # (r, 3d), one product for Q, K and V
-            self.qkv[r0:r1] += lw.b_QKV
-
-    def _finish(self, layer: int, r0: int, r1: int) -> None:
-        """Rows ``r0:r1`` of layer ``layer - 1`` after attention: output projection, residuals, LayerNorms, feed-forward."""
-        xp, c = self.xp, self.c
-        lw = self.w.layers[layer - 1]
-        x = self.hidden[layer - 1, r0:r1]  # (r, d), the layer's input
-        a = _affine(xp, self.z[r0:r1], lw.W_O, lw.b_O)  # (r, d), attention output
-        a += x
-        if c.model_type == "bert":  # post-LayerNorm
-            y = self._ln(a, lw.ln1_weight, lw.ln1_bias)
-            h = _activation(xp, c.activation, _affine(xp, y, lw.W_1, lw.b_1))  # (r, f)
-            out = _affine(xp, h, lw.W_2, lw.b_2)
-            out += y
-            out = self._ln(out, lw.ln2_weight, lw.ln2_bias)
-        else:  # pre-LayerNorm; ln_f after the last block
-            h = _activation(xp, c.activation, _affine(xp, self._ln(a, lw.ln2_weight, lw.ln2_bias), lw.W_1, lw.b_1))
-            out = _affine(xp, h, lw.W_2, lw.b_2)
-            out += a
-            if layer == c.layers:
-                out = self._ln(out, self.w.final_ln_weight, self.w.final_ln_bias)
-        self.hidden[layer, r0:r1] = out
-
-    def _finish_fused(self, layer: int, r0: int, r1: int) -> None:
-        """:meth:`_finish` with the compiled kernels: the same equations, each element-wise chain one pass."""
-        c, eps = self.c, self.c.eps
-        lw = self.w.layers[layer - 1]
-        x = self.hidden[layer - 1, r0:r1]  # (r, d), the layer's input
-        a = np.matmul(self.z[r0:r1], lw.W_O)  # (r, d), attention output before its bias
-        h_in = np.empty_like(a) if c.model_type != "bert" else a
-        # BERT: a ← LN₁(a + b_O + x) in place; GPT-2: a ← a + b_O + x (the residual stream), h_in ← LN₂(a)
-        ln_w, ln_b = (lw.ln1_weight, lw.ln1_bias) if c.model_type == "bert" else (lw.ln2_weight, lw.ln2_bias)
-        _fused.residual_layernorm(a, lw.b_O, x, ln_w, ln_b, eps, h_in)
-        h = np.matmul(h_in, lw.W_1)  # (r, f)
-        if ACTIVATIONS[c.activation] == "gelu":
-            _fused.bias_gelu(h, lw.b_1)
-        else:
-            h += lw.b_1
-            h = _activation(np, c.activation, h)
-        out = np.matmul(h, lw.W_2)
-        target = self.hidden[layer, r0:r1]
-        if c.model_type == "bert":  # LN₂(out + b₂ + y), y = a
-            _fused.residual_layernorm(out, lw.b_2, a, lw.ln2_weight, lw.ln2_bias, eps, target)
-        elif layer == c.layers:  # ln_f after the last block
-            _fused.residual_layernorm(out, lw.b_2, a, self.w.final_ln_weight, self.w.final_ln_bias, eps, target)
-        else:
-            np.add(out, lw.b_2, out=out)
-            np.add(out, a, out=target)
-
-    def heads(self, layer: int, b0: int, b1: int, h0: int, h1: int, block: int | None = None) -> None:
-        """Texts ``b0:b1``, heads ``h0:h1`` of ``layer``: ``S = c Q Kᵀ`` (masked ``-inf``), ``A = softmax(S)``, ``Z = A V``.
-
-        ``block`` heads at a time (all by default), so that NumPy's passes over ``S`` stay in cache.
-        """
-        block = block or h1 - h0
-        with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported once, by outputs()
-            for g0 in range(h0, h1, block):
-                self._heads(layer, b0, b1, g0, min(g0 + block, h1))
-
-    def _heads(self, layer: int, b0: int, b1: int, h0: int, h1: int) -> None:
-        xp, c = self.xp, self.c
-        scale = (1.0 / math.sqrt(c.d_k) if c.scale_scores else 1.0) / (layer + 1 if c.scale_by_layer else 1)
-        Q, K, V = (self.qkv_heads[k, b0:b1, h0:h1] for k in range(3))  # (b, h, n, d_k) views
-        S = self.scores[layer, b0:b1, h0:h1]  # (b, h, n, n), written in place
-        _matmul_into(xp, S, Q * scale, xp.matrix_transpose(K))
-        if self.allowed is not None:
-            allowed = self.allowed if self.allowed.shape[0] == 1 else self.allowed[b0:b1]
-            S[...] = xp.where(allowed, S, -xp.inf)
-        A = self.attention[layer, b0:b1, h0:h1]
-        if self.fused:
-            _fused.softmax_rows(S, A)
-        else:
-            A[...] = S
-            P, total, _ = shifted_exp(xp, A)  # in place: exp(S - rowmax), the row sums
-            A = safe_divide(xp, P, total, inplace=True)  # rows sum to 1; a row with no allowed key stays 0
-        _matmul_into(xp, self.z_heads[b0:b1, h0:h1], A, V)  # (b, h, n, d_k) into the merged (B·n, d) rows
-
-    def outputs(self) -> ForwardOutput:
-        """The outputs, after checking that the finite weights gave finite results (else :class:`ShapeError`)."""
-        xp = self.xp
-        L, B, _, n, _ = self.attention.shape
-        where = None
-        scores_ok = xp.isfinite(self.scores)  # (L, B, H, n, n); -inf only where a key is not allowed
-        if self.allowed is not None:
-            scores_ok = xp.logical_or(scores_ok, xp.logical_not(self.allowed)[None])
-        # in the order computed: hidden[0], scores[0], hidden[1], scores[1], ...; name the first that is not finite
-        if not (bool(xp.all(scores_ok)) and bool(xp.all(xp.isfinite(self.hidden)))):
-            for k in range(L + 1):
-                if not bool(xp.all(xp.isfinite(self.hidden[k]))):
-                    where = "the embeddings" if k == 0 else f"layer {k - 1}"
-                    break
-                if k < L and not bool(xp.all(scores_ok[k])):
-                    where = f"the scores of layer {k}"
-                    break
-        if where is not None:
-            raise ShapeError(f"the forward pass overflows {dtype_name(self.hidden)} in {where} for these finite "
-                             "weights; load the model with dtype='float64'")
-        hidden = xp.reshape(self.hidden, (L + 1, B, n, self.hidden.shape[-1]))
-        return ForwardOutput(hidden_states=hidden, attention=self.attention, scores=self.scores)
-
-
-def forward(config: ModelConfig, weights: Weights, input_ids, attention_mask=None, token_type_ids=None, *,
-            threads: int | None = None) -> ForwardOutput:
-    """Run the model on ``(B, n)`` token ids; see the module docstring for the equations.
+def forward(plan: ModelPlan, weights: Weights, input_ids, attention_mask=None, token_type_ids=None, *,
+            positions=None, threads: int | None = None) -> ForwardOutput:
+    """Run the model of ``plan`` on ``(B, n)`` token ids; see the module docstring for the equations.
 
     Parameters
     ----------
-    config : ModelConfig
+    plan : ModelPlan
+        Any family of the table (:func:`attnsym.models.config.read_config`).
     weights : Weights
         NumPy, CuPy or torch arrays (:meth:`Weights.to`); the computation runs in their library.
     input_ids : (B, n) integer array
     attention_mask : (B, n) array of 0/1, optional
-        1 for real tokens, 0 for padding (padding keys get weight exactly 0).
+        1 for real tokens, 0 for padding: padding keys get weight exactly 0.
     token_type_ids : (B, n) integer array, optional
         BERT segment ids (all 0 by default).
+    positions : (B, n) or (n,) integer array, optional
+        Token positions (RoPE, ALiBi, learned tables). Default ``0 … n−1`` for every row — what
+        transformers uses when it is given an attention mask and no ``position_ids`` (so a
+        right-padded batch's real tokens sit at ``0 … k−1``); a left-padded batch passes
+        ``cumsum(mask) − 1`` here, as ``generate`` does.
     threads : int, optional
-        NumPy only: how many slices each step is cut into and run side by side, BLAS at one
-        thread (at most one slice per :data:`~attnsym.models._parallel.MIN_ROWS_PER_THREAD`
-        rows). By default one slice, BLAS parallelising each product over its threads (so
-        ``threadpoolctl.threadpool_limits(1)`` runs the pass on one core).
+        NumPy: the BLAS threads of the pass's matrix products (by default BLAS's own setting).
 
     Returns
     -------
@@ -419,15 +431,39 @@ def forward(config: ModelConfig, weights: Weights, input_ids, attention_mask=Non
     >>> bool(np.allclose(out.attention.sum(-1), 1.0))
     True
     """
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ModelError(f"threads must be a positive integer or None (got {threads!r})")
+    if threads is None:
+        return _forward(plan, weights, input_ids, attention_mask, token_type_ids, positions)
+    from threadpoolctl import threadpool_limits
+
+    with threadpool_limits(limits=threads, user_api="blas"):
+        return _forward(plan, weights, input_ids, attention_mask, token_type_ids, positions)
+
+
+def _forward(plan, weights, input_ids, attention_mask, token_type_ids, positions) -> ForwardOutput:
     xp = array_namespace(weights.word)
-    x = embed(config, weights, input_ids, token_type_ids)  # (B, n, d)
-    B, n, _ = x.shape
-    allowed = allowed_pattern(xp, attention_mask, n, config.causal, device=_device(x))
-    run = _Pass(config, weights, x, allowed)
-    p = plan(B, n, config.heads, numpy=isinstance(x, np.ndarray), threads=threads)
-    with blas_limited(p):
-        for layer in range(config.layers + 1):
-            parallel_run(run.rows, [(layer, *s) for s in p.rows])
-            if layer < config.layers:
-                parallel_run(run.heads, [(layer, *s, p.head_block) for s in p.heads])
-    return run.outputs()
+    ids = xp.asarray(input_ids, device=_device(weights.word))
+    B, n = ids.shape
+    ops = FUSED if _fused_for(weights.word, B * n) else ARRAY  # chosen once: the whole pass takes one implementation
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported once, by _check_finite
+        x = embed(plan, weights, ids, token_type_ids, positions, ops)
+        dtype = dtype_name(x)
+        if positions is None:
+            positions = xp.broadcast_to(xp.arange(n, device=_device(x)), (B, n))
+        allowed = None
+        if attention_mask is not None:
+            keys = xp.asarray(attention_mask, device=_device(x)) != 0
+            if not bool(xp.all(keys)):
+                allowed = xp.broadcast_to(keys[:, None, :], (B, n, n))  # (B, n, n): padding keys masked
+        hidden, attention, scores, cache = [x], [], [], {}
+        for block, lw in zip(plan.blocks, weights.layers, strict=True):
+            x, S, A = _block(xp, ops, block, lw, x, allowed, positions, dtype, cache)
+            hidden.append(x)
+            scores.append(S)
+            attention.append(A)
+        f = plan.final_norm
+        if f is not None:
+            hidden[-1] = ops.norm(xp, x, f, weights.final_norm, weights.final_norm_bias)
+    _check_finite(xp, hidden, scores, dtype)
+    return ForwardOutput(hidden_states=xp.stack(hidden), attention=xp.stack(attention), scores=xp.stack(scores))

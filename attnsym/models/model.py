@@ -28,11 +28,10 @@ from tokenizers import Tokenizer
 from .._checks import one_of
 from ..numeric.backend import BACKENDS, array_namespace, asarray_in
 from ..spec import AttentionSpec
-from . import decoder
-from .config import ModelConfig, read_config
+from .config import read_config
 from .contrast import TokenContrast, contrast
 from .errors import ModelError, ModelFileMissing, TextError
-from .families import describe_model, layer_spec, read_family_weights
+from .families import describe_model, layer_spec
 from .forward import ForwardOutput, forward
 from .plan import ModelPlan
 from .route import Route
@@ -142,7 +141,7 @@ def load(name_or_path: str | Path = "all-MiniLM-L6-v2", *, dtype: str = "float32
     ModelFileMissing
         No such folder, or the folder lacks one of :data:`FILES` (named).
     UnsupportedModelError
-        A ``model_type`` other than ``bert`` and ``gpt2`` (the message names both), or an
+        A ``model_type`` not in the family table (the message names the supported ones), or an
         option they do not implement.
     CorruptWeightsError
         ``model.safetensors`` cannot be read or lacks / misshapes a tensor.
@@ -170,8 +169,7 @@ def load(name_or_path: str | Path = "all-MiniLM-L6-v2", *, dtype: str = "float32
                                f"({'; '.join(f'{f}: {FILES[f]}' for f in missing)})")
     config = read_config(folder / "config.json")
     tokenizer = _tokenizer(folder)
-    reader: Any = read_family_weights if isinstance(config, ModelPlan) else read_weights
-    weights = reader(folder / "model.safetensors", config, np.dtype(dtype))
+    weights = read_weights(folder / "model.safetensors", config, np.dtype(dtype))
     if backend != "numpy":
         weights = weights.to(array_namespace(backend=backend))
     return Model(name, folder, config, weights, tokenizer)
@@ -184,7 +182,7 @@ class Model:
     very same parameters (:meth:`contrast` checks this with fingerprints).
     """
 
-    def __init__(self, name: str, folder: Path, config: ModelConfig, weights: Weights, tokenizer: Tokenizer | None) -> None:
+    def __init__(self, name: str, folder: Path, config: ModelPlan, weights: Weights, tokenizer: Tokenizer | None) -> None:
         self.name = name
         self.folder = folder
         self.config = config
@@ -245,15 +243,13 @@ class Model:
     def forward(self, input_ids: Any, attention_mask: Any = None, *, threads: int | None = None) -> ForwardOutput:
         """Run the model on ``(B, n)`` ids (and a 0/1 mask); arrays of the weights' library.
 
-        See :func:`attnsym.models.forward.forward` (``threads=k``: each step cut into ``k`` NumPy
-        slices run side by side; by default one slice, BLAS threading each product).
+        See :func:`attnsym.models.forward.forward`, the one pass of every family (``threads=k``:
+        the pass's NumPy matrix products on ``k`` BLAS threads).
         """
         shape = getattr(input_ids, "shape", None)
         if shape is not None and len(shape) == 2 and shape[1] > self.config.max_positions:
             raise TextError(f"input_ids holds {shape[1]} tokens per row, more than the {self.config.max_positions} "
                             f"positions {self.name} has; shorten it")
-        if isinstance(self.config, ModelPlan):  # a family of the table: the plan's forward pass
-            return decoder.forward(self.config, self.weights, input_ids, attention_mask)
         return forward(self.config, self.weights, input_ids, attention_mask, threads=threads)
 
     def spec(self, layer: int = 0) -> AttentionSpec:

@@ -1,12 +1,14 @@
-"""A decoder model as a stack of described blocks: what runs, built once from ``config.json``.
+"""A model as a stack of described blocks: what runs, built once from ``config.json``.
 
-A :class:`ModelPlan` is the embedding, one :class:`Block` per layer and the final norm. Each
+A :class:`ModelPlan` is the embedding, one :class:`Block` per layer and the final norm, for
+every family (BERT's post-LayerNorm encoder as much as LLaMA's pre-RMSNorm decoder). Each
 block names its norm (:class:`Norm`: kind, epsilon, placement), the layer's
 :class:`~attnsym.AttentionSpec` (heads, grouped-query ``kv_heads``, RoPE and its scaling,
 sliding window, QK-norm, biases), its MLP (kind and activation) and its residual wiring. The
-plans are made by the family table of :mod:`attnsym.models.families` and run by
-:func:`attnsym.models.decoder.forward`, whose attention step is
-:func:`attnsym.numeric.head_attention` driven by the block's spec.
+plans are made by the family table of :mod:`attnsym.models.families` (which also attaches the
+checkpoint's :class:`Layout`: tensor names and storage) and run by the one forward pass
+:func:`attnsym.models.forward.forward`, whose attention step is the numeric layer's primitives
+(those of :func:`attnsym.numeric.head_attention`) driven by the block's spec.
 
 The plan also answers what :class:`~attnsym.models.Model` asks of a configuration
 (``model_type``, ``layers``, ``heads``, ``width``, ``max_positions``, ``causal``,
@@ -15,11 +17,39 @@ The plan also answers what :class:`~attnsym.models.Model` asks of a configuratio
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..spec import AttentionSpec
 
-__all__ = ["Block", "ModelPlan", "Norm"]
+__all__ = ["Block", "Layout", "ModelPlan", "Norm"]
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How a family's checkpoint stores the plan's tensors (read by :func:`attnsym.models.weights.read_weights`).
+
+    Attributes
+    ----------
+    prefixes : tuple of str
+        Tensor-name prefixes tried in order (``"bert."``, ``"transformer."``, ``"model."``); none
+        when no tensor starts with one.
+    names : dict of str to str
+        Role -> tensor name, ``{i}`` the layer (roles: ``embed``, ``position``, ``token_type``,
+        ``embed_norm``, ``final_norm``, ``attn_norm``, ``mlp_norm``, ``W_Q`` … ``b_O``, ``W_QKV``,
+        ``b_QKV``, ``g_Q``, ``g_K``, ``W_gate``, ``W_up``, ``b_up``, ``W_down``, ``b_down``,
+        ``post_attn_norm``, ``post_mlp_norm``; a norm's bias is its name with ``weight`` → ``bias``).
+    transposed : bool
+        Matrices stored ``(d_out, d_in)`` (PyTorch's ``nn.Linear``); GPT-2's ``Conv1D`` stores
+        ``(d_in, d_out)``, the layout attnsym applies.
+    qkv : {"separate", "columns", "per_head"}
+        ``"columns"``: one ``W_QKV`` whose columns are ``[Q | K | V]`` (GPT-2's ``c_attn``);
+        ``"per_head"``: per head its q, k and v side by side (GPT-NeoX, BLOOM).
+    """
+
+    prefixes: tuple[str, ...]
+    names: dict[str, str]
+    transposed: bool = True
+    qkv: str = "separate"
 
 
 @dataclass(frozen=True)
@@ -56,12 +86,14 @@ class Block:
         uses the text's length).
     norm : Norm
         The kind of both norms of the block.
-    placement : {"pre"}
-        ``"pre"``: ``x + Attn(Norm(x))``, then ``x + MLP(Norm(x))`` (LLaMA).
+    placement : {"pre", "post"}
+        ``"pre"``: ``x + Attn(Norm(x))``, then ``x + MLP(Norm(x))`` (LLaMA, GPT-2); ``"post"``:
+        ``x' = Norm(x + Attn(x))``, then ``Norm(x' + MLP(x'))`` (BERT).
     mlp : {"gated", "plain"}
         ``"gated"``: ``(act(x W_gate) ⊙ x W_up) W_down`` (SwiGLU with ``act = silu``); ``"plain"``:
-        ``act(x W_up + b_up) W_down + b_down`` (GPT-NeoX).
-    activation : {"silu", "gelu_tanh", "gelu"}
+        ``act(x W_up + b_up) W_down + b_down`` (GPT-NeoX, BERT, GPT-2).
+    activation : {"silu", "gelu_tanh", "gelu", "relu"}
+        ``"gelu"`` the exact ``x Φ(x)`` (erf), ``"gelu_tanh"`` its tanh approximation (GPT-2's ``gelu_new``).
     ffn_width : int
         Width of the MLP's hidden layer (``intermediate_size``).
     residual : {"sequential", "parallel"}
@@ -89,7 +121,7 @@ class Block:
 
 @dataclass(frozen=True)
 class ModelPlan:
-    """A decoder: token embedding, blocks, final norm.
+    """A model: token embedding (with learned positions and token types where the family has them), blocks, final norm.
 
     Attributes
     ----------
@@ -97,14 +129,25 @@ class ModelPlan:
         The family (a key of :data:`attnsym.models.families.FAMILIES`).
     width, vocab_size, max_positions : int
     blocks : tuple of Block
-    final_norm : Norm
+    final_norm : Norm or None
+        After the last block (None: BERT's post-norm blocks end normed).
     tie_word_embeddings : bool
         The LM head reuses the token embedding (not run: attnsym stops at the last hidden state).
     pad_token_id : int or None
     embed_scale : float or None
         The token embedding is multiplied by it (Gemma 2: ``sqrt(width)``).
     embed_norm : Norm or None
-        A norm of the embedding before block 0 (BLOOM's ``word_embeddings_layernorm``).
+        A norm of the embedding before block 0 (BLOOM's ``word_embeddings_layernorm``, BERT's
+        ``embeddings.LayerNorm``).
+    causal : bool, default True
+        Decoder (each token attends to itself and earlier tokens) or encoder (BERT).
+    learned_positions : bool, default False
+        A learned absolute position table is added to the token embedding (BERT, GPT-2); the
+        blocks' specs then have ``positions=None``.
+    type_vocab_size : int, default 0
+        Token types (BERT's segment embedding, added to the embedding; 0 = none).
+    layout : Layout or None
+        How the checkpoint stores the tensors (not part of the architecture: not compared).
     """
 
     model_type: str
@@ -112,13 +155,15 @@ class ModelPlan:
     vocab_size: int
     max_positions: int
     blocks: tuple[Block, ...]
-    final_norm: Norm
+    final_norm: Norm | None
     tie_word_embeddings: bool = False
     pad_token_id: int | None = None
     embed_scale: float | None = None
     embed_norm: Norm | None = None
-
-    causal = True  # every family of the table is a decoder
+    causal: bool = True
+    learned_positions: bool = False
+    type_vocab_size: int = 0
+    layout: Layout | None = field(default=None, compare=False, repr=False)
 
     @property
     def layers(self) -> int:
@@ -136,17 +181,27 @@ class ModelPlan:
         return self.blocks[0].attention.d_k
 
     def describe(self) -> str:
-        """One line: family, layers, heads, width (as :meth:`ModelConfig.describe`)."""
+        """One line: family, layers, heads (and key/value heads when grouped), width.
+
+        >>> spec = AttentionSpec(n=512, d_model=384, heads=12, bias=True, output_projection=True)
+        >>> ModelPlan("bert", 384, 30522, 512, (Block(spec, Norm("layer", 1e-12), 1536, placement="post"),) * 6,
+        ...           None, causal=False).describe()
+        'bert: 6 layers, 12 heads of width 32, d_model 384, feed-forward 1536, up to 512 tokens'
+        """
         a = self.blocks[0].attention
-        return (f"{self.model_type}: {self.layers} layers, {a.heads} heads of width {a.d_k} ({a.kv_heads} key/value "
-                f"heads), d_model {self.width}, feed-forward {self.blocks[0].ffn_width}, up to {self.max_positions} tokens")
+        kv = f" ({a.kv_heads} key/value heads)" if a.kv_heads != a.heads else ""
+        return (f"{self.model_type}: {self.layers} layers, {a.heads} heads of width {a.d_k}{kv}, d_model {self.width}, "
+                f"feed-forward {self.blocks[0].ffn_width}, up to {self.max_positions} tokens")
 
     def lines(self) -> list[str]:
         """The embedding, one line per block, the final norm."""
         out = [f"embedding: {self.vocab_size} tokens × {self.width}"
                + (f" × {self.embed_scale:g}" if self.embed_scale else "")
+               + (f" + learned positions ({self.max_positions})" if self.learned_positions else "")
+               + (f" + token types ({self.type_vocab_size})" if self.type_vocab_size else "")
                + (f", then {self.embed_norm.describe()}" if self.embed_norm else "")
                + (" (tied to the LM head)" if self.tie_word_embeddings else "")]
         out += [f"block {i}: {b.describe()}" for i, b in enumerate(self.blocks)]
-        out.append(f"final norm: {self.final_norm.describe()}")
+        if self.final_norm is not None:
+            out.append(f"final norm: {self.final_norm.describe()}")
         return out

@@ -1,20 +1,22 @@
-"""The tensors of ``model.safetensors``, renamed into attnsym's layout and checked.
+"""The tensors of ``model.safetensors``, renamed into attnsym's layout and checked, for every family.
 
 Every weight matrix is stored as it is *applied*, row vectors times matrix (``Q = X W_Q``,
 the convention of :mod:`attnsym.numeric` and :class:`~attnsym.AttentionSpec`): shape
-``(d_in, d_out)``. PyTorch's ``nn.Linear`` (BERT) stores ``(d_out, d_in)`` and is transposed
-once at load time; GPT-2's ``Conv1D`` already stores ``(d_in, d_out)``, and its packed
-``c_attn`` matrix ``(d, 3d)`` is split column-wise into ``W_Q | W_K | W_V`` (bias likewise).
+``(d_in, d_out)``. PyTorch's ``nn.Linear`` (BERT, LLaMA, ...) stores ``(d_out, d_in)`` and is
+transposed once at load time; GPT-2's ``Conv1D`` already stores ``(d_in, d_out)``. A fused q|k|v
+matrix is split once: by columns ``[Q | K | V]`` (GPT-2's ``c_attn``) or per head (GPT-NeoX,
+BLOOM). Which tensors, under which names, stored how: the plan's
+:class:`~attnsym.models.plan.Layout` (the family table's :data:`~attnsym.models.families.LAYOUTS`);
+this module never tests a family's name.
 
 Names per layer (:class:`LayerWeights`): ``W_Q, b_Q, W_K, b_K, W_V, b_V`` (projections),
-``W_O, b_O`` (output projection), ``W_1, b_1, W_2, b_2`` (feed-forward ``x W_1`` then ``W_2``),
-``ln1_*`` / ``ln2_*`` (the two LayerNorms: after attention and after the feed-forward in BERT,
-before them in GPT-2).
-
-The three projections are also kept packed side by side, ``W_QKV = [W_Q | W_K | W_V]``
-``(d, 3d)`` and ``b_QKV``, prepared once when a :class:`LayerWeights` is made: the forward pass
-computes ``Q, K, V`` with one matrix product, and ``W_Q``, ``W_K``, ``W_V`` (and their biases)
-are views into the packed arrays, so no parameter is stored twice.
+``W_O, b_O`` (output projection), ``W_gate, W_up, b_up, W_down, b_down`` (the MLP),
+``attn_norm`` / ``mlp_norm`` (+ ``_bias`` for a LayerNorm: the norms before attention and MLP
+in a pre-norm block, after them in BERT's post-norm block), ``g_Q``, ``g_K`` (QK-norm),
+``post_attn_norm`` / ``post_mlp_norm`` (Gemma 2). The three projections are also kept packed side
+by side, ``W_QKV = [W_Q | W_K | W_V]`` and ``b_QKV``, made once with the :class:`LayerWeights`:
+the forward pass projects with one product, and ``W_Q``, ``W_K``, ``W_V`` (and their biases) are
+views into the packed arrays, so no parameter is stored twice.
 
 The files are read by a small reader of the safetensors format (an 8-byte header length, a JSON
 header of dtype, shape and byte offsets, then the raw little-endian data), memory-mapped. The
@@ -39,50 +41,60 @@ from typing import Any
 import numpy as np
 
 from ..numeric.backend import array_namespace, asarray_in
-from .config import ModelConfig
 from .errors import CorruptWeightsError
+from .plan import Layout, ModelPlan, Norm
 
 __all__ = ["LayerWeights", "Weights", "read_weights"]
 
 
 @dataclass(frozen=True)
 class LayerWeights:
-    """The parameters of one transformer layer, in ``(d_in, d_out)`` layout (module docstring)."""
+    """The parameters of one block in ``(d_in, d_out)`` layout (module docstring); absent biases / gains are None."""
 
+    attn_norm: Any
     W_Q: Any
-    b_Q: Any
     W_K: Any
-    b_K: Any
     W_V: Any
-    b_V: Any
     W_O: Any
-    b_O: Any
-    ln1_weight: Any
-    ln1_bias: Any
-    W_1: Any
-    b_1: Any
-    W_2: Any
-    b_2: Any
-    ln2_weight: Any
-    ln2_bias: Any
-    W_QKV: Any = field(init=False, repr=False, compare=False)  # (d, 3d) = [W_Q | W_K | W_V]
-    b_QKV: Any = field(init=False, repr=False, compare=False)  # (3d,)
+    mlp_norm: Any
+    W_up: Any
+    W_down: Any
+    b_Q: Any = None
+    b_K: Any = None
+    b_V: Any = None
+    b_O: Any = None
+    g_Q: Any = None
+    g_K: Any = None
+    post_attn_norm: Any = None
+    post_mlp_norm: Any = None
+    attn_norm_bias: Any = None
+    mlp_norm_bias: Any = None
+    b_up: Any = None
+    b_down: Any = None
+    W_gate: Any = None
+
+    W_QKV: Any = field(init=False, repr=False, compare=False)  # (d, q + 2 kv) = [W_Q | W_K | W_V]
+    b_QKV: Any = field(init=False, repr=False, compare=False)  # (q + 2 kv,) or None
 
     def __post_init__(self) -> None:
+        """Pack ``[W_Q | W_K | W_V]`` (and the biases) once: the pass projects with one product, and ``W_Q`` … are views."""
         xp = array_namespace(self.W_Q, self.W_K, self.W_V)
-        widths = [self.W_Q.shape[1], self.W_K.shape[1], self.W_V.shape[1]]
-        packed = {"W_QKV": xp.concat([self.W_Q, self.W_K, self.W_V], axis=1),
-                  "b_QKV": xp.concat([self.b_Q, self.b_K, self.b_V], axis=0)}
+        widths = [int(self.W_Q.shape[1]), int(self.W_K.shape[1]), int(self.W_V.shape[1])]
         starts = [0, widths[0], widths[0] + widths[1]]
-        for name, start, width in zip("QKV", starts, widths, strict=True):  # the separate names become views
-            object.__setattr__(self, f"W_{name}", packed["W_QKV"][:, start:start + width])
-            object.__setattr__(self, f"b_{name}", packed["b_QKV"][start:start + width])
+        packed = {"W_QKV": xp.concat([self.W_Q, self.W_K, self.W_V], axis=1), "b_QKV": None}
+        biases = [self.b_Q, self.b_K, self.b_V]
+        if all(b is not None for b in biases):
+            packed["b_QKV"] = xp.concat(biases, axis=0)
+        for letter, start, width in zip("QKV", starts, widths, strict=True):  # the separate names become views
+            object.__setattr__(self, f"W_{letter}", packed["W_QKV"][:, start:start + width])
+            if packed["b_QKV"] is not None:
+                object.__setattr__(self, f"b_{letter}", packed["b_QKV"][start:start + width])
         for name, value in packed.items():
             object.__setattr__(self, name, value)
 
     def arrays(self) -> dict[str, Any]:
-        """Name -> array of every parameter, in declaration order (the packed ``W_QKV``, ``b_QKV`` excluded)."""
-        return {f.name: getattr(self, f.name) for f in fields(self) if f.init}
+        """Name -> array of every parameter present (the packed ``W_QKV``, ``b_QKV`` excluded: views share them)."""
+        return {f.name: getattr(self, f.name) for f in fields(self) if f.init and getattr(self, f.name) is not None}
 
     def digest(self) -> dict[str, str]:
         """A BLAKE2b fingerprint of every parameter (its dtype, shape and bytes): equal digests, equal weights."""
@@ -91,32 +103,36 @@ class LayerWeights:
 
 @dataclass(frozen=True)
 class Weights:
-    """All parameters of a model: embeddings, the layers, and the LayerNorm around them.
+    """All parameters of a model: token embedding ``(vocab, d)``, the blocks, the norms around them.
 
-    ``token_type`` and ``embed_ln_*`` exist for BERT (the embeddings are summed, then
-    normalised); ``final_ln_*`` for GPT-2 (``ln_f`` after the last block).
+    ``position`` ``(max_positions, d)`` and ``token_type`` ``(types, d)`` exist where the plan has
+    learned positions (BERT, GPT-2) and token types (BERT); ``embed_norm*`` where it norms the
+    embedding (BERT, BLOOM); ``final_norm*`` where a norm follows the last block (all but BERT).
     """
 
-    word: Any  # (vocab, d)
-    position: Any  # (max_positions, d)
+    word: Any
     layers: tuple[LayerWeights, ...]
-    token_type: Any = None  # (type_vocab, d)
-    embed_ln_weight: Any = None
-    embed_ln_bias: Any = None
-    final_ln_weight: Any = None
-    final_ln_bias: Any = None
+    final_norm: Any = None
+    final_norm_bias: Any = None
+    embed_norm: Any = None
+    embed_norm_bias: Any = None
+    position: Any = None
+    token_type: Any = None
+
+    def arrays(self) -> dict[str, Any]:
+        """Name -> array of every model-level parameter present (the layers' are in :attr:`layers`)."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name != "layers" and getattr(self, f.name) is not None}
 
     def to(self, xp: ModuleType) -> Weights:
         """The same weights as arrays of the namespace ``xp`` (NumPy, CuPy, torch)."""
-        convert = {f.name: asarray_in(xp, getattr(self, f.name)) for f in fields(self) if f.name != "layers"}
         layers = tuple(LayerWeights(**{k: asarray_in(xp, v) for k, v in lw.arrays().items()}) for lw in self.layers)
-        return Weights(layers=layers, **convert)
+        return Weights(layers=layers, **{k: asarray_in(xp, v) for k, v in self.arrays().items()})
 
     @property
     def parameter_count(self) -> int:
-        """Number of scalars in every tensor (the pooler of a BERT checkpoint is not loaded)."""
-        total = sum(int(np.prod(getattr(self, f.name).shape)) for f in fields(self)
-                    if f.name != "layers" and getattr(self, f.name) is not None)
+        """Number of scalars held (a BERT checkpoint's pooler and an untied LM head are not loaded)."""
+        total = sum(int(np.prod(v.shape)) for v in self.arrays().values())
         return total + sum(int(np.prod(v.shape)) for lw in self.layers for v in lw.arrays().values())
 
 
@@ -251,16 +267,17 @@ class _Tensors:
         return out
 
 
-def read_weights(path: str | Path, config: ModelConfig, dtype: Any = np.float32) -> Weights:
-    """Read ``model.safetensors`` (memory-mapped, no PyTorch) into :class:`Weights` for ``config``.
+def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32) -> Weights:
+    """Read ``model.safetensors`` (memory-mapped, no PyTorch) into :class:`Weights` for ``plan``.
 
     Parameters
     ----------
     path : str or Path
         The safetensors file; when it is absent and ``<path>.index.json`` exists, the shards that
         index names (a sharded checkpoint).
-    config : ModelConfig
-        Decides the tensor names and checks every shape.
+    plan : ModelPlan
+        Decides which tensors are read (its :class:`~attnsym.models.plan.Layout` their names and
+        storage) and checks every shape.
     dtype : NumPy float dtype, default float32
         The dtype of the returned arrays (float16 and bfloat16 tensors are widened exactly).
 
@@ -270,60 +287,75 @@ def read_weights(path: str | Path, config: ModelConfig, dtype: Any = np.float32)
         The file is not a readable safetensors file (truncated, bad header), a tensor has a dtype
         other than F64, F32, F16, BF16 (named in the message, e.g. ``F8_E4M3``), or a tensor the
         architecture uses is missing, misshapen or not finite. Only those tensors are read, each
-        after its shape and dtype have been checked.
+        after its shape and dtype have been checked; ``lm_head`` is not read.
     """
-    path = Path(path)
-    t = _Tensors(path, ("bert.",) if config.model_type == "bert" else ("transformer.",), np.dtype(dtype))
-    if config.model_type == "bert":
-        return _bert(t, config)
-    return _gpt2(t, config)
+    layout = plan.layout
+    if layout is None:
+        raise CorruptWeightsError(f"the plan of {plan.model_type!r} has no checkpoint layout; build it with read_config")
+    t = _Tensors(Path(path), layout.prefixes, np.dtype(dtype))
+    d = plan.width
 
+    def norm(role: str, kind: Norm, i: int | None = None) -> dict[str, Any]:
+        name = layout.names[role] if i is None else layout.names[role].format(i=i)
+        out = {role: t(name, (d,))}
+        if kind.kind == "layer":
+            out[role + "_bias"] = t(name.removesuffix("weight") + "bias", (d,))
+        return out
 
-def _bert(t: _Tensors, c: ModelConfig) -> Weights:
-    d, f = c.width, c.ffn_width
     layers = []
-    for i in range(c.layers):
-        p = f"encoder.layer.{i}."
-        layers.append(LayerWeights(
-            W_Q=t(p + "attention.self.query.weight", (d, d), transpose=True), b_Q=t(p + "attention.self.query.bias", (d,)),
-            W_K=t(p + "attention.self.key.weight", (d, d), transpose=True), b_K=t(p + "attention.self.key.bias", (d,)),
-            W_V=t(p + "attention.self.value.weight", (d, d), transpose=True), b_V=t(p + "attention.self.value.bias", (d,)),
-            W_O=t(p + "attention.output.dense.weight", (d, d), transpose=True),
-            b_O=t(p + "attention.output.dense.bias", (d,)),
-            ln1_weight=t(p + "attention.output.LayerNorm.weight", (d,)), ln1_bias=t(p + "attention.output.LayerNorm.bias", (d,)),
-            W_1=t(p + "intermediate.dense.weight", (d, f), transpose=True), b_1=t(p + "intermediate.dense.bias", (f,)),
-            W_2=t(p + "output.dense.weight", (f, d), transpose=True), b_2=t(p + "output.dense.bias", (d,)),
-            ln2_weight=t(p + "output.LayerNorm.weight", (d,)), ln2_bias=t(p + "output.LayerNorm.bias", (d,)),
-        ))
-    return Weights(
-        word=t("embeddings.word_embeddings.weight", (c.vocab_size, d)),
-        position=t("embeddings.position_embeddings.weight", (c.max_positions, d)),
-        token_type=t("embeddings.token_type_embeddings.weight", (c.type_vocab_size, d)),
-        embed_ln_weight=t("embeddings.LayerNorm.weight", (d,)), embed_ln_bias=t("embeddings.LayerNorm.bias", (d,)),
-        layers=tuple(layers),
-    )
+    for i, block in enumerate(plan.blocks):
+        s, f = block.attention, block.ffn_width
+        q = s.heads * s.d_k
+        name = {k: v.format(i=i) for k, v in layout.names.items()}
+
+        def mat(role: str, d_in: int, d_out: int, name: dict[str, str] = name) -> np.ndarray:
+            return t(name[role], (d_in, d_out), transpose=layout.transposed)
+
+        parts: dict[str, Any] = _projections(t, layout, name, mat, s, d)  # read in checkpoint order: q, k, v first
+        parts["W_O"] = mat("W_O", q, d)
+        parts.update({**norm("attn_norm", block.norm, i), **norm("mlp_norm", block.norm, i)})
+        if s.bias is True:
+            parts["b_O"] = t(name["b_O"], (d,))
+        if s.qk_norm:
+            parts.update(g_Q=t(name["g_Q"], (s.d_k,)), g_K=t(name["g_K"], (s.d_k,)))
+        if block.post_norms:
+            parts.update(post_attn_norm=t(name["post_attn_norm"], (d,)), post_mlp_norm=t(name["post_mlp_norm"], (d,)))
+        parts.update(W_up=mat("W_up", d, f), W_down=mat("W_down", f, d))
+        if block.mlp == "gated":
+            parts["W_gate"] = mat("W_gate", d, f)
+        else:
+            parts.update(b_up=t(name["b_up"], (f,)), b_down=t(name["b_down"], (d,)))
+        layers.append(LayerWeights(**parts))
+    model: dict[str, Any] = {"word": t(layout.names["embed"], (plan.vocab_size, d))}
+    if plan.learned_positions:
+        model["position"] = t(layout.names["position"], (plan.max_positions, d))
+    if plan.type_vocab_size:
+        model["token_type"] = t(layout.names["token_type"], (plan.type_vocab_size, d))
+    if plan.embed_norm is not None:
+        model.update(norm("embed_norm", plan.embed_norm))
+    if plan.final_norm is not None:
+        model.update(norm("final_norm", plan.final_norm))
+    return Weights(layers=tuple(layers), **model)
 
 
-def _gpt2(t: _Tensors, c: ModelConfig) -> Weights:
-    d, f = c.width, c.ffn_width
-    layers = []
-    for i in range(c.layers):
-        p = f"h.{i}."
-        W = t(p + "attn.c_attn.weight", (d, 3 * d))  # Conv1D: (d_in, d_out), columns [Q | K | V]
-        b = t(p + "attn.c_attn.bias", (3 * d,))
-        W_Q, W_K, W_V = (W[:, k * d:(k + 1) * d] for k in range(3))  # repacked by LayerWeights
-        b_Q, b_K, b_V = (b[k * d:(k + 1) * d] for k in range(3))
-        layers.append(LayerWeights(
-            W_Q=W_Q, b_Q=b_Q, W_K=W_K, b_K=b_K, W_V=W_V, b_V=b_V,
-            W_O=t(p + "attn.c_proj.weight", (d, d)), b_O=t(p + "attn.c_proj.bias", (d,)),
-            ln1_weight=t(p + "ln_1.weight", (d,)), ln1_bias=t(p + "ln_1.bias", (d,)),
-            W_1=t(p + "mlp.c_fc.weight", (d, f)), b_1=t(p + "mlp.c_fc.bias", (f,)),
-            W_2=t(p + "mlp.c_proj.weight", (f, d)), b_2=t(p + "mlp.c_proj.bias", (d,)),
-            ln2_weight=t(p + "ln_2.weight", (d,)), ln2_bias=t(p + "ln_2.bias", (d,)),
-        ))
-    return Weights(
-        word=t("wte.weight", (c.vocab_size, d)),
-        position=t("wpe.weight", (c.max_positions, d)),
-        final_ln_weight=t("ln_f.weight", (d,)), final_ln_bias=t("ln_f.bias", (d,)),
-        layers=tuple(layers),
-    )
+def _projections(t: _Tensors, layout: Layout, name: dict[str, str], mat: Any, s: Any, d: int) -> dict[str, Any]:
+    """``W_Q, W_K, W_V`` (and their biases when ``s.bias``): three tensors, or one fused one split once."""
+    q, kv = s.heads * s.d_k, s.kv_heads * s.d_k
+    if layout.qkv == "separate":
+        out = {"W_Q": mat("W_Q", d, q), "W_K": mat("W_K", d, kv), "W_V": mat("W_V", d, kv)}
+        if s.bias:
+            out.update(b_Q=t(name["b_Q"], (q,)), b_K=t(name["b_K"], (kv,)), b_V=t(name["b_V"], (kv,)))
+        return out
+    W = mat("W_QKV", d, q + 2 * kv)  # (d, q + 2 kv)
+    b = t(name["b_QKV"], (q + 2 * kv,))
+    if layout.qkv == "columns":  # [Q | K | V]
+        cuts = ((0, q), (q, q + kv), (q + kv, q + 2 * kv))
+        parts = [(W[:, i0:i1], b[i0:i1]) for i0, i1 in cuts]
+    else:  # per head: its q, k and v rows side by side (heads == kv_heads)
+        H, w = s.heads, s.d_k
+        W3, b3 = W.reshape(d, H, 3, w), b.reshape(H, 3, w)
+        parts = [(W3[:, :, k].reshape(d, q), b3[:, k].reshape(q)) for k in range(3)]
+    out = {}
+    for letter, (Wk, bk) in zip("QKV", parts, strict=True):
+        out[f"W_{letter}"], out[f"b_{letter}"] = np.ascontiguousarray(Wk), np.ascontiguousarray(bk)
+    return out

@@ -51,7 +51,7 @@ EXP_MAX = 88.0
 EXP_RTOL = 2e-7
 
 _STATE: dict[str, Any] = {}
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()  # re-entrant: models._fused compiles its kernels, then these, on one thread
 
 #: float32 constants of the kernels (Numba freezes module globals into the compiled code)
 _F = np.float32

@@ -109,8 +109,8 @@ Its declared dependencies would pull PyTorch, so install it without them:
 ```
 
 `attnsym.models.load()` finds it by name through `importlib.resources`; any Hugging Face folder with
-`config.json`, `model.safetensors` and `tokenizer.json` loads too — BERT-family encoders (`model_type: bert`)
-and GPT-2-family decoders (`model_type: gpt2`, the packed `c_attn` Conv1D layout, causal mask). This build
+`config.json`, `model.safetensors` and `tokenizer.json` loads too — any family of the table below
+(BERT-family encoders, GPT-2, LLaMA, Mistral, Qwen 2 and 3, Gemma 2, GPT-NeoX, BLOOM). This build
 loaded {report.describe(model)}.
 
 ```python
@@ -128,23 +128,28 @@ every layer and head, the heatmap grid, rollout and flow figures and a `report.m
 
 **Agreement with the reference.** {_agreement(model, routes)} The test suite checks every layer's
 attention probabilities and the hidden states against `transformers` within 1e-5 (float32) for several
-sentences and a padded batch, and the same for a small random GPT-2 built with `transformers`.
+sentences and a padded batch, and the same for a small random model of every family built with
+`transformers`.
 
 A route holds only real tokens: texts routed together are padded to one length with the attention mask
 (padding keys get weight exactly 0), and the padding positions are cut away before a route is made, so
 they never reach a routing graph, a rollout or a flow.
 
-**How the forward pass runs.** Each layer is two steps written once on the array API, so NumPy, CuPy and
-torch arrays run the same code: a row-wise step (the output projection, residuals, LayerNorms and
-feed-forward of the layer before, then `[Q | K | V] = X W_QKV + b_QKV` — one product with the three
-projections packed side by side once at load time) and an attention step (scores, softmax and `A V` per
-head, the heads strided views of the packed product). Both write straight into the route's arrays. On
-NumPy each step runs on the calling thread and BLAS spreads each matrix product over its threads, so
-`threadpoolctl.threadpool_limits(1)` makes the pass single-threaded (`m.forward(ids, threads=k)` cuts each
-step into `k` slices run side by side instead, slower for one sentence on two cores). With Numba installed
-(`pip install "attnsym[fast]"`, part of the README's commands) the float32 element-wise chains between the
-products — bias and GELU; bias, residual and LayerNorm; the softmax — run as compiled one-pass kernels
-(`attnsym.models._fused`), the same equations, tied by the tests to the NumPy operations and to PyTorch.
+**How the forward pass runs.** `config.json` becomes a plan (`attnsym.models.plan.ModelPlan`): the
+embedding (learned positions and token types where the family has them, an embedding norm), one
+described block per layer — its norm and placement (BERT's post-LayerNorm, pre-norm elsewhere), the
+layer's `AttentionSpec`, its MLP and residual wiring — and the final norm, built by the family table,
+which also names the checkpoint's tensors (`attnsym.models.families.LAYOUTS`). One forward pass
+(`attnsym.models.forward`) reads the plan for every family, written once on the array API, so NumPy,
+CuPy and torch arrays run the same code; its attention step is the numeric layer's primitives driven by
+the block's spec (per-head rows with QK-norm and RoPE, the scaled scores with ALiBi, soft-capping and the
+mask, the shared stable softmax). On NumPy BLAS spreads each matrix product over its threads, so
+`threadpoolctl.threadpool_limits(1)` makes the pass single-threaded (as does `m.forward(ids, threads=1)`).
+With Numba installed (`pip install "attnsym[fast]"`, part of the README's commands) the float32
+element-wise primitives between the products — bias and GELU; bias, residual and LayerNorm; the
+softmax — run as compiled one-pass kernels (`attnsym.models._fused`), an alternative implementation of
+the same primitives chosen once per pass, tied by the tests to the NumPy operations (float32 and float64)
+and to PyTorch.
 The time of a 128-token sentence against the PyTorch
 reference (`output_attentions=True`), at one thread and at the machine's cores, with peak memory and a
 profile, is on the [Benchmarks](benchmarks.md) page (`benchmarks/bench_models.py`).
@@ -223,8 +228,9 @@ The texts: {", ".join(f'"{t}"' for t in stats.texts)}.
 ## Model families
 
 The `model_type` values `attnsym.models.load` runs, generated from the family table
-(`attnsym.models.families`); each decoder family is cross-checked against transformers in
-`tests/test_models_families.py`. `m.spec(layer=i)` gives layer `i`'s `AttentionSpec`,
+(`attnsym.models.families`); each family is cross-checked against transformers in
+`tests/test_models_families.py`, and `attnsym route` / `attnsym explore` run on a folder of each
+(`tests/test_models_cli_families.py`). `m.spec(layer=i)` gives layer `i`'s `AttentionSpec`,
 `m.describe()` one line per block.
 
 {families_table()}
