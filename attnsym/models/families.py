@@ -265,7 +265,7 @@ def _bloom(raw: dict[str, Any], path: Path) -> ModelPlan:
                              output_projection=True)
     except SpecError as error:
         raise ModelError(f"{path}: the attention of config.json is not a valid layer ({error})") from None
-    block = Block(attention=spec, norm=norm, ffn_width=4 * width, mlp="plain", activation="gelu_tanh")
+    block = Block(attention=spec, norm=norm, ffn_width=4 * width, mlp="plain", activation="gelu_tanh_bloom")
     layers = _positive(raw, "n_layer", path, raw.get("num_hidden_layers", ...))
     return ModelPlan(model_type="bloom", width=width, vocab_size=_positive(raw, "vocab_size", path),
                      max_positions=max_positions, blocks=(block,) * layers, final_norm=norm,

@@ -54,6 +54,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..numeric import array_namespace, gelu, gelu_tanh
 from ..numeric._inputs import dtype_name
+from ..numeric.activations import GELU_TANH_CUBIC
 from ..numeric.binding import window_band
 from ..numeric.layer import BoundLayer, block_scores, expand_kv, head_rows, merge_heads, safe_divide, shifted_exp
 from . import _fused
@@ -167,14 +168,22 @@ def _silu(xp, x):
     return x * (0.5 * (1.0 + xp.tanh(0.5 * x)))  # x·sigmoid(x), no overflow for large |x|
 
 
+#: √(2/π) as BLOOM writes it (``0.79788456``, transformers' ``bloom_gelu_forward``, as its checkpoints were trained)
+BLOOM_GELU_COEFFICIENT = 0.79788456
+
+
 def _activation(xp, kind: str, x):
-    """The activation ``kind`` of a :class:`~attnsym.models.plan.Block` (``silu``, ``gelu``, ``gelu_tanh``, ``relu``)."""
+    """The activation ``kind`` of a :class:`~attnsym.models.plan.Block` (``silu``, ``gelu``, ``gelu_tanh``,
+    ``gelu_tanh_bloom``, ``relu``)."""
     if kind == "gelu":
         if array_api_compat.is_numpy_array(x) and x.dtype == np.float32:
             return gelu_float32(x)
         return gelu(x)
     if kind == "gelu_tanh":
         return gelu_tanh(x)
+    if kind == "gelu_tanh_bloom":  # GELU_TANH's formula with √(2/π) rounded to 8 digits (2.6e-10 apart on [-4, 4])
+        u = xp.clip(x, -10.0, 10.0)  # tanh is ±1 there already: the cubic cannot overflow
+        return 0.5 * x * (1.0 + xp.tanh(BLOOM_GELU_COEFFICIENT * u * (1.0 + GELU_TANH_CUBIC * u * u)))
     if kind == "silu":
         return _silu(xp, x)
     return xp.maximum(x, xp.zeros_like(x))

@@ -92,8 +92,9 @@ class Block:
     mlp : {"gated", "plain"}
         ``"gated"``: ``(act(x W_gate) ⊙ x W_up) W_down`` (SwiGLU with ``act = silu``); ``"plain"``:
         ``act(x W_up + b_up) W_down + b_down`` (GPT-NeoX, BERT, GPT-2).
-    activation : {"silu", "gelu_tanh", "gelu", "relu"}
-        ``"gelu"`` the exact ``x Φ(x)`` (erf), ``"gelu_tanh"`` its tanh approximation (GPT-2's ``gelu_new``).
+    activation : {"silu", "gelu_tanh", "gelu_tanh_bloom", "gelu", "relu"}
+        ``"gelu"`` the exact ``x Φ(x)`` (erf), ``"gelu_tanh"`` its tanh approximation (GPT-2's ``gelu_new``),
+        ``"gelu_tanh_bloom"`` the same with √(2/π) written ``0.79788456`` (BLOOM's ``bloom_gelu_forward``).
     ffn_width : int
         Width of the MLP's hidden layer (``intermediate_size``).
     residual : {"sequential", "parallel"}
