@@ -104,7 +104,7 @@ LOAD_CHILD = textwrap.dedent(r"""
     import json, resource, sys, time, tracemalloc
     import numpy as np
     from attnsym import models  # the imports the load needs, before the baseline
-    import attnsym.models.decoder, attnsym.models.families, attnsym.models.weights  # noqa: F401
+    import attnsym.models.forward, attnsym.models.families, attnsym.models.weights  # noqa: F401
 
     def status_kib(field):
         with open("/proc/self/status") as f:

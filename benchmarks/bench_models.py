@@ -11,8 +11,8 @@ forward with ``output_attentions=True``. Sides:
   probabilities, scaled scores and hidden states kept) and slicing into a Route: the goal's side;
 * attnsym ``Model.forward(ids)`` — the forward pass alone, on NumPy (with the compiled kernels of
   :mod:`attnsym.models._fused` when Numba is installed, and with them switched off: NumPy
-  operations only), cut into ``k`` slices run side by side (``threads=k``, ``k`` the setting's
-  threads), and on torch tensors;
+  operations only), with its matrix products on ``k`` BLAS threads (``threads=k``, ``k`` the
+  setting's threads), and on torch tensors;
 * PyTorch reference — ``transformers`` BertModel, ``attn_implementation="eager"`` (the only
   implementation that can return the weights), ``output_attentions=True``,
   ``output_hidden_states=True``, under ``torch.inference_mode()``, on pre-tokenized ids.
@@ -72,7 +72,7 @@ GOAL = 1.2
 DEFAULT_ROUNDS, DEFAULT_CALLS = 3, 10
 ROUTE, FORWARD, FORWARD_OPS, FORWARD_SLICES, FORWARD_TORCH, REFERENCE = (
     "attnsym route(text), NumPy", "attnsym forward(ids), NumPy", "attnsym forward(ids), NumPy operations (no Numba)",
-    "attnsym forward(ids, threads=k), NumPy: k slices side by side", "attnsym forward(ids), torch tensors",
+    "attnsym forward(ids, threads=k), NumPy: BLAS at k threads", "attnsym forward(ids), torch tensors",
     "PyTorch reference (transformers, eager)")
 SIDES = {"route": ROUTE, "forward": FORWARD, "forward-ops": FORWARD_OPS, "forward-slices": FORWARD_SLICES,
          "forward-torch": FORWARD_TORCH, "reference": REFERENCE}
@@ -244,8 +244,8 @@ def profile(calls: int) -> dict:
         prof.disable()
     stats = pstats.Stats(prof).stats  # (file, line, name) -> (calls, prim calls, tottime, cumtime, callers)
     files = (os.path.join("models", "forward.py"), os.path.join("numeric", "layer.py"), os.path.join("models", "_fused.py"))
-    wanted = {"_affine": "x W + b (feed-forward, output projection; NumPy operations)",
-              "_matmul_into": "Q Kᵀ and A V per head (and the packed Q, K, V projection without Numba)",
+    wanted = {"_linear": "x W + b (the packed Q, K, V projection, feed-forward, output projection)",
+              "block_scores": "Q Kᵀ per head (the scores)",
               "shifted_exp": "softmax: exp(S − max), row sums (NumPy operations)",
               "safe_divide": "softmax: divide by the row sums (NumPy operations)",
               "_activation": "GELU (NumPy operations)", "layer_norm": "LayerNorm (NumPy operations)",

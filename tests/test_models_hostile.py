@@ -136,7 +136,7 @@ def test_a_sharded_folder_loads_the_same_weights(tmp_path):
         tensors = {}
         for name in part:
             _, entry, _ = src.entries[name]
-            array = src._raw(name, tuple(entry["shape"]))
+            array = src(name, tuple(entry["shape"]))  # F32 read as float32: the stored values
             tensors[name] = (entry["dtype"], array.shape, np.ascontiguousarray(array).tobytes())
             shards[name] = file
         _safetensors(tmp_path / file, tensors)
@@ -232,3 +232,18 @@ def test_the_reader_agrees_with_the_safetensors_library(tmp_path):
     save_torch({"w": bf16}, str(tmp_path / "b.safetensors"))
     got = _Tensors(tmp_path / "b.safetensors", ("",), np.dtype(np.float32))("w", (4, 3))
     np.testing.assert_array_equal(got, bf16.float().numpy())
+
+
+def test_bfloat16_is_widened_blockwise_exactly(tmp_path, monkeypatch):
+    """Read a block at a time, the widening equals the whole-array one, across block edges and for special bits."""
+    from attnsym.models import weights as weights_module
+
+    monkeypatch.setattr(weights_module, "_WIDEN_ELEMENTS", 7)  # many blocks, the last one short
+    bits = np.random.default_rng(0).integers(0, 2**16, size=(5, 9), dtype=np.uint16)
+    bits[0, :4] = [0x7F80, 0xFF80, 0x0001, 0x8000]  # inf, -inf, a subnormal, -0
+    _safetensors(tmp_path / "w.safetensors", {"w": ("BF16", bits.shape, bits.tobytes())})
+    t = _Tensors(tmp_path / "w.safetensors", ("",), np.dtype(np.float32))
+    file, begin, kind = t._locate("w", bits.shape)
+    widened = weights_module._read(file, begin, bits.shape, kind)
+    assert widened.dtype == np.float32 and widened.shape == bits.shape
+    np.testing.assert_array_equal(widened.view(np.uint32), bits.astype(np.uint32) << 16)

@@ -1,8 +1,8 @@
 """Loading a Hugging Face model folder, and the :class:`Model` that tokenizes and routes texts.
 
 A folder holds ``config.json`` (the architecture, read with a size cap and strict types),
-``model.safetensors`` or a sharded ``model.safetensors.index.json`` (the weights, memory-mapped;
-only the tensors the model uses are read, float32/64, float16 and bfloat16 widened exactly) and a
+``model.safetensors`` or a sharded ``model.safetensors.index.json`` (the weights: only the
+tensors the model uses are read, each straight into its array, float32/64, float16 and bfloat16 widened exactly) and a
 tokenizer for the ``tokenizers`` library: ``tokenizer.json``, else ``vocab.txt`` (WordPiece) or
 ``vocab.json`` + ``merges.txt`` (byte-level BPE). Without a tokenizer ``forward(ids)`` still
 works and ``route(text)`` names the files it needs. Nothing is downloaded, and neither PyTorch

@@ -19,7 +19,8 @@ the forward pass projects with one product, and ``W_Q``, ``W_K``, ``W_V`` (and t
 views into the packed arrays, so no parameter is stored twice.
 
 The files are read by a small reader of the safetensors format (an 8-byte header length, a JSON
-header of dtype, shape and byte offsets, then the raw little-endian data), memory-mapped. The
+header of dtype, shape and byte offsets, then the raw little-endian data), each tensor read straight
+into its array (no memory map: a loaded model holds no file pages; bfloat16 widened a block at a time). The
 ``safetensors`` library's NumPy API cannot return ``BF16`` tensors (``get_tensor`` raises
 "data type 'bfloat16' not understood"), and its ``safe_open`` does not expose a tensor's byte
 offsets, which widening bfloat16 exactly needs; so the reader checks every header entry (dtype,
@@ -205,8 +206,9 @@ def _files(path: Path) -> dict[str, Path]:
 
 
 class _Tensors:
-    """Named lookup into memory-mapped safetensors files: each tensor's dtype and shape are checked from the
-    header before any of its bytes are read, and only the tensors asked for are read."""
+    """Named lookup into safetensors files: each tensor's dtype and shape are checked from the header before
+    any of its bytes are read, and only the tensors asked for are read, straight into their arrays
+    (:func:`_read`: no memory map, so a loaded model holds its arrays and no file pages)."""
 
     def __init__(self, path: Path, prefixes: tuple[str, ...], dtype: np.dtype) -> None:
         self.path, self.dtype = path, dtype
@@ -217,13 +219,13 @@ class _Tensors:
             for name, entry in header.items():
                 if not shards or shards.get(name) == file:
                     self.entries[name] = (file, entry, start)
-        self.maps: dict[Path, np.memmap] = {}
         self.prefix = next((p for p in prefixes if any(k.startswith(p) for k in self.entries)), "")
 
     def __contains__(self, name: str) -> bool:
         return self.prefix + name in self.entries
 
-    def _raw(self, key: str, expected: tuple[int, ...]) -> np.ndarray:
+    def _locate(self, key: str, expected: tuple[int, ...]) -> tuple[Path, int, str]:
+        """Where the tensor's bytes start (file, offset) and its dtype name, after every check of its header entry."""
         file, entry, start = self.entries[key]
         if not isinstance(entry, dict):
             raise CorruptWeightsError(f"{file}: tensor {key!r} has a malformed header entry")
@@ -239,20 +241,15 @@ class _Tensors:
         if (not isinstance(offsets, list) or len(offsets) != 2 or not all(type(o) is int for o in offsets)
                 or offsets[1] - offsets[0] != size or offsets[0] < 0):
             raise CorruptWeightsError(f"{file}: tensor {key!r} has data offsets {offsets!r}, not {size} bytes")
-        if file not in self.maps:
-            try:
-                self.maps[file] = np.memmap(file, dtype=np.uint8, mode="r")
-            except (OSError, ValueError) as error:
-                raise CorruptWeightsError(f"{file} cannot be mapped ({error})") from None
-        data = self.maps[file]
         begin = start + offsets[0]
-        if begin + size > data.shape[0]:
+        try:
+            length = file.stat().st_size
+        except OSError as error:
+            raise CorruptWeightsError(f"{file} cannot be read ({error})") from None
+        if begin + size > length:
             raise CorruptWeightsError(f"{file} cannot be read as a safetensors file: it is truncated "
                                       f"(tensor {key!r} ends past its end)")
-        raw = np.frombuffer(data, dtype=storage, count=size // storage.itemsize, offset=begin).reshape(expected)
-        if kind == "BF16":  # exact: the bfloat16 bits are the top half of a float32's
-            return (raw.astype(np.uint32) << 16).view(np.float32)
-        return raw
+        return file, begin, kind
 
     def __call__(self, name: str, shape: tuple[int, ...], *, transpose: bool = False) -> np.ndarray:
         key = self.prefix + name
@@ -260,15 +257,57 @@ class _Tensors:
             raise CorruptWeightsError(f"{self.path} has no tensor {key!r}, which this architecture needs "
                                       f"({len(self.entries)} tensors found, e.g. {sorted(self.entries)[:3]})")
         expected = shape[::-1] if transpose else shape
-        value = self._raw(key, expected)
-        out = np.array(value.T if transpose else value, dtype=self.dtype, order="C")  # a copy: the map stays read-only
+        file, begin, kind = self._locate(key, expected)
+        stored = _read(file, begin, expected, kind)  # an array of our own, float32 for BF16
+        out = np.ascontiguousarray(stored.T if transpose else stored, dtype=self.dtype)  # a copy only if needed
+        del stored
         if not np.all(np.isfinite(out)):
             raise CorruptWeightsError(f"{self.path}: tensor {key!r} holds non-finite values (inf or nan)")
         return out
 
 
+#: elements of a bfloat16 tensor read and widened per step (:func:`_read`): 2 MiB of file at a time
+_WIDEN_ELEMENTS = 2**20
+
+
+def _fill(handle, buffer: memoryview, file: Path) -> None:
+    """Read exactly ``len(buffer)`` bytes from ``handle`` into ``buffer``."""
+    while buffer:
+        got = handle.readinto(buffer)
+        if not got:
+            raise CorruptWeightsError(f"{file} cannot be read as a safetensors file: it ended while a tensor was read")
+        buffer = buffer[got:]
+
+
+def _read(file: Path, begin: int, shape: tuple[int, ...], kind: str) -> np.ndarray:
+    """The tensor at byte ``begin`` of ``file`` as a new array: read into it directly, no map and no second copy.
+
+    Reading (not memory-mapping) keeps the file's pages out of the process: a loaded model holds its
+    arrays and nothing else. BF16 is widened to float32 exactly (its bits are the top half of a
+    float32's), a block of :data:`_WIDEN_ELEMENTS` at a time read into a small buffer and shifted
+    straight into the result (``np.left_shift(..., out=)``), so no full-size temporary is made.
+    """
+    try:
+        with open(file, "rb") as handle:
+            handle.seek(begin)
+            if kind != "BF16":
+                out = np.empty(shape, np.dtype(_DTYPES[kind]))
+                _fill(handle, memoryview(out.reshape(-1).view(np.uint8)), file)
+                return out
+            out = np.empty(shape, np.float32)
+            bits = out.reshape(-1).view(np.uint32)
+            block = np.empty(min(_WIDEN_ELEMENTS, bits.size), np.uint16)
+            for k in range(0, bits.size, block.size):
+                part = block[:min(block.size, bits.size - k)]
+                _fill(handle, memoryview(part.view(np.uint8)), file)
+                np.left_shift(part, 16, out=bits[k:k + part.size], dtype=np.uint32)
+            return out
+    except OSError as error:
+        raise CorruptWeightsError(f"{file} cannot be read ({error})") from None
+
+
 def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32) -> Weights:
-    """Read ``model.safetensors`` (memory-mapped, no PyTorch) into :class:`Weights` for ``plan``.
+    """Read ``model.safetensors`` (only the tensors used, no PyTorch) into :class:`Weights` for ``plan``.
 
     Parameters
     ----------
