@@ -370,7 +370,7 @@ def render(raw: dict) -> str:
         ref_wall, ref_cpu = statistics.median(wall["reference"]), statistics.median(cpu["reference"])
         ratio = statistics.median(wall["route"]) / ref_wall
         lines += ["", f"**{threads} thread{'s' if threads > 1 else ''}** per side "
-                      f"(BLAS and attnsym's slices; torch intra-op threads): route(text) = **{ratio:.2f}×** the "
+                      f"(BLAS, attnsym's `threads=k`; torch intra-op threads): route(text) = **{ratio:.2f}×** the "
                       f"reference (goal ≤ {GOAL}: {'met' if ratio <= GOAL else '**not met**'})", "",
                   "| side | wall median (min – max), ms | × reference (wall) | CPU median (ms) | × reference (CPU) "
                   "| load before → after (1 min) |",
@@ -519,8 +519,9 @@ def render_llama(raw: dict) -> str:
         *([f"- of that peak, Python/NumPy allocations (tracemalloc peak, a separate load): bfloat16 sharded "
            f"{tr['bfloat16-sharded']['traced_peak_bytes'] / 2**20:.0f} MiB, float32 "
            f"{tr['float32']['traced_peak_bytes'] / 2**20:.0f} MiB (the weights kept: "
-           f"{tr['float32']['held_bytes'] / 2**20:.0f} MiB); the rest of the resident peak is file pages of the "
-           "memory-mapped safetensors files, resident while they are mapped"] if (tr := raw.get("traced")) else []),
+           f"{tr['float32']['held_bytes'] / 2**20:.0f} MiB); the rest of the resident peak is the "
+           "interpreter's and the allocator's own (the reader maps no file: each tensor is read into its "
+           "array)"] if (tr := raw.get("traced")) else []),
         f"- agreement on the text: attention max |Δ| = {agree['attention']:.1e}, last hidden state max |Δ| = "
         f"{agree['hidden']:.1e}; torch {info['torch']}, transformers {info['transformers']}",
         f"- BLAS in the attnsym workers (at {raw['threads'][-1]} threads): "

@@ -28,13 +28,15 @@ from _common import environment_report, load_average, write_section
 
 ROOT = Path(__file__).resolve().parents[1]
 
-TEXTS = ("the Apple phone launch event", "I like to eat apples")  # the README's two sentences
+from attnsym.models.evidence import APPLE  # noqa: E402  (the default pair of tour, explore and the README)
+
+TEXTS, WORD = APPLE[:2], APPLE[2]  # "I ate an apple for lunch", "I bought an Apple phone today"; "apple"
 #: label -> (arguments after ``python -m attnsym``, with {out} the run's output path; goal in seconds)
 COMMANDS: dict[str, tuple[tuple[str, ...], float]] = {
     "tour --quick": (("tour", "--quick", "-o", "{out}"), 15.0),
     "tour": (("tour", "-o", "{out}"), 30.0),
-    "route": (("route", *TEXTS, "--word", "apple", "-o", "{out}"), 5.0),
-    "explore": (("explore", *TEXTS, "--word", "apple", "--quick", "-o", "{out}.html"), 15.0),
+    "route": (("route", *TEXTS, "--word", WORD, "-o", "{out}"), 5.0),
+    "explore": (("explore", *TEXTS, "--word", WORD, "--quick", "-o", "{out}.html"), 15.0),
 }
 
 
@@ -79,8 +81,12 @@ def main() -> None:
         "Where the time went (cProfile, before this round): matplotlib laid out every figure twice "
         "(`draw_without_rendering` and then `savefig`'s own constrained layout), the route's layer × head grid "
         "was 72 axes, and the tour drew each claim's figure twice (the report and `index.html`). Now each figure is "
-        "laid out once, the grid is one mosaic axes, a claim's figure is built once for both, and the tour's "
-        "sections other than the claims run in a second process meanwhile.",
+        "laid out once, the grid is one mosaic axes, the tour's sections other than the claims run in a second "
+        "process meanwhile, and a claim's figure is drawn once, as the report's PNG, which `index.html` resamples "
+        "to its 60 dpi. A profile of `tour --quick` in one process (cProfile, this round, before that last change) "
+        "put 61 % of its time in `figure_to_bytes` (64 figures, mostly text layout: tick labels and mathtext), "
+        "41 % in the claims (their checks and figures), 20 % in `index.html` (16 % drawing the claim figures a "
+        "second time), 19 % in the figures section and 14 % in the real-model section.",
         "",
         environment_report(),
     ]
