@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..claims import verify_all
+from ..claims import default_jobs, verify_all
 from ..models.evidence import APPLE, packaged_model
 from .collect import claims_section, derivation_entry, derivation_section, routing_input, toy_routing
 from .data import ContrastData, MlpData, PageData, RoutingInput, encode_array
@@ -60,7 +60,8 @@ def page_data(*, evidence: Sequence[Any] | None = None, inputs: Sequence[Routing
     ----------
     evidence : sequence of Evidence, optional
         The claims to show; ``None`` checks every claim now (:func:`attnsym.claims.verify_all`
-        with ``seed`` and ``quick``), ``()`` shows none.
+        with ``seed`` and ``quick``, in one worker process per CPU, each rendering its claims'
+        figures, which the page then resamples), ``()`` shows none.
     inputs, contrasts : sequences
         Routing inputs (e.g. real-model sentences) and word contrasts between them; they come
         first in the page's input selector.
@@ -75,8 +76,8 @@ def page_data(*, evidence: Sequence[Any] | None = None, inputs: Sequence[Routing
     quick : bool, default False
         Quick claim checks.
     """
-    if evidence is None:
-        evidence = verify_all(seed=seed, quick=quick)
+    if evidence is None:  # one worker per CPU, each drawing its claims' figures (drawing is most of the time)
+        evidence = verify_all(seed=seed, quick=quick, jobs=default_jobs(), formats=("png",) if figures else ())
     all_inputs = list(inputs)
     all_contrasts = list(contrasts)
     if toy:
