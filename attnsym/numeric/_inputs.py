@@ -23,11 +23,13 @@ from types import ModuleType
 from typing import Any
 
 import array_api_compat
+import numpy as np
 
 from ..errors import BackendError, ShapeError
 from .backend import array_namespace, asarray_in
 
-__all__ = ["FLOAT_DTYPES", "amax", "as_array", "bool_mask", "dtype_name", "finite_result", "float_array", "float_inputs",
+__all__ = ["FLOAT_DTYPES", "amax", "as_array", "bool_mask", "dtype_name", "finite_result", "float64_arrays",
+           "float_array", "float_inputs",
            "namespace_of"]
 
 #: the dtypes every numeric function computes in
@@ -108,6 +110,23 @@ def float_inputs(named: dict[str, Any], *, neg_inf: tuple[str, ...] = ()) -> tup
         if v is not None and k != first:
             float_array(xp, k, v, like=dtype, like_name=first, neg_inf=k in neg_inf)
     return xp, arrays, dtype
+
+
+def float64_arrays(named: dict[str, Any], ndims: dict[str, tuple[int, ...]]) -> list[np.ndarray]:
+    """The values of ``named`` as float64 NumPy arrays (lists and tuples accepted), each with one of its ``ndims``.
+
+    Checked as :func:`float_inputs` does (finite reals, no strings); a wrong number of dimensions is a
+    :class:`~attnsym.ShapeError` naming the argument. The small float64 checks of the literature's
+    claims (:mod:`attnsym.numeric.performer`, ``linear_attention``, ``kernel_smoother``) use it.
+    """
+    _, arrays, _ = float_inputs({k: np.asarray(v) if isinstance(v, list | tuple) else v for k, v in named.items()})
+    out = []
+    for name, a in arrays.items():
+        a = np.asarray(a, dtype=np.float64)
+        if a.ndim not in ndims[name]:
+            raise ShapeError(f"{name} must have {' or '.join(map(str, ndims[name]))} dimensions (got shape {a.shape})")
+        out.append(a)
+    return out
 
 
 def bool_mask(xp: ModuleType, name: str, mask: Any, device: Any) -> Any:

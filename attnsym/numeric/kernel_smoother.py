@@ -10,25 +10,13 @@ import numpy as np
 
 from .._checks import finite_real
 from ..errors import ShapeError
-from ._inputs import float_inputs
+from ._inputs import float64_arrays
 
 __all__ = ["kernel_matrix", "kernel_smoother_weights"]
 
 
-def _checked(named: dict, ndims: dict) -> list[np.ndarray]:
-    """The arrays of ``named`` as float64 NumPy arrays, each of the given number of dimensions (else ShapeError)."""
-    _, arrays, _ = float_inputs({k: np.asarray(v) if isinstance(v, list | tuple) else v for k, v in named.items()})
-    out = []
-    for name, a in arrays.items():
-        a = np.asarray(a, dtype=np.float64)
-        if a.ndim not in ndims[name]:
-            raise ShapeError(f"{name} must have {' or '.join(map(str, ndims[name]))} dimensions (got shape {a.shape})")
-        out.append(a)
-    return out
-
-
 def _log_kernel(X, W_Q, W_K, scale: float) -> np.ndarray:
-    X, W_Q, W_K = _checked({"X": X, "W_Q": W_Q, "W_K": W_K}, {"X": (2,), "W_Q": (2,), "W_K": (2,)})
+    X, W_Q, W_K = float64_arrays({"X": X, "W_Q": W_Q, "W_K": W_K}, {"X": (2,), "W_Q": (2,), "W_K": (2,)})
     if W_Q.shape != W_K.shape or W_Q.shape[0] != X.shape[1]:
         raise ShapeError(f"W_Q and W_K must both be (d, d_k) with d = X.shape[1] = {X.shape[1]} "
                          f"(got {W_Q.shape}, {W_K.shape})")

@@ -7,25 +7,13 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ShapeError
-from ._inputs import float_inputs
+from ._inputs import float64_arrays
 
 __all__ = ["causal_linear_attention", "elu_feature_map", "recurrent_linear_attention"]
 
 
-def _checked(named: dict, ndims: dict) -> list[np.ndarray]:
-    """The arrays of ``named`` as float64 NumPy arrays, each of the given number of dimensions (else ShapeError)."""
-    _, arrays, _ = float_inputs({k: np.asarray(v) if isinstance(v, list | tuple) else v for k, v in named.items()})
-    out = []
-    for name, a in arrays.items():
-        a = np.asarray(a, dtype=np.float64)
-        if a.ndim not in ndims[name]:
-            raise ShapeError(f"{name} must have {' or '.join(map(str, ndims[name]))} dimensions (got shape {a.shape})")
-        out.append(a)
-    return out
-
-
 def _forms_inputs(Phi_Q, Phi_K, V):
-    Phi_Q, Phi_K, V = _checked({"Phi_Q": Phi_Q, "Phi_K": Phi_K, "V": V}, {"Phi_Q": (2,), "Phi_K": (2,), "V": (2,)})
+    Phi_Q, Phi_K, V = float64_arrays({"Phi_Q": Phi_Q, "Phi_K": Phi_K, "V": V}, {"Phi_Q": (2,), "Phi_K": (2,), "V": (2,)})
     if Phi_Q.shape != Phi_K.shape or V.shape[0] != Phi_Q.shape[0]:
         raise ShapeError(f"Phi_Q, Phi_K must be (n, r) and V (n, d_v) (got {Phi_Q.shape}, {Phi_K.shape}, {V.shape})")
     return Phi_Q, Phi_K, V

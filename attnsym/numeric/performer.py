@@ -10,21 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import ShapeError
-from ._inputs import float_inputs
+from ._inputs import float64_arrays
 
 __all__ = ["favor_attention", "kernel_estimate", "positive_random_features"]
-
-
-def _checked(named: dict, ndims: dict) -> list[np.ndarray]:
-    """The arrays of ``named`` as float64 NumPy arrays, each of the given number of dimensions (else ShapeError)."""
-    _, arrays, _ = float_inputs({k: np.asarray(v) if isinstance(v, list | tuple) else v for k, v in named.items()})
-    out = []
-    for name, a in arrays.items():
-        a = np.asarray(a, dtype=np.float64)
-        if a.ndim not in ndims[name]:
-            raise ShapeError(f"{name} must have {' or '.join(map(str, ndims[name]))} dimensions (got shape {a.shape})")
-        out.append(a)
-    return out
 
 
 def positive_random_features(X, omega) -> np.ndarray:
@@ -33,7 +21,7 @@ def positive_random_features(X, omega) -> np.ndarray:
     >>> positive_random_features(np.array([[1.0, 0.0]]), np.array([[1.0, 0.0]])).round(4)
     array([[1.6487]])
     """
-    X, omega = _checked({"X": X, "omega": omega}, {"X": (2, 3), "omega": (2, 3)})
+    X, omega = float64_arrays({"X": X, "omega": omega}, {"X": (2, 3), "omega": (2, 3)})
     if X.shape[-1] != omega.shape[-1]:
         raise ShapeError(f"X and omega must share their last dimension (got {X.shape}, {omega.shape})")
     half_norm = 0.5 * np.sum(X * X, axis=-1, keepdims=True)  # (..., n, 1)
