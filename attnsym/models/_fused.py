@@ -41,6 +41,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import BackendError, ShapeError
+from ..numeric._kernels import lazily_compiled
 from ._erf import ERF_P, ERF_Q
 
 __all__ = ["available", "bias_gelu", "disabled", "load", "residual_layernorm", "softmax_rows"]
@@ -95,16 +96,7 @@ def load() -> bool:
 
 def _kernels() -> dict[str, Any] | None:
     """The compiled kernels (compiled lazily, by signature, on first call), or None without Numba."""
-    if "kernels" not in _STATE:
-        with _LOCK:
-            if "kernels" not in _STATE:
-                try:
-                    import numba
-                except ImportError:
-                    _STATE["kernels"] = None
-                else:
-                    _STATE["kernels"] = _compile(numba)
-    return _STATE["kernels"]
+    return lazily_compiled(_STATE, _LOCK, _compile)
 
 
 def _compile(numba) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -68,18 +69,28 @@ def available() -> bool:
     return compiled() is not None
 
 
-def compiled() -> dict[str, Any] | None:
-    """The compiled kernels (each compiled by signature on its first call), or None without Numba."""
-    if "kernels" not in _STATE:
-        with _LOCK:
-            if "kernels" not in _STATE:
+def lazily_compiled(state: dict[str, Any], lock, compile_with: Callable[[Any], dict[str, Any]]) -> dict[str, Any] | None:
+    """``compile_with(numba)`` once per ``state`` (double-checked under ``lock``), or None without Numba.
+
+    Shared by this module and :mod:`attnsym.models._fused`, each with its own state and re-entrant
+    lock: one lock for both deadlocked with a cold Numba cache (the fused kernels' compilation
+    calls :func:`compiled`).
+    """
+    if "kernels" not in state:
+        with lock:
+            if "kernels" not in state:
                 try:
                     import numba
                 except ImportError:
-                    _STATE["kernels"] = None
+                    state["kernels"] = None
                 else:
-                    _STATE["kernels"] = _compile(numba)
-    return _STATE["kernels"]
+                    state["kernels"] = compile_with(numba)
+    return state["kernels"]
+
+
+def compiled() -> dict[str, Any] | None:
+    """The compiled kernels (each compiled by signature on its first call), or None without Numba."""
+    return lazily_compiled(_STATE, _LOCK, _compile)
 
 
 def _compile(numba) -> dict[str, Any]:
