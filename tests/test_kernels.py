@@ -115,3 +115,39 @@ def test_float32_forward_agrees_with_float64_at_2048(implementation):
     Y64 = nm.attention(X, *W, return_weights=False)
     Y32 = nm.attention(X.astype(np.float32), *(w.astype(np.float32) for w in W), return_weights=False)
     assert np.max(np.abs(Y32 - Y64)) <= 1e-6
+
+
+_CACHE_PROBE = """
+import json, numpy as np
+from attnsym.numeric import _kernels
+from attnsym.models import _fused
+S = np.zeros((2, 3), np.float32)
+_kernels.softmax_rows(S, np.empty_like(S)); _kernels.exp_inplace(S.copy()); _kernels.exp_and_dscores(S.copy(), S.copy())
+_fused.load()
+kernels = {**_kernels.compiled(), **_fused._kernels()}
+print(json.dumps({name: [sum(k.stats.cache_hits.values()), sum(k.stats.cache_misses.values())]
+                  for name, k in kernels.items()}))
+"""
+
+
+@pytest.mark.skipif(not numba_present, reason="Numba is not installed")
+def test_a_second_process_loads_every_kernel_from_the_disk_cache(tmp_path):
+    """The first process compiles and caches the kernels; the next one compiles nothing.
+
+    A kernel that calls another compiled function through a closure cell missed the cache in
+    every process (the dispatcher in the cell pickles with a new uuid): each process compiled
+    it again, 1.1-1.6 s on its first call.
+    """
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    env.pop("ATTNSYM_NUMBA", None)
+    runs = [json.loads(subprocess.run([sys.executable, "-c", _CACHE_PROBE], env=env, check=True,
+                                      capture_output=True, text=True).stdout) for _ in range(2)]
+    first, second = runs
+    assert set(first) == {"exp_inplace", "exp_and_dscores", "softmax_rows", "bias_gelu", "residual_layernorm"}
+    assert all(misses >= 1 for _, misses in first.values()), first  # a cold cache: compiled
+    assert all(hits >= 1 and misses == 0 for hits, misses in second.values()), second

@@ -61,6 +61,12 @@ _E0, _E1, _E2, _E3, _E4, _E5 = (_F(c) for c in (1.9875691500e-4, 1.3981999507e-3
                                                   4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1))
 _LO32, _HI32 = _F(EXP_MIN), _F(EXP_MAX)
 
+#: the compiled float32 exp, set by :func:`_compile`. The kernels reach it as a module global:
+#: Numba keys its disk cache on a function's closure cells, and a dispatcher in a cell pickles
+#: with a new uuid in every process, so as a closure each process compiled the kernels again
+#: (1.1-1.6 s on its first call here) and added a file to the cache.
+_expf: Any = None
+
 
 def available() -> bool:
     """Whether the kernels are used: ``ATTNSYM_NUMBA`` is not ``0`` and Numba is importable."""
@@ -101,8 +107,10 @@ def _compile(numba) -> dict[str, Any]:
     inline = numba.njit(nogil=True, cache=True, boundscheck=False, error_model="numpy", fastmath=flags,
                         inline="always")
 
+    global _expf  # a module global, not a closure cell: see _expf above
+
     @inline
-    def expf(t):  # pragma: no cover - compiled
+    def _expf(t):  # pragma: no cover - compiled
         """e^t as (e^f, the float32 bits of 2^k): e^t = e^f · 2^k; bits 0 (weight 0) at or below -87 and -inf."""
         keep = t > _LO32
         t = min(max(t, _LO32), _HI32)
@@ -119,7 +127,7 @@ def _compile(numba) -> dict[str, Any]:
         for r in range(rows):
             x = S[r]
             for j in range(n):
-                e, b = expf(x[j])
+                e, b = _expf(x[j])
                 x[j] = e
                 bits[j] = b
             for j in range(n):
@@ -133,7 +141,7 @@ def _compile(numba) -> dict[str, Any]:
         for r in range(rows):
             a, d = A[r], dS[r]
             for j in range(n):
-                e, b = expf(a[j])
+                e, b = _expf(a[j])
                 a[j] = e
                 bits[j] = b
             for j in range(n):
@@ -154,7 +162,7 @@ def _compile(numba) -> dict[str, Any]:
                 top = _F(0.0)
             power = bits.view(np.float32)
             for j in range(n):
-                e, b = expf(s[j] - top)
+                e, b = _expf(s[j] - top)
                 p[j] = e
                 bits[j] = b
             for j in range(n):
