@@ -35,6 +35,9 @@ def figure_to_bytes(fig: Figure, fmt: str = "png", *, dpi: int = DPI) -> bytes:
         raise SpecError(f"fmt must be one of {FORMATS} (got {fmt!r})")
     import matplotlib
 
+    from .ticks import plain_log_labels  # with matplotlib: importing attnsym.plots does not import it
+
+    plain_log_labels(fig)
     buffer = io.BytesIO()
     # no date or producer: the same figure gives the same bytes on every run
     metadata = {"png": {"Software": None}, "svg": {"Date": None},
