@@ -93,6 +93,23 @@ def test_worker_figures_come_back_rendered():
     assert figure_files(RenderedFigure("c", "f", {"png": b"x"}), ["png"]) == {"png": b"x"}
 
 
+@needs_fork
+def test_workers_resample_their_figures_for_the_page():
+    from attnsym.explorer.collect import FIGURE_DPI, claims_section
+    from attnsym.plots.files import resampled_png
+
+    evs = verify_all(ids=["multi-head", "gelu"], quick=True, jobs=2, formats=("png",), previews=(FIGURE_DPI, 30))
+    figures = [f for ev in evs for f in ev.figures.values()]
+    assert figures and all(set(f.previews) == {FIGURE_DPI, 30} for f in figures)
+    for f in figures:  # the same pixels as resampling the report's PNG afterwards, in this process
+        assert f.previews[30] == resampled_png(f.files["png"], 30)
+    plain = verify_all(ids=["multi-head", "gelu"], quick=True, jobs=2, formats=("png",))
+    assert all(not f.previews for ev in plain for f in ev.figures.values())
+    assert claims_section(evs) == claims_section(plain)  # the page takes the preview, or resamples: same bytes
+    with pytest.raises(SpecError, match="previews"):
+        verify_all(ids=["gelu"], quick=True, jobs=2, formats=("png",), previews=(0,))
+
+
 @pytest.fixture
 def user_claims():
     ids = ["user-holds", "user-raises"]

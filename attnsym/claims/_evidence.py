@@ -161,14 +161,17 @@ class RenderedFigure:
 
     Claims checked in worker processes (``attnsym verify --jobs N``) come back with these: the
     figure callables are closures over the check's data that cannot leave the worker, so the
-    worker renders the formats asked for and sends the bytes (``files``: format -> bytes).
-    The report writes them as they are. Calling it raises: the matplotlib figure stayed in
+    worker renders the formats asked for and sends the bytes (``files``: format -> bytes),
+    and, when asked, the PNG resampled to other resolutions (``previews``: dpi -> PNG bytes,
+    :func:`attnsym.plots.files.resampled_png`; the explorer page's figures). The report writes
+    them as they are. Calling it raises: the matplotlib figure stayed in
     the worker (check the claim with ``jobs=1`` to get it).
     """
 
     claim: str
     name: str
     files: dict[str, bytes] = field(default_factory=dict)
+    previews: dict[int, bytes] = field(default_factory=dict)
 
     def __call__(self):
         raise SpecError(f"figure {self.name!r} of claim {self.claim!r} was rendered in a worker process "

@@ -29,6 +29,7 @@ import sympy as sp
 
 from .._checks import non_negative_int, positive_int
 from ..errors import SpecError, SpecTypeError
+from ..plots.files import resampled_png
 from ._evidence import VERDICTS, CheckContext, Claim, ClaimFailed, Evidence, RenderedFigure, UnknownClaimError, Verdict
 from ._schedule import dispatch_order
 from .builtin import BUILTIN
@@ -218,15 +219,18 @@ def _rebuild_node(cls: type, args: tuple, state: dict) -> sp.Basic:
     return node
 
 
-def _check_in_worker(task: tuple[tuple[int, ...], tuple[str, ...], int, bool, tuple[str, ...], bool]
+def _check_in_worker(task: tuple[tuple[int, ...], tuple[str, ...], int, bool, tuple[str, ...], tuple[int, ...], bool]
                      ) -> list[tuple[int, bytes]]:
     """A worker's part: check claims one after another, each pickled exactly; figures rendered in ``formats``."""
-    indices, claim_ids, seed, quick, formats, render_json = task
+    indices, claim_ids, seed, quick, formats, preview_dpis, render_json = task
     out = []
     for index, claim_id in zip(indices, claim_ids, strict=True):
         ev = verify(claim_id, seed=seed, quick=quick)
-        figures: dict[str, Callable[[], Any]] = {name: RenderedFigure(claim_id, name, figure_files(build, formats))
-                                                 for name, build in ev.figures.items()}
+        figures: dict[str, Callable[[], Any]] = {}
+        for name, build in ev.figures.items():
+            files = figure_files(build, formats)
+            previews = {dpi: resampled_png(files["png"], dpi) for dpi in preview_dpis} if "png" in files else {}
+            figures[name] = RenderedFigure(claim_id, name, files, previews)
         ev = replace(ev, figures=figures)
         if render_json:
             object.__setattr__(ev, "rendered", json_parts(ev))  # frozen: set once, before it leaves the worker
@@ -269,7 +273,8 @@ def _checking_gc() -> Iterator[None]:
 
 
 def verify_all(*, seed: int = 0, quick: bool = False, ids: Sequence[str] | None = None, jobs: int = 1,
-               formats: Sequence[str] = (), render_json: bool = False, progress: Callable[[str], None] | None = None,
+               formats: Sequence[str] = (), previews: Sequence[int] = (), render_json: bool = False,
+               progress: Callable[[str], None] | None = None,
                on_result: Callable[[Evidence], None] | None = None,
                claim_progress: Callable[[str], Callable[[int, int], None] | None] | None = None) -> list[Evidence]:
     """Check every registered claim (or those in ``ids``), CLAIMS.md order first (see :func:`ordered_ids`).
@@ -290,6 +295,10 @@ def verify_all(*, seed: int = 0, quick: bool = False, ids: Sequence[str] | None 
     formats : sequence of str, default ()
         With ``jobs > 1``: the figure formats ("png", "svg") each worker renders; the evidence
         holds them as :class:`~attnsym.claims.RenderedFigure` (empty: the figures' names only).
+    previews : sequence of int, default ()
+        With ``jobs > 1`` and "png" in ``formats``: each worker also resamples its PNGs to these
+        resolutions (dots per inch; :attr:`RenderedFigure.previews`), as the explorer page
+        inlines them, so that the page does not resample every figure after the workers are done.
     render_json : bool, default False
         With ``jobs > 1``: each worker also renders the JSON form of its claims' details and
         equations (:attr:`Evidence.rendered`), so that ``to_json`` does not print every SymPy
@@ -312,6 +321,7 @@ def verify_all(*, seed: int = 0, quick: bool = False, ids: Sequence[str] | None 
         raise UnknownClaimError(f"unknown claim(s) {', '.join(map(repr, unknown))}; known claims: {', '.join(ordered_ids())}")
     seed = non_negative_int("seed", seed)
     jobs = positive_int("jobs", jobs)
+    preview_dpis = tuple(positive_int("previews", dpi) for dpi in previews)
     context = _fork_context()
     jobs = min(jobs, len(chosen)) if context is not None else 1
     if jobs <= 1:
@@ -327,7 +337,8 @@ def verify_all(*, seed: int = 0, quick: bool = False, ids: Sequence[str] | None 
                     on_result(ev)
         return results
     # handed out longest first (claims._schedule): no long check starts last while the other workers idle
-    tasks = [(tuple(task), tuple(chosen[i] for i in task), seed, bool(quick), tuple(formats), bool(render_json))
+    tasks = [(tuple(task), tuple(chosen[i] for i in task), seed, bool(quick), tuple(formats), preview_dpis,
+              bool(render_json))
              for task in dispatch_order(chosen, quick=bool(quick))]
     done: dict[int, Evidence] = {}
     with warnings.catch_warnings():

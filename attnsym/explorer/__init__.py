@@ -27,7 +27,7 @@ from typing import Any
 from .. import __version__
 from ..claims import default_jobs, verify_all
 from ..models.evidence import APPLE, packaged_model
-from .collect import claims_section, derivation_entry, derivation_section, routing_input, toy_routing
+from .collect import FIGURE_DPI, claims_section, derivation_entry, derivation_section, routing_input, toy_routing
 from .data import ContrastData, MlpData, PageData, RoutingInput, encode_array
 from .page import render_page, write_page
 from .real import model_routing
@@ -77,7 +77,8 @@ def page_data(*, evidence: Sequence[Any] | None = None, inputs: Sequence[Routing
         Quick claim checks.
     """
     if evidence is None:  # one worker per CPU, each drawing its claims' figures (drawing is most of the time)
-        evidence = verify_all(seed=seed, quick=quick, jobs=default_jobs(), formats=("png",) if figures else ())
+        evidence = verify_all(seed=seed, quick=quick, jobs=default_jobs(), formats=("png",) if figures else (),
+                              previews=(FIGURE_DPI,), render_json=True)
     all_inputs = list(inputs)
     all_contrasts = list(contrasts)
     if toy:

@@ -75,15 +75,21 @@ def derivation_section(spec: AttentionSpec | None = None) -> list[dict[str, Any]
 
 
 # ----------------------------------------------------------------------------- claims
+#: the resolution of the claims' figures on the page (dots per inch)
+FIGURE_DPI = 60
+
+
 def _png_data_uri(build: Callable[[], Any], dpi: int) -> str:
-    if isinstance(build, RenderedFigure) and "png" in build.files:  # drawn already (the report, a worker)
+    if isinstance(build, RenderedFigure) and dpi in build.previews:  # resampled already, in a worker
+        png = build.previews[dpi]
+    elif isinstance(build, RenderedFigure) and "png" in build.files:  # drawn already (the report, a worker)
         png = resampled_png(build.files["png"], dpi)
     else:
         png = figure_to_bytes(build(), "png", dpi=dpi)  # figures of attnsym.plots belong to no pyplot window
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
-def claims_section(evidence: Sequence[Any], *, figures: bool = True, dpi: int = 60) -> list[dict[str, Any]]:
+def claims_section(evidence: Sequence[Any], *, figures: bool = True, dpi: int = FIGURE_DPI) -> list[dict[str, Any]]:
     """Each claim's Evidence as page data (:func:`attnsym.claims.report.evidence_to_dict`), figures as PNG.
 
     Parameters
@@ -93,7 +99,8 @@ def claims_section(evidence: Sequence[Any], *, figures: bool = True, dpi: int = 
     figures : bool, default True
         Render each claim's figures and inline them (PNG, ``dpi`` dots per inch); a figure
         already rendered as PNG (a :class:`~attnsym.claims.RenderedFigure`: the tour's report, a
-        worker of ``verify_all(jobs=N, formats=("png",))``) is resampled instead of drawn again.
+        worker of ``verify_all(jobs=N, formats=("png",))``) is resampled instead of drawn again,
+        or taken as it is from its :attr:`~attnsym.claims.RenderedFigure.previews` at ``dpi``.
     """
     rows = []
     for ev in evidence:
