@@ -29,7 +29,7 @@ import sympy as sp
 
 from .._checks import non_negative_int, positive_int
 from ..errors import SpecError, SpecTypeError
-from ..plots.files import resampled_png
+from ..plots.files import import_renderer, resampled_png
 from ._evidence import VERDICTS, CheckContext, Claim, ClaimFailed, Evidence, RenderedFigure, UnknownClaimError, Verdict
 from ._schedule import dispatch_order
 from .builtin import BUILTIN
@@ -341,6 +341,8 @@ def verify_all(*, seed: int = 0, quick: bool = False, ids: Sequence[str] | None 
               bool(render_json))
              for task in dispatch_order(chosen, quick=bool(quick))]
     done: dict[int, Evidence] = {}
+    if formats:  # imported once here, not again in each worker that draws
+        import_renderer()
     with warnings.catch_warnings():
         # Python >= 3.12 warns on fork() in a process with threads (BLAS keeps some; their library
         # re-initialises them in the child). The workers only compute and send back data.

@@ -285,6 +285,7 @@ def _run_steps(tour: _Tour, on_step: Callable[[str], None] | None) -> None:
                 on_step(label)
             step(tour)
         return
+    plots.files.import_renderer()  # once, before the second process and the claims' workers fork: each draws
     context = mp.get_context("fork")
     receive, send = context.Pipe(duplex=False)
     worker = context.Process(target=_steps_worker, args=(tour, beside, send), daemon=True)
