@@ -179,13 +179,18 @@ def two_thread_floor(n: int, repeat: int = 7) -> dict:
     blocks with the same products and element-wise passes — without any of their
     bookkeeping: no projections, no input or overflow checks, no shift bound, no
     normalisation. What a call takes beyond this is the implementation's own cost; this much
-    is the design's (BLAS products and NumPy's ``exp`` on blocks in memory) at this thread count.
+    is the design's (BLAS products and the element-wise passes on blocks in memory) at this
+    thread count. The passes are those the call runs (:func:`attnsym.numeric._fast.element_passes`):
+    with Numba the forward's row sums come from its ``exp`` loop and its second product is
+    ``S V`` (64 wide); with NumPy from the product ``S [V, 1]``.
     """
     from attnsym.numeric import _fast, _pool
 
+    exp_pass, exp_and_dscores, implementation = _fast.element_passes(np.float32)
     rng = np.random.default_rng(3)
     Qx, Kx, Vx, dZx = ((rng.standard_normal((n, D + 1), dtype=np.float32) / 8) for _ in range(4))
-    Q, K, dZ = (M[:, :D] for M in (Qx, Kx, dZx))
+    Q, K, V, dZ = (M[:, :D] for M in (Qx, Kx, Vx, dZx))
+    Vf = Vx if implementation == "numpy" else np.ascontiguousarray(V)  # the forward's [V, 1], or V
     bi, bj = _fast.FAST_BLOCK
     bi = _fast._rows_per_task(bi, n, 1)
     bk, bq = _fast.BACKWARD_BLOCK
@@ -194,12 +199,13 @@ def two_thread_floor(n: int, repeat: int = 7) -> dict:
     def forward_task(i0: int):
         def go(buffers):
             S = buffers["S"][:bi * bj].reshape(bi, bj)
-            part = buffers["part"][:bi * (D + 1)].reshape(bi, D + 1)
-            acc = np.zeros((bi, D + 1), np.float32)
+            part = buffers["part"][:bi * Vf.shape[1]].reshape(bi, Vf.shape[1])
+            acc = np.zeros((bi, Vf.shape[1]), np.float32)
+            sums = None if implementation == "numpy" else np.zeros(bi, np.float32)
             for j0 in range(0, n, bj):
                 np.matmul(Qx[i0:i0 + bi], Kx[j0:j0 + bj].T, out=S)
-                np.exp(S, out=S)
-                np.matmul(S, Vx[j0:j0 + bj], out=part)
+                exp_pass(S, sums)
+                np.matmul(S, Vf[j0:j0 + bj], out=part)
                 acc += part
         return go
 
@@ -210,9 +216,8 @@ def two_thread_floor(n: int, repeat: int = 7) -> dict:
             dK, dV, dQ = np.zeros((bk, D), np.float32), np.zeros((bk, D), np.float32), np.zeros((bq, D), np.float32)
             for i0 in range(0, n, bq):
                 np.matmul(Qx[i0:i0 + bq], Kx[j0:j0 + bk].T, out=A)
-                np.exp(A, out=A)
                 np.matmul(dZx[i0:i0 + bq], Vx[j0:j0 + bk].T, out=dS)
-                dS *= A
+                exp_and_dscores(A, dS)
                 dV += A.T @ dZ[i0:i0 + bq]
                 dK += dS.T @ Q[i0:i0 + bq]
                 dQ += dS @ K[j0:j0 + bk]

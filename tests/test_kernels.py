@@ -36,7 +36,8 @@ def test_the_environment_variable_chooses_the_implementation(implementation):
 @pytest.mark.skipif(not numba_present, reason="Numba is not installed")
 def test_the_float32_exp_meets_its_stated_error_bound():
     x = np.linspace(_kernels.EXP_MIN + 1e-3, _kernels.EXP_MAX, 2_000_001).astype(np.float32)
-    got = _kernels.exp_inplace(x.copy().reshape(1, -1)).ravel().astype(np.float64)
+    sums = np.zeros(1, np.float32)
+    got = _kernels.exp_rowsum(x.copy().reshape(1, -1), sums).ravel().astype(np.float64)
     want = np.exp(x.astype(np.float64))
     assert np.max(np.abs(got - want) / want) <= _kernels.EXP_RTOL
 
@@ -44,9 +45,16 @@ def test_the_float32_exp_meets_its_stated_error_bound():
 @pytest.mark.skipif(not numba_present, reason="Numba is not installed")
 def test_the_float32_exp_flushes_and_masks():
     x = np.array([[0.0, -86.9, -87.0, -88.0, -1e30, -np.inf, 1e4]], np.float32)
-    got = _kernels.exp_inplace(x.copy())
+    sums = np.array([0.5], np.float32)
+    got = _kernels.exp_rowsum(x.copy(), sums)
     assert got[0, 1] > 0 and np.all(got[0, 2:6] == 0)
     assert np.isfinite(got[0, 6])  # above 88: e^88, never inf
+    assert sums[0] == np.float32(0.5) + got.astype(np.float64).sum(dtype=np.float32)  # added to what was there
+    S = -np.abs(np.random.default_rng(0).standard_normal((3, 1000))).astype(np.float32) * 5
+    sums = np.zeros(3, np.float32)
+    E = _kernels.exp_rowsum(S.copy(), sums)
+    np.testing.assert_allclose(sums, np.exp(S.astype(np.float64)).sum(axis=1), rtol=1e-5)
+    np.testing.assert_array_equal(E, _kernels.exp_rowsum(S.copy(), np.zeros(3, np.float32)))
     A = np.log(np.array([[0.5, 0.25, 0.0]], np.float32))
     dS = np.array([[2.0, 4.0, np.float32(1e30)]], np.float32)
     _kernels.exp_and_dscores(A, dS)
@@ -59,9 +67,11 @@ def test_the_kernels_refuse_what_they_cannot_take():
     from attnsym.errors import ShapeError
 
     with pytest.raises(ShapeError, match="float64"):
-        _kernels.exp_inplace(np.zeros((2, 3)))
+        _kernels.exp_rowsum(np.zeros((2, 3)), np.zeros(2, np.float32))
     with pytest.raises(ShapeError, match="not C-contiguous"):
-        _kernels.exp_inplace(np.zeros((4, 4), np.float32)[:, ::2])
+        _kernels.exp_rowsum(np.zeros((4, 4), np.float32)[:, ::2], np.zeros(4, np.float32))
+    with pytest.raises(ShapeError, match=r"sums \(3,\)"):
+        _kernels.exp_rowsum(np.zeros((2, 3), np.float32), np.zeros(3, np.float32))
     with pytest.raises(ShapeError, match="same shape"):
         _kernels.exp_and_dscores(np.zeros((2, 3), np.float32), np.zeros((3, 2), np.float32))
 
@@ -122,7 +132,8 @@ import json, numpy as np
 from attnsym.numeric import _kernels
 from attnsym.models import _fused
 S = np.zeros((2, 3), np.float32)
-_kernels.softmax_rows(S, np.empty_like(S)); _kernels.exp_inplace(S.copy()); _kernels.exp_and_dscores(S.copy(), S.copy())
+_kernels.softmax_rows(S, np.empty_like(S)); _kernels.exp_rowsum(S.copy(), np.zeros(2, np.float32))
+_kernels.exp_and_dscores(S.copy(), S.copy())
 _fused.load()
 kernels = {**_kernels.compiled(), **_fused._kernels()}
 print(json.dumps({name: [sum(k.stats.cache_hits.values()), sum(k.stats.cache_misses.values())]
@@ -148,6 +159,6 @@ def test_a_second_process_loads_every_kernel_from_the_disk_cache(tmp_path):
     runs = [json.loads(subprocess.run([sys.executable, "-c", _CACHE_PROBE], env=env, check=True,
                                       capture_output=True, text=True).stdout) for _ in range(2)]
     first, second = runs
-    assert set(first) == {"exp_inplace", "exp_and_dscores", "softmax_rows", "bias_gelu", "residual_layernorm"}
+    assert set(first) == {"exp_rowsum", "exp_and_dscores", "softmax_rows", "bias_gelu", "residual_layernorm"}
     assert all(misses >= 1 for _, misses in first.values()), first  # a cold cache: compiled
     assert all(hits >= 1 and misses == 0 for hits, misses in second.values()), second
