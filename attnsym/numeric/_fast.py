@@ -57,8 +57,10 @@ __all__ = ["BACKWARD_BLOCK", "ENABLED", "FAST_BLOCK", "MIN_ROW_SUM", "backward",
 
 #: query rows per task and key columns of one score block in the forward (512 × 256 float32 = 512 KiB)
 FAST_BLOCK = (512, 256)
-#: key rows per task and query rows of one block in the backward (A and dS, 2 × 256 KiB in float32)
-BACKWARD_BLOCK = (256, 256)
+#: key rows per task and query rows of one block in the backward (A and dS, 2 × 512 KiB in float32);
+#: measured against (256, 256) in docs/benchmarks.md: forward + backward 0.64-0.97× of it at n = 2048-8192
+#: in 8 of 9 runs (the forward's caps gave no consistent difference: the runs' noise is ±30 %)
+BACKWARD_BLOCK = (256, 512)
 #: a row whose shifted sum falls below this is recomputed with the exact running maximum
 MIN_ROW_SUM = 1e-6
 #: take the fast path for NumPy arrays (tests switch it off to run the generic path on NumPy)
