@@ -227,7 +227,7 @@ def test_checking_leaves_the_garbage_collector_as_it_was(jobs):
     """verify_all tunes the collector while it checks (a frozen heap, a larger first threshold) and restores it."""
     import gc
 
-    from attnsym.claims._registry import GC_GENERATION0
+    from attnsym._gc import GENERATION0 as GC_GENERATION0
 
     before = gc.get_threshold()
     seen = []
@@ -246,7 +246,7 @@ def test_checking_leaves_the_garbage_collector_as_it_was(jobs):
 def test_workers_check_with_the_tuned_collector():
     import gc
 
-    from attnsym.claims._registry import GC_GENERATION0
+    from attnsym._gc import GENERATION0 as GC_GENERATION0
 
     @claim("test-gc-threshold", "the worker's first GC threshold", replace_existing=True)
     def _check(ctx):

@@ -13,7 +13,6 @@ on which process ran which claim, nor in which order; it comes back in the order
 
 from __future__ import annotations
 
-import contextlib
 import gc
 import io
 import multiprocessing
@@ -21,13 +20,15 @@ import os
 import pickle
 import time
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
 import sympy as sp
 
 from .._checks import non_negative_int, positive_int
+from .._gc import tune as tune_gc
+from .._gc import tuned as tuned_gc
 from ..errors import SpecError, SpecTypeError
 from ..plots.files import import_renderer, resampled_png
 from ._evidence import VERDICTS, CheckContext, Claim, ClaimFailed, Evidence, RenderedFigure, UnknownClaimError, Verdict
@@ -240,38 +241,6 @@ def _check_in_worker(task: tuple[tuple[int, ...], tuple[str, ...], int, bool, tu
     return out
 
 
-#: first-generation threshold of the cyclic garbage collector while claims are checked (CPython's default: 700)
-GC_GENERATION0 = 10_000
-
-
-def _tune_gc() -> None:
-    """In a worker: collect garbage less often (SymPy allocates millions of small objects; see :func:`_checking_gc`)."""
-    gc.set_threshold(GC_GENERATION0, *gc.get_threshold()[1:])
-
-
-@contextlib.contextmanager
-def _checking_gc() -> Iterator[None]:
-    """Garbage collection tuned for checking claims, restored afterwards.
-
-    The checks build millions of short-lived SymPy objects, and CPython's collector scans its
-    youngest generation every 700 new container objects — and, at each older collection, every
-    object the process holds, the modules imported before the checks included. With those
-    frozen (:func:`gc.freeze`: they are never garbage) and the first threshold at
-    :data:`GC_GENERATION0`, `attnsym verify --quick` checked its claims in one process in
-    4.8 s instead of 6.2 s (the same claims, the same evidence). Forked workers inherit the
-    frozen heap and so also leave the parent's pages unwritten; they keep the threshold too
-    (:func:`_tune_gc`, their initializer).
-    """
-    thresholds = gc.get_threshold()
-    gc.freeze()
-    _tune_gc()
-    try:
-        yield
-    finally:
-        gc.set_threshold(*thresholds)
-        gc.unfreeze()
-
-
 def verify_all(*, seed: int = 0, quick: bool = False, ids: Sequence[str] | None = None, jobs: int = 1,
                formats: Sequence[str] = (), previews: Sequence[int] = (), render_json: bool = False,
                progress: Callable[[str], None] | None = None,
@@ -326,7 +295,7 @@ def verify_all(*, seed: int = 0, quick: bool = False, ids: Sequence[str] | None 
     jobs = min(jobs, len(chosen)) if context is not None else 1
     if jobs <= 1:
         results = []
-        with _checking_gc():
+        with tuned_gc():  # SymPy's millions of short-lived objects (attnsym._gc)
             for claim_id in chosen:
                 if progress is not None:
                     progress(claim_id)
@@ -347,9 +316,9 @@ def verify_all(*, seed: int = 0, quick: bool = False, ids: Sequence[str] | None 
         # Python >= 3.12 warns on fork() in a process with threads (BLAS keeps some; their library
         # re-initialises them in the child). The workers only compute and send back data.
         warnings.simplefilter("ignore", DeprecationWarning)
-        gc.freeze()  # the workers inherit this heap frozen: their collector never scans it (see _checking_gc)
+        gc.freeze()  # the workers inherit this heap frozen: their collector never scans it (see attnsym._gc)
         try:
-            pool = context.Pool(jobs, initializer=_tune_gc)
+            pool = context.Pool(jobs, initializer=tune_gc)
         finally:
             gc.unfreeze()
     with pool:

@@ -11,6 +11,7 @@ file and says what it shows, and ``index.html``, the explorer page (:mod:`attnsy
 from __future__ import annotations
 
 import argparse
+import gc
 import sys
 import textwrap
 import time
@@ -318,6 +319,10 @@ def _run_steps(tour: _Tour, on_step: Callable[[str], None] | None) -> None:
 
 
 def _steps_worker(tour: _Tour, steps, send) -> None:
+    from .._gc import tune
+
+    gc.freeze()  # the heap forked from the tour is never garbage: the collector leaves it alone (attnsym._gc)
+    tune()
     tour.on_claim = None
     tour.result = TourResult(tour.folder)
     try:
