@@ -157,16 +157,14 @@ def _derivations(t: _Tour) -> None:
 
 def _claims(t: _Tour) -> None:
     # lazy: attnsym.claims costs +1.0 s CPU over `attnsym --help`
-    from ..claims import RenderedFigure, default_jobs, verify_all
+    from ..claims import RenderedFigure
     from ..claims.report import figure_files, write_report
-    from ..explorer.collect import FIGURE_DPI
+    from ..explorer.collect import check_claims
 
-    # one worker per CPU, each drawing its claims' figures once, as the report's PNG, and resampling
-    # them for index.html (drawing is most of the claims' time); the other sections run meanwhile
+    # each figure drawn once, in the workers, as the report's PNG and index.html's; the other sections run meanwhile
     report_claim = t.on_claim
     on_result = (lambda ev: report_claim(ev.claim)) if report_claim is not None else None
-    evidence = t.evidence = verify_all(seed=t.seed, quick=t.quick, jobs=default_jobs(), formats=("png",),
-                                       previews=(FIGURE_DPI,), render_json=True, on_result=on_result)
+    evidence = t.evidence = check_claims(seed=t.seed, quick=t.quick, on_result=on_result)
     for ev in evidence:  # one CPU (or no fork): checked here, drawn once all the same
         for name, build in list(ev.figures.items()):
             if not isinstance(build, RenderedFigure):

@@ -25,9 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..claims import default_jobs, verify_all
 from ..models.evidence import APPLE, packaged_model
-from .collect import FIGURE_DPI, claims_section, derivation_entry, derivation_section, routing_input, toy_routing
+from .collect import check_claims, claims_section, derivation_entry, derivation_section, routing_input, toy_routing
 from .data import ContrastData, MlpData, PageData, RoutingInput, encode_array
 from .page import render_page, write_page
 from .real import model_routing
@@ -59,9 +58,9 @@ def page_data(*, evidence: Sequence[Any] | None = None, inputs: Sequence[Routing
     Parameters
     ----------
     evidence : sequence of Evidence, optional
-        The claims to show; ``None`` checks every claim now (:func:`attnsym.claims.verify_all`
-        with ``seed`` and ``quick``, in one worker process per CPU, each rendering its claims'
-        figures, which the page then resamples), ``()`` shows none.
+        The claims to show; ``None`` checks every claim now with ``seed`` and ``quick``
+        (:func:`~attnsym.explorer.collect.check_claims`: one worker process per CPU, each drawing
+        its claims' figures at the page's resolution), ``()`` shows none.
     inputs, contrasts : sequences
         Routing inputs (e.g. real-model sentences) and word contrasts between them; they come
         first in the page's input selector.
@@ -76,9 +75,8 @@ def page_data(*, evidence: Sequence[Any] | None = None, inputs: Sequence[Routing
     quick : bool, default False
         Quick claim checks.
     """
-    if evidence is None:  # one worker per CPU, each drawing its claims' figures (drawing is most of the time)
-        evidence = verify_all(seed=seed, quick=quick, jobs=default_jobs(), formats=("png",) if figures else (),
-                              previews=(FIGURE_DPI,), render_json=True)
+    if evidence is None:
+        evidence = check_claims(seed=seed, quick=quick, figures=figures)
     all_inputs = list(inputs)
     all_contrasts = list(contrasts)
     if toy:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from .._checks import non_negative_int
-from ..claims import RenderedFigure
+from ..claims import Evidence, RenderedFigure, default_jobs, verify_all
 from ..claims.report import evidence_to_dict
 from ..derivation import Derivation, derive
 from ..errors import ShapeError, SpecError
@@ -29,7 +29,9 @@ from ..spec import AttentionSpec
 from .data import ContrastData, MlpData, RoutingInput
 
 __all__ = [
+    "FIGURE_DPI",
     "TOY_TOKENS",
+    "check_claims",
     "claims_section",
     "derivation_entry",
     "derivation_section",
@@ -77,6 +79,19 @@ def derivation_section(spec: AttentionSpec | None = None) -> list[dict[str, Any]
 # ----------------------------------------------------------------------------- claims
 #: the resolution of the claims' figures on the page (dots per inch)
 FIGURE_DPI = 60
+
+
+def check_claims(*, seed: int = 0, quick: bool = False, figures: bool = True,
+                 on_result: Callable[[Evidence], None] | None = None) -> list[Evidence]:
+    """Every claim checked for a page: one worker per CPU, each drawing its claims' figures once.
+
+    Drawing is most of the time, so the workers do it: each renders its figures as PNG (the
+    claims report's files) and resamples them to :data:`FIGURE_DPI` (what the page inlines,
+    :attr:`~attnsym.claims.RenderedFigure.previews`), and renders the evidence's JSON.
+    ``on_result`` is called as each check finishes (:func:`attnsym.claims.verify_all`).
+    """
+    return verify_all(seed=seed, quick=quick, jobs=default_jobs(), formats=("png",) if figures else (),
+                      previews=(FIGURE_DPI,) if figures else (), render_json=True, on_result=on_result)
 
 
 def _png_data_uri(build: Callable[[], Any], dpi: int) -> str:
