@@ -388,7 +388,7 @@ def test_merge_keeps_other_files_and_refuses_a_name_that_appeared(tmp_path):
     with staged_directory(out, merge=True) as stage:
         atomic_write(stage / "a.graphml", "a")
     assert _tree(out) == {"a.graphml": b"a", "earlier.graphml": b"earlier set"}
-    with pytest.raises(OverwriteError, match="b.graphml exists"):
+    with pytest.raises(OverwriteError, match=r"b\.graphml exists"):
         with staged_directory(out, merge=True) as stage:
             atomic_write(stage / "b.graphml", "mine")
             (out / "b.graphml").write_text("another run's")
