@@ -43,14 +43,15 @@ import sys
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from ._checks import boolean
 from .errors import FileFormatError, OutputError, OverwriteError
 
-__all__ = ["atomic_write", "read_array", "refuse_existing", "staged_directory"]
+__all__ = ["atomic_write", "open_regular", "read_array", "read_capped", "refuse_existing", "refuse_special",
+           "staged_directory"]
 
 _TAG = "attnsym"
 
@@ -544,6 +545,131 @@ def staged_directory(folder: str | os.PathLike, *, overwrite: bool = False, merg
         _move_into_place(stage, folder, overwrite=overwrite, merge=merge)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def _stat_kind(mode: int) -> str:
+    """What a stat mode is, in words (``"regular file"``, ``"FIFO (named pipe)"``, ...)."""
+    for test, name in ((stat.S_ISREG, "regular file"), (stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "FIFO (named pipe)"),
+                       (stat.S_ISSOCK, "socket"), (stat.S_ISCHR, "device node"), (stat.S_ISBLK, "device node")):
+        if test(mode):
+            return name
+    return "special file"
+
+
+def refuse_special(path: str | os.PathLike, *, error: type[Exception] = FileFormatError,
+                   limit: int | None = None) -> None:
+    """Raise ``error`` if ``path`` exists but is not a regular file (a link to one is followed), or is larger than ``limit``.
+
+    The check for a file another library opens by name (``tokenizers``); what attnsym opens
+    itself goes through :func:`open_regular`, which checks the open descriptor.
+
+    Examples
+    --------
+    >>> import os, tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> refuse_special(folder / "absent.txt")  # nothing there: the caller says what is missing
+    >>> refuse_special(folder)
+    Traceback (most recent call last):
+    ...
+    attnsym.errors.FileFormatError: ... is a directory, not a regular file
+    """
+    try:
+        info = os.stat(path)
+    except OSError:
+        return
+    if not stat.S_ISREG(info.st_mode):
+        raise error(f"{path} is a {_stat_kind(info.st_mode)}, not a regular file")
+    if limit is not None and info.st_size > limit:
+        raise error(f"{path} is {info.st_size:,} bytes, larger than the {limit:,} bytes read at most")
+
+
+def open_regular(path: str | os.PathLike, *, error: type[Exception] = FileFormatError,
+                 limit: int | None = None) -> BinaryIO:
+    """Open ``path`` for reading only if it is a regular file (a link to one is followed), never blocking.
+
+    The file is opened without blocking (``O_NONBLOCK``: a FIFO, whose open would wait for a
+    writer forever, opens at once) and checked on the open descriptor (``fstat``), so nothing
+    can be swapped in between the check and the read. A FIFO, a device, a socket or a folder is
+    refused, as is a file larger than ``limit`` bytes (from its size, before a byte is read).
+
+    Parameters
+    ----------
+    path : str or PathLike
+        The file to read.
+    error : exception class, default FileFormatError
+        The :class:`~attnsym.errors.AttnsymError` subclass raised (a reader's own, e.g. ``ModelError``).
+    limit : int, optional
+        The largest size accepted, in bytes.
+
+    Returns
+    -------
+    file object
+        Open in binary mode; close it (``with``).
+
+    Raises
+    ------
+    FileNotFoundError
+        ``path`` does not exist (the caller names what is missing).
+    error
+        ``path`` is not a regular file, cannot be opened, or is larger than ``limit``.
+
+    Examples
+    --------
+    >>> import os, tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> os.mkfifo(folder / "pipe")
+    >>> open_regular(folder / "pipe")
+    Traceback (most recent call last):
+    ...
+    attnsym.errors.FileFormatError: .../pipe is a FIFO (named pipe), not a regular file
+    """
+    path = Path(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except FileNotFoundError:
+        raise
+    except OSError as failure:
+        if failure.errno == errno.ENXIO:  # a socket
+            raise error(f"{path} is a socket, not a regular file") from None
+        raise error(f"{path} cannot be read ({failure.strerror or failure})") from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise error(f"{path} is a {_stat_kind(info.st_mode)}, not a regular file")
+        if limit is not None and info.st_size > limit:
+            raise error(f"{path} is {info.st_size:,} bytes, larger than the {limit:,} bytes read at most")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_capped(path: str | os.PathLike, limit: int, *, error: type[Exception] = FileFormatError) -> bytes:
+    """The bytes of the regular file ``path``, refused past ``limit`` bytes (checked before and while reading).
+
+    Raises as :func:`open_regular`; also when the file grew past ``limit`` while it was read.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "a.json").write_text("{}")
+    >>> read_capped(folder / "a.json", 10)
+    b'{}'
+    >>> read_capped(folder / "a.json", 1)
+    Traceback (most recent call last):
+    ...
+    attnsym.errors.FileFormatError: .../a.json is 2 bytes, larger than the 1 bytes read at most
+    """
+    with open_regular(path, error=error, limit=limit) as handle:
+        try:
+            data = handle.read(limit + 1)
+        except OSError as failure:
+            raise error(f"{path} cannot be read ({failure.strerror or failure})") from None
+    if len(data) > limit:
+        raise error(f"{path} is larger than the {limit:,} bytes read at most")
+    return data
 
 
 def read_array(path: str | os.PathLike, name: str = "file") -> np.ndarray:

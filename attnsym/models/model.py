@@ -26,6 +26,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from .._checks import one_of
+from .._io import read_capped, refuse_special
 from ..numeric.backend import BACKENDS, array_namespace, asarray_in
 from ..spec import AttentionSpec
 from .config import read_config
@@ -35,7 +36,7 @@ from .families import describe_model, layer_spec
 from .forward import ForwardOutput, forward
 from .plan import ModelPlan
 from .route import Route
-from .weights import Weights, read_weights
+from .weights import Weights, read_weights, stored_layers
 
 __all__ = ["FILES", "PACKAGED", "Model", "available", "load", "packaged_folder"]
 
@@ -65,18 +66,30 @@ def _shorten(text: str) -> str:
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt (WordPiece)", "vocab.json + merges.txt (byte-level BPE)")
 
 
+#: the largest tokenizer file read (bytes), as the safetensors header is capped; real ones are at most a few tens of MB
+MAX_TOKENIZER_BYTES = 100 << 20
+
+#: every file of a folder attnsym may open: each must be a regular file (a FIFO would block a reader forever)
+_READ_FILES = (*FILES, "model.safetensors.index.json", "vocab.txt", "vocab.json", "merges.txt")
+
+
 def _tokenizer(folder: Path) -> Tokenizer | None:
     """The folder's tokenizer: ``tokenizer.json``, else ``vocab.txt`` or ``vocab.json`` + ``merges.txt``; None without."""
+    for name in ("tokenizer.json", "vocab.txt", "vocab.json", "merges.txt"):  # size capped before the library reads
+        refuse_special(folder / name, error=ModelError, limit=MAX_TOKENIZER_BYTES)
     try:
         if (folder / "tokenizer.json").is_file():
-            return Tokenizer.from_file(str(folder / "tokenizer.json"))
+            text = read_capped(folder / "tokenizer.json", MAX_TOKENIZER_BYTES, error=ModelError)
+            return Tokenizer.from_str(text.decode("utf-8"))
         if (folder / "vocab.txt").is_file():
             from tokenizers.implementations import BertWordPieceTokenizer
             return BertWordPieceTokenizer(str(folder / "vocab.txt"), lowercase=True)._tokenizer
         if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
             from tokenizers.implementations import ByteLevelBPETokenizer
             return ByteLevelBPETokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"))._tokenizer
-    except Exception as error:  # the tokenizers library raises its own Exception subclass
+    except ModelError:
+        raise
+    except Exception as error:  # the tokenizers library raises its own Exception subclass (UnicodeDecodeError: ours)
         raise ModelError(f"the tokenizer files of {folder} cannot be read by the tokenizers library ({error})") from None
     return None
 
@@ -162,12 +175,15 @@ def load(name_or_path: str | Path = "all-MiniLM-L6-v2", *, dtype: str = "float32
     dtype = one_of("dtype", dtype, ("float32", "float64"), error=ModelError)
     backend = one_of("backend", backend, BACKENDS, error=ModelError)
     name, folder = _folder(name_or_path)
+    for file in _READ_FILES:  # a FIFO, device or folder in a file's place is named, never opened
+        refuse_special(folder / file, error=ModelError)
     missing = [f for f in FILES if not (folder / f).is_file() and f != "tokenizer.json"
                and not (f == "model.safetensors" and (folder / "model.safetensors.index.json").is_file())]
     if missing:
         raise ModelFileMissing(f"model folder {str(folder)!r} lacks {', '.join(missing)} "
                                f"({'; '.join(f'{f}: {FILES[f]}' for f in missing)})")
-    config = read_config(folder / "config.json")
+    # the weights' header first: config.json's layer count is checked against it before a plan is built
+    config = read_config(folder / "config.json", stored_layers=stored_layers(folder / "model.safetensors"))
     tokenizer = _tokenizer(folder)
     weights = read_weights(folder / "model.safetensors", config, np.dtype(dtype))
     if backend != "numpy":
