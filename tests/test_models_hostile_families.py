@@ -13,19 +13,23 @@ of two is refused before any block is built.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 import os
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 from models_support import FAMILY_NAMES, family_model
 
 from attnsym.cli import main
-from attnsym.errors import AttnsymError
+from attnsym.errors import AttnsymError, ShapeError
 from attnsym.models import CorruptWeightsError, ModelError, load
 from attnsym.models import config as config_module
+from attnsym.models.forward import forward
+from attnsym.models.plan import Norm
 
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
@@ -207,3 +211,12 @@ def test_a_huge_tokenizer_or_vocabulary_is_refused_before_it_is_read(tmp_path):
         with pytest.raises(ModelError, match=rf"{name} is 629,145,600 bytes, larger than the 104,857,600 bytes"):
             load(folder)
         path.unlink()
+
+
+def test_a_nan_epsilon_set_through_the_api_is_not_answered_with_load_in_float64(tmp_path):
+    m = load(_folder(tmp_path, "llama"), dtype="float64")
+    blocks = tuple(dataclasses.replace(b, norm=Norm("rms", NAN)) for b in m.config.blocks)
+    plan = dataclasses.replace(m.config, blocks=blocks)
+    with pytest.raises(ShapeError, match=r"overflows float64 .* no wider dtype helps") as info:
+        forward(plan, m.weights, np.array([[2, 3, 4]]))
+    assert "dtype='float64'" not in str(info.value)
