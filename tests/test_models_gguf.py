@@ -57,17 +57,79 @@ def _permute_rows(W: np.ndarray, heads: int) -> np.ndarray:
     return W.reshape(heads, 2, d // 2, *W.shape[1:]).swapaxes(1, 2).reshape(W.shape)
 
 
-def write_gguf(path: Path, hf, arch: str, storage: str, *, meta: dict | None = None, drop: tuple[str, ...] = (),
-               extra_tensors: dict | None = None) -> Path:
-    """A GGUF file of a transformers LLaMA-layout model: its metadata, its tensors under GGUF names."""
+#: attnsym family -> GGUF architecture (a Mistral-style file is a LLaMA one with a sliding window)
+GGUF_ARCH = {"llama": "LLAMA", "mistral": "LLAMA", "qwen2": "QWEN2", "qwen3": "QWEN3", "gemma2": "GEMMA2",
+             "gpt2": "GPT2", "gpt_neox": "GPTNEOX", "bloom": "BLOOM", "bert": "BERT"}
+
+
+def _metadata(c, family: str) -> dict:
+    """The GGUF keys (without the architecture prefix) of a transformers config, as llama.cpp's converter writes them."""
+    get = c.to_dict().get
+    if family == "gpt2":
+        return {"block_count": c.n_layer, "context_length": c.n_positions, "embedding_length": c.n_embd,
+                "feed_forward_length": c.n_inner or 4 * c.n_embd, "attention.head_count": c.n_head,
+                "attention.layer_norm_epsilon": float(c.layer_norm_epsilon)}
+    if family == "bloom":
+        return {"block_count": c.n_layer, "context_length": 2048, "embedding_length": c.hidden_size,
+                "feed_forward_length": 4 * c.hidden_size, "attention.head_count": c.n_head,
+                "attention.layer_norm_epsilon": float(c.layer_norm_epsilon)}
+    common = {"block_count": c.num_hidden_layers, "context_length": c.max_position_embeddings,
+              "embedding_length": c.hidden_size, "feed_forward_length": c.intermediate_size,
+              "attention.head_count": c.num_attention_heads}
+    if family == "bert":
+        return common | {"attention.layer_norm_epsilon": float(c.layer_norm_eps), "attention.causal": False}
+    rope = get("rope_parameters") or {}
+    if family == "gpt_neox":
+        d = c.hidden_size // c.num_attention_heads
+        return common | {"attention.layer_norm_epsilon": float(c.layer_norm_eps),
+                         "rope.dimension_count": int(d * rope.get("partial_rotary_factor", 1.0)),
+                         "rope.freq_base": float(rope["rope_theta"]), "use_parallel_residual": c.use_parallel_residual}
+    out = common | {"attention.head_count_kv": c.num_key_value_heads, "rope.freq_base": float(rope["rope_theta"]),
+                    "attention.layer_norm_rms_epsilon": float(c.rms_norm_eps), "vocab_size": c.vocab_size}
+    if get("head_dim") is not None and family in ("qwen3", "gemma2"):
+        out |= {"attention.key_length": c.head_dim, "attention.value_length": c.head_dim}
+    if rope.get("rope_type") == "linear":
+        out |= {"rope.scaling.type": "linear", "rope.scaling.factor": float(rope["factor"])}
+    if family in ("mistral", "gemma2") and get("sliding_window"):
+        out["attention.sliding_window"] = c.sliding_window
+    if family == "gemma2":
+        out |= {"attn_logit_softcapping": float(c.attn_logit_softcapping),
+                "final_logit_softcapping": float(c.final_logit_softcapping)}
+    return out
+
+
+def _tensors(hf, family: str):
+    """``(GGUF name, float32 array)`` of every parameter, transformed as llama.cpp's converter does."""
     c = hf.config
+    arch = gguf.MODEL_ARCH[GGUF_ARCH[family]]
+    names = gguf.get_tensor_name_map(arch, 64)
+    for name, tensor in hf.state_dict().items():
+        W = tensor.detach().numpy().astype(np.float32)
+        gname = next((g for n in (name, name.removeprefix("transformer."), "gpt_neox." + name)
+                      if (g := names.get_name(n, try_suffixes=(".weight", ".bias"))) is not None), None)
+        if name.startswith("pooler.") or (gname == "output.weight" and c.tie_word_embeddings) or (
+                gname is None and name == "lm_head.weight"):
+            continue
+        assert gname is not None, name
+        if family in ("llama", "mistral") and (".attn_q." in gname or ".attn_k." in gname):
+            W = _permute_rows(W, c.num_attention_heads if ".attn_q." in gname else c.num_key_value_heads)
+        if family == "gpt2" and W.ndim == 2 and not gname.endswith("_embd.weight"):
+            W = np.ascontiguousarray(W.T)  # Conv1D (d_in, d_out) -> (d_out, d_in)
+        if family in ("gpt_neox", "bloom") and ".attn_qkv." in gname:  # per head q|k|v -> [Q; K; V]
+            heads = c.num_attention_heads if family == "gpt_neox" else c.n_head
+            W = W.reshape(heads, 3, -1, *W.shape[1:]).swapaxes(0, 1).reshape(W.shape)
+        if family == "gemma2" and gname.endswith("norm.weight"):
+            W = W + np.float32(1.0)  # Gemma's gain 1 + w, stored whole
+        yield gname, W
+
+
+def write_gguf(path: Path, hf, family: str, storage: str = "F32", *, meta: dict | None = None,
+               drop: tuple[str, ...] = (), extra_tensors: dict | None = None) -> Path:
+    """A GGUF file of a transformers model: its metadata and tensors under GGUF names, matrices stored as ``storage``."""
+    arch = gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH[GGUF_ARCH[family]]]
     writer = gguf.GGUFWriter(str(path), arch)
-    keys = {"block_count": c.num_hidden_layers, "context_length": c.max_position_embeddings,
-            "embedding_length": c.hidden_size, "feed_forward_length": c.intermediate_size,
-            "attention.head_count": c.num_attention_heads, "attention.head_count_kv": c.num_key_value_heads,
-            "rope.freq_base": float(c.rope_parameters["rope_theta"]),
-            "attention.layer_norm_rms_epsilon": float(c.rms_norm_eps), "vocab_size": c.vocab_size}
-    keys.update(meta or {})
+    pad = hf.config.pad_token_id
+    keys = _metadata(hf.config, family) | ({} if pad is None else {"tokenizer.ggml.padding_token_id": pad}) | (meta or {})
     for key, value in keys.items():
         if key in drop:
             continue
@@ -80,17 +142,7 @@ def write_gguf(path: Path, hf, arch: str, storage: str, *, meta: dict | None = N
             writer.add_float32(full, value)
         else:
             writer.add_string(full, value)
-    names = gguf.get_tensor_name_map(ARCH[arch][2], c.num_hidden_layers)
-    heads, kv = c.num_attention_heads, c.num_key_value_heads
-    for name, tensor in hf.state_dict().items():
-        if name == "lm_head.weight" and c.tie_word_embeddings:
-            continue
-        W = tensor.detach().numpy().astype(np.float32)
-        gname = names.get_name(name, try_suffixes=(".weight", ".bias"))
-        if arch == "llama" and ".attn_q." in gname:
-            W = _permute_rows(W, heads)
-        if arch == "llama" and ".attn_k." in gname:
-            W = _permute_rows(W, kv)
+    for gname, W in _tensors(hf, family):
         kind = STORAGES[storage] if W.ndim == 2 else Q.F32
         if kind in (Q.F32, Q.F16):
             writer.add_tensor(gname, W.astype(np.float16 if kind == Q.F16 else np.float32))
@@ -176,8 +228,17 @@ def test_float64_matches_transformers_without_its_float32_steps(arch):
 
 
 def _eps32(plan):
-    norm = replace(plan.final_norm, eps=float(np.float32(plan.final_norm.eps)))
-    return replace(plan, blocks=tuple(replace(b, norm=norm) for b in plan.blocks), final_norm=norm)
+    """The plan with its epsilons rounded to float32, as GGUF stores them."""
+    def eps(x):
+        return float(np.float32(x))
+
+    def block(b):
+        spec = b.attention.with_(qk_norm_eps=eps(b.attention.qk_norm_eps)) if b.attention.qk_norm else b.attention
+        return replace(b, norm=replace(b.norm, eps=eps(b.norm.eps)), attention=spec)
+
+    final = plan.final_norm and replace(plan.final_norm, eps=eps(plan.final_norm.eps))
+    embed = plan.embed_norm and replace(plan.embed_norm, eps=eps(plan.embed_norm.eps))
+    return replace(plan, blocks=tuple(block(b) for b in plan.blocks), final_norm=final, embed_norm=embed)
 
 
 def test_gguf_and_safetensors_folder_give_the_same_plan_and_arrays(tmp_path):
@@ -189,6 +250,69 @@ def test_gguf_and_safetensors_folder_give_the_same_plan_and_arrays(tmp_path):
     assert _eps32(gguf_model.config) == _eps32(folder_model.config)  # GGUF stores epsilons as float32
     for a, b in zip(gguf_model.weights.layers, folder_model.weights.layers, strict=True):
         assert a.digest() == b.digest()  # the permutation undone exactly: the very same bytes
+
+
+# ---------------------------------------------------------------------------------------------- every family
+#: family -> (its random checkpoint of tests/models_support.py, or a Gemma 2 whose scale llama.cpp can state)
+FAMILY_CASES = ("llama", "llama-linear-tied", "mistral", "qwen3", "gemma2", "gpt2", "gpt_neox", "gpt_neox-sequential",
+                "bloom", "bert")
+
+
+@functools.cache
+def _gemma2_checkpoint():
+    """Gemma 2 with ``query_pre_attn_scalar = head_dim``: the scale llama.cpp uses for every Gemma 2 but the 27B."""
+    config = transformers.Gemma2Config(**{k: v for k, v in KW.items() if k != "rope_theta"}, head_dim=16,
+                                       query_pre_attn_scalar=16, sliding_window=3, attn_logit_softcapping=2.0)
+    config._attn_implementation = "eager"
+    torch.manual_seed(2)
+    hf = transformers.Gemma2ForCausalLM(config).eval()
+    with torch.no_grad():
+        for p in hf.parameters():
+            p.add_(0.2 * torch.randn_like(p))
+    folder = Path(tempfile.mkdtemp(prefix="attnsym-gemma2-gguf-"))
+    hf.save_pretrained(folder, safe_serialization=True)
+    return folder, hf
+
+
+@pytest.mark.parametrize("case", FAMILY_CASES)
+def test_every_family_reads_the_same_from_gguf_as_from_its_folder(case, tmp_path):
+    """An F32 GGUF file of each family's random checkpoint (converted as llama.cpp does) gives the folder's plan
+    and, but for Gemma 2's stored 1 + w gains, the very same arrays; the forward passes agree."""
+    from models_support import decoder_family, tiny_gpt2
+
+    family = case.split("-")[0]
+    folder, hf = (_gemma2_checkpoint() if family == "gemma2" else (tiny_gpt2(), None) if family == "gpt2"
+                  else decoder_family(case))
+    if hf is None:
+        hf = transformers.GPT2LMHeadModel.from_pretrained(folder).eval()
+    path = write_gguf(tmp_path / f"{case}.gguf", hf, family)
+    ours, theirs = models.load(path, dtype="float64"), models.load(folder, dtype="float64")
+    expected = _eps32(theirs.config)
+    if not hasattr(hf, "lm_head"):  # a headless checkpoint: no output.weight, which the file reads as tied
+        expected = replace(expected, tie_word_embeddings=ours.config.tie_word_embeddings)
+    if family == "gemma2":  # the file holds 1 + w: no offset left to add
+        norm = replace(expected.final_norm, offset=0.0)
+        expected = replace(expected, blocks=tuple(replace(b, norm=norm) for b in expected.blocks), final_norm=norm)
+    assert _eps32(ours.config) == expected
+    if family != "gemma2":
+        for a, b in zip(ours.weights.layers, theirs.weights.layers, strict=True):
+            assert a.digest() == b.digest()
+    ids = np.array([[3, 7, 2, 9, 11, 4, 5, 8]])
+    out, ref = ours.forward(ids), theirs.forward(ids)
+    gap = _gap(out, (np.asarray(ref.attention), np.asarray(ref.hidden_states)))
+    print(f"{case}: GGUF vs folder, float64: {gap:.2g}")
+    # the same arrays, so float64 rounding (BLAS blocking); Gemma 2: 1 + w rounded to float32 in the file
+    assert gap <= (1e-6 if family == "gemma2" else 1e-10)
+
+
+def test_llama3_frequency_factors_are_refused(tmp_path):
+    from models_support import decoder_family
+
+    _, hf = decoder_family("llama-llama3")
+    factors = np.ones(KW["hidden_size"] // KW["num_attention_heads"] // 2, np.float32)
+    path = write_gguf(tmp_path / "llama3.gguf", hf, "llama", extra_tensors={"rope_freqs.weight": (factors, Q.F32)})
+    with pytest.raises(UnsupportedModelError, match="rope_freqs"):
+        models.load(path)
 
 
 # ---------------------------------------------------------------------------------------------- the q/k permutation
