@@ -45,8 +45,11 @@ from .weights import Weights, read_weights
 
 __all__ = ["GGUFModel", "GGUFTensors", "read_gguf", "read_gguf_metadata"]
 
-#: float32 elements dequantized per step (:meth:`GGUFTensors.__call__`): 4 MiB of output at a time
-_STEP_ELEMENTS = 1 << 20
+#: float32 elements dequantized per step (:meth:`GGUFTensors.__call__`): 1 MiB of output at a time
+_STEP_ELEMENTS = 1 << 18
+
+#: the vocabulary arrays of the metadata: read into the tokenizer, then dropped (tens of MB as Python lists)
+_VOCABULARY = ("tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.token_type", "tokenizer.ggml.scores")
 
 #: metadata arrays longer than this are refused (a real vocabulary is a few hundred thousand entries)
 _MAX_ARRAY = 1 << 24
@@ -67,7 +70,8 @@ class _TensorInfo:
 
 @dataclass(frozen=True)
 class GGUFModel:
-    """What :func:`read_gguf` returns: the plan, the weights, the tokenizer and the chat template."""
+    """What :func:`read_gguf` returns: the plan, the weights, the tokenizer, the chat template and the metadata
+    (every key but the vocabulary arrays, which live on in the tokenizer)."""
 
     plan: ModelPlan
     weights: Weights
@@ -180,8 +184,6 @@ class GGUFTensors:
             stored = unpermute_qk_rows(stored, heads)
         out = np.ascontiguousarray(stored.T if transpose else stored, dtype=self.dtype)
         del stored
-        if not np.all(np.isfinite(out)):
-            raise CorruptWeightsError(f"{self.path}: tensor {name!r} holds non-finite values (inf or nan)")
         self.read.add(name)
         return out
 
@@ -201,6 +203,9 @@ class GGUFTensors:
                     handle.seek(info.offset + r0 * raw_row * info.raw_dtype.itemsize)
                     _fill(handle, memoryview(raw.reshape(-1).view(np.uint8)), self.path)
                     flat[r0:r1] = dequantize(raw, info.kind).reshape(r1 - r0, -1)
+                    if not np.isfinite(flat[r0:r1]).all():  # per block: no tensor-sized mask
+                        raise CorruptWeightsError(f"{self.path}: tensor {info.name!r} holds non-finite values "
+                                                  "(inf or nan)")
         except NotImplementedError:
             raise UnsupportedModelError(f"{self.path}: tensor {info.name!r} is stored as {info.kind.name}, which the "
                                         "gguf package cannot dequantize") from None
@@ -262,6 +267,7 @@ def read_gguf(path: str | Path, dtype: Any = np.float32) -> GGUFModel:
     _check_types(path, tensors)
     tokenizer = gguf_tokenizer(meta, path, g.plan.vocab_size)
     chat_template = meta.get("tokenizer.chat_template")
+    meta = {key: value for key, value in meta.items() if key not in _VOCABULARY}  # freed before the weights
     source = GGUFTensors(path, tensors, np.dtype(dtype), g.permuted)
     weights = read_weights(path, g.plan, dtype, tensors=source)
     unread = sorted(set(tensors) - source.read - {LM_HEAD})
