@@ -124,7 +124,7 @@ def _tensors(hf, family: str):
 
 
 def write_gguf(path: Path, hf, family: str, storage: str = "F32", *, meta: dict | None = None,
-               drop: tuple[str, ...] = (), extra_tensors: dict | None = None) -> Path:
+               drop: tuple[str, ...] = (), extra_tensors: dict | None = None, arrays: dict | None = None) -> Path:
     """A GGUF file of a transformers model: its metadata and tensors under GGUF names, matrices stored as ``storage``."""
     arch = gguf.MODEL_ARCH_NAMES[gguf.MODEL_ARCH[GGUF_ARCH[family]]]
     writer = gguf.GGUFWriter(str(path), arch)
@@ -142,6 +142,8 @@ def write_gguf(path: Path, hf, family: str, storage: str = "F32", *, meta: dict 
             writer.add_float32(full, value)
         else:
             writer.add_string(full, value)
+    for key, values in (arrays or {}).items():
+        writer.add_array(key, values)
     for gname, W in _tensors(hf, family):
         kind = STORAGES[storage] if W.ndim == 2 else Q.F32
         if kind in (Q.F32, Q.F16):
@@ -426,6 +428,38 @@ def test_packaged_name_is_case_insensitive_and_a_folder_with_one_gguf_loads(tmp_
     with pytest.raises(ModelError, match="2 GGUF files"):
         models.load(folder)
     assert "SmolLM2-135M-Instruct" in models.PACKAGED
+
+
+# ---------------------------------------------------------------------------------------------- SentencePiece vocabularies
+SPM_PIECES = ["▁", "t", "h", "e", "a", "p", "l", "s", "r", "o", "n", "i", "▁t", "he", "▁the", "ap", "pp", "le", "ple",
+              "▁a", "▁ap", "▁app", "▁apple", "▁apples", "in", "on", "▁in", "re", "er", "▁re", "▁on", "▁o", "at", "▁at"]
+SPM_TEXTS = ("the apples", "  the apple in the ron", "Hello, wörld! 42 ½ 東", "apple<s>the</s>", "retheat")
+
+
+def _spm_metadata() -> dict:
+    tokens = ["<unk>", "<s>", "</s>", *(f"<0x{b:02X}>" for b in range(256)), *SPM_PIECES]
+    types = [2, 3, 3, *([6] * 256), *([1] * len(SPM_PIECES))]
+    scores = [0.0] * 259 + [-float(i) for i in range(len(SPM_PIECES))]
+    return {"tokenizer.ggml.model": "llama", "tokenizer.ggml.tokens": tokens, "tokenizer.ggml.scores": scores,
+            "tokenizer.ggml.token_type": types, "tokenizer.ggml.bos_token_id": 1, "tokenizer.ggml.eos_token_id": 2,
+            "tokenizer.ggml.unknown_token_id": 0, "tokenizer.ggml.add_bos_token": True}
+
+
+def test_sentencepiece_vocabulary_ids_equal_transformers(tmp_path):
+    """A ``llama``-model (SentencePiece-style) vocabulary without merges: the same ids as transformers' GGUF tokenizer."""
+    config = transformers.LlamaConfig(**{**KW, "vocab_size": 320})
+    torch.manual_seed(4)
+    hf = transformers.LlamaForCausalLM(config).eval()
+    path = tmp_path / "spm.gguf"
+    meta = _spm_metadata()
+    writer_meta = {k: v for k, v in meta.items() if not isinstance(v, list)}
+    write_gguf(path, hf, "llama", meta=writer_meta, arrays={k: v for k, v in meta.items() if isinstance(v, list)})
+    m = models.load(path)
+    tok = transformers.AutoTokenizer.from_pretrained(str(tmp_path), gguf_file=path.name)
+    for text in SPM_TEXTS:
+        assert m.tokenizer.encode(text).ids == tok(text)["input_ids"], text
+    assert m.tokenizer.encode("the apples").ids == [1, meta["tokenizer.ggml.tokens"].index("▁the"),
+                                                    meta["tokenizer.ggml.tokens"].index("▁apples")]  # BOS, merged pieces
 
 
 # ---------------------------------------------------------------------------------------------- hostile files
