@@ -532,3 +532,33 @@ def test_not_a_gguf_file_and_a_fifo(tmp_path):
         models.load(fifo)
     with pytest.raises(models.ModelFileMissing):
         models.load(tmp_path / "absent.gguf")
+
+
+def _patch(path: Path, where: int, value: int) -> None:
+    data = bytearray(path.read_bytes())
+    data[where:where + 8] = value.to_bytes(8, "little")
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("value", [2**40, 2**64 - 1])  # huge, and -1 read as unsigned
+def test_huge_or_negative_tensor_dimension(tmp_path, value):
+    path = _hostile(tmp_path)
+    reader = gguf.GGUFReader(path)
+    field = reader.tensors[0].field
+    where = field.offset + sum(p.nbytes for p in field.parts[:3])  # name length, name, dimension count, then dims
+    del reader
+    _patch(path, where, value)
+    with pytest.raises(CorruptWeightsError):
+        models.load(path)
+
+
+@pytest.mark.parametrize("value", [2**31, 2**62])
+def test_huge_metadata_array_count(tmp_path, value):
+    path = write_gguf(tmp_path / "m.gguf", hf_model("llama"), "llama", arrays={"general.tags": ["a", "b", "c"]})
+    reader = gguf.GGUFReader(path)
+    field = reader.fields["general.tags"]
+    where = field.offset + sum(p.nbytes for p in field.parts[:4])  # key length, key, type, item type, then count
+    del reader
+    _patch(path, where, value)
+    with pytest.raises(CorruptWeightsError):
+        models.load(path)
