@@ -327,7 +327,7 @@ def _read(file: Path, begin: int, shape: tuple[int, ...], kind: str) -> np.ndarr
         raise CorruptWeightsError(f"{file} cannot be read ({error})") from None
 
 
-def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32) -> Weights:
+def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32, *, tensors: Any = None) -> Weights:
     """Read ``model.safetensors`` (only the tensors used, no PyTorch) into :class:`Weights` for ``plan``.
 
     Parameters
@@ -340,6 +340,11 @@ def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32) -> 
         storage) and checks every shape.
     dtype : NumPy float dtype, default float32
         The dtype of the returned arrays (float16 and bfloat16 tensors are widened exactly).
+    tensors : tensor source, optional
+        Where the tensors come from instead of ``path``'s safetensors: any object with the
+        interface of the safetensors source (``name in tensors``; ``tensors(name, shape,
+        transpose=...)`` returning a checked array of ``dtype``), e.g. a GGUF file's
+        (:class:`attnsym.models.gguf_file.GGUFTensors`). ``path`` then only names the file.
 
     Raises
     ------
@@ -352,7 +357,7 @@ def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32) -> 
     layout = plan.layout
     if layout is None:
         raise CorruptWeightsError(f"the plan of {plan.model_type!r} has no checkpoint layout; build it with read_config")
-    t = _Tensors(Path(path), layout.prefixes, np.dtype(dtype))
+    t = _Tensors(Path(path), layout.prefixes, np.dtype(dtype)) if tensors is None else tensors
     d = plan.width
 
     def norm(role: str, kind: Norm, i: int | None = None) -> dict[str, Any]:
@@ -398,7 +403,7 @@ def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32) -> 
     return Weights(layers=tuple(layers), **model)
 
 
-def _projections(t: _Tensors, layout: Layout, name: dict[str, str], mat: Any, s: Any, d: int) -> dict[str, Any]:
+def _projections(t: Any, layout: Layout, name: dict[str, str], mat: Any, s: Any, d: int) -> dict[str, Any]:
     """``W_Q, W_K, W_V`` (and their biases when ``s.bias``): three tensors, or one fused one split once."""
     q, kv = s.heads * s.d_k, s.kv_heads * s.d_k
     if layout.qkv == "separate":
