@@ -24,6 +24,7 @@ from ...numeric import identifiability as numeric_id
 from ...numeric import random_inputs
 from ...numeric import scores as numeric_scores
 from ...numeric import softmax as numeric_softmax
+from ...numeric.entropy import row_entropy
 from ...numeric.positions import apply_rope as numeric_rope
 from ...plots.literature_structure import (
     bottleneck_figure,
@@ -54,12 +55,6 @@ __all__ = ["check_gqa_equals_repeated_kv", "check_icl_gradient_descent", "check_
 def _plain(expr) -> str:
     """A SymPy expression for a summary line: ``sqrt(2)*gamma**2`` reads ``sqrt(2)·gamma^2``."""
     return str(expr).replace("**", "^").replace("*", "·")
-
-
-def _entropy_rows(A: np.ndarray) -> np.ndarray:
-    """``−Σ_j a_ij log a_ij`` per row (0 log 0 = 0)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return -np.sum(np.where(A > 0, A * np.log(np.where(A > 0, A, 1.0)), 0.0), axis=-1)
 
 
 # ----------------------------------------------------------------------------- non-identifiable
@@ -393,7 +388,7 @@ def check_qk_norm_bound(ctx: CheckContext, *, claimed_bound=None) -> Evidence:
         _, Ar = numeric_attention(Xr, W, rng.standard_normal((width, d_k)), np.eye(width)[:, :d_k], spec=spec_m,
                                   g_Q=ones, g_K=ones)
         both = np.concatenate([A, np.asarray(Ar)])
-        H = _entropy_rows(both)
+        H = row_entropy(both)
         rows.append({"n": m, "top weight (built row)": float(A[0].max()), "top bound": top_bound,
                      "largest weight (all rows)": float(both.max()), "least entropy": float(H.min()),
                      "entropy floor log(1 + (n−1)e^(−2g))": floor, "Zhai bound at σ = g√n": zhai})

@@ -35,6 +35,7 @@ from ...symbolic import performer as exact_performer
 from ...symbolic.matrices import attention as symbolic_attention
 from ...symbolic.stats import dot_product_moments
 from .._evidence import CheckContext, Evidence, tex
+from .._verdict import failed_clause
 from ..catalogue import builtin_claim, statement
 
 __all__ = [
@@ -53,11 +54,6 @@ def _plain(expr) -> str:
 
 def _verdict(ok: bool) -> str:
     return "holds" if ok else "fails"
-
-
-def _failed(facts: dict) -> str:
-    failed = [k for k, v in facts.items() if not v]
-    return f"; FAILED: {', '.join(failed)}" if failed else ""
 
 
 def check_not_lipschitz(ctx: CheckContext, *, claimed_growth: int = 2) -> Evidence:
@@ -123,7 +119,7 @@ def check_not_lipschitz(ctx: CheckContext, *, claimed_growth: int = 2) -> Eviden
                  f"weights; numeric vs exact {numeric_gap:.1e}; largest ‖J‖₂ found "
                  + ", ".join(f"{v:.3g} (r = {r:g})" for v, r in zip(largest, radii, strict=True))
                  + f": growth exponent {slope:.2f} (median ‖J‖₂ stays {min(median):.2f} … {max(median):.2f})"
-                 + _failed(facts)),
+                 + failed_clause(facts)),
         conditions=("dot-product scores c·X W_Q W_Kᵀ Xᵀ on an unbounded input domain, W_Q W_Kᵀ ≠ 0 and W_V ≠ 0; on a "
                     "bounded domain the layer is Lipschitz (its Jacobian is continuous), with a constant growing "
                     "with the radius",
@@ -204,7 +200,7 @@ def check_kernel_smoother(ctx: CheckContext, *, claimed_symmetric_when: str = "s
                  + "; ".join(f"{r['case']}: M {'symmetric' if r['M symmetric'] else 'not symmetric'}, "
                              f"k(e1,e2)/k(e2,e1) = {_plain(r['k(e1, e2)/k(e2, e1)'])}" for r in rows)
                  + f"; float64 gap {numeric_gap:.1e}, ‖K − Kᵀ‖/‖K‖ = {tied_asym:.1e} tied, {untied_asym:.2f} untied"
-                 + _failed(facts)),
+                 + failed_clause(facts)),
         conditions=("the scale c = 1/√d_k and no bias, mask or positions: a mask sets k to 0 off the allowed keys, "
                     "RoPE makes k depend on the positions too",
                     "k need not be positive definite even when symmetric (Tsai et al. discuss this); the claim is "
@@ -290,7 +286,7 @@ def check_performer_unbiased(ctx: CheckContext, *, claimed_mean=None) -> Evidenc
                              f"{r['MSE half-width']:.4f} (exact {r['exact MSE']:.4f})" for r in rows)
                  + f"; normalised output − softmax output: {rows[0]['bias']:+.4f} ± {rows[0]['bias half-width']:.4f} at "
                  f"m = {rows[0]['m']}, {rows[-1]['bias']:+.4f} ± {rows[-1]['bias half-width']:.4f} at m = {rows[-1]['m']}"
-                 + _failed(facts)),
+                 + failed_clause(facts)),
         conditions=("ω_i i.i.d. N(0, I_d) (FAVOR+'s orthogonal features lower the MSE further; not checked here)",
                     "only the kernel estimate is unbiased: the Performer's output divides two estimates, and "
                     "E[ratio] ≠ ratio of expectations — it is biased, consistently (the bias shrinks as m grows)",
@@ -359,7 +355,7 @@ def check_linear_attention_rnn(ctx: CheckContext, *, claimed_keys: str = "j ≤ 
                  f"{'=' if recurrent_ok else '≠'} definition exactly (keys {claimed_keys}); float64 n = {m}: largest "
                  f"relative gap {numeric_gap:.1e}, |y_1 − v_1| = {first:.1e}; with φ = identity {negative:.0%} of the "
                  f"causal similarities are negative (smallest |denominator| {smallest_denominator:.2g}); the state has "
-                 f"r(d_v + 1) = {state} numbers at every step (r = d_v = 2)" + _failed(facts)),
+                 f"r(d_v + 1) = {state} numbers at every step (r = d_v = 2)" + failed_clause(facts)),
         conditions=("the identity is algebraic: it holds for any feature map whose denominators do not vanish; a "
                     "positive φ (elu + 1 in the paper) is what makes the weights a distribution and the denominators "
                     "positive (with φ = identity many similarities are negative)",
@@ -444,7 +440,7 @@ def check_mup_scaling(ctx: CheckContext, *, claimed_variance=None) -> Evidence:
                  f"d = {dims[-1]}: "
                  + ", ".join(f"{w['scale']} mean {w['mean']:.3f} ± {w['mean half-width']:.3f} (exact "
                              f"{w['exact mean']:.3f}), variance {w['variance']:.4f} (exact {w['exact variance']:.4f})"
-                             for w in biggest) + _failed(facts)),
+                             for w in biggest) + failed_clause(facts)),
         conditions=("each coordinate pair (q_i, k_i) jointly Gaussian with unit variances and correlation ρ, pairs "
                     "independent across i: with other laws Var[q_i k_i] = E[q_i²k_i²] − ρ² depends on the fourth "
                     "moments (for example d(1 − ρ²) when a Rademacher z replaces the Gaussian one)",
