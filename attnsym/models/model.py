@@ -29,7 +29,7 @@ from .._checks import one_of
 from .._io import read_capped, refuse_special
 from ..numeric.backend import BACKENDS, array_namespace, asarray_in
 from ..spec import AttentionSpec
-from .config import read_config
+from .config import MAX_CONFIG_BYTES, _read_json, read_config
 from .contrast import TokenContrast, contrast
 from .errors import ModelError, ModelFileMissing, TextError
 from .families import describe_model, layer_spec
@@ -93,6 +93,25 @@ def _tokenizer(folder: Path) -> Tokenizer | None:
         raise
     except Exception as error:  # the tokenizers library raises its own Exception subclass (UnicodeDecodeError: ours)
         raise ModelError(f"the tokenizer files of {folder} cannot be read by the tokenizers library ({error})") from None
+    return None
+
+
+def _chat_template(folder: Path) -> str | None:
+    """A folder's chat template: ``chat_template.jinja``, else ``tokenizer_config.json``'s ``chat_template``; None without."""
+    jinja = folder / "chat_template.jinja"
+    if jinja.is_file():
+        try:
+            with jinja.open("rb") as handle:
+                data = handle.read(MAX_CONFIG_BYTES + 1)
+            if len(data) > MAX_CONFIG_BYTES:
+                raise ModelError(f"{jinja} is larger than {MAX_CONFIG_BYTES} bytes; a chat template is a few kilobytes")
+            return data.decode("utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise ModelError(f"{jinja} cannot be read as UTF-8 text ({error})") from None
+    if (folder / "tokenizer_config.json").is_file():
+        raw = _read_json(folder / "tokenizer_config.json")
+        template = raw.get("chat_template") if isinstance(raw, dict) else None
+        return template if isinstance(template, str) else None
     return None
 
 
@@ -218,7 +237,7 @@ def load(name_or_path: str | Path = "all-MiniLM-L6-v2", *, dtype: str = "float32
     weights = read_weights(folder / "model.safetensors", config, np.dtype(dtype))
     if backend != "numpy":
         weights = weights.to(array_namespace(backend=backend))
-    return Model(name, folder, config, weights, tokenizer)
+    return Model(name, folder, config, weights, tokenizer, chat_template=_chat_template(folder))
 
 
 class Model:
@@ -231,7 +250,8 @@ class Model:
     def __init__(self, name: str, folder: Path, config: ModelPlan, weights: Weights, tokenizer: Tokenizer | None,
                  *, chat_template: str | None = None) -> None:
         self.name = name
-        #: the chat template the checkpoint carries (a GGUF file's ``tokenizer.chat_template``), None without one
+        #: the chat template the checkpoint carries (a GGUF file's ``tokenizer.chat_template``, a folder's
+        #: ``chat_template.jinja`` or ``tokenizer_config.json`` entry), None without one
         self.chat_template = chat_template
         self.folder = folder
         self.config = config
