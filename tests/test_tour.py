@@ -269,3 +269,18 @@ def test_the_pages_claim_figures_are_the_reports_pngs_resampled(tour):
     resampled = {"data:image/png;base64," + base64.b64encode(resampled_png(p.read_bytes(), 60)).decode("ascii")
                  for p in written}
     assert shown == resampled
+
+
+def test_tour_has_the_causal_section_or_says_how_to_install_it(tour):
+    from attnsym.cli.route import CAUSAL_INSTALL, CAUSAL_MODEL, CAUSAL_PROMPT
+    from attnsym.models import PACKAGED, available
+
+    folder, _, stdout = tour
+    if CAUSAL_MODEL not in PACKAGED:
+        pytest.skip(f"this attnsym cannot open {CAUSAL_MODEL}")
+    if CAUSAL_MODEL in available():
+        assert f"a causal model ({CAUSAL_MODEL}): after {CAUSAL_PROMPT!r} it predicts ' Paris'" in stdout
+        assert (folder / "causal-model" / "report.md").is_file()
+        assert "causal-model/report.md" in (folder / "index.md").read_text()
+    else:
+        assert CAUSAL_INSTALL in stdout and not (folder / "causal-model").exists()

