@@ -9,6 +9,10 @@ the plan, on :mod:`attnsym.numeric`, so NumPy, CuPy and torch arrays run the sam
 
 * :func:`load`, :class:`Model` — ``Model.route(text)`` gives a :class:`Route` (word pieces with
   offsets, attention ``(layers, heads, n, n)``, scaled scores, hidden states);
+* a decoder's prediction — ``Route.logits`` (the last position's; every position's with
+  ``route(text, logits="all")``), ``Route.top_next(k)``, ``Route.logit_lens(token)``
+  (:mod:`attnsym.models.readout`) and ``Model.generate(text, max_new_tokens)`` (greedy, with a
+  key/value cache: :mod:`attnsym.models.generate`); ``route`` also takes token ids;
 * :func:`contrast` — the same word in two texts, routed by the same weights
   (:class:`TokenContrast`, ``.table()``, ``.figure()``);
 * :mod:`attnsym.models.evidence` — real-model numbers for the claims; :func:`packaged_model`
@@ -25,13 +29,16 @@ from .errors import (
     CorruptWeightsError,
     ModelError,
     ModelFileMissing,
+    NoLMHeadError,
     TextError,
     TokenNotFoundError,
     UnsupportedModelError,
 )
 from .evidence import packaged_model
 from .forward import ForwardOutput, forward, layer_norm
+from .generate import Generation
 from .model import FILES, PACKAGED, Model, available, load, packaged_folder
+from .readout import LogitLens, Readout
 from .route import Route, Word
 from .weights import LayerWeights, Weights, read_weights
 
@@ -41,11 +48,15 @@ __all__ = [
     "SUPPORTED",
     "CorruptWeightsError",
     "ForwardOutput",
+    "Generation",
     "LayerWeights",
+    "LogitLens",
     "Model",
     "ModelConfig",
     "ModelError",
     "ModelFileMissing",
+    "NoLMHeadError",
+    "Readout",
     "Route",
     "TextError",
     "TokenNotFoundError",
