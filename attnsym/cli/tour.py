@@ -373,6 +373,8 @@ def _index_markdown(result: TourResult) -> str:
     for folder, heading, blurb in SECTIONS:
         entries = [e for e in result.entries if e.section == folder]
         if not entries:
+            if folder == "causal-model" and "causal_model" in result.facts:  # not installed: how to install it
+                lines += [f"## {heading}", "", markdown_text(result.facts["causal_model"]) + ".", ""]
             continue
         lines += [f"## {heading}", "", blurb, ""]
         if folder == "claims" and result.facts.get("claim_rows"):
