@@ -225,8 +225,13 @@ class _Tensors:
                     self.entries[name] = (file, entry, start)
         self.prefix = next((p for p in prefixes if any(k.startswith(p) for k in self.entries)), "")
 
+    def _key(self, name: str) -> str:
+        """The stored name: with the prefix, or as given when only that is stored (an LM head outside the prefix)."""
+        key = self.prefix + name
+        return name if key not in self.entries and name in self.entries else key
+
     def __contains__(self, name: str) -> bool:
-        return self.prefix + name in self.entries
+        return self._key(name) in self.entries
 
     def _locate(self, key: str, expected: tuple[int, ...]) -> tuple[Path, int, str]:
         """Where the tensor's bytes start (file, offset) and its dtype name, after every check of its header entry."""
@@ -255,8 +260,8 @@ class _Tensors:
                                       f"(tensor {key!r} ends past its end)")
         return file, begin, kind
 
-    def __call__(self, name: str, shape: tuple[int, ...], *, transpose: bool = False, exact: bool = False) -> np.ndarray:
-        key = name if exact else self.prefix + name  # exact: a name outside the prefix (the LM head)
+    def __call__(self, name: str, shape: tuple[int, ...], *, transpose: bool = False) -> np.ndarray:
+        key = self._key(name)
         if key not in self.entries:
             raise CorruptWeightsError(f"{self.path} has no tensor {key!r}, which this architecture needs "
                                       f"({len(self.entries)} tensors found, e.g. {sorted(self.entries)[:3]})")
@@ -381,8 +386,8 @@ def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32) -> 
     if plan.final_norm is not None:
         model.update(norm("final_norm", plan.final_norm))
     head = layout.names.get("lm_head", "lm_head.weight")
-    if plan.causal and not plan.tie_word_embeddings and head in t.entries:  # an nn.Linear in every family: (vocab, d)
-        model["lm_head"] = t(head, (d, plan.vocab_size), transpose=True, exact=True)
+    if plan.causal and not plan.tie_word_embeddings and head in t:  # stored (vocab, d), as nn.Linear, in every format
+        model["lm_head"] = t(head, (d, plan.vocab_size), transpose=True)
     return Weights(layers=tuple(layers), **model)
 
 
