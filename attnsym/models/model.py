@@ -25,7 +25,8 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
-from .._checks import one_of
+from .._checks import boolean, one_of, positive_int
+from .._progress import track
 from ..numeric.backend import BACKENDS, array_namespace, asarray_in
 from ..spec import AttentionSpec
 from .config import read_config
@@ -37,7 +38,10 @@ from .plan import ModelPlan
 from .route import Route
 from .weights import Weights, read_weights
 
-__all__ = ["FILES", "PACKAGED", "Model", "available", "load", "packaged_folder"]
+__all__ = ["FILES", "PACKAGED", "ROUTE_BATCH", "Model", "available", "load", "packaged_folder"]
+
+#: texts per forward pass of :meth:`Model.route` on a list (memory stays that of one batch)
+ROUTE_BATCH = 16
 
 #: the files a model folder must hold, with what each is for
 FILES: dict[str, str] = {
@@ -260,15 +264,22 @@ class Model:
         """What runs: the embedding, one line per block (norm, attention spec, MLP), the final norm."""
         return describe_model(self.config)
 
-    def route(self, text: str | Sequence[str]) -> Route | list[Route]:
-        """Route a text (or several, as one padded batch) through the model.
+    def route(self, text: str | Sequence[str], *, progress: bool = False,
+              batch_size: int = ROUTE_BATCH) -> Route | list[Route]:
+        """Route a text (or several, in padded batches) through the model.
 
         Parameters
         ----------
         text : str or sequence of str
             One text gives one :class:`~attnsym.models.Route`; a list gives a list, computed in
-            one batch padded to the longest text with the attention mask, each route holding
-            only its own real tokens.
+            batches of ``batch_size`` texts, each padded to its longest text with the attention
+            mask, each route holding only its own real tokens.
+        progress : bool, default False
+            Show a bar (texts routed, time left) on standard error while a list is routed, when
+            that is a terminal or a notebook (:mod:`attnsym._progress`); never changes a result.
+        batch_size : int, default :data:`ROUTE_BATCH`
+            Texts per forward pass: a list longer than that is routed batch after batch, so
+            memory stays that of one batch and the bar moves.
 
         Raises
         ------
@@ -294,7 +305,16 @@ class Model:
         texts: list[str] = [text] if isinstance(text, str) else list(text)
         if not texts:
             raise TextError("text must be a string or a non-empty list of strings (got an empty list)")
+        batch_size = positive_int("batch_size", batch_size, error=ModelError)
+        progress = boolean("progress", progress, error=ModelError)
         encodings = self.encode(texts)
+        chunks = range(0, len(texts), batch_size)
+        routes = [route for start in track(chunks, f"routing {len(texts)} texts", progress=progress and not single)
+                  for route in self._route_batch(texts[start:start + batch_size], encodings[start:start + batch_size])]
+        return routes[0] if single else routes
+
+    def _route_batch(self, texts: list[str], encodings: list[Any]) -> list[Route]:
+        """One forward pass over ``texts`` padded to the longest; each route cut to its real tokens."""
         lengths = [len(e.ids) for e in encodings]
         n = max(lengths)
         pad = self.config.pad_token_id if self.config.pad_token_id is not None else 0
@@ -318,7 +338,7 @@ class Model:
                 scores=np.ascontiguousarray(scores[:, b, :, :k, :k]), hidden_states=np.ascontiguousarray(hidden[:, b, :k]),
                 causal=self.config.causal,
             ))
-        return routes[0] if single else routes
+        return routes
 
     def contrast(self, text1: str, text2: str, token: str, **options: Any) -> TokenContrast:
         """How ``token`` is routed in two texts by the same weights; see :func:`attnsym.models.contrast`."""
