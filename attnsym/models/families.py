@@ -396,8 +396,11 @@ def families_table() -> str:
     >>> print(families_table().splitlines()[0])
     | `model_type` | architecture | options read from `config.json` |
     """
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")  # "q|k|v" stays in its cell
+
     rows = ["| `model_type` | architecture | options read from `config.json` |", "|---|---|---|"]
-    rows += [f"| `{k}` | {OPTIONS[k][0]} | {OPTIONS[k][1]} |" for k in FAMILIES]
+    rows += [f"| `{k}` | {cell(OPTIONS[k][0])} | {cell(OPTIONS[k][1])} |" for k in FAMILIES]
     return "\n".join(rows)
 
 
