@@ -42,9 +42,9 @@ _EPILOG = """\
 examples:
   attnsym tour                              # everything, written to ./attnsym-tour/
   attnsym derive --n 2 --d 2 --format md    # the forward pass, step by step
-  attnsym verify variance-scaling           # check one claim
-  attnsym graph --n 6 --heads 2 -o out/     # routing graphs as GraphML
-  attnsym route "I ate an apple for lunch" "I bought an Apple phone today" --word apple -o out/
+  attnsym verify variance-scaling --quick   # check one claim, quick sizes (full sizes: drop --quick)
+  attnsym graph --n 6 --heads 2 -o graphs/  # routing graphs as GraphML
+  attnsym route "I ate an apple for lunch" "I bought an Apple phone today" --word apple -o route/
                                             # a real model's routing, the same word in two contexts
 
 'attnsym COMMAND --help' explains each command.
