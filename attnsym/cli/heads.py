@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
                 f"seed {args.seed}")
     report = hd.classify(routes, induction=induction)
     counts = {c: sum(v) for c, v in report.counts().items() if sum(v)}
-    print(f"{model.name}: {report.layers} layers x {report.heads} heads; each cell: class and its score")
+    print(f"{model.name}: {report.layers} layers x {report.heads} heads (both from 1); each cell: class and its score")
     print(report.table())
     print("classes: " + ", ".join(f"{c} {k}" for c, k in counts.items()) + f"; {note}")
     if args.output is not None:
