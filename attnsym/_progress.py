@@ -2,7 +2,8 @@
 
 A long call takes ``progress=`` (``False`` by default in the API; the CLI passes ``True``). A
 bar is drawn only when it is asked for *and* someone can see it: standard error is a terminal,
-or the code runs in a Jupyter kernel. In a pipe, a file, a CI log or a test nothing is drawn,
+or the code runs in a Jupyter kernel with ``ipywidgets`` installed (rich draws its live bar there
+with a widget). In a pipe, a file, a CI log or a test nothing is drawn,
 so output stays byte for byte the same. The bar goes to standard error and disappears when the
 loop ends (``transient``), leaving the caller's own output alone; it never changes a result.
 
@@ -17,6 +18,7 @@ call without a bar (every test, every pipe) should not pay.
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sized
 from contextlib import contextmanager
@@ -30,10 +32,11 @@ T = TypeVar("T")
 
 
 def _in_jupyter() -> bool:
-    """True inside a Jupyter (IPython kernel) session, where rich draws a live bar in the cell's output."""
+    """True inside a Jupyter (IPython kernel) session with ipywidgets, which rich needs to draw a live bar there."""
     shell = sys.modules.get("IPython")
     get = getattr(shell, "get_ipython", None)
-    return get is not None and type(get()).__name__ == "ZMQInteractiveShell"
+    return (get is not None and type(get()).__name__ == "ZMQInteractiveShell"
+            and importlib.util.find_spec("ipywidgets") is not None)
 
 
 def shown(progress: bool) -> bool:

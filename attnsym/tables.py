@@ -4,14 +4,10 @@ Every result that is a table gives ``to_records()`` (a list of dicts, plain Pyth
 ``to_pandas()`` (the same rows as a :class:`pandas.DataFrame`; pandas is the optional extra
 ``tables``: ``pip install "attnsym[tables]"``). The columns, the same in both:
 
-========================  ================================================================================
-result                    columns (one row per ...)
-========================  ================================================================================
-``Route``                 :data:`ROUTE_COLUMNS`: per layer, head, query and key
-``HeadReport``            :data:`HEAD_COLUMNS`: per layer, head and pattern
-``TokenContrast``         :data:`CONTRAST_COLUMNS`: per layer, head, text and key (the word is the query)
-``Evidence``              :data:`EVIDENCE_COLUMNS`: per claim
-========================  ================================================================================
+* ``Route``: :data:`ROUTE_COLUMNS`, one row per layer, head, query and key;
+* ``HeadReport``: :data:`HEAD_COLUMNS`, one row per layer, head and pattern;
+* ``TokenContrast``: :data:`CONTRAST_COLUMNS`, one row per layer, head, text and key (the word is the query);
+* ``Evidence``: :data:`EVIDENCE_COLUMNS`, one row per claim.
 
 **Numbering.** Tables, like the CLI and the figures, count layers, heads, queries and keys
 from 1; arrays count from 0. The row ``(layer, head, query, key)`` of a route is

@@ -24,8 +24,8 @@ NAMES = re.compile(r"(<!-- family-names:begin -->)(.*?)(<!-- family-names:end --
 
 
 def pages() -> list[Path]:
-    """The hand-written pages (docs/gen writes the generated ones from the table at build time)."""
-    return sorted(p for p in DOCS.rglob("*.md") if "gen" not in p.relative_to(DOCS).parts)
+    """The README and the hand-written pages (docs/gen writes the generated ones from the table at build time)."""
+    return [ROOT / "README.md", *sorted(p for p in DOCS.rglob("*.md") if "gen" not in p.relative_to(DOCS).parts)]
 
 
 def filled(text: str) -> str:

@@ -11,7 +11,8 @@ import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 PAGES = ["getting-started.md", "how-to/verify.md", "how-to/figures.md", "how-to/backends.md", "how-to/head-classes.md",
-         "how-to/tables.md", "how-to/open-a-model-folder.md"]
+         "how-to/tables.md", "how-to/open-a-model-folder.md",
+         "how-to/notebook.md"]
 
 
 def _python_blocks(page: str) -> list[str]:

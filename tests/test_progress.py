@@ -67,3 +67,20 @@ def test_route_refuses_a_bad_batch_size(model):
 
     with pytest.raises(ModelError, match="batch_size must be a positive integer"):
         model.route(["a", "b"], batch_size=0)
+
+
+def test_a_notebook_gets_a_bar_only_with_ipywidgets(monkeypatch):
+    import types
+
+    class ZMQInteractiveShell:  # the kernel's shell, as IPython names it
+        pass
+
+    fake = types.ModuleType("IPython")
+    fake.get_ipython = ZMQInteractiveShell
+    monkeypatch.setitem(sys.modules, "IPython", fake)
+    monkeypatch.setattr(sys, "stderr", io.StringIO())  # a kernel's stderr is no terminal
+    found = {"ipywidgets": True}
+    monkeypatch.setattr(_progress.importlib.util, "find_spec", lambda name: object() if found.get(name) else None)
+    assert _progress.shown(True)
+    found["ipywidgets"] = False  # rich would only warn "install ipywidgets": no bar
+    assert not _progress.shown(True)
