@@ -204,7 +204,8 @@ def route_html(route: Any) -> str:
     n = route.n
     head_view = n * max(14, min(26, 440 // n)) + 70
     data = {"kind": "route", "model": route.model, "text": route.text, "tokens": labels, "layers": route.layers,
-            "heads": route.heads, "attention": _grid(route.attention)}
+            "heads": route.heads, "attention_milli": np.rint(np.asarray(route.attention, dtype=np.float64) * 1000)
+            .astype(np.int64).tolist()}  # thousandths: "123", not "0.1234" (the view shows 3 decimals)
     summary = (f"{route.model}: {route.text!r}, {n} tokens, {route.layers} layers × {route.heads} heads "
                "(layers and heads from 1; rows: query i, columns: key j)")
     return notebook_view(data, title=f"route of {route.text[:40]!r}", summary=summary,

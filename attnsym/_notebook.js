@@ -100,6 +100,9 @@
 
   // ------------------------------------------------------------------ a route
   function routeView() {
+    D.attention = D.attention_milli.map(function (layer) {  // sent in thousandths, to keep the cell small
+      return layer.map(function (head) { return head.map(function (row) { return row.map(function (v) { return v / 1000; }); }); });
+    });
     var st = { layer: 0, head: 0, threshold: 0.05, on: range(D.heads).map(function () { return true; }) };
     var controls = el("div", { "class": "controls" }), body = el("div", { "class": "views" });
     root.appendChild(controls); root.appendChild(body);
