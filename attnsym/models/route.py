@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from .._html import route_html
+from ..tables import route_records, to_pandas
 from .errors import NoLMHeadError
 from .readout import LogitLens, Readout, logit_lens, top_tokens
 
@@ -202,3 +203,11 @@ class Route:
 
     def _repr_html_(self) -> str:
         return route_html(self)
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """One row per layer, head, query and key, counted from 1 (:data:`attnsym.tables.ROUTE_COLUMNS`)."""
+        return route_records(self)
+
+    def to_pandas(self) -> Any:
+        """:meth:`to_records` as a pandas DataFrame (the extra ``tables``; :func:`attnsym.tables.to_pandas`)."""
+        return to_pandas(self)
