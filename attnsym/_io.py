@@ -138,8 +138,8 @@ def refuse_existing(paths: str | os.PathLike | Iterable[str | os.PathLike], *, o
         be a real ``bool``.
     folders : bool, default False
         ``paths`` are folders: each must be absent or a directory (a symbolic link, even to a
-        directory, is refused: nothing is written through a link), and a non-empty one needs
-        ``overwrite``.
+        directory, is refused: nothing is written through a link; so are the working folder and
+        a mount point, which a rename cannot replace), and a non-empty one needs ``overwrite``.
 
     Returns
     -------
@@ -188,6 +188,7 @@ def refuse_existing(paths: str | os.PathLike | Iterable[str | os.PathLike], *, o
                                   f"itself ({target}) or another name")
             if kind != "directory":
                 raise OutputError(f"{path} is a {kind}; give a folder")
+            _check_swappable(path)  # put in place by a rename: not the working folder, not a mount point
             if any(path.iterdir()) and not overwrite:
                 raise OverwriteError(f"{path} exists and is not empty; pass overwrite=True (--force on the command "
                                      "line) to write into it (files of the same name are replaced)", paths=[path])
