@@ -36,6 +36,7 @@ from ...symbolic.positions import alibi_bias as exact_alibi_bias
 from ...symbolic.rope_proofs import prove_rope_relative, prove_shift_invariance
 from ...testing import TOLERANCES
 from .._evidence import CheckContext, Evidence, tex
+from .._verdict import failed_clause, verdict
 from ..catalogue import builtin_claim, statement
 
 __all__ = ["check_alibi_recency", "check_rope_long_range_decay", "check_rope_relative", "check_rope_shift_invariance"]
@@ -108,21 +109,21 @@ def check_rope_relative(ctx: CheckContext, *, positions: str = "rope") -> Eviden
     S0 = _scores_at(X, W_Q, W_K, spec, 0)
     shifts = {t: float(np.max(np.abs(_scores_at(X, W_Q, W_K, spec, t) - S0))) for t in (1, 17, 1000)}
     tol = _TOL.atol + 1e3 * np.finfo(float).eps * 1000 * float(np.max(np.abs(S0)))  # angles up to ~1000 rad
-    numeric_ok = all(v <= tol for v in shifts.values())
+    facts = {f"{positions} scores depend on m − n only (symbolic)": symbolic_ok,
+             "float64 scores unchanged by a shift of every position": all(v <= tol for v in shifts.values())}
     g_error = None
     if positions == "rope":  # every score equals g(q_m, k_n, n − m)
         Q, K = X @ W_Q, X @ W_K
         g = np.array([[rope_relative_scores(Q[i], K[j], spec, [j - i])[0] for j in range(n)] for i in range(n)])
         g_error = float(np.max(np.abs(g * spec.scale_float - S0)))
-        numeric_ok = numeric_ok and g_error <= tol
-    holds = symbolic_ok and numeric_ok
+        facts["every float64 score = g(q_m, k_n, n − m)"] = g_error <= tol
     return Evidence(
         "rope-relative", RELATIVE_STATEMENT,
-        "holds" if holds else "fails",
+        verdict(facts),
         method=f"symbolic proof (symbolic m, n) + numeric check (float64, tolerance {tol:.1e})",
         summary=(f"{positions}: scores depend on m − n only: {'proved' if symbolic_ok else 'disproved'} "
                  f"symbolically; moving the tokens by t = 1, 17, 1000 changes scores by at most "
-                 f"{max(shifts.values()):.1e}"),
+                 f"{max(shifts.values()):.1e}" + failed_clause(facts)),
         conditions=("the positions enter through RoPE's rotations only (nothing added to X); with absolute sinusoids "
                     "added to X the scores depend on m and n separately",
                     "g also depends on the queries and keys themselves; the claim is about the position dependence"),
@@ -176,8 +177,9 @@ def check_rope_shift_invariance(ctx: CheckContext, *, positions: str = "rope") -
     A_perm = softmax(_scores_at(X[perm], W_Q, W_K, spec, 0), allowed=None)
     A_full = softmax(_scores_at(X, W_Q, W_K, spec, 0), allowed=None)
     perm_gap = float(np.max(np.abs(A_perm - A_full[perm][:, perm])))
-    numeric_ok = max_dA <= 1e-9 and graphs_same
-    holds = proof.holds and numeric_ok
+    facts = {f"{positions} scores at p + t = at p (symbolic t)": proof.holds,
+             "float64 causal weights unchanged by the offset": max_dA <= 1e-9,
+             "routing graphs identical under the offset": graphs_same}
     far = 250
 
     def figure():
@@ -190,12 +192,12 @@ def check_rope_shift_invariance(ctx: CheckContext, *, positions: str = "rope") -
         return plots.shift_figure(panels)
     return Evidence(
         "rope-shift-invariance", SHIFT_STATEMENT,
-        "holds-under-conditions" if holds else "fails",
+        verdict(facts, passing="holds-under-conditions"),
         method="symbolic proof (symbolic offset t) + numeric check (float64) + graph computation (routing graphs)",
         summary=(f"{positions} positions: scores at p + t equal scores at p for symbolic t: "
                  f"{'proved' if proof.holds else 'disproved'}; causal weights move by at most {max_dA:.1e} "
                  f"for t = 1, 5, 250; routing graphs {'identical' if graphs_same else 'differ'}; "
-                 f"permuting tokens changes the routing by {perm_gap:.2f} (no permutation symmetry)"),
+                 f"permuting tokens changes the routing by {perm_gap:.2f} (no permutation symmetry)" + failed_clause(facts)),
         conditions=("no absolute positions added to X: with sinusoids added the routing changes with the offset",
                     "the mask stays with the token indices (a causal window moved with the tokens)",
                     "equivariance under shifts of the whole sequence, not under permutations",
@@ -239,26 +241,28 @@ def check_rope_long_range_decay(ctx: CheckContext, *, subject: str = "bound") ->
     ratio = float(np.max(np.abs(s) / rope_abel_bound(q, k, spec, distance)))
     near, far_std = float(np.std(s[:, :8])), float(np.std(s[:, 192:]))
     same = rope_relative_scores(q, q, spec, distance).mean(axis=0) / DECAY_D
-    decays = at_zero_exact and far < 0.3 and ratio <= 1 + 1e-12
-    if subject == "bound":
-        verdict = "holds-under-conditions" if decays else "fails"
-    elif subject == "monotone":
-        verdict = "holds" if decays and increases == 0 else "fails"
-    else:  # random scores: their spread far away would have to be well below the spread nearby
-        verdict = "holds" if far_std < 0.5 * near else "fails"
+    if subject == "random-scores":  # their spread far away would have to be well below the spread nearby
+        facts = {"random scores spread less far away than nearby": far_std < 0.5 * near}
+    else:
+        facts = {"bound(0) = (d/2 + 1)/2": at_zero_exact, "far bound < 0.3 × bound(0)": far < 0.3,
+                 "|score| ≤ the Abel bound": ratio <= 1 + 1e-12}
+        if subject == "monotone":
+            facts["the bound never increases"] = increases == 0
 
     def figure():
         return plots.rope_decay_figure(d_k=DECAY_D, seed=ctx.seed, samples=500 if ctx.quick else 2000)
 
     return Evidence(
-        "rope-long-range-decay", DECAY_STATEMENT, verdict,
+        "rope-long-range-decay", DECAY_STATEMENT,
+        verdict(facts, passing="holds-under-conditions" if subject == "bound" else "holds"),
         method=f"numeric computation of the bound (float64) + Monte Carlo ({samples} random q, k)",
         summary=(f"bound(0) = {bound[0]:g} {'=' if at_zero_exact else '≠'} (d/2 + 1)/2 = {(DECAY_D / 2 + 1) / 2:g}; "
                  f"mean bound over |m − n| ∈ [192, 256] = {far:.2f} × bound(0); "
                  f"|score| {'≤' if ratio <= 1 + 1e-12 else 'exceeds the'} Abel bound "
                  f"{'for every sample' if ratio <= 1 + 1e-12 else 'for some samples'} (max ratio {ratio:.2f}); "
                  f"the bound rises again at "
-                 f"{increases} of 256 steps; std of random scores {near:.1f} near vs {far_std:.1f} far"),
+                 f"{increases} of 256 steps; std of random scores {near:.1f} near vs {far_std:.1f} far"
+                 + failed_clause(facts)),
         conditions=("only an upper bound: for independent random q, k the scores do not decay (their spread is the "
                     f"same near and far, {near:.1f} vs {far_std:.1f}); the mean of q·R(Δθ)q (key equal to the query) "
                     f"decays, to {same[-1]:.2f} of its value at 0",
@@ -337,15 +341,20 @@ def check_alibi_recency(ctx: CheckContext, *, cuts_off_far_tokens: bool = False)
     profile = weight_by_distance(A)  # (heads, n)
     decays = bool(np.all(profile[:, 0] > profile[:, n // 2]))
     far_weight = float(np.min(A[int(order[0])][np.tril(np.ones((n, n), dtype=bool))]))
-    holds = slopes_ok and exact_ok and ratio_ok and entropy_falls and reach == 1 and every_edge and decays
-    verdict = ("holds-under-conditions" if holds else "fails") if not cuts_off_far_tokens else \
-        ("holds" if reach > 1 or not every_edge else "fails")
+    if cuts_off_far_tokens:  # the false variant: far tokens would have to be cut off
+        facts = {"far tokens cut off (a path longer than 1, or a causal edge lost)": reach > 1 or not every_edge}
+    else:
+        facts = {"slopes = the ALiBi reference code's": slopes_ok, "bias −m_h (i − j) (exact)": exact_ok,
+                 "weights in the ratio e^(m_h) per step (exact)": ratio_ok,
+                 "steeper heads have lower entropy": entropy_falls, "every key one step away": reach == 1,
+                 "every causal edge kept": every_edge, "weight decays with distance": decays}
 
     def figure():
         return plots.alibi_bias_figure(heads=heads, n=n, weights=profile)
 
     return Evidence(
-        "alibi-recency", ALIBI_STATEMENT, verdict,
+        "alibi-recency", ALIBI_STATEMENT,
+        verdict(facts, passing="holds" if cuts_off_far_tokens else "holds-under-conditions"),
         method="symbolic proof (exact bias and weight ratios) + numeric check (float64) + graph computation",
         summary=(f"slopes against the ALiBi reference code for H = 1 … {head_counts[-1]}: largest |log₂ gap| "
                  f"{slope_gap:.1e}, in the layer's weights (H = {heads}) {used_gap:.1e}"
@@ -355,7 +364,7 @@ def check_alibi_recency(ctx: CheckContext, *, cuts_off_far_tokens: bool = False)
                  f"zero scores give weights in the ratio e^(m_h) per step{'' if ratio_ok else ' (NOT)'}; "
                  f"entropy drop {drop[order[0]]:.2f} nats for the steepest head, "
                  f"{drop[order[-1]]:.3f} for the shallowest (steeper head, lower entropy); longest shortest path "
-                 f"{reach} (every causal edge kept, smallest weight {far_weight:.1e})"),
+                 f"{reach} (every causal edge kept, smallest weight {far_weight:.1e})" + failed_clause(facts)),
         conditions=("causal layer (the paper's setting); ALiBi adds nothing to X and leaves values untouched",
                     "global-path-length: every key is still one step from every later query, but the edge "
                     "weights decay with distance, so far keys are reached weakly rather than not at all",

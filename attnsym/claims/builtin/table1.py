@@ -102,7 +102,8 @@ def check_table1_column(ctx: CheckContext, *, column: str = "path", claimed: Map
     conditions.append(f"{what} measured by networkx on the computation graphs for n = {ns[0]}…{ns[-1]} "
                       f"(kernel k = {k}, restriction r = {r}); growth decided over every candidate of Table 1 with its "
                       f"constant: {next(iter(measured.values())).rule}")
-    summary = "; ".join(f"{arch} {measured[arch].growth} ({values[arch][0]}→{values[arch][-1]})" for arch in claimed)
+    summary = ("; ".join(f"{arch} {measured[arch].growth} ({values[arch][0]}→{values[arch][-1]})" for arch in claimed)
+               + (f"; FAILED: {'; '.join(failures)}" if failures else ""))
 
     def figure():
         return plots.path_length_figure(ns, {row["arch"]: row["path_values"] for row in rows},
