@@ -131,7 +131,6 @@ LONG_CLAIM_FUNCTIONS_PENDING: tuple[str, ...] = (
     "attnsym/claims/builtin/multi_head.py:check_multi_head",
     "attnsym/claims/builtin/literature_structure.py:check_qk_norm_bound",
     "attnsym/claims/builtin/cost.py:check_kv_cache",
-    "attnsym/claims/builtin/positions.py:check_alibi_recency",
     "attnsym/claims/builtin/literature_structure.py:check_non_identifiable",
     "attnsym/claims/builtin/cost.py:check_quadratic_cost",
     "attnsym/claims/_registry.py:verify_all",

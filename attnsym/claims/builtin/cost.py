@@ -9,6 +9,8 @@ and :func:`attnsym.numeric.attention`.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import sympy as sp
 
@@ -97,7 +99,7 @@ def check_quadratic_cost(ctx: CheckContext, *, time_degree: tuple[int, int] = (2
     # the plain path must hold at least one n×n map at every n (a quadratic lower bound), its growth
     # must look like n^memory_degree, and the blockwise path must stay below one map and sub-quadratic
     lower_bound = all(m >= 8 * size**2 for m, size in zip(plain_mem, ns, strict=True))
-    measured = {
+    measured: dict[str, Any] = {
         "n": ns, "d": d_num, "block_size": block,
         "plain peak bytes (1 significant digit)": [_approx(b) for b in plain_mem],
         "blockwise peak bytes (1 significant digit)": [_approx(b) for b in lean_mem],

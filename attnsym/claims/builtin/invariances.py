@@ -9,6 +9,8 @@ the numeric side is :func:`attnsym.numeric.attention_vjp` and central difference
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import sympy as sp
 
@@ -43,7 +45,7 @@ def check_key_bias_invariance(ctx: CheckContext, *, claimed_zero: str = "b_K") -
     table = []
     for spec in family:
         allowed = [[(not spec.causal) or j <= i for j in range(spec.n)] for i in range(spec.n)]
-        row = {"spec": spec.describe()}
+        row: dict[str, Any] = {"spec": spec.describe()}
         for which in ("b_K", "b_Q"):
             derivs = bias_score_derivatives(spec, which)
             row[f"∂S/∂{which} row-constant"] = all(rows_constant(D, allowed) for head in derivs for D in head)

@@ -11,28 +11,24 @@ in :mod:`attnsym.plots.rope_alibi` call the same experiments.
 
 from __future__ import annotations
 
-import math
+from functools import partial
 
-import networkx as nx
 import numpy as np
 import sympy as sp
 
 from ... import plots
 from ..._checks import one_of
 from ...errors import SpecError
-from ...graphs import routing_graph, row_entropy
+from ...graphs import routing_graph
 from ...numeric import alibi_slopes, apply_rope, scores, sinusoidal_positions, softmax
 from ...numeric.paper_formulas import alibi_paper_slopes
 from ...numeric.position_experiments import (
-    alibi_weights,
     rope_abel_bound,
     rope_decay_bound,
     rope_relative_scores,
-    weight_by_distance,
 )
-from ...spec import DEFAULT_POSITION_BASE, AttentionSpec, alibi_slope_exponents
-from ...symbolic.operations import row_softmax
-from ...symbolic.positions import alibi_bias as exact_alibi_bias
+from ...spec import DEFAULT_POSITION_BASE, AttentionSpec
+from ...studies import alibi as alibi_study
 from ...symbolic.rope_proofs import prove_rope_relative, prove_shift_invariance
 from ...testing import TOLERANCES
 from .._evidence import CheckContext, Evidence, tex
@@ -288,104 +284,65 @@ ALIBI_STATEMENT = statement("alibi-recency")
 
 
 def check_alibi_recency(ctx: CheckContext, *, cuts_off_far_tokens: bool = False) -> Evidence:
-    """Check ALiBi's recency bias: the bias matrices, their effect on entropy, and on path lengths.
+    """Check ALiBi's recency bias (:func:`attnsym.studies.alibi.study`): the bias, its effect on entropy and on paths.
 
     The bias is ``−m_h (i − j)`` exactly; zero scores give weights in the ratio ``e^{m_h}``
     per step; random scores lose entropy, more for steeper heads; the routing graph still has
     every causal edge (path length 1) with weights decaying in distance.
     ``cuts_off_far_tokens=True`` is the false variant "ALiBi makes far tokens unreachable".
     """
-    rng = ctx.rng("alibi-recency")
-    heads = 6 if ctx.quick else 8
-    small = AttentionSpec(n=4, d_model=heads, heads=heads, positions="alibi", causal=True)
-    exact_ok = all(exact_alibi_bias(small, h)[i, j] == -sp.Integer(2) ** -sp.Rational(e) * (i - j)
-                   for h, e in enumerate(small.alibi_slope_exponents) for i in range(4) for j in range(i + 1))
-    # zero scores: consecutive weights of a row in the ratio exp(m_h), exactly
-
-    B0 = exact_alibi_bias(small, 0)
-    A_exact = row_softmax(B0, allowed=small.allowed)
-    m0 = sp.Integer(2) ** -sp.Rational(small.alibi_slope_exponents[0])
-    ratio_ok = all(sp.simplify(A_exact[3, j + 1] / A_exact[3, j] - sp.exp(m0)) == 0 for j in range(3))
-    # the slopes against the paper's own code, transcribed apart (numeric.paper_formulas): the spec's rule, the
-    # numeric slopes and the bias the layer really adds (zero scores: log of consecutive weights = m_h)
-    head_counts = range(1, 17) if ctx.quick else range(1, 65)
-    slope_gap = max(max(abs(math.log2(float(2.0 ** -float(e))) - math.log2(m))
-                        for e, m in zip(alibi_slope_exponents(H), alibi_paper_slopes(H), strict=True))
-                    for H in head_counts)
-    slope_gap = max(slope_gap, max(float(np.max(np.abs(np.log2(np.asarray(alibi_slopes(H)))
-                                                       - np.log2(alibi_paper_slopes(H))))) for H in head_counts))
-    zero_spec = AttentionSpec(n=4, d_model=heads, heads=heads, positions="alibi", causal=True)
-    A_zero = alibi_weights(np.zeros((1, heads, 4, 1)), np.zeros((1, heads, 4, 1)), zero_spec)[0]  # (heads, 4, 4)
-    used = np.log(A_zero[:, 3, 3] / A_zero[:, 3, 2])  # (heads,)
-    used_gap = float(np.max(np.abs(np.log2(used) - np.log2(alibi_paper_slopes(heads)))))
-    slopes_ok = slope_gap <= 1e-9 and used_gap <= 1e-9
-    n, d_k, batch = (32, 8, 8) if ctx.quick else (128, 16, 16)
-    spec = AttentionSpec(n=n, d_model=heads * d_k, heads=heads, positions="alibi", causal=True)
-    Q, K = rng.standard_normal((2, batch, heads, n, d_k))
-    A_all = alibi_weights(Q, K, spec)  # (batch, heads, n, n)
-    A_plain = softmax(scores(Q, K, spec.scale_float), allowed=spec.allowed_array())
-
-    def late_entropy(W):  # mean over the later half of the queries (they see many keys) and the batch
-        return row_entropy(W.reshape(-1, n)).reshape(batch, heads, n)[:, :, n // 2:].mean(axis=(0, 2))
-
-    H, H_plain = late_entropy(A_all), late_entropy(A_plain)
-    drop = H_plain - H  # (heads,)
-    slopes = np.asarray(alibi_slopes(heads))
-    order = np.argsort(-slopes)  # steepest first
-    entropy_falls = bool(drop[order[0]] > 0.5 and np.all(drop > -0.02) and np.all(np.diff(drop[order]) <= 0.02))
-    A = A_all[0]
-    G = routing_graph(A[int(order[0])])  # the steepest head
-    lengths = dict(nx.all_pairs_shortest_path_length(G))
-    reach = max(lengths[j][i] for i in range(n) for j in range(i + 1))
-    every_edge = all(G.has_edge(j, i) for i in range(n) for j in range(i + 1))
-    profile = weight_by_distance(A)  # (heads, n)
-    decays = bool(np.all(profile[:, 0] > profile[:, n // 2]))
-    far_weight = float(np.min(A[int(order[0])][np.tril(np.ones((n, n), dtype=bool))]))
+    r = alibi_study.study(partial(ctx.rng, "alibi-recency"), quick=ctx.quick)
+    drop, order, heads = r.drop, r.order, r.sizes.heads
     if cuts_off_far_tokens:  # the false variant: far tokens would have to be cut off
-        facts = {"far tokens cut off (a path longer than 1, or a causal edge lost)": reach > 1 or not every_edge}
+        facts = {"far tokens cut off (a path longer than 1, or a causal edge lost)": r.reach > 1 or not r.every_edge}
     else:
-        facts = {"slopes = the ALiBi reference code's": slopes_ok, "bias −m_h (i − j) (exact)": exact_ok,
-                 "weights in the ratio e^(m_h) per step (exact)": ratio_ok,
-                 "steeper heads have lower entropy": entropy_falls, "every key one step away": reach == 1,
-                 "every causal edge kept": every_edge, "weight decays with distance": decays}
-
-    def figure():
-        return plots.alibi_bias_figure(heads=heads, n=n, weights=profile)
-
+        facts = {"slopes = the ALiBi reference code's": r.slope_gap <= 1e-9 and r.used_gap <= 1e-9,
+                 "bias −m_h (i − j) (exact)": r.bias_exact, "weights in the ratio e^(m_h) per step (exact)": r.ratio_exact,
+                 "steeper heads have lower entropy": bool(drop[order[0]] > 0.5 and np.all(drop > -0.02)
+                                                          and np.all(np.diff(drop[order]) <= 0.02)),
+                 "every key one step away": r.reach == 1, "every causal edge kept": r.every_edge,
+                 "weight decays with distance": bool(np.all(r.profile[:, 0] > r.profile[:, r.sizes.n // 2]))}
     return Evidence(
         "alibi-recency", ALIBI_STATEMENT,
         verdict(facts, passing="holds" if cuts_off_far_tokens else "holds-under-conditions"),
         method="symbolic proof (exact bias and weight ratios) + numeric check (float64) + graph computation",
-        summary=(f"slopes against the ALiBi reference code for H = 1 … {head_counts[-1]}: largest |log₂ gap| "
-                 f"{slope_gap:.1e}, in the layer's weights (H = {heads}) {used_gap:.1e}"
-                 f"{'' if slopes_ok else ' — the slopes are NOT those of the paper'}; "
-                 f"{heads} heads, slopes 2^-{min(small.alibi_slope_exponents)} … "
-                 f"2^-{max(small.alibi_slope_exponents)}: bias −m_h (i − j) {'exact' if exact_ok else 'NOT exact'}; "
-                 f"zero scores give weights in the ratio e^(m_h) per step{'' if ratio_ok else ' (NOT)'}; "
-                 f"entropy drop {drop[order[0]]:.2f} nats for the steepest head, "
+        summary=(f"slopes against the ALiBi reference code for H = 1 … {r.sizes.head_counts[-1]}: largest |log₂ gap| "
+                 f"{r.slope_gap:.1e}, in the layer's weights (H = {heads}) {r.used_gap:.1e}; {heads} heads, slopes "
+                 f"2^-{min(r.exponents)} … 2^-{max(r.exponents)}: bias −m_h (i − j) "
+                 f"{'exact' if r.bias_exact else 'NOT exact'}; zero scores give weights in the ratio e^(m_h) per step"
+                 f"{'' if r.ratio_exact else ' (NOT)'}; entropy drop {drop[order[0]]:.2f} nats for the steepest head, "
                  f"{drop[order[-1]]:.3f} for the shallowest (steeper head, lower entropy); longest shortest path "
-                 f"{reach} (every causal edge kept, smallest weight {far_weight:.1e})" + failed_clause(facts)),
-        conditions=("causal layer (the paper's setting); ALiBi adds nothing to X and leaves values untouched",
-                    "global-path-length: every key is still one step from every later query, but the edge "
-                    "weights decay with distance, so far keys are reached weakly rather than not at all",
-                    "the entropy drop is measured for random queries and keys (scores of spread ~1); large learned "
-                    "scores can override the bias, and the shallowest heads (m = 2^-8 over a short sequence) barely "
-                    "change the weights"),
-        details={"slopes": [float(s) for s in slopes], "slopes of the reference code": alibi_paper_slopes(heads),
-                 "largest |log2 slope − log2 reference| (H = 1 … 16 or 64)": slope_gap,
-                 "largest |log2 slope in the weights − log2 reference|": used_gap,
-                 "mean row entropy with ALiBi (per head)": [float(h) for h in H],
-                 "mean row entropy without (per head)": [float(h) for h in H_plain],
-                 "entropy drop (per head)": [float(x) for x in drop], "longest shortest path": reach,
-                 "mean weight at distance 0 and n/2 (per head)": [[float(profile[h, 0]), float(profile[h, n // 2])]
-                                                                  for h in range(heads)],
-                 "see also": ["global-path-length"]},
+                 f"{r.reach} (every causal edge kept, smallest weight {r.far_weight:.1e})" + failed_clause(facts)),
+        conditions=ALIBI_CONDITIONS,
+        details=_alibi_details(r),
         equations=(("bias of head h", sp.Eq(tex(r"B^{(h)}_{ij}"), tex(r"-m_h\,(i - j),\ j \le i"), evaluate=False)),
-                   ("head 1, n = 4 (exact)", sp.Eq(tex("B^{(1)}"), B0, evaluate=False)),
-                   ("zero scores: weights of the last query", sp.Eq(tex(r"A^{(1)}_{4,\cdot}"), A_exact[3, :],
+                   ("head 1, n = 4 (exact)", sp.Eq(tex("B^{(1)}"), r.bias, evaluate=False)),
+                   ("zero scores: weights of the last query", sp.Eq(tex(r"A^{(1)}_{4,\cdot}"), r.last_row,
                                                                    evaluate=False))),
-        figures={"bias": figure},
+        figures={"bias": partial(plots.alibi_bias_figure, heads=heads, n=r.sizes.n, weights=r.profile)},
     )
+
+
+ALIBI_CONDITIONS = (
+    "causal layer (the paper's setting); ALiBi adds nothing to X and leaves values untouched",
+    "global-path-length: every key is still one step from every later query, but the edge "
+    "weights decay with distance, so far keys are reached weakly rather than not at all",
+    "the entropy drop is measured for random queries and keys (scores of spread ~1); large learned "
+    "scores can override the bias, and the shallowest heads (m = 2^-8 over a short sequence) barely "
+    "change the weights")
+
+
+def _alibi_details(r: alibi_study.AlibiResult) -> dict:
+    n = r.sizes.n
+    return {"slopes": [float(s) for s in r.slopes], "slopes of the reference code": alibi_paper_slopes(r.sizes.heads),
+            "largest |log2 slope − log2 reference| (H = 1 … 16 or 64)": r.slope_gap,
+            "largest |log2 slope in the weights − log2 reference|": r.used_gap,
+            "mean row entropy with ALiBi (per head)": [float(h) for h in r.entropy],
+            "mean row entropy without (per head)": [float(h) for h in r.entropy_plain],
+            "entropy drop (per head)": [float(x) for x in r.drop], "longest shortest path": r.reach,
+            "mean weight at distance 0 and n/2 (per head)": [[float(r.profile[h, 0]), float(r.profile[h, n // 2])]
+                                                             for h in range(r.sizes.heads)],
+            "see also": ["global-path-length"]}
 
 
 #: the claims of this module, for the registry (:mod:`attnsym.claims.builtin` lists the modules)

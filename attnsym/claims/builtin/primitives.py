@@ -162,10 +162,10 @@ def check_sinusoidal_positions(ctx: CheckContext, *, claimed_ratio=None) -> Evid
         rot_err = max(rot_err, float(np.max(np.abs(pred - P[shift:]))))
     # positions up to 512: angles up to 512 rad, so the rounding of sin/cos arguments sets the tolerance
     rot_tol = 1e3 * np.finfo(float).eps * n_num
-    facts = {"geometric frequencies (exact)": geometric, "symbolic matrix = the definition": matches_definition,
+    facts = {"geometric frequencies (exact)": bool(geometric), "symbolic matrix = the definition": matches_definition,
              "bounded in [−1, 1] (exact)": bounded_exact, "PE(p + k) = R_k PE(p) (symbolic p, k)": rotation_proved,
              "R_k free of p": independent_of_p, "R_k orthogonal": orthogonal, "every pair rotates (stacked)": stacked_ok,
-             "float64 |PE| ≤ 1": float(np.max(np.abs(P))) <= 1.0, "float64 rotation within tolerance": rot_err <= rot_tol,
+             "float64 |PE| ≤ 1": float(np.max(np.abs(P))) <= 1.0, "float64 rotation": bool(rot_err <= rot_tol),
              "numeric twin = symbolic": twin_err <= tol.atol + tol.rtol}
     equations = (
         ("even columns", sp.Eq(tex(r"PE_{p, 2i}"), sp.sin(p / sp.Symbol("b") ** (2 * sp.Symbol("i") / sp.Symbol("d"))),

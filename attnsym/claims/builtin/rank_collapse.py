@@ -9,6 +9,8 @@ fixed point is built with :func:`attnsym.symbolic.attention`; the figure in
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import sympy as sp
 
@@ -48,12 +50,13 @@ def check_rank_collapse(ctx: CheckContext, *, collapses: dict[str, bool] | None 
     seeds = 5 if ctx.quick else 20
     depth = 8 if ctx.quick else 12
     n, d = 16, 8
-    runs = {arch: [] for arch in ARCHITECTURES}
+    runs: dict[str, list[Any]] = {arch: [] for arch in ARCHITECTURES}
     for s in range(seeds):
         X0 = ctx.rng("rank-collapse", "X", s).standard_normal((n, d))
         for arch in ARCHITECTURES:
             runs[arch].append(collapse_run(arch, X0, depth, ctx.rng("rank-collapse", arch, s)))
-    rows, measured = [], {}
+    rows: list[dict[str, Any]] = []
+    measured: dict[str, bool] = {}
     for arch, rs in runs.items():
         R = np.array([r.relative_residual for r in rs])  # (seeds, depth + 1)
         final = R[:, -1]
