@@ -129,7 +129,6 @@ def test_claims_and_plots_draw_their_experiments_from_studies(graph):
 #: (#36); delete an entry when its function is short: the test fails on a stale entry too
 LONG_CLAIM_FUNCTIONS_PENDING: tuple[str, ...] = (
     "attnsym/claims/builtin/multi_head.py:check_multi_head",
-    "attnsym/claims/builtin/literature_structure.py:check_qk_norm_bound",
     "attnsym/claims/builtin/cost.py:check_kv_cache",
     "attnsym/claims/builtin/literature_structure.py:check_non_identifiable",
     "attnsym/claims/builtin/cost.py:check_quadratic_cost",
