@@ -25,6 +25,7 @@ module                                     question
                                            (``alibi-recency``)
 :mod:`attnsym.studies.variance`            what are the moments of q·k, and of real scores?
                                            (``variance-scaling``)
+:mod:`attnsym.studies.qk_norm`             what does QK-norm bound? (``qk-norm-bound``)
 :mod:`attnsym.studies.lipschitz`           is dot-product attention Lipschitz? (``not-lipschitz``)
 :mod:`attnsym.studies.window`              which keys does a sliding window admit, per
                                            convention? (``window-banded-mask``)
