@@ -58,8 +58,6 @@ LAYERS: tuple[Layer, ...] = (
 
 #: upward arrows that are deliberate: (importing module, imported module) -> why
 UPWARD_ALLOWED: dict[tuple[str, str], str] = {
-    ("attnsym.graphs", "attnsym.plots.routing"):
-        "attnsym.graphs.draw_routing/draw_contrast stay importable where they were public (PEP 562 alias)",
     ("attnsym.models.contrast", "attnsym.plots.models"):
         "TokenContrast.figure(), the models API's drawing shortcut, delegates to plots",
     ("attnsym.numeric.saturation", "attnsym.studies.intervals"):
