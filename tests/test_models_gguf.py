@@ -389,6 +389,7 @@ def test_smollm2_plan(smol):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # transformers builds its GGUF model and tokenizer in Python: minutes on a busy 2-core machine
 def test_smollm2_tokenizer_ids_equal_transformers(smol, smol_tokenizer):
     m, _ = smol
     tok = smol_tokenizer
@@ -403,6 +404,7 @@ def test_smollm2_tokenizer_ids_equal_transformers(smol, smol_tokenizer):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # transformers builds its GGUF model and tokenizer in Python: minutes on a busy 2-core machine
 def test_smollm2_attention_matches_transformers_gguf_loader(smol, smol_reference):
     m, _ = smol
     ref = smol_reference
