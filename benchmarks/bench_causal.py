@@ -72,13 +72,21 @@ def text_of(model, n: int = N_TOKENS) -> str:
     return text
 
 
-def _side(name: str):
-    """``(call, info)`` of one side, set up in this process."""
+def inputs() -> tuple[str, list[int]]:
+    """The text of :data:`N_TOKENS` tokens and its ids (attnsym's tokenizer of the file), made once by the parent."""
     from attnsym import models
 
     m = models.load(MODEL)
     text = text_of(m)
+    return text, [int(i) for i in m.encode([text])[0].ids]
+
+
+def _side(name: str, text: str, token_ids: list[int]):
+    """``(call, info)`` of one side, set up in this process."""
     if name == "route":
+        from attnsym import models
+
+        m = models.load(MODEL)
         return (lambda: m.route(text)), {}
     import torch
     import transformers
@@ -86,7 +94,7 @@ def _side(name: str):
     file = gguf_file()
     hf = transformers.AutoModelForCausalLM.from_pretrained(str(file.parent), gguf_file=file.name,
                                                            attn_implementation="eager", dtype=torch.float32).eval()
-    ids = torch.as_tensor(m.route(text).ids[None])
+    ids = torch.as_tensor([token_ids])
 
     def reference():
         with torch.inference_mode():
@@ -95,12 +103,13 @@ def _side(name: str):
     return reference, {"torch": torch.__version__, "transformers": transformers.__version__}
 
 
-def worker(name: str, threads: int, calls: int) -> dict:
-    """Time one side in this process at ``threads`` threads."""
+def worker(name: str, threads: int, calls: int, given: str) -> dict:
+    """Time one side in this process at ``threads`` threads (``given``: a JSON file of the text and its ids)."""
     from threadpoolctl import threadpool_limits
 
     out: dict = {"side": name, "threads": threads, "load_before": load_average()[0]}
-    fn, info = _side(name)
+    text, token_ids = json.loads(Path(given).read_text())
+    fn, info = _side(name, text, token_ids)
     if name == "reference":
         import torch
 
@@ -119,14 +128,15 @@ def worker(name: str, threads: int, calls: int) -> dict:
     return out
 
 
-def profile(calls: int, top: int = 12) -> dict:
+def profile(calls: int, given: str, top: int = 12) -> dict:
     """Where route(text) spends its time at one thread: cProfile (CPU time), by own time."""
     import cProfile
     import pstats
 
     from threadpoolctl import threadpool_limits
 
-    fn, _ = _side("route")
+    text, token_ids = json.loads(Path(given).read_text())
+    fn, _ = _side("route", text, token_ids)
     with threadpool_limits(limits=1):
         fn()
         prof = cProfile.Profile(timer=time.process_time)
@@ -149,17 +159,22 @@ def _child(*args: str) -> dict:
 
 
 def run(rounds: int, calls: int, threads: list[int]) -> dict:
+    import tempfile
+
     raw: dict = {"runs": [], "load": [load_average()[0]]}
-    for t in threads:
-        for r in range(rounds):
-            order = list(SIDES) if r % 2 == 0 else list(SIDES)[::-1]
-            for side in order:
-                raw["runs"].append(_child("--worker", side, str(t), str(calls)))
-                raw["load"].append(raw["runs"][-1]["load_after"])
-    raw["ratios"] = {t: statistics.median(_walls(raw, "route", t)) / statistics.median(_walls(raw, "reference", t))
-                     for t in threads}
-    if any(v > GOAL for v in raw["ratios"].values()):
-        raw["profile"] = _child("--profile", str(calls))
+    with tempfile.TemporaryDirectory() as tmp:
+        given = str(Path(tmp) / "inputs.json")
+        Path(given).write_text(json.dumps(inputs()))
+        for t in threads:
+            for r in range(rounds):
+                order = list(SIDES) if r % 2 == 0 else list(SIDES)[::-1]
+                for side in order:
+                    raw["runs"].append(_child("--worker", side, str(t), str(calls), given))
+                    raw["load"].append(raw["runs"][-1]["load_after"])
+        raw["ratios"] = {t: statistics.median(_walls(raw, "route", t)) / statistics.median(_walls(raw, "reference", t))
+                         for t in threads}
+        if any(v > GOAL for v in raw["ratios"].values()):
+            raw["profile"] = _child("--profile", str(calls), given)
     return raw
 
 
@@ -180,7 +195,8 @@ def render(raw: dict) -> str:
              "`route(text)` (tokenization, every attention probability, score and hidden state kept, the last "
              "position's logits) against transformers' GGUF model, eager attention, `output_attentions=True`, "
              "`output_hidden_states=True` (logits of every position). Each side in its own worker process, rounds "
-             f"alternating the order; goal ≤ {GOAL}× at 1 and 2 threads.", "",
+             f"alternating the order ({raw.get('setting', '')} per side and thread setting); goal ≤ {GOAL}× at 1 "
+             "and 2 threads.", "",
              environment_report(),
              f"- torch {ref.get('torch')}, transformers {ref.get('transformers')}",
              f"- load average (1 min) during the run: {min(raw['load']):.1f}–{max(raw['load']):.1f}; the machine was "
@@ -205,18 +221,21 @@ def render(raw: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--worker", nargs=3, metavar=("SIDE", "THREADS", "CALLS"))
-    parser.add_argument("--profile", metavar="CALLS")
+    parser.add_argument("--worker", nargs=4, metavar=("SIDE", "THREADS", "CALLS", "INPUTS"))
+    parser.add_argument("--profile", nargs=2, metavar=("CALLS", "INPUTS"))
     parser.add_argument("--quick", action="store_true", help="fewer calls; print, do not write the docs page")
+    parser.add_argument("--rounds", type=int, default=2, help="rounds per thread setting (default 2)")
+    parser.add_argument("--calls", type=int, default=5, help="timed calls per worker (default 5)")
     args = parser.parse_args(argv)
     if args.worker:
-        side, threads, calls = args.worker
-        print(json.dumps(worker(side, int(threads), int(calls))))
+        side, threads, calls, given = args.worker
+        print(json.dumps(worker(side, int(threads), int(calls), given)))
         return 0
     if args.profile:
-        print(json.dumps(profile(int(args.profile))))
+        print(json.dumps(profile(int(args.profile[0]), args.profile[1])))
         return 0
-    raw = run(rounds=1 if args.quick else 2, calls=3 if args.quick else 8, threads=[1, 2])
+    raw = run(rounds=1 if args.quick else args.rounds, calls=3 if args.quick else args.calls, threads=[1, 2])
+    raw["setting"] = f"{1 if args.quick else args.rounds} round(s) of {3 if args.quick else args.calls} timed calls"
     markdown = render(raw)
     print(markdown)
     if not args.quick:

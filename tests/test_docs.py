@@ -12,7 +12,7 @@ import pytest
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 PAGES = ["getting-started.md", "how-to/verify.md", "how-to/figures.md", "how-to/backends.md", "how-to/head-classes.md",
          "how-to/tables.md", "how-to/open-a-model-folder.md",
-         "how-to/notebook.md"]
+         "how-to/notebook.md", "how-to/next-token.md"]
 
 
 def _python_blocks(page: str) -> list[str]:
@@ -42,6 +42,9 @@ def test_python_blocks_run_in_order(page, tmp_path, monkeypatch):
             del CLAIMS[claim_id]
     if page == "how-to/verify.md":
         assert namespace["evidence"].verdict == "holds"
+    if page == "how-to/next-token.md":  # what the page says the model answers
+        assert namespace["top"][0][0] == " Paris" and namespace["g"].text == " Paris.\n\nThe"
+        assert namespace["lens"].first_top == "layer 30"
 
 
 def test_how_to_pages_include_the_tested_examples():

