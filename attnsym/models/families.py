@@ -10,8 +10,9 @@ Both ways configs write RoPE are read: ``rope_theta`` + ``rope_scaling`` (checkp
 by transformers 4) and ``rope_parameters`` (transformers 5, which holds ``rope_theta`` and
 ``rope_type`` together).
 
->>> sorted(FAMILIES)
-['bert', 'bloom', 'gemma2', 'gpt2', 'gpt_neox', 'llama', 'mistral', 'qwen2', 'qwen3']
+>>> sorted(FAMILIES)  # doctest: +NORMALIZE_WHITESPACE
+['bert', 'bloom', 'gemma2', 'gemma3_text', 'gpt2', 'gpt_neox', 'gpt_oss', 'llama', 'mistral', 'olmo2', 'phi3',
+ 'qwen2', 'qwen3', 'smollm3']
 """
 
 from __future__ import annotations
@@ -27,36 +28,12 @@ from ..errors import SpecError
 from ..spec import AttentionSpec
 from .config import ACTIVATIONS, PLANNERS, _activation, _eps, _flag, _get, _positive, _refuse, _token_id
 from .errors import ModelError
+from .families_2026 import FAMILIES_2026, NAME_MAPS_2026, OPTIONS_2026, QKV_2026
 from .plan import Block, Layout, ModelPlan, Norm
+from .schedule import _rope
 
 __all__ = ["FAMILIES", "LAYOUTS", "NAME_MAPS", "OPTIONS", "TENSOR_NAMES", "describe_model", "families_table",
            "gpt2_scale", "layer_spec", "read_plan"]
-
-
-def _rope(raw: dict[str, Any], path: Path) -> tuple[int | float, dict[str, Any] | None]:
-    """``(rope_theta, rope_scaling or None)`` from either spelling of the config."""
-    params = raw.get("rope_parameters")
-    scaling = raw.get("rope_scaling")
-    theta = raw.get("rope_theta")
-    if isinstance(params, dict):
-        theta = params.get("rope_theta", theta)
-        scaling = {k: v for k, v in params.items() if k != "rope_theta"}
-    if theta is None:
-        theta = 10000.0
-    if isinstance(theta, bool) or not isinstance(theta, (int, float)):
-        raise ModelError(f"{path}: 'rope_theta' must be a number (got {theta!r})")
-    if scaling is not None:
-        if not isinstance(scaling, dict):
-            raise ModelError(f"{path}: 'rope_scaling' must be a JSON object (got {scaling!r})")
-        kind = scaling.get("rope_type", scaling.get("type", "default"))
-        if kind == "default":
-            scaling = None
-        elif kind not in ("linear", "llama3"):
-            _refuse(path, "rope_scaling.rope_type", kind, "attnsym implements 'default', 'linear' and 'llama3'")
-        else:
-            scaling = {k: v for k, v in scaling.items() if k in ("rope_type", "type", "factor", "low_freq_factor",
-                                                                   "high_freq_factor", "original_max_position_embeddings")}
-    return theta, scaling
 
 
 def _windows(raw: dict[str, Any], path: Path, layers: int, family: str) -> list[int | None]:
@@ -284,6 +261,7 @@ FAMILIES: dict[str, Callable[[dict[str, Any], Path], ModelPlan]] = {
     "gemma2": _gemma2,
     "gpt_neox": _gpt_neox,
     "bloom": _bloom,
+    **FAMILIES_2026,
 }
 #: ``model_type`` -> what the family is and the options read from ``config.json`` (the docs' table)
 OPTIONS: dict[str, tuple[str, str]] = {
@@ -313,6 +291,7 @@ OPTIONS: dict[str, tuple[str, str]] = {
                  "layer_norm_eps"),
     "bloom": ("BLOOM: ALiBi (the spec's slopes), LayerNorm on the embedding, fused per-head q|k|v, tanh-GELU MLP",
               "n_embed / hidden_size, n_layer, n_head, layer_norm_epsilon, seq_length (the longest text)"),
+    **OPTIONS_2026,
 }
 
 #: tensor names of a LLaMA-layout block (``{i}`` the layer) and of the model, after the prefix ``model.``
@@ -379,6 +358,7 @@ LAYOUTS: dict[str, Layout] = {
                                                                             "gemma2")},
     "gpt_neox": Layout(("gpt_neox.",), NAME_MAPS["gpt_neox"], qkv="per_head"),
     "bloom": Layout(("transformer.",), NAME_MAPS["bloom"], qkv="per_head"),
+    **{k: Layout(("model.",), TENSOR_NAMES | names, qkv=QKV_2026.get(k, "separate")) for k, names in NAME_MAPS_2026.items()},
 }
 
 

@@ -56,7 +56,16 @@ from ..numeric import array_namespace, gelu, gelu_tanh
 from ..numeric._inputs import dtype_name
 from ..numeric.activations import GELU_TANH_CUBIC
 from ..numeric.binding import window_band
-from ..numeric.layer import BoundLayer, block_scores, expand_kv, head_rows, merge_heads, safe_divide, shifted_exp
+from ..numeric.layer import (
+    BoundLayer,
+    block_scores,
+    expand_kv,
+    head_rows,
+    merge_heads,
+    safe_divide,
+    shifted_exp,
+    sink_softmax,
+)
 from . import _fused
 from ._erf import ERF_P as _ERF_P
 from ._erf import ERF_Q as _ERF_Q
@@ -346,12 +355,39 @@ def _attention(xp, ops, spec, Q, K, V, gains: dict, allowed, positions, dtype: s
     Kh = head_rows(layer, gains, K, "K")  # (B, H, n, d_k), each key head repeated for its query heads
     Vh = expand_kv(xp, xp.permute_dims(xp.reshape(V, (B, n, spec.kv_heads, spec.d_v)), (0, 2, 1, 3)), spec.kv_group)
     S = block_scores(layer, Qh * layer.scale, Kh, 0, n, 0, n)  # (B, H, n, n), -inf where not allowed
-    A = ops.softmax(xp, S)
+    if spec.sink:  # the sink's logit in each row's denominator: rows of A sum to 1 − π, kept so
+        A = sink_softmax(xp, S, gains["s_sink"])[0]
+    else:
+        A = ops.softmax(xp, S)
     return S, A, merge_heads(xp, xp.matmul(A, Vh))  # Z: (B, n, H·d_v)
+
+
+def _experts(xp, block, lw, h):
+    """A mixture of experts on ``h`` (B, n, d) (:class:`~attnsym.models.plan.Experts`): each token's ``top_k``
+    experts by router logit, softmax weights over those, each expert run on the rows that chose it (a gather)."""
+    e = block.experts
+    rows = xp.reshape(h, (-1, int(h.shape[-1])))  # (T, d)
+    logits = xp.matmul(rows, lw.W_router) + lw.b_router  # (T, E)
+    chosen = np.argsort(-np.asarray(logits), axis=-1, kind="stable")[:, :e.top_k]  # (T, k), largest first
+    top = np.take_along_axis(np.asarray(logits), chosen, axis=-1)  # (T, k)
+    weights = np.exp(top - top[:, :1])
+    weights /= weights.sum(axis=-1, keepdims=True)
+    out = xp.zeros_like(rows)
+    for expert in np.unique(chosen):
+        token, slot = np.nonzero(chosen == expert)
+        x = rows[token]  # (t, d)
+        gate = xp.minimum(xp.matmul(x, lw.W_experts_gate[expert]) + lw.b_experts_gate[expert], e.limit)
+        up = xp.clip(xp.matmul(x, lw.W_experts_up[expert]) + lw.b_experts_up[expert], -e.limit, e.limit)
+        glu = gate * (1.0 / (1.0 + xp.exp(-e.alpha * gate)))
+        y = xp.matmul((up + 1.0) * glu, lw.W_experts_down[expert]) + lw.b_experts_down[expert]  # (t, d)
+        np.add.at(out, token, y * weights[token, slot][:, None])
+    return xp.reshape(out, h.shape)
 
 
 def _mlp(xp, ops, block, lw, h):
     """The MLP of ``block`` on ``h`` without its last bias (``b_down``, added with the residual)."""
+    if block.experts is not None:
+        return _experts(xp, block, lw, h)
     if block.mlp == "gated":
         gate = _activation(xp, block.activation, xp.matmul(h, lw.W_gate))
         return xp.matmul(gate * xp.matmul(h, lw.W_up), lw.W_down)
@@ -361,12 +397,14 @@ def _mlp(xp, ops, block, lw, h):
 def _block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict):
     """One block on ``x`` ``(B, n, d)``: its output and the attention's ``S``, ``A``."""
     pre = block.placement == "pre"
+    if block.placement == "output":  # OLMo 2: x + N(Attn(x)), then x' + N(MLP(x'))
+        return _output_normed_block(xp, ops, block, lw, x, allowed, positions, dtype, cache)
     h = ops.norm(xp, x, block.norm, lw.attn_norm, lw.attn_norm_bias) if pre else x
     P = _linear(xp, h, lw.W_QKV, lw.b_QKV)  # (B, n, q + 2 kv): one product for Q, K and V
     q, kv = int(lw.W_Q.shape[1]), int(lw.W_K.shape[1])
     Q, K, V = P[..., :q], P[..., q:q + kv], P[..., q + kv:]
-    S, A, Z = _attention(xp, ops, block.attention, Q, K, V, {"g_Q": lw.g_Q, "g_K": lw.g_K}, allowed, positions, dtype,
-                         cache)
+    S, A, Z = _attention(xp, ops, block.attention, Q, K, V, {"g_Q": lw.g_Q, "g_K": lw.g_K, "s_sink": lw.s_sink},
+                         allowed, positions, dtype, cache)
     y, b_O = xp.matmul(Z, lw.W_O), lw.b_O
     if block.post_norms:  # Gemma 2: the attention's output normed before its residual sum
         y, b_O = rms_norm(_plus(y, b_O), lw.post_attn_norm, block.norm.eps, block.norm.offset), None
@@ -382,6 +420,16 @@ def _block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict):
     if block.post_norms:
         f = rms_norm(f, lw.post_mlp_norm, block.norm.eps, block.norm.offset)
     return f + mid, S, A
+
+
+def _output_normed_block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict):
+    """A block with norms on the sublayers' outputs only (OLMo 2): ``x' = x + N₁(Attn(x))``, ``x' + N₂(MLP(x'))``."""
+    P = _linear(xp, x, lw.W_QKV, lw.b_QKV)
+    q, kv = int(lw.W_Q.shape[1]), int(lw.W_K.shape[1])
+    S, A, Z = _attention(xp, ops, block.attention, P[..., :q], P[..., q:q + kv], P[..., q + kv:],
+                         {"g_Q": lw.g_Q, "g_K": lw.g_K, "s_sink": lw.s_sink}, allowed, positions, dtype, cache)
+    mid = x + ops.norm(xp, _plus(xp.matmul(Z, lw.W_O), lw.b_O), block.norm, lw.post_attn_norm, None)
+    return mid + ops.norm(xp, _mlp(xp, ops, block, lw, mid), block.norm, lw.post_mlp_norm, None), S, A
 
 
 def _check_finite(xp, hidden, scores, dtype: str) -> None:

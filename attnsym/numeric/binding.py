@@ -90,17 +90,26 @@ def _check_gains(spec: AttentionSpec, a: dict) -> None:
 
 
 def window_band(spec: AttentionSpec):
-    """The ``(n, n)`` NumPy bool band of ``spec.window`` (``|i − j| < window``), or ``None`` without a window.
+    """The ``(n, n)`` NumPy bool band of ``spec.window`` (``|i − j| < window``) AND ``spec.chunk`` (``i // chunk ==
+    j // chunk``), or ``None`` with neither.
 
     Causality is not in it (the layer applies ``causal`` itself); with ``causal`` the AND is
     ``0 <= i − j < window``.
+
+    >>> window_band(AttentionSpec(n=4, d_model=2, chunk=2)).astype(int).tolist()
+    [[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 1]]
     """
     import numpy as np
 
-    if spec.window is None:
+    if spec.window is None and spec.chunk is None:
         return None
     idx = np.arange(spec.n)
-    return np.abs(idx[:, None] - idx[None, :]) < spec.window
+    band = np.ones((spec.n, spec.n), dtype=bool)
+    if spec.window is not None:
+        band &= np.abs(idx[:, None] - idx[None, :]) < spec.window
+    if spec.chunk is not None:
+        band &= (idx[:, None] // spec.chunk) == (idx[None, :] // spec.chunk)
+    return band
 
 
 def _check_biases(a: dict) -> None:
@@ -197,6 +206,7 @@ def bind(X, W_Q, W_K, W_V, W_O, biases: dict, *, spec, heads, causal, mask, scal
                                   scale=scale, positions=positions)
         runtime = None if mask is None else _runtime_mask(xp, mask, n, batch_shape, device)
     _check_biases(a)
+    spec.refuse_variants("attnsym.numeric's attention, attention_vjp and causal_decode", implemented=("chunk",))
     if spec.positions not in NUMERIC_POSITIONS:
         raise SpecError(f"positions={spec.positions!r} is not implemented by attnsym.numeric yet "
                         f"(it implements {NUMERIC_POSITIONS})")

@@ -77,6 +77,7 @@ __all__ = [
     "rms_norm",
     "safe_divide",
     "shifted_exp",
+    "sink_softmax",
     "split_heads",
 ]
 
@@ -243,13 +244,15 @@ def affine(xp: ModuleType, M, W, b, scratch: str | None = None):
     return out + xp.reshape(b, (W.shape[1],))
 
 
-def rms_norm(xp: ModuleType, M, g, eps: float):
-    """RMSNorm of the rows of ``M`` (..., r, w) over their last axis, times the gain ``g`` (w,) or (1, w).
+def rms_norm(xp: ModuleType, M, g, eps: float, offset: float = 0.0):
+    """RMSNorm of the rows of ``M`` (..., r, w) over their last axis, times the gain ``offset + g``, ``g`` (w,) or (1, w).
 
-    ``M / sqrt(mean(M²) + eps) ⊙ g`` — the QK-norm of :class:`~attnsym.AttentionSpec` (``qk_norm``).
+    ``M / sqrt(mean(M²) + eps) ⊙ (offset + g)`` — the QK-norm of :class:`~attnsym.AttentionSpec`
+    (``qk_norm``, ``qk_norm_offset``: Gemma 3's ``1 + w``).
     """
     r = 1.0 / xp.sqrt(xp.mean(M * M, axis=-1, keepdims=True) + eps)  # (..., r, 1)
-    return M * r * xp.reshape(g, (int(M.shape[-1]),))
+    gain = xp.reshape(g, (int(M.shape[-1]),))
+    return M * r * (gain + offset if offset else gain)
 
 
 def expand_kv(xp: ModuleType, M, group: int):
@@ -277,13 +280,17 @@ def head_rows(layer: BoundLayer, a: dict, M, which: str, p0: int = 0, *, expand:
 
     Split into heads (``kv_heads`` of them for ``K`` and ``V``), QK-norm (``Q``, ``K`` with the gains
     ``a["g_Q"]``, ``a["g_K"]``), RoPE at positions ``p0 …`` (hook (b)), then each key/value head
-    repeated for the query heads it serves (``expand``). The order of Qwen3: norm, then rotate.
+    repeated for the query heads it serves (``expand``). The order of Qwen3: norm, then rotate;
+    ``qk_norm_scope="whole_projection"`` (OLMo 2) norms the whole row before the split.
     """
     xp, spec = layer.xp, layer.spec
+    whole = spec.qk_norm and spec.qk_norm_scope == "whole_projection" and which in ("Q", "K")
+    if whole:  # (..., r, H·w): one RMSNorm over every head's coordinates
+        M = rms_norm(xp, M, a[f"g_{which}"], spec.qk_norm_eps, spec.qk_norm_offset)
     M = split_heads(xp, M, spec.heads if which == "Q" else spec.kv_heads)  # (..., H or H_kv, r, w)
     if which in ("Q", "K"):
-        if spec.qk_norm:
-            M = rms_norm(xp, M, a[f"g_{which}"], spec.qk_norm_eps)
+        if spec.qk_norm and not whole:
+            M = rms_norm(xp, M, a[f"g_{which}"], spec.qk_norm_eps, spec.qk_norm_offset)
         M = layer.rotate(M, p0)
     if which in ("K", "V") and expand:
         M = expand_kv(xp, M, spec.kv_group)
@@ -413,6 +420,28 @@ def safe_divide(xp: ModuleType, P, total, *, inplace: bool = False):
         P /= total
         return P
     return P / total
+
+
+def sink_softmax(xp: ModuleType, S, sinks):
+    """Softmax of the rows of ``S`` (..., H, n, m) with a sink logit per head in the denominator: ``(A, π)``.
+
+    ``A_ij = exp(S_ij − m_i) / (exp(s_h − m_i) + Σ_k exp(S_ik − m_i))`` with the shift
+    ``m_i = max(s_h, max_k S_ik)`` (the sink inside the max, as gpt-oss's eager code: no overflow
+    either way), and ``π_i = exp(s_h − m_i) / (…)`` the sink's own mass, so that every row of ``A``
+    sums to ``1 − π_i`` — kept, never renormalised. ``-inf`` scores (masked keys) get weight 0; a
+    fully masked row gives all its mass to the sink (``π = 1``). ``sinks`` has shape (H,) or (1, H).
+
+    >>> A, pi = sink_softmax(np, np.zeros((1, 1, 2)), np.zeros(1))
+    >>> A.round(4).tolist(), pi.round(4).tolist()
+    ([[[0.3333, 0.3333]]], [[[0.3333]]])
+    """
+    heads = int(S.shape[-3])
+    s = xp.reshape(xp.astype(sinks, S.dtype), (heads, 1, 1))  # (H, 1, 1)
+    m = xp.maximum(xp.max(S, axis=-1, keepdims=True), s)  # (..., H, n, 1), finite: s is
+    P = xp.exp(S - m)  # (..., H, n, m)
+    sink = xp.exp(s - m)  # (..., H, n, 1)
+    total = xp.sum(P, axis=-1, keepdims=True) + sink
+    return P / total, sink / total
 
 
 def dscores(A, dA, rowsum):
