@@ -31,6 +31,7 @@ from .errors import (
 )
 from .evidence import packaged_model
 from .forward import ForwardOutput, forward, layer_norm
+from .layer_table import LayerSchedule, layer_schedule
 from .model import FILES, PACKAGED, Model, available, load, packaged_folder
 from .route import Route, Word
 from .weights import LayerWeights, Weights, read_weights
@@ -41,6 +42,7 @@ __all__ = [
     "SUPPORTED",
     "CorruptWeightsError",
     "ForwardOutput",
+    "LayerSchedule",
     "LayerWeights",
     "Model",
     "ModelConfig",
@@ -56,6 +58,7 @@ __all__ = [
     "evidence",
     "forward",
     "layer_norm",
+    "layer_schedule",
     "load",
     "packaged_folder",
     "packaged_model",

@@ -33,6 +33,7 @@ from .contrast import TokenContrast, contrast
 from .errors import ModelError, ModelFileMissing, TextError
 from .families import describe_model, layer_spec
 from .forward import ForwardOutput, forward
+from .layer_table import LayerSchedule, layer_schedule
 from .plan import ModelPlan
 from .route import Route
 from .weights import Weights, read_weights
@@ -117,6 +118,11 @@ def _folder(name_or_path: str | Path) -> tuple[str, Path]:
         return _ALIASES[name_or_path.lower()], packaged_folder(name_or_path)
     raise ModelFileMissing(f"model {name_or_path!r} is neither a folder nor a packaged model ({sorted(PACKAGED)}); "
                            "give a folder holding " + ", ".join(FILES))
+
+
+def model_folder(name_or_path: str | Path) -> Path:
+    """The folder of a packaged model's name or of a Hugging Face folder (its ``config.json`` is read from there)."""
+    return _folder(name_or_path)[1]
 
 
 def load(name_or_path: str | Path = "all-MiniLM-L6-v2", *, dtype: str = "float32", backend: str = "numpy") -> Model:
@@ -259,6 +265,14 @@ class Model:
     def describe(self) -> str:
         """What runs: the embedding, one line per block (norm, attention spec, MLP), the final norm."""
         return describe_model(self.config)
+
+    def layers(self) -> LayerSchedule:
+        """The layer schedule: every layer's mask, window, chunk, positions, QK-norm, sink, scale, grouped,
+        with each group's equation and the warnings of ``config.json``'s reading (:mod:`attnsym.models.layer_table`).
+
+        ``print(m.layers())`` shows the groups; ``.to_json()``, ``.markdown()``, ``.latex()`` the other forms.
+        """
+        return layer_schedule(self.config)
 
     def route(self, text: str | Sequence[str]) -> Route | list[Route]:
         """Route a text (or several, as one padded batch) through the model.
