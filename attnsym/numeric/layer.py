@@ -113,6 +113,8 @@ class BoundLayer:
     positions : (..., n) float64 array or None
         Explicit token positions for RoPE and ALiBi (default ``0 … n−1``), e.g. from a padded
         batch; set by :func:`attnsym.numeric.head_attention`.
+    sinks : (H,) or (1, H) array or None
+        The sink logits of a spec with ``sink=True`` (:func:`sink_softmax`).
     """
 
     spec: AttentionSpec
@@ -122,6 +124,7 @@ class BoundLayer:
     device: Any
     mask: Any = None
     positions: Any = None
+    sinks: Any = None
 
     @property
     def n(self) -> int:
@@ -459,10 +462,14 @@ def dscores(A, dA, rowsum):
 
 
 def plain_core(layer: BoundLayer, Q, K, V, *, want_weights: bool):
-    """Z_h = softmax(c Q_h K_hᵀ) V_h for all heads at once; returns Z and (optionally) A."""
+    """Z_h = softmax(c Q_h K_hᵀ) V_h for all heads at once (with the sink of ``spec.sink`` in the denominator);
+    returns Z and (optionally) A."""
     xp = layer.xp
     n = layer.n
     S = block_scores(layer, Q * layer.scale, K, 0, n, 0, n)  # (..., H, n, n)
+    if layer.spec.sink:  # the sink in the denominator; rows of A sum to 1 − π
+        A = sink_softmax(xp, S, layer.sinks)[0]
+        return xp.matmul(A, V), (A if want_weights else None)
     P, total, _ = shifted_exp(xp, S)
     if want_weights:
         A = safe_divide(xp, P, total, inplace=True)  # (..., H, n, n), the only n × n array kept
