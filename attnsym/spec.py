@@ -56,6 +56,9 @@ about shapes, masks, scaling or positions. Every convention lives here and only 
   coordinates for ``Q``, ``kv_heads·d_k`` for ``K``, gains of those lengths) before it is split into heads.
 * **chunked attention** — ``chunk = c`` (Llama 4's ``attention_chunk_size``): query ``i`` may attend
   to key ``j`` iff ``i // c == j // c`` (both in the same chunk of ``c`` tokens), ANDed like ``window``.
+* **query temperature** — ``query_temperature = (f, a)`` (Llama 4's ``attn_temperature_tuning`` on its
+  NoPE layers, ``floor_scale`` and ``attn_scale``): the query of the token at position ``p`` is
+  multiplied by ``1 + a·log(1 + ⌊(p + 1) / f⌋)`` after its QK-norm and rotation.
 * **attention sink** — ``sink=True`` (gpt-oss): a learned logit ``s_h`` per head joins every row's
   softmax denominator and takes its own mass, ``A_ij = exp(S_ij) / (exp(s_h) + Σ_k exp(S_ik))``; the
   row sums to ``1 − π_i`` with ``π_i = exp(s_h) / (exp(s_h) + Σ_k exp(S_ik))`` — never renormalised.
@@ -284,6 +287,9 @@ class AttentionSpec(PositionConventions):
     chunk : int, optional
         Chunked attention (Llama 4's ``attention_chunk_size``): query ``i`` may attend to key ``j`` only
         when ``i // chunk == j // chunk``. ANDed with ``causal``, ``window`` and ``mask``.
+    query_temperature : (float, float), optional
+        ``(floor_scale, attn_scale)``: queries scaled by ``1 + attn_scale·log(1 + ⌊(p + 1)/floor_scale⌋)``
+        at position ``p`` (Llama 4's NoPE layers; module docstring).
     sink : bool, default False
         A learned sink logit per head in every row's softmax denominator (gpt-oss's ``sinks``): the
         parameter ``s_sink`` of shape ``(1, heads)``; rows of ``A`` sum to ``1 − π`` (module docstring).
@@ -345,6 +351,7 @@ class AttentionSpec(PositionConventions):
     qk_norm_offset: float = 0.0
     chunk: int | None = None
     sink: bool = False
+    query_temperature: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)
@@ -411,6 +418,17 @@ class AttentionSpec(PositionConventions):
         if self.chunk is not None:
             set_("chunk", positive_int("chunk", self.chunk))
         set_("sink", boolean("sink", self.sink))
+        if self.query_temperature is not None:
+            try:
+                floor, scale = self.query_temperature
+            except (TypeError, ValueError):
+                raise SpecError(f"query_temperature must be None or (floor_scale, attn_scale) (got "
+                                f"{self.query_temperature!r})") from None
+            floor, scale = finite_real("query_temperature floor_scale", floor), finite_real("query_temperature "
+                                                                                            "attn_scale", scale)
+            if floor <= 0:
+                raise SpecError(f"query_temperature floor_scale must be positive (got {floor!r})")
+            set_("query_temperature", (floor, scale))
 
     @property
     def qk_norm_kind(self) -> str:
@@ -430,7 +448,8 @@ class AttentionSpec(PositionConventions):
         ('chunk', 'sink')
         """
         named = (("qk_norm_scope", self.qk_norm_scope != "per_head"), ("qk_norm_offset", self.qk_norm_offset != 0.0),
-                 ("chunk", self.chunk is not None), ("sink", self.sink))
+                 ("chunk", self.chunk is not None), ("sink", self.sink),
+                 ("query_temperature", self.query_temperature is not None))
         return tuple(name for name, on in named if on)
 
     def refuse_variants(self, view: str, implemented: tuple[str, ...] = ()) -> None:
@@ -662,6 +681,8 @@ class AttentionSpec(PositionConventions):
             parts.append(f"QK-norm (eps {self.qk_norm_eps:g}{scope}{gain})")
         if self.sink:
             parts.append("sink logit per head")
+        if self.query_temperature is not None:
+            parts.append("query temperature (floor {:g}, scale {:g})".format(*self.query_temperature))
         if self.positions == "rope":
             rope = f"RoPE ({self.rope_pairing}, base {self.position_base}"
             rope += f", {self.rotary_dims} of {self.d_k} dims" if self.rotary_dims != self.d_k else ""

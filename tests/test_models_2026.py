@@ -2,7 +2,9 @@
 
 Each family is a small random checkpoint whose options bite: windows of 3 tokens (the texts are
 9 long), Gemma 3's two RoPE bases (10 000 local, 1 000 000 × linear 8 global), a SmolLM3 NoPE
-layer where reading ``no_rope_layers`` forwards would rotate it, gpt-oss sinks near ``e¹`` so
+layer where reading ``no_rope_layers`` forwards would rotate it, Llama 4's chunks of 3 on its RoPE
+layers and a query temperature that bites by position 1 (``floor_scale`` 2) on its NoPE layer, its
+experts (2 of 4, sigmoid-scaled inputs, a shared expert) on every second layer, gpt-oss sinks near ``e¹`` so
 they take a visible share of every row, OLMo 2's whole-projection QK-norm, Phi-3's fused
 ``qkv_proj`` / ``gate_up_proj`` with half the dimensions rotated.
 
@@ -54,6 +56,11 @@ VARIANTS = {
     "phi3": ("Phi3Config", "Phi3Model",
              dict(num_hidden_layers=2, sliding_window=3,
                   rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5})),
+    "llama4_text": ("Llama4TextConfig", "Llama4TextModel",
+                    dict(num_hidden_layers=4, head_dim=8, intermediate_size_mlp=48, num_local_experts=4,
+                         num_experts_per_tok=2, attention_chunk_size=3, floor_scale=2, attn_scale=0.5,
+                         interleave_moe_layer_step=2, no_rope_layers=[1, 0, 1, 1],
+                         rope_parameters={"rope_type": "default", "rope_theta": 10000.0})),
     "gpt_oss": ("GptOssConfig", "GptOssModel",
                 dict(num_hidden_layers=2, head_dim=8, num_local_experts=4, num_experts_per_tok=2, sliding_window=3,
                      rope_parameters={"rope_type": "default", "rope_theta": 10000.0})),
@@ -116,6 +123,7 @@ def _errors(out, name: str) -> tuple[float, float]:
 
 @pytest.mark.parametrize("name", list(VARIANTS))
 def test_float64_matches_transformers(name):
+    """Every family equals transformers in float64 (module docstring: the bar and why)."""
     folder, _ = checkpoint(name)
     m = models.load(folder, dtype="float64")
     assert m.config.model_type == name
@@ -162,6 +170,9 @@ def test_the_schedule_is_the_one_transformers_builds(name):
         assert {r["qk_norm"] for r in rows} == {"per_head"} and rows[0]["qk_norm_gain"] == "1+w"
     if name == "olmo2":
         assert rows[0]["qk_norm"] == "whole_projection"
+    if name == "llama4_text":  # the same reversed flag: RoPE layers chunked, the NoPE layer full
+        assert [(r["positions"], r["chunk"]) for r in rows] == [("rope", 3), ("none", None), ("rope", 3), ("rope", 3)]
+        assert [m.spec(i).query_temperature for i in range(4)] == [None, (2.0, 0.5), None, None]
     if name == "phi3":
         assert rows[0]["rotary_dims"] == 4 and rows[0]["head_dim"] == 8
     assert all(r["sink"] == (name == "gpt_oss") for r in rows)

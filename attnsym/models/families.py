@@ -11,8 +11,8 @@ by transformers 4) and ``rope_parameters`` (transformers 5, which holds ``rope_t
 ``rope_type`` together).
 
 >>> sorted(FAMILIES)  # doctest: +NORMALIZE_WHITESPACE
-['bert', 'bloom', 'gemma2', 'gemma3_text', 'gpt2', 'gpt_neox', 'gpt_oss', 'llama', 'mistral', 'olmo2', 'phi3',
- 'qwen2', 'qwen3', 'smollm3']
+['bert', 'bloom', 'gemma2', 'gemma3_text', 'gpt2', 'gpt_neox', 'gpt_oss', 'llama', 'llama4_text', 'mistral',
+ 'olmo2', 'phi3', 'qwen2', 'qwen3', 'smollm3']
 """
 
 from __future__ import annotations
@@ -358,7 +358,8 @@ LAYOUTS: dict[str, Layout] = {
                                                                             "gemma2")},
     "gpt_neox": Layout(("gpt_neox.",), NAME_MAPS["gpt_neox"], qkv="per_head"),
     "bloom": Layout(("transformer.",), NAME_MAPS["bloom"], qkv="per_head"),
-    **{k: Layout(("model.",), TENSOR_NAMES | names, qkv=QKV_2026.get(k, "separate")) for k, names in NAME_MAPS_2026.items()},
+    **{k: Layout(("model.",), {r: v for r, v in (TENSOR_NAMES | names).items() if v is not None},
+                 qkv=QKV_2026.get(k, "separate")) for k, names in NAME_MAPS_2026.items()},
 }
 
 

@@ -16,6 +16,9 @@ them (:data:`FAMILIES_2026`, :data:`OPTIONS_2026`, :data:`NAME_MAPS_2026`, :data
   layer when ``sliding_window`` is set.
 * ``gpt_oss`` — gpt-oss: a learned sink logit per head, alternating sliding / full layers, biases
   everywhere, a mixture of experts (clamped GLU) as the MLP.
+* ``llama4_text`` — Llama 4: three chunked RoPE layers to one full NoPE layer by default
+  (``no_rope_layers``, read backwards), a weightless QK-norm on the RoPE layers (the spec's gain
+  offset 1 over zero gains), a query temperature on the NoPE layers, mixture-of-experts layers.
 
 RoPE scalings other than linear and llama3 (YaRN, LongRoPE) are refused by name, as is any layer
 type attnsym cannot run exactly: a plan is whole or not made.
@@ -175,7 +178,7 @@ def _gpt_oss(raw: dict[str, Any], path: Path) -> ModelPlan:
         raise ModelError(f"{path}: 'num_experts_per_tok' = {top_k} must be at most 'num_local_experts' = {count}")
     alpha = float(_get(raw, "swiglu_alpha", (int, float), path, 1.702))
     limit = float(_get(raw, "swiglu_limit", (int, float), path, 7.0))
-    experts = Experts(count=count, top_k=top_k, alpha=alpha, limit=limit)
+    experts = Experts(count=count, top_k=top_k, routing="softmax_output", alpha=alpha, limit=limit)
     bias = _flag(raw, "attention_bias", path, True)
     blocks = [Block(attention=_spec(path, n=z["max_positions"], d_model=z["width"], heads=z["heads"],
                                     d_k=z["head_dim"], kv_heads=z["kv_heads"], positions="rope", position_base=theta,
@@ -185,6 +188,47 @@ def _gpt_oss(raw: dict[str, Any], path: Path) -> ModelPlan:
     return _plan("gpt_oss", raw, path, z, blocks, window_notes(raw, path, types, z["max_positions"], None))
 
 
+def _llama4(raw: dict[str, Any], path: Path) -> ModelPlan:
+    """Llama 4 (text): chunked RoPE layers (interleaved pairs, weightless QK-norm after the rotation) and full NoPE
+    layers (query temperature); ``no_rope_layers[i] = 1`` means layer ``i`` USES RoPE; mixture-of-experts layers."""
+    z = _sizes(raw, path)
+    _activation(raw, path, ("hidden_act",), "silu", "llama4")
+    L = z["layers"]
+    interval = _positive(raw, "no_rope_layer_interval", path, 4)
+    rope = uses_rope(raw, path, L, [(i + 1) % interval != 0 for i in range(L)])
+    types = layer_types(raw, path, L, ["chunked_attention" if r else "full_attention" for r in rope])
+    if "sliding_attention" in types:
+        _refuse(path, "layer_types", "sliding_attention", "llama4 has chunked and full layers")
+    chunk = _positive(raw, "attention_chunk_size", path) if "chunked_attention" in types else None
+    theta, scaling = _rope(raw, path)
+    qk_norm = _flag(raw, "use_qk_norm", path, True)
+    tuning = _flag(raw, "attn_temperature_tuning", path, True)
+    temperature = (float(_get(raw, "floor_scale", (int, float), path, 8192)),
+                   float(_get(raw, "attn_scale", (int, float), path, 0.1))) if tuning else None
+    step = _positive(raw, "interleave_moe_layer_step", path, 1)
+    moe = raw.get("moe_layers")
+    moe = list(range(step - 1, L, step)) if moe is None else moe
+    if not isinstance(moe, list) or any(isinstance(i, bool) or not isinstance(i, int) or not 0 <= i < L for i in moe):
+        raise ModelError(f"{path}: 'moe_layers' must list layer indices in 0 … {L - 1} (got {str(moe)[:60]})")
+    count = _positive(raw, "num_local_experts", path)
+    top_k = _positive(raw, "num_experts_per_tok", path, 1)
+    if top_k > count:
+        raise ModelError(f"{path}: 'num_experts_per_tok' = {top_k} must be at most 'num_local_experts' = {count}")
+    experts = Experts(count=count, top_k=top_k, routing="sigmoid_input", shared=True)
+    dense = _positive(raw, "intermediate_size_mlp", path, z["ffn"])
+    blocks = []
+    for i, (r, t) in enumerate(zip(rope, types, strict=True)):
+        spec = _spec(path, n=z["max_positions"], d_model=z["width"], heads=z["heads"], d_k=z["head_dim"],
+                     kv_heads=z["kv_heads"], positions="rope" if r else None, position_base=theta if r else 10000,
+                     rope_scaling=scaling if r else None, rope_pairing="interleaved" if r else "rotate_half",
+                     chunk=chunk if t == "chunked_attention" else None, bias=_flag(raw, "attention_bias", path, False),
+                     qk_norm=qk_norm and r, qk_norm_eps=z["eps"] if qk_norm and r else 1e-6,
+                     qk_norm_offset=1.0 if qk_norm and r else 0.0, query_temperature=None if r else temperature)
+        blocks.append(Block(attention=spec, norm=Norm("rms", z["eps"]), ffn_width=z["ffn"] if i in moe else dense,
+                            experts=experts if i in moe else None))
+    return _plan("llama4_text", raw, path, z, blocks, [])
+
+
 #: ``model_type`` -> the function building its plan (registered in :data:`attnsym.models.families.FAMILIES`)
 FAMILIES_2026: dict[str, Callable[[dict[str, Any], Path], ModelPlan]] = {
     "gemma3_text": _gemma3,
@@ -192,6 +236,7 @@ FAMILIES_2026: dict[str, Callable[[dict[str, Any], Path], ModelPlan]] = {
     "smollm3": _smollm3,
     "phi3": _phi3,
     "gpt_oss": _gpt_oss,
+    "llama4_text": _llama4,
 }
 
 #: what each family is and the keys it reads (the docs' table)
@@ -212,10 +257,15 @@ OPTIONS_2026: dict[str, tuple[str, str]] = {
                 "layers, biases, a mixture of clamped-GLU experts",
                 "layer_types, sliding_window, num_local_experts, num_experts_per_tok, swiglu_alpha, swiglu_limit, "
                 "attention_bias; YaRN RoPE is refused"),
+    "llama4_text": ("Llama 4 (text): chunked RoPE layers (interleaved pairs, weightless QK-norm) and full NoPE layers "
+                    "with a query temperature, mixture-of-experts layers (sigmoid-scaled inputs, a shared expert)",
+                    "no_rope_layers (1 = the layer USES RoPE) or no_rope_layer_interval, layer_types, "
+                    "attention_chunk_size, use_qk_norm, attn_temperature_tuning, floor_scale, attn_scale, moe_layers or "
+                    "interleave_moe_layer_step, num_local_experts, num_experts_per_tok, intermediate_size_mlp"),
 }
 
-#: tensor names that differ from the LLaMA layout (:data:`attnsym.models.families.TENSOR_NAMES`)
-NAME_MAPS_2026: dict[str, dict[str, str]] = {
+#: tensor names that differ from the LLaMA layout (:data:`attnsym.models.families.TENSOR_NAMES`); None: no such tensor
+NAME_MAPS_2026: dict[str, dict[str, str | None]] = {
     "gemma3_text": {"mlp_norm": "layers.{i}.pre_feedforward_layernorm.weight",
                     "post_attn_norm": "layers.{i}.post_attention_layernorm.weight",
                     "post_mlp_norm": "layers.{i}.post_feedforward_layernorm.weight"},
@@ -228,6 +278,15 @@ NAME_MAPS_2026: dict[str, dict[str, str]] = {
                 "b_experts_gate_up": "layers.{i}.mlp.experts.gate_up_proj_bias",
                 "W_experts_down": "layers.{i}.mlp.experts.down_proj",
                 "b_experts_down": "layers.{i}.mlp.experts.down_proj_bias"},
+    "llama4_text": {"g_Q": None, "g_K": None,  # its QK-norm has no weights
+                    "W_gate": "layers.{i}.feed_forward.gate_proj.weight", "W_up": "layers.{i}.feed_forward.up_proj.weight",
+                    "W_down": "layers.{i}.feed_forward.down_proj.weight",
+                    "W_router": "layers.{i}.feed_forward.router.weight",
+                    "W_experts_gate_up": "layers.{i}.feed_forward.experts.gate_up_proj",
+                    "W_experts_down": "layers.{i}.feed_forward.experts.down_proj",
+                    "W_shared_gate": "layers.{i}.feed_forward.shared_expert.gate_proj.weight",
+                    "W_shared_up": "layers.{i}.feed_forward.shared_expert.up_proj.weight",
+                    "W_shared_down": "layers.{i}.feed_forward.shared_expert.down_proj.weight"},
 }
 
 #: how each family stores q|k|v (:attr:`attnsym.models.plan.Layout.qkv`)

@@ -350,7 +350,8 @@ def _attention(xp, ops, spec, Q, K, V, gains: dict, allowed, positions, dtype: s
     B, n, _ = Q.shape
     spec, mask = _bound(xp, spec, n, allowed, cache, _device(Q))
     layer = BoundLayer(spec=spec, xp=xp, batch_shape=(B,), dtype=dtype, device=_device(Q), mask=mask,
-                       positions=None if spec.positions is None else xp.astype(xp.asarray(positions), xp.float64))
+                       positions=None if spec.positions is None and spec.query_temperature is None
+                       else xp.astype(xp.asarray(positions), xp.float64))
     Qh = head_rows(layer, gains, Q, "Q")  # (B, H, n, d_k), QK-normed and rotated
     Kh = head_rows(layer, gains, K, "K")  # (B, H, n, d_k), each key head repeated for its query heads
     Vh = expand_kv(xp, xp.permute_dims(xp.reshape(V, (B, n, spec.kv_heads, spec.d_v)), (0, 2, 1, 3)), spec.kv_group)
@@ -363,24 +364,36 @@ def _attention(xp, ops, spec, Q, K, V, gains: dict, allowed, positions, dtype: s
 
 
 def _experts(xp, block, lw, h):
-    """A mixture of experts on ``h`` (B, n, d) (:class:`~attnsym.models.plan.Experts`): each token's ``top_k``
-    experts by router logit, softmax weights over those, each expert run on the rows that chose it (a gather)."""
+    """A mixture of experts on ``h`` (B, n, d) (:class:`~attnsym.models.plan.Experts`, NumPy): each token's
+    ``top_k`` experts by router logit, each expert run on the rows that chose it (a gather), its output added back."""
     e = block.experts
     rows = xp.reshape(h, (-1, int(h.shape[-1])))  # (T, d)
-    logits = xp.matmul(rows, lw.W_router) + lw.b_router  # (T, E)
-    chosen = np.argsort(-np.asarray(logits), axis=-1, kind="stable")[:, :e.top_k]  # (T, k), largest first
-    top = np.take_along_axis(np.asarray(logits), chosen, axis=-1)  # (T, k)
-    weights = np.exp(top - top[:, :1])
-    weights /= weights.sum(axis=-1, keepdims=True)
-    out = xp.zeros_like(rows)
+    logits = xp.matmul(rows, lw.W_router)  # (T, E)
+    if lw.b_router is not None:
+        logits = logits + lw.b_router
+    chosen = np.argsort(-logits, axis=-1, kind="stable")[:, :e.top_k]  # (T, k), largest first
+    top = np.take_along_axis(logits, chosen, axis=-1)  # (T, k)
+    if e.routing == "softmax_output":  # gpt-oss: softmax over the chosen logits weights the outputs
+        weights = np.exp(top - top[:, :1])
+        weights /= weights.sum(axis=-1, keepdims=True)
+        out = xp.zeros_like(rows)
+    else:  # Llama 4: σ(logit) scales the chosen expert's input; the shared expert sees every token
+        weights = 1.0 / (1.0 + np.exp(-top))
+        out = xp.matmul(_silu(xp, xp.matmul(rows, lw.W_gate)) * xp.matmul(rows, lw.W_up), lw.W_down)
     for expert in np.unique(chosen):
         token, slot = np.nonzero(chosen == expert)
-        x = rows[token]  # (t, d)
-        gate = xp.minimum(xp.matmul(x, lw.W_experts_gate[expert]) + lw.b_experts_gate[expert], e.limit)
-        up = xp.clip(xp.matmul(x, lw.W_experts_up[expert]) + lw.b_experts_up[expert], -e.limit, e.limit)
-        glu = gate * (1.0 / (1.0 + xp.exp(-e.alpha * gate)))
-        y = xp.matmul((up + 1.0) * glu, lw.W_experts_down[expert]) + lw.b_experts_down[expert]  # (t, d)
-        np.add.at(out, token, y * weights[token, slot][:, None])
+        w = weights[token, slot][:, None]  # (t, 1)
+        if e.routing == "softmax_output":
+            x = rows[token]  # (t, d)
+            gate = xp.minimum(xp.matmul(x, lw.W_experts_gate[expert]) + lw.b_experts_gate[expert], e.limit)
+            up = xp.clip(xp.matmul(x, lw.W_experts_up[expert]) + lw.b_experts_up[expert], -e.limit, e.limit)
+            glu = gate * (1.0 / (1.0 + xp.exp(-e.alpha * gate)))
+            y = (xp.matmul((up + 1.0) * glu, lw.W_experts_down[expert]) + lw.b_experts_down[expert]) * w
+        else:
+            x = rows[token] * w
+            y = xp.matmul(_silu(xp, xp.matmul(x, lw.W_experts_gate[expert])) * xp.matmul(x, lw.W_experts_up[expert]),
+                          lw.W_experts_down[expert])
+        np.add.at(out, token, y)
     return xp.reshape(out, h.shape)
 
 

@@ -77,28 +77,40 @@ class Norm:
 
 @dataclass(frozen=True)
 class Experts:
-    """A mixture-of-experts MLP (gpt-oss): a router picks ``top_k`` of ``count`` experts per token.
+    """A mixture-of-experts MLP: a router picks ``top_k`` of ``count`` experts per token (``x W_r + b_r``).
 
-    The router's logits ``x W_r + b_r`` are kept at the ``top_k`` largest, softmaxed over those,
-    and weight the chosen experts' outputs. Each expert is gpt-oss's clamped GLU:
-    ``g = min(x W_g + b_g, limit)``, ``u = clip(x W_u + b_u, −limit, limit)``,
-    ``(u + 1) ⊙ g σ(alpha g) W_d + b_d``.
+    Two rules, by ``routing``:
+
+    * ``"softmax_output"`` (gpt-oss): the ``top_k`` largest logits are softmaxed over those and
+      weight the chosen experts' outputs; each expert is the clamped GLU
+      ``g = min(x W_g + b_g, limit)``, ``u = clip(x W_u + b_u, −limit, limit)``,
+      ``(u + 1) ⊙ g σ(alpha g) W_d + b_d``.
+    * ``"sigmoid_input"`` (Llama 4): ``σ(logit)`` of each chosen expert scales that expert's
+      *input*, each expert is SwiGLU ``(silu(x W_g) ⊙ x W_u) W_d``, and a dense SwiGLU shared
+      expert (``shared``) is added for every token.
 
     Attributes
     ----------
     count, top_k : int
-    alpha, limit : float
+    routing : {"softmax_output", "sigmoid_input"}
+    alpha, limit : float or None
         gpt-oss's ``swiglu_alpha`` (1.702) and ``swiglu_limit`` (7.0).
+    shared : bool
+        A shared expert of the block's ``ffn_width`` (Llama 4).
     """
 
     count: int
     top_k: int
-    alpha: float
-    limit: float
+    routing: str = "softmax_output"
+    alpha: float | None = None
+    limit: float | None = None
+    shared: bool = False
 
     def describe(self) -> str:
-        """``'mixture of 4 experts (top 2, clamped GLU alpha 1.702, limit 7)'``."""
-        return f"mixture of {self.count} experts (top {self.top_k}, clamped GLU alpha {self.alpha:g}, limit {self.limit:g})"
+        """``'mixture of 4 experts (top 2, softmax_output, clamped GLU alpha 1.702, limit 7)'``."""
+        glu = f"clamped GLU alpha {self.alpha:g}, limit {self.limit:g}" if self.alpha is not None else "SwiGLU"
+        shared = ", a shared expert" if self.shared else ""
+        return f"mixture of {self.count} experts (top {self.top_k}, {self.routing}, {glu}{shared})"
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,7 @@ class LayerWeights:
     s_sink: Any = None
     W_router: Any = None
     b_router: Any = None
-    W_experts_gate: Any = None
+    W_experts_gate: Any = None  # (E, d, f); the shared expert of a mixture (Llama 4) is W_gate, W_up, W_down
     b_experts_gate: Any = None
     W_experts_up: Any = None
     b_experts_up: Any = None
@@ -370,7 +370,10 @@ def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32) -> 
             parts.update({**norm("attn_norm", block.norm, i), **norm("mlp_norm", block.norm, i)})
         if s.bias is True:
             parts["b_O"] = t(name["b_O"], (d,))
-        if s.qk_norm:
+        if s.qk_norm and "g_Q" not in name:  # a weightless norm (Llama 4): gains 0 under the spec's offset 1
+            shapes = s.shapes
+            parts.update(g_Q=np.zeros(shapes["g_Q"][1], t.dtype), g_K=np.zeros(shapes["g_K"][1], t.dtype))
+        elif s.qk_norm:
             shapes = s.shapes
             parts.update(g_Q=t(name["g_Q"], (shapes["g_Q"][1],)), g_K=t(name["g_K"], (shapes["g_K"][1],)))
         if s.sink:
@@ -394,6 +397,13 @@ def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32) -> 
 def _mlp_weights(t: _Tensors, name: dict[str, str], mat: Any, block: Any, d: int) -> dict[str, Any]:
     """The MLP's arrays: dense (gated or plain, a fused ``gate_up`` split in halves) or a mixture of experts."""
     f, e = block.ffn_width, block.experts
+    if e is not None and e.routing == "sigmoid_input":  # Llama 4: (E, d, 2f) gate | up halves, a shared expert
+        gate_up = t(name["W_experts_gate_up"], (e.count, d, 2 * f))
+        return {"W_router": mat("W_router", d, e.count), "W_experts_gate": np.ascontiguousarray(gate_up[..., :f]),
+                "W_experts_up": np.ascontiguousarray(gate_up[..., f:]),
+                "W_experts_down": t(name["W_experts_down"], (e.count, f, d)),
+                "W_gate": mat("W_shared_gate", d, f), "W_up": mat("W_shared_up", d, f),
+                "W_down": mat("W_shared_down", f, d)}
     if e is not None:  # gpt-oss: (E, d, 2f) with gate and up interleaved column by column
         gate_up, b_gate_up = t(name["W_experts_gate_up"], (e.count, d, 2 * f)), t(name["b_experts_gate_up"],
                                                                                    (e.count, 2 * f))

@@ -73,6 +73,7 @@ __all__ = [
     "plain_core",
     "project",
     "projections",
+    "query_temperature",
     "reduce_kv",
     "rms_norm",
     "safe_divide",
@@ -278,6 +279,19 @@ def reduce_kv(xp: ModuleType, dM, group: int):
     return xp.sum(xp.reshape(dM, (*batch, h // group, group, r, w)), axis=-3)
 
 
+def query_temperature(layer: BoundLayer, r: int, p0: int = 0):
+    """``1 + a·log(1 + ⌊(p + 1)/f⌋)`` of ``spec.query_temperature = (f, a)`` at positions ``p0 … p0+r-1`` (or the
+    layer's explicit positions), shaped (..., 1, r, 1) to multiply per-head query rows (Llama 4)."""
+    xp = layer.xp
+    floor, scale = layer.spec.query_temperature
+    if layer.positions is not None:
+        p = xp.expand_dims(layer.positions[..., p0:p0 + r], axis=-2)  # (..., 1, r)
+    else:
+        p = xp.arange(p0, p0 + r, dtype=xp.float64, device=layer.device)
+    t = xp.log1p(xp.floor((p + 1.0) / floor)) * scale + 1.0
+    return xp.astype(xp.expand_dims(t, axis=-1), getattr(xp, layer.dtype))
+
+
 def head_rows(layer: BoundLayer, a: dict, M, which: str, p0: int = 0, *, expand: bool = True):
     """Per-head rows of one projection ``M`` (..., r, heads·w or kv_heads·w), ready for the scores.
 
@@ -295,6 +309,8 @@ def head_rows(layer: BoundLayer, a: dict, M, which: str, p0: int = 0, *, expand:
         if spec.qk_norm and not whole:
             M = rms_norm(xp, M, a[f"g_{which}"], spec.qk_norm_eps, spec.qk_norm_offset)
         M = layer.rotate(M, p0)
+    if which == "Q" and spec.query_temperature is not None:
+        M = M * query_temperature(layer, int(M.shape[-2]), p0)
     if which in ("K", "V") and expand:
         M = expand_kv(xp, M, spec.kv_group)
     return M

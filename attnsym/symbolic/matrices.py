@@ -358,6 +358,7 @@ def attention(spec: AttentionSpec, *, max_terms: float | None = None) -> Symboli
     """
     if not isinstance(spec, AttentionSpec):
         raise SpecError(f"spec must be an AttentionSpec (got {spec!r} of type {type(spec).__name__})")
+    spec.refuse_variants("attnsym.symbolic.attention", implemented=("chunk", "sink", "qk_norm_scope", "qk_norm_offset"))
     estimate_cost(spec).check(max_terms)
     n, m, h, d_k, d_v = spec.n, spec.d_model, spec.heads, spec.d_k, spec.d_v
 
