@@ -244,3 +244,18 @@ def test_the_lint_warns_or_refuses_by_key(capsys):
         (folder / name).write_text((checkpoint("smollm3")[0] / name).read_text())
     assert main(["layers", "--model", str(folder)]) == 0
     assert "warning: 'sliding_window' = 4096 is set while 'use_sliding_window' is false" in capsys.readouterr().err
+
+
+def test_a_route_and_its_graph_show_the_sink_as_its_own_mass():
+    from attnsym.errors import ShapeError
+    from attnsym.graphs import routing_graph
+
+    folder, _ = checkpoint("gpt_oss")
+    r = models.load(folder, dtype="float64").route("the apple phone launch event")
+    assert np.allclose(r.attention.sum(-1) + r.sink_mass, 1.0, rtol=0, atol=1e-12) and r.sink_mass.min() > 0
+    G = routing_graph(r.attention[0, 1], r.labels(), sink_mass=r.sink_mass[0, 1])
+    assert G.graph["sink"] and [G.nodes[i]["sink_mass"] for i in G] == pytest.approx(list(r.sink_mass[0, 1]))
+    assert sum(w for _, q, w in G.edges(data="weight") if q == 3) == pytest.approx(1 - r.sink_mass[0, 1, 3])
+    with pytest.raises(ShapeError, match="plus its sink_mass must sum to 1"):  # a renormalised row is refused
+        routing_graph(r.attention[0, 1] / r.attention[0, 1].sum(-1, keepdims=True), sink_mass=r.sink_mass[0, 1])
+    assert models.load(checkpoint("olmo2")[0]).route("a model").sink_mass is None

@@ -323,12 +323,15 @@ class Model:
         attention = asarray_in(np_xp, out.attention)  # (L, B, H, n, n)
         scores = asarray_in(np_xp, out.scores)
         routes = []
+        sinks = np.array([b.attention.sink for b in self.config.blocks])[:, None, None]  # (L, 1, 1)
         for b, (text_b, enc) in enumerate(zip(texts, encodings, strict=True)):
             k = lengths[b]  # real tokens only: padding is cut away here
+            A_b = np.ascontiguousarray(attention[:, b, :, :k, :k])
+            sink = np.where(sinks, 1.0 - A_b.sum(-1), 0.0) if sinks.any() else None  # π: what the sink kept
             routes.append(Route(
                 model=self.name, text=text_b, tokens=tuple(enc.tokens), offsets=tuple(tuple(o) for o in enc.offsets),
                 special=tuple(bool(s) for s in enc.special_tokens_mask), word_ids=tuple(enc.word_ids),
-                ids=ids[b, :k].copy(), attention=np.ascontiguousarray(attention[:, b, :, :k, :k]),
+                ids=ids[b, :k].copy(), attention=A_b, sink_mass=sink,
                 scores=np.ascontiguousarray(scores[:, b, :, :k, :k]), hidden_states=np.ascontiguousarray(hidden[:, b, :k]),
                 causal=self.config.causal,
             ))

@@ -68,6 +68,9 @@ class Route:
         The input of layer 0, then the output of every layer.
     causal : bool
         Whether the model is a decoder.
+    sink_mass : (layers, heads, n) array or None
+        With a learned sink (gpt-oss): the mass ``π`` each query gave the sink, so that
+        ``attention.sum(-1) + sink_mass == 1`` (0 in layers without one); None when no layer has a sink.
     """
 
     model: str
@@ -81,6 +84,7 @@ class Route:
     scores: np.ndarray
     hidden_states: np.ndarray
     causal: bool
+    sink_mass: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -136,6 +140,7 @@ class Route:
             "word_ids": list(self.word_ids), "ids": self.ids.tolist(), "causal": self.causal,
             "layers": self.layers, "heads": self.heads,
             "attention": self.attention.tolist(),
+            **({} if self.sink_mass is None else {"sink_mass": self.sink_mass.tolist()}),
             "scores": [[[[None if v != v else v for v in row] for row in head] for head in layer] for layer in scores],
         }
         if hidden_states:
