@@ -23,7 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .config import _flag, _positive, _refuse
+from .config import _family, _finite, _flag, _positive, _refuse, _short
 from .errors import ModelError
 
 __all__ = ["LAYER_TYPES", "layer_types", "rope_of_type", "uses_rope", "window_notes"]
@@ -32,21 +32,26 @@ __all__ = ["LAYER_TYPES", "layer_types", "rope_of_type", "uses_rope", "window_no
 LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention")
 
 
-def _rope(raw: dict[str, Any], path: Path) -> tuple[int | float, dict[str, Any] | None]:
-    """``(rope_theta, rope_scaling or None)`` from either spelling of the config (every family reads RoPE here)."""
+def _rope(raw: dict[str, Any], path: Path, theta_key: str = "rope_theta") -> tuple[int | float, dict[str, Any] | None]:
+    """``(rope_theta, rope_scaling or None)`` from either spelling of the config (``theta_key``: the base's own name);
+    every family reads RoPE here."""
     params = raw.get("rope_parameters")
     scaling = raw.get("rope_scaling")
     theta = raw.get("rope_theta")
+    if params is not None and not isinstance(params, dict):
+        raise ModelError(f"{path}: 'rope_parameters' must be a JSON object (got {_short(params)} in {_family(raw)})")
     if isinstance(params, dict):
-        theta = params.get("rope_theta", theta)
+        if params.get("rope_theta") is not None:
+            theta, theta_key = params["rope_theta"], "rope_parameters.rope_theta"
         scaling = {k: v for k, v in params.items() if k != "rope_theta"}
     if theta is None:
         theta = 10000.0
-    if isinstance(theta, bool) or not isinstance(theta, (int, float)):
-        raise ModelError(f"{path}: 'rope_theta' must be a number (got {theta!r})")
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or _finite(theta) is None or not theta > 1:
+        raise ModelError(f"{path}: {theta_key!r} must be a finite number > 1, the RoPE base (got {_short(theta)} in "
+                         f"{_family(raw)})")
     if scaling is not None:
         if not isinstance(scaling, dict):
-            raise ModelError(f"{path}: 'rope_scaling' must be a JSON object (got {scaling!r})")
+            raise ModelError(f"{path}: 'rope_scaling' must be a JSON object (got {_short(scaling)} in {_family(raw)})")
         kind = scaling.get("rope_type", scaling.get("type", "default"))
         if kind == "default":
             scaling = None
