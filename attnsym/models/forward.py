@@ -21,8 +21,9 @@ attention step ``Z, A = Attn(Q, K, V)`` of the block's :class:`~attnsym.Attentio
     + \operatorname{MLP}(\operatorname{N}_2 x)
 
 with ``N`` a LayerNorm or an RMSNorm (Gemma's ``1 + w``; Gemma 2 also norms the attention's and
-the MLP's outputs), the MLP plain ``act(h W_up + b_up) W_down + b_down`` or gated
-``(act(h W_gate) ⊙ h W_up) W_down``. Then the final norm (all but BERT). ``hidden_states``
+the MLP's outputs; OLMo 2 norms only those, ``x + N(Attn(x))``), the MLP plain ``act(h W_up + b_up) W_down + b_down`` or gated
+``(act(h W_gate) ⊙ h W_up) W_down`` or a mixture of experts (gpt-oss, Llama 4: NumPy gathers of the
+rows that chose each expert, :class:`~attnsym.models.plan.Experts`). Then the final norm (all but BERT). ``hidden_states``
 follow Hugging Face: ``L + 1`` entries, the embedding first, the last block's output (after the
 final norm) last.
 
@@ -31,7 +32,9 @@ final norm) last.
 (:func:`~attnsym.numeric.layer.head_rows`, grouped-query keys repeated), the scaled scores with
 ALiBi, soft-capping and the mask — the spec's causal pattern and window AND the padding keys —
 (:func:`~attnsym.numeric.layer.block_scores`, ``-inf`` where a query may not attend), the
-stable softmax (a fully masked row all 0), ``Z = A V``. The scores and weights are kept for the
+stable softmax (a fully masked row all 0) — with a sink (gpt-oss) the sink's logit joins each
+row's denominator and its mass is kept (rows of ``A`` sum to ``1 − π``) —, ``Z = A V``. Each
+block's spec carries its own window, chunk, RoPE (or none), QK-norm and query temperature. The scores and weights are kept for the
 route.
 
 **Two implementations of the element-wise primitives**, chosen once per pass
@@ -393,7 +396,7 @@ def _experts(xp, block, lw, h):
             x = rows[token] * w
             y = xp.matmul(_silu(xp, xp.matmul(x, lw.W_experts_gate[expert])) * xp.matmul(x, lw.W_experts_up[expert]),
                           lw.W_experts_down[expert])
-        np.add.at(out, token, y)
+        out[token] += y  # a token chooses an expert once: no index repeats
     return xp.reshape(out, h.shape)
 
 
