@@ -336,8 +336,9 @@ def _plus(y, b):
 
 
 def _bound(xp, spec, n: int, allowed, cache: dict, device):
-    """The spec at ``n`` tokens and its mask (window AND ``allowed``), made once per pass for blocks sharing a spec."""
-    key = id(spec)
+    """The spec at ``n`` tokens and its mask (window AND ``allowed``), made once per pass for blocks with equal specs
+    (a family with a per-layer schedule has a few distinct specs, each block its own object)."""
+    key = spec if spec.mask is None else id(spec)  # equal specs share (hashing a spec without a mask is cheap)
     if key not in cache:
         spec_n = spec.replace(n=n)
         band = window_band(spec_n)
@@ -386,12 +387,23 @@ def _experts(xp, block, lw, h):
     for expert in np.unique(chosen):
         token, slot = np.nonzero(chosen == expert)
         w = weights[token, slot][:, None]  # (t, 1)
-        if e.routing == "softmax_output":
+        if e.routing == "softmax_output":  # in place on the expert's own (t, f) arrays
             x = rows[token]  # (t, d)
-            gate = xp.minimum(xp.matmul(x, lw.W_experts_gate[expert]) + lw.b_experts_gate[expert], e.limit)
-            up = xp.clip(xp.matmul(x, lw.W_experts_up[expert]) + lw.b_experts_up[expert], -e.limit, e.limit)
-            glu = gate * (1.0 / (1.0 + xp.exp(-e.alpha * gate)))
-            y = (xp.matmul((up + 1.0) * glu, lw.W_experts_down[expert]) + lw.b_experts_down[expert]) * w
+            gate = x @ lw.W_experts_gate[expert]
+            gate += lw.b_experts_gate[expert]
+            np.minimum(gate, e.limit, out=gate)
+            up = x @ lw.W_experts_up[expert]
+            up += lw.b_experts_up[expert]
+            np.clip(up, -e.limit, e.limit, out=up)
+            up += 1.0
+            sig = np.multiply(gate, -e.alpha)
+            np.exp(sig, out=sig)
+            sig += 1.0
+            gate /= sig  # g σ(alpha g)
+            gate *= up
+            y = gate @ lw.W_experts_down[expert]
+            y += lw.b_experts_down[expert]
+            y *= w
         else:
             x = rows[token] * w
             y = xp.matmul(_silu(xp, xp.matmul(x, lw.W_experts_gate[expert])) * xp.matmul(x, lw.W_experts_up[expert]),
