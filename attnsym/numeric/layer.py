@@ -283,7 +283,10 @@ def query_temperature(layer: BoundLayer, r: int, p0: int = 0):
     """``1 + a·log(1 + ⌊(p + 1)/f⌋)`` of ``spec.query_temperature = (f, a)`` at positions ``p0 … p0+r-1`` (or the
     layer's explicit positions), shaped (..., 1, r, 1) to multiply per-head query rows (Llama 4)."""
     xp = layer.xp
-    floor, scale = layer.spec.query_temperature
+    temperature = layer.spec.query_temperature
+    if temperature is None:
+        raise SpecError("query_temperature needs a spec with query_temperature=(floor_scale, attn_scale) (got None)")
+    floor, scale = temperature
     if layer.positions is not None:
         p = xp.expand_dims(layer.positions[..., p0:p0 + r], axis=-2)  # (..., 1, r)
     else:

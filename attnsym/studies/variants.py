@@ -159,7 +159,9 @@ def mla(seed: int = 0, *, quick: bool) -> MlaResult:
     """Absorbed against expanded MLA scores (exact on integers, float64 with RoPE) and the rank of each head's W_QK."""
     m, H, d_c, d_n, d_r, n = (10, 2, 3, 4, 2, 6) if quick else (16, 4, 4, 6, 2, 12)
     rng = np.random.default_rng(seed)
-    ints = lambda *shape: rng.integers(-3, 4, size=shape)
+    def ints(*shape: int) -> np.ndarray:
+        return np.asarray(rng.integers(-3, 4, size=shape))
+
     W_Q, W_DKV, W_UK, W_KR, X = ints(m, H * (d_n + d_r)), ints(m, d_c), ints(d_c, H * d_n), ints(m, d_r), ints(n, m)
     exact = True
     c = sp.Matrix(X) * sp.Matrix(W_DKV)
