@@ -42,7 +42,8 @@ _LAZY: dict[str, str] = {
     "Evidence": "attnsym.claims",
     "HeadReport": "attnsym.heads",
 }
-_SUBMODULES = ("symbolic", "numeric", "graphs", "models", "heads", "claims", "plots", "testing", "render")
+_SUBMODULES = ("symbolic", "numeric", "graphs", "models", "heads", "claims", "plots", "testing", "render",
+               "tables")
 
 __all__ = [
     "AttentionSpec",

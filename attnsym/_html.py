@@ -1,22 +1,34 @@
-"""Small HTML pieces for Jupyter's ``_repr_html_``: the explorer page's heatmap and tables, drawn in Python.
+"""HTML for Jupyter's ``_repr_html_``: interactive views of routes, head reports and contrasts; small tables.
 
 A leaf module (NumPy and the standard library only), so every layer may use it for its own
 result types. The heatmap is the page's heatmap: the same colour scale (:data:`BLUES`, the
 page's ``sequential``), the same cell layout and ``data-i`` / ``data-j`` / ``data-w``
 attributes; a browser test checks that the page and this module colour a matrix alike.
 Math is written as ``$…$`` / ``$$…$$`` for the notebook's MathJax.
+
+**Notebook views.** A :class:`~attnsym.models.Route`, a :class:`~attnsym.heads.HeadReport` and a
+:class:`~attnsym.models.contrast.TokenContrast` show themselves in Jupyter as the explorer
+shows them: a route as a heatmap of one layer and head and the head view of its layer (both
+chosen with selectors), a head report as the layer × head grid of classes coloured by a chosen
+score, a contrast as the distance grid whose cells open the word's two attention rows. Each view
+is one ``<iframe srcdoc>`` holding the data (JSON) and a small script (``_notebook.js``): it
+runs offline, with no server and no kernel round trip, and a Content-Security-Policy forbids
+every request. Layers and heads are labelled from 1, and each view says so.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from functools import cache
+from importlib import resources
 from typing import Any
 
 import numpy as np
 
-__all__ = ["BLUES", "contrast_html", "evidence_html", "heatmap_svg", "route_html", "sequential", "table_html",
-           "token_contrast_html"]
+__all__ = ["BLUES", "VIEW_CSP", "contrast_html", "evidence_html", "head_report_html", "heatmap_svg", "notebook_view",
+           "route_html", "sequential", "table_html", "token_contrast_html"]
 
 #: the page's sequential colour scale, from 0 (white) to 1 (dark blue)
 BLUES: tuple[tuple[int, int, int], ...] = ((247, 251, 255), (198, 219, 239), (107, 174, 214), (33, 113, 181), (8, 48, 107))
@@ -117,26 +129,113 @@ def evidence_html(ev: Any, latex: Any) -> str:
     return "".join(parts)
 
 
+#: what a notebook view may load: nothing (its script and style are inline, its data in the page)
+VIEW_CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; "
+            "connect-src 'none'; form-action 'none'; base-uri 'none'")
+
+_VIEW_STYLE = """body{font:13px system-ui,sans-serif;color:#1b1b1b;margin:6px}
+.controls{display:flex;flex-wrap:wrap;gap:12px;align-items:center;margin:4px 0 8px}
+.views{display:flex;flex-direction:column;gap:8px}figure{margin:0}figcaption,.muted{color:#5f6368;font-size:12px}
+button.head-toggle{border:2px solid;border-radius:4px;margin:1px;padding:0 6px;background:#fff;cursor:pointer}
+.pair{display:flex;flex-wrap:wrap;gap:24px}.bar{display:flex;gap:6px;align-items:center;height:20px}
+.bar .tok{width:110px;overflow:hidden;white-space:nowrap;text-overflow:ellipsis}.bar.word .tok{font-weight:bold}
+.bar .fill{display:inline-block;height:12px;border:1px solid #c6dbef}"""
+
+_VIEW_DOC = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{csp}"><title>{title}</title><style>{style}</style></head>
+<body><div id="view"></div><script type="application/json" id="attnsym-view">{data}</script><script>{js}</script></body></html>"""
+
+
+@cache
+def _view_script() -> str:
+    return resources.files("attnsym").joinpath("_notebook.js").read_text(encoding="utf-8")
+
+
+def _json_in_script(data: Mapping[str, Any]) -> str:
+    """JSON that cannot close its ``<script>`` element, whatever the texts hold (``</script>`` in a sentence).
+
+    >>> _json_in_script({"text": "</script>"})
+    '{"text":"\\\\u003c/script\\\\u003e"}'
+    """
+    text = json.dumps(data, allow_nan=False, separators=(",", ":"))
+    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def _grid(values: Any, decimals: int = 4) -> Any:
+    """An array as nested lists rounded to ``decimals`` (NaN as None, JSON's null).
+
+    >>> _grid([[0.123456, float("nan")]])
+    [[0.1235, None]]
+    """
+    a = np.round(np.asarray(values, dtype=np.float64), decimals)
+    out = a.astype(object)
+    out[np.isnan(a)] = None
+    return out.tolist()
+
+
+def notebook_view(data: Mapping[str, Any], *, title: str, summary: str, height: int) -> str:
+    """One interactive view: ``summary`` as a line of text, then an ``<iframe srcdoc>`` drawing ``data``.
+
+    ``data["kind"]`` is ``"route"``, ``"heads"`` or ``"contrast"`` (what ``_notebook.js`` draws);
+    the view loads nothing (:data:`VIEW_CSP`) and needs no server.
+
+    >>> view = notebook_view({"kind": "heads", "layers": 1, "heads": 1, "patterns": ["self"], "scores": [[[1.0]]],
+    ...                       "top": [[1.0]], "labels": [["self"]], "short": {"self": "self"}}, title="t",
+    ...                      summary="one head", height=200)
+    >>> view.startswith("<div") and "<iframe srcdoc=" in view and 'sandbox="allow-scripts"' in view
+    True
+    """
+    doc = _VIEW_DOC.format(csp=VIEW_CSP, title=html.escape(title), style=_VIEW_STYLE,
+                           data=_json_in_script({**data, "blues": [list(c) for c in BLUES]}), js=_view_script())
+    return (f'<div class="attnsym-view"><p>{html.escape(summary)}</p>'
+            f'<iframe srcdoc="{html.escape(doc, quote=True)}" sandbox="allow-scripts" title="{html.escape(title)}" '
+            f'style="width:100%;height:{int(height)}px;border:1px solid #e0e0e0;resize:vertical"></iframe></div>')
+
+
+def _heatmap_height(rows: int, cols: int, labels: Sequence[str]) -> int:
+    """The height of :func:`heatmap_svg` (and of the script's heatmap) for these sizes and labels."""
+    longest = max([len(str(t)) for t in labels] + [1])
+    return min(120, 12 + 7 * longest) + rows * max(12, min(34, 440 // max(rows, cols))) + 8
+
+
 def route_html(route: Any) -> str:
-    """A model's route: the text, its tokens, and each layer's attention (mean over heads) as heatmaps."""
-    esc = html.escape
+    """A route's interactive view: the heatmap of a chosen layer and head, and the head view of its layer."""
     labels = route.labels()
-    maps = "".join(
-        '<figure style="display:inline-block;margin:4px">'
-        + heatmap_svg(route.attention[layer].mean(axis=0), labels, title=f"layer {layer + 1}, mean over heads")
-        + f"<figcaption>layer {layer + 1}, mean over {route.heads} heads</figcaption></figure>"
-        for layer in range(route.layers))
-    return (f"<div><p><strong>{esc(route.model)}</strong>: {esc(repr(route.text))}, {route.n} tokens, "
-            f"{route.layers} layers × {route.heads} heads (rows: query i, columns: key j)</p>"
-            f"<p><code>{esc(' '.join(labels))}</code></p>{maps}</div>")
+    n = route.n
+    head_view = n * max(14, min(26, 440 // n)) + 70
+    data = {"kind": "route", "model": route.model, "text": route.text, "tokens": labels, "layers": route.layers,
+            "heads": route.heads, "attention_milli": np.rint(np.asarray(route.attention, dtype=np.float64) * 1000)
+            .astype(np.int64).tolist()}  # thousandths: "123", not "0.1234" (the view shows 3 decimals)
+    summary = (f"{route.model}: {route.text!r}, {n} tokens, {route.layers} layers × {route.heads} heads "
+               "(layers and heads from 1; rows: query i, columns: key j)")
+    return notebook_view(data, title=f"route of {route.text[:40]!r}", summary=summary,
+                         height=150 + _heatmap_height(n, n, labels) + head_view)
+
+
+def head_report_html(report: Any, short: Mapping[str, str]) -> str:
+    """A head report's interactive view: the layer × head grid of classes, coloured by a chosen score."""
+    data = {"kind": "heads", "layers": report.layers, "heads": report.heads, "patterns": list(report.patterns),
+            "scores": _grid(report.scores), "top": _grid(report.top), "labels": [list(r) for r in report.labels],
+            "short": dict(short)}
+    summary = (f"head classes of {report.layers} layers × {report.heads} heads over {len(report.texts)} text(s) "
+               "(L = layer, H = head, from 1)")
+    rows = [f"L{k + 1}" for k in range(report.layers)]
+    return notebook_view(data, title="head classes", summary=summary,
+                         height=100 + _heatmap_height(report.layers, report.heads, rows))
 
 
 def token_contrast_html(c: Any) -> str:
-    """A word in two texts: the summary sentence and the role distance per layer and head."""
-    L, H = c.role_distance.shape
-    grid = heatmap_svg(c.role_distance, [f"layer {layer + 1}" for layer in range(L)], [f"head {h + 1}" for h in range(H)],
-                       title="role distance per layer and head")
-    return f"<div><p>{html.escape(c.summary())}</p>{grid}</div>"
+    """A word in two texts: the summary, the distance grid per layer and head, and the word's two rows at a cell."""
+    layer, head = c.most_different()
+    tokens = [r.labels() for r in c.routes]
+    L, H = (int(k) for k in c.role_distance.shape)
+    data = {"kind": "contrast", "words": [w.text for w in c.words], "texts": list(c.texts), "tokens": tokens,
+            "positions": [list(w.positions) for w in c.words], "rows": [_grid(r) for r in c.rows],
+            "distance": _grid(c.role_distance), "metric": "role distance", "layers": L, "heads": H,
+            "cell": [layer, head]}
+    reads = 60 + 20 * max(len(t) for t in tokens)
+    return notebook_view(data, title=f"contrast of {c.token!r}", summary=c.summary(),
+                         height=80 + _heatmap_height(L, H, [f"layer {L}"]) + reads)
 
 
 def contrast_html(c: Any) -> str:

@@ -1,6 +1,6 @@
-"""Safe file writing: atomic, never a silent overwrite, never replacing what is not a regular file.
+"""Safe file writing and reading: atomic, never a silent overwrite, never replacing or reading what is not a regular file.
 
-Three promises, one module:
+Four promises, one module:
 
 * **Atomic.** :func:`atomic_write` writes into a temporary file beside the destination and
   renames it into place, so a reader never sees half a file and a crash leaves the old file
@@ -20,6 +20,12 @@ Three promises, one module:
   symbolic link would write somewhere the user did not name; replacing it would destroy the
   link), and nothing is written through a symbolic link to a folder either (an output folder
   or a subfolder of it). A parent that is a file is reported as such.
+
+* **Reading only regular files, bounded.** :func:`open_regular` opens a file without blocking
+  and checks the open descriptor (a FIFO named as a model's shard would otherwise block a
+  reader forever; a device would never end), :func:`read_capped` also refuses a file past a
+  size cap from its size, before reading, and :func:`refuse_special` checks a file another
+  library opens by name. :func:`read_array` reads a ``.npy`` file the same way.
 
 Temporaries are named ``.<name>.attnsym-<pid>-<random>.tmp``. One left behind by a process
 that was killed (SIGKILL, power loss) is removed by the next write to the same destination,
@@ -132,8 +138,8 @@ def refuse_existing(paths: str | os.PathLike | Iterable[str | os.PathLike], *, o
         be a real ``bool``.
     folders : bool, default False
         ``paths`` are folders: each must be absent or a directory (a symbolic link, even to a
-        directory, is refused: nothing is written through a link), and a non-empty one needs
-        ``overwrite``.
+        directory, is refused: nothing is written through a link; so are the working folder and
+        a mount point, which a rename cannot replace), and a non-empty one needs ``overwrite``.
 
     Returns
     -------
@@ -182,6 +188,7 @@ def refuse_existing(paths: str | os.PathLike | Iterable[str | os.PathLike], *, o
                                   f"itself ({target}) or another name")
             if kind != "directory":
                 raise OutputError(f"{path} is a {kind}; give a folder")
+            _check_swappable(path)  # put in place by a rename: not the working folder, not a mount point
             if any(path.iterdir()) and not overwrite:
                 raise OverwriteError(f"{path} exists and is not empty; pass overwrite=True (--force on the command "
                                      "line) to write into it (files of the same name are replaced)", paths=[path])
@@ -370,8 +377,11 @@ def _carry(old: Path, new: Path, overwrite: bool, replaced: list[Path]) -> None:
                 else:
                     _link_or_copy(source, target, kind)
             elif staged == "directory":
-                if kind != "directory":  # a link to a folder included: the new files are never written through it
-                    raise _refuse_link(source, f"{kind}, not a folder")
+                if kind == "symbolic link":  # even to a folder: the new files are never written through it
+                    raise _refuse_link(source, "symbolic link, not a folder")
+                if kind != "directory":
+                    raise OutputError(f"{source} is a {kind}, not a folder; the new files need a folder there: "
+                                      "remove it or choose another folder")
                 _carry(source, target, overwrite, replaced)
                 shutil.copystat(source, target, follow_symlinks=False)
             elif kind != "regular file":
@@ -394,6 +404,19 @@ def _link_or_copy(source: Path, target: Path, kind: str | None) -> None:
         else:
             raise OutputError(f"{source} is a {kind} that cannot be kept across the swap (no hard link can be made "
                               "here); move it out of the folder or choose another folder") from None
+
+
+def _rescue(old: Path, new: Path) -> None:
+    """Move into ``new`` what appeared in the user's ``old`` folder between the copy and the swap (never lost)."""
+    with os.scandir(old) as entries:
+        for entry in entries:
+            source, target = old / entry.name, new / entry.name
+            kind = _kind(target)
+            if kind is None:
+                with contextlib.suppress(OSError):
+                    os.rename(source, target)
+            elif kind == "directory" and _kind(source) == "directory":
+                _rescue(source, target)
 
 
 def _swap(stage: Path, folder: Path) -> None:
@@ -449,6 +472,8 @@ def _move_into_place(stage: Path, folder: Path, *, overwrite: bool, merge: bool)
         if isinstance(error, OverwriteError | OutputError):
             raise
         raise _os_error(folder, error) from None
+    with contextlib.suppress(OSError):
+        _rescue(stage, folder)  # the old folder, now at the stage's name, is removed next: keep what arrived late
 
 
 def _check_swappable(folder: Path) -> None:

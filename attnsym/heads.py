@@ -76,8 +76,10 @@ from typing import Any
 import numpy as np
 
 from ._checks import finite_real, integer_at_least, positive_int
+from ._html import head_report_html
 from .errors import AttnsymError, ShapeError, SpecError
 from .numeric.entropy import row_entropy
+from .tables import head_records, to_pandas
 
 __all__ = [
     "CLASSES",
@@ -236,6 +238,17 @@ class HeadReport:
             "queries": dict(self.queries), "layers": self.layers, "heads_per_layer": self.heads, "heads": heads,
             "counts": {c: list(v) for c, v in self.counts().items()},
         }
+
+    def _repr_html_(self) -> str:
+        return head_report_html(self, SHORT)
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """One row per layer, head and pattern, counted from 1 (:data:`attnsym.tables.HEAD_COLUMNS`)."""
+        return head_records(self)
+
+    def to_pandas(self) -> Any:
+        """:meth:`to_records` as a pandas DataFrame (the extra ``tables``; :func:`attnsym.tables.to_pandas`)."""
+        return to_pandas(self)
 
 
 # ---------------------------------------------------------------------------------------------- inputs

@@ -38,10 +38,10 @@ LAYERS: tuple[Layer, ...] = (
     Layer("errors", ("attnsym.errors",), "the exception hierarchy"),
     Layer("foundation", ("attnsym", "attnsym.spec", "attnsym._positions", "attnsym.tolerances", "attnsym._checks",
                          "attnsym._exact", "attnsym._io", "attnsym._html", "attnsym._typing", "attnsym._limits",
-                         "attnsym._gc"),
+                         "attnsym._gc", "attnsym._progress", "attnsym.tables"),
           "the spec, the tolerance table, argument checks, the size limits of the exact views, exact conversion, "
-          "atomic files, HTML pieces for Jupyter, the array type, the garbage collector tuned for heavy allocation; "
-          "the package façade (the rest on first access)"),
+          "atomic files, HTML pieces for Jupyter, progress bars, long-format tables for pandas, the array type, "
+          "the garbage collector tuned for heavy allocation; the package façade (the rest on first access)"),
     Layer("views", ("attnsym.symbolic", "attnsym.numeric"), "two independent implementations of the mathematics"),
     Layer("graphs", ("attnsym.graphs",), "routing graphs of the matrices the views compute"),
     Layer("models", ("attnsym.models", "attnsym.heads"), "real transformers run on numeric; head classes of their routes"),
@@ -58,8 +58,6 @@ LAYERS: tuple[Layer, ...] = (
 
 #: upward arrows that are deliberate: (importing module, imported module) -> why
 UPWARD_ALLOWED: dict[tuple[str, str], str] = {
-    ("attnsym.graphs", "attnsym.plots.routing"):
-        "attnsym.graphs.draw_routing/draw_contrast stay importable where they were public (PEP 562 alias)",
     ("attnsym.models.contrast", "attnsym.plots.models"):
         "TokenContrast.figure(), the models API's drawing shortcut, delegates to plots",
     ("attnsym.numeric.saturation", "attnsym.studies.intervals"):

@@ -121,3 +121,4 @@ def test_false_variant_fails(claim_id):
     check, wrong, what = FALSE_VARIANTS[claim_id]
     ev = check(QUICK, **wrong)
     assert ev.verdict == "fails", f"{claim_id}: the false variant '{what}' came out {ev.verdict}: {ev.summary}"
+    assert "FAILED: " in ev.summary, ev.summary  # the summary names what failed

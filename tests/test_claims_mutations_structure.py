@@ -19,6 +19,7 @@ from attnsym.claims import CLAIMS, CheckContext
 from attnsym.claims.builtin import literature_structure
 from attnsym.numeric import identifiability as numeric_id
 from attnsym.spec import AttentionSpec
+from attnsym.studies import qk_norm as studies_qk_norm
 from attnsym.symbolic import identifiability as exact_id
 from attnsym.symbolic import in_context
 
@@ -59,7 +60,7 @@ def _symbolic_rms_over_sum(monkeypatch):
         return sp.ImmutableMatrix(M.shape[0], w, lambda i, j: M[i, j] * g[0, j]
                                   / sp.sqrt(sp.Add(*[M[i, k] ** 2 for k in range(w)]) + eps))
 
-    monkeypatch.setattr(literature_structure, "rms_norm_rows", rms)
+    monkeypatch.setattr(studies_qk_norm, "rms_norm_rows", rms)
 
 
 def _lsa_without_one_over_n(monkeypatch):

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-PAGES = ["getting-started.md", "how-to/verify.md", "how-to/figures.md", "how-to/backends.md", "how-to/head-classes.md"]
+PAGES = ["getting-started.md", "how-to/verify.md", "how-to/figures.md", "how-to/backends.md", "how-to/head-classes.md",
+         "how-to/tables.md", "how-to/open-a-model-folder.md",
+         "how-to/notebook.md"]
 
 
 def _python_blocks(page: str) -> list[str]:
@@ -22,8 +24,10 @@ def _python_blocks(page: str) -> list[str]:
 def test_python_blocks_run_in_order(page, tmp_path, monkeypatch):
     from attnsym.claims import CLAIMS
 
-    if page == "how-to/backends.md":
+    if page in ("how-to/backends.md", "how-to/open-a-model-folder.md"):
         pytest.importorskip("torch")
+    if page == "how-to/open-a-model-folder.md":  # writes a random checkpoint with transformers
+        pytest.importorskip("transformers")
     monkeypatch.chdir(tmp_path)  # the snippets save figures into the working folder
     before = set(CLAIMS)
     namespace: dict = {}

@@ -196,7 +196,7 @@ def test_the_overview_of_the_real_model_shows_route_and_attnsym_heads(model, rea
 def test_routes_and_contrasts_display_themselves_in_jupyter(model):
     r = model.route("I like apples")
     shown = r._repr_html_()
-    assert shown.count("<svg") == r.layers and "[CLS]" in shown
+    assert shown.count("<iframe srcdoc=") == 1 and "[CLS]" in shown  # the interactive view (tests/test_notebook_views.py)
     c = model.contrast("the Apple phone", "I like apples", "apple")
     shown = c._repr_html_()
-    assert "role distance" in shown and shown.count("<rect") == c.role_distance.size
+    assert "role distance" in shown and shown.count("<iframe srcdoc=") == 1

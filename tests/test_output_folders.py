@@ -62,3 +62,12 @@ def test_graph_adds_its_set_to_a_folder_of_other_files(tmp_path, capsys):
     capsys.readouterr()
     assert main(["graph", "--n", "4", "--seed", "1", "-o", str(out)]) == 2  # same names: --force
     assert "exist" in _one_error_line(capsys)
+
+
+def test_the_working_folder_as_output_is_refused_before_any_work(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for argv in (["graph", "--n", "4", "--seed", "0", "-o", "."], ["route", "a b c", "-o", ".", "--force"],
+                 ["heads", "a b c", "-o", "."], ["tour", "-o", ".", "--quick"]):
+        assert main(argv) == 2, argv
+        assert "is the working folder (or holds it)" in _one_error_line(capsys)
+    assert list(tmp_path.iterdir()) == []

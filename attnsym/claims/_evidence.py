@@ -16,6 +16,7 @@ import sympy as sp
 from .._html import evidence_html
 from ..errors import AttnsymError, SpecError, SpecTypeError
 from ..studies._streams import seed_sequence
+from ..tables import evidence_records, to_pandas
 
 __all__ = [
     "BY_CONSTRUCTION",
@@ -153,6 +154,14 @@ class Evidence:
 
     def _repr_html_(self) -> str:
         return evidence_html(self, sp.latex)
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """The verdict as one row (:data:`attnsym.tables.EVIDENCE_COLUMNS`); for a list, :func:`attnsym.tables.to_records`."""
+        return evidence_records(self)
+
+    def to_pandas(self) -> Any:
+        """:meth:`to_records` as a pandas DataFrame (the extra ``tables``; :func:`attnsym.tables.to_pandas`)."""
+        return to_pandas(self)
 
 
 @dataclass(frozen=True)

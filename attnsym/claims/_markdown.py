@@ -122,7 +122,7 @@ def value_markdown(value: Any, *, table: bool = False, _depth: int = 0) -> str:
     if isinstance(value, float | np.floating):
         return _number(float(value))
     if isinstance(value, complex | np.complexfloating):
-        return f"{_number(value.real)} + {_number(value.imag)}i"
+        return f"{_number(float(value.real))} + {_number(float(value.imag))}i"
     if isinstance(value, str):
         return text_markdown(value, table=table)
     if isinstance(value, np.ndarray):

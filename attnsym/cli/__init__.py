@@ -23,6 +23,7 @@ from typing import NoReturn
 from .. import __version__
 from .._checks import finite_real, non_negative_int, positive_int
 from ..errors import AttnsymError, OverwriteError, SpecError
+from ._common import fill_families
 
 __all__ = ["EXIT_INTERNAL", "EXIT_USAGE", "build_parser", "console", "exit_status", "main"]
 
@@ -41,9 +42,9 @@ _EPILOG = """\
 examples:
   attnsym tour                              # everything, written to ./attnsym-tour/
   attnsym derive --n 2 --d 2 --format md    # the forward pass, step by step
-  attnsym verify variance-scaling           # check one claim
-  attnsym graph --n 6 --heads 2 -o out/     # routing graphs as GraphML
-  attnsym route "I ate an apple for lunch" "I bought an Apple phone today" --word apple -o out/
+  attnsym verify variance-scaling --quick   # check one claim, quick sizes (full sizes: drop --quick)
+  attnsym graph --n 6 --heads 2 -o graphs/  # routing graphs as GraphML
+  attnsym route "I ate an apple for lunch" "I bought an Apple phone today" --word apple -o route/
                                             # a real model's routing, the same word in two contexts
 
 'attnsym COMMAND --help' explains each command.
@@ -59,6 +60,9 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+    def format_help(self) -> str:
+        return fill_families(super().format_help())
 
 
 def _positive_or_inf(name: str, value: float) -> float:
@@ -122,6 +126,9 @@ def _one_line(error: BaseException, options: dict[str, str]) -> str:
     """The message of an error the user can act on, on one line, in the command line's words."""
     if isinstance(error, OverwriteError) and error.paths:
         more = f" (and {len(error.paths) - 1} more)" if len(error.paths) > 1 else ""
+        if "while this run was writing" in str(error):  # another run filled the folder meanwhile (attnsym._io)
+            return (f"{error.paths[0]} was filled by another run while this one was writing (its files are left as "
+                    "they are); pass --force to write into it")
         if "not empty" in str(error):
             return (f"{error.paths[0]} exists and is not empty; pass --force to write into it "
                     "(files of the same name are replaced)")

@@ -9,6 +9,27 @@ from pathlib import Path
 from .._io import atomic_write
 from ..spec import AttentionSpec
 
+#: where a help text names the model families that load; filled from the family table when the help is shown
+FAMILIES_SLOT = "{model families}"
+#: the sentence of every ``--model`` command's description that says what loads
+MODEL_FOLDERS = ("--model takes a packaged model's name (all-MiniLM-L6-v2) or a Hugging Face folder: config.json,\n"
+                 "model.safetensors (or a sharded index), tokenizer.json (or vocab files); its model_type one of\n"
+                 f"{FAMILIES_SLOT}.\nNothing is downloaded; the how-to 'Open a model folder' says what loads and "
+                 "what is refused.")
+
+
+def fill_families(text: str) -> str:
+    """``text`` with :data:`FAMILIES_SLOT` replaced by the family table's names.
+
+    The names are :func:`attnsym.models.families.family_names`, read when a help text is shown.
+    """
+    if FAMILIES_SLOT not in text:
+        return text
+    # lazy: attnsym.models costs ~0.6 s to import; only the help of a --model command pays it
+    from ..models.families import family_names
+
+    return text.replace(FAMILIES_SLOT, family_names())
+
 
 def add_spec_arguments(parser: argparse.ArgumentParser, *, n: int = 2, d: int = 2) -> None:
     """The flags that describe an attention layer, the same for every sub-command."""

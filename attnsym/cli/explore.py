@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 from .._io import refuse_existing
+from ._common import MODEL_FOLDERS
 
 __all__ = ["add_parser", "page_path", "run"]
 
@@ -24,7 +25,9 @@ the feed-forward block's fixed graph beside it, the contrast of one word between
 sentences, rollout and flow; every view exports as SVG, JSON or CSV.
 
 The page opens from disk with no network: KaTeX, the script, the style and the data are inside.
-"""
+
+{MODEL_FOLDERS}
+""".replace("{MODEL_FOLDERS}", MODEL_FOLDERS)
 
 _EPILOG = """\
 examples:

@@ -9,6 +9,8 @@ import json
 import sys
 from pathlib import Path
 
+from ._common import MODEL_FOLDERS
+
 __all__ = ["add_parser", "run"]
 
 _DESCRIPTION = """\
@@ -19,10 +21,12 @@ normalised entropy), and for decoders induction and duplicate-token (seeded repe
 token sequences). A head gets the pattern with the highest score at or above its threshold,
 else "mixed". Every query of every text weighs the same. Layers and heads count from 1.
 
+{MODEL_FOLDERS}
+
 Prints a layer x head table (class and score). With -o DIR, writes into DIR (all files or
 none): heads.png (the grid coloured by class, with a legend), heads.json and heads.csv (every
 score of every head).
-"""
+""".replace("{MODEL_FOLDERS}", MODEL_FOLDERS)
 
 _EPILOG = """\
 examples:
@@ -73,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
         refuse_existing([args.output], overwrite=args.force, folders=True)
     model = load(args.model)
     print(f"routing {len(args.texts)} text(s) through {model.name} ...", file=sys.stderr)
-    routes = model.route(args.texts)
+    routes = model.route(args.texts, progress=True)  # a bar only on a terminal, for more texts than one batch
     induction = None
     note = "bidirectional model: induction and duplicate-token scores do not apply"
     if model.config.causal:
@@ -85,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
                 f"seed {args.seed}")
     report = hd.classify(routes, induction=induction)
     counts = {c: sum(v) for c, v in report.counts().items() if sum(v)}
-    print(f"{model.name}: {report.layers} layers x {report.heads} heads; each cell: class and its score")
+    print(f"{model.name}: {report.layers} layers x {report.heads} heads (both from 1); each cell: class and its score")
     print(report.table())
     print("classes: " + ", ".join(f"{c} {k}" for c, k in counts.items()) + f"; {note}")
     if args.output is not None:

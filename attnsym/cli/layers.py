@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ._common import add_output_arguments, emit
+from ._common import MODEL_FOLDERS, add_output_arguments, emit
 
 __all__ = ["add_parser", "run"]
 
@@ -21,7 +21,9 @@ text, Markdown and LaTeX; the JSON's "layer" is an index from 0, one object per 
 
 Facts of config.json that disagree (a window set while use_sliding_window is false, a window
 longer than the context) are printed as warnings naming the key, to stderr.
-"""
+
+{MODEL_FOLDERS} A GGUF file (*.gguf) is read too.
+""".replace("{MODEL_FOLDERS}", MODEL_FOLDERS)
 
 _EPILOG = """\
 examples:

@@ -254,7 +254,8 @@ def run(args: argparse.Namespace) -> int:
     if args.report is not None:
         _check_report_dir(args.report, force=args.force)
 
-    jobs = default_jobs() if args.jobs is None else args.jobs
+    # never more workers than claims: one claim runs in this process, where its own progress is drawn live
+    jobs = min(default_jobs() if args.jobs is None else args.jobs, len(ids))
     formats = FIGURE_FORMATS if args.report is not None and not args.no_figures else ()
     err = Console(stderr=True)
     # with worker processes the bar is redrawn as each claim finishes (no refresh thread: the
@@ -262,7 +263,7 @@ def run(args: argparse.Namespace) -> int:
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total}"),
                   TimeElapsedColumn(), console=err, transient=True, disable=not err.is_terminal,
                   auto_refresh=jobs == 1) as progress:
-        overall = progress.add_task("claims", total=len(ids))
+        overall = progress.add_task("claims" if args.quick else "claims (--quick: smaller sizes, seconds)", total=len(ids))
         inner: dict[str, TaskID] = {}
 
         def claim_progress(cid: str):

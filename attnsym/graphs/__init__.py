@@ -12,8 +12,10 @@ and DOT.
 >>> G.number_of_edges()
 3
 
-The drawing functions live in :mod:`attnsym.plots` (the only package that imports matplotlib);
-``attnsym.graphs.draw_routing`` and ``attnsym.graphs.draw_contrast`` stay importable as aliases.
+The drawing functions live in :mod:`attnsym.plots` (the only package that imports matplotlib):
+``attnsym.graphs`` never imports it. The old aliases ``attnsym.graphs.draw_routing`` and
+``attnsym.graphs.draw_contrast`` are gone; asking for them raises an ``AttributeError`` that
+names ``attnsym.plots.draw_routing`` / ``draw_contrast``.
 """
 
 from typing import Any
@@ -82,13 +84,12 @@ __all__ = [
     "table1",
 ]
 
-#: public names kept here for compatibility, defined in attnsym.plots.routing (imported on first access)
-_DRAWING = ("draw_contrast", "draw_routing")
+#: names that were public here and moved to attnsym.plots (drawing belongs to plots; graphs returns data)
+_MOVED_TO_PLOTS = ("draw_contrast", "draw_routing")
 
 
 def __getattr__(name: str) -> Any:
-    if name in _DRAWING:
-        from ..plots import routing  # the one import of plots by graphs: a compatibility alias, see _DRAWING
-
-        return getattr(routing, name)
+    if name in _MOVED_TO_PLOTS:
+        raise AttributeError(f"attnsym.graphs.{name} moved to attnsym.plots.{name} (graphs returns data, plots "
+                             f"draws it): use `from attnsym.plots import {name}`")
     raise AttributeError(f"module 'attnsym.graphs' has no attribute {name!r}")

@@ -60,20 +60,11 @@ def _rows(A: Any) -> np.ndarray:
 
 
 def row_entropy(A: Any) -> np.ndarray:
-    r"""Entropy :math:`-\sum_j A_{ij}\ln A_{ij}` of every row, in nats (``0 ln 0 = 0``).
+    """:func:`attnsym.numeric.entropy.row_entropy` of an attention matrix, a stack, or a routing graph (its matrix).
 
-    Parameters
-    ----------
-    A : array-like or routing graph
-        ``(n, n)`` or a stack; a routing graph is turned back into its matrix.
+    The one row entropy of attnsym, in nats (``0 ln 0 = 0``); here ``A`` is checked as attention
+    weights first (square in its last two axes, finite), and a graph is turned back into its matrix.
 
-    Returns
-    -------
-    numpy.ndarray
-        Shape ``A.shape[:-1]``.
-
-    Examples
-    --------
     >>> row_entropy(np.array([[1.0, 0.0], [0.5, 0.5]])).round(6).tolist()
     [0.0, 0.693147]
     """

@@ -68,6 +68,7 @@ import numpy as np
 from .._checks import non_negative_int, one_of, positive_int
 from .._html import token_contrast_html
 from ..graphs.metrics import row_entropy
+from ..tables import contrast_records, to_pandas
 from .errors import TextError, TokenNotFoundError
 from .route import Route, Word
 
@@ -516,6 +517,14 @@ class TokenContrast:
 
     def _repr_html_(self) -> str:
         return token_contrast_html(self)
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """One row per layer, head, text and key, counted from 1 (:data:`attnsym.tables.CONTRAST_COLUMNS`)."""
+        return contrast_records(self)
+
+    def to_pandas(self) -> Any:
+        """:meth:`to_records` as a pandas DataFrame (the extra ``tables``; :func:`attnsym.tables.to_pandas`)."""
+        return to_pandas(self)
 
 
 def _rows(route: Route, word: Word, pieces: str) -> np.ndarray:

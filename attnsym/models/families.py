@@ -17,6 +17,7 @@ by transformers 4) and ``rope_parameters`` (transformers 5, which holds ``rope_t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -45,7 +46,7 @@ from .plan import Block, Layout, ModelPlan, Norm
 from .schedule import _rope
 
 __all__ = ["FAMILIES", "LAYOUTS", "NAME_MAPS", "OPTIONS", "TENSOR_NAMES", "describe_model", "families_table",
-           "gpt2_scale", "layer_spec", "read_plan"]
+           "family_names", "gpt2_scale", "layer_spec", "read_plan"]
 
 
 def _windows(raw: dict[str, Any], path: Path, layers: int, family: str) -> list[int | None]:
@@ -139,7 +140,15 @@ def _gemma2(raw: dict[str, Any], path: Path) -> ModelPlan:
     return ModelPlan(model_type="gemma2", width=plan.width, vocab_size=plan.vocab_size,
                      max_positions=plan.max_positions, blocks=blocks, final_norm=norm,
                      tie_word_embeddings=_flag(raw, "tie_word_embeddings", path, True), pad_token_id=plan.pad_token_id,
-                     embed_scale=float(plan.width) ** 0.5)
+                     embed_scale=float(plan.width) ** 0.5, final_softcap=_softcap(raw, path))
+
+
+def _softcap(raw: dict[str, Any], path: Path) -> float | None:
+    """Gemma 2's ``final_logit_softcapping`` (the logits' ``c·tanh(z / c)``), None when absent."""
+    cap = _get(raw, "final_logit_softcapping", (int, float), path, None)
+    if cap is not None and not (math.isfinite(cap) and cap > 0):
+        raise ModelError(f"{path}: 'final_logit_softcapping' must be a positive number (got {cap!r})")
+    return None if cap is None else float(cap)
 
 
 def _gpt_neox(raw: dict[str, Any], path: Path) -> ModelPlan:
@@ -371,7 +380,7 @@ NAME_MAPS: dict[str, dict[str, str]] = {
                "post_attn_norm": "layers.{i}.post_attention_layernorm.weight",
                "post_mlp_norm": "layers.{i}.post_feedforward_layernorm.weight"},
     "gpt_neox": _fused_names("layers.{i}.", "attention.query_key_value", "attention.dense", "embed_in",
-                             "final_layer_norm"),
+                             "final_layer_norm") | {"lm_head": "embed_out.weight"},
     "bloom": _fused_names("h.{i}.", "self_attention.query_key_value", "self_attention.dense", "word_embeddings",
                           "ln_f"),
 }
@@ -403,9 +412,21 @@ def families_table() -> str:
     >>> print(families_table().splitlines()[0])
     | `model_type` | architecture | options read from `config.json` |
     """
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")  # "q|k|v" stays in its cell
+
     rows = ["| `model_type` | architecture | options read from `config.json` |", "|---|---|---|"]
-    rows += [f"| `{k}` | {OPTIONS[k][0]} | {OPTIONS[k][1]} |" for k in FAMILIES]
+    rows += [f"| `{k}` | {cell(OPTIONS[k][0])} | {cell(OPTIONS[k][1])} |" for k in FAMILIES]
     return "\n".join(rows)
+
+
+def family_names() -> str:
+    """Every ``model_type`` attnsym loads, in the table's order, as one line (help texts and docs quote it).
+
+    >>> family_names().split(", ")[:2]
+    ['bert', 'gpt2']
+    """
+    return ", ".join(FAMILIES)
 
 
 def read_plan(raw: dict[str, Any], path: Path) -> ModelPlan:

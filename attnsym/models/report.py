@@ -17,7 +17,7 @@ from .contrast import TokenContrast
 from .evidence import special_shares
 from .route import Route
 
-__all__ = ["SPECIAL_NOTE", "contrast_markdown", "route_markdown", "special_markdown"]
+__all__ = ["SPECIAL_NOTE", "contrast_markdown", "markdown_code", "prediction_markdown", "route_markdown", "special_markdown"]
 
 #: the note on [CLS]/[SEP] and the first token, shown with the measured shares
 SPECIAL_NOTE = (
@@ -72,7 +72,7 @@ def route_markdown(route: Route, *, rollout: np.ndarray | None = None, flow: np.
     for p, (token, (a, b), special) in enumerate(zip(route.tokens, route.offsets, route.special, strict=True)):
         where = "added by the tokenizer" if special else f"{a}–{b} {_code(route.text[a:b])}"
         lines.append(f"| {p + 1} | {_code(token)} | {where} |")
-    lines += ["", "Mean attention per layer (over heads and queries):", "", special_markdown(route)]
+    lines += ["", "Mean attention per layer (from 1; over heads and queries):", "", special_markdown(route)]
     if rollout is not None:
         for a, i in enumerate(flow_outputs):
             order = np.argsort(-rollout[i], kind="stable")[:top]
@@ -84,6 +84,17 @@ def route_markdown(route: Route, *, rollout: np.ndarray | None = None, flow: np.
                 lines.append(f"- flow into {_code(labels[i])}: {reads}")
         lines.append("")
     return "\n".join(lines) + "\n"
+
+
+#: a text as one Markdown code span, safe in a table cell (for the CLI's reports)
+markdown_code = _code
+
+
+def prediction_markdown(route: Route, *, k: int = 5) -> str:
+    """A decoder's next-token prediction after the text: the ``k`` most probable tokens with their probabilities."""
+    rows = [f"| {rank} | {_code(repr(text))} | {p:.4f} |" for rank, (text, p) in enumerate(route.top_next(k), start=1)]
+    return "\n".join([f"What the model predicts after {_code(route.text)}:", "", "| rank | next token | probability |",
+                      "|---|---|---|", *rows, ""]) + "\n"
 
 
 def contrast_markdown(c: TokenContrast, *, rows: int = 10) -> str:
@@ -108,7 +119,7 @@ def contrast_markdown(c: TokenContrast, *, rows: int = 10) -> str:
              "way?); *content distance* over the tokens both sentences contain, pooled by identity wherever they "
              f"stand ({', '.join(f'{_code(i)}' for i in c.content_items)}: does it read the same tokens?). "
              "H/ln n: row entropy as a fraction of its maximum.", "",
-             f"**The {rows} heads that route it most differently** (by role distance):", "",
+             f"**The {rows} heads that route it most differently** (by role distance; layers and heads from 1):", "",
              "| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
     for flat in order:
         layer, head = np.unravel_index(int(flat), (L, H))

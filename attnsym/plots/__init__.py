@@ -22,7 +22,8 @@ One module per subject, mirroring the layers below:
 ``plots.activations``       :func:`gelu_figure`
 ``plots.scaling``           :func:`variance_figure`, :func:`entropy_figure`,
                             :func:`saturation_gradient_figure`; :func:`saturation_entropy_figure`,
-                            :func:`saturation_jacobian_figure` (a saturation study's result)
+                            :func:`saturation_jacobian_figure`, :func:`variance_result_figure`
+                            (a study's result)
 ``plots.training``          :func:`training_figure`, :func:`training_run_figure` (the saturation
                             study's training run)
 ``plots.complexity``        :func:`path_length_figure`, :func:`memory_growth_figure`,
@@ -78,6 +79,7 @@ from .scaling import (
     saturation_gradient_figure,
     saturation_jacobian_figure,
     variance_figure,
+    variance_result_figure,
 )
 from .training import training_figure, training_run_figure
 
@@ -126,6 +128,7 @@ __all__ = [
     "training_run_figure",
     "two_token_figure",
     "variance_figure",
+    "variance_result_figure",
 ]
 
 

@@ -139,7 +139,8 @@ def attention_heatmap(
     if allowed is not None:
         note += "\ngrey hatched ×: masked, may not attend"
     fig.colorbar(image, ax=axes[:heads].tolist(), label=note, shrink=0.9)
-    fig.suptitle(title or r"Attention weights $A = \mathrm{softmax}(QK^\top/\sqrt{d_k})$, rows sum to 1")
+    fig.suptitle(title or r"Attention weights $A = \mathrm{softmax}(QK^\top/\sqrt{d_k})$, rows sum to 1"
+                 + (", heads from 1" if heads > 1 else ""))
     return fig
 
 

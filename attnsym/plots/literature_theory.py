@@ -23,7 +23,7 @@ __all__ = ["kernel_figure", "linear_rnn_figure", "lipschitz_figure", "lipschitz_
 
 def lipschitz_result_figure(result: LipschitzResult) -> Figure:
     """:func:`lipschitz_figure` of a Lipschitz study (:func:`attnsym.studies.lipschitz.study`): the result the claim judged."""
-    return lipschitz_figure(result.sizes.ts, result.exact_entry, result.numeric_entry, result.sizes.radii,
+    return lipschitz_figure(result.sizes.ts, result.exact_entry.tolist(), result.numeric_entry.tolist(), result.sizes.radii,
                             result.largest, result.median)
 
 

@@ -46,13 +46,13 @@ def token_contrast_figure(c: Any, *, layer: int | None = None, head: int | None 
         ax.set_xticks(range(route.n), labels, rotation=45, ha="right")
         ax.set_ylim(0, 1)
         ax.set_ylabel("attention weight")
-        ax.set_title(f"text {k + 1}: {route.text!r}\nwhere '{word.text}' reads from (layer {layer + 1}, head {head + 1}); "
+        ax.set_title(f"text {k + 1}: {route.text!r}\nwhere '{word.text}' reads from (L{layer + 1} H{head + 1}, 1-based); "
                      f"H/ln n = {c.entropy[k][layer, head]:.2f}", fontsize=10)
     ax = fig.add_subplot(grid[1, 0])
     image = ax.imshow(c.role_distance, vmin=0, vmax=1, cmap="viridis", aspect="auto")
     ax.add_patch(_outline(head, layer))
-    ax.set_xlabel("head")
-    ax.set_ylabel("layer")
+    ax.set_xlabel("head (from 1)")
+    ax.set_ylabel("layer (from 1)")
     ax.set_xticks(range(H), [str(h + 1) for h in range(H)])
     ax.set_yticks(range(L), [str(ly + 1) for ly in range(L)])
     ax.set_title("role distance per layer and head (total variation of the role shares, 0..1)", fontsize=10)
@@ -67,7 +67,7 @@ def token_contrast_figure(c: Any, *, layer: int | None = None, head: int | None 
     ax.set_xlim(0, 1)
     ax.set_xlabel("share of the word's attention")
     ax.legend(ncols=5, loc="upper center", bbox_to_anchor=(0.5, -0.22), fontsize=8, frameon=False)
-    ax.set_title(f"role shares at layer {layer + 1}, head {head + 1}: distance {c.role_distance[layer, head]:.3f}", fontsize=10)
+    ax.set_title(f"role shares at L{layer + 1} H{head + 1} (1-based): distance {c.role_distance[layer, head]:.3f}", fontsize=10)
     same = "identical" if c.weights_identical else "NOT identical"
     fig.suptitle(f"'{c.token}' routed by {c.routes[0].model}: the same weights, two inputs, two routings\n"
                  f"projection and feed-forward weights of all {L} layers: {same} for both texts "
@@ -128,7 +128,8 @@ def attention_grid_figure(route: Any, *, max_labels: int = 24):
                     rotation=90, ha="right", va="center", fontsize=8, annotation_clip=False)
     if image is not None:  # always: a route has at least one layer and head
         fig.colorbar(image, ax=ax, shrink=0.6, label="attention weight A[i, j]")
-    fig.suptitle(f"{route.model}: attention per layer and head for {route.text!r} (rows: queries i, columns: keys j)",
+    fig.suptitle(f"{route.model}: attention per layer and head for {route.text!r} (rows: queries i, columns: keys j; "
+                 "layers and heads from 1)",
                  fontsize=10)
     return fig
 

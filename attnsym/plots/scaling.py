@@ -16,9 +16,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
     from ..studies.saturation import SaturationResult
+    from ..studies.variance import VarianceResult
 
 __all__ = ["entropy_figure", "saturation_entropy_figure", "saturation_gradient_figure", "saturation_jacobian_figure",
-           "variance_figure"]
+           "variance_figure", "variance_result_figure"]
 
 
 def variance_figure(
@@ -123,6 +124,17 @@ def _score_variance_data(d: Any, *, samples: int | None, seed: int, quick: bool)
     elif quick:
         kwargs["rel_error"] = 0.05  # 95 % intervals of ±5 % instead of ±2 %
     return montecarlo.score_variance(**kwargs)
+
+
+def variance_result_figure(result: VarianceResult) -> Figure:
+    """:func:`variance_figure` of a variance study (:func:`attnsym.studies.variance.study`): its normal-law estimates
+    with 95 % intervals against the exact ``d`` and 1 — the result the claim ``variance-scaling`` judged."""
+    gaussian = [s for s in result.samples if s.law == "normal"]
+    dd = np.array([s.d for s in gaussian])
+    un = np.array([s.variance for s in gaussian])
+    ci = np.array([(s.variance - 1.96 * s.se, s.variance + 1.96 * s.se) for s in gaussian])
+    return variance_figure(dd, un, un / dd, unscaled_ci=ci, scaled_ci=ci / dd[:, None],
+                           exact_unscaled=dd.astype(float), exact_scaled=np.ones(len(dd)))
 
 
 def entropy_figure(

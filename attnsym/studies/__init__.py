@@ -21,6 +21,11 @@ module                                     question
 :mod:`attnsym.studies.saturation`          do unscaled scores saturate softmax as d grows,
                                            and does learning slow? (``softmax-saturation``)
 :mod:`attnsym.studies.training`            the seeded SGD run that study uses
+:mod:`attnsym.studies.alibi`               what does ALiBi's bias do to entropy and paths?
+                                           (``alibi-recency``)
+:mod:`attnsym.studies.variance`            what are the moments of q·k, and of real scores?
+                                           (``variance-scaling``)
+:mod:`attnsym.studies.qk_norm`             what does QK-norm bound? (``qk-norm-bound``)
 :mod:`attnsym.studies.lipschitz`           is dot-product attention Lipschitz? (``not-lipschitz``)
 :mod:`attnsym.studies.window`              which keys does a sliding window admit, per
                                            convention? (``window-banded-mask``)

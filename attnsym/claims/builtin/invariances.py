@@ -9,6 +9,8 @@ the numeric side is :func:`attnsym.numeric.attention_vjp` and central difference
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import sympy as sp
 
@@ -18,6 +20,7 @@ from ...numeric.invariances import bias_loss_slices, gradients_near_equal_tokens
 from ...spec import AttentionSpec
 from ...symbolic.invariances import bias_score_derivatives, equal_token_gradients, rows_constant
 from .._evidence import CheckContext, Evidence, tex
+from .._verdict import failed_clause, verdict
 from ..catalogue import builtin_claim, statement
 
 __all__ = ["check_key_bias_invariance", "check_rank_one_input"]
@@ -42,7 +45,7 @@ def check_key_bias_invariance(ctx: CheckContext, *, claimed_zero: str = "b_K") -
     table = []
     for spec in family:
         allowed = [[(not spec.causal) or j <= i for j in range(spec.n)] for i in range(spec.n)]
-        row = {"spec": spec.describe()}
+        row: dict[str, Any] = {"spec": spec.describe()}
         for which in ("b_K", "b_Q"):
             derivs = bias_score_derivatives(spec, which)
             row[f"∂S/∂{which} row-constant"] = all(rows_constant(D, allowed) for head in derivs for D in head)
@@ -61,14 +64,16 @@ def check_key_bias_invariance(ctx: CheckContext, *, claimed_zero: str = "b_K") -
                f"max |L(b_Q + t u) − L(b_Q)|, |t| ≤ {slices.offsets.max():g}": flat["b_Q"]}
     zero_num = {w: slices.backward[w] <= 1e-12 and slices.central[w] <= 1e-8 and flat[w] <= 1e-10 for w in ("b_K", "b_Q")}
     other = "b_Q" if claimed_zero == "b_K" else "b_K"
-    ok = symbolic_zero[claimed_zero] and zero_num[claimed_zero] and not symbolic_zero[other] and not zero_num[other]
+    facts = {f"∂L/∂{claimed_zero} = 0 (exact)": symbolic_zero[claimed_zero], f"∂L/∂{claimed_zero} = 0 (numeric)":
+             zero_num[claimed_zero], f"∂L/∂{other} ≠ 0 (exact)": not symbolic_zero[other],
+             f"∂L/∂{other} ≠ 0 (numeric)": not zero_num[other]}
     return Evidence(
-        "key-bias-invariance", statement("key-bias-invariance"), "holds" if ok else "fails",
+        "key-bias-invariance", statement("key-bias-invariance"), verdict(facts),
         method=("symbolic proof (∂S/∂b row-constant for the spec family) + numeric loss slices, backward and central "
                 f"differences (h = {slices.step:g})"),
         summary=(f"∂S/∂b_K constant along every row in {sum(r['∂S/∂b_K row-constant'] for r in table)}/{len(table)} specs "
                  f"(so ∂A/∂b_K = J·1 = 0); ∂S/∂b_Q is not; numeric |∂L/∂b_K| = {numeric['max |∂L/∂b_K| (backward)']:.1e}, "
-                 f"|∂L/∂b_Q| = {numeric['max |∂L/∂b_Q| (backward)']:.2f}"),
+                 f"|∂L/∂b_Q| = {numeric['max |∂L/∂b_Q| (backward)']:.2f}" + failed_clause(facts)),
         conditions=("a key bias adds q_i·b_K to every score of row i: softmax is shift invariant, so A, Y and any loss are "
                     "free of b_K (masked keys keep −∞, so masks do not matter); the value bias b_V is not affected",
                     "positions added to X (sinusoidal) keep it; a position-dependent transform of the keys after the bias "
@@ -112,13 +117,15 @@ def check_rank_one_input(ctx: CheckContext, *, claimed_zero: tuple[str, ...] = (
     exact_zero = {k: all(r.get(f"∂L/∂{k} = 0", False) for r in table) for k in names}
     numeric_zero = {k: numeric["equal tokens"][k] <= 1e-12 for k in names}
     distinct_nonzero = all(numeric["distinct tokens"][k] > 1e-6 for k in ("W_Q", "W_K"))
-    ok = (all(exact_zero[k] and numeric_zero[k] for k in claimed_zero)
-          and all(not exact_zero[k] for k in names if k not in claimed_zero) and distinct_nonzero)
+    facts = {**{f"∂L/∂{k} = 0 (exact and numeric)": exact_zero[k] and numeric_zero[k] for k in claimed_zero},
+             **{f"∂L/∂{k} ≠ 0 (exact)": not exact_zero[k] for k in names if k not in claimed_zero},
+             "distinct tokens give ∂L/∂W_Q, ∂L/∂W_K ≠ 0": distinct_nonzero}
     return Evidence(
-        "rank-one-input", statement("rank-one-input"), "holds" if ok else "fails",
+        "rank-one-input", statement("rank-one-input"), verdict(facts),
         method="symbolic proof (exact gradients, symbolic W, G, x) + numeric backward (attention_vjp)",
         summary=(f"X = 1xᵀ: ∂L/∂W_Q = ∂L/∂W_K = 0 exactly in {len(table)} specs, ∂L/∂W_V ≠ 0; numeric max |∂L/∂W_Q| "
-                 f"{numeric['equal tokens']['W_Q']:.1e} (equal tokens) vs {numeric['distinct tokens']['W_Q']:.2f} (distinct)"),
+                 f"{numeric['equal tokens']['W_Q']:.1e} (equal tokens) vs {numeric['distinct tokens']['W_Q']:.2f} (distinct)"
+                 + failed_clause(facts)),
         conditions=("every token the same vector and no positions: sinusoidal or rotary positions make the tokens distinct "
                     "again, and the gradient returns",
                     "holds with a causal mask (each row is uniform over its prefix) and with biases",

@@ -21,6 +21,7 @@ from ...symbolic import sink as exact_sink
 from ...symbolic import softcap as capping
 from ...symbolic.length_scaling import scaled_top_weight, top_weight
 from .._evidence import CheckContext, Evidence, tex
+from .._verdict import failed_clause, verdict
 from ..catalogue import builtin_claim, statement
 
 __all__ = ["SOFTCAP_EXAMPLE", "check_length_scaling", "check_off_by_one_sink", "check_softcap_facts"]
@@ -65,7 +66,6 @@ def check_softcap_facts(ctx: CheckContext, *, cap: int = 50, claimed_bound=None)
     ex_error = float(ex["logit"] - numeric(float(ex["logit"]), float(ex["cap"])))
     ex_bound = float(bound_of(float(ex["logit"]), float(ex["cap"])))
     example_ok = round(ex_error, 5) == ex["error"] and round(ex_bound, 5) == ex["bound"]
-    ok = slope_form and limits_ok and certificate and g_at_zero and inside and order and lipschitz and within and example_ok
     shown = np.linspace(-4 * cap, 4 * cap, 401)
     shown_values = numeric(shown, cap)
 
@@ -77,15 +77,14 @@ def check_softcap_facts(ctx: CheckContext, *, cap: int = 50, claimed_bound=None)
              "g′ = x² − tanh² x (exact)": certificate, "g(0) = 0": g_at_zero,
              "grid: |capped| ≤ c": inside, "grid: order kept": order, "grid: 1-Lipschitz": lipschitz,
              "grid: error ≤ |ℓ|³/(3c²)": within, "example to 5 decimals": example_ok}
-    failed = [k for k, v in facts.items() if not v]
     return Evidence(
-        "softcap-facts", statement("softcap-facts"), "holds" if ok else "fails",
+        "softcap-facts", statement("softcap-facts"), verdict(facts),
         method="symbolic proof (slope, limits, cubic-bound certificate) + numeric check (float64 grid, "
                f"{grid.size} logits up to 10⁴·c)",
         summary=(f"slope {slope}; limits {limits[0]}, {limits[1]}; certificate g′ = {sp.factor(dg)}; "
                  f"c = {ex['cap']}, ℓ = {ex['logit']}: error {ex_error:.5f} {'≤' if ex_error <= ex_bound else '>'} "
                  f"bound {ex_bound:.5f}; largest error/bound on the grid {float(np.max(error / np.maximum(bound, 1e-300))):.3f}"
-                 + (f"; FAILED: {', '.join(failed)}" if failed else "")),
+                 + failed_clause(facts)),
         conditions=("c > 0; the open interval (−c, c) is exact: in float64 tanh rounds to ±1 beyond |ℓ| ≈ 19c, so "
                     "the grid checks |capped| ≤ c",
                     "the cubic bound is tight near 0 (x − tanh x = x³/3 − 2x⁵/15 + …) and loose for |ℓ| ≫ c, where "
@@ -129,19 +128,22 @@ def check_off_by_one_sink(ctx: CheckContext, *, extra_logit: int = 0) -> Evidenc
     finite = bool(np.all(np.isfinite(ours)))
     sums = ours.sum(axis=1)
     below_one = bool(np.all(sums <= 1 + 1e-15))  # < 1 exactly; float64 rounds 1 − σ(−lse) to 1 once lse(x) > 37
-    ok = weights_equal and outputs_equal and mass_equal and finite and numeric_gap <= 1e-12 and below_one
+    facts = {"softmax₁ weights = softmax with the extra logit (exact)": weights_equal,
+             "outputs equal with a zero value (exact)": outputs_equal, "sink weight = σ(s − lse(x)) (exact)": mass_equal,
+             "float64 finite": finite, "float64 within 1e-12": numeric_gap <= 1e-12, "row sums ≤ 1": below_one}
     grid = np.linspace(-8.0, 8.0, 161)
 
     def figure():
         return sink_figure(grid, 1 / (1 + np.exp(-grid)), lengths=(1, 16, 256))
 
     return Evidence(
-        "off-by-one-sink", statement("off-by-one-sink"), "holds" if ok else "fails",
+        "off-by-one-sink", statement("off-by-one-sink"), verdict(facts),
         method="symbolic proof (n = 3, symbolic logits, values and sink logit) + numeric check (float64, logits to ±1000)",
         summary=(f"softmax₁(x) {'=' if weights_equal else '≠'} softmax([{extra_logit}, x])[1:] exactly; outputs with a "
                  f"zero value {'equal' if outputs_equal else 'DIFFER'}; sink weight {'=' if mass_equal else '≠'} "
                  f"σ(s − lse(x)); float64: largest gap {numeric_gap:.1e} over {rows} rows, "
-                 f"{'all finite' if finite else 'NOT finite'}, row sums in [{sums.min():.3g}, {sums.max():.3g}]"),
+                 f"{'all finite' if finite else 'NOT finite'}, row sums in [{sums.min():.3g}, {sums.max():.3g}]"
+                 + failed_clause(facts)),
         conditions=("the sink key's value is the zero vector (softmax₁'s 1 in the denominator is e⁰); a learned sink "
                     "logit s replaces that 0 and the sink's weight σ(s − lse(x)) falls as the other logits grow",
                     "softmax₁ may put (almost) no weight anywhere: its rows sum to 1 − σ(−lse(x)) < 1"),
@@ -183,7 +185,7 @@ def check_length_scaling(ctx: CheckContext, *, claimed_limits=LENGTH_SCALING_LIM
             rows.append({"sΔ": str(p), "n": m, "numeric": numeric, "exact": exact_value,
                          "gap": abs(numeric - exact_value)})
     numeric_gap = max(r["gap"] for r in rows)
-    ok = limits_ok and numeric_gap <= 1e-12
+    facts = {"limits as claimed (exact)": limits_ok, "float64 = exact form within 1e-12": numeric_gap <= 1e-12}
     curve_n = np.unique(np.logspace(0.3, 8, 80).astype(int))
     nn, ss = sp.symbols("n s", positive=True)
     scaled = sp.lambdify((nn, ss), scaled_top_weight(nn, gap, ss), "numpy")
@@ -195,13 +197,13 @@ def check_length_scaling(ctx: CheckContext, *, claimed_limits=LENGTH_SCALING_LIM
         return length_scaling_figure(curve_n, curves)
 
     return Evidence(
-        "length-scaling", statement("length-scaling"), "holds" if ok else "fails",
+        "length-scaling", statement("length-scaling"), verdict(facts),
         method="symbolic proof (exact limits) + numeric check (float64 softmax of s·log n·z up to n = "
                f"{sizes[-1]:,}, against the exact form)",
         summary=(f"Δ = 2: plain top weight → {plain_limit}; with s·log n scaling → "
                  + ", ".join(f"{lim} at sΔ = {p}" for lim, p in zip(limits, products, strict=True))
                  + f" (claimed {', '.join(map(str, claimed_limits))}); numeric vs exact at finite n: largest gap "
-                 f"{numeric_gap:.1e}"),
+                 f"{numeric_gap:.1e}" + failed_clause(facts)),
         conditions=("one logit Δ above n − 1 equal logits (the extreme case of a fixed gap); at sΔ = 1 the limit 1/2 "
                     "is approached like 1/(1 + (n − 1)/n)",
                     "s is a per-layer constant (SSMax learns it); the limits need sΔ fixed while n grows"),

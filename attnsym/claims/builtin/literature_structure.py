@@ -25,7 +25,6 @@ from ...numeric import identifiability as numeric_id
 from ...numeric import random_inputs
 from ...numeric import scores as numeric_scores
 from ...numeric import softmax as numeric_softmax
-from ...numeric.entropy import row_entropy
 from ...numeric.positions import apply_rope as numeric_rope
 from ...plots.literature_structure import (
     bottleneck_figure,
@@ -37,15 +36,16 @@ from ...plots.literature_structure import (
     rope_pairing_figure,
 )
 from ...spec import AttentionSpec
+from ...studies import qk_norm as qk_norm_study
 from ...studies import window as window_study
+from ...studies.qk_norm import QK_GAIN, SCALES
 from ...symbolic import identifiability as exact_id
 from ...symbolic import in_context
 from ...symbolic.matrices import attention as symbolic_attention
-from ...symbolic.matrices import rms_norm_rows
 from ...symbolic.operations import row_softmax
 from ...symbolic.operations import scores as symbolic_scores
 from ...symbolic.positions import apply_rope as symbolic_rope
-from ...symbolic.softmax_limits import dispersion_top_weight, entropy_lower_bound
+from ...symbolic.softmax_limits import dispersion_top_weight
 from .._evidence import CheckContext, Evidence, tex
 from .._verdict import failed_clause, verdict
 from ..catalogue import builtin_claim, statement
@@ -315,140 +315,64 @@ def check_low_rank_bottleneck(ctx: CheckContext, *, below: int = 2) -> Evidence:
 
 # ----------------------------------------------------------------------------- qk-norm-bound
 
-#: the gain of the dispersion rows: logits in [−2, 2]
-QK_GAIN = 2
-
-
 def check_qk_norm_bound(ctx: CheckContext, *, claimed_bound=None) -> Evidence:
     """With QK-norm every logit lies in ``[−g, g]``; so the top weight ≤ ``1/(1 + (n − 1)e^(−2g))`` and the entropy
     ≥ ``log(1 + (n − 1)e^(−2g))`` (and ≥ Zhai et al.'s bound at ``σ = g√n``) at every length ``n``.
 
-    attnsym's QK-norm is RMSNorm, ``x/√(mean x²) = √d_k · x/‖x‖``: with equal gains ``γ`` and the scale
-    ``1/√d_k`` the ℓ2 gain is ``g = √d_k γ²`` (with gains ``g_Q``, ``g_K``: ``g = √d_k max_i |g_Q,i g_K,i|``).
-    Exact (symbolic q, k, γ, through :func:`attnsym.symbolic.matrices.rms_norm_rows` and the scores):
-    ``g² − s² = g² Σ_{i<j}(q_i k_j − q_j k_i)²/(‖q‖²‖k‖²) ≥ 0`` (Lagrange's identity), and ``s = ±g`` at
-    ``k = ±q``. ``claimed_bound(g)`` is the asserted bound (default ``g``). Numeric: the layer of
-    :func:`attnsym.numeric.attention` with ``qk_norm=True``, weights scaled up to 1000×, and rows built to
-    reach the dispersion bound, n up to 256 (2048 in full mode).
+    A verdict on :func:`attnsym.studies.qk_norm.study`. attnsym's QK-norm is RMSNorm,
+    ``x/√(mean x²) = √d_k · x/‖x‖``: with equal gains ``γ`` and the scale ``1/√d_k`` the ℓ2 gain is
+    ``g = √d_k γ²``. ``claimed_bound(g)`` is the asserted bound (default ``g``): the exact score must
+    reach ``±claimed_bound(g)`` at ``k = ±q``.
     """
-    bound_of = (lambda g: g) if claimed_bound is None else claimed_bound
-    d = 2 if ctx.quick else 3
-    q = sp.Matrix([list(sp.symbols(f"q_1:{d + 1}", real=True))])
-    k = sp.Matrix([list(sp.symbols(f"k_1:{d + 1}", real=True))])
-    gamma = sp.Symbol("gamma", positive=True)
-    spec = AttentionSpec(n=1, d_model=d, qk_norm=True, qk_norm_eps=0.0)
-    gains = sp.Matrix([[gamma] * d])
-    s = symbolic_scores(rms_norm_rows(q, gains, 0), rms_norm_rows(k, gains, 0), spec.scale_expr)[0, 0]
-    g = sp.sqrt(d) * gamma**2  # (1/√d)·d·γ²: the RMS norm is √d times the ℓ2 norm
-    nq, nk = sum(x**2 for x in q), sum(x**2 for x in k)
-    lagrange = sum((q[i] * k[j] - q[j] * k[i]) ** 2 for i in range(d) for j in range(i + 1, d))
-    identity = sp.cancel(sp.expand(g**2 - s**2 - g**2 * lagrange / (nq * nk))) == 0  # s² is rational in q, k
-    at_q = sp.cancel(s.xreplace(dict(zip(k, q, strict=True))))
-    at_minus_q = sp.cancel(s.xreplace({kk: -qq for kk, qq in zip(k, q, strict=True)}))
-    claimed = bound_of(g)
-    attained = sp.simplify(at_q - claimed) == 0 and sp.simplify(at_minus_q + claimed) == 0
-    gap = sp.Symbol("g", positive=True)
-    n = sp.Symbol("n", positive=True)
-    if ctx.quick:  # the limits are the dispersion claim's (its top-weight form); the full check takes them here too
-        top_limit, floor_limit = "see dispersion (quick mode)", "see dispersion (quick mode)"
-        limits_ok = True
-    else:
-        top_limit = sp.limit(dispersion_top_weight(n, 2 * gap), n, sp.oo)
-        floor_limit = sp.limit(sp.log(1 + (n - 1) * sp.exp(-2 * gap)), n, sp.oo)
-        limits_ok = top_limit == 0 and floor_limit == sp.oo
-    rng = ctx.rng("qk-norm-bound")
-    d_k, width = 8, 16
-    # the logit range against the weight scale: random gains, with and without QK-norm
-    scales = (1.0, 10.0, 100.0, 1000.0)
-    g_Q, g_K = rng.uniform(0.5, 1.5, (2, d_k))
-    g_layer = math.sqrt(d_k) * float(np.max(np.abs(g_Q * g_K)))
-    spec64 = AttentionSpec(n=64, d_model=width, d_k=d_k, qk_norm=True)
-    values = random_inputs(spec64, seed=ctx.seed)
-    largest = {"with QK-norm": [], "without": []}
-    within = True
-    for lam in scales:
-        W_Q, W_K = lam * values["W_Q"], lam * values["W_K"]
-        _, A = numeric_attention(values["X"], W_Q, W_K, values["W_V"], spec=spec64, g_Q=g_Q, g_K=g_K)
-        A = np.asarray(A)
-        with np.errstate(divide="ignore", over="ignore"):
-            half_range = float(np.max(np.log(A.max(-1) / A.min(-1)))) / 2  # the largest logit range of a row, halved
-        within = within and bool(np.isfinite(half_range)) and half_range <= g_layer * (1 + 1e-9)
-        S = np.asarray(numeric_scores(values["X"] @ W_Q, values["X"] @ W_K, 1 / math.sqrt(d_k)))
-        largest["with QK-norm"].append(half_range)
-        largest["without"].append(float(np.max(S.max(-1) - S.min(-1))) / 2)
-    # at every length: the top weight and the entropy, on rows built to reach the bound
-    lengths = (8, 64, 256) if ctx.quick else (8, 64, 512, 2048)
-    sigma_s, T_s = sp.symbols("sigma T", positive=True)
-    zhai_bound = sp.lambdify((sigma_s, T_s), entropy_lower_bound(sigma_s, T_s), "math")
-    gamma_value = math.sqrt(QK_GAIN / math.sqrt(d_k))
-    u = rng.standard_normal(width) * 10
-    W = rng.standard_normal((width, d_k))
-    rows = []
-    for m in lengths:
-        spec_m = AttentionSpec(n=m, d_model=width, d_k=d_k, qk_norm=True)
-        X = np.vstack([u, -np.tile(u, (m - 1, 1))])  # token 1 against m − 1 opposite tokens
-        ones = np.full(d_k, gamma_value)
-        _, A = numeric_attention(X, W, W, np.eye(width)[:, :d_k], spec=spec_m, g_Q=ones, g_K=ones)
-        A = np.asarray(A)
-        top_bound = float(dispersion_top_weight(m, 2 * sp.Integer(int(QK_GAIN))))
-        floor = math.log(1 + (m - 1) * math.exp(-2 * QK_GAIN))
-        zhai = float(zhai_bound(QK_GAIN * math.sqrt(m), m))
-        Xr = rng.standard_normal((m, width)) * 100
-        _, Ar = numeric_attention(Xr, W, rng.standard_normal((width, d_k)), np.eye(width)[:, :d_k], spec=spec_m,
-                                  g_Q=ones, g_K=ones)
-        both = np.concatenate([A, np.asarray(Ar)])
-        H = row_entropy(both)
-        rows.append({"n": m, "top weight (built row)": float(A[0].max()), "top bound": top_bound,
-                     "largest weight (all rows)": float(both.max()), "least entropy": float(H.min()),
-                     "entropy floor log(1 + (n−1)e^(−2g))": floor, "Zhai bound at σ = g√n": zhai})
-    facts = {"g² − s² = Lagrange form (exact)": identity, "bound attained at k = ±q (exact)": attained,
-             "limits: top weight → 0, floor → ∞ (exact)": limits_ok,
-             "half the logit range ≤ g for every weight scale": within,
-             "largest weight ≤ the top bound at every n": all(r["largest weight (all rows)"] <= r["top bound"] * (1 + 1e-9)
-                                                             for r in rows),
-             "the built row reaches the top bound": all(abs(r["top weight (built row)"] - r["top bound"])
-                                                        <= 1e-6 * r["top bound"] for r in rows),
-             "least entropy ≥ the floor and Zhai's bound": all(
-                 r["least entropy"] >= max(r["entropy floor log(1 + (n−1)e^(−2g))"], r["Zhai bound at σ = g√n"]) - 1e-9
-                 for r in rows)}
-
-    def figure():
-        return qk_norm_figure(scales, largest, gain=g_layer, lengths=[r["n"] for r in rows],
-                              top_measured=[r["top weight (built row)"] for r in rows],
-                              top_bound=[r["top bound"] for r in rows])
-
+    r = qk_norm_study.study(partial(ctx.rng, "qk-norm-bound"), ctx.seed, quick=ctx.quick)
+    e, rows = r.exact, r.lengths
+    claimed = (e.g if claimed_bound is None else claimed_bound(e.g))
+    facts = {"g² − s² = Lagrange form (exact)": e.identity,
+             "bound attained at k = ±q (exact)": sp.simplify(e.at_q - claimed) == 0 and sp.simplify(e.at_minus_q + claimed) == 0,
+             "limits: top weight → 0, floor → ∞ (exact)": r.limits is None or (r.limits[0] == 0 and r.limits[1] == sp.oo),
+             "half the logit range ≤ g for every weight scale": all(math.isfinite(v) and v <= r.gain * (1 + 1e-9)
+                                                                   for v in r.half_range),
+             "largest weight ≤ the top bound at every n": all(x.largest <= x.top_bound * (1 + 1e-9) for x in rows),
+             "the built row reaches the top bound": all(abs(x.top_built - x.top_bound) <= 1e-6 * x.top_bound for x in rows),
+             "least entropy ≥ the floor and Zhai's bound": all(x.least_entropy >= max(x.floor, x.zhai) - 1e-9 for x in rows)}
+    within = facts["half the logit range ≤ g for every weight scale"]
+    largest = {"with QK-norm": list(r.half_range), "without": list(r.half_range_plain)}
+    gap, n = sp.Symbol("g", positive=True), sp.Symbol("n", positive=True)
     return Evidence(
         "qk-norm-bound", statement("qk-norm-bound"), verdict(facts),
-        method=f"symbolic proof (Lagrange's identity, d_k = {d}, symbolic q, k, γ) + numeric check (float64 layer with "
-               f"QK-norm, weights ×1…1000, n up to {lengths[-1]})",
-        summary=(f"g² − s² {'= g²·Σ(q_i k_j − q_j k_i)²/(‖q‖²‖k‖²) ≥ 0' if identity else '≠ the Lagrange form'}; s at "
-                 f"k = ±q: {_plain(at_q)}, {_plain(at_minus_q)} (claimed bound {_plain(claimed)}); layer: half the "
-                 "largest logit range "
-                 + ", ".join(f"{v:.3g}" for v in largest["with QK-norm"]) + f" {'≤' if within else 'NOT all ≤'} "
-                 f"g = {g_layer:.3g} for weights ×"
-                 + "/".join(f"{x:g}" for x in scales) + " (without QK-norm "
-                 + ", ".join(f"{v:.3g}" for v in largest["without"]) + f"); g = {QK_GAIN:g}: top weight "
-                 + ", ".join(f"{r['top weight (built row)']:.4g} (bound {r['top bound']:.4g}) at n = {r['n']}" for r in rows)
+        method=f"symbolic proof (Lagrange's identity, d_k = {e.d}, symbolic q, k, γ) + numeric check (float64 layer with "
+               f"QK-norm, weights ×1…1000, n up to {rows[-1].n})",
+        summary=(f"g² − s² {'= g²·Σ(q_i k_j − q_j k_i)²/(‖q‖²‖k‖²) ≥ 0' if e.identity else '≠ the Lagrange form'}; s at "
+                 f"k = ±q: {_plain(e.at_q)}, {_plain(e.at_minus_q)} (claimed bound {_plain(claimed)}); layer: half the "
+                 "largest logit range " + ", ".join(f"{v:.3g}" for v in r.half_range)
+                 + f" {'≤' if within else 'NOT all ≤'} g = {r.gain:.3g} for weights ×" + "/".join(f"{x:g}" for x in SCALES)
+                 + " (without QK-norm " + ", ".join(f"{v:.3g}" for v in r.half_range_plain) + f"); g = {QK_GAIN:g}: top "
+                 "weight " + ", ".join(f"{x.top_built:.4g} (bound {x.top_bound:.4g}) at n = {x.n}" for x in rows)
                  + "; least entropy ≥ floor at every n: "
-                 + ("yes" if all(r["least entropy"] >= r["entropy floor log(1 + (n−1)e^(−2g))"] - 1e-9 for r in rows)
-                    else "NO") + failed_clause(facts)),
-        conditions=("ℓ2-normalised q, k with gain g: s = g·qᵀk/(‖q‖‖k‖) ∈ [−g, g] by Cauchy–Schwarz; attnsym's RMSNorm "
-                    "QK-norm is the ℓ2 form with g = √d_k·max_i|g_Q,i g_K,i| (scale 1/√d_k), and eps > 0 keeps "
-                    "every logit strictly inside",
-                    "the logits of a row then span at most 2g whatever the weights, so the dispersion form with Δ = 2g "
-                    "bounds the top weight at every n (→ 0) and H ≥ −log a_max ≥ log(1 + (n − 1)e^(−2g)) (→ ∞); Zhai "
-                    "et al.'s bound holds with σ = g√n, weaker at large n",
-                    "a learned gain can grow in training: the bound is per gain, not a constant"),
-        details={"Lagrange identity (exact)": identity, "s at k = q": at_q, "s at k = −q": at_minus_q,
-                 "claimed bound": claimed, "top-weight limit": top_limit, "entropy-floor limit": floor_limit,
-                 "half logit range vs weight scale": {str(k_): v for k_, v in largest.items()},
-                 "g of the random gains": g_layer, "lengths": rows},
-        equations=(("QK-normed score", sp.Eq(tex("s"), s, evaluate=False)),
-                   ("Lagrange's identity", sp.Eq(tex("g^2 - s^2"), g**2 * lagrange / (nq * nk), evaluate=False)),
+                 + ("yes" if all(x.least_entropy >= x.floor - 1e-9 for x in rows) else "NO") + failed_clause(facts)),
+        conditions=QK_NORM_CONDITIONS,
+        details={"Lagrange identity (exact)": e.identity, "s at k = q": e.at_q, "s at k = −q": e.at_minus_q,
+                 "claimed bound": claimed,
+                 "top-weight limit": "see dispersion (quick mode)" if r.limits is None else r.limits[0],
+                 "entropy-floor limit": "see dispersion (quick mode)" if r.limits is None else r.limits[1],
+                 "half logit range vs weight scale": largest, "g of the random gains": r.gain, "lengths": rows},
+        equations=(("QK-normed score", sp.Eq(tex("s"), e.s, evaluate=False)),
+                   ("Lagrange's identity", sp.Eq(tex("g^2 - s^2"), e.lagrange_form, evaluate=False)),
                    ("top weight at every length", sp.Le(tex(r"a_{\max}"), dispersion_top_weight(n, 2 * gap),
                                                         evaluate=False))),
-        figures={"qk-norm-bound": figure},
+        figures={"qk-norm-bound": partial(qk_norm_figure, SCALES, largest, gain=r.gain, lengths=[x.n for x in rows],
+                                          top_measured=[x.top_built for x in rows], top_bound=[x.top_bound for x in rows])},
     )
+
+
+QK_NORM_CONDITIONS = (
+    "ℓ2-normalised q, k with gain g: s = g·qᵀk/(‖q‖‖k‖) ∈ [−g, g] by Cauchy–Schwarz; attnsym's RMSNorm "
+    "QK-norm is the ℓ2 form with g = √d_k·max_i|g_Q,i g_K,i| (scale 1/√d_k), and eps > 0 keeps "
+    "every logit strictly inside",
+    "the logits of a row then span at most 2g whatever the weights, so the dispersion form with Δ = 2g "
+    "bounds the top weight at every n (→ 0) and H ≥ −log a_max ≥ log(1 + (n − 1)e^(−2g)) (→ ∞); Zhai "
+    "et al.'s bound holds with σ = g√n, weaker at large n",
+    "a learned gain can grow in training: the bound is per gain, not a constant")
 
 
 # ----------------------------------------------------------------------------- icl-gradient-descent

@@ -25,6 +25,7 @@ from ...spec import AttentionSpec
 from ...symbolic.matrices import attention as sym_attention
 from .._compare import TOL64, close, max_abs, random_weights
 from .._evidence import CheckContext, Evidence
+from .._verdict import failed_clause, verdict
 from ..catalogue import builtin_claim, statement
 
 __all__ = ["check_multi_head"]
@@ -140,8 +141,11 @@ def check_multi_head(ctx: CheckContext, *, d_k_of=None, head_order=None, scale="
     details.update({"symbolic layer (lambdified, n = 2, d_model = 4, 2 heads) vs": ref_name,
                     "max |Y_symbolic − Y_reference|": lambdified_error,
                     "max |Y_numeric − Y_formula| (paper's formula written apart)": formula_error})
-    ok = (counts_kept and counts_match_torch and heads_differ and close(concat, Y) and torch_ok and symbolic_ok
-          and lambdified_ok and formula_error <= 1e-12)
+    facts = {"the parameter count is kept": counts_kept, "counts = torch.nn.MultiheadAttention's": counts_match_torch,
+             "per-head maps differ": heads_differ, "output = concat(heads)·W_O": close(concat, Y),
+             "= torch.nn.MultiheadAttention": torch_ok, "symbolic per-head identity": symbolic_ok,
+             "symbolic layer (lambdified) = the reference": lambdified_ok,
+             "numeric layer = the paper's formula": formula_error <= 1e-12}
 
     def figure():
         return plots.attention_heatmap(A, title="Per-head attention maps for one input (same X, different W_Q, W_K)")
@@ -168,7 +172,7 @@ def check_multi_head(ctx: CheckContext, *, d_k_of=None, head_order=None, scale="
                         "the same formulas, not an independent implementation")
     exact = "exact" if symbolic_ok else "NOT exact"
     return Evidence(
-        "multi-head", MULTI_STATEMENT, "holds-under-conditions" if ok else "fails",
+        "multi-head", MULTI_STATEMENT, verdict(facts, passing="holds-under-conditions"),
         method=method,
         summary=(f"parameters for h = 1, 2, 4, 8: {', '.join(map(str, sorted({r['parameters'] for r in counts})))} "
                  f"(4·d²{', as in torch.nn.MultiheadAttention' if use_torch and counts_match_torch else ''}); "
@@ -177,7 +181,7 @@ def check_multi_head(ctx: CheckContext, *, d_k_of=None, head_order=None, scale="
                     else "") + ")"
                  + f"; symbolic layer lambdified vs {'torch.nn.MultiheadAttention' if use_torch else 'the paper formula'}"
                  f" {'agrees' if lambdified_ok else 'DISAGREES'} (max gap {lambdified_error:.1e}); numeric layer vs the "
-                 f"paper formula: max gap {formula_error:.1e}"),
+                 f"paper formula: max gap {formula_error:.1e}" + failed_clause(facts)),
         conditions=("the count is kept when d_k = d_v = d_model/h (with W_O counted in both layouts)",
                     "'different relations' is checked as 'different maps' for random weights; trained heads can be redundant",
                     reference_line,

@@ -11,31 +11,28 @@ in :mod:`attnsym.plots.rope_alibi` call the same experiments.
 
 from __future__ import annotations
 
-import math
+from functools import partial
 
-import networkx as nx
 import numpy as np
 import sympy as sp
 
 from ... import plots
 from ..._checks import one_of
 from ...errors import SpecError
-from ...graphs import routing_graph, row_entropy
+from ...graphs import routing_graph
 from ...numeric import alibi_slopes, apply_rope, scores, sinusoidal_positions, softmax
 from ...numeric.paper_formulas import alibi_paper_slopes
 from ...numeric.position_experiments import (
-    alibi_weights,
     rope_abel_bound,
     rope_decay_bound,
     rope_relative_scores,
-    weight_by_distance,
 )
-from ...spec import DEFAULT_POSITION_BASE, AttentionSpec, alibi_slope_exponents
-from ...symbolic.operations import row_softmax
-from ...symbolic.positions import alibi_bias as exact_alibi_bias
+from ...spec import DEFAULT_POSITION_BASE, AttentionSpec
+from ...studies import alibi as alibi_study
 from ...symbolic.rope_proofs import prove_rope_relative, prove_shift_invariance
 from ...testing import TOLERANCES
 from .._evidence import CheckContext, Evidence, tex
+from .._verdict import failed_clause, verdict
 from ..catalogue import builtin_claim, statement
 
 __all__ = ["check_alibi_recency", "check_rope_long_range_decay", "check_rope_relative", "check_rope_shift_invariance"]
@@ -108,21 +105,21 @@ def check_rope_relative(ctx: CheckContext, *, positions: str = "rope") -> Eviden
     S0 = _scores_at(X, W_Q, W_K, spec, 0)
     shifts = {t: float(np.max(np.abs(_scores_at(X, W_Q, W_K, spec, t) - S0))) for t in (1, 17, 1000)}
     tol = _TOL.atol + 1e3 * np.finfo(float).eps * 1000 * float(np.max(np.abs(S0)))  # angles up to ~1000 rad
-    numeric_ok = all(v <= tol for v in shifts.values())
+    facts = {f"{positions} scores depend on m − n only (symbolic)": symbolic_ok,
+             "float64 scores unchanged by a shift of every position": all(v <= tol for v in shifts.values())}
     g_error = None
     if positions == "rope":  # every score equals g(q_m, k_n, n − m)
         Q, K = X @ W_Q, X @ W_K
         g = np.array([[rope_relative_scores(Q[i], K[j], spec, [j - i])[0] for j in range(n)] for i in range(n)])
         g_error = float(np.max(np.abs(g * spec.scale_float - S0)))
-        numeric_ok = numeric_ok and g_error <= tol
-    holds = symbolic_ok and numeric_ok
+        facts["every float64 score = g(q_m, k_n, n − m)"] = g_error <= tol
     return Evidence(
         "rope-relative", RELATIVE_STATEMENT,
-        "holds" if holds else "fails",
+        verdict(facts),
         method=f"symbolic proof (symbolic m, n) + numeric check (float64, tolerance {tol:.1e})",
         summary=(f"{positions}: scores depend on m − n only: {'proved' if symbolic_ok else 'disproved'} "
                  f"symbolically; moving the tokens by t = 1, 17, 1000 changes scores by at most "
-                 f"{max(shifts.values()):.1e}"),
+                 f"{max(shifts.values()):.1e}" + failed_clause(facts)),
         conditions=("the positions enter through RoPE's rotations only (nothing added to X); with absolute sinusoids "
                     "added to X the scores depend on m and n separately",
                     "g also depends on the queries and keys themselves; the claim is about the position dependence"),
@@ -176,8 +173,9 @@ def check_rope_shift_invariance(ctx: CheckContext, *, positions: str = "rope") -
     A_perm = softmax(_scores_at(X[perm], W_Q, W_K, spec, 0), allowed=None)
     A_full = softmax(_scores_at(X, W_Q, W_K, spec, 0), allowed=None)
     perm_gap = float(np.max(np.abs(A_perm - A_full[perm][:, perm])))
-    numeric_ok = max_dA <= 1e-9 and graphs_same
-    holds = proof.holds and numeric_ok
+    facts = {f"{positions} scores at p + t = at p (symbolic t)": proof.holds,
+             "float64 causal weights unchanged by the offset": max_dA <= 1e-9,
+             "routing graphs identical under the offset": graphs_same}
     far = 250
 
     def figure():
@@ -190,12 +188,12 @@ def check_rope_shift_invariance(ctx: CheckContext, *, positions: str = "rope") -
         return plots.shift_figure(panels)
     return Evidence(
         "rope-shift-invariance", SHIFT_STATEMENT,
-        "holds-under-conditions" if holds else "fails",
+        verdict(facts, passing="holds-under-conditions"),
         method="symbolic proof (symbolic offset t) + numeric check (float64) + graph computation (routing graphs)",
         summary=(f"{positions} positions: scores at p + t equal scores at p for symbolic t: "
                  f"{'proved' if proof.holds else 'disproved'}; causal weights move by at most {max_dA:.1e} "
                  f"for t = 1, 5, 250; routing graphs {'identical' if graphs_same else 'differ'}; "
-                 f"permuting tokens changes the routing by {perm_gap:.2f} (no permutation symmetry)"),
+                 f"permuting tokens changes the routing by {perm_gap:.2f} (no permutation symmetry)" + failed_clause(facts)),
         conditions=("no absolute positions added to X: with sinusoids added the routing changes with the offset",
                     "the mask stays with the token indices (a causal window moved with the tokens)",
                     "equivariance under shifts of the whole sequence, not under permutations",
@@ -239,26 +237,28 @@ def check_rope_long_range_decay(ctx: CheckContext, *, subject: str = "bound") ->
     ratio = float(np.max(np.abs(s) / rope_abel_bound(q, k, spec, distance)))
     near, far_std = float(np.std(s[:, :8])), float(np.std(s[:, 192:]))
     same = rope_relative_scores(q, q, spec, distance).mean(axis=0) / DECAY_D
-    decays = at_zero_exact and far < 0.3 and ratio <= 1 + 1e-12
-    if subject == "bound":
-        verdict = "holds-under-conditions" if decays else "fails"
-    elif subject == "monotone":
-        verdict = "holds" if decays and increases == 0 else "fails"
-    else:  # random scores: their spread far away would have to be well below the spread nearby
-        verdict = "holds" if far_std < 0.5 * near else "fails"
+    if subject == "random-scores":  # their spread far away would have to be well below the spread nearby
+        facts = {"random scores spread less far away than nearby": far_std < 0.5 * near}
+    else:
+        facts = {"bound(0) = (d/2 + 1)/2": at_zero_exact, "far bound < 0.3 × bound(0)": far < 0.3,
+                 "|score| ≤ the Abel bound": ratio <= 1 + 1e-12}
+        if subject == "monotone":
+            facts["the bound never increases"] = increases == 0
 
     def figure():
         return plots.rope_decay_figure(d_k=DECAY_D, seed=ctx.seed, samples=500 if ctx.quick else 2000)
 
     return Evidence(
-        "rope-long-range-decay", DECAY_STATEMENT, verdict,
+        "rope-long-range-decay", DECAY_STATEMENT,
+        verdict(facts, passing="holds-under-conditions" if subject == "bound" else "holds"),
         method=f"numeric computation of the bound (float64) + Monte Carlo ({samples} random q, k)",
         summary=(f"bound(0) = {bound[0]:g} {'=' if at_zero_exact else '≠'} (d/2 + 1)/2 = {(DECAY_D / 2 + 1) / 2:g}; "
                  f"mean bound over |m − n| ∈ [192, 256] = {far:.2f} × bound(0); "
                  f"|score| {'≤' if ratio <= 1 + 1e-12 else 'exceeds the'} Abel bound "
                  f"{'for every sample' if ratio <= 1 + 1e-12 else 'for some samples'} (max ratio {ratio:.2f}); "
                  f"the bound rises again at "
-                 f"{increases} of 256 steps; std of random scores {near:.1f} near vs {far_std:.1f} far"),
+                 f"{increases} of 256 steps; std of random scores {near:.1f} near vs {far_std:.1f} far"
+                 + failed_clause(facts)),
         conditions=("only an upper bound: for independent random q, k the scores do not decay (their spread is the "
                     f"same near and far, {near:.1f} vs {far_std:.1f}); the mean of q·R(Δθ)q (key equal to the query) "
                     f"decays, to {same[-1]:.2f} of its value at 0",
@@ -284,99 +284,65 @@ ALIBI_STATEMENT = statement("alibi-recency")
 
 
 def check_alibi_recency(ctx: CheckContext, *, cuts_off_far_tokens: bool = False) -> Evidence:
-    """Check ALiBi's recency bias: the bias matrices, their effect on entropy, and on path lengths.
+    """Check ALiBi's recency bias (:func:`attnsym.studies.alibi.study`): the bias, its effect on entropy and on paths.
 
     The bias is ``−m_h (i − j)`` exactly; zero scores give weights in the ratio ``e^{m_h}``
     per step; random scores lose entropy, more for steeper heads; the routing graph still has
     every causal edge (path length 1) with weights decaying in distance.
     ``cuts_off_far_tokens=True`` is the false variant "ALiBi makes far tokens unreachable".
     """
-    rng = ctx.rng("alibi-recency")
-    heads = 6 if ctx.quick else 8
-    small = AttentionSpec(n=4, d_model=heads, heads=heads, positions="alibi", causal=True)
-    exact_ok = all(exact_alibi_bias(small, h)[i, j] == -sp.Integer(2) ** -sp.Rational(e) * (i - j)
-                   for h, e in enumerate(small.alibi_slope_exponents) for i in range(4) for j in range(i + 1))
-    # zero scores: consecutive weights of a row in the ratio exp(m_h), exactly
-
-    B0 = exact_alibi_bias(small, 0)
-    A_exact = row_softmax(B0, allowed=small.allowed)
-    m0 = sp.Integer(2) ** -sp.Rational(small.alibi_slope_exponents[0])
-    ratio_ok = all(sp.simplify(A_exact[3, j + 1] / A_exact[3, j] - sp.exp(m0)) == 0 for j in range(3))
-    # the slopes against the paper's own code, transcribed apart (numeric.paper_formulas): the spec's rule, the
-    # numeric slopes and the bias the layer really adds (zero scores: log of consecutive weights = m_h)
-    head_counts = range(1, 17) if ctx.quick else range(1, 65)
-    slope_gap = max(max(abs(math.log2(float(2.0 ** -float(e))) - math.log2(m))
-                        for e, m in zip(alibi_slope_exponents(H), alibi_paper_slopes(H), strict=True))
-                    for H in head_counts)
-    slope_gap = max(slope_gap, max(float(np.max(np.abs(np.log2(np.asarray(alibi_slopes(H)))
-                                                       - np.log2(alibi_paper_slopes(H))))) for H in head_counts))
-    zero_spec = AttentionSpec(n=4, d_model=heads, heads=heads, positions="alibi", causal=True)
-    A_zero = alibi_weights(np.zeros((1, heads, 4, 1)), np.zeros((1, heads, 4, 1)), zero_spec)[0]  # (heads, 4, 4)
-    used = np.log(A_zero[:, 3, 3] / A_zero[:, 3, 2])  # (heads,)
-    used_gap = float(np.max(np.abs(np.log2(used) - np.log2(alibi_paper_slopes(heads)))))
-    slopes_ok = slope_gap <= 1e-9 and used_gap <= 1e-9
-    n, d_k, batch = (32, 8, 8) if ctx.quick else (128, 16, 16)
-    spec = AttentionSpec(n=n, d_model=heads * d_k, heads=heads, positions="alibi", causal=True)
-    Q, K = rng.standard_normal((2, batch, heads, n, d_k))
-    A_all = alibi_weights(Q, K, spec)  # (batch, heads, n, n)
-    A_plain = softmax(scores(Q, K, spec.scale_float), allowed=spec.allowed_array())
-
-    def late_entropy(W):  # mean over the later half of the queries (they see many keys) and the batch
-        return row_entropy(W.reshape(-1, n)).reshape(batch, heads, n)[:, :, n // 2:].mean(axis=(0, 2))
-
-    H, H_plain = late_entropy(A_all), late_entropy(A_plain)
-    drop = H_plain - H  # (heads,)
-    slopes = np.asarray(alibi_slopes(heads))
-    order = np.argsort(-slopes)  # steepest first
-    entropy_falls = bool(drop[order[0]] > 0.5 and np.all(drop > -0.02) and np.all(np.diff(drop[order]) <= 0.02))
-    A = A_all[0]
-    G = routing_graph(A[int(order[0])])  # the steepest head
-    lengths = dict(nx.all_pairs_shortest_path_length(G))
-    reach = max(lengths[j][i] for i in range(n) for j in range(i + 1))
-    every_edge = all(G.has_edge(j, i) for i in range(n) for j in range(i + 1))
-    profile = weight_by_distance(A)  # (heads, n)
-    decays = bool(np.all(profile[:, 0] > profile[:, n // 2]))
-    far_weight = float(np.min(A[int(order[0])][np.tril(np.ones((n, n), dtype=bool))]))
-    holds = slopes_ok and exact_ok and ratio_ok and entropy_falls and reach == 1 and every_edge and decays
-    verdict = ("holds-under-conditions" if holds else "fails") if not cuts_off_far_tokens else \
-        ("holds" if reach > 1 or not every_edge else "fails")
-
-    def figure():
-        return plots.alibi_bias_figure(heads=heads, n=n, weights=profile)
-
+    r = alibi_study.study(partial(ctx.rng, "alibi-recency"), quick=ctx.quick)
+    drop, order, heads = r.drop, r.order, r.sizes.heads
+    if cuts_off_far_tokens:  # the false variant: far tokens would have to be cut off
+        facts = {"far tokens cut off (a path longer than 1, or a causal edge lost)": r.reach > 1 or not r.every_edge}
+    else:
+        facts = {"slopes = the ALiBi reference code's": r.slope_gap <= 1e-9 and r.used_gap <= 1e-9,
+                 "bias −m_h (i − j) (exact)": r.bias_exact, "weights in the ratio e^(m_h) per step (exact)": r.ratio_exact,
+                 "steeper heads have lower entropy": bool(drop[order[0]] > 0.5 and np.all(drop > -0.02)
+                                                          and np.all(np.diff(drop[order]) <= 0.02)),
+                 "every key one step away": r.reach == 1, "every causal edge kept": r.every_edge,
+                 "weight decays with distance": bool(np.all(r.profile[:, 0] > r.profile[:, r.sizes.n // 2]))}
     return Evidence(
-        "alibi-recency", ALIBI_STATEMENT, verdict,
+        "alibi-recency", ALIBI_STATEMENT,
+        verdict(facts, passing="holds" if cuts_off_far_tokens else "holds-under-conditions"),
         method="symbolic proof (exact bias and weight ratios) + numeric check (float64) + graph computation",
-        summary=(f"slopes against the ALiBi reference code for H = 1 … {head_counts[-1]}: largest |log₂ gap| "
-                 f"{slope_gap:.1e}, in the layer's weights (H = {heads}) {used_gap:.1e}"
-                 f"{'' if slopes_ok else ' — the slopes are NOT those of the paper'}; "
-                 f"{heads} heads, slopes 2^-{min(small.alibi_slope_exponents)} … "
-                 f"2^-{max(small.alibi_slope_exponents)}: bias −m_h (i − j) {'exact' if exact_ok else 'NOT exact'}; "
-                 f"zero scores give weights in the ratio e^(m_h) per step{'' if ratio_ok else ' (NOT)'}; "
-                 f"entropy drop {drop[order[0]]:.2f} nats for the steepest head, "
+        summary=(f"slopes against the ALiBi reference code for H = 1 … {r.sizes.head_counts[-1]}: largest |log₂ gap| "
+                 f"{r.slope_gap:.1e}, in the layer's weights (H = {heads}) {r.used_gap:.1e}; {heads} heads, slopes "
+                 f"2^-{min(r.exponents)} … 2^-{max(r.exponents)}: bias −m_h (i − j) "
+                 f"{'exact' if r.bias_exact else 'NOT exact'}; zero scores give weights in the ratio e^(m_h) per step"
+                 f"{'' if r.ratio_exact else ' (NOT)'}; entropy drop {drop[order[0]]:.2f} nats for the steepest head, "
                  f"{drop[order[-1]]:.3f} for the shallowest (steeper head, lower entropy); longest shortest path "
-                 f"{reach} (every causal edge kept, smallest weight {far_weight:.1e})"),
-        conditions=("causal layer (the paper's setting); ALiBi adds nothing to X and leaves values untouched",
-                    "global-path-length: every key is still one step from every later query, but the edge "
-                    "weights decay with distance, so far keys are reached weakly rather than not at all",
-                    "the entropy drop is measured for random queries and keys (scores of spread ~1); large learned "
-                    "scores can override the bias, and the shallowest heads (m = 2^-8 over a short sequence) barely "
-                    "change the weights"),
-        details={"slopes": [float(s) for s in slopes], "slopes of the reference code": alibi_paper_slopes(heads),
-                 "largest |log2 slope − log2 reference| (H = 1 … 16 or 64)": slope_gap,
-                 "largest |log2 slope in the weights − log2 reference|": used_gap,
-                 "mean row entropy with ALiBi (per head)": [float(h) for h in H],
-                 "mean row entropy without (per head)": [float(h) for h in H_plain],
-                 "entropy drop (per head)": [float(x) for x in drop], "longest shortest path": reach,
-                 "mean weight at distance 0 and n/2 (per head)": [[float(profile[h, 0]), float(profile[h, n // 2])]
-                                                                  for h in range(heads)],
-                 "see also": ["global-path-length"]},
+                 f"{r.reach} (every causal edge kept, smallest weight {r.far_weight:.1e})" + failed_clause(facts)),
+        conditions=ALIBI_CONDITIONS,
+        details=_alibi_details(r),
         equations=(("bias of head h", sp.Eq(tex(r"B^{(h)}_{ij}"), tex(r"-m_h\,(i - j),\ j \le i"), evaluate=False)),
-                   ("head 1, n = 4 (exact)", sp.Eq(tex("B^{(1)}"), B0, evaluate=False)),
-                   ("zero scores: weights of the last query", sp.Eq(tex(r"A^{(1)}_{4,\cdot}"), A_exact[3, :],
+                   ("head 1, n = 4 (exact)", sp.Eq(tex("B^{(1)}"), r.bias, evaluate=False)),
+                   ("zero scores: weights of the last query", sp.Eq(tex(r"A^{(1)}_{4,\cdot}"), r.last_row,
                                                                    evaluate=False))),
-        figures={"bias": figure},
+        figures={"bias": partial(plots.alibi_bias_figure, heads=heads, n=r.sizes.n, weights=r.profile)},
     )
+
+
+ALIBI_CONDITIONS = (
+    "causal layer (the paper's setting); ALiBi adds nothing to X and leaves values untouched",
+    "global-path-length: every key is still one step from every later query, but the edge "
+    "weights decay with distance, so far keys are reached weakly rather than not at all",
+    "the entropy drop is measured for random queries and keys (scores of spread ~1); large learned "
+    "scores can override the bias, and the shallowest heads (m = 2^-8 over a short sequence) barely "
+    "change the weights")
+
+
+def _alibi_details(r: alibi_study.AlibiResult) -> dict:
+    n = r.sizes.n
+    return {"slopes": [float(s) for s in r.slopes], "slopes of the reference code": alibi_paper_slopes(r.sizes.heads),
+            "largest |log2 slope − log2 reference| (H = 1 … 16 or 64)": r.slope_gap,
+            "largest |log2 slope in the weights − log2 reference|": r.used_gap,
+            "mean row entropy with ALiBi (per head)": [float(h) for h in r.entropy],
+            "mean row entropy without (per head)": [float(h) for h in r.entropy_plain],
+            "entropy drop (per head)": [float(x) for x in r.drop], "longest shortest path": r.reach,
+            "mean weight at distance 0 and n/2 (per head)": [[float(r.profile[h, 0]), float(r.profile[h, n // 2])]
+                                                             for h in range(r.sizes.heads)],
+            "see also": ["global-path-length"]}
 
 
 #: the claims of this module, for the registry (:mod:`attnsym.claims.builtin` lists the modules)

@@ -25,6 +25,7 @@ from ...symbolic.jacobians import derive_softmax_jacobian, softmax_output_symbol
 from ...symbolic.jacobians import softmax_jacobian as sym_jacobian
 from ...testing import TOLERANCES
 from .._evidence import CheckContext, Evidence, tex
+from .._verdict import failed_clause, verdict
 from ..catalogue import builtin_claim, statement
 
 __all__ = ["check_gelu", "check_sinusoidal_positions", "check_softmax_jacobian"]
@@ -91,17 +92,18 @@ def check_softmax_jacobian(ctx: CheckContext, *, claimed=None) -> Evidence:
             row["max |symbolic − numeric twin|"] = float(np.max(np.abs(sym_num - twin)))
             pairing_ok &= bool(np.allclose(sym_num, twin, rtol=tol.rtol, atol=tol.atol))
         fd_rows.append(row)
-    numeric_ok = all(r["agrees"] for r in fd_rows) and pairing_ok
-    holds = symbolic_ok and numeric_ok
+    facts = {"∂softmax/∂z = diag(a) − a aᵀ, rank n − 1, rows sum to 0 (exact)": symbolic_ok,
+             "central differences agree": all(r["agrees"] for r in fd_rows),
+             "symbolic Jacobian = numeric twin": pairing_ok}
     jac2 = derive_softmax_jacobian(2)
     worst = max(r["max |J − FD|"] for r in fd_rows)
     return Evidence(
         claim="softmax-jacobian",
         statement=JACOBIAN_STATEMENT,
-        verdict="holds" if holds else "fails",
+        verdict=verdict(facts),
         method=f"symbolic proof (n ≤ {sizes[-1]}) + finite differences (h = {FD_STEP:g}, atol = {FD_ATOL:g})",
         summary=(f"∂softmax/∂z = diag(a) − a aᵀ proven for n = {', '.join(map(str, sizes))}; rank n − 1 (kernel 1); "
-                 f"central differences agree to {worst:.1e} for n up to {fd_rows[-1]['n']}"),
+                 f"central differences agree to {worst:.1e} for n up to {fd_rows[-1]['n']}" + failed_clause(facts)),
         conditions=("rank n − 1 holds for every a in the open simplex (all a_i > 0); a one-hot a (saturated softmax) "
                     "gives the zero matrix",),
         details={"symbolic proofs": proofs, "finite differences": fd_rows},
@@ -160,10 +162,11 @@ def check_sinusoidal_positions(ctx: CheckContext, *, claimed_ratio=None) -> Evid
         rot_err = max(rot_err, float(np.max(np.abs(pred - P[shift:]))))
     # positions up to 512: angles up to 512 rad, so the rounding of sin/cos arguments sets the tolerance
     rot_tol = 1e3 * np.finfo(float).eps * n_num
-    numeric_ok = (float(np.max(np.abs(P))) <= 1.0 and rot_err <= rot_tol
-                  and twin_err <= tol.atol + tol.rtol)
-    holds = geometric and matches_definition and bounded_exact and rotation_proved and independent_of_p and orthogonal \
-        and stacked_ok and numeric_ok
+    facts = {"geometric frequencies (exact)": bool(geometric), "symbolic matrix = the definition": matches_definition,
+             "bounded in [−1, 1] (exact)": bounded_exact, "PE(p + k) = R_k PE(p) (symbolic p, k)": rotation_proved,
+             "R_k free of p": independent_of_p, "R_k orthogonal": orthogonal, "every pair rotates (stacked)": stacked_ok,
+             "float64 |PE| ≤ 1": float(np.max(np.abs(P))) <= 1.0, "float64 rotation": bool(rot_err <= rot_tol),
+             "numeric twin = symbolic": twin_err <= tol.atol + tol.rtol}
     equations = (
         ("even columns", sp.Eq(tex(r"PE_{p, 2i}"), sp.sin(p / sp.Symbol("b") ** (2 * sp.Symbol("i") / sp.Symbol("d"))),
                                evaluate=False)),
@@ -183,11 +186,11 @@ def check_sinusoidal_positions(ctx: CheckContext, *, claimed_ratio=None) -> Evid
     return Evidence(
         claim="sinusoidal-positions",
         statement=POSITIONS_STATEMENT,
-        verdict="holds" if holds else "fails",
+        verdict=verdict(facts),
         method="symbolic proof (trigonometric identities, symbolic p and k) + numeric twin",
         summary=(f"frequencies ω_i = {base}^(-2i/d) (ratio {expected_ratio}); |PE| ≤ 1; PE(p+k) = R_k PE(p) proven "
                  f"for symbolic p, k (R_k orthogonal, free of p); numeric: rotation error {rot_err:.1e} over "
-                 f"{n_num} positions, twin error {twin_err:.1e}"),
+                 f"{n_num} positions, twin error {twin_err:.1e}" + failed_clause(facts)),
         conditions=(f"absolute positions from 0, base {base} (AttentionSpec.position_base); for odd d_model the last "
                     "column is an unpaired sine",),
         details={"geometric frequencies": geometric, "symbolic matrix matches the definition": matches_definition,
@@ -252,8 +255,10 @@ def check_gelu(ctx: CheckContext, *, claimed_max_error: float = 1e-3) -> Evidenc
                                  grid[i] - step, grid[i] + step, xatol=1e-10)
     sym_at = abs(float((gelu_tanh(sp.Float(at_x, 30)) - gelu(sp.Float(at_x, 30))).evalf(30)))
     tol = TOLERANCES["float64"]
-    holds = form_ok and derivative_ok and limits_ok and twin_err <= 10 * tol.atol and sym_err <= 10 * tol.atol \
-        and max_err < claimed_max_error and abs(sym_at - max_err) <= 1e-12
+    facts = {"GELU = x·Φ(x) (exact)": form_ok, "GELU′ = Φ + xφ (exact)": derivative_ok, "limits (exact)": limits_ok,
+             "numeric twin = x·ndtr(x)": twin_err <= 10 * tol.atol, "symbolic = numeric": sym_err <= 10 * tol.atol,
+             f"tanh approximation error < {claimed_max_error:g}": max_err < claimed_max_error,
+             "the peak error confirmed in exact arithmetic": abs(sym_at - max_err) <= 1e-12}
 
     def figure():
         return plots.gelu_figure()
@@ -261,11 +266,11 @@ def check_gelu(ctx: CheckContext, *, claimed_max_error: float = 1e-3) -> Evidenc
     return Evidence(
         claim="gelu",
         statement=GELU_STATEMENT,
-        verdict="holds" if holds else "fails",
+        verdict=verdict(facts),
         method="symbolic proof (Φ certified by Φ' = φ, Φ(−∞) = 0) + numeric twin vs SciPy + grid refinement of the peak",
         summary=(f"GELU = x·Φ(x) exactly; GELU' = Φ(x) + x φ(x); minimum at x = {float(minimum_x):.4f}; "
                  f"tanh approximation max error {max_err:.3e} at x = ±{abs(at_x):.4f} (two maxima, the error is even in x; "
-                 "checked in exact arithmetic)"),
+                 "checked in exact arithmetic)" + failed_clause(facts)),
         conditions=(f"'approximates' means an absolute error below {claimed_max_error:g} everywhere (maximum "
                     f"{max_err:.2e}); the relative error is larger for x → −∞ where both tend to 0",),
         details={"GELU = x·Φ(x)": form_ok, "derivative": dg, "derivative = Φ + xφ": derivative_ok,

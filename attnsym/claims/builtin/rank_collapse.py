@@ -9,6 +9,8 @@ fixed point is built with :func:`attnsym.symbolic.attention`; the figure in
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import sympy as sp
 
@@ -17,6 +19,7 @@ from ...numeric.rank_collapse import ARCHITECTURES, collapse_run
 from ...spec import AttentionSpec
 from ...symbolic.matrices import attention as sym_attention
 from .._evidence import CheckContext, Evidence, tex
+from .._verdict import failed_clause, verdict
 from ..catalogue import builtin_claim, statement
 
 __all__ = ["RATE", "check_rank_collapse"]
@@ -47,12 +50,13 @@ def check_rank_collapse(ctx: CheckContext, *, collapses: dict[str, bool] | None 
     seeds = 5 if ctx.quick else 20
     depth = 8 if ctx.quick else 12
     n, d = 16, 8
-    runs = {arch: [] for arch in ARCHITECTURES}
+    runs: dict[str, list[Any]] = {arch: [] for arch in ARCHITECTURES}
     for s in range(seeds):
         X0 = ctx.rng("rank-collapse", "X", s).standard_normal((n, d))
         for arch in ARCHITECTURES:
             runs[arch].append(collapse_run(arch, X0, depth, ctx.rng("rank-collapse", arch, s)))
-    rows, measured = [], {}
+    rows: list[dict[str, Any]] = []
+    measured: dict[str, bool] = {}
     for arch, rs in runs.items():
         R = np.array([r.relative_residual for r in rs])  # (seeds, depth + 1)
         final = R[:, -1]
@@ -72,8 +76,10 @@ def check_rank_collapse(ctx: CheckContext, *, collapses: dict[str, bool] | None 
     fixed_point = all(sp.expand(Y[i, j] - Y[0, j]) == 0 for i in range(3) for j in range(2))
     agree = {arch: measured[arch] == claimed.get(arch, measured[arch]) for arch in ARCHITECTURES}
     # every clause of the statement must agree with the measurement: a clause that does not makes the claim fail
-    ok = fixed_point and all(agree.values()) and (cubic or not claimed.get("attention", True))
-    verdict = "holds-under-conditions" if ok else "fails"
+    facts = {"a rank-1 input is a fixed point (exact)": fixed_point,
+             **{f"{arch}: {'collapse' if claimed[arch] else 'no collapse'} as claimed": agree[arch]
+                for arch in ARCHITECTURES if arch in claimed},
+             "pure attention contracts cubically": cubic or not claimed.get("attention", True)}
     curves = {arch: np.array([r.relative_residual for r in rs]) for arch, rs in runs.items()}
 
     def figure():
@@ -82,12 +88,12 @@ def check_rank_collapse(ctx: CheckContext, *, collapses: dict[str, bool] | None 
     disagreements = [f"{a}: claimed {'collapse' if claimed[a] else 'no collapse'}, measured "
                      f"{'collapse' if measured[a] else 'no collapse'}" for a in ARCHITECTURES if a in claimed and not agree[a]]
     return Evidence(
-        "rank-collapse", statement("rank-collapse"), verdict,
+        "rank-collapse", statement("rank-collapse"), verdict(facts, passing="holds-under-conditions"),
         method="symbolic proof (rank-1 fixed point) + numeric experiment (seeded stacks, median and 95% range over seeds)",
         summary=(f"{depth} layers, {seeds} seeds, n = {n}, d = {d}: relative residual "
                  + "; ".join(f"{r['architecture']} {r['median final relative residual']:.1e}" for r in rows)
                  + f"; pure attention contracts at log-rate {pure[RATE] or float('nan'):.1f}"
-                 " (cubic: 3)" + (" — " + "; ".join(disagreements) if disagreements else "")),
+                 " (cubic: 3)" + (" — " + "; ".join(disagreements) if disagreements else "") + failed_clause(facts)),
         conditions=("single-head layers with fresh LeCun-initialised W_Q, W_K, W_V per layer, scores scaled by 1/√d, "
                     "no layer norm; the residual uses the column median for x (an upper bound on the paper's minimum)",
                     "skip connections prevent the collapse (the residual decays slowly, not doubly exponentially)",

@@ -25,6 +25,7 @@ from ...symbolic.operations import row_softmax
 from ...symbolic.two_token import solve_two_token
 from .._compare import TOL64, close, max_abs, random_weights
 from .._evidence import CheckContext, Evidence
+from .._verdict import failed_clause, verdict
 from ..catalogue import builtin_claim, statement
 
 __all__ = [
@@ -91,21 +92,23 @@ def check_dynamic_routing(ctx: CheckContext, *, attention_changes: bool = True, 
 
     att_changed = all(not r["attention graphs identical"] and r["attention distance"] > 0 for r in rows)
     mlp_changed = any(not r["MLP graphs identical"] for r in rows)
-    control_ok = same.attention_distance == 0.0 and same.attention_identical and same.mlp_identical
-    ok = control_ok and att_changed == attention_changes and mlp_changed == mlp_changes
+    facts = {"X₁ = X₂ gives identical graphs (control)": (same.attention_distance == 0.0 and same.attention_identical
+                                                          and same.mlp_identical),
+             f"attention graphs {'change' if attention_changes else 'stay'} with the input": att_changed == attention_changes,
+             f"MLP graph {'changes' if mlp_changes else 'stays'} with the input": mlp_changed == mlp_changes}
     distances = [r["attention distance"] for r in rows]
     real, real_condition, real_summary = _real_model_routing(ctx)  # attnsym.models: the "apple" example, when installed
     if real is not None:
-        real_changed = bool(real.role_distance.max() > 0)
-        ok = ok and real_changed == attention_changes and (not real.weights_identical) == mlp_changes
+        facts["the real model's routing as claimed"] = (bool(real.role_distance.max() > 0) == attention_changes
+                                                        and (not real.weights_identical) == mlp_changes)
     return Evidence(
-        "dynamic-routing", DYNAMIC_STATEMENT, "holds" if ok else "fails",
+        "dynamic-routing", DYNAMIC_STATEMENT, verdict(facts),
         method="graph computation (networkx routing graphs, mean row total-variation distance)"
                + ("" if real is None else " + a pretrained transformer (attnsym.models)"),
         summary=(f"same weights, {pairs} input pairs: attention graphs {'differ' if att_changed else 'do not all differ'} "
                  f"(distance {min(distances):.3f}–{max(distances):.3f}), MLP graph "
                  f"{'changes' if mlp_changed else 'identical'}; X₁ = X₂ gives distance {same.attention_distance:g}"
-                 + real_summary),
+                 + real_summary + failed_clause(facts)),
         conditions=("the MLP graph is the position-wise dense layer built from the same weights (X W_V W_O); "
                     "the comparison holds for any weights for which the scores are not constant", real_condition),
         details={"pairs": rows, "control (X₁ = X₂) distance": same.attention_distance,
@@ -209,14 +212,16 @@ def check_hypernetwork_view(ctx: CheckContext, *, routing_term: bool = True) -> 
     depends = bool(J.total.free_symbols & x_symbols) and bool(J.routing.free_symbols & x_symbols)
     J_mlp = mlp_input_jacobian((spec.n, spec.d_model))
     mlp_constant = not any(str(s).startswith("x_") for s in J_mlp.free_symbols)
-    ok = (y_equals_av and sum_error < 1e-12 and fd_error < 1e-6 and mlp_constant and depends
-          and routing_norm > 1e-8 and claimed_error < 1e-12)
+    facts = {"Y = A(X)·V exactly": y_equals_av, "frozen + routing terms = the total Jacobian": sum_error < 1e-12,
+             "central differences agree": fd_error < 1e-6, "MLP Jacobian constant": mlp_constant,
+             "∂A/∂X depends on X": depends, "the term from ∂A/∂X is non-zero": routing_norm > 1e-8,
+             "the claimed formula matches": claimed_error < 1e-12}
     return Evidence(
-        "hypernetwork-view", HYPER_STATEMENT, "holds" if ok else "fails",
+        "hypernetwork-view", HYPER_STATEMENT, verdict(facts),
         method="symbolic proof (exact Jacobian) + numeric check (central differences, h = 1e-6, |error| < 1e-6)",
         summary=(f"Y = A(X)·V{'·W_O' if sym.W_O is not None else ''} {' exactly' if y_equals_av else ' NOT exactly'}; ∂Y/∂X = "
                  f"frozen-routing term + term from ∂A/∂X (max {routing_norm:.2g}, depends on X); MLP Jacobian "
-                 f"{'constant' if mlp_constant else 'NOT constant'}"),
+                 f"{'constant' if mlp_constant else 'NOT constant'}" + failed_clause(facts)),
         conditions=(f"shown symbolically for {spec.describe()}",
                     "'W(x)' is the token-mixing matrix A(X) (n × n), applied to the values X W_V"),
         details={"Y − A V (W_O) is exactly 0": y_equals_av, "max |term from ∂A/∂X|": routing_norm,
@@ -250,15 +255,17 @@ def check_two_token(ctx: CheckContext, *, routings=((0.1, 0.9), (0.95, 0.05)), m
         numeric_rows.append([float(v) for v in A[0]])
     targets = [[float(v) for v in t] for t in ex.targets]
     numeric_ok = close(numeric_rows, targets)
-    ok = ex.routings_match and numeric_ok and ex.routings_differ and (not ex.mlp_unchanged) == static_changes
+    facts = {"the solved inputs reach the target routings (exact)": ex.routings_match,
+             "float64 attention reaches them": numeric_ok, "the two routings differ": ex.routings_differ,
+             f"the static mixer {'changes' if static_changes else 'stays'}": (not ex.mlp_unchanged) == static_changes}
 
     def figure():
         return plots.two_token_figure(numeric_rows, [float(v) for v in ex.mlp_routings[0]])
     return Evidence(
-        "two-token-example", TWO_TOKEN_STATEMENT, "holds" if ok else "fails",
+        "two-token-example", TWO_TOKEN_STATEMENT, verdict(facts),
         method=f"symbolic construction (exact solve) + numeric check (float64, rtol={TOL64.rtol:g}, atol={TOL64.atol:g})",
         summary=(f"one set of weights, inputs solved exactly: routings {', '.join(str(tuple(r)) for r in ex.routings)}; "
-                 f"static mixer {tuple(ex.mlp_routings[0])} for every input"),
+                 f"static mixer {tuple(ex.mlp_routings[0])} for every input" + failed_clause(facts)),
         conditions=("any target (p, 1 − p) with 0 < p < 1 is reachable: it needs the logit gap s₁₁ − s₁₂ = log(p/(1 − p))",),
         details={"solutions t": list(ex.solutions), "inputs": [X.as_immutable() for X in ex.inputs],
                  "exact routings": [tuple(r) for r in ex.routings], "numeric routings": numeric_rows,
@@ -308,12 +315,15 @@ def check_weights_not_preset(ctx: CheckContext, *, preset: bool = False) -> Evid
     S_num = rng.standard_normal((spec.n, spec.n)) * 5
     shift = rng.standard_normal((spec.n, 1)) * 100
     shift_err = max_abs(softmax(S_num + shift), softmax(S_num))
-    ok = rows_sum_one and positive and shift_invariant and nonneg and sums_ok and shift_err <= 1e-12 and changes != preset
+    facts = {"rows of A sum to 1 (exact)": rows_sum_one, "entries positive (exact)": positive,
+             "softmax(s + c) = softmax(s) (exact)": shift_invariant, "float64 entries ≥ 0": nonneg,
+             "float64 rows sum to 1": sums_ok, "float64 shift invariance": shift_err <= 1e-12,
+             f"A {'stays' if preset else 'moves'} with X": changes != preset}
     return Evidence(
-        "weights-not-preset", PRESET_STATEMENT, "holds" if ok else "fails",
+        "weights-not-preset", PRESET_STATEMENT, verdict(facts),
         method=f"symbolic proof (exact) + numeric check (float64, rtol={TOL64.rtol:g}, atol={TOL64.atol:g})",
         summary=(f"rows of A > 0, sum 1 (exact); parameters fixed, A moves with X (distance {min(distances):.2f}–"
-                 f"{max(distances):.2f}); softmax(s + c) = softmax(s) exactly"),
+                 f"{max(distances):.2f}); softmax(s + c) = softmax(s) exactly" + failed_clause(facts)),
         conditions=("weights are a softmax of scaled dot products (the similarity); they are 'preset' only if the "
                     "scores do not depend on X (e.g. W_Q = 0 or W_K = 0 gives uniform rows)",),
         details={"symbolic rows sum to 1": rows_sum_one, "symbolic entries positive": positive,

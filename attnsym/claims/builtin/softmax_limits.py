@@ -29,6 +29,7 @@ from ...symbolic.softmax_limits import (
     two_point_jacobian_norm,
 )
 from .._evidence import CheckContext, Evidence, tex
+from .._verdict import failed_clause, verdict
 from ..catalogue import builtin_claim, statement
 
 __all__ = ["DISPERSION_EXAMPLE", "check_dispersion", "check_entropy_lower_bound", "check_softmax_jacobian_norm"]
@@ -71,7 +72,10 @@ def check_dispersion(ctx: CheckContext, *, gap: float = 5, claimed: dict[int, fl
         Z = rng.uniform(0.0, float(gap), size=(200, size))
         worst.append(float(np.asarray(softmax(Z)).max()) <= float(top.subs({n: size, D: exact_gap})) + 1e-15)
     limit_ok = sp.simplify(limit - exact("claimed_limit", claimed_limit, floats="rational")) == 0
-    ok = limit_ok and all(r["claimed (3 significant digits) matches"] and r["numeric = exact"] for r in rows) and all(worst)
+    facts = {"limit as claimed (exact)": limit_ok,
+             "claimed values match (3 significant digits)": all(r["claimed (3 significant digits) matches"] for r in rows),
+             "numeric top weight = exact": all(r["numeric = exact"] for r in rows),
+             "random logits never exceed the form": all(worst)}
     curve_n = np.unique(np.logspace(0, 6, 61).astype(int))
     gaps = (1.0, 3.0, float(gap), 10.0) if float(gap) not in (1.0, 3.0, 10.0) else (1.0, 3.0, 10.0)
     curves = {g: [float(1 / (1 + (m - 1) * math.exp(-g))) for m in curve_n] for g in gaps}
@@ -81,11 +85,11 @@ def check_dispersion(ctx: CheckContext, *, gap: float = 5, claimed: dict[int, fl
                                        gap=float(gap))
 
     return Evidence(
-        "dispersion", statement("dispersion"), "holds" if ok else "fails",
+        "dispersion", statement("dispersion"), verdict(facts),
         method="symbolic proof (exact form, limit) + numeric check (softmax up to n = 10⁵, random logits vs the form)",
         summary=(f"top weight 1/(1 + (n − 1)e^(−Δ)) → {limit} as n → ∞; Δ = {gap:g}: "
                  + ", ".join(f"{r['exact']:.3g} at n = {r['n']}" for r in rows)
-                 + f"; falls below 1/2 at n = 1 + e^Δ ≈ {float(half):.0f}"),
+                 + f"; falls below 1/2 at n = 1 + e^Δ ≈ {float(half):.0f}" + failed_clause(facts)),
         conditions=("the logit gap Δ is fixed while n grows (logits bounded independently of n); a gap growing like "
                     "log n keeps the top weight away from 0",
                     f"the form is the largest weight any key can get when all logits lie in an interval of width Δ; "
@@ -130,7 +134,8 @@ def check_softmax_jacobian_norm(ctx: CheckContext, *, claimed_bound: float = 0.5
     below = found <= float(bound) + 1e-12
     attained = peak is not None and sp.simplify(peak - bound) == 0 and abs(found - float(bound)) <= 1e-6
     two_point_at = all(abs(r["two largest weights at the maximum"][0] - 0.5) < 1e-3 for r in rows)
-    ok = identity and below and attained and two_point_at
+    facts = {"vᵀJv = Var_a(v) (exact)": identity, "largest norm found ≤ the claimed bound": below,
+             "the two-point maximum attains the bound": attained, "the maximum sits at a two-point uniform a": two_point_at}
     samples = ctx.rng("softmax-jacobian-norm", "figure").dirichlet(np.full(3, 0.4), size=1500)
 
     def figure():
@@ -138,14 +143,14 @@ def check_softmax_jacobian_norm(ctx: CheckContext, *, claimed_bound: float = 0.5
         return plots.jacobian_norm_figure(samples.max(axis=1), norms, bound=float(bound))
 
     return Evidence(
-        "softmax-jacobian-norm", statement("softmax-jacobian-norm"), "holds" if ok else "fails",
+        "softmax-jacobian-norm", statement("softmax-jacobian-norm"), verdict(facts),
         method="symbolic proof (variance identity, two-point eigenvalues) + numeric search (Dirichlet + SLSQP)",
         summary=(f"vᵀJv {'= Var_a(v) (exact)' if identity else '≠ Var_a(v)'}; two-point norm {two_point}, "
                  + (f"maximum {peak} at p = {', '.join(map(str, critical))}" if critical
                     else "no critical point in (0, 1), so no interior maximum")
                  + f"; largest norm found {found:.12f} for n up to {rows[-1]['n']} "
                  f"({'≤' if below else '>'} the claimed {bound}), "
-                 + ("at a two-point uniform a" if two_point_at else "NOT at a two-point uniform a")),
+                 + ("at a two-point uniform a" if two_point_at else "NOT at a two-point uniform a") + failed_clause(facts)),
         conditions=("the bound is over the whole simplex: it is reached only at a = (1/2, 1/2, 0, …) up to order; at the "
                     "uniform a the norm is 1/n, and at a one-hot a (saturated softmax) it is 0",
                     "Popoviciu's inequality Var ≤ (max − min)²/4 and (max − min)² ≤ 2‖v‖² give the bound for every n"),
@@ -201,7 +206,10 @@ def check_entropy_lower_bound(ctx: CheckContext, *, claimed_bound=None) -> Evide
         at_minimiser = float(softmax_entropy(np.array([z_top] + [z_rest] * (n_keys - 1))))
         rows.append({"σ": s, "bound": b, "entropy at the minimiser": at_minimiser, "least entropy found": found.value,
                      "search ≥ bound": found.value >= b - 1e-9, "minimiser reaches bound": abs(at_minimiser - b) <= 1e-9})
-    ok = norm_ok and general and all(tight_exact) and all(r["search ≥ bound"] and r["minimiser reaches bound"] for r in rows)
+    facts = {"the minimiser has ‖z‖ = σ (exact)": norm_ok, "its entropy = the bound (symbolic T)": general,
+             "its entropy = the bound at exact points": all(tight_exact),
+             "no search point below the bound": all(r["search ≥ bound"] for r in rows),
+             "the float64 minimiser reaches the bound": all(r["minimiser reaches bound"] for r in rows)}
     bound_numeric = sp.lambdify((sigma, T), entropy_lower_bound(sigma, T), "numpy")
 
     def figure():
@@ -212,7 +220,7 @@ def check_entropy_lower_bound(ctx: CheckContext, *, claimed_bound=None) -> Evide
         return plots.entropy_bound_figure(grid, bound_numeric(grid, n_keys), draws, n_keys=n_keys)
 
     return Evidence(
-        "entropy-lower-bound", statement("entropy-lower-bound"), "holds" if ok else "fails",
+        "entropy-lower-bound", statement("entropy-lower-bound"), verdict(facts),
         method="symbolic proof (minimiser's entropy = bound, symbolic σ and T) + numeric search (random sphere + BFGS)",
         summary=(f"the logits (σ√((T−1)/T), −σ/√(T(T−1)), …) have ‖z‖ {'= σ' if norm_ok else '≠ σ'} and entropy "
                  + ("equal to the bound exactly (symbolic T and at "
@@ -222,7 +230,8 @@ def check_entropy_lower_bound(ctx: CheckContext, *, claimed_bound=None) -> Evide
                  + f"; {sum(not r['search ≥ bound'] for r in rows)} search points below it for T = {n_keys}, "
                  f"σ = {sigmas[0]:g}…{sigmas[-1]:g} (least margin "
                  f"{min(r['least entropy found'] - r['bound'] for r in rows):+.2e}); bound → {collapse} "
-                 f"as σ → ∞ (entropy collapse); at σ = {sigmas[-1]:g} the bound is {rows[-1]['bound']:.2e}"),
+                 f"as σ → ∞ (entropy collapse); at σ = {sigmas[-1]:g} the bound is {rows[-1]['bound']:.2e}"
+                 + failed_clause(facts)),
         conditions=("logits bounded in ℓ2 norm (‖z‖₂ ≤ σ); for attention σ is governed by the spectral norms of W_Q, "
                     "W_K and the token norms, which is why σReparam rescales the weights",
                     "the minimum over the ball lies on the sphere ‖z‖ = σ because the bound decreases in σ",

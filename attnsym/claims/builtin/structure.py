@@ -30,6 +30,7 @@ from ...symbolic.naming import input_symbols
 from ...symbolic.symmetry import prove_gram_symmetric, prove_qk_symmetry_condition
 from ...testing import TOLERANCES
 from .._evidence import CheckContext, Evidence
+from .._verdict import failed_clause, verdict
 from ..catalogue import builtin_claim, statement
 
 __all__ = ["check_locality", "check_permutation_equivariance", "check_qk_symmetry"]
@@ -134,16 +135,18 @@ def check_qk_symmetry(ctx: CheckContext, *, criterion: Callable[[sp.Matrix, sp.M
 
     bias_cases = {"W_K = W_Q, separate biases b_Q, b_K": biased_symmetric(b_Q, b_K),
                   "W_K = W_Q, shared bias b_K = b_Q": biased_symmetric(b_Q, b_Q)}
-    ok = (gram and proofs_ok and agree and counter_example
-          and bias_cases["W_K = W_Q, shared bias b_K = b_Q"] and not bias_cases["W_K = W_Q, separate biases b_Q, b_K"])
+    facts = {"X Xᵀ symmetric (exact)": gram, "the symmetry criterion proved": proofs_ok,
+             "symbolic and numeric cases agree with the criterion": agree, "a random W_Q, W_K breaks it": counter_example,
+             "a shared bias keeps it": bias_cases["W_K = W_Q, shared bias b_K = b_Q"],
+             "separate biases break it": not bias_cases["W_K = W_Q, separate biases b_Q, b_K"]}
     X_, M_ = sp.MatrixSymbol("X", sp.Symbol("n"), sp.Symbol("d")), sp.MatrixSymbol("M", sp.Symbol("d"), sp.Symbol("d"))
     return Evidence(
         "qk-asymmetry", QK_STATEMENT,
-        "holds-under-conditions" if ok else "fails",
+        verdict(facts, passing="holds-under-conditions"),
         method=f"symbolic proof + numeric counter-example (float64, rtol={_TOL.rtol:g}, atol={_TOL.atol:g})",
         summary=(f"X Xᵀ symmetric (proof); Q Kᵀ symmetric for all X ⇔ {criterion_text}: "
                  f"{'confirmed' if agree and proofs_ok else 'contradicted'}; random W_Q, W_K: "
-                 f"max|S − Sᵀ| = {numeric['max |S − Sᵀ|, separate random W_Q, W_K']:.3g}"),
+                 f"max|S − Sᵀ| = {numeric['max |S − Sᵀ|, separate random W_Q, W_K']:.3g}" + failed_clause(facts)),
         conditions=(f"Q Kᵀ stays symmetric whenever {criterion_text} (W_K = W_Q, or W_K = W_Q R with R symmetric); "
                     "separate projections break the symmetry only when W_Q W_Kᵀ is not symmetric",
                     "projections without biases: with biases b_Q, b_K, Q Kᵀ is symmetric for all X exactly when "
@@ -211,17 +214,18 @@ def check_permutation_equivariance(ctx: CheckContext, *, positions: str | None =
         conditions.append(f"fails with {what} (max |Y(PX) − P Y(X)| = {r['numeric max |Y(PX) − P Y(X)|']:.3g})")
     config = ", ".join(filter(None, [f"{positions} positions" if positions else "no positions",
                                      "causal mask" if causal else "no mask"]))
+    facts = {f"A(PX) = P A(X) Pᵀ with {config} (exact)": main.get("symbolic A(PX) = P A(X) Pᵀ", True),
+             f"Y(PX) = P Y(X) with {config} (exact)": main.get("symbolic Y(PX) = P Y(X)", True),
+             f"both, exact and float64, with {config}": main["holds"]}
     if main["holds"]:
-        verdict = "holds-under-conditions" if broken else "holds"
         conditions.insert(0, f"holds with {config} (also for a mask M with P M Pᵀ = M)")
-    else:
-        verdict = "fails"
     return Evidence(
-        "permutation-equivariance", PERM_STATEMENT, verdict,
+        "permutation-equivariance", PERM_STATEMENT, verdict(facts, passing="holds-under-conditions" if broken else "holds"),
         method=f"symbolic proof (n=3, exact) + numeric check (float64, rtol={_TOL.rtol:g}, atol={_TOL.atol:g})",
         summary=(f"{config}: A(PX) = P A(X) Pᵀ {'holds' if main['holds'] else 'fails'} (exact; numeric "
                  f"{main['numeric max |A(PX) − P A(X) Pᵀ|']:.1g}); broken by "
-                 f"{', '.join('positions' if r['positions'] else 'causal mask' for r in broken) or 'nothing tried'}"),
+                 f"{', '.join('positions' if r['positions'] else 'causal mask' for r in broken) or 'nothing tried'}"
+                 + failed_clause(facts)),
         conditions=tuple(conditions),
         details={"configurations": rows},
         equations=_equivariance_equations(),
@@ -327,17 +331,19 @@ def check_locality(ctx: CheckContext, *, layer: str = "attention", positions: st
                                           and not subject["symbolic permutation-equivariant"])
     if layer == "banded-attention":
         subject_biased = subject_biased or banded_window <= 1  # restricted self-attention is local
-    ok = conv_biased and not subject_biased
+    facts = {"the convolution is local and translation-biased": conv_biased,
+             f"{layer} is neither local nor translation-biased": not subject_biased}
     pos = "sinusoidal" if positions else "no"
     return Evidence(
         "no-locality-bias", LOCALITY_STATEMENT,
-        "holds-under-conditions" if ok else "fails",
+        verdict(facts, passing="holds-under-conditions"),
         method="symbolic proof (exact, small n) + numeric check (float64: shift error, reach of a perturbed token)",
         summary=(f"conv: window ±{conv['symbolic dependency window (tokens either side)']}, shift- not "
                  f"permutation-equivariant; {layer} ({pos} positions): "
                  f"{'global' if subject['symbolic every output depends on every token'] else 'local'}, "
                  f"shift-equivariant: {'yes' if subject['symbolic shift-equivariant'] else 'no'}, "
-                 f"permutation-equivariant: {'yes' if subject['symbolic permutation-equivariant'] else 'no'}"),
+                 f"permutation-equivariant: {'yes' if subject['symbolic permutation-equivariant'] else 'no'}"
+                 + failed_clause(facts)),
         conditions=("NOT checkable here: 'which is why it needs more data' (an empirical claim about training, e.g. "
                     "Dosovitskiy et al. 2021 §4); checked: the two biases as defined below",
                     "locality bias = each output depends on a window of tokens; translation bias = commuting with "

@@ -16,7 +16,7 @@ from ... import plots
 from ...errors import SpecError
 from ...graphs.architectures import PAPER_TABLE1, table1
 from ...graphs.growth import GROWTH_CLASS
-from .._evidence import CheckContext, Evidence
+from .._evidence import CheckContext, Evidence, Verdict
 from ..catalogue import builtin_claim, statement
 
 __all__ = ["check_table1_column"]
@@ -97,7 +97,7 @@ def check_table1_column(ctx: CheckContext, *, column: str = "path", claimed: Map
         else:
             failures.append(f"{arch}: claimed {growth}, measured {measured[arch].growth}"
                             f" (explained by {', '.join(measured[arch].explained_by) or 'no candidate'})")
-    verdict = "fails" if failures else "holds-under-conditions" if conditions else "holds"
+    verdict: Verdict = "fails" if failures else "holds-under-conditions" if conditions else "holds"
     what = "maximum path length" if path else "sequential operations (depth of one layer's DAG)"
     conditions.append(f"{what} measured by networkx on the computation graphs for n = {ns[0]}…{ns[-1]} "
                       f"(kernel k = {k}, restriction r = {r}); growth decided over every candidate of Table 1 with its "
@@ -111,7 +111,7 @@ def check_table1_column(ctx: CheckContext, *, column: str = "path", claimed: Map
     return Evidence(
         "global-path-length" if path else "parallelism", PATH_STATEMENT if path else PARALLEL_STATEMENT, verdict,
         method="graph computation (networkx) + growth decision over Table 1's candidates",
-        summary=summary + ("" if not failures else " — " + "; ".join(failures)),
+        summary=summary + ("" if not failures else "; FAILED: " + "; ".join(failures)),
         conditions=tuple(conditions),
         details={"table": table, "ns": ns, "k": k, "r": r, "failures": failures},
         figures={"table1": figure},
