@@ -273,3 +273,17 @@ def test_cli_layers_reads_a_gguf_file(capsys):
     assert main(["layers", "--model", str(path), "--format", "json"]) == 0
     rows = json.loads(capsys.readouterr().out)["layers"]
     assert len(rows) == 30 and {r["positions"] for r in rows} == {"rope"} and rows[0]["kv_heads"] == 3
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_the_cached_pass_equals_the_full_one(name):
+    """Decoding with the key/value cache, three chunks of the text, gives the full pass's hidden states: the windows,
+    chunks, sinks and the query temperature all count positions from the cache's length."""
+    from attnsym.models.forward import KVCache, forward_cached
+
+    m = models.load(checkpoint(name)[0], dtype="float64")
+    ids = IDS[:1]
+    full = np.asarray(forward(m.config, m.weights, ids).hidden_states[-1])
+    kv = KVCache.empty(m.config)
+    parts = [forward_cached(m.config, m.weights, ids[:, a:b], kv) for a, b in ((0, 5), (5, 7), (7, ids.shape[1]))]
+    assert np.abs(np.concatenate(parts, axis=1) - full).max() < 1e-12
