@@ -158,6 +158,7 @@ def _mask_words(spec: AttentionSpec) -> str:
 
 
 def _forward_steps(spec: AttentionSpec, max_terms) -> list[Step]:
+    spec.refuse_variants("attnsym.derive", implemented=("chunk",))  # its steps have no sink, no whole-row QK-norm
     sym = attention(spec, max_terms=max_terms)
     n, m, h, d_k, d_v = spec.n, spec.d_model, spec.heads, spec.d_k, spec.d_v
     multi = h > 1

@@ -52,8 +52,19 @@ about shapes, masks, scaling or positions. Every convention lives here and only 
 * **soft-capping** — ``softcap = t`` (Gemma 2): after the scale and an ALiBi bias a score ``s``
   becomes ``t·tanh(s/t)``; the mask applies after it.
 * **QK-norm** — ``qk_norm`` (Qwen3): each head's query and key rows, after the projections and
-  before RoPE, become ``x / sqrt(mean(x²) + qk_norm_eps) ⊙ g`` with gains ``g_Q``, ``g_K`` of length
-  ``d_k`` shared by the heads.
+  before RoPE, become ``x / sqrt(mean(x²) + qk_norm_eps) ⊙ (o + g)`` with gains ``g_Q``, ``g_K`` of length
+  ``d_k`` shared by the heads and the gain offset ``o = qk_norm_offset`` (0; Gemma 3's ``1 + w``: 1).
+  ``qk_norm_scope="whole_projection"`` (OLMo 2) norms the whole projection row instead (``heads·d_k``
+  coordinates for ``Q``, ``kv_heads·d_k`` for ``K``, gains of those lengths) before it is split into heads.
+* **chunked attention** — ``chunk = c`` (Llama 4's ``attention_chunk_size``): query ``i`` may attend
+  to key ``j`` iff ``i // c == j // c`` (both in the same chunk of ``c`` tokens), ANDed like ``window``.
+* **query temperature** — ``query_temperature = (f, a)`` (Llama 4's ``attn_temperature_tuning`` on its
+  NoPE layers, ``floor_scale`` and ``attn_scale``): the query of the token at position ``p`` is
+  multiplied by ``1 + a·log(1 + ⌊(p + 1) / f⌋)`` after its QK-norm and rotation.
+* **attention sink** — ``sink=True`` (gpt-oss): a learned logit ``s_h`` per head joins every row's
+  softmax denominator and takes its own mass, ``A_ij = exp(S_ij) / (exp(s_h) + Σ_k exp(S_ik))``; the
+  row sums to ``1 − π_i`` with ``π_i = exp(s_h) / (exp(s_h) + Σ_k exp(S_ik))`` — never renormalised.
+  Its parameter is ``s_sink`` of shape ``(1, heads)``.
 * **RoPE scaling** — ``rope_scaling`` (a :class:`RopeScaling`, built from the Hugging Face dict):
   ``"linear"`` divides every ``θ_i`` by the factor; ``"llama3"`` applies LLaMA 3.1's piecewise rule.
 * **biases** — ``bias=True``: ``b_Q, b_K, b_V`` and ``b_O`` (with ``W_O``); ``bias="qkv"``: ``b_Q,
@@ -86,8 +97,11 @@ from ._positions import (
 )
 from .errors import SpecError
 
-__all__ = ["DEFAULT_POSITION_BASE", "POSITION_KINDS", "ROPE_PAIRINGS", "ROPE_SCALING_TYPES", "AttentionSpec",
+__all__ = ["DEFAULT_POSITION_BASE", "POSITION_KINDS", "QK_NORM_SCOPES", "ROPE_PAIRINGS", "ROPE_SCALING_TYPES", "AttentionSpec",
            "RopeScaling", "alibi_slope_exponents"]
+
+#: where a QK-norm normalises: each head's rows (Qwen3, Gemma 3) or the whole projection row (OLMo 2)
+QK_NORM_SCOPES: tuple[str, ...] = ("per_head", "whole_projection")
 
 #: the base of the sinusoidal frequencies (Vaswani et al. 2017); the one place this number is written
 DEFAULT_POSITION_BASE = 10000
@@ -267,6 +281,20 @@ class AttentionSpec(PositionConventions):
         projections and before RoPE: ``RMSNorm(x) = x / sqrt(mean(x²) + qk_norm_eps) ⊙ g``.
     qk_norm_eps : float, default 1e-6
         The ``eps`` of the QK-norm (only with ``qk_norm=True``).
+    qk_norm_scope : {"per_head", "whole_projection"}, default "per_head"
+        Norm each head's rows (Qwen3, Gemma 3) or each whole projection row before the split into
+        heads (OLMo 2's ``q_norm`` over ``heads·d_k``). Only with ``qk_norm=True``.
+    qk_norm_offset : float, default 0.0
+        The QK-norm gain is ``qk_norm_offset + g`` (Gemma 3's ``1 + w``: 1.0). Only with ``qk_norm=True``.
+    chunk : int, optional
+        Chunked attention (Llama 4's ``attention_chunk_size``): query ``i`` may attend to key ``j`` only
+        when ``i // chunk == j // chunk``. ANDed with ``causal``, ``window`` and ``mask``.
+    query_temperature : (float, float), optional
+        ``(floor_scale, attn_scale)``: queries scaled by ``1 + attn_scale·log(1 + ⌊(p + 1)/floor_scale⌋)``
+        at position ``p`` (Llama 4's NoPE layers; module docstring).
+    sink : bool, default False
+        A learned sink logit per head in every row's softmax denominator (gpt-oss's ``sinks``): the
+        parameter ``s_sink`` of shape ``(1, heads)``; rows of ``A`` sum to ``1 − π`` (module docstring).
     rope_scaling : RopeScaling or mapping, optional
         RoPE frequency scaling, a :class:`RopeScaling` or the Hugging Face dict it is built from
         (``{"rope_type": "linear", "factor": 4.0}``, ``{"rope_type": "llama3", ...}``; ``"type"`` is
@@ -321,6 +349,11 @@ class AttentionSpec(PositionConventions):
     qk_norm: bool = False
     qk_norm_eps: float = 1e-6
     rope_scaling: RopeScaling | None = None
+    qk_norm_scope: str = "per_head"
+    qk_norm_offset: float = 0.0
+    chunk: int | None = None
+    sink: bool = False
+    query_temperature: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)
@@ -355,6 +388,7 @@ class AttentionSpec(PositionConventions):
         if not self.qk_norm and eps != 1e-6:
             raise SpecError(f"qk_norm_eps={self.qk_norm_eps!r} only applies with qk_norm=True")
         set_("qk_norm_eps", eps)
+        self._check_variants()
         if self.mask is not None:
             set_("mask", _normalise_mask(self.mask, n))
         set_("scale", _check_scale(self.scale))
@@ -372,6 +406,66 @@ class AttentionSpec(PositionConventions):
             )
         set_("position_base", _check_position_base(self.position_base, self.positions))
         self._check_position_fields()
+
+    def _check_variants(self) -> None:
+        """The 2026 variants: QK-norm scope and gain offset, chunk, sink."""
+        set_ = lambda name, value: object.__setattr__(self, name, value)
+        if self.qk_norm_scope not in QK_NORM_SCOPES:
+            raise SpecError(f"qk_norm_scope must be one of {QK_NORM_SCOPES} (got {self.qk_norm_scope!r})")
+        offset = finite_real("qk_norm_offset", self.qk_norm_offset)
+        if not self.qk_norm and (self.qk_norm_scope != "per_head" or offset != 0.0):
+            raise SpecError(f"qk_norm_scope={self.qk_norm_scope!r} and qk_norm_offset={self.qk_norm_offset!r} only "
+                            "apply with qk_norm=True")
+        set_("qk_norm_offset", offset)
+        if self.chunk is not None:
+            set_("chunk", positive_int("chunk", self.chunk))
+        set_("sink", boolean("sink", self.sink))
+        if self.query_temperature is not None:
+            try:
+                floor, scale = self.query_temperature
+            except (TypeError, ValueError):
+                raise SpecError(f"query_temperature must be None or (floor_scale, attn_scale) (got "
+                                f"{self.query_temperature!r})") from None
+            floor, scale = finite_real("query_temperature floor_scale", floor), finite_real("query_temperature "
+                                                                                            "attn_scale", scale)
+            if floor <= 0:
+                raise SpecError(f"query_temperature floor_scale must be positive (got {floor!r})")
+            set_("query_temperature", (floor, scale))
+
+    @property
+    def qk_norm_kind(self) -> str:
+        """``"none"``, ``"per_head"`` or ``"whole_projection"``.
+
+        >>> AttentionSpec(n=1, d_model=4, qk_norm=True, qk_norm_scope="whole_projection").qk_norm_kind
+        'whole_projection'
+        """
+        return self.qk_norm_scope if self.qk_norm else "none"
+
+    @property
+    def variants(self) -> tuple[str, ...]:
+        """The fields of the 2026 variants this spec sets away from their defaults (a view that does not
+        implement one refuses the spec by name, never ignores it).
+
+        >>> AttentionSpec(n=4, d_model=4, causal=True, chunk=2, sink=True).variants
+        ('chunk', 'sink')
+        """
+        named = (("qk_norm_scope", self.qk_norm_scope != "per_head"), ("qk_norm_offset", self.qk_norm_offset != 0.0),
+                 ("chunk", self.chunk is not None), ("sink", self.sink),
+                 ("query_temperature", self.query_temperature is not None))
+        return tuple(name for name, on in named if on)
+
+    def refuse_variants(self, view: str, implemented: tuple[str, ...] = ()) -> None:
+        """Raise a :class:`SpecError` naming each variant of :attr:`variants` that ``view`` does not implement.
+
+        >>> AttentionSpec(n=2, d_model=2, sink=True).refuse_variants("the symbolic view")
+        Traceback (most recent call last):
+        ...
+        attnsym.errors.SpecError: the symbolic view does not implement sink=True of this spec yet
+        """
+        missing = [name for name in self.variants if name not in implemented]
+        if missing:
+            got = ", ".join(f"{name}={getattr(self, name)!r}" for name in missing)
+            raise SpecError(f"{view} does not implement {got} of this spec yet")
 
     # ------------------------------------------------------------------ derived sizes
     @property
@@ -442,7 +536,10 @@ class AttentionSpec(PositionConventions):
         widths = {"b_Q": self.inner_qk, "b_K": self.inner_k, "b_V": self.inner_kv, "b_O": d}
         shapes.update({name: (1, widths[name]) for name in self.bias_names})
         if self.qk_norm:
-            shapes.update(g_Q=(1, self.d_k), g_K=(1, self.d_k))
+            whole = self.qk_norm_scope == "whole_projection"
+            shapes.update(g_Q=(1, self.inner_qk if whole else self.d_k), g_K=(1, self.inner_k if whole else self.d_k))
+        if self.sink:
+            shapes["s_sink"] = (1, self.heads)
         return shapes
 
     @property
@@ -454,6 +551,8 @@ class AttentionSpec(PositionConventions):
         names += self.bias_names
         if self.qk_norm:
             names += ["g_Q", "g_K"]
+        if self.sink:
+            names.append("s_sink")
         return tuple(names)
 
     @property
@@ -491,9 +590,9 @@ class AttentionSpec(PositionConventions):
         """``allowed[i][j]`` — may query ``i`` attend to key ``j``? ``None`` when all may.
 
         The AND of ``causal`` (``j <= i``), ``window`` (``i - j < window`` with causal,
-        ``|i - j| < window`` without) and ``mask``.
+        ``|i - j| < window`` without), ``chunk`` (``i // chunk == j // chunk``) and ``mask``.
         """
-        if not self.causal and self.mask is None and self.window is None:
+        if not self.causal and self.mask is None and self.window is None and self.chunk is None:
             return None
         n = self.n
         return tuple(tuple(self.may_attend(i, j) for j in range(n)) for i in range(n))
@@ -503,6 +602,8 @@ class AttentionSpec(PositionConventions):
         if self.causal and j > i:
             return False
         if self.window is not None and abs(i - j) >= self.window:
+            return False
+        if self.chunk is not None and i // self.chunk != j // self.chunk:
             return False
         return self.mask is None or self.mask[i][j]
 
@@ -565,6 +666,8 @@ class AttentionSpec(PositionConventions):
             parts.append("causal")
         if self.window is not None:
             parts.append(f"window {self.window}")
+        if self.chunk is not None:
+            parts.append(f"chunk {self.chunk}")
         if self.mask is not None:
             parts.append("explicit mask")
         scale = {"sqrt": "scale 1/sqrt(d_k)", "none": "unscaled"}[self.scale] if isinstance(self.scale, str) \
@@ -575,7 +678,13 @@ class AttentionSpec(PositionConventions):
         if self.bias:
             parts.append("biases" if self.bias is True else "q/k/v biases")
         if self.qk_norm:
-            parts.append(f"QK-norm (eps {self.qk_norm_eps:g})")
+            gain = f", {self.qk_norm_offset:g}+w" if self.qk_norm_offset else ""
+            scope = ", whole projection" if self.qk_norm_scope == "whole_projection" else ""
+            parts.append(f"QK-norm (eps {self.qk_norm_eps:g}{scope}{gain})")
+        if self.sink:
+            parts.append("sink logit per head")
+        if self.query_temperature is not None:
+            parts.append("query temperature (floor {:g}, scale {:g})".format(*self.query_temperature))
         if self.positions == "rope":
             rope = f"RoPE ({self.rope_pairing}, base {self.position_base}"
             rope += f", {self.rotary_dims} of {self.d_k} dims" if self.rotary_dims != self.d_k else ""

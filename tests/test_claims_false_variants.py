@@ -27,6 +27,7 @@ from attnsym.claims.builtin import (
     structure,
     table1,
     variance,
+    variants_2026,
 )
 from attnsym.symbolic.softmax_limits import entropy_lower_bound
 from attnsym.symbolic.stats import d
@@ -100,6 +101,11 @@ FALSE_VARIANTS = {
                            {"claimed_mean": lambda x, y: sp.exp(x.dot(y) / 2)}, "the features estimate exp(xᵀy/2)"),
     "linear-attention-rnn": (literature_theory.check_linear_attention_rnn, {"claimed_keys": "all"},
                              "the recurrence equals non-causal linear attention"),
+    "sink-semantics": (variants_2026.check_sink_semantics, {"claimed_row_sum": "1"},
+                       "the rows with a sink sum to 1"),
+    "mla-absorbed": (variants_2026.check_mla_absorbed, {"rope_in_bound": False}, "each head's W_QK has rank ≤ d_c"),
+    "nope-position-blind": (variants_2026.check_nope_position_blind, {"claimed_queries": "all"},
+                            "every query of a causal NoPE layer is order-blind"),
     "mup-scaling": (literature_theory.check_mup_scaling, {"claimed_variance": lambda rho, d: d},
                     "Var[q·k] = d whatever the correlation"),
 }

@@ -1,4 +1,4 @@
-"""The ``attnsym`` command-line tool: ``attnsym {tour,derive,verify,graph,plot,route,explore}``.
+"""The ``attnsym`` command-line tool: ``attnsym {tour,derive,verify,graph,plot,route,explore,heads,layers}``.
 
 Each sub-command lives in its own module of this package, which defines
 ``add_parser(subparsers)``; the parser it adds sets ``run(args) -> int``. This package is the
@@ -27,7 +27,7 @@ from ._common import fill_families
 
 __all__ = ["EXIT_INTERNAL", "EXIT_USAGE", "build_parser", "console", "exit_status", "main"]
 
-COMMANDS = ("tour", "derive", "verify", "graph", "plot", "route", "explore", "heads")
+COMMANDS = ("tour", "derive", "verify", "graph", "plot", "route", "explore", "heads", "layers")
 
 _DESCRIPTION = """\
 attnsym makes the mathematics of self-attention explicit.

@@ -23,6 +23,7 @@ matrix it is several times faster than ``nx.from_numpy_array`` (see ``docs/bench
 from __future__ import annotations
 
 import numbers
+import warnings
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,7 +32,7 @@ import numpy as np
 
 from .._checks import boolean, check_index, check_tokens
 from ..errors import ShapeError
-from ._arrays import as_attention_stack, check_pruning, to_numpy
+from ._arrays import ROW_SUM_ATOL, RowSumWarning, as_attention_stack, check_pruning, to_numpy
 
 __all__ = ["HEAD_FUSIONS", "attention_matrix", "layer_matrices", "layered_graph", "mlp_graph", "prune", "routing_graph",
            "select_attention"]
@@ -133,6 +134,7 @@ def routing_graph(
     threshold: float | None = None,
     top_k: int | None = None,
     batch: int = 0,
+    sink_mass: Any = None,
 ) -> nx.DiGraph:
     r"""The routing graph of one attention matrix: edge ``j -> i`` weighted by ``A[i, j]``.
 
@@ -154,11 +156,17 @@ def routing_graph(
         Keep only the ``top_k`` largest weights of each query row (for display).
     batch : int, default 0
         Batch element for inputs with a batch axis.
+    sink_mass : (n,) array-like, optional
+        The mass ``π_i`` a learned sink (gpt-oss; :class:`~attnsym.AttentionSpec` ``sink=True``) took
+        from each query row: then each row of the selected matrix must sum to ``1 − π_i`` (not 1),
+        and each query node carries ``sink_mass`` — the sink shown as its own mass, nothing
+        renormalised away (``Route.sink_mass[layer, head]``).
 
     Returns
     -------
     networkx.DiGraph
-        Nodes ``0..n-1`` (``index``, ``token``, ``label``, ``layer``); one edge per non-zero kept weight.
+        Nodes ``0..n-1`` (``index``, ``token``, ``label``, ``layer``, and ``sink_mass`` with a sink); one
+        edge per non-zero kept weight.
 
     Raises
     ------
@@ -179,8 +187,16 @@ def routing_graph(
     Traceback (most recent call last):
     ...
     attnsym.errors.ShapeError: tokens must have one label per position: expected 2 (got 1)
+    >>> routing_graph(np.array([[0.5, 0.0], [0.2, 0.4]]), sink_mass=[0.5, 0.4]).nodes[1]["sink_mass"]
+    0.4
     """
-    M, layer, head = _select(A, layer=layer, head=head, batch=batch)  # layer=-1 is recorded as the last layer's index
+    if sink_mass is None:
+        M, layer, head = _select(A, layer=layer, head=head, batch=batch)  # layer=-1: recorded as the last layer's index
+    else:
+        with warnings.catch_warnings():  # the rows sum to 1 − π: checked below against the sink's own mass
+            warnings.simplefilter("ignore", RowSumWarning)
+            M, layer, head = _select(A, layer=layer, head=head, batch=batch)
+        sink_mass = _check_sink_mass(M, sink_mass)
     n = M.shape[0]
     labels = check_tokens(tokens, n)
     threshold, top_k = check_pruning(threshold, top_k)
@@ -192,9 +208,27 @@ def routing_graph(
             G.graph[key] = value if isinstance(value, str) else (float(value) if key == "threshold" else int(value))
     node_layer = 0 if layer is None else int(layer)
     G.add_nodes_from((i, {"index": i, "token": labels[i], "label": labels[i], "layer": node_layer}) for i in range(n))
+    if sink_mass is not None:
+        G.graph["sink"] = True
+        for i in range(n):
+            G.nodes[i]["sink_mass"] = float(sink_mass[i])
     positions = list(range(n))
     _fill_edges(G, M, positions, positions)
     return G
+
+
+def _check_sink_mass(M: np.ndarray, sink_mass: Any) -> np.ndarray:
+    """``sink_mass`` as an (n,) array in [0, 1] with ``rowsum(M) + π = 1``, else a :class:`ShapeError`."""
+    pi = np.asarray(sink_mass, dtype=float)
+    if pi.shape != (M.shape[0],) or not np.all(np.isfinite(pi)) or pi.min() < 0 or pi.max() > 1:
+        raise ShapeError(f"sink_mass must hold one mass in [0, 1] per query, shape ({M.shape[0]},) "
+                         f"(got shape {pi.shape})")
+    gap = np.abs(M.sum(axis=-1) + pi - 1.0)
+    if gap.max() > ROW_SUM_ATOL:
+        i = int(np.argmax(gap))
+        raise ShapeError(f"each row of A plus its sink_mass must sum to 1 (row {i}: {float(M[i].sum())!r} + "
+                         f"{float(pi[i])!r})")
+    return pi
 
 
 def layered_graph(

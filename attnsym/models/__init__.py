@@ -41,6 +41,7 @@ from .evidence import packaged_model
 from .forward import ForwardOutput, forward, layer_norm
 from .generate import Generation
 from .gguf_file import read_gguf
+from .layer_table import LayerSchedule, layer_schedule
 from .model import FILES, PACKAGED, Model, available, load, packaged_folder
 from .readout import LogitLens, Readout
 from .route import Route, Word
@@ -53,6 +54,7 @@ __all__ = [
     "CorruptWeightsError",
     "ForwardOutput",
     "Generation",
+    "LayerSchedule",
     "LayerWeights",
     "LogitLens",
     "Model",
@@ -71,6 +73,7 @@ __all__ = [
     "evidence",
     "forward",
     "layer_norm",
+    "layer_schedule",
     "load",
     "packaged_folder",
     "packaged_model",

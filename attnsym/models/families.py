@@ -10,8 +10,9 @@ Both ways configs write RoPE are read: ``rope_theta`` + ``rope_scaling`` (checkp
 by transformers 4) and ``rope_parameters`` (transformers 5, which holds ``rope_theta`` and
 ``rope_type`` together).
 
->>> sorted(FAMILIES)
-['bert', 'bloom', 'gemma2', 'gpt2', 'gpt_neox', 'llama', 'mistral', 'qwen2', 'qwen3']
+>>> sorted(FAMILIES)  # doctest: +NORMALIZE_WHITESPACE
+['bert', 'bloom', 'gemma2', 'gemma3_text', 'gpt2', 'gpt_neox', 'gpt_oss', 'llama', 'llama4_text', 'mistral',
+ 'olmo2', 'phi3', 'qwen2', 'qwen3', 'smollm3']
 """
 
 from __future__ import annotations
@@ -32,50 +33,20 @@ from .config import (
     _activation,
     _eps,
     _family,
-    _finite,
     _flag,
     _get,
     _number,
     _positive,
     _refuse,
-    _short,
     _token_id,
 )
 from .errors import ModelError
+from .families_2026 import FAMILIES_2026, NAME_MAPS_2026, OPTIONS_2026, QKV_2026
 from .plan import Block, Layout, ModelPlan, Norm
+from .schedule import _rope
 
 __all__ = ["FAMILIES", "LAYOUTS", "NAME_MAPS", "OPTIONS", "TENSOR_NAMES", "describe_model", "families_table",
            "family_names", "gpt2_scale", "layer_spec", "read_plan"]
-
-
-def _rope(raw: dict[str, Any], path: Path, theta_key: str = "rope_theta") -> tuple[int | float, dict[str, Any] | None]:
-    """``(rope_theta, rope_scaling or None)`` from either spelling of the config (``theta_key``: the base's own name)."""
-    params = raw.get("rope_parameters")
-    scaling = raw.get("rope_scaling")
-    theta = raw.get("rope_theta")
-    if params is not None and not isinstance(params, dict):
-        raise ModelError(f"{path}: 'rope_parameters' must be a JSON object (got {_short(params)} in {_family(raw)})")
-    if isinstance(params, dict):
-        if params.get("rope_theta") is not None:
-            theta, theta_key = params["rope_theta"], "rope_parameters.rope_theta"
-        scaling = {k: v for k, v in params.items() if k != "rope_theta"}
-    if theta is None:
-        theta = 10000.0
-    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or _finite(theta) is None or not theta > 1:
-        raise ModelError(f"{path}: {theta_key!r} must be a finite number > 1, the RoPE base (got {_short(theta)} in "
-                         f"{_family(raw)})")
-    if scaling is not None:
-        if not isinstance(scaling, dict):
-            raise ModelError(f"{path}: 'rope_scaling' must be a JSON object (got {_short(scaling)} in {_family(raw)})")
-        kind = scaling.get("rope_type", scaling.get("type", "default"))
-        if kind == "default":
-            scaling = None
-        elif kind not in ("linear", "llama3"):
-            _refuse(path, "rope_scaling.rope_type", kind, "attnsym implements 'default', 'linear' and 'llama3'")
-        else:
-            scaling = {k: v for k, v in scaling.items() if k in ("rope_type", "type", "factor", "low_freq_factor",
-                                                                   "high_freq_factor", "original_max_position_embeddings")}
-    return theta, scaling
 
 
 def _windows(raw: dict[str, Any], path: Path, layers: int, family: str) -> list[int | None]:
@@ -325,6 +296,7 @@ FAMILIES: dict[str, Callable[[dict[str, Any], Path], ModelPlan]] = {
     "gemma2": _gemma2,
     "gpt_neox": _gpt_neox,
     "bloom": _bloom,
+    **FAMILIES_2026,
 }
 #: ``model_type`` -> what the family is and the options read from ``config.json`` (the docs' table)
 OPTIONS: dict[str, tuple[str, str]] = {
@@ -354,6 +326,7 @@ OPTIONS: dict[str, tuple[str, str]] = {
                  "layer_norm_eps"),
     "bloom": ("BLOOM: ALiBi (the spec's slopes), LayerNorm on the embedding, fused per-head q|k|v, tanh-GELU MLP",
               "n_embed / hidden_size, n_layer, n_head, layer_norm_epsilon, seq_length (the longest text)"),
+    **OPTIONS_2026,
 }
 
 #: tensor names of a LLaMA-layout block (``{i}`` the layer) and of the model, after the prefix ``model.``
@@ -420,6 +393,8 @@ LAYOUTS: dict[str, Layout] = {
                                                                             "gemma2")},
     "gpt_neox": Layout(("gpt_neox.",), NAME_MAPS["gpt_neox"], qkv="per_head"),
     "bloom": Layout(("transformer.",), NAME_MAPS["bloom"], qkv="per_head"),
+    **{k: Layout(("model.",), {r: v for r, v in (TENSOR_NAMES | names).items() if v is not None},
+                 qkv=QKV_2026.get(k, "separate")) for k, names in NAME_MAPS_2026.items()},
 }
 
 

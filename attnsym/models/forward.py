@@ -21,8 +21,9 @@ attention step ``Z, A = Attn(Q, K, V)`` of the block's :class:`~attnsym.Attentio
     + \operatorname{MLP}(\operatorname{N}_2 x)
 
 with ``N`` a LayerNorm or an RMSNorm (Gemma's ``1 + w``; Gemma 2 also norms the attention's and
-the MLP's outputs), the MLP plain ``act(h W_up + b_up) W_down + b_down`` or gated
-``(act(h W_gate) ⊙ h W_up) W_down``. Then the final norm (all but BERT). ``hidden_states``
+the MLP's outputs; OLMo 2 norms only those, ``x + N(Attn(x))``), the MLP plain ``act(h W_up + b_up) W_down + b_down`` or gated
+``(act(h W_gate) ⊙ h W_up) W_down`` or a mixture of experts (gpt-oss, Llama 4: NumPy gathers of the
+rows that chose each expert, :class:`~attnsym.models.plan.Experts`). Then the final norm (all but BERT). ``hidden_states``
 follow Hugging Face: ``L + 1`` entries, the embedding first, the last block's output (after the
 final norm) last.
 
@@ -31,7 +32,9 @@ final norm) last.
 (:func:`~attnsym.numeric.layer.head_rows`, grouped-query keys repeated), the scaled scores with
 ALiBi, soft-capping and the mask — the spec's causal pattern and window AND the padding keys —
 (:func:`~attnsym.numeric.layer.block_scores`, ``-inf`` where a query may not attend), the
-stable softmax (a fully masked row all 0), ``Z = A V``. The scores and weights are kept for the
+stable softmax (a fully masked row all 0) — with a sink (gpt-oss) the sink's logit joins each
+row's denominator and its mass is kept (rows of ``A`` sum to ``1 − π``) —, ``Z = A V``. Each
+block's spec carries its own window, chunk, RoPE (or none), QK-norm and query temperature. The scores and weights are kept for the
 route.
 
 **Two implementations of the element-wise primitives**, chosen once per pass
@@ -66,7 +69,16 @@ from ..numeric import array_namespace, gelu, gelu_tanh
 from ..numeric._inputs import dtype_name
 from ..numeric.activations import GELU_TANH_CUBIC
 from ..numeric.binding import window_band
-from ..numeric.layer import BoundLayer, block_scores, expand_kv, head_rows, merge_heads, safe_divide, shifted_exp
+from ..numeric.layer import (
+    BoundLayer,
+    block_scores,
+    expand_kv,
+    head_rows,
+    merge_heads,
+    safe_divide,
+    shifted_exp,
+    sink_softmax,
+)
 from . import _fused
 from ._erf import ERF_P as _ERF_P
 from ._erf import ERF_Q as _ERF_Q
@@ -335,8 +347,9 @@ def _plus(y, b):
 
 
 def _bound(xp, spec, n: int, allowed, cache: dict, device):
-    """The spec at ``n`` tokens and its mask (window AND ``allowed``), made once per pass for blocks sharing a spec."""
-    key = id(spec)
+    """The spec at ``n`` tokens and its mask (window AND ``allowed``), made once per pass for blocks with equal specs
+    (a family with a per-layer schedule has a few distinct specs, each block its own object)."""
+    key = spec if spec.mask is None else id(spec)  # equal specs share (hashing a spec without a mask is cheap)
     if key not in cache:
         spec_n = spec.replace(n=n)
         band = window_band(spec_n)
@@ -359,7 +372,8 @@ def _attention(xp, ops, spec, Q, K, V, gains: dict, allowed, positions, dtype: s
     n = p0 + r
     spec, mask = _bound(xp, spec, n, allowed, cache, _device(Q))
     layer = BoundLayer(spec=spec, xp=xp, batch_shape=(B,), dtype=dtype, device=_device(Q), mask=mask,
-                       positions=None if spec.positions is None else xp.astype(xp.asarray(positions), xp.float64))
+                       positions=None if spec.positions is None and spec.query_temperature is None
+                       else xp.astype(xp.asarray(positions), xp.float64))
     Qh = head_rows(layer, gains, Q, "Q", p0)  # (B, H, r, d_k), QK-normed and rotated
     Kh = head_rows(layer, gains, K, "K", p0, expand=past is None)  # (B, H, r, d_k), key heads repeated (no cache)
     Vh = xp.permute_dims(xp.reshape(V, (B, r, spec.kv_heads, spec.d_v)), (0, 2, 1, 3))  # (B, H_kv, r, d_v)
@@ -368,12 +382,62 @@ def _attention(xp, ops, spec, Q, K, V, gains: dict, allowed, positions, dtype: s
         Kh = expand_kv(xp, Kh, spec.kv_group)
     Vh = expand_kv(xp, Vh, spec.kv_group)
     S = block_scores(layer, Qh * layer.scale, Kh, p0, n, 0, n)  # (B, H, r, n), -inf where not allowed
-    A = ops.softmax(xp, S)
+    if spec.sink:  # the sink's logit in each row's denominator: rows of A sum to 1 − π, kept so
+        A = sink_softmax(xp, S, gains["s_sink"])[0]
+    else:
+        A = ops.softmax(xp, S)
     return S, A, merge_heads(xp, xp.matmul(A, Vh))  # Z: (B, r, H·d_v)
+
+
+def _experts(xp, block, lw, h):
+    """A mixture of experts on ``h`` (B, n, d) (:class:`~attnsym.models.plan.Experts`, NumPy): each token's
+    ``top_k`` experts by router logit, each expert run on the rows that chose it (a gather), its output added back."""
+    e = block.experts
+    rows = xp.reshape(h, (-1, int(h.shape[-1])))  # (T, d)
+    logits = xp.matmul(rows, lw.W_router)  # (T, E)
+    if lw.b_router is not None:
+        logits = logits + lw.b_router
+    chosen = np.argsort(-logits, axis=-1, kind="stable")[:, :e.top_k]  # (T, k), largest first
+    top = np.take_along_axis(logits, chosen, axis=-1)  # (T, k)
+    if e.routing == "softmax_output":  # gpt-oss: softmax over the chosen logits weights the outputs
+        weights = np.exp(top - top[:, :1])
+        weights /= weights.sum(axis=-1, keepdims=True)
+        out = xp.zeros_like(rows)
+    else:  # Llama 4: σ(logit) scales the chosen expert's input; the shared expert sees every token
+        weights = 1.0 / (1.0 + np.exp(-top))
+        out = xp.matmul(_silu(xp, xp.matmul(rows, lw.W_gate)) * xp.matmul(rows, lw.W_up), lw.W_down)
+    for expert in np.unique(chosen):
+        token, slot = np.nonzero(chosen == expert)
+        w = weights[token, slot][:, None]  # (t, 1)
+        if e.routing == "softmax_output":  # in place on the expert's own (t, f) arrays
+            x = rows[token]  # (t, d)
+            gate = x @ lw.W_experts_gate[expert]
+            gate += lw.b_experts_gate[expert]
+            np.minimum(gate, e.limit, out=gate)
+            up = x @ lw.W_experts_up[expert]
+            up += lw.b_experts_up[expert]
+            np.clip(up, -e.limit, e.limit, out=up)
+            up += 1.0
+            sig = np.multiply(gate, -e.alpha)
+            np.exp(sig, out=sig)
+            sig += 1.0
+            gate /= sig  # g σ(alpha g)
+            gate *= up
+            y = gate @ lw.W_experts_down[expert]
+            y += lw.b_experts_down[expert]
+            y *= w
+        else:
+            x = rows[token] * w
+            y = xp.matmul(_silu(xp, xp.matmul(x, lw.W_experts_gate[expert])) * xp.matmul(x, lw.W_experts_up[expert]),
+                          lw.W_experts_down[expert])
+        out[token] += y  # a token chooses an expert once: no index repeats
+    return xp.reshape(out, h.shape)
 
 
 def _mlp(xp, ops, block, lw, h):
     """The MLP of ``block`` on ``h`` without its last bias (``b_down``, added with the residual)."""
+    if block.experts is not None:
+        return _experts(xp, block, lw, h)
     if block.mlp == "gated":
         gate = _activation(xp, block.activation, xp.matmul(h, lw.W_gate))
         return xp.matmul(gate * xp.matmul(h, lw.W_up), lw.W_down)
@@ -383,12 +447,14 @@ def _mlp(xp, ops, block, lw, h):
 def _block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict, past: LayerCache | None = None):
     """One block on ``x`` ``(B, n, d)``: its output and the attention's ``S``, ``A`` (``past``: see :func:`_attention`)."""
     pre = block.placement == "pre"
+    if block.placement == "output":  # OLMo 2: x + N(Attn(x)), then x' + N(MLP(x'))
+        return _output_normed_block(xp, ops, block, lw, x, allowed, positions, dtype, cache, past)
     h = ops.norm(xp, x, block.norm, lw.attn_norm, lw.attn_norm_bias) if pre else x
     P = _linear(xp, h, lw.W_QKV, lw.b_QKV)  # (B, n, q + 2 kv): one product for Q, K and V
     q, kv = int(lw.W_Q.shape[1]), int(lw.W_K.shape[1])
     Q, K, V = P[..., :q], P[..., q:q + kv], P[..., q + kv:]
-    S, A, Z = _attention(xp, ops, block.attention, Q, K, V, {"g_Q": lw.g_Q, "g_K": lw.g_K}, allowed, positions, dtype,
-                         cache, past)
+    S, A, Z = _attention(xp, ops, block.attention, Q, K, V, {"g_Q": lw.g_Q, "g_K": lw.g_K, "s_sink": lw.s_sink},
+                         allowed, positions, dtype, cache, past)
     y, b_O = xp.matmul(Z, lw.W_O), lw.b_O
     if block.post_norms:  # Gemma 2: the attention's output normed before its residual sum
         y, b_O = rms_norm(_plus(y, b_O), lw.post_attn_norm, block.norm.eps, block.norm.offset), None
@@ -404,6 +470,17 @@ def _block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict, p
     if block.post_norms:
         f = rms_norm(f, lw.post_mlp_norm, block.norm.eps, block.norm.offset)
     return f + mid, S, A
+
+
+def _output_normed_block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict,
+                         past: LayerCache | None = None):
+    """A block with norms on the sublayers' outputs only (OLMo 2): ``x' = x + N₁(Attn(x))``, ``x' + N₂(MLP(x'))``."""
+    P = _linear(xp, x, lw.W_QKV, lw.b_QKV)
+    q, kv = int(lw.W_Q.shape[1]), int(lw.W_K.shape[1])
+    S, A, Z = _attention(xp, ops, block.attention, P[..., :q], P[..., q:q + kv], P[..., q + kv:],
+                         {"g_Q": lw.g_Q, "g_K": lw.g_K, "s_sink": lw.s_sink}, allowed, positions, dtype, cache, past)
+    mid = x + ops.norm(xp, _plus(xp.matmul(Z, lw.W_O), lw.b_O), block.norm, lw.post_attn_norm, None)
+    return mid + ops.norm(xp, _mlp(xp, ops, block, lw, mid), block.norm, lw.post_mlp_norm, None), S, A
 
 
 def _check_finite(xp, hidden, scores, dtype: str) -> None:

@@ -37,6 +37,7 @@ from .families import describe_model, layer_spec
 from .forward import ForwardOutput, forward
 from .generate import Generation, greedy
 from .gguf_file import read_gguf
+from .layer_table import LayerSchedule, layer_schedule
 from .plan import ModelPlan
 from .readout import Readout
 from .route import Route
@@ -178,6 +179,11 @@ def _folder(name_or_path: str | Path) -> tuple[str, Path]:
         return _ALIASES[name_or_path.lower()], packaged_folder(name_or_path)
     raise ModelFileMissing(f"model {name_or_path!r} is neither a folder nor a packaged model ({sorted(PACKAGED)}); "
                            "give a folder holding " + ", ".join(FILES) + " (or a .gguf file)")
+
+
+def model_folder(name_or_path: str | Path) -> Path:
+    """The folder of a packaged model's name or of a Hugging Face folder (its ``config.json`` is read from there)."""
+    return _folder(name_or_path)[1]
 
 
 def load(name_or_path: str | Path = "all-MiniLM-L6-v2", *, dtype: str = "float32", backend: str = "numpy") -> Model:
@@ -336,6 +342,14 @@ class Model:
         """What runs: the embedding, one line per block (norm, attention spec, MLP), the final norm."""
         return describe_model(self.config)
 
+    def layers(self) -> LayerSchedule:
+        """The layer schedule: every layer's mask, window, chunk, positions, QK-norm, sink, scale, grouped,
+        with each group's equation and the warnings of ``config.json``'s reading (:mod:`attnsym.models.layer_table`).
+
+        ``print(m.layers())`` shows the groups; ``.to_json()``, ``.markdown()``, ``.latex()`` the other forms.
+        """
+        return layer_schedule(self.config)
+
     def route(self, text: str | Sequence[str] | Sequence[int] | Any, *, logits: str | None = None,
               progress: bool = False, batch_size: int = ROUTE_BATCH) -> Route | list[Route]:
         """Route a text (or several, in padded batches) through the model.
@@ -417,13 +431,16 @@ class Model:
         attention = asarray_in(np_xp, out.attention)  # (L, B, H, n, n)
         scores = asarray_in(np_xp, out.scores)
         routes = []
+        sinks = np.array([blk.attention.sink for blk in self.config.blocks])[:, None, None]  # (L, 1, 1)
         for b, (text_b, _, tokens, offsets, special, word_ids) in enumerate(items):
             k = lengths[b]  # real tokens only: padding is cut away here
+            A_b = np.ascontiguousarray(attention[:, b, :, :k, :k])
+            sink = np.where(sinks, 1.0 - A_b.sum(-1), 0.0) if sinks.any() else None  # π: what the sink kept
             h = np.ascontiguousarray(hidden[:, b, :k])  # (L+1, k, d)
             z = None if kind == "none" else self.readout.logits(h[-1, -1] if kind == "last" else h[-1])
             routes.append(Route(
                 model=self.name, text=text_b, tokens=tokens, offsets=offsets, special=special, word_ids=word_ids,
-                ids=ids[b, :k].copy(), attention=np.ascontiguousarray(attention[:, b, :, :k, :k]),
+                ids=ids[b, :k].copy(), attention=A_b, sink_mass=sink,
                 scores=np.ascontiguousarray(scores[:, b, :, :k, :k]), hidden_states=h, causal=self.config.causal,
                 logits=z, readout=self.readout,
             ))

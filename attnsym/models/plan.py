@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from ..spec import AttentionSpec
 
-__all__ = ["Block", "Layout", "ModelPlan", "Norm"]
+__all__ = ["Block", "Experts", "Layout", "ModelPlan", "Norm"]
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,44 @@ class Norm:
 
 
 @dataclass(frozen=True)
+class Experts:
+    """A mixture-of-experts MLP: a router picks ``top_k`` of ``count`` experts per token (``x W_r + b_r``).
+
+    Two rules, by ``routing``:
+
+    * ``"softmax_output"`` (gpt-oss): the ``top_k`` largest logits are softmaxed over those and
+      weight the chosen experts' outputs; each expert is the clamped GLU
+      ``g = min(x W_g + b_g, limit)``, ``u = clip(x W_u + b_u, −limit, limit)``,
+      ``(u + 1) ⊙ g σ(alpha g) W_d + b_d``.
+    * ``"sigmoid_input"`` (Llama 4): ``σ(logit)`` of each chosen expert scales that expert's
+      *input*, each expert is SwiGLU ``(silu(x W_g) ⊙ x W_u) W_d``, and a dense SwiGLU shared
+      expert (``shared``) is added for every token.
+
+    Attributes
+    ----------
+    count, top_k : int
+    routing : {"softmax_output", "sigmoid_input"}
+    alpha, limit : float or None
+        gpt-oss's ``swiglu_alpha`` (1.702) and ``swiglu_limit`` (7.0).
+    shared : bool
+        A shared expert of the block's ``ffn_width`` (Llama 4).
+    """
+
+    count: int
+    top_k: int
+    routing: str = "softmax_output"
+    alpha: float | None = None
+    limit: float | None = None
+    shared: bool = False
+
+    def describe(self) -> str:
+        """``'mixture of 4 experts (top 2, softmax_output, clamped GLU alpha 1.702, limit 7)'``."""
+        glu = f"clamped GLU alpha {self.alpha:g}, limit {self.limit:g}" if self.alpha is not None else "SwiGLU"
+        shared = ", a shared expert" if self.shared else ""
+        return f"mixture of {self.count} experts (top {self.top_k}, {self.routing}, {glu}{shared})"
+
+
+@dataclass(frozen=True)
 class Block:
     """One transformer block: norm, attention, norm, MLP, with residuals.
 
@@ -88,9 +126,10 @@ class Block:
         uses the text's length).
     norm : Norm
         The kind of both norms of the block.
-    placement : {"pre", "post"}
+    placement : {"pre", "post", "output"}
         ``"pre"``: ``x + Attn(Norm(x))``, then ``x + MLP(Norm(x))`` (LLaMA, GPT-2); ``"post"``:
-        ``x' = Norm(x + Attn(x))``, then ``Norm(x' + MLP(x'))`` (BERT).
+        ``x' = Norm(x + Attn(x))``, then ``Norm(x' + MLP(x'))`` (BERT); ``"output"`` (OLMo 2): no norm
+        before a sublayer, only the norms of its output (``post_norms``), ``x + Norm(Attn(x))``.
     mlp : {"gated", "plain"}
         ``"gated"``: ``(act(x W_gate) ⊙ x W_up) W_down`` (SwiGLU with ``act = silu``); ``"plain"``:
         ``act(x W_up + b_up) W_down + b_down`` (GPT-NeoX, BERT, GPT-2).
@@ -104,6 +143,9 @@ class Block:
         ``x + Attn(Norm₁(x)) + MLP(Norm₂(x))``.
     post_norms : bool, default False
         Gemma 2: the attention's and the MLP's outputs are normed too before their residual sums.
+    experts : Experts or None
+        A mixture-of-experts MLP (gpt-oss) in place of the dense one; ``ffn_width`` is then each
+        expert's width.
     """
 
     attention: AttentionSpec
@@ -114,10 +156,14 @@ class Block:
     activation: str = "silu"
     residual: str = "sequential"
     post_norms: bool = False
+    experts: Experts | None = None
 
     def describe(self) -> str:
         """One line: norm placement, the attention spec, the MLP."""
-        placement = "pre+post" if self.post_norms else self.placement
+        placement = "pre+post" if self.post_norms and self.placement == "pre" else self.placement
+        if self.experts is not None:
+            return (f"{placement}-{self.norm.describe()} · attention {self.attention.describe()} · "
+                    f"{self.experts.describe()} of width {self.ffn_width} · {self.residual} residual")
         return (f"{placement}-{self.norm.describe()} · attention {self.attention.describe()} · "
                 f"{self.mlp} MLP {self.activation} {self.ffn_width} · {self.residual} residual")
 
@@ -154,6 +200,9 @@ class ModelPlan:
         How the checkpoint stores the tensors (not part of the architecture: not compared).
     final_softcap : float or None, default None
         The logits are soft-capped, ``c·tanh(z / c)`` (Gemma 2's ``final_logit_softcapping``).
+    notes : tuple of str
+        Warnings of the family's reading of ``config.json``: facts that disagree (a window set while
+        ``use_sliding_window`` is off, ...), each naming its key (not compared).
     """
 
     model_type: str
@@ -171,6 +220,7 @@ class ModelPlan:
     type_vocab_size: int = 0
     layout: Layout | None = field(default=None, compare=False, repr=False)
     final_softcap: float | None = None
+    notes: tuple[str, ...] = field(default=(), compare=False, repr=False)
 
     @property
     def layers(self) -> int:

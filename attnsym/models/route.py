@@ -78,6 +78,9 @@ class Route:
     readout : Readout or None
         The model's final norm, unembedding and tokenizer (:mod:`attnsym.models.readout`), for
         :meth:`top_next` and :meth:`logit_lens` (not compared, not serialised).
+    sink_mass : (layers, heads, n) array or None
+        With a learned sink (gpt-oss): the mass ``π`` each query gave the sink, so that
+        ``attention.sum(-1) + sink_mass == 1`` (0 in layers without one); None when no layer has a sink.
     """
 
     model: str
@@ -93,6 +96,7 @@ class Route:
     causal: bool
     logits: np.ndarray | None = field(default=None, compare=False, repr=False)
     readout: Readout | None = field(default=None, compare=False, repr=False)
+    sink_mass: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -200,6 +204,7 @@ class Route:
             "word_ids": list(self.word_ids), "ids": self.ids.tolist(), "causal": self.causal,
             "layers": self.layers, "heads": self.heads,
             "attention": self.attention.tolist(),
+            **({} if self.sink_mass is None else {"sink_mass": self.sink_mass.tolist()}),
             "scores": [[[[None if v != v else v for v in row] for row in head] for head in layer] for layer in scores],
         }
         if self.logits is not None:  # a decoder's prediction (the logits themselves stay out: a vocabulary each)

@@ -13,10 +13,13 @@ Names per layer (:class:`LayerWeights`): ``W_Q, b_Q, W_K, b_K, W_V, b_V`` (proje
 ``W_O, b_O`` (output projection), ``W_gate, W_up, b_up, W_down, b_down`` (the MLP),
 ``attn_norm`` / ``mlp_norm`` (+ ``_bias`` for a LayerNorm: the norms before attention and MLP
 in a pre-norm block, after them in BERT's post-norm block), ``g_Q``, ``g_K`` (QK-norm),
-``post_attn_norm`` / ``post_mlp_norm`` (Gemma 2). The three projections are also kept packed side
-by side, ``W_QKV = [W_Q | W_K | W_V]`` and ``b_QKV``, made once with the :class:`LayerWeights`:
-the forward pass projects with one product, and ``W_Q``, ``W_K``, ``W_V`` (and their biases) are
-views into the packed arrays, so no parameter is stored twice.
+``post_attn_norm`` / ``post_mlp_norm`` (Gemma 2), ``s_sink`` (a sink logit per head, gpt-oss), the
+experts of a mixture (``W_router``, ``b_router``; ``W_experts_gate`` … ``b_experts_down``, one
+``(E, d_in, d_out)`` stack each: gpt-oss's ``gate_up_proj`` split into its interleaved gate and
+up columns). A norm a block does not have (OLMo 2 norms only sublayer outputs) is None. The three
+projections are also kept packed side by side, ``W_QKV = [W_Q | W_K | W_V]`` and ``b_QKV``, made
+once with the :class:`LayerWeights`: the forward pass projects with one product, and ``W_Q``, ``W_K``,
+``W_V`` (and their biases) are views into the packed arrays, so no parameter is stored twice.
 
 The files are read by a small reader of the safetensors format (an 8-byte header length, a JSON
 header of dtype, shape and byte offsets, then the raw little-endian data), each tensor read straight
@@ -75,6 +78,15 @@ class LayerWeights:
     b_up: Any = None
     b_down: Any = None
     W_gate: Any = None
+    s_sink: Any = None
+    W_router: Any = None
+    b_router: Any = None
+    W_experts_gate: Any = None  # (E, d, f); the shared expert of a mixture (Llama 4) is W_gate, W_up, W_down
+    b_experts_gate: Any = None
+    W_experts_up: Any = None
+    b_experts_up: Any = None
+    W_experts_down: Any = None
+    b_experts_down: Any = None
 
     W_QKV: Any = field(init=False, repr=False, compare=False)  # (d, q + 2 kv) = [W_Q | W_K | W_V]
     b_QKV: Any = field(init=False, repr=False, compare=False)  # (q + 2 kv,) or None
@@ -380,7 +392,7 @@ def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32, *, 
 
     layers = []
     for i, block in enumerate(plan.blocks):
-        s, f = block.attention, block.ffn_width
+        s = block.attention
         q = s.heads * s.d_k
         name = {k: v.format(i=i) for k, v in layout.names.items()}
 
@@ -389,18 +401,23 @@ def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32, *, 
 
         parts: dict[str, Any] = _projections(t, layout, name, mat, s, d)  # read in checkpoint order: q, k, v first
         parts["W_O"] = mat("W_O", q, d)
-        parts.update({**norm("attn_norm", block.norm, i), **norm("mlp_norm", block.norm, i)})
+        if block.placement == "output":  # OLMo 2: no norm before a sublayer
+            parts.update(attn_norm=None, mlp_norm=None)
+        else:
+            parts.update({**norm("attn_norm", block.norm, i), **norm("mlp_norm", block.norm, i)})
         if s.bias is True:
             parts["b_O"] = t(name["b_O"], (d,))
-        if s.qk_norm:
-            parts.update(g_Q=t(name["g_Q"], (s.d_k,)), g_K=t(name["g_K"], (s.d_k,)))
+        if s.qk_norm and "g_Q" not in name:  # a weightless norm (Llama 4): gains 0 under the spec's offset 1
+            shapes = s.shapes
+            parts.update(g_Q=np.zeros(shapes["g_Q"][1], t.dtype), g_K=np.zeros(shapes["g_K"][1], t.dtype))
+        elif s.qk_norm:
+            shapes = s.shapes
+            parts.update(g_Q=t(name["g_Q"], (shapes["g_Q"][1],)), g_K=t(name["g_K"], (shapes["g_K"][1],)))
+        if s.sink:
+            parts["s_sink"] = t(name["s_sink"], (s.heads,))
         if block.post_norms:
             parts.update(post_attn_norm=t(name["post_attn_norm"], (d,)), post_mlp_norm=t(name["post_mlp_norm"], (d,)))
-        parts.update(W_up=mat("W_up", d, f), W_down=mat("W_down", f, d))
-        if block.mlp == "gated":
-            parts["W_gate"] = mat("W_gate", d, f)
-        else:
-            parts.update(b_up=t(name["b_up"], (f,)), b_down=t(name["b_down"], (d,)))
+        parts.update(_mlp_weights(t, name, mat, block, d))
         layers.append(LayerWeights(**parts))
     model: dict[str, Any] = {"word": t(layout.names["embed"], (plan.vocab_size, d))}
     if plan.learned_positions:
@@ -417,6 +434,38 @@ def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32, *, 
     return Weights(layers=tuple(layers), **model)
 
 
+def _mlp_weights(t: Any, name: dict[str, str], mat: Any, block: Any, d: int) -> dict[str, Any]:
+    """The MLP's arrays: dense (gated or plain, a fused ``gate_up`` split in halves) or a mixture of experts."""
+    f, e = block.ffn_width, block.experts
+    if e is not None and e.routing == "sigmoid_input":  # Llama 4: (E, d, 2f) gate | up halves, a shared expert
+        gate_up = t(name["W_experts_gate_up"], (e.count, d, 2 * f))
+        return {"W_router": mat("W_router", d, e.count), "W_experts_gate": np.ascontiguousarray(gate_up[..., :f]),
+                "W_experts_up": np.ascontiguousarray(gate_up[..., f:]),
+                "W_experts_down": t(name["W_experts_down"], (e.count, f, d)),
+                "W_gate": mat("W_shared_gate", d, f), "W_up": mat("W_shared_up", d, f),
+                "W_down": mat("W_shared_down", f, d)}
+    if e is not None:  # gpt-oss: (E, d, 2f) with gate and up interleaved column by column
+        gate_up, b_gate_up = t(name["W_experts_gate_up"], (e.count, d, 2 * f)), t(name["b_experts_gate_up"],
+                                                                                   (e.count, 2 * f))
+        return {"W_router": mat("W_router", d, e.count), "b_router": t(name["b_router"], (e.count,)),
+                "W_experts_gate": np.ascontiguousarray(gate_up[..., ::2]),
+                "W_experts_up": np.ascontiguousarray(gate_up[..., 1::2]),
+                "b_experts_gate": np.ascontiguousarray(b_gate_up[..., ::2]),
+                "b_experts_up": np.ascontiguousarray(b_gate_up[..., 1::2]),
+                "W_experts_down": t(name["W_experts_down"], (e.count, f, d)),
+                "b_experts_down": t(name["b_experts_down"], (e.count, d)),
+                "W_up": None, "W_down": None}
+    out = {"W_down": mat("W_down", f, d)}
+    if "W_gate_up" in name:  # Phi-3: one (d, 2f) matrix, gate then up
+        both = mat("W_gate_up", d, 2 * f)
+        out.update(W_gate=np.ascontiguousarray(both[:, :f]), W_up=np.ascontiguousarray(both[:, f:]))
+    elif block.mlp == "gated":
+        out.update(W_up=mat("W_up", d, f), W_gate=mat("W_gate", d, f))
+    else:
+        out.update(W_up=mat("W_up", d, f), b_up=t(name["b_up"], (f,)), b_down=t(name["b_down"], (d,)))
+    return out
+
+
 def _projections(t: Any, layout: Layout, name: dict[str, str], mat: Any, s: Any, d: int) -> dict[str, Any]:
     """``W_Q, W_K, W_V`` (and their biases when ``s.bias``): three tensors, or one fused one split once."""
     q, kv = s.heads * s.d_k, s.kv_heads * s.d_k
@@ -426,7 +475,7 @@ def _projections(t: Any, layout: Layout, name: dict[str, str], mat: Any, s: Any,
             out.update(b_Q=t(name["b_Q"], (q,)), b_K=t(name["b_K"], (kv,)), b_V=t(name["b_V"], (kv,)))
         return out
     W = mat("W_QKV", d, q + 2 * kv)  # (d, q + 2 kv)
-    b = t(name["b_QKV"], (q + 2 * kv,))
+    b = t(name["b_QKV"], (q + 2 * kv,)) if s.bias else np.zeros(q + 2 * kv, W.dtype)  # Phi-3: no bias
     if layout.qkv == "columns":  # [Q | K | V]
         cuts = ((0, q), (q, q + kv), (q + kv, q + 2 * kv))
         parts = [(W[:, i0:i1], b[i0:i1]) for i0, i1 in cuts]
@@ -436,5 +485,7 @@ def _projections(t: Any, layout: Layout, name: dict[str, str], mat: Any, s: Any,
         parts = [(W3[:, :, k].reshape(d, q), b3[:, k].reshape(q)) for k in range(3)]
     out = {}
     for letter, (Wk, bk) in zip("QKV", parts, strict=True):
-        out[f"W_{letter}"], out[f"b_{letter}"] = np.ascontiguousarray(Wk), np.ascontiguousarray(bk)
+        out[f"W_{letter}"] = np.ascontiguousarray(Wk)
+        if s.bias:
+            out[f"b_{letter}"] = np.ascontiguousarray(bk)
     return out

@@ -31,7 +31,7 @@ from ._inputs import amax, finite_result
 from .backend import matmul
 from .binding import bind
 from .blockwise import blockwise_core, blockwise_core_vjp
-from .forward import refuse_blockwise
+from .forward import plain_only, refuse_blockwise
 from .layer import (
     AUTO_BLOCKWISE_N,
     BoundLayer,
@@ -43,22 +43,30 @@ from .layer import (
     plain_core,
     projections,
     reduce_kv,
+    sink_softmax,
     split_heads,
 )
 
 __all__ = ["attention_vjp"]
 
 
-def _plain_core_vjp(layer: BoundLayer, Q, K, V, A, dZ):
+def _plain_core_vjp(layer: BoundLayer, Q, K, V, A, dZ, grads: dict):
     """dQ, dK, dV per head from dZ (all (..., H, n, ·)), through the stored weights A (..., H, n, n).
 
     With ``softcap = t`` the capped score is ``t·tanh(s/t)``, whose derivative ``1 − tanh²(s/t)``
-    multiplies ``dS`` (recomputed from the capped scores; 0 where masked).
+    multiplies ``dS`` (recomputed from the capped scores; 0 where masked). With a sink the same
+    ``dS = A ⊙ (dA − rowsum)`` holds (``A``'s rows sum to ``1 − π``), and the sink logit gets
+    ``ds_h = −Σ π_i rowsum_i`` over its head's rows (written to ``grads["s_sink"]``).
     """
     xp = layer.xp
     dV = xp.matmul(xp.matrix_transpose(A), dZ)  # (..., H, n, d_v)
     dA = xp.matmul(dZ, xp.matrix_transpose(V))  # (..., H, n, n)
-    dS = dscores(A, dA, xp.sum(dA * A, axis=-1, keepdims=True))  # (..., H, n, n)
+    rowsum = xp.sum(dA * A, axis=-1, keepdims=True)  # (..., H, n, 1)
+    if layer.spec.sink:
+        pi = sink_softmax(xp, block_scores(layer, Q * layer.scale, K, 0, layer.n, 0, layer.n), layer.sinks)[1]
+        ds = -xp.sum(xp.reshape(pi * rowsum, (-1, layer.heads, layer.n)), axis=(0, 2))  # (H,)
+        grads["s_sink"] = xp.reshape(ds, tuple(layer.sinks.shape))
+    dS = dscores(A, dA, rowsum)  # (..., H, n, n)
     cap = layer.spec.softcap
     if cap is not None:
         T = block_scores(layer, Q * layer.scale, K, 0, layer.n, 0, layer.n) / cap  # tanh(s/t), -inf where masked
@@ -101,7 +109,7 @@ def attention_vjp(
     spec: AttentionSpec | None = None,
     heads: int = 1, causal: bool = False, mask: Any = None, scale: Any = "sqrt", positions: str | None = None,
     block_size: int | None = None, backend: str | None = None,
-    g_Q: Array | None = None, g_K: Array | None = None,
+    g_Q: Array | None = None, g_K: Array | None = None, s_sink: Array | None = None,
 ) -> dict[str, Any]:
     """Gradients of ``⟨G, Y⟩`` with respect to ``X`` and every weight and bias.
 
@@ -110,11 +118,11 @@ def attention_vjp(
 
     Parameters
     ----------
-    X, W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, spec, heads, causal, mask, scale, positions, backend, g_Q, g_K
+    X, W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, spec, heads, causal, mask, scale, positions, backend, g_Q, g_K, s_sink
         As in :func:`~attnsym.numeric.attention`. Every spec field is differentiated through:
         grouped-query heads (a key/value head's gradient sums over the query heads it serves),
-        the window (a mask), soft-capping (``1 − tanh²``), the QK-norm (gradients for ``g_Q``,
-        ``g_K`` too) and scaled RoPE (a rotation).
+        the window and the chunk (masks), soft-capping (``1 − tanh²``), the QK-norm (gradients for
+        ``g_Q``, ``g_K`` too), scaled RoPE (a rotation) and a sink (a gradient for ``s_sink``).
     G : (..., n, d_out) array
         Upstream gradient, the shape of ``Y``.
     block_size : int, optional
@@ -155,16 +163,17 @@ def attention_vjp(
     """
     if G is None:
         raise ShapeError("G (the upstream gradient dL/dY, shape of Y) is required (got None)")
-    biases = {"b_Q": b_Q, "b_K": b_K, "b_V": b_V, "b_O": b_O, "g_Q": g_Q, "g_K": g_K}
+    biases = {"b_Q": b_Q, "b_K": b_K, "b_V": b_V, "b_O": b_O, "g_Q": g_Q, "g_K": g_K, "s_sink": s_sink}
     layer, a = bind(X, W_Q, W_K, W_V, W_O, biases, spec=spec, heads=heads, causal=causal, mask=mask,
-                    scale=scale, positions=positions, backend=backend, G=G)
+                    scale=scale, positions=positions, backend=backend, G=G, implements=("chunk", "sink"),
+                    caller="attnsym.numeric.attention_vjp")
     refuse_blockwise(layer, block_size)
     size = block_size_for(layer, block_size)
-    lean = layer.spec.softcap is None and (
+    lean = plain_only(layer) is None and (
         block_size is not None or layer.n > size or (layer.n >= AUTO_BLOCKWISE_N and _fast.usable(layer)))
     with _fast.session(layer, lean):  # NumPy's lean path: BLAS at one thread, the worker pool in its place
         grads = _gradients(layer, a, size, lean)
-    order = ["X", "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O", "g_Q", "g_K"]
+    order = ["X", "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O", "g_Q", "g_K", "s_sink"]
     xp, G = layer.xp, a["G"]
     cause = lambda: f"|G| up to {amax(xp, G):.3g}, |X| up to {amax(xp, a['X']):.3g}"
     return {k: finite_result(xp, grads[k], f"the gradient d{k}", cause) for k in order if k in grads}
@@ -181,7 +190,7 @@ def _gradients(layer: BoundLayer, a: dict, size: int, lean: bool) -> dict[str, A
         core_vjp = lambda dZ_heads: blockwise_core_vjp(layer, Q, K, V, Z_heads, lse, dZ_heads, size)
     else:
         Z_heads, A = plain_core(layer, Q, K, V, want_weights=True)  # A: (..., H, n, n)
-        core_vjp = lambda dZ_heads: _plain_core_vjp(layer, Q, K, V, A, dZ_heads)
+        core_vjp = lambda dZ_heads: _plain_core_vjp(layer, Q, K, V, A, dZ_heads, grads)
     if a.get("W_O") is not None:
         Z = merge_heads(xp, Z_heads)  # (..., n, H·d_v)
         grads["W_O"] = _weight_grad(xp, Z, G)  # (H·d_v, d_out)

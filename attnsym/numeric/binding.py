@@ -25,6 +25,8 @@ __all__ = ["bind", "spec_from_keywords", "window_band"]
 
 _BIASES = ("b_Q", "b_K", "b_V", "b_O")
 _GAINS = ("g_Q", "g_K")
+#: the variants of :attr:`attnsym.AttentionSpec.variants` every numeric pass implements (a chunk is a mask)
+VARIANTS_ALL = ("chunk",)
 
 
 def spec_from_keywords(n: int, d_model: int, W_Q, W_K, W_V, W_O, *, heads: Any, causal: Any, scale: Any,
@@ -73,6 +75,19 @@ def _check_against_spec(spec: AttentionSpec, a: dict) -> None:
         if not wanted and a[name] is not None:
             raise ShapeError(f"{name} was given but the spec has no such bias (bias={spec.bias!r})")
     _check_gains(spec, a)
+    _check_sinks(spec, a)
+
+
+def _check_sinks(spec: AttentionSpec, a: dict) -> None:
+    """The sink logits: required, one per head, exactly when ``spec.sink``."""
+    value = a.get("s_sink")
+    if spec.sink and value is None:
+        raise ShapeError(f"s_sink is required by the spec (sink=True, shape (1, {spec.heads}) or ({spec.heads},)) "
+                         "(got None)")
+    if not spec.sink and value is not None:
+        raise ShapeError("s_sink was given but the spec has sink=False")
+    if value is not None and tuple(value.shape) not in ((spec.heads,), (1, spec.heads)):
+        raise ShapeError(f"s_sink must have shape (1, heads) or (heads,) = (1, {spec.heads}) (got {tuple(value.shape)})")
 
 
 def _check_gains(spec: AttentionSpec, a: dict) -> None:
@@ -90,17 +105,26 @@ def _check_gains(spec: AttentionSpec, a: dict) -> None:
 
 
 def window_band(spec: AttentionSpec):
-    """The ``(n, n)`` NumPy bool band of ``spec.window`` (``|i − j| < window``), or ``None`` without a window.
+    """The ``(n, n)`` NumPy bool band of ``spec.window`` (``|i − j| < window``) AND ``spec.chunk`` (``i // chunk ==
+    j // chunk``), or ``None`` with neither.
 
     Causality is not in it (the layer applies ``causal`` itself); with ``causal`` the AND is
     ``0 <= i − j < window``.
+
+    >>> window_band(AttentionSpec(n=4, d_model=2, chunk=2)).astype(int).tolist()
+    [[1, 1, 0, 0], [1, 1, 0, 0], [0, 0, 1, 1], [0, 0, 1, 1]]
     """
     import numpy as np
 
-    if spec.window is None:
+    if spec.window is None and spec.chunk is None:
         return None
     idx = np.arange(spec.n)
-    return np.abs(idx[:, None] - idx[None, :]) < spec.window
+    band = np.ones((spec.n, spec.n), dtype=bool)
+    if spec.window is not None:
+        band &= np.abs(idx[:, None] - idx[None, :]) < spec.window
+    if spec.chunk is not None:
+        band &= (idx[:, None] // spec.chunk) == (idx[None, :] // spec.chunk)
+    return band
 
 
 def _check_biases(a: dict) -> None:
@@ -140,8 +164,12 @@ def _runtime_mask(xp: ModuleType, mask, n: int, batch_shape: tuple, device):
 
 
 def bind(X, W_Q, W_K, W_V, W_O, biases: dict, *, spec, heads, causal, mask, scale, positions, backend,
-         G=None) -> tuple[BoundLayer, dict]:
+         G=None, implements: tuple[str, ...] = VARIANTS_ALL, caller: str = "attnsym.numeric") -> tuple[BoundLayer, dict]:
     """Check every input against ``spec`` (or the spec the keywords build); the layer and the arrays.
+
+    ``implements``: the spec variants (:attr:`attnsym.AttentionSpec.variants`) the calling pass runs;
+    any other is refused by name (``caller`` names the pass in the message). ``biases`` may hold
+    ``s_sink``, the sink logits of a spec with ``sink=True`` (the layer's :attr:`BoundLayer.sinks`).
 
     Returns
     -------
@@ -149,7 +177,8 @@ def bind(X, W_Q, W_K, W_V, W_O, biases: dict, *, spec, heads, causal, mask, scal
         The layer and ``{"X", "W_Q", "W_K", "W_V", "W_O", "b_Q", …, ["G"]}`` as arrays of the
         layer's namespace (``None`` for what was not given).
     """
-    named = {"X": X, "W_Q": W_Q, "W_K": W_K, "W_V": W_V, "W_O": W_O, "g_Q": None, "g_K": None, **biases}
+    named = {"X": X, "W_Q": W_Q, "W_K": W_K, "W_V": W_V, "W_O": W_O, "g_Q": None, "g_K": None, "s_sink": None,
+             **biases}
     xp = namespace_of({**named, "G": G}, backend)  # a mask may be NumPy always
     if G is not None:
         named["G"] = G
@@ -176,6 +205,7 @@ def bind(X, W_Q, W_K, W_V, W_O, biases: dict, *, spec, heads, causal, mask, scal
     if spec is not None:
         if not isinstance(spec, AttentionSpec):
             raise SpecError(f"spec must be an AttentionSpec (got {type(spec).__name__})")
+        spec.refuse_variants(caller, implemented=implements)
         defaults = {"heads": (heads, 1), "causal": (causal, False), "mask": (mask, None), "scale": (scale, "sqrt"),
                     "positions": (positions, None)}
         clash = [k for k, (v, default) in defaults.items() if not (v is default or (isinstance(v, str) and v == default))]
@@ -193,6 +223,8 @@ def bind(X, W_Q, W_K, W_V, W_O, biases: dict, *, spec, heads, causal, mask, scal
         for name in _GAINS:
             if a[name] is not None:
                 raise SpecError(f"{name} (a QK-norm gain) needs spec=AttentionSpec(..., qk_norm=True)")
+        if a["s_sink"] is not None:
+            raise SpecError("s_sink (sink logits) needs spec=AttentionSpec(..., sink=True)")
         spec = spec_from_keywords(n, d_model, a["W_Q"], a["W_K"], a["W_V"], a["W_O"], heads=heads, causal=causal,
                                   scale=scale, positions=positions)
         runtime = None if mask is None else _runtime_mask(xp, mask, n, batch_shape, device)
@@ -200,7 +232,8 @@ def bind(X, W_Q, W_K, W_V, W_O, biases: dict, *, spec, heads, causal, mask, scal
     if spec.positions not in NUMERIC_POSITIONS:
         raise SpecError(f"positions={spec.positions!r} is not implemented by attnsym.numeric yet "
                         f"(it implements {NUMERIC_POSITIONS})")
-    layer = BoundLayer(spec=spec, xp=xp, batch_shape=batch_shape, dtype=dtype, device=device, mask=runtime)
+    layer = BoundLayer(spec=spec, xp=xp, batch_shape=batch_shape, dtype=dtype, device=device, mask=runtime,
+                       sinks=a["s_sink"])
     if G is not None:
         expected = (*batch_shape, n, d_out(layer, a))
         if tuple(a["G"].shape) != expected:

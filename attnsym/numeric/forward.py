@@ -155,7 +155,7 @@ def attention(
     spec: AttentionSpec | None = None,
     heads: int = 1, causal: bool = False, mask: Any = None, scale: Any = "sqrt", positions: str | None = None,
     return_weights: bool = True, block_size: int | None = None, backend: str | None = None,
-    g_Q: Array | None = None, g_K: Array | None = None,
+    g_Q: Array | None = None, g_K: Array | None = None, s_sink: Array | None = None,
 ) -> Any:
     """Forward pass of a (multi-head) self-attention layer on NumPy, CuPy or PyTorch arrays.
 
@@ -196,6 +196,10 @@ def attention(
         when it cannot run here). By default the inputs' own library is used.
     g_Q, g_K : (d_k,) or (1, d_k) arrays, optional
         The QK-norm gains, required exactly when ``spec.qk_norm``.
+    s_sink : (heads,) or (1, heads) array, optional
+        The sink logits, required exactly when ``spec.sink`` (gpt-oss): each row's softmax
+        denominator gains ``exp(s_h)``, and the rows of ``A`` sum to ``1 − π`` (kept, never
+        renormalised). Such a spec takes the plain path.
 
     Returns
     -------
@@ -234,15 +238,16 @@ def attention(
     >>> bool(np.allclose(Y, Y2, rtol=1e-12, atol=1e-12))
     True
     """
-    biases = {"b_Q": b_Q, "b_K": b_K, "b_V": b_V, "b_O": b_O, "g_Q": g_Q, "g_K": g_K}
+    biases = {"b_Q": b_Q, "b_K": b_K, "b_V": b_V, "b_O": b_O, "g_Q": g_Q, "g_K": g_K, "s_sink": s_sink}
     layer, a = bind(X, W_Q, W_K, W_V, W_O, biases, spec=spec, heads=heads, causal=causal, mask=mask,
-                    scale=scale, positions=positions, backend=backend)
+                    scale=scale, positions=positions, backend=backend, implements=("chunk", "sink"),
+                    caller="attnsym.numeric.attention")
     return_weights = boolean("return_weights", return_weights)
     if return_weights and block_size is not None:
         raise SpecError("block_size selects the blockwise path, which never stores the weights; "
                         "pass return_weights=False with it (got return_weights=True)")
     refuse_blockwise(layer, block_size)
-    if not return_weights and layer.spec.softcap is None and (
+    if not return_weights and plain_only(layer) is None and (
             block_size is not None or layer.n > min(AUTO_BLOCKWISE_N - 1, block_size_for(layer, None))):
         with _fast.session(layer, True):  # NumPy's lean path: BLAS at one thread, the worker pool in its place
             _, Q, K, V = projections(layer, a)
@@ -256,11 +261,19 @@ def attention(
     return Y, (A[..., 0, :, :] if layer.heads == 1 else A)
 
 
+def plain_only(layer: BoundLayer) -> str | None:
+    """The spec field only the plain path implements (``softcap``, ``sink``), as ``name=value``, or None."""
+    if layer.spec.softcap is not None:
+        return f"softcap={layer.spec.softcap}"
+    return "sink=True" if layer.spec.sink else None
+
+
 def refuse_blockwise(layer: BoundLayer, block_size: int | None) -> None:
-    """A clear SpecError when ``block_size`` asks the blockwise path for a field it does not implement (softcap)."""
-    if block_size is not None and layer.spec.softcap is not None:
-        raise SpecError(f"block_size selects the blockwise path, which does not implement softcap "
-                        f"(got softcap={layer.spec.softcap}); leave block_size=None (the plain path soft-caps)")
+    """A clear SpecError when ``block_size`` asks the blockwise path for a field it does not implement."""
+    field = plain_only(layer)
+    if block_size is not None and field is not None:
+        raise SpecError(f"block_size selects the blockwise path, which does not implement {field.split('=')[0]} "
+                        f"(got {field}); leave block_size=None (the plain path implements it)")
 
 
 def head_attention(Q: Array, K: Array, V: Array, allowed: Array | None = None, *, spec: AttentionSpec,
@@ -340,6 +353,7 @@ def head_attention(Q: Array, K: Array, V: Array, allowed: Array | None = None, *
     """
     if not isinstance(spec, AttentionSpec):
         raise SpecError(f"spec must be an AttentionSpec (got {spec!r} of type {type(spec).__name__})")
+    spec.refuse_variants("attnsym.numeric.head_attention", implemented=("chunk",))
     return_weights = boolean("return_weights", return_weights)
     xp, a, dtype = float_inputs({"Q": Q, "K": K, "V": V, "g_Q": g_Q, "g_K": g_K})
     Q, K, V = a["Q"], a["K"], a["V"]

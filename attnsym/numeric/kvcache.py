@@ -148,7 +148,7 @@ def causal_decode(X, W_Q, W_K, W_V, W_O=None, *, b_Q=None, b_K=None, b_V=None, b
         raise SpecError("causal_decode needs a causal spec (got causal=False); pass spec.replace(causal=True)")
     biases = {"b_Q": b_Q, "b_K": b_K, "b_V": b_V, "b_O": b_O}
     layer, a = bind(X, W_Q, W_K, W_V, W_O, biases, spec=spec, heads=heads, causal=False if spec is not None else True,
-                    mask=mask, scale=scale, positions=positions, backend=None)
+                    mask=mask, scale=scale, positions=positions, backend=None, caller="attnsym.numeric.causal_decode")
     xp, n, H = layer.xp, layer.n, layer.heads
     if layer.batch_shape:
         raise ShapeError(f"X must have shape (n, d_model), one sequence (got shape {tuple(a['X'].shape)})")

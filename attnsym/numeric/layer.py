@@ -73,10 +73,12 @@ __all__ = [
     "plain_core",
     "project",
     "projections",
+    "query_temperature",
     "reduce_kv",
     "rms_norm",
     "safe_divide",
     "shifted_exp",
+    "sink_softmax",
     "split_heads",
 ]
 
@@ -112,6 +114,8 @@ class BoundLayer:
     positions : (..., n) float64 array or None
         Explicit token positions for RoPE and ALiBi (default ``0 … n−1``), e.g. from a padded
         batch; set by :func:`attnsym.numeric.head_attention`.
+    sinks : (H,) or (1, H) array or None
+        The sink logits of a spec with ``sink=True`` (:func:`sink_softmax`).
     """
 
     spec: AttentionSpec
@@ -121,6 +125,7 @@ class BoundLayer:
     device: Any
     mask: Any = None
     positions: Any = None
+    sinks: Any = None
 
     @property
     def n(self) -> int:
@@ -243,13 +248,15 @@ def affine(xp: ModuleType, M, W, b, scratch: str | None = None):
     return out + xp.reshape(b, (W.shape[1],))
 
 
-def rms_norm(xp: ModuleType, M, g, eps: float):
-    """RMSNorm of the rows of ``M`` (..., r, w) over their last axis, times the gain ``g`` (w,) or (1, w).
+def rms_norm(xp: ModuleType, M, g, eps: float, offset: float = 0.0):
+    """RMSNorm of the rows of ``M`` (..., r, w) over their last axis, times the gain ``offset + g``, ``g`` (w,) or (1, w).
 
-    ``M / sqrt(mean(M²) + eps) ⊙ g`` — the QK-norm of :class:`~attnsym.AttentionSpec` (``qk_norm``).
+    ``M / sqrt(mean(M²) + eps) ⊙ (offset + g)`` — the QK-norm of :class:`~attnsym.AttentionSpec`
+    (``qk_norm``, ``qk_norm_offset``: Gemma 3's ``1 + w``).
     """
     r = 1.0 / xp.sqrt(xp.mean(M * M, axis=-1, keepdims=True) + eps)  # (..., r, 1)
-    return M * r * xp.reshape(g, (int(M.shape[-1]),))
+    gain = xp.reshape(g, (int(M.shape[-1]),))
+    return M * r * (gain + offset if offset else gain)
 
 
 def expand_kv(xp: ModuleType, M, group: int):
@@ -272,19 +279,41 @@ def reduce_kv(xp: ModuleType, dM, group: int):
     return xp.sum(xp.reshape(dM, (*batch, h // group, group, r, w)), axis=-3)
 
 
+def query_temperature(layer: BoundLayer, r: int, p0: int = 0):
+    """``1 + a·log(1 + ⌊(p + 1)/f⌋)`` of ``spec.query_temperature = (f, a)`` at positions ``p0 … p0+r-1`` (or the
+    layer's explicit positions), shaped (..., 1, r, 1) to multiply per-head query rows (Llama 4)."""
+    xp = layer.xp
+    temperature = layer.spec.query_temperature
+    if temperature is None:
+        raise SpecError("query_temperature needs a spec with query_temperature=(floor_scale, attn_scale) (got None)")
+    floor, scale = temperature
+    if layer.positions is not None:
+        p = xp.expand_dims(layer.positions[..., p0:p0 + r], axis=-2)  # (..., 1, r)
+    else:
+        p = xp.arange(p0, p0 + r, dtype=xp.float64, device=layer.device)
+    t = xp.log1p(xp.floor((p + 1.0) / floor)) * scale + 1.0
+    return xp.astype(xp.expand_dims(t, axis=-1), getattr(xp, layer.dtype))
+
+
 def head_rows(layer: BoundLayer, a: dict, M, which: str, p0: int = 0, *, expand: bool = True):
     """Per-head rows of one projection ``M`` (..., r, heads·w or kv_heads·w), ready for the scores.
 
     Split into heads (``kv_heads`` of them for ``K`` and ``V``), QK-norm (``Q``, ``K`` with the gains
     ``a["g_Q"]``, ``a["g_K"]``), RoPE at positions ``p0 …`` (hook (b)), then each key/value head
-    repeated for the query heads it serves (``expand``). The order of Qwen3: norm, then rotate.
+    repeated for the query heads it serves (``expand``). The order of Qwen3: norm, then rotate;
+    ``qk_norm_scope="whole_projection"`` (OLMo 2) norms the whole row before the split.
     """
     xp, spec = layer.xp, layer.spec
+    whole = spec.qk_norm and spec.qk_norm_scope == "whole_projection" and which in ("Q", "K")
+    if whole:  # (..., r, H·w): one RMSNorm over every head's coordinates
+        M = rms_norm(xp, M, a[f"g_{which}"], spec.qk_norm_eps, spec.qk_norm_offset)
     M = split_heads(xp, M, spec.heads if which == "Q" else spec.kv_heads)  # (..., H or H_kv, r, w)
     if which in ("Q", "K"):
-        if spec.qk_norm:
-            M = rms_norm(xp, M, a[f"g_{which}"], spec.qk_norm_eps)
+        if spec.qk_norm and not whole:
+            M = rms_norm(xp, M, a[f"g_{which}"], spec.qk_norm_eps, spec.qk_norm_offset)
         M = layer.rotate(M, p0)
+    if which == "Q" and spec.query_temperature is not None:
+        M = M * query_temperature(layer, int(M.shape[-2]), p0)
     if which in ("K", "V") and expand:
         M = expand_kv(xp, M, spec.kv_group)
     return M
@@ -415,6 +444,28 @@ def safe_divide(xp: ModuleType, P, total, *, inplace: bool = False):
     return P / total
 
 
+def sink_softmax(xp: ModuleType, S, sinks):
+    """Softmax of the rows of ``S`` (..., H, n, m) with a sink logit per head in the denominator: ``(A, π)``.
+
+    ``A_ij = exp(S_ij − m_i) / (exp(s_h − m_i) + Σ_k exp(S_ik − m_i))`` with the shift
+    ``m_i = max(s_h, max_k S_ik)`` (the sink inside the max, as gpt-oss's eager code: no overflow
+    either way), and ``π_i = exp(s_h − m_i) / (…)`` the sink's own mass, so that every row of ``A``
+    sums to ``1 − π_i`` — kept, never renormalised. ``-inf`` scores (masked keys) get weight 0; a
+    fully masked row gives all its mass to the sink (``π = 1``). ``sinks`` has shape (H,) or (1, H).
+
+    >>> A, pi = sink_softmax(np, np.zeros((1, 1, 2)), np.zeros(1))
+    >>> A.round(4).tolist(), pi.round(4).tolist()
+    ([[[0.3333, 0.3333]]], [[[0.3333]]])
+    """
+    heads = int(S.shape[-3])
+    s = xp.reshape(xp.astype(sinks, S.dtype), (heads, 1, 1))  # (H, 1, 1)
+    m = xp.maximum(xp.max(S, axis=-1, keepdims=True), s)  # (..., H, n, 1), finite: s is
+    P = xp.exp(S - m)  # (..., H, n, m)
+    sink = xp.exp(s - m)  # (..., H, n, 1)
+    total = xp.sum(P, axis=-1, keepdims=True) + sink
+    return P / total, sink / total
+
+
 def dscores(A, dA, rowsum):
     """``dS = A ⊙ (dA − rowsum)``: the softmax VJP, with ``rowsum = Σ_j dA_ij A_ij`` per row.
 
@@ -430,10 +481,14 @@ def dscores(A, dA, rowsum):
 
 
 def plain_core(layer: BoundLayer, Q, K, V, *, want_weights: bool):
-    """Z_h = softmax(c Q_h K_hᵀ) V_h for all heads at once; returns Z and (optionally) A."""
+    """Z_h = softmax(c Q_h K_hᵀ) V_h for all heads at once (with the sink of ``spec.sink`` in the denominator);
+    returns Z and (optionally) A."""
     xp = layer.xp
     n = layer.n
     S = block_scores(layer, Q * layer.scale, K, 0, n, 0, n)  # (..., H, n, n)
+    if layer.spec.sink:  # the sink in the denominator; rows of A sum to 1 − π
+        A = sink_softmax(xp, S, layer.sinks)[0]
+        return xp.matmul(A, V), (A if want_weights else None)
     P, total, _ = shifted_exp(xp, S)
     if want_weights:
         A = safe_divide(xp, P, total, inplace=True)  # (..., H, n, n), the only n × n array kept

@@ -64,6 +64,9 @@ def random_inputs(spec: AttentionSpec, seed: int = 0, *, input_seed: int | None 
     weights = np.random.default_rng([seed, 0])
     values = {"X": np.random.default_rng([input_seed, 1]).standard_normal((*batch, *shapes["X"]))}
     for name in spec.parameter_names:
+        if name == "s_sink":  # a logit, not a weight: standard normal
+            values[name] = weights.standard_normal(shapes[name])
+            continue
         fan_in = shapes[f"W_{name[2:]}"][0]  # the rows of the weight the parameter belongs to
         values[name] = weights.standard_normal(shapes[name]) / np.sqrt(fan_in)
     values["G"] = np.random.default_rng([input_seed, 2]).standard_normal((*batch, *shapes["Y"]))

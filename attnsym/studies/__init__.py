@@ -29,6 +29,9 @@ module                                     question
 :mod:`attnsym.studies.lipschitz`           is dot-product attention Lipschitz? (``not-lipschitz``)
 :mod:`attnsym.studies.window`              which keys does a sliding window admit, per
                                            convention? (``window-banded-mask``)
+:mod:`attnsym.studies.variants`            what do a sink, latent attention and a layer
+                                           without positions compute? (``sink-semantics``,
+                                           ``mla-absorbed``, ``nope-position-blind``)
 =========================================  ================================================
 
 Submodules are imported by name (``from attnsym.studies import saturation``); this package

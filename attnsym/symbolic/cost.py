@@ -277,6 +277,8 @@ def check_gradient_spec(spec: Any, method: str = "closed_form") -> AttentionSpec
                             "use method='closed_form' or 'elementwise'")
     if spec.qk_norm and method != "elementwise":
         raise SpecError(f"method={method!r} has no QK-norm step (got qk_norm=True); use method='elementwise'")
+    if method != "elementwise":  # the closed forms have no sink, no whole-projection norm; a chunk is only a mask
+        spec.refuse_variants(f"method={method!r} (use method='elementwise')", implemented=("chunk",))
     return spec
 
 

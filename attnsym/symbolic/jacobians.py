@@ -264,6 +264,7 @@ def attention_input_jacobian(spec: AttentionSpec, *, weights: str = "explicit",
     if unsupported:
         raise SpecError(f"attention_input_jacobian writes dS/dX for plain bilinear scores, one key block per head "
                         f"(got {', '.join(unsupported)}); differentiate attnsym.symbolic.attention(spec).Y elementwise")
+    spec.refuse_variants("attention_input_jacobian", implemented=("chunk",))
     sym = attention(spec, max_terms=float("inf"))
     n, m, d_out = spec.n, spec.d_model, spec.d_out
     c = spec.scale_expr

@@ -38,7 +38,7 @@ from ..spec import AttentionSpec
 from ._compile import Argument, Output, Program, compile_program
 from .cost import estimate_cost
 from .naming import input_symbols
-from .operations import matmul, ones_times, row_softmax, scores
+from .operations import matmul, ones_times, row_softmax, scores, sink_softmax
 from .positions import alibi_bias, apply_rope, sinusoidal_positions
 
 # matmul, row_softmax and scores live in .operations; they stay importable from here as before
@@ -61,7 +61,12 @@ class SymbolicAttention:
     QK-norm, ``g_Q``, ``g_K`` are the gains and ``Q_norm_heads``, ``K_norm_heads`` the normalised
     rows (before RoPE). With grouped-query attention (``spec.kv_heads < spec.heads``) ``K`` and
     ``V`` have ``kv_heads`` column blocks and ``K_heads[h]``, ``V_heads[h]`` are the block
-    ``spec.kv_head_of(h)`` that query head ``h`` reads (one entry per query head).
+    ``spec.kv_head_of(h)`` that query head ``h`` reads (one entry per query head). With
+    ``qk_norm_scope="whole_projection"`` the norm runs over the whole ``Q`` / ``K`` row before the
+    split (``Q_norm_heads`` are the normed rows' head blocks); the gain is ``qk_norm_offset + g``.
+    With a sink, ``s_sink`` is the ``1 × heads`` row of sink logits ``s_h`` and
+    ``sink_mass_heads[h]`` the ``n × 1`` column of its mass ``π`` (each row of ``A_heads[h]`` sums to
+    ``1 − π``).
     """
 
     spec: AttentionSpec
@@ -94,6 +99,8 @@ class SymbolicAttention:
     g_K: sp.ImmutableMatrix | None = None
     Q_norm_heads: tuple[sp.ImmutableMatrix, ...] | None = None
     K_norm_heads: tuple[sp.ImmutableMatrix, ...] | None = None
+    s_sink: sp.ImmutableMatrix | None = None
+    sink_mass_heads: tuple[sp.ImmutableMatrix, ...] | None = None
 
     def __repr__(self) -> str:
         return f"SymbolicAttention({self.spec.describe()})"
@@ -351,6 +358,7 @@ def attention(spec: AttentionSpec, *, max_terms: float | None = None) -> Symboli
     """
     if not isinstance(spec, AttentionSpec):
         raise SpecError(f"spec must be an AttentionSpec (got {spec!r} of type {type(spec).__name__})")
+    spec.refuse_variants("attnsym.symbolic.attention", implemented=("chunk", "sink", "qk_norm_scope", "qk_norm_offset"))
     estimate_cost(spec).check(max_terms)
     n, m, h, d_k, d_v = spec.n, spec.d_model, spec.heads, spec.d_k, spec.d_v
 
@@ -363,6 +371,7 @@ def attention(spec: AttentionSpec, *, max_terms: float | None = None) -> Symboli
     b_Q, b_K, b_V, b_O = (input_symbols(name, shapes[name]) if name in spec.bias_names else None
                           for name in ("b_Q", "b_K", "b_V", "b_O"))
     g_Q, g_K = (input_symbols(name, shapes[name]) if spec.qk_norm else None for name in ("g_Q", "g_K"))
+    sinks = input_symbols("s_sink", shapes["s_sink"]) if spec.sink else None
 
     def project(W, b):
         out = matmul(X_in, W)
@@ -373,10 +382,17 @@ def attention(spec: AttentionSpec, *, max_terms: float | None = None) -> Symboli
     kv = [spec.kv_head_of(hh) for hh in range(h)]  # the key/value block each query head reads
     K_heads = tuple(Matrix(K[:, kv[hh] * d_k:(kv[hh] + 1) * d_k]) for hh in range(h))
     V_heads = tuple(Matrix(V[:, kv[hh] * d_v:(kv[hh] + 1) * d_v]) for hh in range(h))
-    Q_norm = K_norm = Q_rot = K_rot = B_heads = None
-    if spec.qk_norm:  # RMSNorm of each row of each head, before RoPE (Qwen3)
-        Q_norm = tuple(rms_norm_rows(q, g_Q, spec.qk_norm_eps) for q in Q_heads)
-        K_norm = tuple(rms_norm_rows(k, g_K, spec.qk_norm_eps) for k in K_heads)
+    Q_norm = K_norm = Q_rot = K_rot = B_heads = pi_heads = None
+    if spec.qk_norm:  # RMSNorm of each row of each head (Qwen3) or of the whole row (OLMo 2), before RoPE
+        offset = exact_number(spec.qk_norm_offset, "qk_norm_offset")
+        gQ, gK = (Matrix(g + offset * sp.ones(*g.shape)) if offset else g for g in (g_Q, g_K))
+        if spec.qk_norm_scope == "whole_projection":
+            Qn, Kn = rms_norm_rows(Q, gQ, spec.qk_norm_eps), rms_norm_rows(K, gK, spec.qk_norm_eps)
+            Q_norm = tuple(Matrix(Qn[:, k * d_k:(k + 1) * d_k]) for k in range(h))
+            K_norm = tuple(Matrix(Kn[:, kv[hh] * d_k:(kv[hh] + 1) * d_k]) for hh in range(h))
+        else:
+            Q_norm = tuple(rms_norm_rows(q, gQ, spec.qk_norm_eps) for q in Q_heads)
+            K_norm = tuple(rms_norm_rows(k, gK, spec.qk_norm_eps) for k in K_heads)
     Q_used, K_used = Q_norm or Q_heads, K_norm or K_heads
     if spec.positions == "rope":  # rotate each head's queries and keys by their positions
         Q_rot = tuple(apply_rope(q, spec) for q in Q_used)
@@ -389,7 +405,11 @@ def attention(spec: AttentionSpec, *, max_terms: float | None = None) -> Symboli
         S_heads = tuple(Matrix(s + b) for s, b in zip(S_heads, B_heads, strict=True))
     if spec.softcap is not None:  # t·tanh(s/t) on every allowed score; masked ones stay -oo
         S_heads = tuple(softcap_scores(s, spec.softcap) for s in S_heads)
-    A_heads = tuple(row_softmax(s, allowed) for s in S_heads)
+    if sinks is None:
+        A_heads = tuple(row_softmax(s, allowed) for s in S_heads)
+    else:  # the sink logit of head h in every row's denominator; its mass π kept apart
+        pairs = [sink_softmax(s, sinks[0, hh], allowed) for hh, s in enumerate(S_heads)]
+        A_heads, pi_heads = tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
     Z_heads = tuple(matmul(a, v) for a, v in zip(A_heads, V_heads, strict=True))
     Z = Matrix(sp.Matrix.hstack(*Z_heads))
     if W_O is None:
@@ -402,7 +422,7 @@ def attention(spec: AttentionSpec, *, max_terms: float | None = None) -> Symboli
         spec=spec, X=X, PE=PE, X_in=X_in, W_Q=W_Q, W_K=W_K, W_V=W_V, W_O=W_O, b_Q=b_Q, b_K=b_K, b_V=b_V, b_O=b_O,
         Q=Q, K=K, V=V, Q_heads=Q_heads, K_heads=K_heads, V_heads=V_heads, S_heads=S_heads, A_heads=A_heads,
         Z_heads=Z_heads, Z=Z, Y=Y, Q_rot_heads=Q_rot, K_rot_heads=K_rot, B_heads=B_heads, g_Q=g_Q, g_K=g_K,
-        Q_norm_heads=Q_norm, K_norm_heads=K_norm,
+        Q_norm_heads=Q_norm, K_norm_heads=K_norm, s_sink=sinks, sink_mass_heads=pi_heads,
     )
 
 

@@ -15,7 +15,7 @@ import sympy as sp
 from .._exact import exact
 from ..errors import ShapeError
 
-__all__ = ["allowed_pattern", "matmul", "ones_times", "row_softmax", "scores"]
+__all__ = ["allowed_pattern", "matmul", "ones_times", "row_softmax", "scores", "sink_softmax"]
 
 Matrix = sp.ImmutableMatrix
 
@@ -114,6 +114,35 @@ def row_softmax(S: sp.MatrixBase, allowed: Any = None) -> sp.ImmutableMatrix:
         for j in keep:
             out[i][j] = exps[j] / denominator
     return Matrix(out)
+
+
+def sink_softmax(S: sp.MatrixBase, sink: Any, allowed: Any = None) -> tuple[sp.ImmutableMatrix, sp.ImmutableMatrix]:
+    r"""Softmax of each row of ``S`` with a sink logit ``sink`` in the denominator: ``(A, π)``.
+
+    :math:`A_{ij} = e^{S_{ij}} / (e^{s} + \sum_{k \text{ allowed}} e^{S_{ik}})` and the sink's own
+    mass :math:`\pi_i = e^{s} / (e^{s} + \sum_k e^{S_{ik}})` (an ``n × 1`` column), so each row
+    of ``A`` sums to ``1 − π_i`` (gpt-oss; :class:`~attnsym.AttentionSpec` ``sink=True``). The
+    symbolic twin of :func:`attnsym.numeric.layer.sink_softmax`.
+
+    >>> s, t = sp.symbols("s t")
+    >>> A, pi = sink_softmax(sp.Matrix([[t]]), s)
+    >>> A[0, 0], pi[0, 0]
+    (exp(t)/(exp(s) + exp(t)), exp(s)/(exp(s) + exp(t)))
+    """
+    if not isinstance(S, sp.MatrixBase):
+        raise ShapeError(f"S must be a SymPy Matrix (got {type(S).__name__})")
+    rows, cols = S.shape
+    pattern = allowed_pattern(allowed, rows)
+    out = [[sp.Integer(0)] * cols for _ in range(rows)]
+    mass = []
+    for i in range(rows):
+        keep = [j for j in range(cols) if (pattern is None or pattern[i][j]) and S[i, j] != -sp.oo]
+        exps = {j: sp.exp(S[i, j]) for j in keep}
+        denominator = sp.exp(sink) + sp.Add(*exps.values())
+        for j in keep:
+            out[i][j] = exps[j] / denominator
+        mass.append([sp.exp(sink) / denominator])
+    return Matrix(out), Matrix(mass)
 
 
 def scores(Q: sp.MatrixBase, K: sp.MatrixBase, scale: Any = 1, allowed: Any = None) -> sp.ImmutableMatrix:

@@ -24,6 +24,7 @@ from . import (
     structure,
     table1,
     variance,
+    variants_2026,
 )
 
 __all__ = ["BUILTIN", "MODULES"]
@@ -39,10 +40,11 @@ __all__ = ["BUILTIN", "MODULES"]
 #: off-by-one-sink, softcap-facts);
 #: literature_structure (non-identifiable, low-rank-bottleneck, qk-norm-bound, icl-gradient-descent,
 #: gqa-equals-repeated-kv, rope-pairing-permutation, window-banded-mask); literature_theory (not-lipschitz,
-#: kernel-smoother, performer-unbiased, linear-attention-rnn, mup-scaling)
+#: kernel-smoother, performer-unbiased, linear-attention-rnn, mup-scaling); variants_2026 (sink-semantics,
+#: mla-absorbed, nope-position-blind)
 MODULES = (variance, saturation, routing, multi_head, table1, cost, structure, primitives, rank_collapse, softmax_limits,
            invariances, positions, literature, literature_structure,
-           literature_theory)
+           literature_theory, variants_2026)
 
 #: every built-in claim (the registry orders them as the claims list does)
 BUILTIN = tuple(c for module in MODULES for c in module.CLAIMS)
