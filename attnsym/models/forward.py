@@ -64,7 +64,7 @@ from .errors import ModelError
 from .plan import ModelPlan, Norm
 from .weights import Weights
 
-__all__ = ["FUSED_MIN_TOKENS", "ArrayPrimitives", "ForwardOutput", "FusedPrimitives", "embed", "forward",
+__all__ = ["FUSED_MIN_TOKENS", "ArrayPrimitives", "ForwardOutput", "FusedPrimitives", "embed", "forward", "forward_streamed",
            "gelu_float32", "layer_norm", "primitives", "rms_norm"]
 
 
@@ -336,8 +336,11 @@ def _bound(xp, spec, n: int, allowed, cache: dict, device):
     return cache[key][1:]
 
 
-def _attention(xp, ops, spec, Q, K, V, gains: dict, allowed, positions, dtype: str, cache: dict):
-    """``S, A, Z`` of one layer from the projections ``(B, n, H·d_k)`` (module docstring: the attention step)."""
+def _attention(xp, ops, spec, Q, K, V, gains: dict, allowed, positions, dtype: str, cache: dict, core=None):
+    """``S, A, Z`` of one layer from the projections ``(B, n, H·d_k)`` (module docstring: the attention step).
+
+    ``core(layer, Q_h, K_h, V_h) -> Z_h`` replaces the scores, softmax and ``A V`` (``S``, ``A`` are then None).
+    """
     B, n, _ = Q.shape
     spec, mask = _bound(xp, spec, n, allowed, cache, _device(Q))
     layer = BoundLayer(spec=spec, xp=xp, batch_shape=(B,), dtype=dtype, device=_device(Q), mask=mask,
@@ -345,6 +348,8 @@ def _attention(xp, ops, spec, Q, K, V, gains: dict, allowed, positions, dtype: s
     Qh = head_rows(layer, gains, Q, "Q")  # (B, H, n, d_k), QK-normed and rotated
     Kh = head_rows(layer, gains, K, "K")  # (B, H, n, d_k), each key head repeated for its query heads
     Vh = expand_kv(xp, xp.permute_dims(xp.reshape(V, (B, n, spec.kv_heads, spec.d_v)), (0, 2, 1, 3)), spec.kv_group)
+    if core is not None:
+        return None, None, merge_heads(xp, core(layer, Qh, Kh, Vh))
     S = block_scores(layer, Qh * layer.scale, Kh, 0, n, 0, n)  # (B, H, n, n), -inf where not allowed
     A = ops.softmax(xp, S)
     return S, A, merge_heads(xp, xp.matmul(A, Vh))  # Z: (B, n, H·d_v)
@@ -358,7 +363,7 @@ def _mlp(xp, ops, block, lw, h):
     return xp.matmul(ops.bias_act(xp, xp.matmul(h, lw.W_up), lw.b_up, block.activation), lw.W_down)
 
 
-def _block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict):
+def _block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict, core=None):
     """One block on ``x`` ``(B, n, d)``: its output and the attention's ``S``, ``A``."""
     pre = block.placement == "pre"
     h = ops.norm(xp, x, block.norm, lw.attn_norm, lw.attn_norm_bias) if pre else x
@@ -366,7 +371,7 @@ def _block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict):
     q, kv = int(lw.W_Q.shape[1]), int(lw.W_K.shape[1])
     Q, K, V = P[..., :q], P[..., q:q + kv], P[..., q + kv:]
     S, A, Z = _attention(xp, ops, block.attention, Q, K, V, {"g_Q": lw.g_Q, "g_K": lw.g_K}, allowed, positions, dtype,
-                         cache)
+                         cache, core)
     y, b_O = xp.matmul(Z, lw.W_O), lw.b_O
     if block.post_norms:  # Gemma 2: the attention's output normed before its residual sum
         y, b_O = rms_norm(_plus(y, b_O), lw.post_attn_norm, block.norm.eps, block.norm.offset), None
@@ -382,6 +387,28 @@ def _block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict):
     if block.post_norms:
         f = rms_norm(f, lw.post_mlp_norm, block.norm.eps, block.norm.offset)
     return f + mid, S, A
+
+
+def forward_streamed(plan: ModelPlan, weights: Weights, input_ids, core) -> None:
+    """Run the blocks on ``(B, n)`` ids (no padding) with each layer's attention core handed to ``core``.
+
+    ``core(k, layer, Q_h, K_h, V_h) -> Z_h`` gets layer ``k``'s bound layer and per-head rows
+    ``(B, H, n, d)`` (QK-normed, rotated, key/value heads repeated) and returns ``A V`` without
+    keeping ``A`` (:mod:`attnsym.audit` streams it). Embedding, norms, MLPs and residuals are
+    this module's; nothing is returned (the caller's ``core`` keeps what it measures).
+    """
+    xp = array_namespace(weights.word)
+    ids = xp.asarray(input_ids, device=_device(weights.word))
+    B, n = ids.shape
+    ops = FUSED if _fused_for(weights.word, B * n) else ARRAY
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = embed(plan, weights, ids, None, None, ops)
+        positions, dtype, cache = xp.broadcast_to(xp.arange(n, device=_device(x)), (B, n)), dtype_name(x), {}
+        for k, (block, lw) in enumerate(zip(plan.blocks, weights.layers, strict=True)):
+            x = _block(xp, ops, block, lw, x, None, positions, dtype, cache, lambda *a, k=k: core(k, *a))[0]
+            if not bool(xp.all(xp.isfinite(x))):
+                raise ShapeError(f"the forward pass overflows {dtype} in layer {k} for these finite weights; load "
+                                 "the model with dtype='float64'")
 
 
 def _check_finite(xp, hidden, scores, dtype: str) -> None:
