@@ -72,7 +72,7 @@ class Store:
                 raise AuditError(f"{path} cannot be read ({error}); give another out folder") from None
             differs = [k for k in self.manifest if found.get(k) != self.manifest[k]]
             if differs:
-                what = ", ".join(f"{k} {found.get(k)!r} (this audit: {self.manifest[k]!r})" for k in differs[:3])
+                what = ", ".join(f"{k} {found.get(k)!r} there, {self.manifest[k]!r} here" for k in differs[:3])
                 raise AuditError(f"{self.out} holds another audit's results ({what}); give another out folder, or "
                                  "the same model, corpus and options to resume it")
         elif self.out.is_dir() and any(self.out.iterdir()):

@@ -26,7 +26,7 @@ from ..errors import AttnsymError, OverwriteError, SpecError
 
 __all__ = ["EXIT_INTERNAL", "EXIT_USAGE", "build_parser", "console", "exit_status", "main"]
 
-COMMANDS = ("tour", "derive", "verify", "graph", "plot", "route", "explore", "heads")
+COMMANDS = ("tour", "derive", "verify", "graph", "plot", "route", "explore", "heads", "audit")
 
 _DESCRIPTION = """\
 attnsym makes the mathematics of self-attention explicit.
