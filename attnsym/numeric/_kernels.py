@@ -16,8 +16,9 @@ on ``|f| ≤ ln2/2``, ``2^k`` built from its exponent bits. Relative error at mo
 (about 2 float32 ulps) for ``x`` in ``[-87, 88]``, measured against float64 ``exp`` by the
 tests (``tests/test_kernels.py``) over 2·10⁶ points of the range; a weight ``e^x`` with
 ``x ≤ -87`` (below float32's smallest normal, 1.2e-38) is 0, as is ``-inf`` (a masked key);
-NaN stays NaN; ``x`` above 88 is taken as 88 (scores here are shifted, so never above 0 by more than
-rounding). The kernels are float32 only: a float64 loop over the compiled libm ``exp`` ran at
+NaN stays NaN; ``x`` above 88 is taken as 88 (the fast path's shifted scores stay below 60, and a
+row whose sum says otherwise is redone exactly: :data:`attnsym.numeric._fast.MAX_ROW_SUM`).
+The kernels are float32 only: a float64 loop over the compiled libm ``exp`` ran at
 0.23 G elements/s here against NumPy's 1.18 G/s (its SIMD ``exp``), so float64 stays on NumPy.
 Measured on one 512 × 256 block, one thread, interleaved (a copy of the block subtracted):
 NumPy's float32 ``exp`` 47 µs (2.8 G/s), and with the row sums 74 µs; :func:`exp_rowsum` 30 µs
