@@ -121,3 +121,57 @@ def test_bad_texts_are_refused(minilm64):
         minilm64.head_stats(np.ones(600, dtype=np.int64))
     with pytest.raises(TextError, match="token ids must lie"):
         minilm64.head_stats([5, 10**9])
+
+
+@pytest.mark.parametrize("family", ["llama", "bert"])
+def test_float32_pass_agrees_with_the_float64_dense_route(family):
+    folder, _ = decoder_family(family)
+    m32, m64 = models.load(folder), models.load(folder, dtype="float64")
+    ids = np.random.default_rng(2).integers(3, m32.config.vocab_size, min(45, m32.config.max_positions))
+    out = m64.forward(ids[None, :])
+    ref = dense_rows(np.asarray(out.attention)[:, 0], np.asarray(out.scores)[:, 0])
+    got = m32.head_stats(ids, per_row=True, block=16, induction=False).rows
+    for name, expected in ref.items():
+        scale = max(1.0, float(np.nanmax(np.abs(expected))))
+        np.testing.assert_allclose(got[name], expected, rtol=0, atol=2e-5 * scale, equal_nan=True, err_msg=name)
+
+
+def test_a_score_far_above_the_first_key_block_is_redone_exactly():
+    from attnsym.numeric.layer import BoundLayer
+
+    n, d = 48, 8
+    rng = np.random.default_rng(4)
+    Q = rng.standard_normal((1, 1, n, d)).astype(np.float32)
+    K = rng.standard_normal((1, 1, n, d)).astype(np.float32)
+    V = rng.standard_normal((1, 1, n, d)).astype(np.float32)
+    Q[..., 0] = 1.0
+    K[..., 40, 0] = 300.0  # ≈ 106 above every other score: e^106 is past float32's range after the first block's shift
+    spec = at.AttentionSpec(n=n, d_model=d, heads=1, causal=False)
+    layer = BoundLayer(spec=spec, xp=np, batch_shape=(1,), dtype="float32", device="cpu")
+    Z, rows = audit.stream.stream_layer(layer, Q, K, V, block=16)
+    S = (Q[0, 0].astype(np.float64) @ K[0, 0].T.astype(np.float64)) / np.sqrt(d)
+    A = np.exp(S - S.max(-1, keepdims=True))
+    A /= A.sum(-1, keepdims=True)
+    np.testing.assert_allclose(Z[0, 0], A @ V[0, 0], atol=1e-4)
+    np.testing.assert_allclose(rows.values["max_weight"][0, 0], A.max(-1), atol=1e-5)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        entropy = -np.where(A > 0, A * np.log(A), 0.0).sum(-1)
+    np.testing.assert_allclose(rows.values["entropy"][0, 0], entropy, atol=1e-4)
+
+
+def test_the_compiled_pass_equals_numpys():
+    from attnsym.numeric import _kernels
+
+    if not _kernels.available():
+        pytest.skip("Numba is not installed")
+    rng = np.random.default_rng(5)
+    S = (3 * rng.standard_normal((7, 300)) - 2).astype(np.float32)
+    S[2, :250] = -np.inf
+    S[4, 7] = -np.inf
+    outs = []
+    for fn in (audit.stream.element_pass(np.float32), audit.stream._moments_numpy):
+        X, acc = S.copy(), [np.zeros(7, np.float32), np.ones(7, np.float32), np.full(7, -np.inf, np.float32)]
+        fn(X, *acc)
+        outs.append((X, *acc))
+    for a, b in zip(*outs, strict=True):
+        np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-6)
