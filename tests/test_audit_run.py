@@ -178,3 +178,16 @@ def test_cli_errors_are_one_line(argv, match, tmp_path, capsys):
     assert main([a.replace("{tmp}", str(tmp_path)) for a in argv]) == 2
     err = capsys.readouterr().err.strip()
     assert match in err and "\n" not in err
+
+
+def test_summary_counts_sinks_and_classes(reference):
+    result, _ = reference
+    s = audit_package.summarise(result.table)
+    t = pq.read_table(result.table).to_pydict()
+    layer, first = np.asarray(t["layer"]), np.asarray(t["first_token_mass"])
+    for q in range(s.layers):
+        sel = layer == q
+        assert s.sink_rate[q] == pytest.approx(np.mean(first[sel] >= 0.4))
+        assert s.sink_low[q] <= s.sink_rate[q] + 1e-12 and s.sink_rate[q] <= s.sink_high[q] + 1e-12
+        assert sum(int(c[q]) for c in s.classes.values()) == sel.sum()  # every (text, head) has one class
+    assert s.entropy.shape == (8, s.layers) and np.all(s.entropy <= s.log_n[:, None] + 1e-9)

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-PAGES = ["getting-started.md", "how-to/verify.md", "how-to/figures.md", "how-to/backends.md", "how-to/head-classes.md"]
+PAGES = ["getting-started.md", "how-to/verify.md", "how-to/figures.md", "how-to/backends.md", "how-to/head-classes.md",
+         "how-to/audit.md"]
 
 
 def _python_blocks(page: str) -> list[str]:

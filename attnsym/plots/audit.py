@@ -27,7 +27,9 @@ def sink_rate_figure(summary: Any) -> Figure:
     ax = fig.add_subplot()
     q = np.arange(summary.layers)
     rate = summary.sink_rate
-    ax.errorbar(q, rate, yerr=[rate - summary.sink_low, summary.sink_high - rate], fmt="o", capsize=3)
+    below = np.clip(np.nan_to_num(rate - summary.sink_low), 0.0, None)  # rounding: the interval may not quite reach 0
+    above = np.clip(np.nan_to_num(summary.sink_high - rate), 0.0, None)
+    ax.errorbar(q, rate, yerr=[below, above], fmt="o", capsize=3)
     ax.set_xlabel("layer (from 0)")
     ax.set_ylabel("share of heads that sink")
     ax.set_ylim(-0.02, 1.02)
