@@ -47,6 +47,8 @@ LAYERS: tuple[Layer, ...] = (
     Layer("models", ("attnsym.models", "attnsym.heads"), "real transformers run on numeric; head classes of their routes"),
     Layer("cross-checks", ("attnsym.validation", "attnsym.testing", "attnsym.references"),
           "symbolic ⇄ numeric reports, tolerances, external references (PyTorch, when installed)"),
+    Layer("studies", ("attnsym.studies",),
+          "experiments and proofs about attention: each asks a question of the engines, returns a typed result"),
     Layer("presentation", ("attnsym.plots", "attnsym.render", "attnsym.derivation"),
           "figures, LaTeX/Markdown, derivations: draw and format what the layers below return"),
     Layer("audit", ("attnsym.audit",), "streamed head statistics of long texts and corpora, audits to Parquet"),
@@ -63,10 +65,21 @@ UPWARD_ALLOWED: dict[tuple[str, str], str] = {
         "TokenContrast.figure(), the models API's drawing shortcut, delegates to plots",
     ("attnsym.models.model", "attnsym.audit.headstats"):
         "Model.head_stats, the models API's shortcut, delegates to the audit's streamed pass",
+    ("attnsym.numeric.saturation", "attnsym.studies.intervals"):
+        "the old path of the saturation study, re-exported for one release (a FACADE: nothing inside imports it)",
+    ("attnsym.numeric.saturation", "attnsym.studies.saturation"):
+        "the old path of the saturation study, re-exported for one release (a FACADE: nothing inside imports it)",
+    ("attnsym.numeric.training", "attnsym.studies.intervals"):
+        "the old path of the training run, re-exported for one release (a FACADE: nothing inside imports it)",
+    ("attnsym.numeric.training", "attnsym.studies.training"):
+        "the old path of the training run, re-exported for one release (a FACADE: nothing inside imports it)",
 }
 
 #: modules that re-export for compatibility: nothing inside attnsym may import them
-FACADES: tuple[str, ...] = ("attnsym.symbolic.backprop",)
+FACADES: tuple[str, ...] = ("attnsym.symbolic.backprop", "attnsym.numeric.saturation", "attnsym.numeric.training")
+
+#: the engines: they compute what a spec gives and never import a study (compatibility FACADES aside)
+ENGINES: tuple[str, ...] = ("attnsym.symbolic", "attnsym.numeric", "attnsym.models", "attnsym.graphs")
 
 #: cycles still being removed, each with who removes it; delete the entry with the cycle
 PENDING_CYCLES: dict[tuple[str, ...], str] = {}
