@@ -80,7 +80,7 @@ def model_source(root: Path) -> tuple[str, str]:
 
         models.load(SMOLLM2)
         return SMOLLM2, f"{SMOLLM2} (the packaged GGUF, float32)"
-    except Exception as error:  # noqa: BLE001 - any reason it does not load: say so and use the random model
+    except Exception as error:  # any reason it does not load: say so and use the random model
         reason = " ".join(str(error).split())[:160]
     folder = root / "smollm2-shaped"
     subprocess.run([sys.executable, "-c", _BUILD.format(shape=repr(SHAPE)), str(folder)], check=True)

