@@ -42,7 +42,7 @@ _LAZY: dict[str, str] = {
     "Evidence": "attnsym.claims",
     "HeadReport": "attnsym.heads",
 }
-_SUBMODULES = ("symbolic", "numeric", "graphs", "models", "heads", "claims", "plots", "testing", "render",
+_SUBMODULES = ("symbolic", "numeric", "graphs", "models", "heads", "audit", "claims", "plots", "testing", "render",
                "tables")
 
 __all__ = [

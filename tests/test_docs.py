@@ -12,7 +12,7 @@ import pytest
 DOCS = Path(__file__).resolve().parents[1] / "docs"
 PAGES = ["getting-started.md", "how-to/verify.md", "how-to/figures.md", "how-to/backends.md", "how-to/head-classes.md",
          "how-to/tables.md", "how-to/open-a-model-folder.md",
-         "how-to/notebook.md", "how-to/next-token.md"]
+         "how-to/notebook.md", "how-to/next-token.md", "how-to/audit.md"]
 
 
 def _python_blocks(page: str) -> list[str]:

@@ -7,6 +7,7 @@ fallback), fully masked rows, batch masks, blocks of every odd size, one or two 
 
 from __future__ import annotations
 
+import warnings
 from typing import ClassVar
 
 import numpy as np
@@ -51,21 +52,40 @@ def test_fast_path_equals_generic_path(monkeypatch, dtype, causal, block):
     _assert_same(g, g_generic, dtype)
 
 
-def test_a_loose_bound_falls_back_to_the_running_maximum(monkeypatch):
+def test_a_loose_bound_takes_the_fast_path(monkeypatch):
     rng = np.random.default_rng(1)
     n, d = 40, 4
     X = np.zeros((n, d))
     X[:, 0] = X[:, 1] = 60.0
     X[:, 2] = rng.standard_normal(n)
     W_Q, W_K = np.diag([1.0, 0.0, 1.0, 0.0]), np.diag([0.0, 1.0, 1.0, 0.0])  # q = (60, 0, r, 0), k = (0, 60, r, 0)
-    calls = []  # |q|·|k|/2 ≈ 1800 bounds scores that are only r_i·r_j/2: the shifted row sums underflow
+    calls = []  # |q|·|k|/2 ≈ 1800 bounds scores that are only r_i·r_j/2: shifted by the bound, the row sums underflow;
+    # shifted by the first key block's maximum they do not, and no block is computed twice
     real = _fast._forward_block
     monkeypatch.setattr(_fast, "_forward_block", lambda *a, **k: calls.append(k["exact"]) or real(*a, **k))
     W = np.eye(d)
     Y = nm.attention(X, W_Q, W_K, W, return_weights=False, block_size=16)
-    assert calls.count(True) == calls.count(False) > 0  # every query block was redone with the running maximum
+    assert calls.count(False) > 0 and calls.count(True) == 0
     Y_plain, _ = nm.attention(X, W_Q, W_K, W)
     np.testing.assert_allclose(Y, Y_plain, rtol=TOLERANCES["float64"].rtol, atol=TOLERANCES["float64"].atol)
+
+
+def test_a_score_far_above_the_first_key_block_falls_back_to_the_running_maximum(monkeypatch):
+    rng = np.random.default_rng(1)
+    n, d = 40, 4
+    X = (0.1 * rng.standard_normal((n, d))).astype(np.float32)
+    X[:, 0] = 1.0
+    X[30, 0] = 300.0  # key 30 scores 150 against every query: e^150 passes float32's range after a shift near 0
+    calls = []
+    real = _fast._forward_block
+    monkeypatch.setattr(_fast, "_forward_block", lambda *a, **k: calls.append(k["exact"]) or real(*a, **k))
+    W = np.eye(d, dtype=np.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # the overflow of the first attempt is not reported: it is redone
+        Y = nm.attention(X, W, W, W, return_weights=False, block_size=16)
+    assert calls.count(True) == calls.count(False) > 0  # every query block was redone with the running maximum
+    Y_plain, _ = nm.attention(X.astype(np.float64), *(np.eye(d),) * 3)
+    np.testing.assert_allclose(Y, Y_plain, rtol=TOLERANCES["float32"].rtol, atol=TOLERANCES["float32"].atol * 300)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32"])

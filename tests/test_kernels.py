@@ -134,6 +134,7 @@ from attnsym.models import _fused
 S = np.zeros((2, 3), np.float32)
 _kernels.softmax_rows(S, np.empty_like(S)); _kernels.exp_rowsum(S.copy(), np.zeros(2, np.float32))
 _kernels.exp_and_dscores(S.copy(), S.copy())
+_kernels.exp_rowsum_moment(S.copy(), *(np.zeros(2, np.float32) for _ in range(3)))
 _fused.load()
 kernels = {**_kernels.compiled(), **_fused._kernels()}
 print(json.dumps({name: [sum(k.stats.cache_hits.values()), sum(k.stats.cache_misses.values())]
@@ -159,6 +160,7 @@ def test_a_second_process_loads_every_kernel_from_the_disk_cache(tmp_path):
     runs = [json.loads(subprocess.run([sys.executable, "-c", _CACHE_PROBE], env=env, check=True,
                                       capture_output=True, text=True).stdout) for _ in range(2)]
     first, second = runs
-    assert set(first) == {"exp_rowsum", "exp_and_dscores", "softmax_rows", "bias_gelu", "residual_layernorm"}
+    assert set(first) == {"exp_rowsum", "exp_and_dscores", "softmax_rows", "exp_rowsum_moment", "bias_gelu",
+                          "residual_layernorm"}
     assert all(misses >= 1 for _, misses in first.values()), first  # a cold cache: compiled
     assert all(hits >= 1 and misses == 0 for hits, misses in second.values()), second

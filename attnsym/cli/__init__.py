@@ -27,7 +27,7 @@ from ._common import fill_families
 
 __all__ = ["EXIT_INTERNAL", "EXIT_USAGE", "build_parser", "console", "exit_status", "main"]
 
-COMMANDS = ("tour", "derive", "verify", "graph", "plot", "route", "explore", "heads", "layers")
+COMMANDS = ("tour", "derive", "verify", "graph", "plot", "route", "explore", "heads", "layers", "audit")
 
 _DESCRIPTION = """\
 attnsym makes the mathematics of self-attention explicit.

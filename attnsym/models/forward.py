@@ -87,8 +87,8 @@ from .plan import ModelPlan, Norm
 from .weights import Weights
 
 __all__ = ["FUSED_MIN_TOKENS", "ArrayPrimitives", "ForwardOutput", "FusedPrimitives", "KVCache", "LayerCache", "embed",
-           "final_logits", "final_norm", "forward", "forward_cached", "gelu_float32", "layer_norm", "primitives",
-           "rms_norm", "unembedding"]
+           "final_logits", "final_norm", "forward", "forward_cached", "forward_streamed", "gelu_float32", "layer_norm",
+           "primitives", "rms_norm", "unembedding"]
 
 
 @dataclass(frozen=True)
@@ -361,11 +361,13 @@ def _bound(xp, spec, n: int, allowed, cache: dict, device):
 
 
 def _attention(xp, ops, spec, Q, K, V, gains: dict, allowed, positions, dtype: str, cache: dict,
-               past: LayerCache | None = None):
+               past: LayerCache | None = None, core=None):
     """``S, A, Z`` of one layer from the projections ``(B, r, H·d_k)`` (module docstring: the attention step).
 
     With ``past`` (:func:`forward_cached`) the ``r`` rows are the tokens at positions ``p0 … p0+r−1`` after the
     ``p0`` cached ones: their keys and values join the cache, and ``S``, ``A`` are ``(B, H, r, p0 + r)``.
+    ``core(layer, Q_h, K_h, V_h) -> Z_h`` (:func:`forward_streamed`) replaces the scores, softmax and ``A V``
+    (``S``, ``A`` are then None).
     """
     B, r, _ = Q.shape
     p0 = 0 if past is None else past.length
@@ -381,6 +383,11 @@ def _attention(xp, ops, spec, Q, K, V, gains: dict, allowed, positions, dtype: s
         Kh, Vh = past.extend(xp, Kh, Vh)  # (B, H_kv, n, ·): every key and value so far
         Kh = expand_kv(xp, Kh, spec.kv_group)
     Vh = expand_kv(xp, Vh, spec.kv_group)
+    if core is not None:
+        if spec.sink:
+            raise ModelError("streamed head statistics do not run layers with a learned attention sink yet; "
+                             "route the text (m.route) for these layers' weights")
+        return None, None, merge_heads(xp, core(layer, Qh, Kh, Vh))
     S = block_scores(layer, Qh * layer.scale, Kh, p0, n, 0, n)  # (B, H, r, n), -inf where not allowed
     if spec.sink:  # the sink's logit in each row's denominator: rows of A sum to 1 − π, kept so
         A = sink_softmax(xp, S, gains["s_sink"])[0]
@@ -444,17 +451,19 @@ def _mlp(xp, ops, block, lw, h):
     return xp.matmul(ops.bias_act(xp, xp.matmul(h, lw.W_up), lw.b_up, block.activation), lw.W_down)
 
 
-def _block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict, past: LayerCache | None = None):
-    """One block on ``x`` ``(B, n, d)``: its output and the attention's ``S``, ``A`` (``past``: see :func:`_attention`)."""
+def _block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict, past: LayerCache | None = None,
+           core=None):
+    """One block on ``x`` ``(B, n, d)``: its output and the attention's ``S``, ``A`` (``past``, ``core``: see
+    :func:`_attention`)."""
     pre = block.placement == "pre"
     if block.placement == "output":  # OLMo 2: x + N(Attn(x)), then x' + N(MLP(x'))
-        return _output_normed_block(xp, ops, block, lw, x, allowed, positions, dtype, cache, past)
+        return _output_normed_block(xp, ops, block, lw, x, allowed, positions, dtype, cache, past, core)
     h = ops.norm(xp, x, block.norm, lw.attn_norm, lw.attn_norm_bias) if pre else x
     P = _linear(xp, h, lw.W_QKV, lw.b_QKV)  # (B, n, q + 2 kv): one product for Q, K and V
     q, kv = int(lw.W_Q.shape[1]), int(lw.W_K.shape[1])
     Q, K, V = P[..., :q], P[..., q:q + kv], P[..., q + kv:]
     S, A, Z = _attention(xp, ops, block.attention, Q, K, V, {"g_Q": lw.g_Q, "g_K": lw.g_K, "s_sink": lw.s_sink},
-                         allowed, positions, dtype, cache, past)
+                         allowed, positions, dtype, cache, past, core)
     y, b_O = xp.matmul(Z, lw.W_O), lw.b_O
     if block.post_norms:  # Gemma 2: the attention's output normed before its residual sum
         y, b_O = rms_norm(_plus(y, b_O), lw.post_attn_norm, block.norm.eps, block.norm.offset), None
@@ -473,14 +482,36 @@ def _block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict, p
 
 
 def _output_normed_block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict,
-                         past: LayerCache | None = None):
+                         past: LayerCache | None = None, core=None):
     """A block with norms on the sublayers' outputs only (OLMo 2): ``x' = x + N₁(Attn(x))``, ``x' + N₂(MLP(x'))``."""
     P = _linear(xp, x, lw.W_QKV, lw.b_QKV)
     q, kv = int(lw.W_Q.shape[1]), int(lw.W_K.shape[1])
     S, A, Z = _attention(xp, ops, block.attention, P[..., :q], P[..., q:q + kv], P[..., q + kv:],
-                         {"g_Q": lw.g_Q, "g_K": lw.g_K, "s_sink": lw.s_sink}, allowed, positions, dtype, cache, past)
+                         {"g_Q": lw.g_Q, "g_K": lw.g_K, "s_sink": lw.s_sink}, allowed, positions, dtype, cache, past, core)
     mid = x + ops.norm(xp, _plus(xp.matmul(Z, lw.W_O), lw.b_O), block.norm, lw.post_attn_norm, None)
     return mid + ops.norm(xp, _mlp(xp, ops, block, lw, mid), block.norm, lw.post_mlp_norm, None), S, A
+
+
+def forward_streamed(plan: ModelPlan, weights: Weights, input_ids, core) -> None:
+    """Run the blocks on ``(B, n)`` ids (no padding) with each layer's attention core handed to ``core``.
+
+    ``core(k, layer, Q_h, K_h, V_h) -> Z_h`` gets layer ``k``'s bound layer and per-head rows
+    ``(B, H, n, d)`` (QK-normed, rotated, key/value heads repeated) and returns ``A V`` without
+    keeping ``A`` (:mod:`attnsym.audit` streams it). Embedding, norms, MLPs and residuals are
+    this module's; nothing is returned (the caller's ``core`` keeps what it measures).
+    """
+    xp = array_namespace(weights.word)
+    ids = xp.asarray(input_ids, device=_device(weights.word))
+    B, n = ids.shape
+    ops = FUSED if _fused_for(weights.word, B * n) else ARRAY
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = embed(plan, weights, ids, None, None, ops)
+        positions, dtype, cache = xp.broadcast_to(xp.arange(n, device=_device(x)), (B, n)), dtype_name(x), {}
+        for k, (block, lw) in enumerate(zip(plan.blocks, weights.layers, strict=True)):
+            x = _block(xp, ops, block, lw, x, None, positions, dtype, cache, core=lambda *a, k=k: core(k, *a))[0]
+            if not bool(xp.all(xp.isfinite(x))):
+                raise ShapeError(f"the forward pass overflows {dtype} in layer {k} for these finite weights; load "
+                                 "the model with dtype='float64'")
 
 
 def _check_finite(xp, hidden, scores, dtype: str) -> None:

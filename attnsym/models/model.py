@@ -554,6 +554,12 @@ class Model:
         decoded = "" if self.tokenizer is None else self.tokenizer.decode(list(new), skip_special_tokens=False)
         return Generation(prompt_ids=tuple(prompt), ids=new, text=decoded, cached=cache)
 
+    def head_stats(self, text_or_ids: str | Sequence[int], **options: Any) -> Any:
+        """Exact per-head statistics on one text, streamed (no ``n × n`` map kept); see :func:`attnsym.audit.head_stats`."""
+        from ..audit.headstats import head_stats  # the audit sits above models: imported when asked for
+
+        return head_stats(self, text_or_ids, **options)
+
     def contrast(self, text1: str, text2: str, token: str, **options: Any) -> TokenContrast:
         """How ``token`` is routed in two texts by the same weights; see :func:`attnsym.models.contrast`."""
         return contrast(self, text1, text2, token, **options)

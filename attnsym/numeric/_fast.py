@@ -23,19 +23,25 @@ The rest moves into the matrix products (below), and query (forward) or key (bac
 blocks run on the worker pool of :mod:`attnsym.numeric._pool`, with BLAS at one thread for
 the whole call so that the cores are not oversubscribed:
 
-* **the shift goes into the product.** With ``u_i = c·‖q_i‖·max_j ‖k_j‖ ≥ max_j S_ij``
-  (Cauchy–Schwarz), ``[c·Q, −u] [K, 1]ᵀ = S − u`` is one product, and ``exp`` of it never
-  exceeds 1: no running maximum, no rescaling between key blocks.
+* **the shift goes into the product.** Each row is shifted by ``t_i``, the maximum of its
+  scores in the first key block (computed once, an extra pass over that block alone), and
+  ``[c·Q, −t] [K, 1]ᵀ = S − t`` is one product for every later block: no running maximum, no
+  rescaling between key blocks. The row's sum is at least 1 (its first-block maximum gives
+  ``e^0``), so it never underflows however large the scores are. (Until issue 34 the shift was
+  the Cauchy–Schwarz bound ``u_i = c·‖q_i‖·max_j ‖k_j‖``, which exceeds the row maximum by
+  more than ``ln(1/MIN_ROW_SUM)`` as soon as the scores spread a little — weights three times the
+  benchmark's ``1/√d`` scale already did — and every block was then computed twice.) ``u_i``
+  remains the shift of a row masked in its whole first key block.
 * **the row sums come out of the product.** ``P [V, 1] = [P V, ℓ]``.
 * **the backward folds its shifts too.** ``[c·Q, −L] [K, 1]ᵀ = S − L`` (``L`` the row
   log-sum-exp of the forward) gives ``A = exp(·)`` in one pass, and
   ``[dZ, −D] [V, 1]ᵀ = dA − D`` makes ``dS = A ⊙ (dA − D)`` one in-place product.
 
-The bound can be loose: when ``u_i`` exceeds the true row maximum by so much that the row's
-sum ``ℓ_i`` falls below :data:`MIN_ROW_SUM` (or a positive score bias pushes a sum past the
-dtype's range), that query block is recomputed with the exact online softmax (running
-maximum), so precision never depends on the bound. ALiBi biases are ≤ 0 and keep the bound. Fully masked rows
-get ``Z = 0`` and ``L = +inf``, the policy of :mod:`attnsym.spec`.
+When a later score exceeds the first block's maximum by so much that the row's sum passes
+:data:`MAX_ROW_SUM` (``e^60`` in float32), or the row's sum falls below :data:`MIN_ROW_SUM` (a
+row shifted by its bound), that query block is recomputed with the exact online softmax
+(running maximum), so precision never depends on the shift. Fully masked rows get ``Z = 0``
+and ``L = +inf``, the policy of :mod:`attnsym.spec`.
 
 Masks, causal blocks and additive score biases (position hook (c)) are applied per block as
 in the generic path; blocks entirely above a causal diagonal are skipped.
@@ -53,7 +59,8 @@ from . import _pool
 from .backend import backend_name
 from .layer import BoundLayer
 
-__all__ = ["BACKWARD_BLOCK", "ENABLED", "FAST_BLOCK", "MIN_ROW_SUM", "backward", "blocks", "forward", "session", "usable"]
+__all__ = ["BACKWARD_BLOCK", "ENABLED", "FAST_BLOCK", "MAX_ROW_SUM", "MIN_ROW_SUM", "backward", "blocks", "forward", "session",
+           "usable"]
 
 #: query rows per task and key columns of one score block in the forward (512 × 256 float32 = 512 KiB)
 FAST_BLOCK = (512, 256)
@@ -63,6 +70,9 @@ FAST_BLOCK = (512, 256)
 BACKWARD_BLOCK = (256, 512)
 #: a row whose shifted sum falls below this is recomputed with the exact running maximum
 MIN_ROW_SUM = 1e-6
+#: a row whose shifted sum exceeds this (a score far above its first key block's maximum) is recomputed with the
+#: exact running maximum: below it no shifted score passed e^60 (float32; the exp kernel is exact up to e^88)
+MAX_ROW_SUM = {np.dtype(np.float32): math.exp(60.0), np.dtype(np.float64): math.exp(600.0)}
 #: take the fast path for NumPy arrays (tests switch it off to run the generic path on NumPy)
 ENABLED = True
 
@@ -213,23 +223,32 @@ def _forward_block(lanes: _Lanes, lane: int, i0: int, i1: int, Kx, Vx, kmax: flo
     Qb = lanes.Q[lane, i0:i1]  # (bi, d_k)
     Qx = _buffer(buffers, "Qx", (bi, Qb.shape[1] + 1))  # [c·Q, −u]
     np.multiply(Qb, c, out=Qx[:, :-1])
+    end = lanes.key_end(i1)
+    Qx[:, -1] = 0.0
+    first = None
     if exact:
-        Qx[:, -1] = 0.0
         m = np.full(bi, -np.inf, dtype)
     else:
         u = c * np.sqrt(np.einsum("ij,ij->i", Qb, Qb, dtype=np.float64)) * kmax  # ≥ every score of the row
-        Qx[:, -1] = -u
+        first = _buffer(buffers, "S", (bi, min(end, bj)))
+        lanes.scores_into(first, lane, Qx, Kx[:first.shape[1]], i0, i1, 0, first.shape[1])  # the first key block
+        top = first.max(axis=1)  # the first key block's row maximum: at most the row's, so its sum is at least 1
+        shift = np.where(np.isfinite(top), top, u).astype(dtype)  # (bi,); a row masked there: the bound
+        first -= shift[:, None]
+        Qx[:, -1] = -shift
     acc = _buffer(buffers, "acc", (bi, Vx.shape[1]))  # Σ P [V, 1] = [Σ P V, ℓ], or Σ P V
     acc.fill(0)
     sums = None if lanes.sums_in_product else _buffer(buffers, "sums", (bi,))  # ℓ, added up by the exp pass
     if sums is not None:
         sums.fill(0)
     part = _buffer(buffers, "part", (bi, Vx.shape[1]))
-    end = lanes.key_end(i1)
     for j0 in range(0, end, bj):
         j1 = min(end, j0 + bj)
-        S = _buffer(buffers, "S", (bi, j1 - j0))
-        lanes.scores_into(S, lane, Qx, Kx[j0:j1], i0, i1, j0, j1)  # (bi, bj) = S − u
+        if j0 == 0 and first is not None:
+            S = first  # already shifted
+        else:
+            S = _buffer(buffers, "S", (bi, j1 - j0))
+            lanes.scores_into(S, lane, Qx, Kx[j0:j1], i0, i1, j0, j1)  # (bi, bj) = S − shift
         if exact:
             m_new = np.maximum(m, S.max(axis=1))
             shift = np.where(np.isfinite(m_new), m_new, 0.0).astype(dtype)
@@ -239,7 +258,7 @@ def _forward_block(lanes: _Lanes, lane: int, i0: int, i1: int, Kx, Vx, kmax: flo
             if sums is not None:
                 sums *= alpha.astype(dtype)
             m = m_new
-        lanes.exp(S, sums)  # the one pass over the block: entries in [0, 1]
+        lanes.exp(S, sums)  # the one pass over the block: entries in [0, e^60] unless redone
         np.matmul(S, Vx[j0:j1], out=part)  # [P V, ℓ] (or P V) of this block
         acc += part
     ell = acc[:, -1] if sums is None else sums
@@ -268,11 +287,12 @@ def forward(layer: BoundLayer, Q, K, V, block: tuple[int, int] = FAST_BLOCK):
             i1 = min(n, i0 + bi)
             one = lambda exact: _forward_block(lanes, lane, i0, i1, Kx[lane], Vx[lane], kmax[lane], exact=exact,
                                                bj=block[1], buffers=buffers)
-            Zb, Lb, ell = one(False)
+            with np.errstate(over="ignore", invalid="ignore"):  # an overflow sends the block to the exact path
+                Zb, Lb, ell = one(False)
             has_key = _row_has_key(lanes, lane, i0, i1)
             low = ell < MIN_ROW_SUM if has_key is None else (ell < MIN_ROW_SUM) & has_key
-            if low.any() or not np.isfinite(ell).all():  # a loose bound, or a positive score bias above it:
-                # redo the block with the running maximum
+            if low.any() or not (ell <= MAX_ROW_SUM[Zb.dtype]).all():  # a loose bound (a row masked in the first
+                # key block), or a score far above the first block's maximum: redo the block with the running maximum
                 Zb, Lb, _ = one(True)
             Z[lane, i0:i1], L[lane, i0:i1] = Zb, Lb
         return run

@@ -1,6 +1,6 @@
 r"""Compiled element-wise kernels shared by the numeric fast path and :mod:`attnsym.models` (Numba, extra ``fast``).
 
-One primitive, the exponential of a row shifted by a constant, and the three loops built on it:
+One primitive, the exponential of a row shifted by a constant, and the four loops built on it:
 
 - :func:`exp_rowsum` — ``S ← exp(S)`` and the row sums of the result, in one loop: the forward's
   one pass over a score block of :mod:`attnsym.numeric._fast` (its shift is folded into the
@@ -8,7 +8,9 @@ One primitive, the exponential of a row shifted by a constant, and the three loo
 - :func:`exp_and_dscores` — ``A ← exp(A)``, ``dS ← A ⊙ dS``: the backward's two passes fused
   into one loop (``A`` holds ``S − L``, ``dS`` holds ``dA − D``);
 - :func:`softmax_rows` — ``A ← softmax(S)`` per row, the stable one (shift by the row
-  maximum), the kernel of the real-model forward (:mod:`attnsym.models._fused`).
+  maximum), the kernel of the real-model forward (:mod:`attnsym.models._fused`);
+- :func:`exp_rowsum_moment` — ``S ← exp(S)`` with the row sums, the first moments ``Σ e^s s``
+  and the row maxima in one loop: the streamed head statistics of :mod:`attnsym.audit.stream`.
 
 **The float32 exp** is Cephes' ``expf``: ``exp(x) = 2^k · e^f`` with ``k = round(x·log₂e)``
 and ``f = x − k·ln 2`` (ln 2 in two parts, so ``f`` is exact), ``e^f`` by a degree-7 polynomial
@@ -16,8 +18,9 @@ on ``|f| ≤ ln2/2``, ``2^k`` built from its exponent bits. Relative error at mo
 (about 2 float32 ulps) for ``x`` in ``[-87, 88]``, measured against float64 ``exp`` by the
 tests (``tests/test_kernels.py``) over 2·10⁶ points of the range; a weight ``e^x`` with
 ``x ≤ -87`` (below float32's smallest normal, 1.2e-38) is 0, as is ``-inf`` (a masked key);
-NaN stays NaN; ``x`` above 88 is taken as 88 (scores here are shifted, so never above 0 by more than
-rounding). The kernels are float32 only: a float64 loop over the compiled libm ``exp`` ran at
+NaN stays NaN; ``x`` above 88 is taken as 88 (the fast path's shifted scores stay below 60, and a
+row whose sum says otherwise is redone exactly: :data:`attnsym.numeric._fast.MAX_ROW_SUM`).
+The kernels are float32 only: a float64 loop over the compiled libm ``exp`` ran at
 0.23 G elements/s here against NumPy's 1.18 G/s (its SIMD ``exp``), so float64 stays on NumPy.
 Measured on one 512 × 256 block, one thread, interleaved (a copy of the block subtracted):
 NumPy's float32 ``exp`` 47 µs (2.8 G/s), and with the row sums 74 µs; :func:`exp_rowsum` 30 µs
@@ -43,7 +46,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["EXP_MAX", "EXP_MIN", "EXP_RTOL", "available", "compiled", "exp_and_dscores", "exp_rowsum", "softmax_rows"]
+__all__ = ["EXP_MAX", "EXP_MIN", "EXP_RTOL", "available", "compiled", "exp_and_dscores", "exp_rowsum", "exp_rowsum_moment",
+           "softmax_rows"]
 
 #: weights e^x with x at or below this are 0 (float32's smallest normal is e^-87.3)
 EXP_MIN = -87.0
@@ -70,6 +74,8 @@ _expf: Any = None
 #: a row scaled by its powers of two and summed, set by :func:`_compile`: compiled with 'reassoc' (the sum
 #: vectorises), which the exp's polynomial must not be
 _scale_and_sum: Any = None
+#: a row scaled by its powers of two, its sum and its first moment, set by :func:`_compile` (as _scale_and_sum)
+_scale_sum_moment: Any = None
 
 
 def available() -> bool:
@@ -149,6 +155,41 @@ def _compile(numba) -> dict[str, Any]:
                 bits[j] = b
             sums[r] += _scale_and_sum(x, power)
 
+    global _scale_sum_moment  # a module global too
+
+    @jit_sum
+    def _scale_sum_moment(x, power, xs):  # pragma: no cover - compiled
+        """x ← x · power, and the sums of x and of x · xs ('reassoc': vectorised)."""
+        total = _F(0.0)
+        moment = _F(0.0)
+        for j in range(x.shape[0]):
+            v = x[j] * power[j]
+            x[j] = v
+            total += v
+            moment += v * xs[j]
+        return total, moment
+
+    @jit
+    def exp_rowsum_moment(S, sums, moments, maxima):  # pragma: no cover - compiled
+        rows, n = S.shape
+        bits = np.empty(n, np.int32)
+        power = bits.view(np.float32)
+        xs = np.empty(n, np.float32)
+        for r in range(rows):
+            x = S[r]
+            top = maxima[r]
+            for j in range(n):
+                v = x[j]
+                top = max(top, v)
+                e, b = _expf(v)
+                x[j] = e
+                bits[j] = b
+                xs[j] = v if b != 0 else _F(0.0)  # a weight of 0 (masked: -inf) adds nothing to the moment
+            total, moment = _scale_sum_moment(x, power, xs)
+            sums[r] += total
+            moments[r] += moment
+            maxima[r] = top
+
     @jit
     def exp_and_dscores(A, dS):  # pragma: no cover - compiled
         rows, n = A.shape
@@ -190,7 +231,8 @@ def _compile(numba) -> dict[str, Any]:
             for j in range(n):
                 p[j] *= inv
 
-    return {"exp_rowsum": exp_rowsum, "exp_and_dscores": exp_and_dscores, "softmax_rows": softmax_rows}
+    return {"exp_rowsum": exp_rowsum, "exp_and_dscores": exp_and_dscores, "softmax_rows": softmax_rows,
+            "exp_rowsum_moment": exp_rowsum_moment}
 
 
 def _checked(name: str, *arrays: np.ndarray):
@@ -232,6 +274,29 @@ def exp_rowsum(S: np.ndarray, sums: np.ndarray) -> np.ndarray:
     if S.ndim != 2 or sums.shape != S.shape[:1]:
         raise ShapeError(f"exp_rowsum: S has shape {S.shape} and sums {sums.shape}; expected (rows, n) and (rows,)")
     _checked("exp_rowsum", S, sums)(S, sums)
+    return S
+
+
+def exp_rowsum_moment(S: np.ndarray, sums: np.ndarray, moments: np.ndarray, maxima: np.ndarray) -> np.ndarray:
+    """``S ← exp(S)``, ``sums += Σ_j exp(S_j)``, ``moments += Σ_j exp(S_j) S_j``, ``maxima ← max(maxima, max_j S_j)``.
+
+    One pass over float32 rows (``S`` (rows, n), the others (rows,)): the streamed head
+    statistics' pass (:mod:`attnsym.audit.stream`), where the row sums and the first moment of the
+    shifted scores give the entropy ``log ℓ − moment / ℓ`` and the maximum the largest weight.
+    A ``-inf`` score (a masked key) adds 0 to the sums. Returns ``S``.
+
+    >>> S = np.log(np.array([[0.25, 0.75, 0.0]], np.float32))
+    >>> sums, moments, maxima = np.zeros(1, np.float32), np.zeros(1, np.float32), np.full(1, -np.inf, np.float32)
+    >>> _ = exp_rowsum_moment(S, sums, moments, maxima)
+    >>> np.round(sums, 6), np.round(moments, 5), np.round(maxima, 5)   # 0.25 ln 0.25 + 0.75 ln 0.75
+    (array([1.], dtype=float32), array([-0.56233], dtype=float32), array([-0.28768], dtype=float32))
+    """
+    from ..errors import ShapeError
+
+    if S.ndim != 2 or any(a.shape != S.shape[:1] for a in (sums, moments, maxima)):
+        raise ShapeError(f"exp_rowsum_moment: S has shape {S.shape}, sums {sums.shape}, moments {moments.shape}, "
+                         f"maxima {maxima.shape}; expected (rows, n) and (rows,)")
+    _checked("exp_rowsum_moment", S, sums, moments, maxima)(S, sums, moments, maxima)
     return S
 
 
