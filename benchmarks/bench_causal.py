@@ -211,8 +211,17 @@ def render(raw: dict) -> str:
             cell = (f"**{ratio:.2f}×**", "met" if ratio <= GOAL else "missed") if side == "route" else ("1", "")
             lines.append(f"| {t} | {label} | {statistics.median(w) * 1e3:.1f} ms ({min(w) * 1e3:.1f}–{max(w) * 1e3:.1f}) "
                          f"| {statistics.median(c) * 1e3:.1f} ms | {cell[0]} | {cell[1]} |")
+    for t in raw["ratios"]:
+        cpu = statistics.median(_cpus(raw, "route", int(t))) / statistics.median(_cpus(raw, "reference", int(t)))
+        lines.append(f"\nCPU-time ratio at {t} thread(s) (all threads of each worker summed; what a shared machine "
+                     f"changes least at one thread): {cpu:.2f}×.")
     if "profile" in raw:
         p = raw["profile"]
+        products = sum(r["tottime"] for r in p["rows"] if r["function"].endswith("matmul"))
+        lines += ["", f"The matrix products take {products / p['total']:.0%} of route's CPU time at one thread: the "
+                      "pass is bound by BLAS on the weights' products (about 27 GFLOP for 128 tokens; transformers "
+                      "also projects every position onto the 49,152-token vocabulary, about 7 GFLOP more, where "
+                      "attnsym keeps the last position's logits only)."]
         lines += ["", f"Where route(text) spends its time (cProfile, one thread, CPU time per call, total "
                       f"{p['total'] * 1e3:.1f} ms), by own time:", "", "| function | calls | own time |", "|---|---|---|"]
         lines += [f"| `{r['function']}` | {r['ncalls']} | {r['tottime'] * 1e3:.1f} ms |" for r in p["rows"]]
