@@ -207,6 +207,18 @@ def test_float32_matches_transformers_gguf_loader(arch, storage):
     assert gap <= 1e-5
 
 
+def test_an_untied_files_output_weight_is_its_lm_head():
+    """llama.cpp writes an untied head as ``output.weight``: its logits are transformers' own model's."""
+    path = gguf_file("llama", "F32")
+    m = models.load(path)
+    assert not m.config.tie_word_embeddings and m.weights.lm_head is not None
+    ids = [int(i) for i in np.asarray(IDS)[0]]
+    with torch.no_grad():
+        expected = hf_model("llama")(input_ids=torch.as_tensor([ids])).logits[0].numpy()
+    got = m.route(ids, logits="all").logits
+    assert np.abs(got - expected).max() <= 1e-4 * max(1.0, float(np.abs(expected).max()))
+
+
 @pytest.mark.parametrize("arch", list(ARCH))
 def test_float64_matches_transformers_without_its_float32_steps(arch):
     path = gguf_file(arch, "F32")

@@ -46,7 +46,7 @@ __all__ = ["ARCHITECTURES", "GGUF_NAMES", "GGUFPlan", "plan_from_metadata", "unp
 
 #: GGUF tensor names of the LLaMA-style roles (``{i}`` the block)
 _DECODER_NAMES: dict[str, str] = {
-    "embed": "token_embd.weight", "final_norm": "output_norm.weight",
+    "embed": "token_embd.weight", "final_norm": "output_norm.weight", "lm_head": "output.weight",
     "attn_norm": "blk.{i}.attn_norm.weight", "mlp_norm": "blk.{i}.ffn_norm.weight",
     "W_Q": "blk.{i}.attn_q.weight", "b_Q": "blk.{i}.attn_q.bias",
     "W_K": "blk.{i}.attn_k.weight", "b_K": "blk.{i}.attn_k.bias",
@@ -71,8 +71,8 @@ GGUF_NAMES: dict[str, dict[str, str]] = {
 }
 _FUSED = ("gpt2", "gpt_neox", "bloom")
 
-#: the LM head: read by nothing here, allowed beside the plan's tensors
-LM_HEAD = "output.weight"
+#: the LM head (an untied model's ``output.weight``): the plan reads it as ties are decided by its presence
+LM_HEAD = _DECODER_NAMES["lm_head"]
 
 
 @dataclass(frozen=True)
