@@ -324,7 +324,7 @@ def test_the_overview_has_every_head_with_the_numbers_of_the_route_and_its_class
     thumbs = browser.execute_script("return Array.from(document.querySelectorAll('#overview-grid button.thumb')).map("
                                     "b => [Number(b.dataset.layer), Number(b.dataset.head), b.dataset.class])")
     report = classify(np.asarray(inp.attention), tokens=[inp.tokens])
-    assert thumbs == [[ly + 1, h + 1, report.labels[ly][h]] for ly in range(inp.layers) for h in range(inp.heads)]
+    assert thumbs == [[ly + 1, h + 1, report.primary[ly][h]] for ly in range(inp.layers) for h in range(inp.heads)]
     exported = json.loads(_capture_download(browser, "#view-overview button[data-export=json]"))
     np.testing.assert_array_equal(np.array(exported["attention"]), inp.attention)
     assert [(x["layer"], x["head"], x["class"]) for x in exported["head_classes"]] == [(t[0], t[1], t[2]) for t in thumbs]

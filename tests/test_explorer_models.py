@@ -184,7 +184,7 @@ def test_the_overview_of_the_real_model_shows_route_and_attnsym_heads(model, rea
         assert [(t[0], t[1]) for t in thumbs] == [(ly + 1, h + 1) for ly in range(6) for h in range(12)]
         for layer, head, cls, label, rgb in thumbs:
             ly, h = layer - 1, head - 1
-            assert cls == report.labels[ly][h], (sentence, layer, head)
+            assert cls == report.primary[ly][h], (sentence, layer, head)
             top = report.top[ly, h]
             assert label == SHORT[cls] + ("" if np.isnan(top) else f" {top:.2f}")
             M = A[ly, h]
