@@ -1,9 +1,10 @@
 """``attnsym explore``: one self-contained HTML page for your own sentences.
 
 Routes the sentences through a real model (the packaged all-MiniLM-L6-v2 by default, or any
-Hugging Face folder), contrasts a word between the first two, adds the toy spec, the
-derivations and the checked claims, and writes everything into one HTML file that opens from
-disk and fetches nothing (:mod:`attnsym.explorer`).
+Hugging Face folder), contrasts a word between the first two, adds the derivations and the
+checked claims, and writes everything into one HTML file that opens from disk and fetches
+nothing (:mod:`attnsym.explorer`). The page's routing views show the user's sentences only
+(the toy spec's random inputs only with ``--toy``, labelled as such).
 """
 
 from __future__ import annotations
@@ -61,7 +62,9 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("--force", action="store_true", help="replace an existing page")
     parser.add_argument("--no-claims", action="store_true", help="do not check the claims (faster)")
     parser.add_argument("--quick", action="store_true", help="quick claim checks")
-    parser.add_argument("--no-toy", action="store_true", help="leave out the toy spec's two inputs")
+    parser.add_argument("--toy", action="store_true",
+                        help="also add the toy spec's two inputs (random vectors, words as labels; labelled toy)")
+    parser.add_argument("--no-toy", action="store_true", help=argparse.SUPPRESS)  # the default now; kept for scripts
     parser.add_argument("--no-flow", action="store_true", help="skip attention flow (n^2 max-flows per sentence)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the toy spec and the claim checks (default 0)")
     parser.set_defaults(run=run)
@@ -82,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.no_claims:
         print("checking the claims ...", file=sys.stderr)
     data = page_data(evidence=() if args.no_claims else None, inputs=inputs, contrasts=contrasts,
-                     toy=not args.no_toy, seed=args.seed, quick=args.quick, meta={"model": model.name})
+                     toy=args.toy and not args.no_toy, seed=args.seed, quick=args.quick, meta={"model": model.name})
     path = write_page(data, args.output, overwrite=args.force)
     word = f"; contrast of '{contrasts[0].word}'" if contrasts else ""
     print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB): {len(inputs)} sentence(s){word}, "

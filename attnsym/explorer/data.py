@@ -101,7 +101,7 @@ class RoutingInput:
     Attributes
     ----------
     name : str
-        What the input selector shows (the sentence, or "toy spec, input 1").
+        What the input selector shows (the sentence, or "toy input 1 (random vectors)").
     source : str
         Where the numbers come from (the model and its sizes, or the spec).
     tokens : tuple of str
@@ -115,6 +115,9 @@ class RoutingInput:
         (:meth:`~attnsym.heads.HeadReport.to_dict`: layer and head counted from 1, a class and
         the scores of every head) with the classes' descriptions; the overview labels each
         thumbnail with it.
+    sinks : tuple of bool, optional
+        Per token, whether it is a sink's key (a special token such as ``[CLS]`` or ``[SEP]``,
+        or a decoder's first token): the page says a row that parks on one "reads nothing".
     """
 
     name: str
@@ -126,11 +129,14 @@ class RoutingInput:
     flow: np.ndarray | None
     mlp: MlpData
     head_classes: dict[str, Any] | None = None
+    sinks: tuple[bool, ...] | None = None
 
     def __post_init__(self) -> None:
         n = len(self.tokens)
         if n == 0:
             raise ShapeError(f"input {self.name!r} has no tokens")
+        if self.sinks is not None and len(self.sinks) != n:
+            raise ShapeError(f"sinks must have one flag per token ({n}) (got {len(self.sinks)})")
         A = _matrix("attention", self.attention, (None, None, n, n))
         for key, M in self.fused.items():
             _matrix(f"fused[{key!r}]", M, (A.shape[0], n, n))
@@ -156,6 +162,7 @@ class RoutingInput:
             "flow": None if self.flow is None else encode_array(self.flow),
             "mlp": self.mlp.to_dict(),
             "head_classes": self.head_classes,
+            "sinks": None if self.sinks is None else [bool(x) for x in self.sinks],
         }
 
 

@@ -68,27 +68,31 @@ _SKELETON = """<!DOCTYPE html>
 </head>
 <body>
 <header class="top"><h1>{heading}</h1>
-<nav aria-label="sections"><a href="#story">Contrast</a><a href="#overview">All heads</a>
-<a href="#headview">Head view</a>
+<nav aria-label="sections"><a href="#story">Story</a><a href="#headview">Head view</a>
+<a href="#overview">All heads</a>
 <a href="#routing">Routing</a><a href="#claims">Claims</a><a href="#derivations">Derivations</a></nav>
 </header>
 <main>
 <section class="part" id="story" aria-labelledby="h-story">
-<h2 id="h-story">The same word in two sentences</h2>
+<h2 id="h-story">Attention computes its mixing weights from the input</h2>
+<div id="story-lines" class="story-lines"></div>
+<div id="story-picture"></div>
 <div id="contrast"></div>
+<div id="story-sqrt"></div>
+<div id="results-strip"></div>
+</section>
+<section class="part" id="headview" aria-labelledby="h-headview">
+<h2 id="h-headview">Head view</h2>
+<p>Which token each token reads, one layer at a time: the attending token on the left, the key it reads on the right, one
+colour per head. It opens on the head of the contrast above; pick a sentence, a layer and the heads to overlay.</p>
+<div id="headview-body"></div>
 </section>
 <section class="part" id="overview" aria-labelledby="h-overview">
 <h2 id="h-overview">All heads</h2>
 <p>Every head's attention pattern for <span id="overview-input"></span>, one thumbnail per layer (rows) and head (columns),
-each named by its head class (<code>attnsym.heads.classify</code>). Click (or Enter) a thumbnail to open it in the routing views.
-Each thumbnail is coloured from white (0) to dark blue (its own largest weight); query &darr;, key &rarr;.</p>
+each named by the patterns it follows (attnsym.heads). Click (or Enter) a thumbnail to open it in the head view and the routing
+views. Query &darr;, key &rarr;.</p>
 <div id="overview-grid"></div>
-</section>
-<section class="part" id="headview" aria-labelledby="h-headview">
-<h2 id="h-headview">Head view</h2>
-<p>The heads of one layer overlaid: a line from key j (left) to query i (right) for each weight above the threshold, one colour
-per head, its opacity the weight. Toggle heads on and off.</p>
-<div id="headview-body"></div>
 </section>
 <section class="part" id="routing" aria-labelledby="h-routing">
 <h2 id="h-routing">Routing</h2>

@@ -22,7 +22,7 @@ from ..models.errors import TextError
 from .collect import routing_input
 from .data import ContrastData, MlpData, RoutingInput
 
-__all__ = ["FLOW_MAX_TOKENS", "common_word", "model_routing", "route_input"]
+__all__ = ["FLOW_MAX_TOKENS", "common_word", "headline_cell", "model_routing", "route_input", "sink_keys"]
 
 #: attention flow (n² max-flows) is computed for sentences up to this many tokens
 FLOW_MAX_TOKENS = 40
@@ -50,7 +50,33 @@ def route_input(route: Route, source: str, *, flow: bool | None = None) -> Routi
     labels = route.labels()
     with_flow = route.n <= FLOW_MAX_TOKENS if flow is None else bool(flow)
     return routing_input(route.text, source, labels, route.attention, _token_mlp(labels), flow=with_flow,
-                         heads=classify(route))
+                         heads=classify(route), sinks=sink_keys(route))
+
+
+def sink_keys(route: Route) -> tuple[bool, ...]:
+    """Per token, whether a row parked on it reads nothing: a special token, or a decoder's first token."""
+    return tuple(bool(s) or (route.causal and k == 0) for k, s in enumerate(route.special))
+
+
+def headline_cell(c: TokenContrast) -> tuple[int, int]:
+    """The head the page opens on: the largest role distance among heads where, in both sentences, the word's
+    row puts its largest weight on another word (not a sink's key, not the word itself); else the largest overall.
+
+    A head that parks the word on ``[CLS]`` in one sentence differs from the other sentence only in
+    reading nothing there, and a head where the word reads itself tells nothing of its context; the
+    headline names a head where both sentences read a word, so its sentence says what each read.
+    """
+    d = np.asarray(c.role_distance)
+    ok = np.ones(d.shape, dtype=bool)
+    for route, word, row in zip(c.routes, c.words, c.rows, strict=True):
+        other = ~np.array(sink_keys(route))
+        other[list(word.positions)] = False
+        ok &= other[np.argmax(np.asarray(row), axis=-1)]  # (L, H): the row's largest weight is on another word
+    if not ok.any():
+        layer, head = c.most_different()
+        return int(layer), int(head)
+    layer, head = np.unravel_index(int(np.argmax(np.where(ok, d, -np.inf))), d.shape)
+    return int(layer), int(head)
 
 
 def common_word(route1: Route, route2: Route) -> str | None:
@@ -71,6 +97,9 @@ def _contrast_facts(c: TokenContrast) -> tuple[tuple[str, str], ...]:
     layer, head = c.most_different()
     facts.append(("most different", f"layer {layer + 1}, head {head + 1}: {float(c.role_distance[layer, head]):.3f}"))
     facts.append(("tokens followed", c.chosen()))
+    facts.append(("same weights", f"the projection and feed-forward weights are "
+                                  f"{'identical' if c.weights_identical else 'NOT identical'} in both sentences "
+                                  f"({len(c.weight_digests)} layers fingerprinted)"))
     facts += [("note", note) for note in c.notes]
     return tuple(facts)
 
@@ -85,7 +114,7 @@ def _contrast_data(c: TokenContrast, inputs: tuple[int, int]) -> ContrastData:
         note=(f"'{c.words[0].text}' and '{c.words[1].text}' ({c.pieces} of their word pieces); the projection and "
               f"feed-forward weights applied to them are {'identical' if c.weights_identical else 'NOT identical'} "
               f"in both sentences ({len(c.weight_digests)} layers fingerprinted)."),
-        cell=tuple(int(x) for x in c.most_different()), facts=_contrast_facts(c),
+        cell=headline_cell(c), facts=_contrast_facts(c),
     )
 
 
