@@ -60,15 +60,70 @@
     }
     return display ? el("div", { "class": "scroll" }, span) : span;
   }
-  function textWithMath(text) {
-    var out = el("span");
-    String(text).split(/(\$[^$]+\$)/).forEach(function (part) {
+  // claims are written for a terminal (`n*(4*d*n)`, d^-0.48, sqrt(2)·gamma^2, x_{1,1}): the page shows them as prose and maths
+  var GREEK = { alpha: "α", gamma: "γ", delta: "δ", epsilon: "ε", eta: "η", theta: "θ", lambda: "λ", rho: "ρ", sigma: "σ", omega: "ω", ell: "ℓ" };
+  var GREEK_TEX = { ell: "\\ell" };
+  function balanced(s, open) {  // the index just past the bracket closing the one at `open`, or -1
+    var depth = 0, pairs = { "(": ")", "{": "}" }, o = s[open], c = pairs[o];
+    for (var k = open; k < s.length; k++) {
+      if (s[k] === o) depth++;
+      else if (s[k] === c && --depth === 0) return k + 1;
+    }
+    return -1;
+  }
+  function codeToTex(code) {  // a Python expression (SymPy's str) as TeX: ** powers, * products, sqrt, Greek names
+    var s = code.replace(/\b(alpha|gamma|delta|epsilon|eta|theta|lambda|rho|sigma|omega|ell)\b/g, function (m) { return GREEK_TEX[m] || "\\" + m; });
+    for (var k = s.indexOf("sqrt("); k >= 0; k = s.indexOf("sqrt(")) {
+      var end = balanced(s, k + 4);
+      if (end < 0) break;
+      s = s.slice(0, k) + "\\sqrt{" + s.slice(k + 5, end - 1) + "}" + s.slice(end);
+    }
+    s = s.replace(/\*\*(\([^()]*\)|[\w.]+)/g, function (m, e) { return "^{" + e.replace(/^\((.*)\)$/, "$1") + "}"; });
+    return s.replace(/\*/g, "\\,");
+  }
+  function plainMath(node, s) {  // powers and indices as <sup>/<sub>, sqrt( as √, a*b as a·b, Greek names as letters
+    s = s.replace(/\b(alpha|gamma|delta|epsilon|eta|theta|lambda|rho|sigma|omega|ell)\b/g, function (m) { return GREEK[m]; })
+      .replace(/\*\*/g, "^").replace(/([\w)²])\*(?=[\w(√])/g, "$1·");
+    for (var k = s.indexOf("sqrt("); k >= 0; k = s.indexOf("sqrt(")) {
+      var end = balanced(s, k + 4);
+      if (end < 0) break;
+      var inner = s.slice(k + 5, end - 1);
+      s = s.slice(0, k) + "√" + (/^[\w.]+$/.test(inner) ? inner : "(" + inner + ")") + s.slice(end);
+    }
+    var re = /\^(\{|\(|-?[\w.−]+)|_(\{|[A-Za-z0-9]{1,3}\b)/g, last = 0, m;
+    while ((m = re.exec(s)) !== null) {
+      var sup = m[0][0] === "^", start = m.index, open = sup ? m[1] : m[2];
+      if (!sup) {  // an index only after a one-letter name (x_i, W_Q) or a bracket (softmax(x)_i), never inside a_word
+        var before = s.slice(Math.max(0, start - 2), start);
+        if (!(/\)$/.test(before) || /(^|[^A-Za-z])[A-Za-zα-ωΑ-Ω]$/.test(before) || (start === 1 && /[A-Za-zα-ω]/.test(s[0])))) continue;
+      }
+      var body, stop;
+      if (open === "{" || open === "(") {
+        stop = balanced(s, start + 1);
+        if (stop < 0) continue;
+        body = s.slice(start + 2, stop - 1);
+      } else { body = open; stop = start + 1 + open.length; }
+      node.appendChild(document.createTextNode(s.slice(last, start)));
+      var child = el(sup ? "sup" : "sub");
+      plainMath(child, sup && open === "(" && /[\s+−-]/.test(body.replace(/^[-−]/, "")) ? "(" + body + ")" : body);
+      node.appendChild(child);
+      last = stop;
+      re.lastIndex = stop;
+    }
+    node.appendChild(document.createTextNode(s.slice(last)));
+  }
+  function prose(text) {
+    var out = el("span", { "class": "prose" });
+    String(text).split(/(`[^`]+`|\$[^$]+\$)/).forEach(function (part) {
       if (!part) return;
-      if (part.length > 2 && part[0] === "$" && part[part.length - 1] === "$") out.appendChild(math(part.slice(1, -1), false));
-      else out.appendChild(document.createTextNode(part));
+      var q = part[0];
+      if ((q === "`" || q === "$") && part.length > 2 && part[part.length - 1] === q) {
+        out.appendChild(math(q === "`" ? codeToTex(part.slice(1, -1)) : part.slice(1, -1), false));
+      } else plainMath(out, part);
     });
     return out;
   }
+  function textWithMath(text) { return prose(text); }
   function sourceToggle(tex, label) {
     var pre = el("pre", { "class": "latex-source", hidden: true, text: tex });
     var button = el("button", {
@@ -175,7 +230,7 @@
   function scalarNode(v) {
     if (isTex(v)) return math(v.latex, false);
     if (v === null) return el("span", { text: "none" });
-    return el("span", { text: typeof v === "number" ? fmtNumber(v) : String(v) });
+    return typeof v === "number" ? el("span", { text: fmtNumber(v) }) : prose(String(v));
   }
   // evidence values: typeset where they have a LaTeX form, lists and matrices as tables, never raw JSON
   function valueNode(v) {
@@ -204,34 +259,48 @@
     })));
   }
   function renderClaims() {
-    var root = document.getElementById("claim-list");
+    var root = byId("claim-list");
     if (!DATA.claims.length) { root.appendChild(el("p", { text: "No claims were checked for this page." })); return; }
-    root.appendChild(el("div", { "class": "claim-head", "aria-hidden": "true" },
-      ["claim", "verdict", "method", "key evidence"].map(function (t) { return el("span", { text: t }); })));
+    var groups = [];  // in the page's order: the source material's claims first, open; the others folded by theme
     DATA.claims.forEach(function (c) {
-      var verdictClass = c.as_expected ? (c.verdict === "holds" ? "ok" : "cond") : "bad";
-      var body = [el("p", null, [el("strong", { text: "Claim: " }), c.statement]),
-        el("p", null, [el("strong", { text: "Expected: " }), c.expected, " · ", el("strong", { text: "verdict: " }), c.verdict])];
-      if (c.conditions.length) body.push(el("h4", { text: "Conditions" }), el("ul", null, c.conditions.map(function (t) { return el("li", null, textWithMath(t)); })));
-      if (c.equations.length) {
-        body.push(el("h4", { text: "Equations" }));
-        c.equations.forEach(function (e) {
-          body.push(el("div", { "class": "equation" }, [el("p", { text: e.title }), math(e.latex, true)].concat(sourceToggle(e.latex))));
-        });
-      }
-      if (Object.keys(c.details).length) {
-        body.push(el("h4", { text: "Evidence" }), valueNode(c.details));
-        body.push(el("p", null, sourceToggle(JSON.stringify(c.details, null, 1), "JSON source")));
-      }
-      c.figures.forEach(function (f) {
-        body.push(el("figure", null, [el("img", { src: f.src, alt: c.claim + ": " + f.name, loading: "lazy" }), el("figcaption", { text: f.name })]));
-      });
-      root.appendChild(el("details", { "class": "claim", id: "claim-" + c.claim }, [
-        el("summary", null, [el("code", { text: c.claim }), el("span", { "class": "verdict " + verdictClass, text: c.verdict }),
-          el("span", { "class": "method", text: c.method }), el("span", { "class": "summary", text: c.summary })]),
-        el("div", { "class": "claim-body" }, body)
-      ]));
+      var g = c.group || "other", found = groups.filter(function (x) { return x.id === g; })[0];
+      if (!found) { found = { id: g, title: c.group_title || "Other claims", claims: [] }; groups.push(found); }
+      found.claims.push(c);
     });
+    groups.sort(function (a, b) { return (a.id === "source" ? 0 : 1) - (b.id === "source" ? 0 : 1); });
+    groups.forEach(function (g, k) {
+      var ok = g.claims.filter(function (c) { return c.as_expected; }).length;
+      var list = el("div", { "class": "claim-rows" }, [el("div", { "class": "claim-head", "aria-hidden": "true" },
+        ["claim", "verdict", "method", "key evidence"].map(function (t) { return el("span", { text: t }); }))].concat(g.claims.map(claimNode)));
+      var title = g.title + " (" + g.claims.length + (ok === g.claims.length ? ", every verdict as expected)" : ", " + ok + " as expected)");
+      if (g.id === "source" || groups.length === 1) root.appendChild(el("section", { "class": "claim-group", id: "claims-" + g.id }, [el("h3", { text: title }), list]));
+      else root.appendChild(el("details", { "class": "group", id: "claims-" + g.id }, [el("summary", { text: title }), list]));
+    });
+  }
+  function claimNode(c) {
+    var verdictClass = c.as_expected ? (c.verdict === "holds" ? "ok" : "cond") : "bad";
+    var body = c.figures.map(function (f) {
+      return el("figure", null, [el("img", { src: f.src, alt: c.claim + ": " + f.name, loading: "lazy" }), el("figcaption", { text: f.name })]);
+    });
+    body.push(el("p", null, [el("strong", { text: "Claim: " }), prose(c.statement)]),
+      el("p", null, [el("strong", { text: "Expected: " }), c.expected, " · ", el("strong", { text: "verdict: " }), c.verdict]),
+      el("p", null, [el("strong", { text: "Result: " }), prose(c.summary)]));
+    if (c.conditions.length) body.push(el("h4", { text: "Conditions" }), el("ul", null, c.conditions.map(function (t) { return el("li", null, prose(t)); })));
+    if (c.equations.length) {
+      body.push(el("h4", { text: "Equations" }));
+      c.equations.forEach(function (e) {
+        body.push(el("div", { "class": "equation" }, [el("p", { text: e.title }), math(e.latex, true)].concat(sourceToggle(e.latex))));
+      });
+    }
+    if (Object.keys(c.details).length) {
+      body.push(el("h4", { text: "Evidence" }), el("div", { "class": "evidence" }, valueNode(c.details)));
+      body.push(el("p", null, sourceToggle(JSON.stringify(c.details, null, 1), "JSON source")));
+    }
+    return el("details", { "class": "claim", id: "claim-" + c.claim }, [
+      el("summary", null, [el("span", { "class": "claim-id", text: c.claim }), el("span", { "class": "verdict " + verdictClass, text: c.verdict }),
+        el("span", { "class": "method", text: c.method }), el("span", { "class": "summary" }, prose(c.summary))]),
+      el("div", { "class": "claim-body" }, body)
+    ]);
   }
 
   // ------------------------------------------------------------------ routing: what is shown
