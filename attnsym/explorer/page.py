@@ -13,16 +13,21 @@ import base64
 import html
 import os
 import re
+import warnings
 from functools import cache
 from importlib import resources
 from pathlib import Path
 
 from .. import __version__
 from .._io import atomic_write
-from ..errors import SpecError
-from .data import PageData
+from ..errors import SizeLimitError, SpecError
+from .data import MAX_PAGE_BYTES, TOP_K, PageData
 
-__all__ = ["CSP", "katex_css", "page_title", "render_page", "write_page"]
+__all__ = ["CSP", "PageSizeWarning", "katex_css", "page_title", "render_page", "write_page"]
+
+
+class PageSizeWarning(UserWarning):
+    """The page stores some inputs bounded (each row's top weights), or is large; the message gives the size."""
 
 #: what the page may load: nothing from a network, fonts and images only from data: URIs
 CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; font-src data:; "
@@ -181,12 +186,32 @@ def render_page(data: PageData) -> str:
     )
 
 
-def write_page(data: PageData, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+def write_page(data: PageData, path: str | os.PathLike, *, overwrite: bool = False,
+               max_bytes: int | None = MAX_PAGE_BYTES) -> Path:
     """Write the page atomically to ``path``; an existing file needs ``overwrite=True``.
+
+    An input too large to store whole is stored bounded (:attr:`PageData.max_weights`, each
+    row's top weights); the page says so, and a :class:`PageSizeWarning` gives its size.
 
     Raises
     ------
     OverwriteError
         ``path`` exists and ``overwrite`` is False.
+    SizeLimitError
+        The page would be larger than ``max_bytes`` (default :data:`~attnsym.explorer.data.MAX_PAGE_BYTES`);
+        ``max_bytes=None`` writes it whatever its size.
     """
-    return atomic_write(path, render_page(data), overwrite=overwrite)
+    if max_bytes is not None and (isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1):
+        raise SpecError(f"max_bytes must be a positive integer or None (got {max_bytes!r})")
+    page = render_page(data)
+    size = len(page.encode("utf-8"))
+    if max_bytes is not None and size > max_bytes:
+        raise SizeLimitError(f"the page would be {size / 1e6:.1f} MB, above the {max_bytes / 1e6:.1f} MB cap (a browser may "
+                             f"not open it); pass max_bytes=None (attnsym explore: --max-page-mb 0) to write it anyway, "
+                             f"or route shorter texts")
+    bounded = data.bounded_inputs()
+    if bounded:
+        warnings.warn(f"the page is {size / 1e6:.1f} MB: {len(bounded)} input(s) too large to store whole "
+                      f"({', '.join(repr(b[:40]) for b in bounded)}) keep each row's top {TOP_K} weights",
+                      PageSizeWarning, stacklevel=2)
+    return atomic_write(path, page, overwrite=overwrite)

@@ -399,6 +399,7 @@
   }
   function heatmap(M, rows, cols, opts) {
     var n = rows.length, m = cols.length, g = layout(Math.max(n, m), rows.concat(cols));
+    if (n * m > 20000) g.cell = Math.max(2, Math.min(g.cell, Math.floor(1000 / Math.max(n, m))));  // drawn as one image
     var grid = opts.grid || "grid", at = opts.chosen || roving[grid];  // the tab stop: the chosen cell, else the last one used
     if (!at || at[0] >= n || at[1] >= m) {
       at = opts.selected !== null && opts.selected !== undefined && opts.selected < Math.min(n, m) ? [opts.selected, opts.selected] : [0, 0];
@@ -430,7 +431,32 @@
       if (opts.onlabel) { label.setAttribute("role", "button"); activate(label, function () { opts.onlabel(i); }); }
       root.appendChild(label);
     });
-    M.forEach(function (row, i) {
+    var big = n * m > 20000;  // a long text: the cells as one image (hover still reads a cell), not n² elements
+    if (big) {
+      var canvas = document.createElement("canvas");
+      canvas.width = m; canvas.height = n;
+      var ctx = canvas.getContext("2d"), img = ctx.createImageData(m, n);
+      M.forEach(function (row, i) { row.forEach(function (w, j) {
+        var c = sequentialRGB(max > 0 ? w / max : 0), o = 4 * (i * m + j);
+        img.data[o] = c[0]; img.data[o + 1] = c[1]; img.data[o + 2] = c[2]; img.data[o + 3] = 255; }); });
+      ctx.putImageData(img, 0, 0);
+      var picture = svg("image", { x: left, y: top, width: m * g.cell, height: n * g.cell, preserveAspectRatio: "none",
+        "image-rendering": "pixelated", "class": "cells-image", href: canvas.toDataURL("image/png") });
+      var tip = svg("title", { text: opts.title });
+      picture.appendChild(tip);
+      picture.addEventListener("mousemove", function (ev) {
+        var r = picture.getBoundingClientRect(), i = Math.floor((ev.clientY - r.top) / r.height * n), j = Math.floor((ev.clientX - r.left) / r.width * m);
+        if (i < 0 || j < 0 || i >= n || j >= m) return;
+        tip.textContent = (opts.cellTitle ? opts.cellTitle(i, j) : rows[i] + " ← " + cols[j]) + ": " + fmt(M[i][j]);
+        if (opts.onhover) opts.onhover(i, j);
+      });
+      picture.addEventListener("click", function (ev) {
+        var r = picture.getBoundingClientRect(), i = Math.floor((ev.clientY - r.top) / r.height * n);
+        if (i >= 0 && i < n && opts.onlabel) opts.onlabel(i);
+      });
+      root.appendChild(picture);
+    }
+    if (!big) M.forEach(function (row, i) {
       row.forEach(function (w, j) {
         var hot = opts.selected === i || opts.selected === j;
         var chosen = opts.chosen && opts.chosen[0] === i && opts.chosen[1] === j;
@@ -534,7 +560,7 @@
     if (state.token !== null && state.token >= inp.tokens.length) state.token = null;
     if (state.view === "flow" && !inp.flow) state.view = "rollout";
     if (state.threshold === null) state.threshold = inp.tokens.length > 24 ? 0.05 : 0;
-    fillSelect(byId("pick-input"), DATA.inputs.map(function (x, k) { return [k, x.name]; }), state.input);
+    fillSelect(byId("pick-input"), DATA.inputs.map(function (x, k) { return [k, x.name.length > 70 ? x.name.slice(0, 69) + "…" : x.name]; }), state.input);
     fillSelect(byId("pick-layer"), range(inp.layers).map(function (l) { return [l, "layer " + (l + 1)]; }), state.layer);
     fillSelect(byId("pick-head"), range(inp.heads).map(function (h) {
       var hc = headClass(inp, state.layer, h);
@@ -639,7 +665,7 @@
     if (!DATA.inputs.length) { byId("routing-views").textContent = "No routing input on this page."; return; }
     syncControls();
     var inp = current(), M = matrix(), tokens = inp.tokens, sel = state.token;
-    byId("routing-source").textContent = "Data: " + inp.source;
+    byId("routing-source").textContent = "Data: " + inp.source + (inp.bounded ? boundNote(inp).textContent : "");
     byId("routing-what").textContent = describe();
     tokenStrip(tokens);
     var views = byId("routing-views");
@@ -793,7 +819,7 @@
     root.textContent = "";
     var pickInput = el("select", { id: "hv-input", "aria-label": "head view: sentence", onchange: function () {
       hv.input = Number(pickInput.value); hv.headsOn = null; hv.focus = null; hv.pinned = false; renderHeadView(); } });
-    fillSelect(pickInput, DATA.inputs.map(function (x, k) { return [k, x.name]; }), hv.input);
+    fillSelect(pickInput, DATA.inputs.map(function (x, k) { return [k, x.name.length > 70 ? x.name.slice(0, 69) + "…" : x.name]; }), hv.input);
     var pickLayer = el("select", { id: "hv-layer", "aria-label": "head view: layer", onchange: function () {
       hv.layer = Number(pickLayer.value); renderHeadView(); } });
     fillSelect(pickLayer, range(inp.layers).map(function (l) { return [l, "layer " + (l + 1)]; }), layer);
@@ -874,7 +900,12 @@
   }
   // ------------------------------------------------------------------ the first screen: the story, the contrast, √d, results
   function sourceLine(inp) {
-    return el("p", { "class": "source" }, [el("strong", { text: "Data: " }), inp.source]);
+    return el("p", { "class": "source" }, [el("strong", { text: "Data: " }), inp.source, boundNote(inp)]);
+  }
+  function boundNote(inp) {  // a long text's page keeps each row's top weights only, and says so
+    if (!inp.bounded) return null;
+    return el("span", { "class": "bounded-note" }, " · Bounded page: " + inp.tokens.length + " tokens, so each attention row keeps its top " +
+      inp.bounded.top_k + " weights (no row leaves out more than " + fmt(inp.bounded.dropped) + "); the rest are shown as 0.");
   }
   function isSink(inp, j) { return !!(inp.sinks && inp.sinks[j]); }
   function topKey(row) { var best = 0; row.forEach(function (w, j) { if (w > row[best]) best = j; }); return best; }
@@ -884,6 +915,15 @@
       "reads “" + inp.tokens[j] + "” (" + w + ")";
   }
   function miniGraph(inp, position, row, title, fixed) {  // the word's row: one line per key it reads (width = weight)
+    var keep = range(inp.tokens.length);
+    if (keep.length > 16) {  // a long text: the word and the 8 keys it reads most, in text order, numbered
+      var top = range(row.length).sort(function (p, q) { return row[q] - row[p]; }).slice(0, 8);
+      keep = keep.filter(function (k) { return k === position || top.indexOf(k) >= 0; });
+      inp = { tokens: keep.map(function (k) { return (k + 1) + " " + inp.tokens[k]; }) };
+      row = keep.map(function (k) { return row[k]; });
+      position = keep.indexOf(position);
+      title += " (its 8 largest)";
+    }
     var n = inp.tokens.length, step = 17, longest = inp.tokens.reduce(function (m, t) { return Math.max(m, String(t).length); }, 1);
     var pad = Math.min(110, 12 + 7 * longest), W = Math.max(2 * pad + 70, 7.5 * title.length + 10), H = n * step + 30;
     var xl = W / 2 - 35, xr = W / 2 + 35;
@@ -915,7 +955,10 @@
   function renderContrast() {
     var root = byId("contrast"), picture = byId("story-picture");
     root.textContent = ""; picture.textContent = "";
-    if (!DATA.contrasts.length) { root.appendChild(el("p", { text: "No contrast on this page." })); return; }
+    if (!DATA.contrasts.length) {
+      root.appendChild(el("p", { text: "No contrast on this page: give two sentences that share a word (attnsym explore \"…\" \"…\" --word WORD) to see one word routed two ways." }));
+      return;
+    }
     var c = DATA.contrasts[state.contrast], a = DATA.inputs[c.inputs[0]], b = DATA.inputs[c.inputs[1]];
     if (!state.cell || state.cell.contrast !== state.contrast) state.cell = { contrast: state.contrast, layer: c.cell[0], head: c.cell[1] };
     var layer = state.cell.layer, head = state.cell.head, r1 = wordRow(c, 0, layer, head), r2 = wordRow(c, 1, layer, head);
