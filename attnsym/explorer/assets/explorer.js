@@ -838,16 +838,18 @@
       el("button", { type: "button", "class": "small", text: "none", onclick: function () { hv.headsOn = hv.headsOn.map(function () { return false; }); renderHeadView(); } })]));
     root.appendChild(toggles);
     var font = 14, step = 24, longest = tokens.reduce(function (m, t) { return Math.max(m, String(t).length); }, 1);
-    var pad = Math.max(110, Math.min(170, 20 + 8.5 * longest)), W = 2 * pad + 240, H = n * step + 56, xl = pad, xr = W - pad;
+    var pad = Math.max(110, Math.min(170, 20 + 8.5 * longest)), W = 2 * pad + 240, H = n * step + 70, xl = pad, xr = W - pad;
     var on = range(inp.heads).filter(function (h) { return hv.headsOn[h]; });
     var caption = "layer " + (layer + 1) + ", " + (on.length === inp.heads ? "all " + on.length + " heads" :
       (on.length ? "head" + (on.length > 1 ? "s " : " ") + on.map(function (h) { return h + 1; }).join(", ") : "no head"));
     var node = svg("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img", "class": "graph headview fixed-size",
       "aria-label": "head view of " + inp.name + ", " + caption });
-    node.appendChild(svg("title", { text: inp.name + " · " + caption }));
-    node.appendChild(svg("text", { x: 4, y: 16, "font-size": 12, "class": "axis", text: "attending token i" }));
-    node.appendChild(svg("text", { x: W - 4, y: 16, "font-size": 12, "text-anchor": "end", "class": "axis", text: "reads key j" }));
-    function y(k) { return 32 + (k + 0.5) * step; }
+    var title = inp.name.slice(0, 60) + " · " + caption;
+    node.appendChild(svg("title", { text: title }));
+    node.appendChild(svg("text", { x: 4, y: 15, "font-size": 12, "class": "caption", text: title }));
+    node.appendChild(svg("text", { x: 4, y: 34, "font-size": 12, "class": "axis", text: "attending token i" }));
+    node.appendChild(svg("text", { x: W - 4, y: 34, "font-size": 12, "text-anchor": "end", "class": "axis", text: "reads key j" }));
+    function y(k) { return 50 + (k + 0.5) * step; }
     var edges = svg("g", { "class": "edges" }), drawn = 0;
     on.forEach(function (h) {
       headMatrix(inp, layer, h).forEach(function (row, i) {
@@ -888,7 +890,7 @@
     if (hv.pinned && hv.focus) isolate(hv.focus[0], hv.focus[1]);
     var foot = el("p", { "class": "muted small" }, "Line opacity: the weight on the page's one scale, 0 to 1 (as the overview); weights below " +
       HEADVIEW_MIN + " are not drawn (" + drawn + " lines). Hover a token to see only its lines; tap or Enter pins them.");
-    root.appendChild(card("view-headview", inp.name.slice(0, 60) + " · " + caption, node,
+    root.appendChild(card("view-headview", "Head view: " + caption, node,
       function () { return fileName("headview", inp.name, layer, null) + "_heads-" + on.map(function (h) { return h + 1; }).join("-"); }));
     root.appendChild(foot);
   }
