@@ -59,23 +59,29 @@ def sink_keys(route: Route) -> tuple[bool, ...]:
 
 
 def headline_cell(c: TokenContrast) -> tuple[int, int]:
-    """The head the page opens on: the largest role distance among heads where, in both sentences, the word's
-    row puts its largest weight on another word (not a sink's key, not the word itself); else the largest overall.
+    """The head the page opens on: where, in both sentences, the word's row puts its largest weight on another
+    word (not a sink's key, not the word itself), the one with the largest role distance times the smaller of
+    the two largest weights; else the head of the largest role distance.
 
     A head that parks the word on ``[CLS]`` in one sentence differs from the other sentence only in
-    reading nothing there, and a head where the word reads itself tells nothing of its context; the
-    headline names a head where both sentences read a word, so its sentence says what each read.
+    reading nothing there, a head where the word reads itself tells nothing of its context, and a
+    broad head's largest weight is a small share; the headline names a head where both sentences
+    clearly read a word, so its sentence says what each read.
     """
     d = np.asarray(c.role_distance)
     ok = np.ones(d.shape, dtype=bool)
+    weight = np.ones(d.shape)
     for route, word, row in zip(c.routes, c.words, c.rows, strict=True):
+        row = np.asarray(row, dtype=np.float64)  # (L, H, n)
         other = ~np.array(sink_keys(route))
         other[list(word.positions)] = False
-        ok &= other[np.argmax(np.asarray(row), axis=-1)]  # (L, H): the row's largest weight is on another word
+        top = np.argmax(row, axis=-1)
+        ok &= other[top]  # (L, H): the row's largest weight is on another word
+        weight = np.minimum(weight, np.take_along_axis(row, top[..., None], axis=-1)[..., 0])
     if not ok.any():
         layer, head = c.most_different()
         return int(layer), int(head)
-    layer, head = np.unravel_index(int(np.argmax(np.where(ok, d, -np.inf))), d.shape)
+    layer, head = np.unravel_index(int(np.argmax(np.where(ok, d * weight, -np.inf))), d.shape)
     return int(layer), int(head)
 
 
@@ -97,7 +103,7 @@ def _contrast_facts(c: TokenContrast) -> tuple[tuple[str, str], ...]:
     layer, head = c.most_different()
     facts.append(("most different", f"layer {layer + 1}, head {head + 1}: {float(c.role_distance[layer, head]):.3f}"))
     facts.append(("tokens followed", c.chosen()))
-    facts.append(("same weights", f"the projection and feed-forward weights are "
+    facts.append(("same weights", f"projection and feed-forward weights "
                                   f"{'identical' if c.weights_identical else 'NOT identical'} in both sentences "
                                   f"({len(c.weight_digests)} layers fingerprinted)"))
     facts += [("note", note) for note in c.notes]

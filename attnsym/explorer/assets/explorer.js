@@ -210,13 +210,13 @@
       d.steps.forEach(function (s) {
         var tex = (s.formula ? s.formula + " \\\\\n" : "") + s.latex;
         steps.appendChild(el("li", { "class": "step" }, [
-          el("h4", { text: s.title }), el("p", null, textWithMath(s.explanation)),
+          el("h4", null, prose(s.title)), el("p", null, textWithMath(s.explanation)),
           s.formula ? math(s.formula, true) : null,
           math(s.latex, true)
         ].concat(sourceToggle(tex, "LaTeX source"))));
       });
       root.appendChild(el("section", { "class": "derivation", id: "derivation-" + d.id }, [
-        el("h3", { text: d.title }), el("p", { "class": "muted", text: d.description }),
+        el("h3", null, prose(d.title)), el("p", { "class": "muted" }, prose(d.description)),
         el("p", null, [el("button", { type: "button", "class": "small", text: "Download .tex",
           onclick: function () { download(d.id + ".tex", "application/x-tex", d.document); } })]),
         steps
@@ -249,13 +249,13 @@
         var cols = [];
         v.forEach(function (r) { Object.keys(r).forEach(function (k) { if (cols.indexOf(k) < 0) cols.push(k); }); });
         return el("div", { "class": "scroll" }, el("table", { "class": "details-table" }, [
-          el("tr", null, cols.map(function (c) { return el("th", { text: c }); }))
+          el("tr", null, cols.map(function (c) { return el("th", null, prose(c)); }))
         ].concat(v.map(function (r) { return el("tr", null, cols.map(function (c) { return el("td", null, c in r ? valueNode(r[c]) : null); })); }))));
       }
       return el("ol", { "class": "values" }, v.map(function (x) { return el("li", null, valueNode(x)); }));
     }
     return el("dl", { "class": "details" }, [].concat.apply([], Object.keys(v).map(function (k) {
-      return [el("dt", { text: k }), el("dd", null, valueNode(v[k]))];
+      return [el("dt", null, prose(k)), el("dd", null, valueNode(v[k]))];
     })));
   }
   function renderClaims() {
@@ -896,9 +896,9 @@
   }
 
   function sentenceLine(inp, position, label) {
-    return el("p", { "class": "sentence" }, [el("span", { "class": "muted", text: label + " " })].concat(inp.tokens.map(function (t, k) {
-      return el("span", { "class": "tok" + (k === position ? " word" : ""), text: t });
-    })));
+    var parts = [el("span", { "class": "muted", text: label })];
+    inp.tokens.forEach(function (t, k) { parts.push(" ", el("span", { "class": "tok" + (k === position ? " word" : ""), text: t })); });
+    return el("p", { "class": "sentence" }, parts);
   }
   // ------------------------------------------------------------------ the first screen: the story, the contrast, √d, results
   function sourceLine(inp) {
@@ -926,7 +926,7 @@
       position = keep.indexOf(position);
       title += " (its 8 largest)";
     }
-    var n = inp.tokens.length, step = 17, longest = inp.tokens.reduce(function (m, t) { return Math.max(m, String(t).length); }, 1);
+    var n = inp.tokens.length, step = 15, longest = inp.tokens.reduce(function (m, t) { return Math.max(m, String(t).length); }, 1);
     var pad = Math.min(110, 12 + 7 * longest), W = Math.max(2 * pad + 70, 7.5 * title.length + 10), H = n * step + 30;
     var xl = W / 2 - 35, xr = W / 2 + 35;
     var node = svg("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img", "class": "mini fixed-size", "aria-label": title });
@@ -1010,7 +1010,7 @@
           if (target.scrollIntoView) target.scrollIntoView({ block: "nearest" });
         } });
     var more = el("details", { "class": "more", id: "contrast-more" }, [
-      el("summary", { text: "How different, head by head: the distance grid, the word's rows and the other measures" }),
+      el("summary", { text: "More: the distance at every head, the word's rows, the other measures" }),
       el("div", { "class": "card", id: "contrast-pair" }, [
         el("h3", null, ["Role distance at layer " + (layer + 1) + ", head " + (head + 1) + ": ",
           el("strong", { "class": "contrast-distance", text: fmt(c.distance[layer][head]) })]),
