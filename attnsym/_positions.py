@@ -137,6 +137,8 @@ class RopeScaling:
         if unknown:
             raise SpecError(f"rope_scaling of type {kind!r} takes {', '.join(_ROPE_SCALING_KEYS[kind])} "
                             f"(got unknown keys {', '.join(repr(k) for k in unknown)})")
+        if "factor" not in data:
+            raise SpecError(f"rope_scaling of type {kind!r} needs a 'factor' (got keys {sorted(mapping)})")
         return cls(rope_type=kind, **data)
 
     def scale_frequencies(self, theta: list[float]) -> list[float]:

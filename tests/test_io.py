@@ -200,3 +200,210 @@ def test_a_killed_staging_folder_is_removed_by_the_next_run(tmp_path):
     with staged_directory(tmp_path / "set") as stage:
         atomic_write(stage / "a.txt", "a")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["set"]
+
+
+# ----------------------------------------------------------------------------- a result folder: whole or not at all
+
+
+def _tree(folder):
+    """Relative path -> bytes (files) or what the entry is (links, FIFOs, folders), without following links."""
+    out = {}
+    for path in sorted(folder.rglob("*")):
+        rel = path.relative_to(folder).as_posix()
+        if path.is_symlink():
+            out[rel] = f"link to {os.readlink(path)}"
+        elif path.is_fifo():
+            out[rel] = "fifo"
+        elif path.is_dir():
+            out[rel] = "folder"
+        else:
+            out[rel] = path.read_bytes()
+    return out
+
+
+def _users_folder(tmp_path):
+    """A result folder a user has been working in: an old set, notes, a link, a FIFO, a folder of their own."""
+    out = tmp_path / "out"
+    (out / "text1").mkdir(parents=True)
+    (out / "report.md").write_text("old report")
+    (out / "text1" / "route.json").write_text("old route")
+    (out / "notes.txt").write_text("the user's notes")
+    (out / "mine").mkdir()
+    (out / "mine" / "data.csv").write_text("1,2")
+    (out / "shortcut").symlink_to(tmp_path / "elsewhere")
+    os.mkfifo(out / "pipe")
+    return out
+
+
+def _new_set(stage):
+    atomic_write(stage / "report.md", "new report")
+    atomic_write(stage / "text1" / "route.json", "new route")
+    atomic_write(stage / "text1" / "heatmaps.png", b"png")
+
+
+def test_two_overlapping_runs_the_second_to_finish_refuses_and_the_first_set_stays(tmp_path):
+    # both start while the folder is absent (each passes the check on entry); the one that finishes first
+    # puts its set in place; the other must refuse at its move, not merge into or replace the first's files
+    out = tmp_path / "out"
+    with pytest.raises(OverwriteError, match="filled by someone else while this run was writing"):
+        with staged_directory(out) as late:
+            atomic_write(late / "report.md", "late")
+            with staged_directory(out) as early:
+                atomic_write(early / "report.md", "early")
+                atomic_write(early / "text1" / "route.json", "early")
+            atomic_write(late / "text1" / "route.json", "late")
+    assert _tree(out) == {"report.md": b"early", "text1": "folder", "text1/route.json": b"early"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]  # the refused run's stage is gone
+
+
+def test_an_empty_folder_filled_meanwhile_is_refused_too(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(OverwriteError, match="filled by someone else"):
+        with staged_directory(out) as stage:
+            atomic_write(stage / "a.txt", "ours")
+            (out / "theirs.txt").write_text("theirs")
+    assert _tree(out) == {"theirs.txt": b"theirs"}
+
+
+def test_force_swaps_in_the_whole_set_and_keeps_everything_else(tmp_path):
+    out = _users_folder(tmp_path)
+    kept = {name: os.lstat(out / name).st_ino for name in ("notes.txt", "shortcut", "pipe", "mine/data.csv")}
+    before = _tree(out)
+    with staged_directory(out, overwrite=True) as stage:
+        _new_set(stage)
+        assert _tree(out) == before  # nothing of the user's is touched until the swap
+    after = _tree(out)
+    assert after == {**before, "report.md": b"new report", "text1/route.json": b"new route", "text1/heatmaps.png": b"png"}
+    # the kept entries are the user's own (hard links, not copies; the link and the FIFO are still a link and a FIFO)
+    assert {name: os.lstat(out / name).st_ino for name in kept} == kept
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+@pytest.mark.parametrize("fails_at", ["second rename", "exchange"])
+def test_an_interrupt_between_the_renames_leaves_the_users_folder_whole(tmp_path, monkeypatch, fails_at):
+    from attnsym import _io
+
+    out = _users_folder(tmp_path)
+    before = _tree(out)
+    real_replace, calls = os.replace, []
+
+    def replace_once(src, dst):  # the first rename happens, the next one is interrupted
+        calls.append((src, dst))
+        if len(calls) > 1:
+            raise KeyboardInterrupt
+        return real_replace(src, dst)
+
+    if fails_at == "second rename":  # the fallback of systems without an atomic exchange
+        monkeypatch.setattr(_io, "_exchange", lambda a, b: False)
+        monkeypatch.setattr(os, "replace", replace_once)
+    else:
+        def interrupted(a, b):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(_io, "_exchange", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        with staged_directory(out, overwrite=True) as stage:
+            _new_set(stage)
+    assert _tree(out) == before
+    assert len(calls) == (2 if fails_at == "second rename" else 0)
+    monkeypatch.undo()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_the_two_rename_fallback_completes(tmp_path, monkeypatch):
+    from attnsym import _io
+
+    monkeypatch.setattr(_io, "_exchange", lambda a, b: False)
+    out = _users_folder(tmp_path)
+    with staged_directory(out, overwrite=True) as stage:
+        _new_set(stage)
+    assert _tree(out)["report.md"] == b"new report" and _tree(out)["notes.txt"] == b"the user's notes"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_a_folder_a_killed_swap_moved_aside_is_put_back_by_the_next_run(tmp_path):
+    out = _users_folder(tmp_path)
+    before = _tree(out)
+    aside = tmp_path / f".out.attnsym-{_dead_pid()}-abc.old"
+    os.rename(out, aside)  # SIGKILL between the two renames of the fallback
+    with pytest.raises(OverwriteError, match="not empty"):  # put back first, then the rule applies to it
+        with staged_directory(out):
+            pass
+    assert _tree(out) == before and not aside.exists()
+
+
+def test_force_never_writes_through_a_symlinked_subfolder(tmp_path):
+    out = _users_folder(tmp_path)
+    (tmp_path / "mydir" / "text1").mkdir(parents=True)
+    (tmp_path / "mydir" / "text1" / "route.json").write_text("the user's own route")
+    import shutil
+
+    shutil.rmtree(out / "text1")
+    (out / "text1").symlink_to(tmp_path / "mydir" / "text1")
+    before = _tree(out)
+    with pytest.raises(OutputError, match=r"text1 is a symbolic link, not a folder; attnsym never writes through a link"):
+        with staged_directory(out, overwrite=True) as stage:
+            _new_set(stage)
+    assert _tree(out) == before
+    assert (tmp_path / "mydir" / "text1" / "route.json").read_text() == "the user's own route"
+    assert sorted(p.name for p in (tmp_path / "mydir" / "text1").iterdir()) == ["route.json"]
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_an_output_folder_that_is_a_symlink_is_refused_before_any_work(tmp_path, overwrite):
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "out").symlink_to(real)
+    with pytest.raises(OutputError, match="is a symbolic link; attnsym never writes through a link"):
+        with staged_directory(tmp_path / "out", overwrite=overwrite):
+            raise AssertionError("no work starts")
+    assert list(real.iterdir()) == []
+
+
+def test_a_folder_replaced_by_a_link_meanwhile_is_not_written_through(tmp_path):
+    out, real = tmp_path / "out", tmp_path / "real"
+    real.mkdir()
+    (real / "keep.txt").write_text("keep")
+    with pytest.raises(OutputError, match="symbolic link"):
+        with staged_directory(out, overwrite=True) as stage:
+            atomic_write(stage / "keep.txt", "replaced?")
+            out.symlink_to(real)
+    assert (real / "keep.txt").read_text() == "keep" and out.is_symlink()
+
+
+def test_the_working_folder_is_refused_not_pulled_from_under_the_shell(tmp_path, monkeypatch):
+    (tmp_path / "here").mkdir()
+    monkeypatch.chdir(tmp_path / "here")
+    for name in (".", str(tmp_path / "here"), str(tmp_path)):
+        with pytest.raises(OutputError, match="working folder"):
+            with staged_directory(name, overwrite=True):
+                raise AssertionError("no work starts")
+
+
+def test_merge_keeps_other_files_and_refuses_a_name_that_appeared(tmp_path):
+    out = tmp_path / "graphs"
+    out.mkdir()
+    (out / "earlier.graphml").write_text("earlier set")
+    with staged_directory(out, merge=True) as stage:
+        atomic_write(stage / "a.graphml", "a")
+    assert _tree(out) == {"a.graphml": b"a", "earlier.graphml": b"earlier set"}
+    with pytest.raises(OverwriteError, match=r"b\.graphml exists"):
+        with staged_directory(out, merge=True) as stage:
+            atomic_write(stage / "b.graphml", "mine")
+            (out / "b.graphml").write_text("another run's")
+    assert (out / "b.graphml").read_text() == "another run's"
+
+
+def test_a_new_folder_gets_the_ordinary_mode_and_a_replaced_one_keeps_its_own(tmp_path):
+    mask = os.umask(0o022)
+    try:
+        with staged_directory(tmp_path / "new") as stage:
+            atomic_write(stage / "a.txt", "a")
+    finally:
+        os.umask(mask)
+    assert (tmp_path / "new").stat().st_mode & 0o777 == 0o755
+    (tmp_path / "new").chmod(0o750)
+    with staged_directory(tmp_path / "new", overwrite=True) as stage:
+        atomic_write(stage / "a.txt", "b")
+    assert (tmp_path / "new").stat().st_mode & 0o777 == 0o750

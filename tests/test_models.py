@@ -89,7 +89,9 @@ def test_weights_missing_a_tensor_are_named(folder_copy):
     from safetensors.numpy import save_file
 
     (folder_copy / "model.safetensors").unlink()
-    save_file({"embeddings.word_embeddings.weight": np.zeros((2, 2), np.float32)}, str(folder_copy / "model.safetensors"))
+    tensors = {"embeddings.word_embeddings.weight": np.zeros((2, 2), np.float32)}
+    tensors |= {f"encoder.layer.{i}.attention.self.key.weight": np.zeros((2, 2), np.float32) for i in range(6)}
+    save_file(tensors, str(folder_copy / "model.safetensors"))  # the config's 6 layers, each lacking its query
     with pytest.raises(CorruptWeightsError, match=re.escape("has no tensor 'encoder.layer.0.attention.self.query.weight'")):
         models.load(folder_copy)
 

@@ -175,7 +175,7 @@ def test_every_error_is_an_attnsym_error():
                                  {**GPT2, "scale_attn_weights": "false"}])
 def test_the_cli_prints_one_line_and_no_internal_error_for_a_bad_folder(tmp_path, raw):
     _config(tmp_path, raw)
-    (tmp_path / "model.safetensors").write_bytes(b"")
+    _safetensors(tmp_path / "model.safetensors", {"h.0.ln_1.weight": ("F32", (8,), bytes(32))})  # the config's fault only
     (tmp_path / "tokenizer.json").write_text("{}")
     command = [sys.executable, "-m", "attnsym", "route", "--model", str(tmp_path), "-o", str(tmp_path / "out"), "a text"]
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)

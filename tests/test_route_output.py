@@ -95,3 +95,47 @@ def test_graph_files_number_layers_heads_and_texts_from_1_like_their_names(compl
     assert (G.graph["layer"], G.graph["head"], G.graph["text_number"]) == (3, 5, 2)
     assert "from 1" in G.graph["numbering"]
     assert sorted(G.nodes[i]["index"] for i in G) == list(range(G.number_of_nodes()))  # A's rows, from 0
+
+
+def test_two_overlapping_routes_into_one_folder_the_later_refuses_and_the_earlier_set_stays(complete, tmp_path,
+                                                                                             monkeypatch):
+    # issue 37: two runs without --force started together both passed the check on entry; the second to finish
+    # replaced the first's files. Now the run that finishes second refuses at its move, and the first's set stays.
+    from attnsym.cli import route as route_cli
+    from attnsym.errors import OverwriteError
+
+    out = tmp_path / "out"
+    model = minilm()
+    write_file, other_done = route_cli.atomic_write, []
+
+    def meanwhile(path, data, **kw):  # the other run completes while this one writes its staged files
+        if not other_done:
+            other_done.append(True)
+            monkeypatch.setattr(route_cli, "atomic_write", write_file)
+            route_cli.write_route(out, model, [APPLE[1]], graphs=False, flow=False)
+        return write_file(path, data, **kw)
+
+    monkeypatch.setattr(route_cli, "atomic_write", meanwhile)
+    with pytest.raises(OverwriteError, match="filled by someone else while this run was writing"):
+        route_cli.write_route(out, model, [APPLE[0]], graphs=False, flow=False)
+    assert other_done and APPLE[1] in (out / "report.md").read_text(encoding="utf-8")
+    assert APPLE[0] not in (out / "report.md").read_text(encoding="utf-8")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+
+
+def test_force_does_not_write_through_a_symlinked_subfolder(complete, tmp_path, capsys):
+    out, mine = tmp_path / "out", tmp_path / "mydir" / "text1"
+    assert main(["route", APPLE[0], "--no-graphs", "--no-flow", "-o", str(out)]) == 0
+    mine.mkdir(parents=True)
+    (mine / "route.json").write_text("the user's own", encoding="utf-8")
+    import shutil
+
+    shutil.rmtree(out / "text1")
+    (out / "text1").symlink_to(mine)
+    report = (out / "report.md").read_bytes()
+    assert main(["route", APPLE[1], "--no-graphs", "--no-flow", "-o", str(out), "--force"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "text1 is a symbolic link" in err[-1] and not any("Traceback" in line for line in err)
+    assert (mine / "route.json").read_text(encoding="utf-8") == "the user's own"
+    assert sorted(p.name for p in mine.iterdir()) == ["route.json"]
+    assert (out / "report.md").read_bytes() == report and (out / "text1").is_symlink()

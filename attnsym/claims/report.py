@@ -28,7 +28,7 @@ import numpy as np
 import sympy as sp
 
 from .. import __version__
-from .._io import atomic_write, refuse_existing
+from .._io import atomic_write, refuse_existing, staged_directory
 from ..errors import SpecError
 from ..plots import figure_to_bytes
 from ._evidence import BY_CONSTRUCTION, Evidence, RenderedFigure, tex
@@ -290,8 +290,10 @@ def write_report(
 ) -> list[Path]:
     """Write ``report.md``, ``claims.json`` and ``figures/*.png|svg`` into ``directory``.
 
-    Files are written atomically; an existing file raises :class:`~attnsym.OverwriteError`
-    unless ``overwrite`` (checked for every file before anything is written).
+    The set is written into a staging folder and put in place whole
+    (:func:`attnsym._io.staged_directory`); a ``directory`` that is not empty raises
+    :class:`~attnsym.OverwriteError` unless ``overwrite`` (checked before anything is
+    rendered), which replaces files of the same name and keeps the others.
 
     Returns
     -------
@@ -308,9 +310,12 @@ def write_report(
     ['report.md', 'claims.json']
     """
     directory = Path(directory)
-    refuse_existing([directory], overwrite=True, folders=True)  # a file named like the folder
+    refuse_existing([directory / "report.md", directory / "claims.json"], overwrite=overwrite)
+    refuse_existing([directory], overwrite=overwrite, folders=True)  # any other non-empty folder needs overwrite too
     report = render_report(evidences, seed=seed, quick=quick, figures=figures, formats=formats)
     targets = {"report.md": report.markdown.encode("utf-8"),
                "claims.json": to_json(evidences, seed=seed, quick=quick).encode("utf-8"), **report.files}
-    refuse_existing([directory / rel for rel in targets], overwrite=overwrite)
-    return [atomic_write(directory / rel, data, overwrite=overwrite) for rel, data in targets.items()]
+    with staged_directory(directory, overwrite=overwrite) as stage:  # the report appears whole or not at all
+        for rel, data in targets.items():
+            atomic_write(stage / rel, data)
+    return [directory / rel for rel in targets]

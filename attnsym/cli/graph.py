@@ -130,9 +130,10 @@ def run(args: argparse.Namespace) -> int:
             G.graph.update(head=h, input=k)  # indices (from 0); the file name counts from 1
             plan.append((args.output / f"attention_input{k + 1}_head{h + 1}.{ext}", G))
     plan.append((args.output / f"mlp.{ext}", mlp_graph(dense_weight(weights, spec))))
+    refuse_existing([args.output], overwrite=True, folders=True)  # a link, a file or a FIFO as -o: never written into
     refuse_existing([path for path, _ in plan], overwrite=args.force)
     # the set is staged and moved into place complete: an interrupted run leaves no partial set
-    with staged_directory(args.output, overwrite=True) as stage:
+    with staged_directory(args.output, overwrite=args.force, merge=True) as stage:  # other files in -o are kept
         for path, G in plan:
             export(G, stage / path.name, overwrite=args.force)
     print(f"{spec.describe()}; {len(inputs)} input(s); wrote {len(plan)} {args.format} file(s) to {args.output}/")

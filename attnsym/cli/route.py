@@ -190,6 +190,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 def run(args: argparse.Namespace) -> int:
     from ..models import load  # lazy: +0.2 s CPU over `attnsym --help` (tokenizers, safetensors)
 
+    refuse_existing([args.output], overwrite=args.force, folders=True)  # before the model loads: refuse at once
     model = load(args.model)
     result = write_route(args.output, model, args.texts, args.token, fmt=args.format, top_k=args.top_k,
                          threshold=args.threshold, head_fusion=args.head_fusion, flow=not args.no_flow,

@@ -230,8 +230,8 @@ def print_table(evidences, console) -> None:
 def _check_report_dir(directory: Path, *, force: bool) -> None:
     """Fail before any claim is checked if the report could not be written at the end."""
 
-    refuse_existing([directory], overwrite=True, folders=True)
     refuse_existing([directory / "report.md", directory / "claims.json"], overwrite=force)
+    refuse_existing([directory], overwrite=force, folders=True)  # a non-empty folder needs --force, as everywhere
     existing = next((p for p in [directory, *directory.parents] if p.exists()), None)
     if existing is not None and not os.access(existing, os.W_OK | os.X_OK):
         raise PermissionError(f"--report {directory}: {existing} is not writable")

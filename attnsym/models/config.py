@@ -16,7 +16,8 @@ import math
 from pathlib import Path
 from typing import Any
 
-from .errors import ModelError, UnsupportedModelError
+from .._io import read_capped
+from .errors import CorruptWeightsError, ModelError, UnsupportedModelError
 from .plan import ModelPlan
 
 __all__ = ["ACTIVATIONS", "SUPPORTED", "ModelConfig", "read_config"]
@@ -50,15 +51,7 @@ MAX_CONFIG_BYTES = 1 << 20
 
 def _read_json(path: Path) -> Any:
     """The JSON object of ``path``, read with a size cap; every failure a :class:`ModelError`."""
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_CONFIG_BYTES + 1)
-    except FileNotFoundError:
-        raise
-    except OSError as error:
-        raise ModelError(f"{path} cannot be read ({type(error).__name__}: {error})") from None
-    if len(data) > MAX_CONFIG_BYTES:
-        raise ModelError(f"{path} is larger than {MAX_CONFIG_BYTES} bytes; a config.json is a few kilobytes")
+    data = read_capped(path, MAX_CONFIG_BYTES, error=ModelError)  # a regular file (a FIFO never blocks), size capped
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -69,15 +62,52 @@ def _read_json(path: Path) -> Any:
         raise ModelError(f"{path} is not valid JSON ({str(error)[:200]})") from None
 
 
+#: how a JSON type is named in a message
+_KIND_NAMES = {int: "an integer", float: "a number", str: "a string", dict: "a JSON object", list: "a JSON list"}
+
+
+def _kind_name(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return "a number" if float in kinds else " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
+
+
+def _family(raw: dict[str, Any]) -> str:
+    """``"a gemma2 config.json"``: what a message calls the file (its own family, never another's)."""
+    kind = raw.get("model_type")
+    return f"a {kind} config.json" if isinstance(kind, str) else "a config.json"
+
+
 def _get(raw: dict[str, Any], key: str, kind: type | tuple[type, ...], path: Path, default: Any = ...) -> Any:
     if key not in raw or raw[key] is None:
         if default is ...:
-            raise ModelError(f"{path} has no {key!r}; a {raw.get('model_type')} config.json must give it")
+            raise ModelError(f"{path} has no {key!r}; {_family(raw)} must give it")
         return default
     value = raw[key]
     if isinstance(value, bool) or not isinstance(value, kind):  # True is no size
-        raise ModelError(f"{path}: {key!r} must be {getattr(kind, '__name__', kind)} (got {_short(value)})")
+        raise ModelError(f"{path}: {key!r} must be {_kind_name(kind)} (got {_short(value)} in {_family(raw)})")
     return value
+
+
+def _finite(value: int | float) -> float | None:
+    """``value`` as a finite float, or None (NaN, ±inf, an integer too large for a float such as 10**400)."""
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _number(raw: dict[str, Any], key: str, path: Path, default: Any = ..., *, positive: bool = False,
+            at_most: float | None = None) -> Any:
+    """A finite JSON number (None when absent and ``default`` is None); ``positive``: > 0; ``at_most``: <= it."""
+    value = _get(raw, key, (int, float), path, default)
+    if value is None:
+        return None
+    number = _finite(value)
+    if number is None or (positive and number <= 0) or (at_most is not None and number > at_most):
+        what = "a finite number" + (" > 0" if positive else "") + (f" and at most {at_most:g}" if at_most else "")
+        raise ModelError(f"{path}: {key!r} must be {what} (got {_short(value)} in {_family(raw)})")
+    return number
 
 
 def _short(value: Any) -> str:
@@ -95,29 +125,38 @@ def _flag(raw: dict[str, Any], key: str, path: Path, default: bool) -> bool:
     if value is None:
         return default
     if not isinstance(value, bool):
-        raise ModelError(f"{path}: {key!r} must be a JSON boolean true or false (got {_short(value)})")
+        raise ModelError(f"{path}: {key!r} must be a JSON boolean true or false (got {_short(value)} in "
+                         f"{_family(raw)})")
     return value
 
 
 def _eps(raw: dict[str, Any], key: str, path: Path, default: float) -> float:
-    """A normalisation epsilon: a finite number in (0, 1)."""
-    value = float(_get(raw, key, (int, float), path, default))
-    if not (math.isfinite(value) and 0 < value < 1):
-        raise ModelError(f"{path}: {key!r} must be a finite number between 0 and 1 (got {_short(raw.get(key))})")
-    return value
+    """A normalisation epsilon, the one reader of every family: a finite number in (0, 1).
+
+    NaN, ±Infinity, 0, negatives, 1 and above, and integers too large for a float (``10**400``)
+    are refused by name; a string or a list is refused as not a number.
+    """
+    value = _get(raw, key, (int, float), path, default)
+    number = _finite(value)
+    if number is None or not 0 < number < 1:
+        raise ModelError(f"{path}: {key!r} must be a finite number between 0 and 1, exclusive (got {_short(value)} "
+                         f"in {_family(raw)})")
+    return number
 
 
 def _token_id(raw: dict[str, Any], key: str, path: Path, vocab_size: int, default: int | None) -> int | None:
     value = _get(raw, key, int, path, default)
     if value is not None and not 0 <= value < vocab_size:
-        raise ModelError(f"{path}: {key!r} must be a token id in [0, vocab_size={vocab_size}) (got {_short(value)})")
+        raise ModelError(f"{path}: {key!r} must be a token id in [0, vocab_size={vocab_size}) (got {_short(value)} in "
+                         f"{_family(raw)})")
     return value
 
 
 def _positive(raw: dict[str, Any], key: str, path: Path, default: Any = ...) -> int:
     value = _get(raw, key, int, path, default)
     if not 1 <= value <= MAX_SIZE:
-        raise ModelError(f"{path}: {key!r} must be a positive integer at most {MAX_SIZE} (got {_short(value)})")
+        raise ModelError(f"{path}: {key!r} must be a positive integer at most {MAX_SIZE} (got {_short(value)} in "
+                         f"{_family(raw)})")
     return value
 
 
@@ -125,18 +164,27 @@ def _refuse(path: Path, key: str, value: Any, what: str) -> None:
     raise UnsupportedModelError(f"{path}: {key}={_short(value)} is not supported ({what})")
 
 
-def read_config(path: str | Path) -> ModelPlan:
+#: the keys a family reads its layer count from (checked against the weights before any plan is built)
+LAYER_KEYS = ("num_hidden_layers", "n_layer")
+
+
+def read_config(path: str | Path, *, stored_layers: int | None = None) -> ModelPlan:
     """Parse ``config.json`` into the :class:`~attnsym.models.plan.ModelPlan` of its family.
 
     Parameters
     ----------
     path : str or Path
         The ``config.json`` file of a Hugging Face model folder.
+    stored_layers : int, optional
+        How many layers the weights hold (:func:`attnsym.models.weights.stored_layers`, from
+        the safetensors header): a layer count above it is refused before a block is built.
 
     Raises
     ------
     ModelError
         The file is not JSON, or a size is missing or not a positive integer.
+    CorruptWeightsError
+        The layer count exceeds ``stored_layers``.
     UnsupportedModelError
         A ``model_type`` not in the family table (the message lists them), or an option of a
         supported type that is not implemented.
@@ -161,6 +209,13 @@ def read_config(path: str | Path) -> ModelPlan:
         known = ", ".join(f"{k!r} ({v})" for k, v in SUPPORTED.items())
         known += f", and the decoder families ({', '.join(repr(k) for k in PLANNERS if k not in SUPPORTED)})"
         raise UnsupportedModelError(f"{path}: model_type {_short(model_type)} is not supported; attnsym runs {known}")
+    if stored_layers is not None:  # before planning: building one block per claimed layer is the costly part
+        for key in LAYER_KEYS:
+            value = raw.get(key)
+            if type(value) is int and value > stored_layers:
+                raise CorruptWeightsError(f"{path}: {key}={_short(value)}, but the weights hold tensors of "
+                                          f"{stored_layers} layer(s); a {model_type} config.json and its weights must "
+                                          "describe the same model")
     return PLANNERS[model_type](raw, path)
 
 

@@ -25,7 +25,21 @@ import numpy as np
 
 from ..errors import SpecError
 from ..spec import AttentionSpec
-from .config import ACTIVATIONS, PLANNERS, _activation, _eps, _flag, _get, _positive, _refuse, _token_id
+from .config import (
+    ACTIVATIONS,
+    PLANNERS,
+    _activation,
+    _eps,
+    _family,
+    _finite,
+    _flag,
+    _get,
+    _number,
+    _positive,
+    _refuse,
+    _short,
+    _token_id,
+)
 from .errors import ModelError
 from .plan import Block, Layout, ModelPlan, Norm
 
@@ -33,21 +47,25 @@ __all__ = ["FAMILIES", "LAYOUTS", "NAME_MAPS", "OPTIONS", "TENSOR_NAMES", "descr
            "gpt2_scale", "layer_spec", "read_plan"]
 
 
-def _rope(raw: dict[str, Any], path: Path) -> tuple[int | float, dict[str, Any] | None]:
-    """``(rope_theta, rope_scaling or None)`` from either spelling of the config."""
+def _rope(raw: dict[str, Any], path: Path, theta_key: str = "rope_theta") -> tuple[int | float, dict[str, Any] | None]:
+    """``(rope_theta, rope_scaling or None)`` from either spelling of the config (``theta_key``: the base's own name)."""
     params = raw.get("rope_parameters")
     scaling = raw.get("rope_scaling")
     theta = raw.get("rope_theta")
+    if params is not None and not isinstance(params, dict):
+        raise ModelError(f"{path}: 'rope_parameters' must be a JSON object (got {_short(params)} in {_family(raw)})")
     if isinstance(params, dict):
-        theta = params.get("rope_theta", theta)
+        if params.get("rope_theta") is not None:
+            theta, theta_key = params["rope_theta"], "rope_parameters.rope_theta"
         scaling = {k: v for k, v in params.items() if k != "rope_theta"}
     if theta is None:
         theta = 10000.0
-    if isinstance(theta, bool) or not isinstance(theta, (int, float)):
-        raise ModelError(f"{path}: 'rope_theta' must be a number (got {theta!r})")
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or _finite(theta) is None or not theta > 1:
+        raise ModelError(f"{path}: {theta_key!r} must be a finite number > 1, the RoPE base (got {_short(theta)} in "
+                         f"{_family(raw)})")
     if scaling is not None:
         if not isinstance(scaling, dict):
-            raise ModelError(f"{path}: 'rope_scaling' must be a JSON object (got {scaling!r})")
+            raise ModelError(f"{path}: 'rope_scaling' must be a JSON object (got {_short(scaling)} in {_family(raw)})")
         kind = scaling.get("rope_type", scaling.get("type", "default"))
         if kind == "default":
             scaling = None
@@ -65,7 +83,7 @@ def _windows(raw: dict[str, Any], path: Path, layers: int, family: str) -> list[
     if family == "mistral":
         return [None if window is None else _positive(raw, "sliding_window", path)] * layers
     layer_types = raw.get("layer_types")
-    if family in ("qwen2", "qwen3") and not raw.get("use_sliding_window", False):
+    if family in ("qwen2", "qwen3") and not _flag(raw, "use_sliding_window", path, False):
         return [None] * layers  # the window is only used with use_sliding_window (transformers does the same)
     if layer_types is not None:
         if not isinstance(layer_types, list) or len(layer_types) != layers:
@@ -87,7 +105,7 @@ def _llama_like(raw: dict[str, Any], path: Path, family: str) -> ModelPlan:
     act = raw.get("hidden_act", "silu")
     if act != "silu":
         _refuse(path, "hidden_act", act, f"attnsym runs {family} with the SwiGLU MLP, activation 'silu'")
-    if raw.get("mlp_bias"):
+    if _flag(raw, "mlp_bias", path, False):
         _refuse(path, "mlp_bias", raw["mlp_bias"], "attnsym runs the MLP without biases")
     width = _positive(raw, "hidden_size", path)
     heads = _positive(raw, "num_attention_heads", path)
@@ -99,26 +117,31 @@ def _llama_like(raw: dict[str, Any], path: Path, family: str) -> ModelPlan:
         if width % heads:
             raise ModelError(f"{path}: the heads ({heads}) must divide the width ({width}) when head_dim is not given")
         head_dim = width // heads
-    eps = float(_get(raw, "rms_norm_eps", (int, float), path, 1e-6))
+    eps = _eps(raw, "rms_norm_eps", path, 1e-6)
     max_positions = _positive(raw, "max_position_embeddings", path)
     theta, scaling = _rope(raw, path)
-    bias: bool | str = "qkv" if family == "qwen2" else bool(raw.get("attention_bias", False))
+    bias: bool | str = "qkv" if family == "qwen2" else _flag(raw, "attention_bias", path, False)
     windows = _windows(raw, path, layers, family)
     norm = Norm("rms", eps)
-    blocks = []
+    blocks, made = [], {}  # identical layers (the same window) share one block, built once
+    ffn_width = _positive(raw, "intermediate_size", path)
     for window in windows:
+        if window in made:
+            blocks.append(made[window])
+            continue
         try:
             spec = AttentionSpec(n=max_positions, d_model=width, heads=heads, d_k=head_dim, d_v=head_dim,
                                  kv_heads=kv_heads, causal=True, bias=bias, positions="rope", position_base=theta,
                                  output_projection=True, window=window, qk_norm=family == "qwen3",
                                  qk_norm_eps=eps if family == "qwen3" else 1e-6, rope_scaling=scaling)
         except SpecError as error:
-            raise ModelError(f"{path}: the attention of config.json is not a valid layer ({error})") from None
-        blocks.append(Block(attention=spec, norm=norm, ffn_width=_positive(raw, "intermediate_size", path)))
-    return ModelPlan(model_type=family, width=width, vocab_size=_positive(raw, "vocab_size", path),
+            raise ModelError(f"{path}: the attention of {_family(raw)} is not a valid layer ({error})") from None
+        blocks.append(made.setdefault(window, Block(attention=spec, norm=norm, ffn_width=ffn_width)))
+    vocab = _positive(raw, "vocab_size", path)
+    return ModelPlan(model_type=family, width=width, vocab_size=vocab,
                      max_positions=max_positions, blocks=tuple(blocks), final_norm=norm,
-                     tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)),
-                     pad_token_id=_get(raw, "pad_token_id", int, path, None))
+                     tie_word_embeddings=_flag(raw, "tie_word_embeddings", path, False),
+                     pad_token_id=_token_id(raw, "pad_token_id", path, vocab, None))
 
 
 def _gemma2(raw: dict[str, Any], path: Path) -> ModelPlan:
@@ -131,9 +154,9 @@ def _gemma2(raw: dict[str, Any], path: Path) -> ModelPlan:
     layers = _positive(raw, "num_hidden_layers", path)
     if raw.get("layer_types") is None:  # transformers 4: even layers slide
         raw = {**raw, "layer_types": ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers)]}
-    plan = _llama_like({**raw, "hidden_act": "silu", "model_type": "llama"}, path, "gemma2")
-    scalar = _get(raw, "query_pre_attn_scalar", (int, float), path, plan.blocks[0].attention.d_k)
-    cap = _get(raw, "attn_logit_softcapping", (int, float), path, None)
+    plan = _llama_like({**raw, "hidden_act": "silu"}, path, "gemma2")  # its own name in every message
+    scalar = _number(raw, "query_pre_attn_scalar", path, plan.blocks[0].attention.d_k, positive=True)
+    cap = _number(raw, "attn_logit_softcapping", path, None, positive=True)
     norm = Norm("rms", plan.final_norm.eps, offset=1.0)
     try:
         blocks = tuple(Block(attention=b.attention.with_(scale=float(scalar) ** -0.5,
@@ -141,10 +164,10 @@ def _gemma2(raw: dict[str, Any], path: Path) -> ModelPlan:
                              norm=norm, ffn_width=b.ffn_width, activation="gelu_tanh", post_norms=True)
                        for b in plan.blocks)
     except SpecError as error:
-        raise ModelError(f"{path}: the attention of config.json is not a valid layer ({error})") from None
+        raise ModelError(f"{path}: the attention of {_family(raw)} is not a valid layer ({error})") from None
     return ModelPlan(model_type="gemma2", width=plan.width, vocab_size=plan.vocab_size,
                      max_positions=plan.max_positions, blocks=blocks, final_norm=norm,
-                     tie_word_embeddings=bool(raw.get("tie_word_embeddings", True)), pad_token_id=plan.pad_token_id,
+                     tie_word_embeddings=_flag(raw, "tie_word_embeddings", path, True), pad_token_id=plan.pad_token_id,
                      embed_scale=float(plan.width) ** 0.5)
 
 
@@ -153,31 +176,39 @@ def _gpt_neox(raw: dict[str, Any], path: Path) -> ModelPlan:
     act = raw.get("hidden_act", "gelu")
     if act != "gelu":
         _refuse(path, "hidden_act", act, "attnsym runs gpt_neox with the exact 'gelu'")
-    if raw.get("attention_bias", True) is not True:
+    if not _flag(raw, "attention_bias", path, True):
         _refuse(path, "attention_bias", raw["attention_bias"], "attnsym runs gpt_neox with its q/k/v/output biases")
     width = _positive(raw, "hidden_size", path)
     heads = _positive(raw, "num_attention_heads", path)
     if width % heads:
         raise ModelError(f"{path}: the heads ({heads}) must divide the width ({width})")
     params = raw.get("rope_parameters") if isinstance(raw.get("rope_parameters"), dict) else {}
-    pct = params.get("partial_rotary_factor", raw.get("rotary_pct", 1.0))
-    theta, scaling = _rope({**raw, "rope_theta": raw.get("rope_theta", raw.get("rotary_emb_base"))}, path)
+    key, source = ("partial_rotary_factor", params) if "partial_rotary_factor" in params else ("rotary_pct", raw)
+    pct = _number({**source, "model_type": "gpt_neox"}, key, path, 1.0, positive=True, at_most=1.0)
+    theta_key = "rope_theta" if raw.get("rope_theta") is not None else "rotary_emb_base"
+    theta, scaling = _rope({**raw, "rope_theta": raw.get(theta_key)}, path, theta_key)
     if scaling is not None:
         scaling = {k: v for k, v in scaling.items() if k != "partial_rotary_factor"}
     max_positions = _positive(raw, "max_position_embeddings", path)
-    norm = Norm("layer", float(_get(raw, "layer_norm_eps", (int, float), path, 1e-5)))
+    norm = Norm("layer", _eps(raw, "layer_norm_eps", path, 1e-5))
     try:
         spec = AttentionSpec(n=max_positions, d_model=width, heads=heads, causal=True, bias=True, positions="rope",
-                             position_base=theta, rotary_pct=float(pct), output_projection=True, rope_scaling=scaling)
+                             position_base=theta, rotary_pct=pct, output_projection=True, rope_scaling=scaling)
     except SpecError as error:
-        raise ModelError(f"{path}: the attention of config.json is not a valid layer ({error})") from None
-    residual = "parallel" if raw.get("use_parallel_residual", True) else "sequential"
+        raise ModelError(f"{path}: the attention of {_family(raw)} is not a valid layer ({error})") from None
+    residual = "parallel" if _flag(raw, "use_parallel_residual", path, True) else "sequential"
     block = Block(attention=spec, norm=norm, ffn_width=_positive(raw, "intermediate_size", path), mlp="plain",
                   activation="gelu", residual=residual)
-    return ModelPlan(model_type="gpt_neox", width=width, vocab_size=_positive(raw, "vocab_size", path),
+    vocab = _positive(raw, "vocab_size", path)
+    return ModelPlan(model_type="gpt_neox", width=width, vocab_size=vocab,
                      max_positions=max_positions, blocks=(block,) * _positive(raw, "num_hidden_layers", path),
-                     final_norm=norm, tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)),
-                     pad_token_id=_get(raw, "pad_token_id", int, path, None))
+                     final_norm=norm, tie_word_embeddings=_flag(raw, "tie_word_embeddings", path, False),
+                     pad_token_id=_token_id(raw, "pad_token_id", path, vocab, None))
+
+
+def _alias(raw: dict[str, Any], *keys: str) -> str:
+    """The first of ``keys`` the config gives (BLOOM's ``n_embed`` for ``hidden_size``), else the first (named if missing)."""
+    return next((key for key in keys if raw.get(key) is not None), keys[0])
 
 
 def _plain_spec(path: Path, **fields: Any) -> AttentionSpec:
@@ -252,25 +283,26 @@ def _gpt2(raw: dict[str, Any], path: Path) -> ModelPlan:
 
 def _bloom(raw: dict[str, Any], path: Path) -> ModelPlan:
     """BLOOM: ALiBi, a LayerNorm on the embedding, fused per-head q|k|v, tanh-GELU MLP, pre-LayerNorm."""
-    if raw.get("apply_residual_connection_post_layernorm"):
+    if _flag(raw, "apply_residual_connection_post_layernorm", path, False):
         _refuse(path, "apply_residual_connection_post_layernorm", True, "attnsym runs bloom's default residual")
-    width = _positive(raw, "hidden_size", path, raw.get("n_embed", ...))
-    heads = _positive(raw, "n_head", path, raw.get("num_attention_heads", ...))
+    width = _positive(raw, _alias(raw, "hidden_size", "n_embed"), path)  # each read and checked under its own name
+    heads = _positive(raw, _alias(raw, "n_head", "num_attention_heads"), path)
     if width % heads:
         raise ModelError(f"{path}: the heads ({heads}) must divide the width ({width})")
     max_positions = _positive(raw, "seq_length", path, 2048)  # ALiBi has no position table; the text limit
-    norm = Norm("layer", float(_get(raw, "layer_norm_epsilon", (int, float), path, 1e-5)))
+    norm = Norm("layer", _eps(raw, "layer_norm_epsilon", path, 1e-5))
     try:
         spec = AttentionSpec(n=max_positions, d_model=width, heads=heads, causal=True, bias=True, positions="alibi",
                              output_projection=True)
     except SpecError as error:
-        raise ModelError(f"{path}: the attention of config.json is not a valid layer ({error})") from None
+        raise ModelError(f"{path}: the attention of {_family(raw)} is not a valid layer ({error})") from None
     block = Block(attention=spec, norm=norm, ffn_width=4 * width, mlp="plain", activation="gelu_tanh_bloom")
-    layers = _positive(raw, "n_layer", path, raw.get("num_hidden_layers", ...))
-    return ModelPlan(model_type="bloom", width=width, vocab_size=_positive(raw, "vocab_size", path),
+    layers = _positive(raw, _alias(raw, "n_layer", "num_hidden_layers"), path)
+    vocab = _positive(raw, "vocab_size", path)
+    return ModelPlan(model_type="bloom", width=width, vocab_size=vocab,
                      max_positions=max_positions, blocks=(block,) * layers, final_norm=norm,
-                     tie_word_embeddings=bool(raw.get("tie_word_embeddings", True)),
-                     pad_token_id=_get(raw, "pad_token_id", int, path, None), embed_norm=norm)
+                     tie_word_embeddings=_flag(raw, "tie_word_embeddings", path, True),
+                     pad_token_id=_token_id(raw, "pad_token_id", path, vocab, None), embed_norm=norm)
 
 
 #: ``model_type`` -> the function building its plan from ``config.json``

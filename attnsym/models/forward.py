@@ -395,8 +395,9 @@ def _check_finite(xp, hidden, scores, dtype: str) -> None:
             break
     else:
         return
-    raise ShapeError(f"the forward pass overflows {dtype} in {where} for these finite weights; load the model with "
-                     "dtype='float64'")
+    advice = ("load the model with dtype='float64'" if dtype != "float64" else  # float64 already: no wider dtype helps
+              "no wider dtype helps: check config.json's values (norm epsilons, scales) and the weights' magnitudes")
+    raise ShapeError(f"the forward pass overflows {dtype} in {where} for these finite weights; {advice}")
 
 
 def forward(plan: ModelPlan, weights: Weights, input_ids, attention_mask=None, token_type_ids=None, *,

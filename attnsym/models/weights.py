@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import struct
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -41,11 +42,12 @@ from typing import Any
 
 import numpy as np
 
+from .._io import open_regular, read_capped
 from ..numeric.backend import array_namespace, asarray_in
 from .errors import CorruptWeightsError
 from .plan import Layout, ModelPlan, Norm
 
-__all__ = ["LayerWeights", "Weights", "read_weights"]
+__all__ = ["LayerWeights", "Weights", "read_weights", "stored_layers"]
 
 
 @dataclass(frozen=True)
@@ -160,7 +162,7 @@ _MAX_HEADER = 100 << 20
 def _header(path: Path) -> tuple[dict[str, Any], int]:
     """The JSON header of one safetensors file and the offset where its data starts."""
     try:
-        with path.open("rb") as handle:
+        with open_regular(path, error=CorruptWeightsError) as handle:  # a FIFO or device is refused, never waited on
             head = handle.read(8)
             if len(head) < 8:
                 raise CorruptWeightsError(f"{path} cannot be read as a safetensors file (shorter than 8 bytes)")
@@ -169,6 +171,8 @@ def _header(path: Path) -> tuple[dict[str, Any], int]:
                 raise CorruptWeightsError(f"{path} cannot be read as a safetensors file (header of {length} bytes)")
             text = handle.read(length)
         header = json.loads(text.decode("utf-8"))
+    except CorruptWeightsError:
+        raise
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
         raise CorruptWeightsError(f"{path} cannot be read as a safetensors file ({type(error).__name__}: "
                                   f"{str(error)[:200]})") from None
@@ -181,14 +185,10 @@ def _header(path: Path) -> tuple[dict[str, Any], int]:
 def _files(path: Path) -> dict[str, Path]:
     """Tensor name -> safetensors file: ``path`` itself, or the shards its ``.index.json`` names."""
     index = path.with_name(path.name + ".index.json")
-    if path.is_file() or not index.is_file():
+    if path.is_file() or not index.exists():
         return {}
+    text = read_capped(index, _MAX_HEADER, error=CorruptWeightsError)  # a regular file, a small JSON one
     try:
-        with index.open("rb") as handle:
-            text = handle.read(_MAX_HEADER + 1)
-        if len(text) > _MAX_HEADER:
-            raise CorruptWeightsError(f"{index} is larger than {_MAX_HEADER >> 20} MiB; a safetensors index is a small "
-                                      "JSON file")
         raw = json.loads(text.decode("utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as error:
         raise CorruptWeightsError(f"{index} is not a safetensors index ({type(error).__name__}: {str(error)[:200]})") from None
@@ -266,6 +266,27 @@ class _Tensors:
         return out
 
 
+#: the layer number in a tensor name: its first all-digit part (``model.layers.3.mlp...``, ``h.11.attn...``)
+_LAYER_NUMBER = re.compile(r"(?:^|\.)(\d+)\.")
+
+
+def stored_layers(path: str | Path) -> int:
+    """How many layers ``model.safetensors`` (or its shards) holds tensors of, read from the headers alone.
+
+    The count of distinct layer numbers in the tensor names (``model.layers.3.…``,
+    ``encoder.layer.3.…``, ``h.3.…``): :func:`attnsym.models.load` checks ``config.json``'s
+    layer count against it before building a plan, so a config claiming millions of layers
+    over a file of two is refused at once, not after building millions of blocks.
+
+    Raises
+    ------
+    CorruptWeightsError
+        The file (or a shard, or the index) cannot be read as safetensors.
+    """
+    names = _Tensors(Path(path), (), np.dtype(np.float32)).entries
+    return len({match.group(1) for name in names if (match := _LAYER_NUMBER.search(name))})
+
+
 #: elements of a bfloat16 tensor read and widened per step (:func:`_read`): 2 MiB of file at a time
 _WIDEN_ELEMENTS = 2**20
 
@@ -288,7 +309,7 @@ def _read(file: Path, begin: int, shape: tuple[int, ...], kind: str) -> np.ndarr
     straight into the result (``np.left_shift(..., out=)``), so no full-size temporary is made.
     """
     try:
-        with open(file, "rb") as handle:
+        with open_regular(file, error=CorruptWeightsError) as handle:
             handle.seek(begin)
             if kind != "BF16":
                 out = np.empty(shape, np.dtype(_DTYPES[kind]))
@@ -306,7 +327,7 @@ def _read(file: Path, begin: int, shape: tuple[int, ...], kind: str) -> np.ndarr
         raise CorruptWeightsError(f"{file} cannot be read ({error})") from None
 
 
-def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32) -> Weights:
+def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32, *, tensors: Any = None) -> Weights:
     """Read ``model.safetensors`` (only the tensors used, no PyTorch) into :class:`Weights` for ``plan``.
 
     Parameters
@@ -319,6 +340,11 @@ def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32) -> 
         storage) and checks every shape.
     dtype : NumPy float dtype, default float32
         The dtype of the returned arrays (float16 and bfloat16 tensors are widened exactly).
+    tensors : tensor source, optional
+        Where the tensors come from instead of ``path``'s safetensors: any object with the
+        interface of the safetensors source (``name in tensors``; ``tensors(name, shape,
+        transpose=...)`` returning a checked array of ``dtype``), e.g. a GGUF file's
+        (:class:`attnsym.models.gguf_file.GGUFTensors`). ``path`` then only names the file.
 
     Raises
     ------
@@ -331,7 +357,7 @@ def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32) -> 
     layout = plan.layout
     if layout is None:
         raise CorruptWeightsError(f"the plan of {plan.model_type!r} has no checkpoint layout; build it with read_config")
-    t = _Tensors(Path(path), layout.prefixes, np.dtype(dtype))
+    t = _Tensors(Path(path), layout.prefixes, np.dtype(dtype)) if tensors is None else tensors
     d = plan.width
 
     def norm(role: str, kind: Norm, i: int | None = None) -> dict[str, Any]:
@@ -377,7 +403,7 @@ def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32) -> 
     return Weights(layers=tuple(layers), **model)
 
 
-def _projections(t: _Tensors, layout: Layout, name: dict[str, str], mat: Any, s: Any, d: int) -> dict[str, Any]:
+def _projections(t: Any, layout: Layout, name: dict[str, str], mat: Any, s: Any, d: int) -> dict[str, Any]:
     """``W_Q, W_K, W_V`` (and their biases when ``s.bias``): three tensors, or one fused one split once."""
     q, kv = s.heads * s.d_k, s.kv_heads * s.d_k
     if layout.qkv == "separate":

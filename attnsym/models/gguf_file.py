@@ -1,0 +1,280 @@
+"""Reading a GGUF file (llama.cpp's format) with the ``gguf`` package: metadata, tensors, checks.
+
+:func:`read_gguf` opens the file with ``gguf.GGUFReader`` (the package's own parser: no GGUF
+parsing here), turns its metadata into plain Python values, maps them into the same
+:class:`~attnsym.models.plan.ModelPlan` as a ``config.json`` (:mod:`attnsym.models.gguf_plan`),
+builds the tokenizer the metadata describes (:mod:`attnsym.models.gguf_tokenizer`) and reads the
+weights with the one reader of every checkpoint, :func:`attnsym.models.weights.read_weights`,
+given a GGUF tensor source (:class:`GGUFTensors`) with the same call interface as the
+safetensors one.
+
+Memory: the reader's metadata (one small array per vocabulary string) is dropped once read, and
+each tensor is then read from the file and dequantized by ``gguf.quants.dequantize`` a block of
+rows at a time straight into the array the forward pass uses (float32 or float64), so the
+loaded model holds its arrays and neither the file's pages nor a quantized copy.
+
+Checks, before any tensor's bytes are read: the file is a regular file (a FIFO would block on
+open), every tensor lies inside the file (a truncated file, an offset past the end), every
+quantization type is one ``gguf`` can dequantize (else one error naming the tensor and type),
+the shapes agree with the metadata's sizes (checked by ``read_weights`` against the plan), no
+tensor is left unread that would change the model. Every failure is a
+:class:`~attnsym.models.CorruptWeightsError` or :class:`~attnsym.models.ModelError`.
+
+A quantized file is the dequantized model: its weights are the quantized values, not the
+original bf16 ones.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import gguf
+import numpy as np
+from gguf.quants import dequantize
+from tokenizers import Tokenizer
+
+from .errors import CorruptWeightsError, ModelError, ModelFileMissing, UnsupportedModelError
+from .gguf_plan import LM_HEAD, GGUFPlan, plan_from_metadata, unpermute_qk_rows
+from .gguf_tokenizer import gguf_tokenizer
+from .plan import ModelPlan
+from .weights import Weights, read_weights
+
+__all__ = ["GGUFModel", "GGUFTensors", "read_gguf", "read_gguf_metadata"]
+
+#: float32 elements dequantized per step (:meth:`GGUFTensors.__call__`): 1 MiB of output at a time
+_STEP_ELEMENTS = 1 << 18
+
+#: the vocabulary arrays of the metadata: read into the tokenizer, then dropped (tens of MB as Python lists)
+_VOCABULARY = ("tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml.token_type", "tokenizer.ggml.scores")
+
+#: metadata arrays longer than this are refused (a real vocabulary is a few hundred thousand entries)
+_MAX_ARRAY = 1 << 24
+
+
+@dataclass(frozen=True)
+class _TensorInfo:
+    """Where one tensor lies and how it is stored, from the reader (no bytes of it read)."""
+
+    name: str
+    kind: gguf.GGMLQuantizationType
+    shape: tuple[int, ...]  # NumPy order: (d_out, d_in) for a matrix
+    offset: int  # of its first byte in the file
+    n_bytes: int
+    raw_dtype: np.dtype  # the reader's view of its bytes: float32, float16, or uint8 blocks
+    raw_shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class GGUFModel:
+    """What :func:`read_gguf` returns: the plan, the weights, the tokenizer, the chat template and the metadata
+    (every key but the vocabulary arrays, which live on in the tokenizer)."""
+
+    plan: ModelPlan
+    weights: Weights
+    tokenizer: Tokenizer | None
+    chat_template: str | None
+    architecture: str
+    metadata: dict[str, Any]
+
+
+def _regular_file(path: Path) -> int:
+    """The size of ``path``, after checking it is a regular file (never opened otherwise)."""
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise ModelFileMissing(f"GGUF file {str(path)!r} does not exist") from None
+    except OSError as error:
+        raise ModelError(f"GGUF file {str(path)!r} cannot be read ({type(error).__name__}: {error})") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ModelError(f"GGUF file {str(path)!r} is not a regular file")
+    return info.st_size
+
+
+def _value(field: Any, path: Path) -> Any:
+    """One metadata field as a Python value (int, float, bool, str or a list of them)."""
+    if len(field.types) > 1 and len(field.data) > _MAX_ARRAY:
+        raise CorruptWeightsError(f"{path}: GGUF key {field.name!r} holds {len(field.data)} values (at most "
+                                  f"{_MAX_ARRAY})")
+    return field.contents()
+
+
+def read_gguf_metadata(path: str | Path) -> tuple[dict[str, Any], dict[str, _TensorInfo], int]:
+    """The metadata (key -> Python value), the tensors (name -> where and how stored) and the file size.
+
+    The reader is dropped before this returns: the metadata it held as one array per string
+    (about 150 MB for a 49 152-token vocabulary) is freed before any tensor is read.
+
+    Raises
+    ------
+    CorruptWeightsError
+        The file is not a GGUF file the ``gguf`` package can read (bad magic, truncated,
+        metadata of the wrong types, counts past the file's end), or a tensor lies past its end.
+    ModelError
+        ``path`` is not a regular file.
+    """
+    path = Path(path)
+    size = _regular_file(path)
+    try:
+        reader = gguf.GGUFReader(path, "r")
+        meta = {name: _value(field, path) for name, field in reader.fields.items()
+                if not name.startswith("GGUF.")}
+        tensors = {}
+        for t in reader.tensors:
+            shape = tuple(int(s) for s in reversed(t.shape.tolist()))
+            tensors[t.name] = _TensorInfo(t.name, gguf.GGMLQuantizationType(t.tensor_type), shape, int(t.data_offset),
+                                          int(t.n_bytes), t.data.dtype, tuple(int(s) for s in t.data.shape))
+    except CorruptWeightsError:
+        raise
+    except (ValueError, KeyError, IndexError, TypeError, OverflowError, UnicodeDecodeError, OSError,
+            MemoryError, AssertionError, NotImplementedError) as error:
+        raise CorruptWeightsError(f"{path} cannot be read as a GGUF file ({type(error).__name__}: "
+                                  f"{str(error)[:200]})") from None
+    finally:
+        reader = None  # drops the reader's map and its per-string arrays now
+    for t in tensors.values():
+        if t.offset < 0 or t.n_bytes < 0 or t.offset + t.n_bytes > size:
+            raise CorruptWeightsError(f"{path} cannot be read as a GGUF file: tensor {t.name!r} ends at byte "
+                                      f"{t.offset + t.n_bytes}, past the end of the file ({size} bytes); it is "
+                                      "truncated or its tensor offsets are wrong")
+        if t.raw_dtype.itemsize * int(np.prod(t.raw_shape, dtype=np.int64)) != t.n_bytes:
+            raise CorruptWeightsError(f"{path}: tensor {t.name!r} of shape {t.shape} does not fill its {t.n_bytes} "
+                                      f"bytes of type {t.kind.name}")
+    return meta, tensors, size
+
+
+class GGUFTensors:
+    """Named lookup into a GGUF file, with the interface :func:`~attnsym.models.weights.read_weights` calls.
+
+    ``t(name, shape, transpose=False)`` returns the tensor ``name`` dequantized into a new array of
+    ``dtype`` and shape ``shape`` (its stored shape reversed when ``transpose``), after checking
+    its stored shape against ``shape``; ``name in t`` says whether the file holds it. The q/k rows
+    of ``permuted`` tensors are restored to the checkpoint's order
+    (:func:`~attnsym.models.gguf_plan.unpermute_qk_rows`). Every name read is recorded in
+    :attr:`read`.
+    """
+
+    def __init__(self, path: Path, tensors: dict[str, _TensorInfo], dtype: np.dtype,
+                 permuted: dict[str, int] | None = None) -> None:
+        self.path, self.tensors, self.dtype = path, tensors, np.dtype(dtype)
+        self.permuted = permuted or {}
+        self.read: set[str] = set()
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.tensors
+
+    def __call__(self, name: str, shape: tuple[int, ...], *, transpose: bool = False) -> np.ndarray:
+        info = self.tensors.get(name)
+        if info is None:
+            raise CorruptWeightsError(f"{self.path} has no tensor {name!r}, which this architecture needs "
+                                      f"({len(self.tensors)} tensors found, e.g. {sorted(self.tensors)[:3]})")
+        expected = tuple(shape[::-1] if transpose else shape)
+        if info.shape != expected:
+            raise CorruptWeightsError(f"{self.path}: tensor {name!r} must have shape {expected} for the GGUF "
+                                      f"metadata's sizes (got {info.shape})")
+        stored = self._dequantized(info)  # (expected), float32 or the asked dtype
+        heads = self.permuted.get(name)
+        if heads is not None:
+            if stored.shape[0] % (2 * heads):
+                raise CorruptWeightsError(f"{self.path}: tensor {name!r} has {stored.shape[0]} rows, which {heads} "
+                                          "heads of even width cannot hold")
+            stored = unpermute_qk_rows(stored, heads)
+        out = np.ascontiguousarray(stored.T if transpose else stored, dtype=self.dtype)
+        del stored
+        self.read.add(name)
+        return out
+
+    def _dequantized(self, info: _TensorInfo) -> np.ndarray:
+        """The tensor dequantized by ``gguf.quants.dequantize``, a block of rows at a time, into one new array."""
+        rows = info.raw_shape[0] if len(info.raw_shape) > 1 else 1
+        raw_row = (info.raw_shape[-1] if info.raw_shape else 1)
+        out_dtype = np.float64 if self.dtype == np.float64 else np.float32
+        out = np.empty(info.shape, out_dtype)
+        flat = out.reshape(rows, -1)
+        step = max(1, _STEP_ELEMENTS // max(1, flat.shape[1]))
+        try:
+            with open(self.path, "rb") as handle:
+                for r0 in range(0, rows, step):
+                    r1 = min(rows, r0 + step)
+                    raw = np.empty((r1 - r0, raw_row), info.raw_dtype)
+                    handle.seek(info.offset + r0 * raw_row * info.raw_dtype.itemsize)
+                    _fill(handle, memoryview(raw.reshape(-1).view(np.uint8)), self.path)
+                    flat[r0:r1] = dequantize(raw, info.kind).reshape(r1 - r0, -1)
+                    if not np.isfinite(flat[r0:r1]).all():  # per block: no tensor-sized mask
+                        raise CorruptWeightsError(f"{self.path}: tensor {info.name!r} holds non-finite values "
+                                                  "(inf or nan)")
+        except NotImplementedError:
+            raise UnsupportedModelError(f"{self.path}: tensor {info.name!r} is stored as {info.kind.name}, which the "
+                                        "gguf package cannot dequantize") from None
+        except OSError as error:
+            raise CorruptWeightsError(f"{self.path} cannot be read ({error})") from None
+        return out
+
+
+def _fill(handle: Any, buffer: memoryview, path: Path) -> None:
+    """Read exactly ``len(buffer)`` bytes from ``handle`` into ``buffer``."""
+    while buffer:
+        got = handle.readinto(buffer)
+        if not got:
+            raise CorruptWeightsError(f"{path} cannot be read as a GGUF file: it ended while a tensor was read")
+        buffer = buffer[got:]
+
+
+def _check_types(path: Path, tensors: dict[str, _TensorInfo]) -> None:
+    """Every tensor's quantization type is one ``gguf.quants.dequantize`` implements (one error naming the first)."""
+    probe: dict[gguf.GGMLQuantizationType, bool] = {}
+    for t in tensors.values():
+        if t.kind not in probe:
+            block, size = gguf.GGML_QUANT_SIZES.get(t.kind, (0, 0))
+            try:
+                dequantize(np.zeros((1, size) if t.raw_dtype == np.uint8 else (block,), t.raw_dtype), t.kind)
+                probe[t.kind] = True
+            except (NotImplementedError, ValueError, KeyError):
+                probe[t.kind] = False
+        if not probe[t.kind]:
+            raise UnsupportedModelError(f"{path}: tensor {t.name!r} is stored as {t.kind.name}, which the gguf "
+                                        "package cannot dequantize")
+
+
+def read_gguf(path: str | Path, dtype: Any = np.float32) -> GGUFModel:
+    """Read a GGUF file: its plan, weights (dequantized to ``dtype``), tokenizer and chat template.
+
+    Parameters
+    ----------
+    path : str or Path
+        A ``.gguf`` file of an architecture of :data:`attnsym.models.gguf_plan.ARCHITECTURES`.
+    dtype : NumPy float dtype, default float32
+        The dtype of the arrays (every storage type is widened into it).
+
+    Raises
+    ------
+    CorruptWeightsError
+        Not a readable GGUF file, a tensor past the file's end, a tensor missing or misshapen
+        for the metadata's sizes, or holding non-finite values.
+    UnsupportedModelError
+        An architecture, key or tensor that attnsym does not implement, or a quantization type
+        the ``gguf`` package cannot dequantize (the tensor and type named).
+    ModelError
+        Not a regular file, or a key missing or of the wrong type (named).
+    """
+    path = Path(path)
+    meta, tensors, _ = read_gguf_metadata(path)
+    shapes = {name: t.shape for name, t in tensors.items()}
+    g: GGUFPlan = plan_from_metadata(meta, shapes, path)
+    _check_types(path, tensors)
+    tokenizer = gguf_tokenizer(meta, path, g.plan.vocab_size)
+    chat_template = meta.get("tokenizer.chat_template")
+    meta = {key: value for key, value in meta.items() if key not in _VOCABULARY}  # freed before the weights
+    source = GGUFTensors(path, tensors, np.dtype(dtype), g.permuted)
+    weights = read_weights(path, g.plan, dtype, tensors=source)
+    unread = sorted(set(tensors) - source.read - {LM_HEAD})
+    if unread:
+        raise UnsupportedModelError(f"{path}: the GGUF file holds tensors the {g.plan.model_type} plan does not use "
+                                    f"({', '.join(unread[:5])}{' …' if len(unread) > 5 else ''}); attnsym will not "
+                                    "run the model without them")
+    return GGUFModel(plan=g.plan, weights=weights, tokenizer=tokenizer,
+                     chat_template=chat_template if isinstance(chat_template, str) else None,
+                     architecture=g.architecture, metadata=meta)

@@ -1,0 +1,367 @@
+"""GGUF metadata -> the same :class:`~attnsym.models.plan.ModelPlan` as a ``config.json``.
+
+A GGUF file carries no ``config.json``: its metadata is the configuration, under llama.cpp's key
+names (``llama.block_count``, ``llama.attention.head_count_kv``, ``llama.rope.freq_base`` …).
+One small function per GGUF architecture (:data:`ARCHITECTURES`) translates those keys into the
+``config.json`` dict of the matching family, and the family table
+(:func:`attnsym.models.families.read_plan`) builds the plan from it, so a GGUF file and a
+Hugging Face folder of the same model give the same plan: the sizes, RoPE, windows and soft-caps
+are read by the very same code. Beside it, :data:`GGUF_NAMES` maps each role of the plan's
+:class:`~attnsym.models.plan.Layout` to a GGUF tensor name (``blk.{i}.attn_q.weight`` …).
+
+A key the family needs and the file lacks is one :class:`~attnsym.models.ModelError` naming
+the key; a key of the architecture that attnsym does not read (a RoPE scaling type it does not
+implement, experts, ALiBi bias limits …) and an unknown architecture are refused
+(:class:`~attnsym.models.UnsupportedModelError`), never ignored.
+
+**The q/k row permutation.** llama.cpp runs the LLaMA architecture with *interleaved* rotary
+pairs ``(2i, 2i + 1)``, while the Hugging Face checkpoint it converts was trained with the
+*half-split* pairs ``(i, i + r/2)`` of ``rotate_half``. Its converter therefore reorders the rows
+of ``attn_q`` and ``attn_k`` within every head: GGUF row ``2i + t`` holds original row
+``i + t·r/2``. That is the permutation ``P`` of the claim ``rope-pairing-permutation``
+(``RoPE_half(P q) = P · RoPE_interleaved(q)`` at every position): interleaved rotary on the
+permuted rows computes exactly the scores of half-split rotary on the original rows.
+:func:`unpermute_qk_rows` undoes it (``(Pq)_i = q_{2i}``, ``(Pq)_{i + r/2} = q_{2i+1}``), so the
+plan keeps the half-split pairing of the family and the arrays are the original ones, exactly
+(a permutation moves values, it rounds nothing). Qwen 2/3, Gemma 2 and GPT-NeoX are converted
+without it (llama.cpp runs them with half-split "NEOX" rotary).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .config import MAX_SIZE
+from .errors import ModelError, UnsupportedModelError
+from .families import read_plan
+from .plan import Layout, ModelPlan, Norm
+
+__all__ = ["ARCHITECTURES", "GGUF_NAMES", "GGUFPlan", "plan_from_metadata", "unpermute_qk_rows"]
+
+
+#: GGUF tensor names of the LLaMA-style roles (``{i}`` the block)
+_DECODER_NAMES: dict[str, str] = {
+    "embed": "token_embd.weight", "final_norm": "output_norm.weight",
+    "attn_norm": "blk.{i}.attn_norm.weight", "mlp_norm": "blk.{i}.ffn_norm.weight",
+    "W_Q": "blk.{i}.attn_q.weight", "b_Q": "blk.{i}.attn_q.bias",
+    "W_K": "blk.{i}.attn_k.weight", "b_K": "blk.{i}.attn_k.bias",
+    "W_V": "blk.{i}.attn_v.weight", "b_V": "blk.{i}.attn_v.bias",
+    "W_O": "blk.{i}.attn_output.weight", "b_O": "blk.{i}.attn_output.bias",
+    "g_Q": "blk.{i}.attn_q_norm.weight", "g_K": "blk.{i}.attn_k_norm.weight",
+    "W_gate": "blk.{i}.ffn_gate.weight", "W_up": "blk.{i}.ffn_up.weight", "b_up": "blk.{i}.ffn_up.bias",
+    "W_down": "blk.{i}.ffn_down.weight", "b_down": "blk.{i}.ffn_down.bias",
+    "W_QKV": "blk.{i}.attn_qkv.weight", "b_QKV": "blk.{i}.attn_qkv.bias",
+    "position": "position_embd.weight", "token_type": "token_types.weight", "embed_norm": "token_embd_norm.weight",
+}
+
+#: family -> role -> GGUF tensor name; GGUF stores every matrix ``(d_out, d_in)`` (GPT-2's Conv1D
+#: weights are transposed by the converter) and fused q|k|v as rows ``[Q; K; V]`` (the converter
+#: regroups GPT-NeoX's and BLOOM's per-head rows), so all read as ``transposed`` with ``columns`` q|k|v
+GGUF_NAMES: dict[str, dict[str, str]] = {
+    **{family: _DECODER_NAMES for family in ("llama", "mistral", "qwen2", "qwen3", "gpt2", "gpt_neox", "bloom")},
+    "gemma2": _DECODER_NAMES | {"post_attn_norm": "blk.{i}.post_attention_norm.weight",
+                                "post_mlp_norm": "blk.{i}.post_ffw_norm.weight"},
+    "bert": _DECODER_NAMES | {"attn_norm": "blk.{i}.attn_output_norm.weight",
+                              "mlp_norm": "blk.{i}.layer_output_norm.weight"},
+}
+_FUSED = ("gpt2", "gpt_neox", "bloom")
+
+#: the LM head: read by nothing here, allowed beside the plan's tensors
+LM_HEAD = "output.weight"
+
+
+@dataclass(frozen=True)
+class GGUFPlan:
+    """What the metadata says: the plan (with its GGUF layout) and the converter's q/k permutation.
+
+    Attributes
+    ----------
+    plan : ModelPlan
+    architecture : str
+        ``general.architecture``.
+    permuted : dict of str to int
+        GGUF tensor name -> the number of heads whose rows :func:`unpermute_qk_rows` must restore
+        (``attn_q`` / ``attn_k`` weights and biases of the LLaMA architecture; empty otherwise).
+    """
+
+    plan: ModelPlan
+    architecture: str
+    permuted: dict[str, int]
+
+
+def unpermute_qk_rows(W: np.ndarray, heads: int) -> np.ndarray:
+    """The rows of a GGUF ``attn_q`` / ``attn_k`` tensor in the order of the original checkpoint.
+
+    Within each head of ``d = rows / heads`` rows, original row ``c`` is GGUF row ``order[c]`` with
+    ``order = (0, 2, …, d − 2, 1, 3, …, d − 1)``: the permutation ``P`` of ``rope-pairing-permutation``,
+    ``(Pq)_i = q_{2i}``, ``(Pq)_{i + d/2} = q_{2i+1}``. It turns the interleaved rotary pairs llama.cpp
+    uses into the half-split pairs of the checkpoint (module docstring). Works on a weight
+    ``(rows, d_in)`` and on a bias ``(rows,)``.
+
+    >>> unpermute_qk_rows(np.arange(8), heads=2)       # head 0 rows 0..3, head 1 rows 4..7
+    array([0, 2, 1, 3, 4, 6, 5, 7])
+    """
+    rows = W.shape[0]
+    d = rows // heads
+    order = [*range(0, d, 2), *range(1, d, 2)]
+    return np.ascontiguousarray(W.reshape(heads, d, *W.shape[1:])[:, order].reshape(W.shape))
+
+
+# ---------------------------------------------------------------------------------------------- reading keys
+_MISSING = object()
+
+
+def _key(meta: dict[str, Any], key: str, kind: type | tuple[type, ...], path: Path, default: Any = _MISSING) -> Any:
+    """``meta[key]``, checked to be of ``kind`` (a bool is no number); missing -> ``default`` or a ModelError naming it."""
+    if key not in meta:
+        if default is _MISSING:
+            raise ModelError(f"{path}: the GGUF metadata has no {key!r}, which this architecture needs")
+        return default
+    value = meta[key]
+    if isinstance(value, bool) != (kind is bool) or not isinstance(value, kind):
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        name = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise ModelError(f"{path}: GGUF key {key!r} must be a {name} (got {shown})")
+    return value
+
+
+def _size(meta: dict[str, Any], key: str, path: Path, default: Any = _MISSING) -> Any:
+    value = _key(meta, key, int, path, default)
+    if value is not default and not 1 <= value <= MAX_SIZE:
+        raise ModelError(f"{path}: GGUF key {key!r} must be a positive integer at most {MAX_SIZE} (got {value})")
+    return value
+
+
+def _number(meta: dict[str, Any], key: str, path: Path, default: Any = _MISSING) -> Any:
+    return _key(meta, key, (int, float), path, default)
+
+
+def _refuse(path: Path, key: str, value: Any, why: str) -> None:
+    raise UnsupportedModelError(f"{path}: GGUF key {key}={value!r} is not supported ({why})")
+
+
+# ---------------------------------------------------------------------------------------------- per architecture
+#: keys of every architecture that describe the file, not the maths (read elsewhere or irrelevant)
+_HARMLESS = ("context_length", "vocab_size", "rope.scaling.finetuned", "pooling_type")
+
+
+def _rope_scaling(meta: dict[str, Any], a: str, path: Path) -> dict[str, Any] | None:
+    kind = _key(meta, f"{a}.rope.scaling.type", str, path, "none")
+    if kind == "none":
+        return None
+    if kind != "linear":
+        _refuse(path, f"{a}.rope.scaling.type", kind, "attnsym implements GGUF rope scaling 'none' and 'linear'")
+    return {"rope_type": "linear", "factor": float(_number(meta, f"{a}.rope.scaling.factor", path))}
+
+
+def _llama_like(meta: dict[str, Any], a: str, path: Path, tensors: dict[str, tuple[int, ...]]) -> dict[str, Any]:
+    """``llama``, ``qwen2``, ``qwen3``, ``gemma2``: the LLaMA-layout keys."""
+    heads = _size(meta, f"{a}.attention.head_count", path)
+    width = _size(meta, f"{a}.embedding_length", path)
+    head_dim = _size(meta, f"{a}.attention.key_length", path, None)
+    if head_dim is None:
+        head_dim = width // heads if width % heads == 0 else None
+    value_dim = _size(meta, f"{a}.attention.value_length", path, head_dim)
+    if value_dim != head_dim:
+        _refuse(path, f"{a}.attention.value_length", value_dim, f"attnsym runs value heads as wide as key heads "
+                f"({head_dim})")
+    rotary = _size(meta, f"{a}.rope.dimension_count", path, head_dim)
+    if rotary != head_dim:
+        _refuse(path, f"{a}.rope.dimension_count", rotary, f"attnsym runs {a} with rotary on the whole head "
+                f"({head_dim} dimensions)")
+    raw: dict[str, Any] = {
+        "hidden_size": width, "num_attention_heads": heads,
+        "num_key_value_heads": _size(meta, f"{a}.attention.head_count_kv", path, heads),
+        "num_hidden_layers": _size(meta, f"{a}.block_count", path),
+        "intermediate_size": _size(meta, f"{a}.feed_forward_length", path),
+        "max_position_embeddings": _size(meta, f"{a}.context_length", path),
+        "rms_norm_eps": float(_number(meta, f"{a}.attention.layer_norm_rms_epsilon", path)),
+        "rope_theta": float(_number(meta, f"{a}.rope.freq_base", path, 10000.0)),
+        "rope_scaling": _rope_scaling(meta, a, path),
+        "attention_bias": "blk.0.attn_q.bias" in tensors,
+        "tie_word_embeddings": LM_HEAD not in tensors,
+    }
+    if head_dim is not None:
+        raw["head_dim"] = head_dim
+    return raw
+
+
+def _llama(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]]) -> dict[str, Any]:
+    """LLaMA; with ``llama.attention.sliding_window`` a Mistral-style file (its window in every layer)."""
+    raw = _llama_like(meta, "llama", path, tensors)
+    window = _size(meta, "llama.attention.sliding_window", path, None)
+    if window is not None:
+        return raw | {"model_type": "mistral", "sliding_window": window}
+    return raw | {"model_type": "llama"}
+
+
+def _qwen(a: str) -> Callable[[dict[str, Any], Path, dict[str, tuple[int, ...]]], dict[str, Any]]:
+    def build(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]]) -> dict[str, Any]:
+        raw = _llama_like(meta, a, path, tensors) | {"model_type": a}
+        raw.pop("attention_bias")  # Qwen 2 always has q/k/v biases, Qwen 3 none: the family decides
+        return raw
+    return build
+
+
+def _gemma2(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]]) -> dict[str, Any]:
+    """Gemma 2: llama.cpp scales queries by ``1/sqrt(head_dim)``, or ``1/sqrt(width/heads)`` for the 46-layer 27B."""
+    raw = _llama_like(meta, "gemma2", path, tensors)
+    layers, heads, width = raw["num_hidden_layers"], raw["num_attention_heads"], raw["hidden_size"]
+    raw.pop("attention_bias")
+    return raw | {"model_type": "gemma2", "hidden_activation": "gelu_pytorch_tanh",
+                  "query_pre_attn_scalar": width // heads if layers == 46 else raw["head_dim"],
+                  "sliding_window": _size(meta, "gemma2.attention.sliding_window", path),
+                  "attn_logit_softcapping": _number(meta, "gemma2.attn_logit_softcapping", path, None),
+                  "final_logit_softcapping": _number(meta, "gemma2.final_logit_softcapping", path, None)}
+
+
+def _layer_norm_eps(meta: dict[str, Any], a: str, path: Path) -> float:
+    return float(_number(meta, f"{a}.attention.layer_norm_epsilon", path))
+
+
+def _gpt2(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]]) -> dict[str, Any]:
+    return {"model_type": "gpt2", "n_embd": _size(meta, "gpt2.embedding_length", path),
+            "n_layer": _size(meta, "gpt2.block_count", path), "n_head": _size(meta, "gpt2.attention.head_count", path),
+            "n_inner": _size(meta, "gpt2.feed_forward_length", path),
+            "n_positions": _size(meta, "gpt2.context_length", path),
+            "layer_norm_epsilon": _layer_norm_eps(meta, "gpt2", path), "activation_function": "gelu_new"}
+
+
+def _gptneox(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]]) -> dict[str, Any]:
+    a = "gptneox"
+    width, heads = _size(meta, f"{a}.embedding_length", path), _size(meta, f"{a}.attention.head_count", path)
+    rotary = _size(meta, f"{a}.rope.dimension_count", path)
+    return {"model_type": "gpt_neox", "hidden_size": width, "num_attention_heads": heads,
+            "num_hidden_layers": _size(meta, f"{a}.block_count", path),
+            "intermediate_size": _size(meta, f"{a}.feed_forward_length", path),
+            "max_position_embeddings": _size(meta, f"{a}.context_length", path),
+            "rotary_pct": rotary / (width // heads) if width % heads == 0 else 1.0,
+            "rotary_emb_base": float(_number(meta, f"{a}.rope.freq_base", path, 10000.0)),
+            "use_parallel_residual": _key(meta, f"{a}.use_parallel_residual", bool, path, True),
+            "layer_norm_eps": _layer_norm_eps(meta, a, path), "tie_word_embeddings": LM_HEAD not in tensors}
+
+
+def _bloom(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]]) -> dict[str, Any]:
+    return {"model_type": "bloom", "hidden_size": _size(meta, "bloom.embedding_length", path),
+            "n_head": _size(meta, "bloom.attention.head_count", path), "n_layer": _size(meta, "bloom.block_count", path),
+            "seq_length": _size(meta, "bloom.context_length", path, 2048),
+            "layer_norm_epsilon": _layer_norm_eps(meta, "bloom", path)}
+
+
+def _bert(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]]) -> dict[str, Any]:
+    if _key(meta, "bert.attention.causal", bool, path, False):
+        _refuse(path, "bert.attention.causal", True, "attnsym runs BERT as a bidirectional encoder")
+    types = tensors.get("token_types.weight", (2,))
+    return {"model_type": "bert", "hidden_size": _size(meta, "bert.embedding_length", path),
+            "num_attention_heads": _size(meta, "bert.attention.head_count", path),
+            "num_hidden_layers": _size(meta, "bert.block_count", path),
+            "intermediate_size": _size(meta, "bert.feed_forward_length", path),
+            "max_position_embeddings": _size(meta, "bert.context_length", path),
+            "type_vocab_size": int(types[0]) if types else 2, "hidden_act": "gelu",
+            "layer_norm_eps": _layer_norm_eps(meta, "bert", path)}
+
+
+#: GGUF ``general.architecture`` -> (its ``config.json`` dict builder, the keys under ``<arch>.`` it reads)
+ARCHITECTURES: dict[str, tuple[Callable[..., dict[str, Any]], tuple[str, ...]]] = {
+    "llama": (_llama, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
+                       "attention.head_count_kv", "attention.key_length", "attention.value_length",
+                       "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.dimension_count",
+                       "rope.scaling.type", "rope.scaling.factor", "attention.sliding_window")),
+    "qwen2": (_qwen("qwen2"), ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
+                               "attention.head_count_kv", "attention.key_length", "attention.value_length",
+                               "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.dimension_count",
+                               "rope.scaling.type", "rope.scaling.factor")),
+    "qwen3": (_qwen("qwen3"), ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
+                               "attention.head_count_kv", "attention.key_length", "attention.value_length",
+                               "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.dimension_count",
+                               "rope.scaling.type", "rope.scaling.factor")),
+    "gemma2": (_gemma2, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
+                         "attention.head_count_kv", "attention.key_length", "attention.value_length",
+                         "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.dimension_count",
+                         "rope.scaling.type", "rope.scaling.factor", "attention.sliding_window",
+                         "attn_logit_softcapping", "final_logit_softcapping")),
+    "gpt2": (_gpt2, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
+                     "attention.layer_norm_epsilon")),
+    "gptneox": (_gptneox, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
+                           "attention.layer_norm_epsilon", "rope.freq_base", "rope.dimension_count",
+                           "use_parallel_residual")),
+    "bloom": (_bloom, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
+                       "attention.layer_norm_epsilon")),
+    "bert": (_bert, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
+                     "attention.layer_norm_epsilon", "attention.causal")),
+}
+
+#: GGUF architectures whose ``attn_q`` / ``attn_k`` rows the converter permuted (module docstring)
+PERMUTED_QK = ("llama",)
+
+
+def plan_from_metadata(meta: dict[str, Any], tensors: dict[str, tuple[int, ...]], path: Path) -> GGUFPlan:
+    """The plan of a GGUF file from its metadata (``meta``: key -> value) and tensor shapes (NumPy order).
+
+    Raises
+    ------
+    UnsupportedModelError
+        An architecture not in :data:`ARCHITECTURES`, a key of the architecture that attnsym does
+        not read, a RoPE scaling type other than none / linear, or a ``rope_freqs`` tensor (per-
+        frequency factors).
+    ModelError
+        A key the architecture needs is missing or of the wrong type (named).
+
+    Examples
+    --------
+    >>> meta = {"general.architecture": "llama", "llama.block_count": 2, "llama.embedding_length": 64,
+    ...         "llama.feed_forward_length": 128, "llama.attention.head_count": 4, "llama.attention.head_count_kv": 2,
+    ...         "llama.context_length": 256, "llama.attention.layer_norm_rms_epsilon": 1e-5}
+    >>> g = plan_from_metadata(meta, {"token_embd.weight": (300, 64)}, Path("m.gguf"))
+    >>> g.plan.describe()
+    'llama: 2 layers, 4 heads of width 16 (2 key/value heads), d_model 64, feed-forward 128, up to 256 tokens'
+    >>> g.permuted["blk.1.attn_k.weight"]
+    2
+    >>> plan_from_metadata({**meta, "llama.expert_count": 8}, {}, Path("m.gguf"))
+    Traceback (most recent call last):
+    ...
+    attnsym.models.errors.UnsupportedModelError: m.gguf: GGUF key llama.expert_count=8 is not supported (attnsym
+    does not read it, and it may change the model)
+    """
+    arch = _key(meta, "general.architecture", str, path)
+    if arch not in ARCHITECTURES:
+        raise UnsupportedModelError(f"{path}: GGUF architecture {arch!r} is not supported; attnsym reads "
+                                    f"{', '.join(map(repr, ARCHITECTURES))}")
+    build, understood = ARCHITECTURES[arch]
+    known = set(understood) | set(_HARMLESS)
+    for key in sorted(meta):
+        if key.startswith(arch + ".") and key[len(arch) + 1:] not in known:
+            _refuse(path, key, meta[key], "attnsym does not read it, and it may change the model")
+    if "rope_freqs.weight" in tensors:
+        raise UnsupportedModelError(f"{path}: the GGUF file holds a 'rope_freqs.weight' tensor (per-frequency RoPE "
+                                    "factors, e.g. llama3 scaling), which attnsym does not implement for GGUF files")
+    raw = build(meta, path, tensors)
+    embed = tensors.get("token_embd.weight")
+    vocab = _size(meta, f"{arch}.vocab_size", path, None)
+    if vocab is None:
+        if embed is None or len(embed) != 2:
+            raise ModelError(f"{path}: the GGUF file has no 2-D 'token_embd.weight' tensor and no {arch}.vocab_size")
+        vocab = int(embed[0])
+    raw["vocab_size"] = vocab
+    pad = meta.get("tokenizer.ggml.padding_token_id")
+    if type(pad) is int and 0 <= pad < vocab:
+        raw["pad_token_id"] = pad
+    plan = read_plan(raw, path)
+    layout = Layout((), GGUF_NAMES[plan.model_type], transposed=True,
+                    qkv="columns" if plan.model_type in _FUSED else "separate")
+    if plan.model_type == "gemma2":  # the converter stores Gemma's RMSNorm gains as 1 + w: no offset left to add
+        norm = Norm("rms", plan.final_norm.eps if plan.final_norm else 1e-6)
+        plan = replace(plan, blocks=tuple(replace(b, norm=norm) for b in plan.blocks), final_norm=norm)
+    plan = replace(plan, layout=layout)
+    permuted: dict[str, int] = {}
+    if arch in PERMUTED_QK:
+        for i, block in enumerate(plan.blocks):
+            for letter, heads in (("q", block.attention.heads), ("k", block.attention.kv_heads)):
+                for part in ("weight", "bias"):
+                    permuted[f"blk.{i}.attn_{letter}.{part}"] = heads
+    return GGUFPlan(plan=plan, architecture=arch, permuted=permuted)
