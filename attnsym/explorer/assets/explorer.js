@@ -95,7 +95,8 @@
       var sup = m[0][0] === "^", start = m.index, open = sup ? m[1] : m[2];
       if (!sup) {  // an index only after a one-letter name (x_i, W_Q) or a bracket (softmax(x)_i), never inside a_word
         var before = s.slice(Math.max(0, start - 2), start);
-        if (!(/\)$/.test(before) || /(^|[^A-Za-z])[A-Za-zα-ωΑ-Ω]$/.test(before) || (start === 1 && /[A-Za-zα-ω]/.test(s[0])))) continue;
+        var braced = open === "{" && start > 0 && /\S/.test(s[start - 1]);  // x_{…} after any symbol (‖W‖_{1,∞})
+        if (!(braced || /\)$/.test(before) || /(^|[^A-Za-z])[A-Za-zα-ωΑ-Ω]$/.test(before) || (start === 1 && /[A-Za-zα-ω]/.test(s[0])))) continue;
       }
       var body, stop;
       if (open === "{" || open === "(") {
