@@ -111,6 +111,7 @@ __all__ = [
     "classify",
     "induction_scores",
     "probe",
+    "probe_sequences",
 ]
 
 #: the scored patterns, the order of the last axis of :attr:`HeadReport.scores`
@@ -696,6 +697,18 @@ def _probe_ids(model: Any, length: Any, seed: Any, batch: Any, prefix: Any) -> t
     ids = np.concatenate([np.tile(np.asarray(prefix, dtype=np.int64), (batch, 1)), random, random], axis=1)
     ids.setflags(write=False)
     return ids, p, length
+
+
+def probe_sequences(model: Any, *, length: int = 50, seed: int = 0, batch: int = 4,
+                    prefix: Sequence[int] = ()) -> np.ndarray:
+    """The token ids ``(batch, len(prefix) + 2 length)`` that :func:`induction_scores` and :func:`probe` run.
+
+    Raises
+    ------
+    HeadsError, SpecError
+        As :func:`induction_scores`.
+    """
+    return _probe_ids(model, length, seed, batch, prefix)[0]
 
 
 def _probe_runs(model: Any, length: Any, seed: Any, batch: Any, prefix: Any) -> tuple[np.ndarray, int, np.ndarray]:

@@ -220,8 +220,11 @@ def _headline(data):
     a, b = (data.inputs[k] for k in c.inputs)
     layer, head = c.cell
     rows = [c.rows[k]["heads"][layer, head] for k in (0, 1)]
+    same = a.tokens[int(np.argmax(rows[0]))].lower() == b.tokens[int(np.argmax(rows[1]))].lower()
+    end = (" Same weights; at this head both read the same word (the grid below shows where they differ)." if same else
+           " Same weights, two inputs, two routings.")
     return (f"Layer {layer + 1}, head {head + 1}: in sentence 1 “{a.tokens[c.positions[0]]}” {_top(a, rows[0])}; "
-            f"in sentence 2 it {_top(b, rows[1])}. Same weights, two inputs, two routings.")
+            f"in sentence 2 it {_top(b, rows[1])}.{end}")
 
 
 def test_the_headline_head_reads_a_word_in_both_sentences(full_page):

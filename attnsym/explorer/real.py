@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError
-from ..heads import classify
+from ..heads import InductionScores, classify, probe, probe_sequences
 from ..models import Model, Route
 from ..models.contrast import ROLES, TokenContrast, contrast, shared_word
 from ..models.errors import TextError
@@ -42,15 +42,42 @@ def _token_mlp(tokens: Sequence[str]) -> MlpData:
     )
 
 
-def route_input(route: Route, source: str, *, flow: bool | None = None) -> RoutingInput:
+def route_input(route: Route, source: str, *, flow: bool | None = None,
+                induction: InductionScores | None = None) -> RoutingInput:
     """One route as a routing input: its labels, attention (float32, as computed), fusions, rollout, flow.
 
-    ``flow=None`` computes the flow for routes of at most :data:`FLOW_MAX_TOKENS` tokens.
+    ``flow=None`` computes the flow for routes of at most :data:`FLOW_MAX_TOKENS` tokens; a
+    decoder's ``induction`` scores (from the probe) label its induction heads on the sentence too.
     """
     labels = route.labels()
     with_flow = route.n <= FLOW_MAX_TOKENS if flow is None else bool(flow)
     return routing_input(route.text, source, labels, route.attention, _token_mlp(labels), flow=with_flow,
-                         heads=classify(route), sinks=sink_keys(route))
+                         heads=classify(route, induction=induction), sinks=sink_keys(route))
+
+
+#: the induction probe on a decoder's page: random token ids of this length, repeated twice, this many sequences
+PROBE_LENGTH, PROBE_BATCH = 40, 2
+
+
+def probe_input(model: Model, *, length: int = PROBE_LENGTH, batch: int = PROBE_BATCH,
+                seed: int = 0) -> tuple[RoutingInput, InductionScores]:
+    """A decoder's induction probe as a routing input: the first repeated random sequence, its heads classified
+    on all the sequences (:func:`attnsym.heads.probe`), and the induction scores for the sentences' overviews.
+    """
+    length = min(length, model.config.max_positions // 2)
+    report = probe(model, length=length, seed=seed, batch=batch)
+    ids = probe_sequences(model, length=length, seed=seed, batch=batch)  # the ids the probe ran
+    scores = InductionScores(induction=report.score("induction"), duplicate=report.score("duplicate"), length=length,
+                             seed=seed, batch=batch, ids=ids, prefix=0)
+    attention = np.asarray(model.forward(ids[:1]).attention, dtype=np.float32)[:, 0]  # (layers, heads, n, n)
+    tokenizer = model.tokenizer
+    tokens = [f"{tokenizer.id_to_token(int(i)) if tokenizer is not None else i}#{k + 1}" for k, i in enumerate(ids[0])]
+    source = (f"{model.name} ({model.config.describe()}); the induction probe: {length} random token ids repeated "
+              f"twice (seed {seed}); head classes over {batch} such sequences")
+    name = f"induction probe: {length} random tokens, repeated"
+    inp = routing_input(name, source, tokens, attention, _token_mlp(tokens), flow=False, heads=report,
+                        sinks=tuple(k == 0 for k in range(len(tokens))))
+    return inp, scores
 
 
 def sink_keys(route: Route) -> tuple[bool, ...]:
@@ -61,7 +88,8 @@ def sink_keys(route: Route) -> tuple[bool, ...]:
 def headline_cell(c: TokenContrast) -> tuple[int, int]:
     """The head the page opens on: where, in both sentences, the word's row puts its largest weight on another
     word (not a sink's key, not the word itself), the one with the largest role distance times the smaller of
-    the two largest weights; else the head of the largest role distance.
+    the two largest weights (heads where the two read different words first); else the head of the
+    largest role distance.
 
     A head that parks the word on ``[CLS]`` in one sentence differs from the other sentence only in
     reading nothing there, a head where the word reads itself tells nothing of its context, and a
@@ -71,6 +99,7 @@ def headline_cell(c: TokenContrast) -> tuple[int, int]:
     d = np.asarray(c.role_distance)
     ok = np.ones(d.shape, dtype=bool)
     weight = np.ones(d.shape)
+    read = []
     for route, word, row in zip(c.routes, c.words, c.rows, strict=True):
         row = np.asarray(row, dtype=np.float64)  # (L, H, n)
         other = ~np.array(sink_keys(route))
@@ -78,6 +107,9 @@ def headline_cell(c: TokenContrast) -> tuple[int, int]:
         top = np.argmax(row, axis=-1)
         ok &= other[top]  # (L, H): the row's largest weight is on another word
         weight = np.minimum(weight, np.take_along_axis(row, top[..., None], axis=-1)[..., 0])
+        read.append(np.array([t.lower() for t in route.labels()], dtype=object)[top])
+    if (ok & (read[0] != read[1])).any():  # the two sentences' words read different words: prefer those heads
+        ok &= read[0] != read[1]
     if not ok.any():
         layer, head = c.most_different()
         return int(layer), int(head)
@@ -125,7 +157,7 @@ def _contrast_data(c: TokenContrast, inputs: tuple[int, int]) -> ContrastData:
 
 
 def model_routing(model: Model, texts: Sequence[str], *, word: str | None = None,
-                  flow: bool | None = None) -> tuple[list[RoutingInput], list[ContrastData]]:
+                  flow: bool | None = None, probe: bool | None = None) -> tuple[list[RoutingInput], list[ContrastData]]:
     """Route ``texts`` through ``model`` for the page; contrast ``word`` between the first two.
 
     Parameters
@@ -140,6 +172,9 @@ def model_routing(model: Model, texts: Sequence[str], *, word: str | None = None
         sentence that the second also has, and no contrast if there is none.
     flow : bool, optional
         Compute attention flow (default: for sentences of at most :data:`FLOW_MAX_TOKENS` tokens).
+    probe : bool, optional
+        Add the induction probe (:func:`probe_input`) after the sentences, and label the
+        sentences' induction heads with its scores; default: for a decoder.
 
     Raises
     ------
@@ -162,5 +197,10 @@ def model_routing(model: Model, texts: Sequence[str], *, word: str | None = None
             c = contrast(model, texts[0], texts[1], chosen)
             routes[0], routes[1] = c.routes  # the contrast's own batch: the rows shown are the routes shown
             contrasts.append(_contrast_data(c, (0, 1)))
-    inputs = [route_input(r, source, flow=flow) for r in routes]
+    with_probe = bool(model.config.causal) if probe is None else bool(probe)
+    extra, induction = [], None
+    if with_probe:
+        probe_in, induction = probe_input(model)
+        extra = [probe_in]
+    inputs = [route_input(r, source, flow=flow, induction=induction) for r in routes] + extra
     return inputs, contrasts

@@ -917,6 +917,7 @@
     return isSink(inp, j) ? "parks its attention on " + inp.tokens[j] + " (" + w + "): a sink, it reads nothing" :
       "reads “" + inp.tokens[j] + "” (" + w + ")";
   }
+  function sameRead(a, r1, b, r2) { return String(a.tokens[topKey(r1)]).toLowerCase() === String(b.tokens[topKey(r2)]).toLowerCase(); }
   function miniGraph(inp, position, row, title, fixed) {  // the word's row: one line per key it reads (width = weight)
     var keep = range(inp.tokens.length);
     if (keep.length > 16) {  // a long text: the word and the 8 keys it reads most, in text order, numbered
@@ -986,7 +987,9 @@
     }), state.contrast);
     root.appendChild(el("p", { "class": "headline", id: "headline" }, [
       "Layer " + (layer + 1) + ", head " + (head + 1) + ": in sentence 1 “" + w1 + "” " + readsPhrase(a, r1) +
-      "; in sentence 2 it " + readsPhrase(b, r2) + ". Same weights, two inputs, two routings."]));
+      "; in sentence 2 it " + readsPhrase(b, r2) + "." + (sameRead(a, r1, b, r2) ?
+        " Same weights; at this head both read the same word (the grid below shows where they differ)." :
+        " Same weights, two inputs, two routings.")]));
     root.appendChild(sentenceLine(a, c.positions[0], "1"));
     root.appendChild(sentenceLine(b, c.positions[1], "2"));
     root.appendChild(el("p", { "class": "source" }, [el("strong", { text: "Data: " }), a.source === b.source ? a.source :
