@@ -367,3 +367,25 @@ def test_explore_on_the_users_sentences_shows_only_them(tmp_path):
     toy = [i for i in data["inputs"] if i["source"].startswith("toy: random vectors, words are labels")]
     assert code == 0 and len(toy) == 2 and all("random vectors" in i["name"] for i in toy)
     assert [c["word"] for c in data["contrasts"]] == ["Apple"]  # the toy's contrasts never join a real page's
+
+
+def test_a_decoders_page_adds_the_induction_probe_and_labels_its_heads():
+    """A causal model: the probe (random tokens repeated twice) is an input of the page, its heads classified on
+    the probe as attnsym.heads.probe classifies them, and the sentences' heads carry the probe's induction scores."""
+    from models_support import tiny_gpt2
+
+    from attnsym import heads as hd
+    from attnsym.explorer.real import PROBE_BATCH, PROBE_LENGTH
+
+    m = at.models.load(tiny_gpt2())
+    inputs, _ = model_routing(m, ["the apple phone launch event", "i like to eat apples"])
+    length = min(PROBE_LENGTH, m.config.max_positions // 2)  # the tiny model has 64 positions
+    assert [i.name for i in inputs][-1] == f"induction probe: {length} random tokens, repeated"
+    probe = inputs[-1]
+    expected = hd.probe(m, length=length, batch=PROBE_BATCH)
+    assert [h["labels"] for h in probe.head_classes["heads"]] == [list(c) for row in expected.labels for c in row]
+    assert "induction probe" in probe.source and probe.sinks[0] and len(probe.tokens) == 2 * length
+    for inp in inputs[:2]:
+        got = [h["scores"]["induction"] for h in inp.head_classes["heads"]]
+        assert got == pytest.approx(list(expected.score("induction").ravel()))
+    assert model_routing(m, ["a b c"], probe=False)[0][-1].name == "a b c"
