@@ -370,8 +370,11 @@ def _carry(old: Path, new: Path, overwrite: bool, replaced: list[Path]) -> None:
                 else:
                     _link_or_copy(source, target, kind)
             elif staged == "directory":
-                if kind != "directory":  # a link to a folder included: the new files are never written through it
-                    raise _refuse_link(source, f"{kind}, not a folder")
+                if kind == "symbolic link":  # even to a folder: the new files are never written through it
+                    raise _refuse_link(source, "symbolic link, not a folder")
+                if kind != "directory":
+                    raise OutputError(f"{source} is a {kind}, not a folder; the new files need a folder there: "
+                                      "remove it or choose another folder")
                 _carry(source, target, overwrite, replaced)
                 shutil.copystat(source, target, follow_symlinks=False)
             elif kind != "regular file":
@@ -394,6 +397,19 @@ def _link_or_copy(source: Path, target: Path, kind: str | None) -> None:
         else:
             raise OutputError(f"{source} is a {kind} that cannot be kept across the swap (no hard link can be made "
                               "here); move it out of the folder or choose another folder") from None
+
+
+def _rescue(old: Path, new: Path) -> None:
+    """Move into ``new`` what appeared in the user's ``old`` folder between the copy and the swap (never lost)."""
+    with os.scandir(old) as entries:
+        for entry in entries:
+            source, target = old / entry.name, new / entry.name
+            kind = _kind(target)
+            if kind is None:
+                with contextlib.suppress(OSError):
+                    os.rename(source, target)
+            elif kind == "directory" and _kind(source) == "directory":
+                _rescue(source, target)
 
 
 def _swap(stage: Path, folder: Path) -> None:
@@ -449,6 +465,8 @@ def _move_into_place(stage: Path, folder: Path, *, overwrite: bool, merge: bool)
         if isinstance(error, OverwriteError | OutputError):
             raise
         raise _os_error(folder, error) from None
+    with contextlib.suppress(OSError):
+        _rescue(stage, folder)  # the old folder, now at the stage's name, is removed next: keep what arrived late
 
 
 def _check_swappable(folder: Path) -> None:

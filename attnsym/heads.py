@@ -95,6 +95,7 @@ import numpy as np
 
 from ._checks import boolean, finite_real, integer_at_least, positive_int
 from .errors import AttnsymError, ShapeError, SpecError
+from .numeric.entropy import row_entropy
 
 __all__ = [
     "CLASSES",
@@ -486,9 +487,7 @@ def _accumulate_layer(A: np.ndarray, allowed: np.ndarray, punct: np.ndarray, max
             band_sums[:, slot] += A[:, rows, rows + k].sum(axis=-1)
             band_counts[slot] += rows.size
     rows = i[q]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        plogp = np.where(A[:, rows, :] > 0, A[:, rows, :] * np.log(A[:, rows, :]), 0.0)
-    H = -plogp.sum(axis=-1)  # (H, rows)
+    H = row_entropy(A[:, rows, :])  # (H, rows)
     add("broad", rows, H / np.log(m[rows]))
 
 

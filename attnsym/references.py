@@ -26,10 +26,11 @@ from typing import Any
 
 import numpy as np
 
-from ._checks import positive_int
+from ._checks import non_negative_int, positive_int
 from .errors import BackendError, ShapeError
 
-__all__ = ["torch_installed", "torch_multihead_attention", "torch_multihead_parameter_count", "torch_version"]
+__all__ = ["torch_installed", "torch_multihead_attention", "torch_multihead_parameter_count", "torch_version",
+           "transformers_installed", "transformers_window_pattern"]
 
 
 def torch_installed() -> bool:
@@ -146,3 +147,38 @@ def torch_multihead_attention(X: Any, weights: Mapping[str, Any], *, heads: int,
         forbidden = torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1) if causal else None
         Y, A = module(x, x, x, attn_mask=forbidden, need_weights=True, average_attn_weights=False)
     return Y[0].numpy().copy(), A[0].numpy().copy()
+
+
+def transformers_installed() -> bool:
+    """Whether Hugging Face transformers (and PyTorch, which its mask functions need) can be imported.
+
+    >>> isinstance(transformers_installed(), bool)
+    True
+    """
+    return torch_installed() and importlib.util.find_spec("transformers") is not None
+
+
+def transformers_window_pattern(n: int, window: int, *, causal: bool) -> np.ndarray:
+    """The ``(n, n)`` bool pattern of transformers' own sliding-window mask function (``True`` = may attend).
+
+    ``causal``: ``transformers.masking_utils.sliding_window_causal_mask_function(window)``
+    (``kv_idx > q_idx − window`` and ``kv_idx ≤ q_idx``: the window counts the query); otherwise
+    ``sliding_window_bidirectional_mask_function(window)`` (``|q_idx − kv_idx| ≤ window``:
+    ``window`` keys on each side). Called on index grids, as transformers' ``sdpa_mask`` does.
+
+    Raises
+    ------
+    BackendError
+        Without transformers or PyTorch.
+    """
+    n = positive_int("n", n)
+    window = positive_int("window", window) if causal else non_negative_int("window", window)
+    if not transformers_installed():
+        raise BackendError("transformers is not installed; its mask functions need it (pip install transformers)")
+    torch = _torch()
+    from transformers import masking_utils  # on use: importing transformers takes seconds
+
+    make = (masking_utils.sliding_window_causal_mask_function if causal
+            else masking_utils.sliding_window_bidirectional_mask_function)
+    q, kv = torch.arange(n)[:, None], torch.arange(n)[None, :]
+    return np.asarray(make(window)(0, 0, q, kv).numpy(), dtype=bool)

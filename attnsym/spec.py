@@ -46,7 +46,9 @@ about shapes, masks, scaling or positions. Every convention lives here and only 
   head ``h`` reads key/value head ``h // (heads // kv_heads)`` (Hugging Face ``repeat_kv``).
 * **sliding window** — ``window = w``: with ``causal`` query ``i`` may attend to key ``j`` iff
   ``0 <= i − j < w`` (the window counts the query itself, as Hugging Face Mistral / Gemma 2's
-  ``sliding_window``); without ``causal`` iff ``|i − j| < w``; ANDed with ``mask`` like ``causal``.
+  ``sliding_window``); without ``causal`` iff ``|i − j| < w`` (``w − 1`` keys on each side: transformers'
+  bidirectional window ``w − 1``, Longformer's window ``2(w − 1)``; :mod:`attnsym.studies.window`); ANDed with
+  ``mask`` like ``causal``.
 * **soft-capping** — ``softcap = t`` (Gemma 2): after the scale and an ALiBi bias a score ``s``
   becomes ``t·tanh(s/t)``; the mask applies after it.
 * **QK-norm** — ``qk_norm`` (Qwen3): each head's query and key rows, after the projections and

@@ -8,7 +8,7 @@ tokenizer; transformers' is timed for ``AutoModelForCausalLM.from_pretrained(fol
 gguf_file=...)`` alone and with ``AutoTokenizer.from_pretrained`` after it (each reads the file's
 metadata with ``gguf.GGUFReader`` again). Rounds rotate the order.
 
-    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_gguf.py
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_gguf.py [--rounds N]
 
 Writes the ``gguf`` section of docs/benchmarks.md (``--no-write`` to only print).
 """
@@ -66,10 +66,10 @@ def run(side: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def main(write: bool = True) -> None:
+def main(write: bool = True, rounds: int = ROUNDS) -> None:
     results: dict[str, list[dict]] = {side: [] for side in SIDES}
     loads = [load_average()[0]]
-    for k in range(ROUNDS):
+    for k in range(rounds):
         for side in SIDES[k % len(SIDES):] + SIDES[:k % len(SIDES)]:
             results[side].append(run(side))
             loads.append(load_average()[0])
@@ -97,7 +97,7 @@ def main(write: bool = True) -> None:
         *([w] if (w := load_warning(loads)) else []),
         "",
         f"SmolLM2-135M-Instruct.Q4_1.gguf ({params:,} parameters, {f32:.0f} MiB as float32), each load in a fresh "
-        f"interpreter with its libraries already imported; medians of {ROUNDS} rounds (min–max), order rotated. "
+        f"interpreter with its libraries already imported; medians of {rounds} round(s) (min–max), order rotated. "
         "Peak RSS is the whole process's (`ru_maxrss`: interpreter and imported libraries included).",
         "",
         "| load | time to a ready model | peak RSS | peak / float32 weights | RSS before the load |",
@@ -115,4 +115,5 @@ def main(write: bool = True) -> None:
 
 
 if __name__ == "__main__":
-    main(write="--no-write" not in sys.argv)
+    main(write="--no-write" not in sys.argv,
+         rounds=int(sys.argv[sys.argv.index("--rounds") + 1]) if "--rounds" in sys.argv else ROUNDS)

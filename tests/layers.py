@@ -47,6 +47,8 @@ LAYERS: tuple[Layer, ...] = (
     Layer("models", ("attnsym.models", "attnsym.heads"), "real transformers run on numeric; head classes of their routes"),
     Layer("cross-checks", ("attnsym.validation", "attnsym.testing", "attnsym.references"),
           "symbolic ⇄ numeric reports, tolerances, external references (PyTorch, when installed)"),
+    Layer("studies", ("attnsym.studies",),
+          "experiments and proofs about attention: each asks a question of the engines, returns a typed result"),
     Layer("presentation", ("attnsym.plots", "attnsym.render", "attnsym.derivation"),
           "figures, LaTeX/Markdown, derivations: draw and format what the layers below return"),
     Layer("claims", ("attnsym.claims",), "each claim as evidence from the layers below, and the report"),
@@ -60,10 +62,21 @@ UPWARD_ALLOWED: dict[tuple[str, str], str] = {
         "attnsym.graphs.draw_routing/draw_contrast stay importable where they were public (PEP 562 alias)",
     ("attnsym.models.contrast", "attnsym.plots.models"):
         "TokenContrast.figure(), the models API's drawing shortcut, delegates to plots",
+    ("attnsym.numeric.saturation", "attnsym.studies.intervals"):
+        "the old path of the saturation study, re-exported for one release (a FACADE: nothing inside imports it)",
+    ("attnsym.numeric.saturation", "attnsym.studies.saturation"):
+        "the old path of the saturation study, re-exported for one release (a FACADE: nothing inside imports it)",
+    ("attnsym.numeric.training", "attnsym.studies.intervals"):
+        "the old path of the training run, re-exported for one release (a FACADE: nothing inside imports it)",
+    ("attnsym.numeric.training", "attnsym.studies.training"):
+        "the old path of the training run, re-exported for one release (a FACADE: nothing inside imports it)",
 }
 
 #: modules that re-export for compatibility: nothing inside attnsym may import them
-FACADES: tuple[str, ...] = ("attnsym.symbolic.backprop",)
+FACADES: tuple[str, ...] = ("attnsym.symbolic.backprop", "attnsym.numeric.saturation", "attnsym.numeric.training")
+
+#: the engines: they compute what a spec gives and never import a study (compatibility FACADES aside)
+ENGINES: tuple[str, ...] = ("attnsym.symbolic", "attnsym.numeric", "attnsym.models", "attnsym.graphs")
 
 #: cycles still being removed, each with who removes it; delete the entry with the cycle
 PENDING_CYCLES: dict[tuple[str, ...], str] = {}

@@ -117,6 +117,27 @@ def _may_attend_off_by_one(monkeypatch):
     monkeypatch.setattr(AttentionSpec, "may_attend", may_attend)
 
 
+def _noncausal_window_as_transformers_with_a_matching_statement(monkeypatch):
+    """The spec's non-causal window read as transformers' |i − j| ≤ w, and the statement's band widened to agree.
+
+    Code and statement agree, so comparing them alone would pass: only the comparison with
+    transformers' own convention (attnsym's w = its w − 1) can catch it.
+    """
+    def may_attend(self, i, j):
+        if self.causal and j > i:
+            return False
+        if self.window is not None and (i - j >= self.window if self.causal else abs(i - j) > self.window):
+            return False
+        return self.mask is None or self.mask[i][j]
+
+    def band(n, w, causal, extra=0):
+        d = np.arange(n)[:, None] - np.arange(n)[None, :]
+        return (0 <= d) & (d < w + extra) if causal else np.abs(d) <= w + extra
+
+    monkeypatch.setattr(AttentionSpec, "may_attend", may_attend)
+    monkeypatch.setattr(literature_structure, "_window_band", band)
+
+
 #: (claim id, mutation, what it breaks)
 MUTATIONS = [
     ("non-identifiable", _null_space_without_ones, "null directions of Vᵀ without the all-ones constraint"),
@@ -129,6 +150,8 @@ MUTATIONS = [
     ("rope-pairing-permutation", _rope_pairing_ignored, "pairing ignored (half-split planes for interleaved)"),
     ("window-banded-mask", _window_band_one_wider, "numeric window band |i − j| ≤ w"),
     ("window-banded-mask", _may_attend_off_by_one, "spec window rule i − j ≤ w"),
+    ("window-banded-mask", _noncausal_window_as_transformers_with_a_matching_statement,
+     "non-causal window |i − j| ≤ w in code and statement alike"),
 ]
 
 
@@ -142,7 +165,7 @@ def test_mutation_fails_the_claim(monkeypatch, claim_id, mutate, what):
     mutate(monkeypatch)
     ev = CLAIMS[claim_id].check(QUICK)
     assert ev.verdict == "fails", f"{claim_id} under the mutation '{what}' came out {ev.verdict}: {ev.summary}"
-    assert ev.summary
+    assert "FAILED: " in ev.summary, ev.summary  # the summary names what failed
 
 
 @pytest.mark.parametrize("claim_id", IDS)
@@ -207,3 +230,25 @@ def test_bad_inputs_raise_errors_naming_the_argument():
         numeric_id.alternative_attention(np.eye(3), np.ones((4, 1)))
     with pytest.raises(AttnsymError, match="V"):
         exact_id.null_directions([["1", "2"]])
+
+
+def test_the_window_transcription_is_transformers_own_mask_functions():
+    """studies.window.transformers_convention against transformers.masking_utils itself (where installed)."""
+    from attnsym.references import transformers_installed, transformers_window_pattern
+    from attnsym.studies.window import transformers_convention
+
+    if not transformers_installed():
+        pytest.skip("transformers is not installed")
+    for n in (1, 5, 9):
+        for w in range(0, n + 3):
+            for causal in (True, False):
+                if causal and w == 0:
+                    continue
+                assert np.array_equal(transformers_window_pattern(n, w, causal=causal),
+                                      transformers_convention(n, w, causal=causal)), (n, w, causal)
+
+
+def test_the_window_claim_names_each_sources_convention():
+    ev = CLAIMS["window-banded-mask"].check(QUICK)
+    text = " ".join(ev.conditions) + ev.source
+    assert "2w + 1" in text and "Longformer" in text and "w − 1 keys on each side" in text

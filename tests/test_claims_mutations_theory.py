@@ -16,6 +16,7 @@ from figure_checks import layout_problems
 
 from attnsym.claims import CLAIMS, CheckContext
 from attnsym.numeric import performer as numeric_performer
+from attnsym.spec import AttentionSpec
 from attnsym.symbolic import kernel_smoother as symbolic_kernel
 from attnsym.symbolic import linear_attention as symbolic_linear
 from attnsym.symbolic import lipschitz as symbolic_lipschitz
@@ -27,19 +28,25 @@ QUICK = CheckContext(quick=True)
 THEORY = ("not-lipschitz", "kernel-smoother", "performer-unbiased", "linear-attention-rnn", "mup-scaling")
 
 
-def _l2_scores(monkeypatch):
-    """The symbolic layer with L2-distance scores −c‖x_i W_Q − x_j W_K‖² (Kim et al.'s Lipschitz attention)."""
+def _kim_l2_scores(monkeypatch):
+    """Kim et al.'s L2 attention scores −c‖x_i W_Q − x_j W_Q‖², W_K tied to W_Q (the variant they prove Lipschitz)."""
 
     def layer(spec):
         real = symbolic_attention(spec)
-        Q, K, V = real.X * real.W_Q, real.X * real.W_K, real.X * real.W_V
+        Q, V = real.X * real.W_Q, real.X * real.W_V
         n = spec.n
-        S = sp.Matrix(n, n, lambda i, j: -spec.scale_expr * sum((Q[i, c] - K[j, c]) ** 2 for c in range(Q.shape[1])))
+        S = sp.Matrix(n, n, lambda i, j: -spec.scale_expr * sum((Q[i, c] - Q[j, c]) ** 2 for c in range(Q.shape[1])))
         E = S.applyfunc(sp.exp)
         A = sp.Matrix(n, n, lambda i, j: E[i, j] / sum(E[i, :]))
         return types.SimpleNamespace(X=real.X, W_Q=real.W_Q, W_K=real.W_K, W_V=real.W_V, Y=A * V)
 
     monkeypatch.setattr(symbolic_lipschitz, "attention", layer)
+
+
+def _scale_one_over_d(monkeypatch):
+    """The score scale 1/d_k instead of 1/√d_k (equal at d = 1: quick mode must look at d > 1)."""
+    monkeypatch.setattr(AttentionSpec, "scale_expr", property(lambda self: sp.Integer(1) / self.d_k))
+    monkeypatch.setattr(AttentionSpec, "scale_float", property(lambda self: 1.0 / self.d_k))
 
 
 def _kernel_weights_swapped(monkeypatch):
@@ -85,7 +92,8 @@ def _fourth_moment_one(monkeypatch):
 
 #: (claim id, mutation, what it breaks)
 MUTATIONS = [
-    ("not-lipschitz", _l2_scores, "L2-distance scores in the symbolic layer"),
+    ("not-lipschitz", _kim_l2_scores, "Kim et al.'s L2 scores (W_K tied to W_Q) in the symbolic layer"),
+    ("not-lipschitz", _scale_one_over_d, "score scale 1/d instead of 1/√d"),
     ("kernel-smoother", _kernel_weights_swapped, "kernel with W_K W_Qᵀ"),
     ("performer-unbiased", _feature_normaliser_symbolic, "symbolic feature normaliser exp(−‖x‖²)"),
     ("performer-unbiased", _feature_normaliser_numeric, "numeric feature normaliser exp(−‖x‖²)"),

@@ -100,27 +100,28 @@ def test_variance_figure_is_built_from_the_evidence(variance):
 def test_softmax_saturation_verdict_and_trends(saturation):
     assert saturation.verdict == "holds-under-conditions" and saturation.as_expected
     table = saturation.details["softmax statistics"]
-    maxw = [r["max weight unscaled"] for r in table]
-    ent = [r["entropy unscaled"] for r in table]
+    maxw = [r.unscaled.max_weight.value for r in table]
+    ent = [r.unscaled.entropy.value for r in table]
     assert maxw == sorted(maxw) and ent == sorted(ent, reverse=True)  # monotone in d
-    assert table[-1]["max weight unscaled"] > 0.95 and table[-1]["entropy unscaled"] < 0.1
-    scaled = [r["entropy scaled"] for r in table[1:]]
+    assert table[-1].unscaled.max_weight.value > 0.95 and table[-1].unscaled.entropy.value < 0.1
+    scaled = [r.scaled.entropy.value for r in table[1:]]
     assert max(scaled) - min(scaled) < 0.1  # the scaled softmax does not depend on d
-    assert table[0]["max weight unscaled"] == table[0]["max weight scaled"]  # d = 1: the same scores
-    assert saturation.details["symbolic check"] is True
+    assert table[0].unscaled.max_weight == table[0].scaled.max_weight  # d = 1: the same scores
+    assert saturation.details["facts"]["∂a₁/∂s = a₁(1 − a₁) → 0 (exact)"] is True
     assert -0.7 < saturation.details["mean ‖J‖ unscaled ∝ d^slope (d ≥ 64)"] < -0.3
 
 
 def test_softmax_saturation_gradient_reaching_w_q(saturation):
     rows = saturation.details["gradient reaching W_Q"]
-    assert rows[0]["median ratio"] == pytest.approx(1.0)  # d = 1: 1/sqrt(d) = 1
-    assert rows[-1]["geometric-mean ratio"] < 1 and rows[-1]["fraction ratio < 1%"] > rows[0]["fraction ratio < 1%"]
+    assert rows[0].median_ratio == pytest.approx(1.0)  # d = 1: 1/sqrt(d) = 1
+    assert rows[-1].geometric_mean_ratio.value < 1
+    assert rows[-1].below_one_percent.value > rows[0].below_one_percent.value
 
 
 def test_softmax_saturation_statistics_against_a_direct_computation():
     """Max weight and entropy at one d from explicit q, k vectors and a plain softmax (independent code)."""
     ev = at.verify("softmax-saturation", quick=True, seed=3)
-    row = next(r for r in ev.details["softmax statistics"] if r["d"] == 64)
+    row = next(r for r in ev.details["softmax statistics"] if r.d == 64)
     rng = np.random.default_rng(123)
     q = rng.standard_normal((4000, 1, 64))
     K = rng.standard_normal((4000, 16, 64))
@@ -128,8 +129,8 @@ def test_softmax_saturation_statistics_against_a_direct_computation():
     A = np.exp(S - S.max(1, keepdims=True))
     A /= A.sum(1, keepdims=True)
     H = -(A * np.log(np.where(A > 0, A, 1))).sum(1)
-    assert row["max weight unscaled"] == pytest.approx(A.max(1).mean(), abs=0.02)
-    assert row["entropy unscaled"] == pytest.approx(H.mean(), abs=0.05)
+    assert row.unscaled.max_weight.value == pytest.approx(A.max(1).mean(), abs=0.02)
+    assert row.unscaled.entropy.value == pytest.approx(H.mean(), abs=0.05)
 
 
 def test_saturation_figures_build(saturation):
@@ -176,25 +177,23 @@ def test_saturation_reports_an_interval_for_every_statistic_and_measures_learnin
     from attnsym.claims.builtin.saturation import check_softmax_saturation
 
     ev = check_softmax_saturation(CheckContext(quick=True))
-    assert ev.verdict == "holds-under-conditions"
+    assert ev.verdict == "holds-under-conditions" and "FAILED" not in ev.summary
+    assert all(ev.details["facts"].values())
     for row in ev.details["softmax statistics"]:
-        for key, value in row.items():
-            if key != "d" and not key.endswith("95% CI"):
-                lo, hi = row[f"{key} 95% CI"]
-                assert lo <= value <= hi, key
+        for stats in (row.unscaled, row.scaled):
+            for e in (stats.max_weight, stats.entropy, stats.jacobian_mean, stats.jacobian_median, stats.flat_rows):
+                assert e.lo <= e.value <= e.hi
     for row in ev.details["gradient reaching W_Q"]:
-        lo, hi = row["geometric-mean ratio 95% CI"]
-        assert lo <= row["geometric-mean ratio"] <= hi
+        assert row.geometric_mean_ratio.lo <= row.geometric_mean_ratio.value <= row.geometric_mean_ratio.hi
     assert not any("NOT measured" in c for c in ev.conditions)
-    assert ev.details["learning slows (the claimed arm, at the largest d)"] is True
-    run = ev.details["training run"]
-    assert run["dims"] and min(run["dims"]) >= 256 and run["seeds"] >= 2
-    for per_d in run["per d"]:
-        for rows in per_d["final"].values():
+    runs = ev.details["training run"]
+    assert runs and min(run.d for run in runs) >= 256
+    for run in runs:
+        for rows in run.final.values():
             for row in rows:
-                assert row["95% CI"][0] <= row["mean"] <= row["95% CI"][1]
-    assert run["vjp max rel. difference"] <= 1e-9
-    assert check_softmax_saturation(CheckContext(quick=True), saturating="scaled").verdict == "fails"
+                assert row.loss.lo <= row.loss.value <= row.loss.hi
+    false = check_softmax_saturation(CheckContext(quick=True), saturating="scaled")
+    assert false.verdict == "fails" and "FAILED: scaled max weight" in false.summary
 
 
 def test_entropy_figure_uses_the_claims_experiment_fresh_draws_per_d():
@@ -213,7 +212,7 @@ def test_entropy_figure_uses_the_claims_experiment_fresh_draws_per_d():
 def test_interval_helpers_by_hand():
     import numpy as np
 
-    from attnsym.numeric.saturation import mean_interval, median_interval, wilson_interval
+    from attnsym.studies.intervals import mean_interval, median_interval, wilson_interval
 
     m, lo, hi = mean_interval(np.array([1.0, 2.0, 3.0, 4.0]))
     assert m == 2.5 and hi - m == pytest.approx(1.959964 * np.std([1, 2, 3, 4], ddof=1) / 2, rel=1e-5)
@@ -230,7 +229,7 @@ def test_binomial_ranks_and_t_quantile_match_scipy_stats():
     from scipy import stats
     from scipy.special import stdtrit
 
-    from attnsym.numeric.saturation import binomial_half_quantile
+    from attnsym.studies.intervals import binomial_half_quantile
 
     for n in [*range(1, 120), 500, 4000]:
         for level in (0.5, 0.9, 0.95, 0.99):
@@ -245,7 +244,7 @@ def test_binomial_ranks_and_t_quantile_match_scipy_stats():
 def test_vectorised_w_q_gradients_match_attention_vjp_layer_by_layer(b, n, d, scale):
     """The saturation experiment's batched backward: each layer's own weights, a general upstream gradient."""
     from attnsym.numeric import attention_vjp
-    from attnsym.numeric.saturation import w_q_gradients
+    from attnsym.studies.saturation import w_q_gradients
 
     rng = np.random.default_rng(b * 100 + n * 10 + d)
     X, W, G = rng.standard_normal((b, n, d)), rng.standard_normal((3, b, d, d)), rng.standard_normal((b, n, d))
@@ -261,16 +260,16 @@ def test_vectorised_w_q_gradients_match_attention_vjp_layer_by_layer(b, n, d, sc
 
 
 def test_gradient_ratio_reports_its_check_against_attention_vjp():
-    from attnsym.numeric.saturation import VJP_CHECKED_DRAWS, gradient_ratio
+    from attnsym.studies.saturation import VJP_CHECKED_DRAWS, gradient_ratio
 
     row = gradient_ratio(np.random.default_rng(0), 8, draws=VJP_CHECKED_DRAWS + 3)
-    key = f"attention_vjp vs vectorised, first {VJP_CHECKED_DRAWS} draws (max rel. difference)"
-    assert 0 <= row[key] <= 1e-12 and row["draws"] == VJP_CHECKED_DRAWS + 3
+    assert 0 <= row.vjp_difference <= 1e-12 and row.draws == VJP_CHECKED_DRAWS + 3
+    assert row.vjp_draws == VJP_CHECKED_DRAWS
 
 
 def test_blocked_jacobian_norms_equal_one_call_on_all_rows():
     from attnsym.numeric import softmax, softmax_jacobian
-    from attnsym.numeric.saturation import _JACOBIAN_ROWS, _jacobian_norms
+    from attnsym.studies.saturation import _JACOBIAN_ROWS, _jacobian_norms
 
     A = np.asarray(softmax(np.random.default_rng(1).standard_normal((2 * _JACOBIAN_ROWS + 7, 6)) * 20))
     whole = np.linalg.norm(np.asarray(softmax_jacobian(A)), axis=(-2, -1))

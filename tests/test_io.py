@@ -407,3 +407,31 @@ def test_a_new_folder_gets_the_ordinary_mode_and_a_replaced_one_keeps_its_own(tm
     with staged_directory(tmp_path / "new", overwrite=True) as stage:
         atomic_write(stage / "a.txt", "b")
     assert (tmp_path / "new").stat().st_mode & 0o777 == 0o750
+
+
+def test_a_file_the_user_adds_during_the_swap_is_kept(tmp_path, monkeypatch):
+    from attnsym import _io
+
+    out = _users_folder(tmp_path)
+    carry = _io._carry
+
+    def carry_then_add(old, new, overwrite, replaced):
+        carry(old, new, overwrite, replaced)
+        if old == out:  # the user saves a file after the copy, before the swap
+            (out / "mine" / "late.txt").write_text("saved during the swap")
+
+    monkeypatch.setattr(_io, "_carry", carry_then_add)
+    with staged_directory(out, overwrite=True) as stage:
+        _new_set(stage)
+    assert (out / "mine" / "late.txt").read_text() == "saved during the swap"
+    assert (out / "report.md").read_text() == "new report" and (out / "mine" / "data.csv").read_text() == "1,2"
+
+
+def test_a_file_where_the_set_needs_a_folder_is_named(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "text1").write_text("a file of the user's")
+    with pytest.raises(OutputError, match=r"text1 is a regular file, not a folder; the new files need a folder there"):
+        with staged_directory(out, overwrite=True) as stage:
+            _new_set(stage)
+    assert (out / "text1").read_text() == "a file of the user's"

@@ -6,11 +6,23 @@ top-level module or package gets a row there (the first test says so when it is 
 
 from __future__ import annotations
 
+import ast
 import textwrap
 
 import layers
 import pytest
-from layers import FACADES, LAYERS, PENDING_CYCLES, UPWARD_ALLOWED, cycles, import_graph, part_graph, part_of, rank
+from layers import (
+    ENGINES,
+    FACADES,
+    LAYERS,
+    PENDING_CYCLES,
+    UPWARD_ALLOWED,
+    cycles,
+    import_graph,
+    part_graph,
+    part_of,
+    rank,
+)
 
 
 @pytest.fixture(scope="module")
@@ -88,3 +100,53 @@ def test_imports_inside_functions_and_literal_import_module_count(tmp_path, monk
 
 def test_the_architecture_page_shows_the_current_graph(graph):
     assert layers.shown_on_page() == layers.diagram(graph), "update the page: python tests/layers.py --write"
+
+
+def _arrows(graph, source_parts, target_part):
+    return sorted(f"{m} -> {t}" for m, targets in graph.items() for t in targets
+                  if part_of(m) in source_parts and m not in FACADES and part_of(t) == target_part)
+
+
+def test_engines_import_no_study(graph):
+    # an engine computes what a spec gives; the old paths of moved studies are FACADES, imported by nothing inside
+    assert _arrows(graph, ENGINES, "attnsym.studies") == []
+
+
+def test_studies_import_no_claim_and_no_plot(graph):
+    # a study returns a typed result; the claim judges it, the plot draws it
+    assert _arrows(graph, ("attnsym.studies",), "attnsym.claims") == []
+    assert _arrows(graph, ("attnsym.studies",), "attnsym.plots") == []
+
+
+def test_claims_and_plots_draw_their_experiments_from_studies(graph):
+    # the saturation claim and its figures read the study's result (computed once, by the study)
+    assert "attnsym.studies.saturation" in graph["attnsym.claims.builtin.saturation"]
+    assert any(t.startswith("attnsym.studies") for t in graph["attnsym.plots.training"])
+    assert graph["attnsym.studies.saturation"].keys().isdisjoint({"attnsym.numeric.saturation", "attnsym.numeric.training"})
+
+
+#: functions of attnsym/claims over MAX_CLAIM_FUNCTION lines still to be split into a study and a verdict
+#: (#36); delete an entry when its function is short: the test fails on a stale entry too
+LONG_CLAIM_FUNCTIONS_PENDING: tuple[str, ...] = (
+    "attnsym/claims/builtin/variance.py:variance_scaling_evidence",
+    "attnsym/claims/builtin/multi_head.py:check_multi_head",
+    "attnsym/claims/builtin/literature_structure.py:check_qk_norm_bound",
+    "attnsym/claims/builtin/cost.py:check_kv_cache",
+    "attnsym/claims/builtin/positions.py:check_alibi_recency",
+    "attnsym/claims/builtin/literature_structure.py:check_non_identifiable",
+    "attnsym/claims/builtin/cost.py:check_quadratic_cost",
+    "attnsym/claims/_registry.py:verify_all",
+    "attnsym/claims/builtin/literature_theory.py:check_mup_scaling",
+)
+MAX_CLAIM_FUNCTION = 80
+
+
+def test_no_function_in_claims_is_over_80_lines():
+    long = set()
+    for path in sorted((layers.PACKAGE / "claims").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.end_lineno is not None:
+                if node.end_lineno - node.lineno + 1 > MAX_CLAIM_FUNCTION:
+                    long.add(f"{path.relative_to(layers.ROOT).as_posix()}:{node.name}")
+    assert sorted(long - set(LONG_CLAIM_FUNCTIONS_PENDING)) == [], "a claim is a verdict: move the experiment to studies/"
+    assert sorted(set(LONG_CLAIM_FUNCTIONS_PENDING) - long) == [], "short now: remove it from the pending list"

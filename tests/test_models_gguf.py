@@ -562,3 +562,19 @@ def test_huge_metadata_array_count(tmp_path, value):
     _patch(path, where, value)
     with pytest.raises(CorruptWeightsError):
         models.load(path)
+
+
+def test_chat_template_of_a_folder(tmp_path):
+    """A Hugging Face folder's template (tokenizer_config.json, or chat_template.jinja first); None without one."""
+    import json
+    import shutil
+
+    from models_support import decoder_family
+
+    folder, _ = decoder_family("llama")
+    copy = Path(shutil.copytree(folder, tmp_path / "m"))
+    assert models.load(copy).chat_template is None
+    (copy / "tokenizer_config.json").write_text(json.dumps({"chat_template": "{{ messages }}"}))
+    assert models.load(copy).chat_template == "{{ messages }}"
+    (copy / "chat_template.jinja").write_text("{% for m in messages %}{{ m }}{% endfor %}")
+    assert models.load(copy).chat_template.startswith("{% for m")

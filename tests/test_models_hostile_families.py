@@ -220,3 +220,8 @@ def test_a_nan_epsilon_set_through_the_api_is_not_answered_with_load_in_float64(
     with pytest.raises(ShapeError, match=r"overflows float64 .* no wider dtype helps") as info:
         forward(plan, m.weights, np.array([[2, 3, 4]]))
     assert "dtype='float64'" not in str(info.value)
+
+
+def test_identical_layers_share_one_block(tmp_path):
+    plan = load(_folder(tmp_path, "llama")).config
+    assert plan.layers == 2 and plan.blocks[0] is plan.blocks[1]  # built once, not once per layer

@@ -19,9 +19,10 @@ import numpy as np
 
 import attnsym as at
 from attnsym._exact import exact
-from attnsym._io import atomic_write, read_array, staged_directory
+from attnsym._io import atomic_write, read_array, read_capped, staged_directory
 from attnsym.cli import main
 from attnsym.graphs import export, read
+from attnsym.models.config import read_config
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "reliability.md"
 CODE = "__import__('os').system('touch pwned') and 3"
@@ -73,6 +74,14 @@ def _cases(tmp: Path):
     path("repeated.json", '{"directed": true, "nodes": [{"id": 0, "id": 1}], "edges": []}')
     path("latin1.dot", "digraph { a [label=\"caf\xe9\"] }".encode("latin-1"))
     path("sub.dot", "digraph { subgraph cluster0 { a } }")
+    (tmp / "linked").symlink_to(full)
+    bert = {"model_type": "bert", "num_hidden_layers": 1, "num_attention_heads": 2, "hidden_size": 8,
+            "intermediate_size": 16, "max_position_embeddings": 16, "vocab_size": 30}
+    (tmp / "eps").mkdir()
+    path("eps/config.json", '{"layer_norm_eps": ' + "1" + "0" * 400 + ", " + str(bert)[1:].replace("'", '"'))
+    (tmp / "neox").mkdir()
+    neox = {**bert, "model_type": "gpt_neox", "use_parallel_residual": "false"}
+    path("neox/config.json", str(neox).replace("'", '"'))
     return [
         ("security", "a code string as a size", lambda: at.symbolic.attention_opcount(n=CODE)),
         ("security", "a code string inside a matrix", lambda: at.symbolic.conv1d([CODE, 1], [1, 1])),
@@ -87,6 +96,12 @@ def _cases(tmp: Path):
         ("files", "a directory as the destination", lambda: atomic_write(tmp, "x", overwrite=True)),
         ("files", "a parent that is a file", lambda: atomic_write(tmp / "afile" / "x.md", "x")),
         ("files", "a non-empty folder for a set of files", lambda: staged_directory(full).__enter__()),
+        ("files", "a symbolic link to a folder as the output folder, even with overwrite=True",
+         lambda: staged_directory(tmp / "linked", overwrite=True).__enter__()),
+        ("files", "a FIFO where a file is read", lambda: read_capped(fifo, 1000)),
+        ("models", "layer_norm_eps 10**400 (an integer no float holds)", lambda: read_config(tmp / "eps" / "config.json")),
+        ("models", 'use_parallel_residual "false" (a string for a boolean)',
+         lambda: read_config(tmp / "neox" / "config.json")),
         ("exports", "a lone surrogate in a node id", lambda: export(nx.DiGraph([("\ud800", "a")]), tmp / "g.graphml")),
         ("exports", "a node attribute JSON uses itself (id)", lambda: export(_graph(id=1), tmp / "g.json")),
         ("exports", "a node attribute GEXF uses itself (viz)", lambda: export(_graph(viz=1), tmp / "g.gexf")),
@@ -113,6 +128,8 @@ def _cases(tmp: Path):
         ("command line", "attnsym derive -o afile/x.md", lambda: cli("derive", "-o", str(tmp / "afile" / "x.md"))),
         ("command line", "attnsym graph --x archive.npz", lambda: cli("graph", "--x", str(tmp / "archive.npz"),
                                                                          "-o", str(tmp / "o"))),
+        ("command line", "attnsym verify --report into a non-empty folder", lambda: cli(
+            "verify", "softmax-jacobian", "--quick", "--no-figures", "--report", str(full))),
         ("command line", "attnsym plot heatmap --n 20000", lambda: cli("plot", "heatmap", "--n", "20000", "-o",
                                                                           str(tmp / "h.png"))),
     ]

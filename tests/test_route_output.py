@@ -98,29 +98,29 @@ def test_graph_files_number_layers_heads_and_texts_from_1_like_their_names(compl
 
 
 def test_two_overlapping_routes_into_one_folder_the_later_refuses_and_the_earlier_set_stays(complete, tmp_path,
-                                                                                             monkeypatch):
+                                                                                             monkeypatch, capsys):
     # issue 37: two runs without --force started together both passed the check on entry; the second to finish
     # replaced the first's files. Now the run that finishes second refuses at its move, and the first's set stays.
     from attnsym.cli import route as route_cli
-    from attnsym.errors import OverwriteError
 
     out = tmp_path / "out"
-    model = minilm()
     write_file, other_done = route_cli.atomic_write, []
 
     def meanwhile(path, data, **kw):  # the other run completes while this one writes its staged files
         if not other_done:
             other_done.append(True)
             monkeypatch.setattr(route_cli, "atomic_write", write_file)
-            route_cli.write_route(out, model, [APPLE[1]], graphs=False, flow=False)
+            route_cli.write_route(out, minilm(), [APPLE[1]], graphs=False, flow=False)
         return write_file(path, data, **kw)
 
     monkeypatch.setattr(route_cli, "atomic_write", meanwhile)
-    with pytest.raises(OverwriteError, match="filled by someone else while this run was writing"):
-        route_cli.write_route(out, model, [APPLE[0]], graphs=False, flow=False)
+    assert main(["route", APPLE[0], "--no-graphs", "--no-flow", "-o", str(out)]) == 2
     assert other_done and APPLE[1] in (out / "report.md").read_text(encoding="utf-8")
     assert APPLE[0] not in (out / "report.md").read_text(encoding="utf-8")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last == (f"attnsym route: error: {out} was filled by another run while this one was writing (its files "
+                    "are left as they are); pass --force to write into it")
 
 
 def test_force_does_not_write_through_a_symlinked_subfolder(complete, tmp_path, capsys):

@@ -141,7 +141,12 @@ def test_index_md_links_every_file_and_says_what_it_shows(tour):
     for name in PROMISED:
         if name not in ("index.md", "index.html"):
             assert name in linked, f"index.md does not link {name}"
-    for _, heading, _ in SECTIONS:
+    from attnsym.cli.route import CAUSAL_MODEL
+    from attnsym.models import PACKAGED
+
+    for folder_name, heading, _ in SECTIONS:
+        if folder_name == "causal-model" and CAUSAL_MODEL not in PACKAGED:
+            continue  # an attnsym that cannot open the causal model has no such section
         assert f"## {heading}" in text
     for line in text.splitlines():
         if line.startswith("- ["):
@@ -269,3 +274,18 @@ def test_the_pages_claim_figures_are_the_reports_pngs_resampled(tour):
     resampled = {"data:image/png;base64," + base64.b64encode(resampled_png(p.read_bytes(), 60)).decode("ascii")
                  for p in written}
     assert shown == resampled
+
+
+def test_tour_has_the_causal_section_or_says_how_to_install_it(tour):
+    from attnsym.cli.route import CAUSAL_INSTALL, CAUSAL_MODEL, CAUSAL_PROMPT
+    from attnsym.models import PACKAGED, available
+
+    folder, _, stdout = tour
+    if CAUSAL_MODEL not in PACKAGED:
+        pytest.skip(f"this attnsym cannot open {CAUSAL_MODEL}")
+    if CAUSAL_MODEL in available():
+        assert f"a causal model ({CAUSAL_MODEL}): after {CAUSAL_PROMPT!r} it predicts ' Paris'" in stdout
+        assert (folder / "causal-model" / "report.md").is_file()
+        assert "causal-model/report.md" in (folder / "index.md").read_text()
+    else:
+        assert CAUSAL_INSTALL in stdout and not (folder / "causal-model").exists()

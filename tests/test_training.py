@@ -1,4 +1,4 @@
-"""The saturation claim's training run (attnsym.numeric.training): its backward, its span reduction, its seeds."""
+"""The saturation study's training run (attnsym.studies.training): its backward, its span reduction, its seeds."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import pytest
 from attnsym.claims import CheckContext
 from attnsym.errors import SpecError
 from attnsym.numeric import attention, attention_vjp
-from attnsym.numeric.training import retrieval_batch, retrieval_gradients, t_interval, train_retrieval
 from attnsym.spec import AttentionSpec
+from attnsym.studies.intervals import t_interval
+from attnsym.studies.training import retrieval_batch, retrieval_gradients, train_retrieval
 
 SMALL = {"dims": [48, 64], "steps": 6, "seeds": 2, "learning_rates": (0.05, 0.5), "batch": 4, "keys": 3,
          "width": 2, "evaluate": 5, "checkpoints": 6}
@@ -85,10 +86,10 @@ def test_the_span_reduction_trains_exactly_the_full_layer():
     """Training the coordinates in the span of the initial rows gives the full-d SGD run's losses."""
     run = train_retrieval(np.random.default_rng(7), **SMALL)
     ref = _reference_run(7, **SMALL)
-    assert run["steps"] == list(range(SMALL["steps"] + 1))
+    assert run.steps == tuple(range(SMALL["steps"] + 1))
     for arm in ("sqrt", "none"):
-        assert np.allclose(run["curves"][arm], ref[arm], rtol=1e-9, atol=1e-12), arm
-    assert run["vjp max rel. difference"] <= 1e-9
+        assert np.allclose(run.curves[arm], ref[arm], rtol=1e-9, atol=1e-12), arm
+    assert run.vjp_difference <= 1e-9
 
 
 def test_the_run_is_seeded_and_reproducible():
@@ -96,19 +97,19 @@ def test_the_run_is_seeded_and_reproducible():
     b = train_retrieval(np.random.default_rng(3), **SMALL)
     c = train_retrieval(np.random.default_rng(4), **SMALL)
     for arm in ("sqrt", "none"):
-        assert np.array_equal(a["curves"][arm], b["curves"][arm])
-        assert not np.allclose(a["curves"][arm], c["curves"][arm])
+        assert np.array_equal(a.curves[arm], b.curves[arm])
+        assert not np.allclose(a.curves[arm], c.curves[arm])
     from attnsym.claims.builtin.saturation import check_softmax_saturation
 
     one, two = (check_softmax_saturation(CheckContext(quick=True, seed=5)).details["training run"] for _ in range(2))
-    assert one["per d"] == two["per d"]
+    assert one == two
 
 
 def test_arms_start_from_the_same_weights_and_the_scales_are_the_libraries():
     run = train_retrieval(np.random.default_rng(0), **SMALL)
     # before any update the two arms differ only by the scale: at the same weights, the same batch
-    assert run["scales"] == {"sqrt": [1 / math.sqrt(d) for d in SMALL["dims"]], "none": [1.0] * len(SMALL["dims"])}
-    start = {arm: run["curves"][arm][..., 0] for arm in ("sqrt", "none")}
+    assert run.scales == {"sqrt": tuple(1 / math.sqrt(d) for d in SMALL["dims"]), "none": (1.0,) * len(SMALL["dims"])}
+    start = {arm: run.curves[arm][..., 0] for arm in ("sqrt", "none")}
     for arm in start:  # every learning rate of a seed starts at the same loss
         assert np.allclose(start[arm], start[arm][:, :1])
 
@@ -136,13 +137,13 @@ def test_no_scaling_in_the_scaled_arm_makes_the_claim_fail(monkeypatch):
     """The mutation: the library's 1/√d_k resolves to 1 (both arms unscaled); the training clause must fail."""
     from attnsym.claims.builtin.saturation import check_softmax_saturation
 
-    assert check_softmax_saturation(CheckContext(quick=True)).details[
-        "learning slows (the claimed arm, at the largest d)"] is True
+    slower = "unscaled learns slower at d = 1024"
+    assert check_softmax_saturation(CheckContext(quick=True)).details["facts"][slower] is True
     monkeypatch.setattr(AttentionSpec, "scale_float", property(lambda self: 1.0))
     ev = check_softmax_saturation(CheckContext(quick=True))
     assert ev.verdict == "fails"
-    assert ev.details["learning slows (the claimed arm, at the largest d)"] is False
-    assert ev.details["training run"]["scales"]["sqrt"] == [1.0]
+    assert ev.details["facts"][slower] is False
+    assert slower in ev.summary.split("FAILED: ", 1)[1]  # the summary names what failed
 
 
 def test_the_training_figure_has_a_clean_layout():

@@ -6,7 +6,6 @@ registry (``claims._registry``) and the report import it; it imports none of the
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -16,6 +15,7 @@ import sympy as sp
 
 from .._html import evidence_html
 from ..errors import AttnsymError, SpecError, SpecTypeError
+from ..studies._streams import seed_sequence
 
 __all__ = [
     "BY_CONSTRUCTION",
@@ -70,10 +70,10 @@ class CheckContext:
     def seed_sequence(self, *key: int | str) -> np.random.SeedSequence:
         """An independent seed for one part of a check, reproducible from the seed and ``key``.
 
-        Different keys give statistically independent streams (``SeedSequence`` hashes them).
+        Different keys give statistically independent streams (``SeedSequence`` hashes them;
+        :func:`attnsym.studies.seed_sequence`, the one construction the studies use too).
         """
-        words = [self.seed] + [int.from_bytes(hashlib.sha256(str(k).encode()).digest()[:4], "little") for k in key]
-        return np.random.SeedSequence(words)
+        return seed_sequence(self.seed, *key)
 
     def rng(self, *key: int | str) -> np.random.Generator:
         """An independent generator for one part of a check, reproducible from the seed and ``key``."""

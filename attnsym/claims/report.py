@@ -20,7 +20,7 @@ import json
 import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,8 @@ def to_jsonable(obj: Any) -> Any:
         return obj
     if isinstance(obj, np.ndarray):
         return to_jsonable(obj.tolist())
+    if is_dataclass(obj) and not isinstance(obj, type):  # a study's typed result: its fields by name
+        return {f.name: to_jsonable(getattr(obj, f.name)) for f in fields(obj)}
     if isinstance(obj, Mapping):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     if isinstance(obj, Iterable):

@@ -122,6 +122,9 @@ def _one_line(error: BaseException, options: dict[str, str]) -> str:
     """The message of an error the user can act on, on one line, in the command line's words."""
     if isinstance(error, OverwriteError) and error.paths:
         more = f" (and {len(error.paths) - 1} more)" if len(error.paths) > 1 else ""
+        if "while this run was writing" in str(error):  # another run filled the folder meanwhile (attnsym._io)
+            return (f"{error.paths[0]} was filled by another run while this one was writing (its files are left as "
+                    "they are); pass --force to write into it")
         if "not empty" in str(error):
             return (f"{error.paths[0]} exists and is not empty; pass --force to write into it "
                     "(files of the same name are replaced)")

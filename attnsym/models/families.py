@@ -16,6 +16,7 @@ by transformers 4) and ``rope_parameters`` (transformers 5, which holds ``rope_t
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -168,7 +169,15 @@ def _gemma2(raw: dict[str, Any], path: Path) -> ModelPlan:
     return ModelPlan(model_type="gemma2", width=plan.width, vocab_size=plan.vocab_size,
                      max_positions=plan.max_positions, blocks=blocks, final_norm=norm,
                      tie_word_embeddings=_flag(raw, "tie_word_embeddings", path, True), pad_token_id=plan.pad_token_id,
-                     embed_scale=float(plan.width) ** 0.5)
+                     embed_scale=float(plan.width) ** 0.5, final_softcap=_softcap(raw, path))
+
+
+def _softcap(raw: dict[str, Any], path: Path) -> float | None:
+    """Gemma 2's ``final_logit_softcapping`` (the logits' ``c·tanh(z / c)``), None when absent."""
+    cap = _get(raw, "final_logit_softcapping", (int, float), path, None)
+    if cap is not None and not (math.isfinite(cap) and cap > 0):
+        raise ModelError(f"{path}: 'final_logit_softcapping' must be a positive number (got {cap!r})")
+    return None if cap is None else float(cap)
 
 
 def _gpt_neox(raw: dict[str, Any], path: Path) -> ModelPlan:
@@ -398,7 +407,7 @@ NAME_MAPS: dict[str, dict[str, str]] = {
                "post_attn_norm": "layers.{i}.post_attention_layernorm.weight",
                "post_mlp_norm": "layers.{i}.post_feedforward_layernorm.weight"},
     "gpt_neox": _fused_names("layers.{i}.", "attention.query_key_value", "attention.dense", "embed_in",
-                             "final_layer_norm"),
+                             "final_layer_norm") | {"lm_head": "embed_out.weight"},
     "bloom": _fused_names("h.{i}.", "self_attention.query_key_value", "self_attention.dense", "word_embeddings",
                           "ln_f"),
 }

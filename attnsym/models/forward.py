@@ -40,6 +40,16 @@ NumPy passes of at least :data:`FUSED_MIN_TOKENS` tokens with Numba installed (`
 ``ATTNSYM_NUMBA`` not ``0``) the compiled one-pass kernels of :mod:`attnsym.models._fused` —
 bias + residual + LayerNorm, bias + exact GELU, the softmax — the same equations (the tests tie
 the two, and both to transformers). Every family's plan runs this one code path.
+
+**The logits** of a decoder (:func:`final_logits`): ``z = N_f(x) U`` with ``U`` the checkpoint's
+LM head (:attr:`~attnsym.models.weights.Weights.lm_head`) or, with tied embeddings,
+``E_wordᵀ``; Gemma 2 soft-caps them, ``c·tanh(z / c)``. An encoder has no LM head here
+(:class:`~attnsym.models.errors.NoLMHeadError`).
+
+**Decoding with a key/value cache** (:func:`forward_cached`, :class:`KVCache`): the same blocks run
+on the new tokens only, at positions ``p0 …`` after the ``p0`` cached ones; each layer's rotated
+keys and its values join the cache, and the new queries score against every cached key (the
+spec's causal pattern and window at those absolute positions). Row for row it is the full pass.
 """
 
 from __future__ import annotations
@@ -60,12 +70,13 @@ from ..numeric.layer import BoundLayer, block_scores, expand_kv, head_rows, merg
 from . import _fused
 from ._erf import ERF_P as _ERF_P
 from ._erf import ERF_Q as _ERF_Q
-from .errors import ModelError
+from .errors import ModelError, NoLMHeadError
 from .plan import ModelPlan, Norm
 from .weights import Weights
 
-__all__ = ["FUSED_MIN_TOKENS", "ArrayPrimitives", "ForwardOutput", "FusedPrimitives", "embed", "forward",
-           "gelu_float32", "layer_norm", "primitives", "rms_norm"]
+__all__ = ["FUSED_MIN_TOKENS", "ArrayPrimitives", "ForwardOutput", "FusedPrimitives", "KVCache", "LayerCache", "embed",
+           "final_logits", "final_norm", "forward", "forward_cached", "gelu_float32", "layer_norm", "primitives",
+           "rms_norm", "unembedding"]
 
 
 @dataclass(frozen=True)
@@ -336,18 +347,29 @@ def _bound(xp, spec, n: int, allowed, cache: dict, device):
     return cache[key][1:]
 
 
-def _attention(xp, ops, spec, Q, K, V, gains: dict, allowed, positions, dtype: str, cache: dict):
-    """``S, A, Z`` of one layer from the projections ``(B, n, H·d_k)`` (module docstring: the attention step)."""
-    B, n, _ = Q.shape
+def _attention(xp, ops, spec, Q, K, V, gains: dict, allowed, positions, dtype: str, cache: dict,
+               past: LayerCache | None = None):
+    """``S, A, Z`` of one layer from the projections ``(B, r, H·d_k)`` (module docstring: the attention step).
+
+    With ``past`` (:func:`forward_cached`) the ``r`` rows are the tokens at positions ``p0 … p0+r−1`` after the
+    ``p0`` cached ones: their keys and values join the cache, and ``S``, ``A`` are ``(B, H, r, p0 + r)``.
+    """
+    B, r, _ = Q.shape
+    p0 = 0 if past is None else past.length
+    n = p0 + r
     spec, mask = _bound(xp, spec, n, allowed, cache, _device(Q))
     layer = BoundLayer(spec=spec, xp=xp, batch_shape=(B,), dtype=dtype, device=_device(Q), mask=mask,
                        positions=None if spec.positions is None else xp.astype(xp.asarray(positions), xp.float64))
-    Qh = head_rows(layer, gains, Q, "Q")  # (B, H, n, d_k), QK-normed and rotated
-    Kh = head_rows(layer, gains, K, "K")  # (B, H, n, d_k), each key head repeated for its query heads
-    Vh = expand_kv(xp, xp.permute_dims(xp.reshape(V, (B, n, spec.kv_heads, spec.d_v)), (0, 2, 1, 3)), spec.kv_group)
-    S = block_scores(layer, Qh * layer.scale, Kh, 0, n, 0, n)  # (B, H, n, n), -inf where not allowed
+    Qh = head_rows(layer, gains, Q, "Q", p0)  # (B, H, r, d_k), QK-normed and rotated
+    Kh = head_rows(layer, gains, K, "K", p0, expand=past is None)  # (B, H, r, d_k), key heads repeated (no cache)
+    Vh = xp.permute_dims(xp.reshape(V, (B, r, spec.kv_heads, spec.d_v)), (0, 2, 1, 3))  # (B, H_kv, r, d_v)
+    if past is not None:
+        Kh, Vh = past.extend(xp, Kh, Vh)  # (B, H_kv, n, ·): every key and value so far
+        Kh = expand_kv(xp, Kh, spec.kv_group)
+    Vh = expand_kv(xp, Vh, spec.kv_group)
+    S = block_scores(layer, Qh * layer.scale, Kh, p0, n, 0, n)  # (B, H, r, n), -inf where not allowed
     A = ops.softmax(xp, S)
-    return S, A, merge_heads(xp, xp.matmul(A, Vh))  # Z: (B, n, H·d_v)
+    return S, A, merge_heads(xp, xp.matmul(A, Vh))  # Z: (B, r, H·d_v)
 
 
 def _mlp(xp, ops, block, lw, h):
@@ -358,15 +380,15 @@ def _mlp(xp, ops, block, lw, h):
     return xp.matmul(ops.bias_act(xp, xp.matmul(h, lw.W_up), lw.b_up, block.activation), lw.W_down)
 
 
-def _block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict):
-    """One block on ``x`` ``(B, n, d)``: its output and the attention's ``S``, ``A``."""
+def _block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict, past: LayerCache | None = None):
+    """One block on ``x`` ``(B, n, d)``: its output and the attention's ``S``, ``A`` (``past``: see :func:`_attention`)."""
     pre = block.placement == "pre"
     h = ops.norm(xp, x, block.norm, lw.attn_norm, lw.attn_norm_bias) if pre else x
     P = _linear(xp, h, lw.W_QKV, lw.b_QKV)  # (B, n, q + 2 kv): one product for Q, K and V
     q, kv = int(lw.W_Q.shape[1]), int(lw.W_K.shape[1])
     Q, K, V = P[..., :q], P[..., q:q + kv], P[..., q + kv:]
     S, A, Z = _attention(xp, ops, block.attention, Q, K, V, {"g_Q": lw.g_Q, "g_K": lw.g_K}, allowed, positions, dtype,
-                         cache)
+                         cache, past)
     y, b_O = xp.matmul(Z, lw.W_O), lw.b_O
     if block.post_norms:  # Gemma 2: the attention's output normed before its residual sum
         y, b_O = rms_norm(_plus(y, b_O), lw.post_attn_norm, block.norm.eps, block.norm.offset), None
@@ -477,3 +499,139 @@ def _forward(plan, weights, input_ids, attention_mask, token_type_ids, positions
             hidden[-1] = ops.norm(xp, x, f, weights.final_norm, weights.final_norm_bias)
     _check_finite(xp, hidden, scores, dtype)
     return ForwardOutput(hidden_states=xp.stack(hidden), attention=xp.stack(attention), scores=xp.stack(scores))
+
+
+# ---------------------------------------------------------------------------------------------- logits
+def final_norm(plan: ModelPlan, weights: Weights, x):
+    """The final norm of hidden states ``x`` ``(..., d)`` (a copy of ``x`` when the plan has none)."""
+    xp = array_namespace(weights.word)
+    if plan.final_norm is None:
+        return x + 0.0
+    return ARRAY.norm(xp, x, plan.final_norm, weights.final_norm, weights.final_norm_bias)
+
+
+def unembedding(plan: ModelPlan, weights: Weights):
+    """The ``(d, vocab)`` matrix ``U`` of the logits ``z = h U``: the checkpoint's LM head, or ``E_wordᵀ`` when tied.
+
+    Raises
+    ------
+    NoLMHeadError
+        An encoder (attnsym runs it without an LM head), or a decoder whose checkpoint holds no
+        LM head and does not tie it to the embedding (a base model saved without its head).
+    """
+    if not plan.causal:
+        raise NoLMHeadError(f"{plan.model_type} is an encoder (bidirectional attention): attnsym runs it without a "
+                            "language-model head, so it has no next-token logits; load a decoder (causal) model")
+    if weights.lm_head is not None:
+        return weights.lm_head
+    if plan.tie_word_embeddings:
+        return array_namespace(weights.word).matrix_transpose(weights.word)  # (d, vocab): a view
+    raise NoLMHeadError(f"this {plan.model_type} checkpoint holds no LM head ('lm_head.weight') and does not tie it to "
+                        "the embedding (tie_word_embeddings false): a base model saved without its head has no "
+                        "next-token logits")
+
+
+def final_logits(plan: ModelPlan, weights: Weights, h):
+    r"""The logits ``(..., vocab)`` of final-normed hidden states ``h`` ``(..., d)``: ``h U`` (soft-capped, Gemma 2).
+
+    .. math::  z = h\,U, \qquad z \leftarrow c \tanh(z / c) \text{ with the plan's } c = \texttt{final\_softcap}
+
+    Raises
+    ------
+    NoLMHeadError
+        See :func:`unembedding`.
+
+    Examples
+    --------
+    >>> m = at.models.packaged_model()
+    >>> final_logits(m.config, m.weights, np.zeros(384, np.float32))
+    Traceback (most recent call last):
+    ...
+    attnsym.models.errors.NoLMHeadError: bert is an encoder (bidirectional attention): attnsym runs it without a
+    language-model head, so it has no next-token logits; load a decoder (causal) model
+    """
+    xp = array_namespace(weights.word)
+    z = xp.matmul(h, unembedding(plan, weights))  # (..., vocab)
+    cap = plan.final_softcap
+    return z if cap is None else cap * xp.tanh(z / cap)
+
+
+# ---------------------------------------------------------------------------------------------- key/value cache
+class LayerCache:
+    """One layer's cached keys ``(B, H_kv, t, d_k)`` (QK-normed, rotated) and values ``(B, H_kv, t, d_v)``."""
+
+    def __init__(self) -> None:
+        self.keys: Any = None
+        self.values: Any = None
+
+    @property
+    def length(self) -> int:
+        """Tokens cached."""
+        return 0 if self.keys is None else int(self.keys.shape[-2])
+
+    def extend(self, xp, K, V) -> tuple[Any, Any]:
+        """Append the new tokens' ``K``, ``V`` ``(B, H_kv, r, ·)``; return every key and value so far."""
+        if self.keys is None:
+            self.keys, self.values = K, V
+        else:
+            self.keys, self.values = xp.concat([self.keys, K], axis=-2), xp.concat([self.values, V], axis=-2)
+        return self.keys, self.values
+
+
+@dataclass(frozen=True)
+class KVCache:
+    """The keys and values of the tokens decoded so far, one :class:`LayerCache` per block (:func:`forward_cached`)."""
+
+    layers: tuple[LayerCache, ...]
+
+    @classmethod
+    def empty(cls, plan: ModelPlan) -> KVCache:
+        """A cache holding no token, for the blocks of ``plan``."""
+        return cls(tuple(LayerCache() for _ in plan.blocks))
+
+    @property
+    def length(self) -> int:
+        """Tokens cached (the position of the next token)."""
+        return self.layers[0].length if self.layers else 0
+
+
+def forward_cached(plan: ModelPlan, weights: Weights, input_ids, cache: KVCache):
+    """The final-normed hidden states ``(B, r, d)`` of ``r`` new tokens after the ``cache.length`` cached ones.
+
+    Runs every block on the new tokens only, at positions ``p0 … p0+r−1`` (``p0 = cache.length``),
+    against the cached keys and values, which it extends (module docstring). Row for row the
+    same as :func:`forward` over all ``p0 + r`` tokens (no padding: one unpadded row per batch entry).
+
+    Raises
+    ------
+    ShapeError
+        The computation overflowed the dtype.
+
+    Examples
+    --------
+    >>> m = at.models.packaged_model()
+    >>> ids, cache = np.array([[101, 1045, 2066, 102]]), KVCache.empty(m.config)
+    >>> h = forward_cached(m.config, m.weights, ids, cache)     # no token cached yet: the whole pass
+    >>> h.shape, cache.length
+    ((1, 4, 384), 4)
+    >>> bool(np.allclose(h, forward(m.config, m.weights, ids).hidden_states[-1], atol=1e-5))
+    True
+    """
+    xp = array_namespace(weights.word)
+    ids = xp.asarray(input_ids, device=_device(weights.word))
+    B, r = ids.shape
+    p0 = cache.length
+    ops = FUSED if _fused_for(weights.word, B * r) else ARRAY
+    positions = xp.broadcast_to(xp.arange(p0 + r, device=_device(weights.word)), (B, p0 + r))  # every token so far
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = embed(plan, weights, ids, None, positions[:, p0:], ops)
+        dtype = dtype_name(x)
+        hidden, scores, bound = [x], [], {}
+        for block, lw, past in zip(plan.blocks, weights.layers, cache.layers, strict=True):
+            x, S, _ = _block(xp, ops, block, lw, x, None, positions, dtype, bound, past)
+            hidden.append(x)
+            scores.append(S)
+        if plan.final_norm is not None:
+            x = hidden[-1] = ops.norm(xp, x, plan.final_norm, weights.final_norm, weights.final_norm_bias)
+    _check_finite(xp, hidden, scores, dtype)
+    return x

@@ -183,7 +183,7 @@ def gguf_tokenizer(meta: dict[str, Any], path: Path, vocab_size: int) -> Tokeniz
 def _template(meta: dict[str, Any], tokens: list[str], path: Path) -> Any:
     """BOS / EOS around each text as ``add_bos_token`` / ``add_eos_token`` say (SentencePiece files: BOS by default)."""
     default_bos = meta.get("tokenizer.ggml.model") == "llama"
-    ends = []
+    ends: list[tuple[str, int] | None] = []
     for which, default in (("bos", default_bos), ("eos", False)):
         flag = meta.get(f"tokenizer.ggml.add_{which}_token", default)
         token_id = meta.get(f"tokenizer.ggml.{which}_token_id")

@@ -29,13 +29,15 @@ from .._checks import one_of
 from .._io import read_capped, refuse_special
 from ..numeric.backend import BACKENDS, array_namespace, asarray_in
 from ..spec import AttentionSpec
-from .config import read_config
+from .config import MAX_CONFIG_BYTES, _read_json, read_config
 from .contrast import TokenContrast, contrast
 from .errors import ModelError, ModelFileMissing, TextError
 from .families import describe_model, layer_spec
 from .forward import ForwardOutput, forward
+from .generate import Generation, greedy
 from .gguf_file import read_gguf
 from .plan import ModelPlan
+from .readout import Readout
 from .route import Route
 from .weights import Weights, read_weights, stored_layers
 
@@ -93,6 +95,25 @@ def _tokenizer(folder: Path) -> Tokenizer | None:
         raise
     except Exception as error:  # the tokenizers library raises its own Exception subclass (UnicodeDecodeError: ours)
         raise ModelError(f"the tokenizer files of {folder} cannot be read by the tokenizers library ({error})") from None
+    return None
+
+
+def _chat_template(folder: Path) -> str | None:
+    """A folder's chat template: ``chat_template.jinja``, else ``tokenizer_config.json``'s ``chat_template``; None without."""
+    jinja = folder / "chat_template.jinja"
+    if jinja.is_file():
+        try:
+            with jinja.open("rb") as handle:
+                data = handle.read(MAX_CONFIG_BYTES + 1)
+            if len(data) > MAX_CONFIG_BYTES:
+                raise ModelError(f"{jinja} is larger than {MAX_CONFIG_BYTES} bytes; a chat template is a few kilobytes")
+            return data.decode("utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise ModelError(f"{jinja} cannot be read as UTF-8 text ({error})") from None
+    if (folder / "tokenizer_config.json").is_file():
+        raw = _read_json(folder / "tokenizer_config.json")
+        template = raw.get("chat_template") if isinstance(raw, dict) else None
+        return template if isinstance(template, str) else None
     return None
 
 
@@ -218,7 +239,7 @@ def load(name_or_path: str | Path = "all-MiniLM-L6-v2", *, dtype: str = "float32
     weights = read_weights(folder / "model.safetensors", config, np.dtype(dtype))
     if backend != "numpy":
         weights = weights.to(array_namespace(backend=backend))
-    return Model(name, folder, config, weights, tokenizer)
+    return Model(name, folder, config, weights, tokenizer, chat_template=_chat_template(folder))
 
 
 class Model:
@@ -231,7 +252,8 @@ class Model:
     def __init__(self, name: str, folder: Path, config: ModelPlan, weights: Weights, tokenizer: Tokenizer | None,
                  *, chat_template: str | None = None) -> None:
         self.name = name
-        #: the chat template the checkpoint carries (a GGUF file's ``tokenizer.chat_template``), None without one
+        #: the chat template the checkpoint carries (a GGUF file's ``tokenizer.chat_template``, a folder's
+        #: ``chat_template.jinja`` or ``tokenizer_config.json`` entry), None without one
         self.chat_template = chat_template
         self.folder = folder
         self.config = config
@@ -240,6 +262,7 @@ class Model:
             tokenizer.no_truncation()  # a text too long is an error (TextError), never silently cut
             tokenizer.no_padding()  # padding is done here, with the attention mask
         self.tokenizer = tokenizer
+        self.readout = Readout(config, weights, tokenizer)
 
     def __repr__(self) -> str:
         return f"<attnsym model {self.name!r} ({self.config.describe()})>"
@@ -309,20 +332,30 @@ class Model:
         """What runs: the embedding, one line per block (norm, attention spec, MLP), the final norm."""
         return describe_model(self.config)
 
-    def route(self, text: str | Sequence[str]) -> Route | list[Route]:
+    def route(self, text: str | Sequence[str] | Sequence[int] | Any, *, logits: str | None = None) -> Route | list[Route]:
         """Route a text (or several, as one padded batch) through the model.
 
         Parameters
         ----------
-        text : str or sequence of str
+        text : str, sequence of str, or token ids
             One text gives one :class:`~attnsym.models.Route`; a list gives a list, computed in
             one batch padded to the longest text with the attention mask, each route holding
-            only its own real tokens.
+            only its own real tokens. Token ids route as they are (no special token added, no
+            tokenizer needed): a list of ints or a 1-D integer array gives one route, a list of
+            such lists or a 2-D integer array a list of routes.
+        logits : {None, "last", "all", "none"}, default None
+            A decoder's next-token logits in the route (:attr:`Route.logits`): ``"last"`` the
+            last position's ``(vocab,)``, ``"all"`` every position's ``(n, vocab)``, ``"none"``
+            none. None: ``"last"`` when the model has an LM head (a decoder with ``lm_head`` or
+            tied embeddings), else ``"none"``.
 
         Raises
         ------
         TextError
-            An empty text, a non-string, or a text longer than the model's positions.
+            An empty text, a non-string, a text longer than the model's positions, or ids that
+            are not integers in ``[0, vocab_size)``.
+        NoLMHeadError
+            ``logits="last"`` or ``"all"`` for a model without an LM head (an encoder).
 
         Examples
         --------
@@ -336,21 +369,27 @@ class Model:
         ((14, 20), 'apples')
         >>> [len(x.tokens) for x in m.route(["a", "I like to eat apples"])]   # a padded batch: real tokens only
         [3, 7]
+        >>> m.route([101, 1045, 2066, 102]).tokens                 # token ids
+        ('[CLS]', 'i', 'like', '[SEP]')
+        >>> r.top_next(3)                                         # an encoder has no LM head in attnsym
+        Traceback (most recent call last):
+        ...
+        attnsym.models.errors.NoLMHeadError: bert is an encoder (bidirectional attention): attnsym runs it without a
+        language-model head, so it has no next-token logits; load a decoder (causal) model
         """
-        single = isinstance(text, str)
-        if not single and not isinstance(text, (list, tuple)):
-            raise TextError(f"text must be a string or a list of strings (got {type(text).__name__})")
-        texts: list[str] = [text] if isinstance(text, str) else list(text)
-        if not texts:
-            raise TextError("text must be a string or a non-empty list of strings (got an empty list)")
-        encodings = self.encode(texts)
-        lengths = [len(e.ids) for e in encodings]
+        kind = one_of("logits", logits, (None, "last", "all", "none"), error=TextError)
+        if kind is None:
+            kind = "last" if self.readout.available else "none"
+        elif kind != "none":
+            self.readout.require()
+        single, items = self._items(text)
+        lengths = [len(item[1]) for item in items]
         n = max(lengths)
         pad = self.config.pad_token_id if self.config.pad_token_id is not None else 0
-        ids = np.full((len(texts), n), pad, dtype=np.int64)
-        mask = np.zeros((len(texts), n), dtype=np.int64)
-        for b, enc in enumerate(encodings):
-            ids[b, :lengths[b]] = enc.ids
+        ids = np.full((len(items), n), pad, dtype=np.int64)
+        mask = np.zeros((len(items), n), dtype=np.int64)
+        for b, item in enumerate(items):
+            ids[b, :lengths[b]] = item[1]
             mask[b, :lengths[b]] = 1
         out = self.forward(ids, mask if min(lengths) < n else None)
         np_xp = array_namespace(backend="numpy")
@@ -358,16 +397,125 @@ class Model:
         attention = asarray_in(np_xp, out.attention)  # (L, B, H, n, n)
         scores = asarray_in(np_xp, out.scores)
         routes = []
-        for b, (text_b, enc) in enumerate(zip(texts, encodings, strict=True)):
+        for b, (text_b, _, tokens, offsets, special, word_ids) in enumerate(items):
             k = lengths[b]  # real tokens only: padding is cut away here
+            h = np.ascontiguousarray(hidden[:, b, :k])  # (L+1, k, d)
+            z = None if kind == "none" else self.readout.logits(h[-1, -1] if kind == "last" else h[-1])
             routes.append(Route(
-                model=self.name, text=text_b, tokens=tuple(enc.tokens), offsets=tuple(tuple(o) for o in enc.offsets),
-                special=tuple(bool(s) for s in enc.special_tokens_mask), word_ids=tuple(enc.word_ids),
+                model=self.name, text=text_b, tokens=tokens, offsets=offsets, special=special, word_ids=word_ids,
                 ids=ids[b, :k].copy(), attention=np.ascontiguousarray(attention[:, b, :, :k, :k]),
-                scores=np.ascontiguousarray(scores[:, b, :, :k, :k]), hidden_states=np.ascontiguousarray(hidden[:, b, :k]),
-                causal=self.config.causal,
+                scores=np.ascontiguousarray(scores[:, b, :, :k, :k]), hidden_states=h, causal=self.config.causal,
+                logits=z, readout=self.readout,
             ))
         return routes[0] if single else routes
+
+    def _items(self, text: Any) -> tuple[bool, list[tuple[str, list[int], tuple, tuple, tuple, tuple]]]:
+        """``(single, items)``: per text or id sequence, its text, ids, tokens, offsets, special flags, word ids."""
+        if isinstance(text, str):
+            texts: list[str] | None = [text]
+        elif isinstance(text, (list, tuple)) and any(isinstance(t, str) for t in text):  # texts (each checked)
+            texts = list(text)
+        else:
+            texts = None
+        if texts is not None:
+            encodings = self.encode(texts)
+            return isinstance(text, str), [
+                (t, list(e.ids), tuple(e.tokens), tuple(tuple(o) for o in e.offsets),
+                 tuple(bool(x) for x in e.special_tokens_mask), tuple(e.word_ids))
+                for t, e in zip(texts, encodings, strict=True)]
+        single, sequences = self._id_sequences(text)
+        return single, [self._id_item(seq) for seq in sequences]
+
+    def _id_sequences(self, text: Any) -> tuple[bool, list[list[int]]]:
+        """``text`` as token ids: one sequence (a list of ints, a 1-D array) or several (2-D, a list of those)."""
+        def ints(seq: Any, name: str) -> list[int]:
+            if isinstance(seq, (list, tuple)) and any(isinstance(v, (bool, np.bool_)) for v in seq):
+                raise TextError(f"{name} must hold integers only (got {_shorten(repr(seq))})")
+            arr = np.asarray(seq) if not isinstance(seq, np.ndarray) else seq
+            if arr.ndim != 1 or arr.size == 0 or not (np.issubdtype(arr.dtype, np.integer) or arr.dtype == object):
+                raise TextError(f"{name} must be a non-empty sequence of token ids (integers) (got {_shorten(repr(seq))})")
+            values = arr.tolist()
+            if any(isinstance(v, bool) or not isinstance(v, int) for v in values):
+                raise TextError(f"{name} must hold integers only (got {_shorten(repr(values))})")
+            vocab, limit = self.config.vocab_size, self.config.max_positions
+            bad = [v for v in values if not 0 <= v < vocab]
+            if bad:
+                raise TextError(f"{name} holds token id {bad[0]}, outside [0, vocab_size={vocab})")
+            if len(values) > limit:
+                raise TextError(f"{name} holds {len(values)} tokens, more than the {limit} positions {self.name} has")
+            return values
+
+        if isinstance(text, (list, tuple)) and not text:
+            raise TextError("text must be a string or a non-empty list of strings or token ids (got an empty list)")
+        if isinstance(text, np.ndarray):
+            if text.ndim == 2:
+                return False, [ints(row, f"token ids row {b}") for b, row in enumerate(text)]
+            return True, [ints(text, "token ids")]
+        if isinstance(text, (list, tuple)) and text and all(isinstance(t, (list, tuple, np.ndarray)) for t in text):
+            return False, [ints(row, f"token ids {b}") for b, row in enumerate(text)]
+        if isinstance(text, (list, tuple)) and text:
+            return True, [ints(text, "token ids")]
+        raise TextError(f"text must be a string, a list of strings or token ids (got {_shorten(repr(text))})")
+
+    def _id_item(self, ids: list[int]) -> tuple[str, list[int], tuple, tuple, tuple, tuple]:
+        """A route's token data for ids: the text decoded, each token's piece located in it (special: ``(0, 0)``)."""
+        tok = self.tokenizer
+        if tok is None:  # no tokenizer: the ids themselves are the text
+            pieces = [str(i) for i in ids]
+            starts = np.cumsum([0] + [len(p) + 1 for p in pieces[:-1]]).tolist()
+            return (" ".join(pieces), ids, tuple(f"<id {i}>" for i in ids),
+                    tuple((a, a + len(p)) for a, p in zip(starts, pieces, strict=True)), (False,) * len(ids),
+                    tuple(range(len(ids))))
+        special_ids = {i for i, t in tok.get_added_tokens_decoder().items() if t.special}
+        text = tok.decode(ids, skip_special_tokens=False)
+        offsets, cursor = [], 0
+        for i in ids:
+            piece = tok.decode([i], skip_special_tokens=False).strip()
+            at = text.find(piece, cursor) if piece and i not in special_ids else -1
+            offsets.append((at, at + len(piece)) if at >= 0 else (0, 0) if i in special_ids else (cursor, cursor))
+            cursor = at + len(piece) if at >= 0 else cursor
+        special = tuple(i in special_ids for i in ids)
+        return (text, ids, tuple(tok.id_to_token(i) or f"<id {i}>" for i in ids), tuple(offsets), special,
+                tuple(None if sp else k for k, sp in enumerate(special)))
+
+    def generate(self, text: str | Sequence[int], max_new_tokens: int = 20, *, stop: Sequence[int] = (),
+                 cache: bool = True) -> Generation:
+        """Greedy decoding after ``text`` (a string, or token ids), with a key/value cache.
+
+        Parameters
+        ----------
+        text : str or sequence of int
+            The prompt (encoded with the special tokens the tokenizer adds, as :meth:`route`).
+        max_new_tokens : int, default 20
+        stop : sequence of int, default ()
+            Token ids that end decoding (e.g. the end-of-text id); none by default.
+        cache : bool, default True
+            The key/value cache, or the whole pass recomputed at every step (the same tokens,
+            which the tests check).
+
+        Returns
+        -------
+        Generation
+            ``.text`` the new text, ``.ids`` the new token ids.
+
+        Raises
+        ------
+        NoLMHeadError
+            An encoder, or a checkpoint without an LM head.
+        TextError
+            A bad prompt or ``max_new_tokens``, or more tokens than the model's positions.
+
+        See Also
+        --------
+        attnsym.models.generate.greedy
+        """
+        _, items = self._items(text if not isinstance(text, str) else [text])
+        if len(items) != 1:
+            raise TextError(f"generate takes one prompt (got {len(items)})")
+        prompt = items[0][1]
+        new = greedy(self.config, self.weights, prompt, max_new_tokens, stop=stop, cache=cache)
+        decoded = "" if self.tokenizer is None else self.tokenizer.decode(list(new), skip_special_tokens=False)
+        return Generation(prompt_ids=tuple(prompt), ids=new, text=decoded, cached=cache)
 
     def contrast(self, text1: str, text2: str, token: str, **options: Any) -> TokenContrast:
         """How ``token`` is routed in two texts by the same weights; see :func:`attnsym.models.contrast`."""

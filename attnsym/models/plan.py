@@ -37,7 +37,9 @@ class Layout:
         Role -> tensor name, ``{i}`` the layer (roles: ``embed``, ``position``, ``token_type``,
         ``embed_norm``, ``final_norm``, ``attn_norm``, ``mlp_norm``, ``W_Q`` … ``b_O``, ``W_QKV``,
         ``b_QKV``, ``g_Q``, ``g_K``, ``W_gate``, ``W_up``, ``b_up``, ``W_down``, ``b_down``,
-        ``post_attn_norm``, ``post_mlp_norm``; a norm's bias is its name with ``weight`` → ``bias``).
+        ``post_attn_norm``, ``post_mlp_norm``, ``lm_head`` (the untied output matrix, read without a
+        prefix; ``lm_head.weight`` when the map does not name it); a norm's bias is its name with
+        ``weight`` → ``bias``).
     transposed : bool
         Matrices stored ``(d_out, d_in)`` (PyTorch's ``nn.Linear``); GPT-2's ``Conv1D`` stores
         ``(d_in, d_out)``, the layout attnsym applies.
@@ -133,7 +135,8 @@ class ModelPlan:
     final_norm : Norm or None
         After the last block (None: BERT's post-norm blocks end normed).
     tie_word_embeddings : bool
-        The LM head reuses the token embedding (not run: attnsym stops at the last hidden state).
+        The LM head reuses the token embedding (logits ``h E_wordᵀ``); otherwise the checkpoint's
+        own output matrix (role ``lm_head`` of the :class:`Layout`) is read when present.
     pad_token_id : int or None
     embed_scale : float or None
         The token embedding is multiplied by it (Gemma 2: ``sqrt(width)``).
@@ -149,6 +152,8 @@ class ModelPlan:
         Token types (BERT's segment embedding, added to the embedding; 0 = none).
     layout : Layout or None
         How the checkpoint stores the tensors (not part of the architecture: not compared).
+    final_softcap : float or None, default None
+        The logits are soft-capped, ``c·tanh(z / c)`` (Gemma 2's ``final_logit_softcapping``).
     """
 
     model_type: str
@@ -165,6 +170,7 @@ class ModelPlan:
     learned_positions: bool = False
     type_vocab_size: int = 0
     layout: Layout | None = field(default=None, compare=False, repr=False)
+    final_softcap: float | None = None
 
     @property
     def layers(self) -> int:

@@ -17,7 +17,7 @@ from .contrast import TokenContrast
 from .evidence import special_shares
 from .route import Route
 
-__all__ = ["SPECIAL_NOTE", "contrast_markdown", "route_markdown", "special_markdown"]
+__all__ = ["SPECIAL_NOTE", "contrast_markdown", "markdown_code", "prediction_markdown", "route_markdown", "special_markdown"]
 
 #: the note on [CLS]/[SEP] and the first token, shown with the measured shares
 SPECIAL_NOTE = (
@@ -84,6 +84,17 @@ def route_markdown(route: Route, *, rollout: np.ndarray | None = None, flow: np.
                 lines.append(f"- flow into {_code(labels[i])}: {reads}")
         lines.append("")
     return "\n".join(lines) + "\n"
+
+
+#: a text as one Markdown code span, safe in a table cell (for the CLI's reports)
+markdown_code = _code
+
+
+def prediction_markdown(route: Route, *, k: int = 5) -> str:
+    """A decoder's next-token prediction after the text: the ``k`` most probable tokens with their probabilities."""
+    rows = [f"| {rank} | {_code(repr(text))} | {p:.4f} |" for rank, (text, p) in enumerate(route.top_next(k), start=1)]
+    return "\n".join([f"What the model predicts after {_code(route.text)}:", "", "| rank | next token | probability |",
+                      "|---|---|---|", *rows, ""]) + "\n"
 
 
 def contrast_markdown(c: TokenContrast, *, rows: int = 10) -> str:

@@ -8,12 +8,14 @@ made, so they never reach a routing graph, a rollout or a flow.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from .._html import route_html
+from .errors import NoLMHeadError
+from .readout import LogitLens, Readout, logit_lens, top_tokens
 
 __all__ = ["Route", "Word"]
 
@@ -68,6 +70,13 @@ class Route:
         The input of layer 0, then the output of every layer.
     causal : bool
         Whether the model is a decoder.
+    logits : (vocab,) or (n, vocab) array or None
+        A decoder's next-token logits: the last position's (the default of
+        :meth:`~attnsym.models.Model.route`), every position's with ``logits="all"``; None for an
+        encoder or a checkpoint without an LM head.
+    readout : Readout or None
+        The model's final norm, unembedding and tokenizer (:mod:`attnsym.models.readout`), for
+        :meth:`top_next` and :meth:`logit_lens` (not compared, not serialised).
     """
 
     model: str
@@ -81,6 +90,8 @@ class Route:
     scores: np.ndarray
     hidden_states: np.ndarray
     causal: bool
+    logits: np.ndarray | None = field(default=None, compare=False, repr=False)
+    readout: Readout | None = field(default=None, compare=False, repr=False)
 
     @property
     def n(self) -> int:
@@ -96,6 +107,50 @@ class Route:
     def heads(self) -> int:
         """Number of heads per layer."""
         return int(self.attention.shape[1])
+
+    def _last_logits(self) -> np.ndarray:
+        """The last position's logits, or :class:`~attnsym.models.errors.NoLMHeadError` saying why there are none."""
+        if self.logits is None:
+            if self.readout is not None:
+                self.readout.require()  # says why: an encoder, a headless checkpoint
+            raise NoLMHeadError(f"this route of {self.model!r} carries no logits (route it with the model's route())")
+        return self.logits if self.logits.ndim == 1 else self.logits[-1]
+
+    def top_next(self, k: int = 5) -> list[tuple[str, float]]:
+        """The ``k`` most probable next tokens after the text: ``(token text, probability)``, best first.
+
+        Raises
+        ------
+        NoLMHeadError
+            The model is an encoder, or its checkpoint has no LM head.
+        """
+        logits = self._last_logits()
+        assert self.readout is not None  # logits come with their readout
+        return top_tokens(logits, self.readout, k)
+
+    def logit_lens(self, token: str | int | None = None, *, position: int = -1) -> LogitLens:
+        """Per layer, the rank and probability of ``token`` read through the final norm and unembedding.
+
+        ``token`` is a token's text (``" Paris"``), vocabulary entry or id; by default the
+        model's own prediction at ``position`` (the last position). See
+        :func:`attnsym.models.readout.logit_lens`.
+
+        Raises
+        ------
+        NoLMHeadError
+            The model is an encoder, or its checkpoint has no LM head.
+        TokenNotFoundError
+            ``token`` is not one token of the vocabulary.
+        """
+        last = self._last_logits()
+        assert self.logits is not None and self.readout is not None
+        n, predicted = self.n, None  # the model's logits at the position, when the route holds them
+        if isinstance(position, (int, np.integer)) and not isinstance(position, bool) and -n <= position < n:
+            if self.logits.ndim == 2:
+                predicted = self.logits[position]
+            elif position % n == n - 1:
+                predicted = last
+        return logit_lens(self.hidden_states, self.readout, token, position, predicted=predicted)
 
     def words(self) -> tuple[Word, ...]:
         """The words of the text, each with the positions of its word pieces (special tokens excluded)."""
@@ -128,7 +183,8 @@ class Route:
         return labels
 
     def as_dict(self, *, hidden_states: bool = False) -> dict[str, Any]:
-        """Plain Python values, JSON-ready (``-inf`` scores become ``None``); hidden states only if asked."""
+        """Plain Python values, JSON-ready (``-inf`` scores become ``None``; a decoder's ten most probable next tokens
+        as ``top_next``); hidden states only if asked."""
         scores = np.where(np.isfinite(self.scores), self.scores, np.nan).tolist()
         out: dict[str, Any] = {
             "model": self.model, "text": self.text, "tokens": list(self.tokens), "labels": self.labels(),
@@ -138,6 +194,8 @@ class Route:
             "attention": self.attention.tolist(),
             "scores": [[[[None if v != v else v for v in row] for row in head] for head in layer] for layer in scores],
         }
+        if self.logits is not None:  # a decoder's prediction (the logits themselves stay out: a vocabulary each)
+            out["top_next"] = [[text, p] for text, p in self.top_next(10)]
         if hidden_states:
             out["hidden_states"] = self.hidden_states.tolist()
         return out

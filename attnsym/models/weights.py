@@ -110,7 +110,10 @@ class Weights:
 
     ``position`` ``(max_positions, d)`` and ``token_type`` ``(types, d)`` exist where the plan has
     learned positions (BERT, GPT-2) and token types (BERT); ``embed_norm*`` where it norms the
-    embedding (BERT, BLOOM); ``final_norm*`` where a norm follows the last block (all but BERT).
+    embedding (BERT, BLOOM); ``final_norm*`` where a norm follows the last block (all but BERT);
+    ``lm_head`` ``(d, vocab)`` (applied as ``logits = h lm_head``) where a decoder's checkpoint holds
+    an output matrix of its own (``tie_word_embeddings`` false): with tied embeddings the logits
+    use ``word`` itself and no second matrix is held.
     """
 
     word: Any
@@ -121,6 +124,7 @@ class Weights:
     embed_norm_bias: Any = None
     position: Any = None
     token_type: Any = None
+    lm_head: Any = None
 
     def arrays(self) -> dict[str, Any]:
         """Name -> array of every model-level parameter present (the layers' are in :attr:`layers`)."""
@@ -134,7 +138,7 @@ class Weights:
 
     @property
     def parameter_count(self) -> int:
-        """Number of scalars held (a BERT checkpoint's pooler and an untied LM head are not loaded)."""
+        """Number of scalars held (a BERT checkpoint's pooler is not loaded; an untied LM head is, :attr:`lm_head`)."""
         total = sum(int(np.prod(v.shape)) for v in self.arrays().values())
         return total + sum(int(np.prod(v.shape)) for lw in self.layers for v in lw.arrays().values())
 
@@ -221,8 +225,13 @@ class _Tensors:
                     self.entries[name] = (file, entry, start)
         self.prefix = next((p for p in prefixes if any(k.startswith(p) for k in self.entries)), "")
 
+    def _key(self, name: str) -> str:
+        """The stored name: with the prefix, or as given when only that is stored (an LM head outside the prefix)."""
+        key = self.prefix + name
+        return name if key not in self.entries and name in self.entries else key
+
     def __contains__(self, name: str) -> bool:
-        return self.prefix + name in self.entries
+        return self._key(name) in self.entries
 
     def _locate(self, key: str, expected: tuple[int, ...]) -> tuple[Path, int, str]:
         """Where the tensor's bytes start (file, offset) and its dtype name, after every check of its header entry."""
@@ -252,7 +261,7 @@ class _Tensors:
         return file, begin, kind
 
     def __call__(self, name: str, shape: tuple[int, ...], *, transpose: bool = False) -> np.ndarray:
-        key = self.prefix + name
+        key = self._key(name)
         if key not in self.entries:
             raise CorruptWeightsError(f"{self.path} has no tensor {key!r}, which this architecture needs "
                                       f"({len(self.entries)} tensors found, e.g. {sorted(self.entries)[:3]})")
@@ -352,7 +361,9 @@ def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32, *, 
         The file is not a readable safetensors file (truncated, bad header), a tensor has a dtype
         other than F64, F32, F16, BF16 (named in the message, e.g. ``F8_E4M3``), or a tensor the
         architecture uses is missing, misshapen or not finite. Only those tensors are read, each
-        after its shape and dtype have been checked; ``lm_head`` is not read.
+        after its shape and dtype have been checked; a decoder's untied LM head (the layout's
+        ``lm_head``, default ``lm_head.weight``) is read when the file holds it (a base model saved
+        without its head loads all the same, and has no logits).
     """
     layout = plan.layout
     if layout is None:
@@ -400,6 +411,9 @@ def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32, *, 
         model.update(norm("embed_norm", plan.embed_norm))
     if plan.final_norm is not None:
         model.update(norm("final_norm", plan.final_norm))
+    head = layout.names.get("lm_head", "lm_head.weight")
+    if plan.causal and not plan.tie_word_embeddings and head in t:  # stored (vocab, d), as nn.Linear, in every format
+        model["lm_head"] = t(head, (d, plan.vocab_size), transpose=True)
     return Weights(layers=tuple(layers), **model)
 
 

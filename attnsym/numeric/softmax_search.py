@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .entropy import softmax_entropy  # re-exported: it was defined here
 from .jacobians import softmax_jacobian
 
 __all__ = ["SearchResult", "entropy_on_sphere", "entropy_on_sphere_and_gradient", "max_jacobian_norm",
@@ -29,22 +30,6 @@ class SearchResult:
     value: float
     point: np.ndarray
     evaluations: int
-
-
-def softmax_entropy(z: np.ndarray) -> np.ndarray:
-    """Entropy (nats) of ``softmax(z)`` along the last axis, computed stably from the logits.
-
-    ``H = log Σ e^{z} − Σ a z`` (no ``log`` of a tiny weight).
-
-    >>> round(float(softmax_entropy(np.zeros(4))), 12) == round(float(np.log(4)), 12)
-    True
-    """
-    z = np.asarray(z, dtype=float)
-    m = z.max(axis=-1, keepdims=True)
-    e = np.exp(z - m)
-    total = e.sum(axis=-1, keepdims=True)
-    a = e / total  # softmax(z), from the shifted exponentials already at hand (a test ties it to numeric.softmax)
-    return (np.log(total) + m)[..., 0] - (a * z).sum(axis=-1)
 
 
 def _on_sphere(u: np.ndarray, sigma: float) -> np.ndarray:

@@ -21,8 +21,10 @@ One module per subject, mirroring the layers below:
                             :func:`alibi_bias_figure`, :func:`shift_figure` (RoPE, ALiBi)
 ``plots.activations``       :func:`gelu_figure`
 ``plots.scaling``           :func:`variance_figure`, :func:`entropy_figure`,
-                            :func:`saturation_gradient_figure`
-``plots.training``          :func:`training_figure` (the saturation claim's training run)
+                            :func:`saturation_gradient_figure`; :func:`saturation_entropy_figure`,
+                            :func:`saturation_jacobian_figure` (a saturation study's result)
+``plots.training``          :func:`training_figure`, :func:`training_run_figure` (the saturation
+                            study's training run)
 ``plots.complexity``        :func:`path_length_figure`, :func:`memory_growth_figure`,
                             :func:`decode_cost_figure`
 ``plots.routing``           :func:`draw_routing`, :func:`draw_contrast`, :func:`two_token_figure`
@@ -70,8 +72,14 @@ from .limits import (
 from .models import attention_grid_figure, rollout_flow_figure, token_contrast_figure
 from .positions import positional_encoding_figure
 from .rope_alibi import alibi_bias_figure, rope_decay_figure, rope_frequencies_figure, shift_figure
-from .scaling import entropy_figure, saturation_gradient_figure, variance_figure
-from .training import training_figure
+from .scaling import (
+    entropy_figure,
+    saturation_entropy_figure,
+    saturation_gradient_figure,
+    saturation_jacobian_figure,
+    variance_figure,
+)
+from .training import training_figure, training_run_figure
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and the API docs; at run time see __getattr__
     from .routing import draw_contrast, draw_routing, two_token_figure
@@ -108,11 +116,14 @@ __all__ = [
     "rollout_flow_figure",
     "rope_decay_figure",
     "rope_frequencies_figure",
+    "saturation_entropy_figure",
     "saturation_gradient_figure",
+    "saturation_jacobian_figure",
     "save_figure",
     "shift_figure",
     "token_contrast_figure",
     "training_figure",
+    "training_run_figure",
     "two_token_figure",
     "variance_figure",
 ]

@@ -15,7 +15,16 @@ from ._base import as_numpy, new_figure
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-__all__ = ["kernel_figure", "linear_rnn_figure", "lipschitz_figure", "mup_figure", "performer_figure"]
+    from ..studies.lipschitz import LipschitzResult
+
+__all__ = ["kernel_figure", "linear_rnn_figure", "lipschitz_figure", "lipschitz_result_figure", "mup_figure",
+           "performer_figure"]
+
+
+def lipschitz_result_figure(result: LipschitzResult) -> Figure:
+    """:func:`lipschitz_figure` of a Lipschitz study (:func:`attnsym.studies.lipschitz.study`): the result the claim judged."""
+    return lipschitz_figure(result.sizes.ts, result.exact_entry, result.numeric_entry, result.sizes.radii,
+                            result.largest, result.median)
 
 
 def lipschitz_figure(t: Sequence[float], exact: Sequence[float], numeric: Sequence[float], radii: Sequence[float],

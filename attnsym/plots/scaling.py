@@ -15,7 +15,10 @@ from ._base import FIGSIZE, as_numpy, legend_below, new_figure
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-__all__ = ["entropy_figure", "saturation_gradient_figure", "variance_figure"]
+    from ..studies.saturation import SaturationResult
+
+__all__ = ["entropy_figure", "saturation_entropy_figure", "saturation_gradient_figure", "saturation_jacobian_figure",
+           "variance_figure"]
 
 
 def variance_figure(
@@ -201,15 +204,38 @@ def _entropy_data(d: Any, *, n: int, seed: int, quick: bool) -> dict[str, Any]:
     :func:`attnsym.numeric.saturation.softmax_saturation` draws fresh scores for every row and
     every ``d`` (independent unit-variance q, k components), so no single weight draw shapes a curve.
     """
-    # lazy: numeric.saturation loads scipy (+0.4 s CPU measured for scipy.special, 1.3 s for scipy.stats)
-    from ..numeric.saturation import softmax_saturation
+    # lazy: studies.saturation loads SymPy (its exact half), which importing attnsym.plots does not
+    from ..studies.saturation import softmax_saturation
 
     dims = [int(v) for v in np.atleast_1d(d)] if d is not None else [2**k for k in range(0, 11 if not quick else 9)]
     table = softmax_saturation(np.random.default_rng(seed), dims, rows=500 if quick else 4000, n=n)
-    return {"d": np.array(dims), "unscaled": np.array([r["entropy unscaled"] for r in table]),
-            "scaled": np.array([r["entropy scaled"] for r in table]),
-            "max_unscaled": np.array([r["max weight unscaled"] for r in table]),
-            "max_scaled": np.array([r["max weight scaled"] for r in table])}
+    return {"d": np.array(dims), "unscaled": np.array([r.unscaled.entropy.value for r in table]),
+            "scaled": np.array([r.scaled.entropy.value for r in table]),
+            "max_unscaled": np.array([r.unscaled.max_weight.value for r in table]),
+            "max_scaled": np.array([r.scaled.max_weight.value for r in table])}
+
+
+def saturation_entropy_figure(result: SaturationResult) -> Figure:
+    """Row entropy and largest weight against ``d`` of a saturation study (:func:`attnsym.studies.saturation.study`).
+
+    The figure of the claim ``softmax-saturation``: it draws the result the claim judged.
+    """
+    table = result.table
+    value = lambda scoring, stat: np.array([getattr(r.of(scoring), stat).value for r in table])
+    return entropy_figure(np.array([r.d for r in table]), value("unscaled", "entropy"), value("scaled", "entropy"),
+                          n=result.sizes.n, max_weight_unscaled=value("unscaled", "max_weight"),
+                          max_weight_scaled=value("scaled", "max_weight"))
+
+
+def saturation_jacobian_figure(result: SaturationResult) -> Figure:
+    """Softmax Jacobian norm and the gradient ratio reaching ``W_Q`` against ``d``, of a saturation study."""
+    table, grads = result.table, result.gradients
+    return saturation_gradient_figure(
+        [r.d for r in table], [r.unscaled.jacobian_mean.value for r in table],
+        [r.scaled.jacobian_mean.value for r in table], [g.d for g in grads],
+        [g.geometric_mean_ratio.value for g in grads], [g.below_one_percent.value for g in grads],
+        jacobian_median_unscaled=[r.unscaled.jacobian_median.value for r in table],
+        jacobian_median_scaled=[r.scaled.jacobian_median.value for r in table])
 
 
 def saturation_gradient_figure(

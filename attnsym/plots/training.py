@@ -8,12 +8,40 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..errors import ShapeError
+from ..studies.intervals import t_interval
 from ._base import as_numpy, legend_below, new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-__all__ = ["training_figure"]
+    from ..studies.training import TrainingRun
+
+__all__ = ["training_figure", "training_run_figure"]
+
+_ARM_NAMES = (("sqrt", "scaled"), ("none", "unscaled"))
+
+
+def training_run_figure(run: TrainingRun, *, title: str | None = None) -> Figure:
+    """The loss curves of a training run (:func:`attnsym.studies.training.train_retrieval`), each arm at its best rate.
+
+    One panel per ``d`` (mean and 95 % t-band over seeds at every checkpoint), and the final loss
+    against the learning rate at the largest ``d``: the figure of the claim ``softmax-saturation``,
+    drawn from the result the claim judged.
+    """
+    panels = []
+    for j, at in enumerate(run.per_d):
+        panel: dict[str, Any] = {"d": at.d}
+        for arm, key in _ARM_NAMES:
+            curves = run.best_curve(arm, j)  # (seeds, checkpoints)
+            bands = np.array([tuple(t_interval(curves[:, k])) for k in range(curves.shape[1])])
+            panel[key] = {"rate": at.best_rate[arm], "mean": bands[:, 0], "lo": bands[:, 1], "hi": bands[:, 2]}
+        panels.append(panel)
+    last = run.per_d[-1]
+    sweep: dict[str, Any] = {"d": last.d, "rates": list(run.learning_rates)}
+    for arm, key in _ARM_NAMES:
+        sweep[key] = {"mean": [r.loss.value for r in last.final[arm]], "lo": [r.loss.lo for r in last.final[arm]],
+                      "hi": [r.loss.hi for r in last.final[arm]]}
+    return training_figure(list(run.steps), panels, sweep=sweep, title=title)
 
 
 def training_figure(steps: Any, curves: Sequence[dict[str, Any]], *, sweep: dict[str, Any] | None = None,
@@ -27,7 +55,7 @@ def training_figure(steps: Any, curves: Sequence[dict[str, Any]], *, sweep: dict
     curves : sequence of dict
         One per panel: ``"d"``, and for each arm (``"scaled"``, ``"unscaled"``) a dict with
         ``"rate"`` (the learning rate drawn), ``"mean"`` (k,) and ``"lo"``, ``"hi"`` (k,), the
-        95 % interval over seeds, drawn as a band (:func:`attnsym.numeric.training.train_retrieval`
+        95 % interval over seeds, drawn as a band (:func:`attnsym.studies.training.train_retrieval`
         computes them; the claim's check passes them).
     sweep : dict, optional
         A last panel: the final loss against the learning rate, ``"d"``, ``"rates"`` (r,) and per

@@ -13,6 +13,7 @@ fails it (``tests/test_claims_mutations_structure.py``).
 from __future__ import annotations
 
 import math
+from functools import partial
 from itertools import combinations
 
 import numpy as np
@@ -24,6 +25,7 @@ from ...numeric import identifiability as numeric_id
 from ...numeric import random_inputs
 from ...numeric import scores as numeric_scores
 from ...numeric import softmax as numeric_softmax
+from ...numeric.entropy import row_entropy
 from ...numeric.positions import apply_rope as numeric_rope
 from ...plots.literature_structure import (
     bottleneck_figure,
@@ -35,6 +37,7 @@ from ...plots.literature_structure import (
     rope_pairing_figure,
 )
 from ...spec import AttentionSpec
+from ...studies import window as window_study
 from ...symbolic import identifiability as exact_id
 from ...symbolic import in_context
 from ...symbolic.matrices import attention as symbolic_attention
@@ -44,6 +47,7 @@ from ...symbolic.operations import scores as symbolic_scores
 from ...symbolic.positions import apply_rope as symbolic_rope
 from ...symbolic.softmax_limits import dispersion_top_weight, entropy_lower_bound
 from .._evidence import CheckContext, Evidence, tex
+from .._verdict import failed_clause, verdict
 from ..catalogue import builtin_claim, statement
 
 __all__ = ["check_gqa_equals_repeated_kv", "check_icl_gradient_descent", "check_low_rank_bottleneck",
@@ -54,12 +58,6 @@ __all__ = ["check_gqa_equals_repeated_kv", "check_icl_gradient_descent", "check_
 def _plain(expr) -> str:
     """A SymPy expression for a summary line: ``sqrt(2)*gamma**2`` reads ``sqrt(2)·gamma^2``."""
     return str(expr).replace("**", "^").replace("*", "·")
-
-
-def _entropy_rows(A: np.ndarray) -> np.ndarray:
-    """``−Σ_j a_ij log a_ij`` per row (0 log 0 = 0)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return -np.sum(np.where(A > 0, A * np.log(np.where(A > 0, A, 1.0)), 0.0), axis=-1)
 
 
 # ----------------------------------------------------------------------------- non-identifiable
@@ -145,7 +143,6 @@ def check_non_identifiable(ctx: CheckContext, *, margin: int = 1) -> Evidence:
         differs = alt != A
         effective_ok = (exact_id.effective_attention(A, V) * V - A * V).applyfunc(sp.simplify).is_zero_matrix
     sharp = not exact_id.null_directions(_generic_values(rng, d_v + 1, d_v))
-    exact_ok = exists and same and stochastic and differs and effective_ok and sharp
     rows = []
     for n, width in ((40, 8),) if ctx.quick else ((40, 8), (128, 32)):
         spec = AttentionSpec(n=n, d_model=width, d_k=width)
@@ -170,8 +167,11 @@ def check_non_identifiable(ctx: CheckContext, *, margin: int = 1) -> Evidence:
                      and r["largest row moved (total variation)"] >= 1e-3
                      and r["effective attention gap (relative)"] <= 1e-10 for r in rows)
     real_details, real_line = _real_model_alternatives(ctx)
-    real_ok = real_details.get("real model ok", True)
-    ok = exact_ok and numeric_ok and real_ok
+    facts = {"an alternative A′ exists at T = d_v + 2 (exact)": exists, "A′V = AV (exact)": same,
+             "A′ row-stochastic and ≥ 0 (exact)": stochastic, "A′ ≠ A (exact)": differs,
+             "effective attention reproduces AV (exact)": effective_ok, "none at T = d_v + 1 (sharp)": sharp,
+             "numeric alternatives (null dimension T − d_v − 1, same output)": numeric_ok,
+             "a trained model's heads": real_details.get("real model ok", True)}
     fig_spec = AttentionSpec(n=12, d_model=3, d_k=3)
     fig_values = random_inputs(fig_spec, seed=ctx.seed)
 
@@ -185,7 +185,7 @@ def check_non_identifiable(ctx: CheckContext, *, margin: int = 1) -> Evidence:
 
     moved = [r.get("largest row moved (total variation)", 0.0) for r in rows]
     return Evidence(
-        "non-identifiable", statement("non-identifiable"), "holds" if ok else "fails",
+        "non-identifiable", statement("non-identifiable"), verdict(facts),
         method=("symbolic proof (exact rational A and integer V, T = d_v + 2; sharpness at T = d_v + 1) + numeric check "
                 "(float64 attention weights, T up to " + f"{rows[-1]['T']})"
                 + (" + a trained model's heads" if real_details else "")),
@@ -198,12 +198,16 @@ def check_non_identifiable(ctx: CheckContext, *, margin: int = 1) -> Evidence:
                  + ", ".join(f"T = {r['T']}, d_v = {r['d_v']}: null dimension {r.get('null dimension', 0)}, rows moved "
                              f"{m:.3f} (TV), output gap {r.get('output gap (relative)', float('nan')):.1e}"
                              for r, m in zip(rows, moved, strict=True))
-                 + (f"; {real_line}" if real_details else "")),
+                 + (f"; {real_line}" if real_details else "") + failed_clause(facts)),
         conditions=("every weight of A is positive (softmax's are), so A can move along a null direction and stay "
                     "non-negative; the directions d satisfy Vᵀd = 0 and 1ᵀd = 0, a space of dimension ≥ T − d_v − 1",
                     "the output AV (and so Y = AV W_O) does not determine A: explanations read off A can be changed "
                     "without changing the model; Brunner et al.'s effective attention A·P_V keeps only the part that "
                     "reaches the output (it need not be row-stochastic)",
+                    "the threshold is a refinement, not Brunner et al.'s result: their §4 shows non-identifiability "
+                    "for T > d_v (a null space of Vᵀ), without asking the alternative to stay row-stochastic; keeping "
+                    "rows on the simplex adds the constraint 1ᵀd = 0, so an alternative attention matrix needs "
+                    "T > d_v + 1, and at T = d_v + 1 with [V 1] invertible A is unique (checked above)",
                     real_line),
         details={"exact A": A, "exact V": V, "exact A′": alt, "A′V = AV (exact)": same, "A′ row-stochastic": stochastic,
                  "identifiable at T = d_v + 1": sharp, "numeric": rows, **real_details},
@@ -272,8 +276,9 @@ def check_low_rank_bottleneck(ctx: CheckContext, *, below: int = 2) -> Evidence:
     rebuilt = np.asarray(numeric_softmax(numeric_scores(Qr, Kr, scale)))
     target = np.asarray(numeric_softmax(3 * np.eye(n_fig)))
     rebuild_gap = float(np.max(np.abs(rebuilt - target)))
-    ok = (all(row["unreachable (Gröbner basis {1})"] and row["reachable at d_k = n − 1"] for row in exact_rows)
-          and ranks_ok and rebuild_gap <= 1e-12)
+    facts = {f"softmax(3I) {key} (exact)": all(row[key] for row in exact_rows)
+             for key in ("unreachable (Gröbner basis {1})", "reachable at d_k = n − 1")}
+    facts.update({"rank(c·QKᵀ) = min(d_k, n)": ranks_ok, "pattern rebuilt at d_k = n − 1": rebuild_gap <= 1e-12})
     singular = {"S = 3I (c = 0)": np.linalg.svd(3 * np.eye(n_fig), compute_uv=False).tolist(),
                 "S + c·1ᵀ, best c": s.tolist()}
 
@@ -281,7 +286,7 @@ def check_low_rank_bottleneck(ctx: CheckContext, *, below: int = 2) -> Evidence:
         return bottleneck_figure(target, singular, d_k=n_fig - 2)
 
     return Evidence(
-        "low-rank-bottleneck", statement("low-rank-bottleneck"), "holds" if ok else "fails",
+        "low-rank-bottleneck", statement("low-rank-bottleneck"), verdict(facts),
         method="symbolic proof (Gröbner basis of the minors, exact ranks) + numeric check (ranks, the pattern rebuilt "
                "at d_k = n − 1)",
         summary=("; ".join(f"n = {row['n']}: softmax(3I) "
@@ -291,7 +296,7 @@ def check_low_rank_bottleneck(ctx: CheckContext, *, below: int = 2) -> Evidence:
                            for row in exact_rows)
                  + f"; rank(c·QKᵀ) = min(d_k, n) in {sum(full_rank)} "
                  f"of {len(rank_rows)} cases (exact n = {n_sym}, numeric n = {n_num}); n = {n_fig} rebuilt with "
-                 f"d_k = {n_fig - 1}: largest gap {rebuild_gap:.1e}"),
+                 f"d_k = {n_fig - 1}: largest gap {rebuild_gap:.1e}" + failed_clause(facts)),
         conditions=("softmax ignores a constant added to a row, so a pattern A is reachable with width d_k iff "
                     "min_c rank(log A + c 1ᵀ) ≤ d_k; rank(L + c 1ᵀ) ≥ rank(L) − 1, so an invertible log-pattern is out "
                     "of reach exactly for d_k ≤ n − 2 — at d_k = n − 1 every positive pattern is reachable (narrower "
@@ -351,7 +356,6 @@ def check_qk_norm_bound(ctx: CheckContext, *, claimed_bound=None) -> Evidence:
         top_limit = sp.limit(dispersion_top_weight(n, 2 * gap), n, sp.oo)
         floor_limit = sp.limit(sp.log(1 + (n - 1) * sp.exp(-2 * gap)), n, sp.oo)
         limits_ok = top_limit == 0 and floor_limit == sp.oo
-    exact_ok = identity and attained and limits_ok
     rng = ctx.rng("qk-norm-bound")
     d_k, width = 8, 16
     # the logit range against the weight scale: random gains, with and without QK-norm
@@ -393,16 +397,20 @@ def check_qk_norm_bound(ctx: CheckContext, *, claimed_bound=None) -> Evidence:
         _, Ar = numeric_attention(Xr, W, rng.standard_normal((width, d_k)), np.eye(width)[:, :d_k], spec=spec_m,
                                   g_Q=ones, g_K=ones)
         both = np.concatenate([A, np.asarray(Ar)])
-        H = _entropy_rows(both)
+        H = row_entropy(both)
         rows.append({"n": m, "top weight (built row)": float(A[0].max()), "top bound": top_bound,
                      "largest weight (all rows)": float(both.max()), "least entropy": float(H.min()),
                      "entropy floor log(1 + (n−1)e^(−2g))": floor, "Zhai bound at σ = g√n": zhai})
-    numeric_ok = within and all(
-        r["largest weight (all rows)"] <= r["top bound"] * (1 + 1e-9)
-        and abs(r["top weight (built row)"] - r["top bound"]) <= 1e-6 * r["top bound"]
-        and r["least entropy"] >= max(r["entropy floor log(1 + (n−1)e^(−2g))"], r["Zhai bound at σ = g√n"]) - 1e-9
-        for r in rows)
-    ok = exact_ok and numeric_ok
+    facts = {"g² − s² = Lagrange form (exact)": identity, "bound attained at k = ±q (exact)": attained,
+             "limits: top weight → 0, floor → ∞ (exact)": limits_ok,
+             "half the logit range ≤ g for every weight scale": within,
+             "largest weight ≤ the top bound at every n": all(r["largest weight (all rows)"] <= r["top bound"] * (1 + 1e-9)
+                                                             for r in rows),
+             "the built row reaches the top bound": all(abs(r["top weight (built row)"] - r["top bound"])
+                                                        <= 1e-6 * r["top bound"] for r in rows),
+             "least entropy ≥ the floor and Zhai's bound": all(
+                 r["least entropy"] >= max(r["entropy floor log(1 + (n−1)e^(−2g))"], r["Zhai bound at σ = g√n"]) - 1e-9
+                 for r in rows)}
 
     def figure():
         return qk_norm_figure(scales, largest, gain=g_layer, lengths=[r["n"] for r in rows],
@@ -410,7 +418,7 @@ def check_qk_norm_bound(ctx: CheckContext, *, claimed_bound=None) -> Evidence:
                               top_bound=[r["top bound"] for r in rows])
 
     return Evidence(
-        "qk-norm-bound", statement("qk-norm-bound"), "holds" if ok else "fails",
+        "qk-norm-bound", statement("qk-norm-bound"), verdict(facts),
         method=f"symbolic proof (Lagrange's identity, d_k = {d}, symbolic q, k, γ) + numeric check (float64 layer with "
                f"QK-norm, weights ×1…1000, n up to {lengths[-1]})",
         summary=(f"g² − s² {'= g²·Σ(q_i k_j − q_j k_i)²/(‖q‖²‖k‖²) ≥ 0' if identity else '≠ the Lagrange form'}; s at "
@@ -423,7 +431,7 @@ def check_qk_norm_bound(ctx: CheckContext, *, claimed_bound=None) -> Evidence:
                  + ", ".join(f"{r['top weight (built row)']:.4g} (bound {r['top bound']:.4g}) at n = {r['n']}" for r in rows)
                  + "; least entropy ≥ floor at every n: "
                  + ("yes" if all(r["least entropy"] >= r["entropy floor log(1 + (n−1)e^(−2g))"] - 1e-9 for r in rows)
-                    else "NO")),
+                    else "NO") + failed_clause(facts)),
         conditions=("ℓ2-normalised q, k with gain g: s = g·qᵀk/(‖q‖‖k‖) ∈ [−g, g] by Cauchy–Schwarz; attnsym's RMSNorm "
                     "QK-norm is the ℓ2 form with g = √d_k·max_i|g_Q,i g_K,i| (scale 1/√d_k), and eps > 0 keeps "
                     "every logit strictly inside",
@@ -506,19 +514,20 @@ def check_icl_gradient_descent(ctx: CheckContext, *, rate_factor=1) -> Evidence:
         if t % 2 == 0:
             gd_pred.append(float((step @ xqn)[0, 0]))
             lsa_pred.append(float(-outn[dxn, Nn]))
-    ok = exact_ok and query_ok and worst <= 1e-10
+    facts = {"target slots = y_j − ΔW x_j (exact)": exact_ok, "query slot = −ŷ from W_0 = 0 (exact)": query_ok,
+             f"numeric tasks within 1e-10 ({tasks} tasks)": worst <= 1e-10}
 
     def figure():
         return icl_gd_figure(gd_pred, lsa_pred)
 
     return Evidence(
-        "icl-gradient-descent", statement("icl-gradient-descent"), "holds" if ok else "fails",
+        "icl-gradient-descent", statement("icl-gradient-descent"), verdict(facts),
         method=f"symbolic proof (d_x = {d_x}, d_y = {d_y}, N = {N}, symbolic tokens, W_0 and η; gradient by SymPy) + "
                f"numeric check ({tasks} random regression tasks, d_x = {dxn}, N = {Nn})",
         summary=(f"exact: every token's target slot {'=' if exact_ok else '≠'} y_j − ΔW x_j with ΔW = −η∇L(W_0) "
                  f"(rate factor {rate_factor}); x-slots unchanged; with W_0 = 0 the query's slot "
                  f"{'= −ŷ' if query_ok else '≠ −ŷ'}, ŷ = {_plain(sp.factor(prediction[0]))}; numeric: largest gap "
-                 f"{worst:.1e} over {tasks} tasks"),
+                 f"{worst:.1e} over {tasks} tasks" + failed_clause(facts)),
         conditions=("linear self-attention (no softmax, no normalisation), keys and values from the N context tokens, "
                     "the paper's weights W_K = W_Q = (I 0; 0 0), W_V = (0 0; W_0 −I) (block rows), P = (η/N)·I",
                     "the prediction is read off the query's y-slot with the sign flipped (the layer writes −ŷ when "
@@ -568,7 +577,6 @@ def check_gqa_equals_repeated_kv(ctx: CheckContext, *, grouping: str = "repeat")
     same_values = all((vm.xreplace(swap) - vg).applyfunc(sp.expand).is_zero_matrix
                       for vm, vg in zip(sym_m.V_heads, sym_g.V_heads, strict=True))
     same_output = sym_m.Y.xreplace(swap) == sym_g.Y
-    exact_ok = same_scores and same_values and same_output
     Hn, Hn_kv, d_k = 8, 2, 4
     reads_n = _kv_reads(Hn, Hn_kv, grouping)
     spec_gn = AttentionSpec(n=16, d_model=32, heads=Hn, kv_heads=Hn_kv, d_k=d_k, causal=True, positions="rope")
@@ -579,8 +587,8 @@ def check_gqa_equals_repeated_kv(ctx: CheckContext, *, grouping: str = "repeat")
                                  _repeat_columns(v["W_V"], reads_n, d_k), v["W_O"], spec=spec_mn)
     head_gaps = [float(np.max(np.abs(np.asarray(A_g)[h] - np.asarray(A_m)[h]))) for h in range(Hn)]
     output_gap = float(np.max(np.abs(np.asarray(Y_g) - np.asarray(Y_m))))
-    numeric_ok = max(head_gaps) <= 1e-12 and output_gap <= 1e-12
-    ok = exact_ok and numeric_ok
+    facts = {"scores equal (exact)": same_scores, "values equal (exact)": same_values, "Y equal (exact)": same_output,
+             "numeric weights and output within 1e-12": max(head_gaps) <= 1e-12 and output_gap <= 1e-12}
     assignment = np.zeros((Hn, Hn_kv))
     assignment[np.arange(Hn), reads_n] = 1.0
 
@@ -588,13 +596,14 @@ def check_gqa_equals_repeated_kv(ctx: CheckContext, *, grouping: str = "repeat")
         return kv_groups_figure(assignment, head_gaps)
 
     return Evidence(
-        "gqa-equals-repeated-kv", statement("gqa-equals-repeated-kv"), "holds" if ok else "fails",
+        "gqa-equals-repeated-kv", statement("gqa-equals-repeated-kv"), verdict(facts),
         method="symbolic proof (H = 4, H_kv = 2, symbolic weights and tokens) + numeric check (float64, H = 8, "
                "H_kv = 2, RoPE, causal)",
         summary=(f"reading rule {grouping}: query heads 1…{H} read key/value heads "
                  f"{', '.join(str(r + 1) for r in reads)}: scores {'equal' if same_scores else 'DIFFER'}, values "
                  f"{'equal' if same_values else 'DIFFER'}, Y {'identical' if same_output else 'DIFFERENT'} (exact); numeric "
-                 f"H = {Hn}, H_kv = {Hn_kv}: largest weight gap {max(head_gaps):.1e}, output gap {output_gap:.1e}"),
+                 f"H = {Hn}, H_kv = {Hn_kv}: largest weight gap {max(head_gaps):.1e}, output gap {output_gap:.1e}"
+                 + failed_clause(facts)),
         conditions=("query head h reads key/value head h // (H/H_kv) (Hugging Face repeat_kv); H_kv = 1 is multi-query "
                     "attention; the K/V cache holds H_kv heads instead of H",
                     "QK-norm and RoPE act on each key head before it is shared, so they commute with the repetition"),
@@ -659,8 +668,11 @@ def check_rope_pairing_permutation(ctx: CheckContext, *, claimed_order: list[int
     Qh, Kh = v["X"] @ v["W_Q"], v["X"] @ v["W_K"]
     difference = (np.asarray(numeric_scores(numeric_rope(Qh, spec_hn), numeric_rope(Kh, spec_hn), 1 / math.sqrt(d_k)))
                   - np.asarray(numeric_scores(numeric_rope(Qh, spec_in), numeric_rope(Kh, spec_in), 1 / math.sqrt(d_k))))
-    ok = (all(r["permutation identity (exact)"] for r in exact_rows) and differ_exact and rope_gap <= 1e-12
-          and layer_gap <= 1e-12 and same_weights_gap >= 1e-3)
+    facts = {"permutation identity (exact)": all(r["permutation identity (exact)"] for r in exact_rows),
+             "the two pairings differ without the permutation (exact)": differ_exact,
+             "numeric RoPE equal under the permutation": rope_gap <= 1e-12,
+             "numeric layer equal with permuted W_Q, W_K": layer_gap <= 1e-12,
+             "same weights give different attention": same_weights_gap >= 1e-3}
     P = np.zeros((d_k, d_k))
     P[np.arange(d_k), order_n] = 1.0
 
@@ -668,7 +680,7 @@ def check_rope_pairing_permutation(ctx: CheckContext, *, claimed_order: list[int
         return rope_pairing_figure(P, difference[:16, :16])
 
     return Evidence(
-        "rope-pairing-permutation", statement("rope-pairing-permutation"), "holds" if ok else "fails",
+        "rope-pairing-permutation", statement("rope-pairing-permutation"), verdict(facts),
         method="symbolic proof (symbolic q and position m, full and partial rotary) + numeric check (float64 RoPE and "
                f"the layer, n = {n}, d_k = {d_k})",
         summary=("; ".join(f"d_k = {r['d_k']} (rotary {r['rotary dims']}), order ({' '.join(map(str, r['order']))}): "
@@ -676,7 +688,7 @@ def check_rope_pairing_permutation(ctx: CheckContext, *, claimed_order: list[int
                            for r in exact_rows)
                  + f"; integer q, k at positions 0, 1: half-split − interleaved score = {score_difference:.6f}; numeric: "
                  f"RoPE gap {rope_gap:.1e}, layer with permuted W_Q, W_K columns gap {layer_gap:.1e}, same weights: "
-                 f"largest weight difference {same_weights_gap:.3f}"),
+                 f"largest weight difference {same_weights_gap:.3f}" + failed_clause(facts)),
         conditions=("the permutation acts on the q and k coordinates of every head (the first rotary_dims; the rest "
                     "pass through), the same for queries and keys, so dot products of permuted vectors are unchanged: "
                     "converting a checkpoint between the pairings permutes the columns of W_Q and W_K",
@@ -691,68 +703,60 @@ def check_rope_pairing_permutation(ctx: CheckContext, *, claimed_order: list[int
     )
 
 
+def _window_band(n: int, w: int, causal: bool, extra: int = 0) -> np.ndarray:
+    """The band the statement asserts: ``0 ≤ i − j < w`` (causal), ``|i − j| < w`` (not), ``extra`` keys wider."""
+    i = np.arange(n)
+    diff = i[:, None] - i[None, :]  # (n, n): i − j
+    return (0 <= diff) & (diff < w + extra) if causal else np.abs(diff) < w + extra
+
+
 def check_window_banded_mask(ctx: CheckContext, *, extra: int = 0) -> Evidence:
-    """A sliding window ``w`` with causal = the band ``0 ≤ i − j < w`` (without causal ``|i − j| < w``), exactly.
+    """A sliding window ``w`` with causal = the band ``0 ≤ i − j < w`` (without causal ``|i − j| < w``), exactly,
+    and each source's convention for it (:mod:`attnsym.studies.window`).
 
-    ``extra`` widens the band the statement asserts (``0``; the false variant ``1``: the window sees
-    ``w + 1`` keys). The band is written here from the statement; it is compared with the spec's
-    pattern, the symbolic layer of the window against the symbolic layer of the band as an explicit mask,
-    and the numeric layer (plain and blockwise paths) against the band.
+    ``extra`` widens the band the statement asserts (the false variant ``1``: ``w + 1`` keys).
     """
-    band = lambda n, w, causal: tuple(tuple((0 <= i - j < w + extra) if causal else abs(i - j) < w + extra
-                                            for j in range(n)) for i in range(n))
-    cases = [(n, w, causal) for n in (5, 9) for w in (1, 2, 3, n, n + 3) for causal in (True, False)]
-    pattern_ok = all(AttentionSpec(n=n, d_model=1, causal=c, window=w).allowed == band(n, w, c) for n, w, c in cases)
-    spec_w = AttentionSpec(n=3, d_model=1, causal=True, window=2)
-    spec_b = AttentionSpec(n=3, d_model=1, mask=band(3, 2, True))
-    sym_w, sym_b = symbolic_attention(spec_w), symbolic_attention(spec_b)
-    exact_ok = sym_w.A == sym_b.A and sym_w.Y == sym_b.Y
-    rows = []
-    for n, w, causal in ((64, 8, True), (64, 8, False)) + (() if ctx.quick else ((300, 32, True),)):
-        spec_wn = AttentionSpec(n=n, d_model=8, causal=causal, window=w)
-        spec_bn = AttentionSpec(n=n, d_model=8, mask=band(n, w, causal))
-        v = random_inputs(spec_wn, seed=ctx.seed)
-        args = (v["X"], v["W_Q"], v["W_K"], v["W_V"])
-        Y_w, A_w = numeric_attention(*args, spec=spec_wn)
-        Y_b, A_b = numeric_attention(*args, spec=spec_bn)
-        row = {"n": n, "window": w, "causal": causal,
-               "weights gap": float(np.max(np.abs(np.asarray(A_w) - np.asarray(A_b)))),
-               "output gap": float(np.max(np.abs(np.asarray(Y_w) - np.asarray(Y_b))))}
-        if not ctx.quick:  # the blockwise path loads its compiled kernels (about a second): full mode only
-            Y_blocks = numeric_attention(*args, spec=spec_wn, return_weights=False, block_size=16)
-            row["blockwise output gap"] = float(np.max(np.abs(np.asarray(Y_blocks) - np.asarray(Y_b))))
-        rows.append(row)
-    numeric_ok = all(r["weights gap"] <= 1e-12 and r["output gap"] <= 1e-12 and r.get("blockwise output gap", 0) <= 1e-12
-                     for r in rows)
-    ok = pattern_ok and exact_ok and numeric_ok
+    r = window_study.study(seed=ctx.seed, quick=ctx.quick)
+    facts = {
+        "spec pattern = the statement's band": all(
+            np.array_equal(window_study.attnsym_pattern(c.n, c.w, causal=c.causal), _window_band(c.n, c.w, c.causal, extra))
+            for c in r.cases),
+        "spec pattern = transformers' mask functions (w causal, w − 1 not)": r.patterns_equal,
+        "Longformer's window 2(w − 1) = the band": r.longformer_equal,
+        "symbolic layer of the window = of the band": r.symbolic_equal,
+        "numeric layers of the window = of the band": all(
+            g.weights_gap <= 1e-12 and g.output_gap <= 1e-12 and (g.blockwise_gap or 0.0) <= 1e-12 for g in r.numeric),
+    }
+    reference = "transformers' own mask functions" if r.cases[0].library else "transformers' mask functions (transcribed)"
     n_fig, w_fig = 12, 4
-    patterns = {f"window {w_fig}, causal (spec)": np.array(AttentionSpec(n=n_fig, d_model=1, causal=True,
-                                                                         window=w_fig).allowed, dtype=float),
-                f"band 0 ≤ i − j < {w_fig}": np.array(band(n_fig, w_fig, True), dtype=float),
-                f"window {w_fig}, not causal (spec)": np.array(AttentionSpec(n=n_fig, d_model=1,
-                                                                             window=w_fig).allowed, dtype=float)}
-
-    def figure():
-        return patterns_figure(patterns)
-
+    patterns = {f"window {w_fig}, causal (spec)": window_study.attnsym_pattern(n_fig, w_fig, causal=True).astype(float),
+                f"band 0 ≤ i − j < {w_fig}": _window_band(n_fig, w_fig, True).astype(float),
+                f"window {w_fig}, not causal (spec)": window_study.attnsym_pattern(n_fig, w_fig, causal=False).astype(float)}
     return Evidence(
-        "window-banded-mask", statement("window-banded-mask"), "holds" if ok else "fails",
-        method=f"symbolic proof (the layer of the window = the layer of the band, n = 3) + pattern check ({len(cases)} "
-               f"cases) + numeric check (plain path" + ("" if ctx.quick else " and blockwise path")
-               + f", n up to {rows[-1]['n']})",
-        summary=(f"spec pattern {'=' if pattern_ok else '≠'} band 0 ≤ i − j < w{f' + {extra}' if extra else ''} "
-                 f"(causal) / |i − j| < w in {len(cases)} cases; symbolic layer {'identical' if exact_ok else 'DIFFERENT'}; "
-                 + ", ".join(f"n = {r['n']}, w = {r['window']}{' causal' if r['causal'] else ''}: weight/output"
-                             + ("/blockwise" if "blockwise output gap" in r else "") + " gaps "
-                             f"{r['weights gap']:.0e}/{r['output gap']:.0e}"
-                             + (f"/{r['blockwise output gap']:.0e}" if "blockwise output gap" in r else "") for r in rows)),
-        conditions=("the window counts the query itself (Hugging Face Mistral / Gemma 2 sliding_window): w = 1 attends "
-                    "to the token alone; a window ≥ n is the plain causal mask",
+        "window-banded-mask", statement("window-banded-mask"), verdict(facts),
+        method=f"symbolic proof (the layer of the window = the layer of the band, n = 3) + pattern check ({len(r.cases)} "
+               f"cases, against the statement and {reference}, Longformer's rule) + numeric check (plain path"
+               + ("" if ctx.quick else " and blockwise path") + f", n up to {r.numeric[-1].n})",
+        summary=(f"spec pattern vs band 0 ≤ i − j < w{f' + {extra}' if extra else ''} (causal) / |i − j| < w"
+                 f"{f' + {extra}' if extra else ''} and vs {reference} in {len(r.cases)} cases: "
+                 f"{sum(c.equals_transformers for c in r.cases)} agree with transformers; "
+                 + ", ".join(f"n = {g.n}, w = {g.w}{' causal' if g.causal else ''}: weight/output"
+                             + ("/blockwise" if g.blockwise_gap is not None else "")
+                             + f" gaps {g.weights_gap:.0e}/{g.output_gap:.0e}"
+                             + (f"/{g.blockwise_gap:.0e}" if g.blockwise_gap is not None else "") for g in r.numeric)
+                 + failed_clause(facts)),
+        conditions=("the causal window counts the query itself (Mistral, Gemma 2; transformers' "
+                    "sliding_window_causal_mask_function: kv > q − w, kv ≤ q): w = 1 attends to the token alone; a "
+                    "window ≥ n is the plain causal mask",
+                    "without the causal mask attnsym mirrors the causal window: w − 1 keys on each side, 2w − 1 in all; "
+                    "transformers' sliding_window_bidirectional_mask_function(w) admits |q − kv| ≤ w (2w + 1 keys), "
+                    "so attnsym's window w is transformers' w − 1; Longformer §3.1 attends ½w tokens on each side "
+                    "(w + 1 keys), so attnsym's window w is Longformer's 2(w − 1)",
                     "the window is ANDed with any explicit mask; the blockwise path skips no block it needs (checked "
                     "against the dense band)"),
-        details={"pattern = band": pattern_ok, "symbolic layer equal": exact_ok, "numeric": rows},
+        details={"facts": facts, "pattern cases": r.cases, "numeric": r.numeric},
         equations=(("the window", sp.Eq(tex(r"\mathrm{allowed}_{ij}"), tex(r"[\,0 \le i - j < w\,]"), evaluate=False)),),
-        figures={"window-banded-mask": figure},
+        figures={"window-banded-mask": partial(patterns_figure, patterns)},
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import re
+from functools import partial
 
 import numpy as np
 import sympy as sp
@@ -20,13 +21,13 @@ import sympy as sp
 from ...numeric import attention as numeric_attention
 from ...numeric import kernel_smoother as numeric_kernel
 from ...numeric import linear_attention as numeric_linear
-from ...numeric import lipschitz as numeric_lipschitz
 from ...numeric import mup as numeric_mup
 from ...numeric import performer as numeric_performer
 from ...numeric import softmax as numeric_softmax
 from ...numeric.montecarlo.moments import z_value
-from ...plots.literature_theory import kernel_figure, linear_rnn_figure, lipschitz_figure, mup_figure, performer_figure
+from ...plots.literature_theory import kernel_figure, linear_rnn_figure, lipschitz_result_figure, mup_figure, performer_figure
 from ...spec import AttentionSpec
+from ...studies import lipschitz as lipschitz_study
 from ...symbolic import kernel_smoother as exact_kernel
 from ...symbolic import linear_attention as exact_linear
 from ...symbolic import lipschitz as exact_lipschitz
@@ -35,6 +36,7 @@ from ...symbolic import performer as exact_performer
 from ...symbolic.matrices import attention as symbolic_attention
 from ...symbolic.stats import dot_product_moments
 from .._evidence import CheckContext, Evidence, tex
+from .._verdict import failed_clause, verdict
 from ..catalogue import builtin_claim, statement
 
 __all__ = [
@@ -55,89 +57,49 @@ def _verdict(ok: bool) -> str:
     return "holds" if ok else "fails"
 
 
-def _failed(facts: dict) -> str:
-    failed = [k for k, v in facts.items() if not v]
-    return f"; FAILED: {', '.join(failed)}" if failed else ""
-
-
 def check_not_lipschitz(ctx: CheckContext, *, claimed_growth: int = 2) -> Evidence:
     """Kim et al. Thm 3.1: the witness ``x_1 = 0, x_2 = t u`` has ``∂f_1/∂x_1 = ½W_V + (t²/4)c(Auᵀ)(uW_V)``, unbounded.
 
-    Exact: the Jacobian block differentiated from attnsym's symbolic layer (d = 1 with symbolic
-    weights; full mode also d = 2 with integer weights and the 1/√2 scale) against the closed form
-    of :func:`attnsym.symbolic.lipschitz.kim_witness_block`, a polynomial of degree
-    ``claimed_growth`` in ``t`` whose limit is ∞. Numeric: the float64 layer's Jacobian at the
-    witness against the exact entry; the largest ‖J‖₂ at random points of balls of growing radius.
+    A verdict on :func:`attnsym.studies.lipschitz.study`: the symbolic layer's witness block
+    against the closed form (d = 1 with symbolic weights; d = 2 with integer weights and
+    ``c = 1/√2``, in quick mode too, so a wrong scale fails), a polynomial of degree
+    ``claimed_growth`` in ``t`` with limit ∞; the float64 layer at the witness; ``‖J‖₂`` in balls.
     """
-    t = sp.Symbol("t", real=True)
-    wq, wk, wv = sp.symbols("w_q w_k w_v", real=True)
-    weights = {"W_Q": [[wq]], "W_K": [[wk]], "W_V": [[wv]]}
-    layer_entry = exact_lipschitz.witness_jacobian(1, t, weights=weights)[0, 0]
-    closed = exact_lipschitz.kim_witness_block(t, [[wq]], [[wk]], [[wv]], 1, [1])[0, 0]
-    entry_equal = sp.expand(layer_entry - closed) == 0
-    growth = sp.Poly(layer_entry, t).degree() if layer_entry.is_polynomial(t) else None  # None: not a polynomial
-    at_one = layer_entry.subs({wq: 1, wk: 1, wv: 1})
-    limit = sp.limit(at_one, t, sp.oo)
-    facts = {"layer = closed form (d = 1, symbolic weights)": entry_equal,
-             f"degree {claimed_growth} in t": growth == claimed_growth, "limit ∞": limit == sp.oo}
-    if not ctx.quick:
-        W = {"W_Q": [[1, 3], [2, 4]], "W_K": [[1, 0], [-1, 2]], "W_V": [[2, 1], [0, 1]]}
-        block = exact_lipschitz.witness_jacobian(2, t, direction=[1, 2], weights=W)
-        closed2 = exact_lipschitz.kim_witness_block(t, W["W_Q"], W["W_K"], W["W_V"], 1 / sp.sqrt(2), [1, 2])
-        facts["layer = closed form (d = 2, scale 1/√2)"] = (block - closed2).applyfunc(sp.expand).is_zero_matrix
-    # numeric: the float64 layer at the witness (n = 2, d = 1, unit weights)
-    ts = np.linspace(0.0, 12.0, 13)
-    X = np.zeros((ts.size, 2, 1))
-    X[:, 1, 0] = ts
-    one = np.eye(1)
-    numeric_entry = numeric_lipschitz.input_jacobians(X, one, one, one)[:, 0, 0]
-    exact_entry = np.array([float(at_one.subs(t, v)) for v in ts])
-    numeric_gap = float(np.max(np.abs(numeric_entry - exact_entry) / np.maximum(1.0, np.abs(exact_entry))))
-    facts["numeric layer at the witness = exact (rel 1e-6)"] = numeric_gap <= 1e-6
-    # numeric: the largest ‖J‖₂ found in balls of growing radius (n = 3, d = 2, random orthogonal weights)
-    rng = ctx.rng("not-lipschitz")
-    n, d = 3, 2
-    Ws = [np.linalg.qr(rng.standard_normal((d, d)))[0] for _ in range(3)]  # random orthogonal: one scale for every seed
-    radii = (2.0, 8.0, 32.0) if ctx.quick else (2.0, 4.0, 8.0, 16.0, 32.0, 64.0)
-    samples = 30 if ctx.quick else 200
-    found = [numeric_lipschitz.largest_jacobian_norm(rng, r, samples, *Ws, n=n, d=d) for r in radii]
-    largest = [f[0] for f in found]
-    median = [f[1] for f in found]
-    slope = math.log(largest[-1] / largest[0]) / math.log(radii[-1] / radii[0])
-    facts["largest ‖J‖₂ found at the largest radius"] = largest[-1] > max(largest[:-1])
-    facts["grows at least like r"] = slope >= 1.0
-    ok = all(facts.values())
-    exact_curve = [float(at_one.subs(t, v)) for v in ts]
-
-    def figure():
-        return lipschitz_figure(ts, exact_curve, numeric_entry, radii, largest, median)
-
+    r = lipschitz_study.study(partial(ctx.rng, "not-lipschitz"), quick=ctx.quick)
+    facts = {"layer = closed form (d = 1, symbolic weights)": r.entry_equal,
+             "layer = closed form (d = 2, scale 1/√2)": r.d2_equal,
+             f"degree {claimed_growth} in t": r.degree == claimed_growth, "limit ∞": r.limit == sp.oo,
+             "numeric layer at the witness = exact (rel 1e-6)": r.numeric_gap <= 1e-6,
+             "largest ‖J‖₂ found at the largest radius": r.largest[-1] > max(r.largest[:-1]),
+             "grows at least like r": r.slope >= 1.0}
+    radii = r.sizes.radii
     return Evidence(
-        "not-lipschitz", statement("not-lipschitz"), _verdict(ok),
+        "not-lipschitz", statement("not-lipschitz"), verdict(facts),
         method=("symbolic proof (the symbolic layer's Jacobian at the witness x₁ = 0, x₂ = t u against the derived "
-                "closed form; its limit) + numeric check (float64 layer at the witness; ‖J‖₂ at "
-                f"{samples} random points per radius and a local search, radii {radii[0]:g} … {radii[-1]:g})"),
-        summary=(f"∂f₁/∂x₁ at x₁ = 0, x₂ = t: {_plain(sp.factor(layer_entry))} "
-                 f"({'=' if entry_equal else '≠'} the closed form), "
-                 f"{'not a polynomial' if growth is None else f'degree {growth}'} in t, limit {_plain(limit)} for unit "
-                 f"weights; numeric vs exact {numeric_gap:.1e}; largest ‖J‖₂ found "
-                 + ", ".join(f"{v:.3g} (r = {r:g})" for v, r in zip(largest, radii, strict=True))
-                 + f": growth exponent {slope:.2f} (median ‖J‖₂ stays {min(median):.2f} … {max(median):.2f})"
-                 + _failed(facts)),
+                "closed form, d = 1 and d = 2; its limit) + numeric check (float64 layer at the witness; ‖J‖₂ at "
+                f"{r.sizes.samples} random points per radius and a local search, radii {radii[0]:g} … {radii[-1]:g})"),
+        summary=(f"∂f₁/∂x₁ at x₁ = 0, x₂ = t: {_plain(sp.factor(r.entry))} "
+                 f"({'=' if r.entry_equal else '≠'} the closed form; d = 2 {'=' if r.d2_equal else '≠'} it with c = 1/√2), "
+                 f"{'not a polynomial' if r.degree is None else f'degree {r.degree}'} in t, limit {_plain(r.limit)} for "
+                 f"unit weights; numeric vs exact {r.numeric_gap:.1e}; largest ‖J‖₂ found "
+                 + ", ".join(f"{v:.3g} (r = {rad:g})" for v, rad in zip(r.largest, radii, strict=True))
+                 + f": growth exponent {r.slope:.2f} (median ‖J‖₂ stays {min(r.median):.2f} … {max(r.median):.2f})"
+                 + failed_clause(facts)),
         conditions=("dot-product scores c·X W_Q W_Kᵀ Xᵀ on an unbounded input domain, W_Q W_Kᵀ ≠ 0 and W_V ≠ 0; on a "
                     "bounded domain the layer is Lipschitz (its Jacobian is continuous), with a constant growing "
                     "with the radius",
                     "the numeric search gives lower bounds of the local constant (random points in the ball); large "
                     "Jacobians sit near balanced rows (a query orthogonal to A Xᵀ), so a typical point has a small one",
-                    "Kim et al.'s L2 attention (scores −‖x_i W_Q − x_j W_Q‖²) is Lipschitz: the claim is about the dot "
-                    "product"),
-        details={**facts, "witness entry": layer_entry, "closed form": closed, "numeric gap": numeric_gap,
-                 "radii": list(radii), "largest norm": largest, "median norm": median, "growth exponent": slope},
+                    "Kim et al.'s L2 attention (scores −‖x_i W_Q − x_j W_Q‖², W_K tied to W_Q) is Lipschitz: the claim "
+                    "is about the dot product"),
+        details={**facts, "witness entry": r.entry, "closed form": r.closed, "numeric gap": r.numeric_gap,
+                 "radii": list(radii), "largest norm": list(r.largest), "median norm": list(r.median),
+                 "growth exponent": r.slope},
         equations=(("witness Jacobian (d = 1, a = c·w_Q·w_K)", sp.Eq(tex(r"\partial f_1/\partial x_1"),
-                                              exact_lipschitz.kim_witness_block(t, [[sp.Symbol("a")]], [[1]],
+                                              exact_lipschitz.kim_witness_block(r.t, [[sp.Symbol("a")]], [[1]],
                                                                                 [[sp.Symbol("w_V")]], 1, [1])[0, 0],
                                               evaluate=False)),),
-        figures={"not-lipschitz": figure},
+        figures={"not-lipschitz": partial(lipschitz_result_figure, r)},
     )
 
 
@@ -204,7 +166,7 @@ def check_kernel_smoother(ctx: CheckContext, *, claimed_symmetric_when: str = "s
                  + "; ".join(f"{r['case']}: M {'symmetric' if r['M symmetric'] else 'not symmetric'}, "
                              f"k(e1,e2)/k(e2,e1) = {_plain(r['k(e1, e2)/k(e2, e1)'])}" for r in rows)
                  + f"; float64 gap {numeric_gap:.1e}, ‖K − Kᵀ‖/‖K‖ = {tied_asym:.1e} tied, {untied_asym:.2f} untied"
-                 + _failed(facts)),
+                 + failed_clause(facts)),
         conditions=("the scale c = 1/√d_k and no bias, mask or positions: a mask sets k to 0 off the allowed keys, "
                     "RoPE makes k depend on the positions too",
                     "k need not be positive definite even when symmetric (Tsai et al. discuss this); the claim is "
@@ -290,7 +252,7 @@ def check_performer_unbiased(ctx: CheckContext, *, claimed_mean=None) -> Evidenc
                              f"{r['MSE half-width']:.4f} (exact {r['exact MSE']:.4f})" for r in rows)
                  + f"; normalised output − softmax output: {rows[0]['bias']:+.4f} ± {rows[0]['bias half-width']:.4f} at "
                  f"m = {rows[0]['m']}, {rows[-1]['bias']:+.4f} ± {rows[-1]['bias half-width']:.4f} at m = {rows[-1]['m']}"
-                 + _failed(facts)),
+                 + failed_clause(facts)),
         conditions=("ω_i i.i.d. N(0, I_d) (FAVOR+'s orthogonal features lower the MSE further; not checked here)",
                     "only the kernel estimate is unbiased: the Performer's output divides two estimates, and "
                     "E[ratio] ≠ ratio of expectations — it is biased, consistently (the bias shrinks as m grows)",
@@ -359,7 +321,7 @@ def check_linear_attention_rnn(ctx: CheckContext, *, claimed_keys: str = "j ≤ 
                  f"{'=' if recurrent_ok else '≠'} definition exactly (keys {claimed_keys}); float64 n = {m}: largest "
                  f"relative gap {numeric_gap:.1e}, |y_1 − v_1| = {first:.1e}; with φ = identity {negative:.0%} of the "
                  f"causal similarities are negative (smallest |denominator| {smallest_denominator:.2g}); the state has "
-                 f"r(d_v + 1) = {state} numbers at every step (r = d_v = 2)" + _failed(facts)),
+                 f"r(d_v + 1) = {state} numbers at every step (r = d_v = 2)" + failed_clause(facts)),
         conditions=("the identity is algebraic: it holds for any feature map whose denominators do not vanish; a "
                     "positive φ (elu + 1 in the paper) is what makes the weights a distribution and the denominators "
                     "positive (with φ = identity many similarities are negative)",
@@ -444,7 +406,7 @@ def check_mup_scaling(ctx: CheckContext, *, claimed_variance=None) -> Evidence:
                  f"d = {dims[-1]}: "
                  + ", ".join(f"{w['scale']} mean {w['mean']:.3f} ± {w['mean half-width']:.3f} (exact "
                              f"{w['exact mean']:.3f}), variance {w['variance']:.4f} (exact {w['exact variance']:.4f})"
-                             for w in biggest) + _failed(facts)),
+                             for w in biggest) + failed_clause(facts)),
         conditions=("each coordinate pair (q_i, k_i) jointly Gaussian with unit variances and correlation ρ, pairs "
                     "independent across i: with other laws Var[q_i k_i] = E[q_i²k_i²] − ρ² depends on the fourth "
                     "moments (for example d(1 − ρ²) when a Rademacher z replaces the Gaussian one)",

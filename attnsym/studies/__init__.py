@@ -1,0 +1,41 @@
+"""Studies: the experiments and proofs about attention, each asking a question of the engines.
+
+The floor between the engines and the verdicts::
+
+    engines  (symbolic, numeric, models, graphs)   compute what a spec gives
+    studies  (this package)                        ask a question of engines, return a typed result
+    claims                                         judge a study's result against claims.toml
+    plots                                          draw the same result object the claim judged
+
+One module per topic, each with a function ``study(spec or sizes, rng, *, quick)`` returning a
+frozen dataclass with named, typed fields (no display strings as keys): the claim reads its
+fields, the figure draws them, and neither recomputes anything. ``rng`` is a key -> generator
+callable (:func:`streams`), so every part of a study has a stream of its own. Sampled numbers
+are :class:`Estimate` s (a value and its 95 % interval, :mod:`attnsym.studies.intervals`).
+An engine never imports a study; a study never imports a claim or a plot
+(``tests/test_layers.py``).
+
+=========================================  ================================================
+module                                     question
+=========================================  ================================================
+:mod:`attnsym.studies.saturation`          do unscaled scores saturate softmax as d grows,
+                                           and does learning slow? (``softmax-saturation``)
+:mod:`attnsym.studies.training`            the seeded SGD run that study uses
+:mod:`attnsym.studies.lipschitz`           is dot-product attention Lipschitz? (``not-lipschitz``)
+:mod:`attnsym.studies.window`              which keys does a sliding window admit, per
+                                           convention? (``window-banded-mask``)
+=========================================  ================================================
+
+Submodules are imported by name (``from attnsym.studies import saturation``); this package
+loads only the streams and the intervals.
+
+>>> Estimate(0.5, 0.4, 0.6).interval
+(0.4, 0.6)
+"""
+
+from __future__ import annotations
+
+from ._streams import Streams, seed_sequence, streams
+from .intervals import Estimate
+
+__all__ = ["Estimate", "Streams", "seed_sequence", "streams"]
