@@ -156,6 +156,10 @@ class RoutingInput:
     sinks : tuple of bool, optional
         Per token, whether it is a sink's key (a special token such as ``[CLS]`` or ``[SEP]``,
         or a decoder's first token): the page says a row that parks on one "reads nothing".
+    next_tokens : tuple of (str, float), optional
+        A decoder's most probable next tokens after the text, with their probabilities
+        (:meth:`attnsym.models.Route.top_next`); the page shows them beside where the last
+        position reads from (the rollout's last row).
     """
 
     name: str
@@ -168,6 +172,7 @@ class RoutingInput:
     mlp: MlpData
     head_classes: dict[str, Any] | None = None
     sinks: tuple[bool, ...] | None = None
+    next_tokens: tuple[tuple[str, float], ...] | None = None
 
     def __post_init__(self) -> None:
         n = len(self.tokens)
@@ -218,6 +223,7 @@ class RoutingInput:
             "mlp": self.mlp.to_dict(),
             "head_classes": self.head_classes,
             "sinks": None if self.sinks is None else [bool(x) for x in self.sinks],
+            "next": None if self.next_tokens is None else [[str(t), float(p)] for t, p in self.next_tokens],
         }
 
 

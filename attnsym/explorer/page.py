@@ -115,6 +115,7 @@ has its own routing graph; the feed-forward graph is the same for every input. <
 <p><strong>Showing:</strong> <span id="routing-what"></span>. Tokens: hover to look, click or Enter to pin (a row or column label
 or a graph node pins too), Escape unpins; arrows move. Keyboard: Tab into a heatmap or the distance grid, the arrows
 move cell by cell, Enter or Space pins the cell's query token (in the grid: chooses the cell).</p>
+<div id="routing-next"></div>
 <div id="token-strip" role="toolbar" aria-label="tokens"></div>
 <div id="token-panel" class="card" aria-live="polite"></div>
 <div id="routing-views" class="views"></div>

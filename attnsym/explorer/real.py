@@ -10,6 +10,7 @@ and head, the word's two rows and their role shares, exactly as ``attnsym.models
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -51,8 +52,15 @@ def route_input(route: Route, source: str, *, flow: bool | None = None,
     """
     labels = route.labels()
     with_flow = route.n <= FLOW_MAX_TOKENS if flow is None else bool(flow)
-    return routing_input(route.text, source, labels, route.attention, _token_mlp(labels), flow=with_flow,
-                         heads=classify(route, induction=induction), sinks=sink_keys(route))
+    inp = routing_input(route.text, source, labels, route.attention, _token_mlp(labels), flow=with_flow,
+                        heads=classify(route, induction=induction), sinks=sink_keys(route))
+    if route.causal and getattr(route, "logits", None) is not None:  # a decoder with an LM head: what comes next
+        inp = replace(inp, next_tokens=tuple((t, float(p)) for t, p in route.top_next(NEXT_TOKENS)))
+    return inp
+
+
+#: how many next tokens a decoder's page shows per sentence
+NEXT_TOKENS = 5
 
 
 #: the induction probe on a decoder's page: random token ids of this length, repeated twice, this many sequences

@@ -668,6 +668,9 @@
     var inp = current(), M = matrix(), tokens = inp.tokens, sel = state.token;
     byId("routing-source").textContent = "Data: " + inp.source + (inp.bounded ? boundNote(inp).textContent : "");
     byId("routing-what").textContent = describe();
+    var predicted = byId("routing-next");
+    predicted.textContent = "";
+    if (inp.next) predicted.appendChild(predictionLine(inp, null));
     tokenStrip(tokens);
     var views = byId("routing-views");
     views.textContent = "";
@@ -955,6 +958,16 @@
       math("A(X) = \\operatorname{softmax}\\!\\big(QK^{\\top}/\\sqrt{d}\\big)", false), ", so ", math("y = W(x)\\,x", false),
       ": each input gets its own graph."]));
   }
+  // a decoder: what it predicts next, and where its last position reads from through all layers (the rollout's last row)
+  function predictionLine(inp, label) {
+    if (!inp.next) return null;
+    var last = rowsAt(inp.rollout, [])[inp.tokens.length - 1];
+    var from = range(last.length).sort(function (p, q) { return last[q] - last[p]; }).slice(0, 3);
+    return el("p", { "class": "prediction" }, [el("strong", { text: (label ? label + ": " : "") + "next, " }),
+      inp.next.map(function (x) { return "“" + x[0] + "” " + fmt(x[1]); }).join(" · "),
+      el("span", { "class": "muted", text: ". The last token reads, through all layers (rollout, heads averaged), most from " +
+        from.map(function (j) { return "“" + inp.tokens[j] + "” (" + fmt(last[j]) + ")"; }).join(", ") + "." })]);
+  }
   function wordRow(c, k, layer, head) { return c.rows[k].heads[layer][head]; }
   function renderContrast() {
     var root = byId("contrast"), picture = byId("story-picture");
@@ -994,6 +1007,11 @@
     root.appendChild(sentenceLine(b, c.positions[1], "2"));
     root.appendChild(el("p", { "class": "source" }, [el("strong", { text: "Data: " }), a.source === b.source ? a.source :
       "sentence 1: " + a.source + "; sentence 2: " + b.source]));
+    if (a.next || b.next) {
+      root.appendChild(el("div", { "class": "predictions", id: "predictions" }, [el("p", { "class": "small muted",
+        text: "What the model predicts after each sentence (its most probable next tokens), and where that prediction read from:" }),
+        predictionLine(a, "sentence 1"), predictionLine(b, "sentence 2")]));
+    }
     if (DATA.contrasts.length > 1) root.appendChild(el("p", { "class": "lede" }, [el("label", { "for": "pick-word", text: "Word: " }), pick]));
     function side(inp, k) {
       var shares = c.shares ? el("p", { "class": "muted small" }, "roles: " + c.roles.map(function (r, q) { return r + " " + fmt(c.shares[k][layer][head][q]); }).join(" · ")) : null;
