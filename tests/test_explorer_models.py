@@ -389,3 +389,27 @@ def test_a_decoders_page_adds_the_induction_probe_and_labels_its_heads():
         got = [h["scores"]["induction"] for h in inp.head_classes["heads"]]
         assert got == pytest.approx(list(expected.score("induction").ravel()))
     assert model_routing(m, ["a b c"], probe=False)[0][-1].name == "a b c"
+
+
+@pytest.mark.slow
+def test_a_400_word_text_gives_a_bounded_page_that_opens(tmp_path):
+    """#37: a 400-word sentence gave a 183 MB page no browser could open; now each row keeps its top 8 weights,
+    the command warns with the size, and Chromium opens the page."""
+    words = ("the quick brown fox jumps over the lazy dog while an apple falls from the tree and "
+             "a phone rings in the kitchen").split()
+    text = " ".join(words[k % len(words)] for k in range(400))
+    page = tmp_path / "long.html"
+    code, _, err = _run("explore", text, "-o", str(page), "--no-claims")
+    assert code == 0 and "warning: the page is" in err and "bounded" in err
+    data = json.loads(re.search(r'id="attnsym-data">(.*?)</script>', page.read_text(encoding="utf-8"), re.S).group(1))
+    inp = data["inputs"][0]
+    assert len(inp["tokens"]) == 402 and inp["bounded"]["top_k"] == 8 and inp["attention"]["topk"] == 8
+    assert page.stat().st_size < 10_000_000
+    code, _, err = _run("explore", text, "-o", str(tmp_path / "capped.html"), "--no-claims", "--max-page-mb", "1")
+    assert code == 2 and "above the 1.0 MB cap" in err and "--max-page-mb 0" in err
+    if headless.browser_available() is None:
+        with headless.chromium(1440, 900) as driver:
+            headless.load(driver, page)
+            source = driver.execute_script("return document.getElementById('routing-source').textContent")
+            assert "Bounded page: 402 tokens" in source
+            assert [e for e in driver.get_log("browser") if e["level"] == "SEVERE"] == []

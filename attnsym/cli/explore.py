@@ -106,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
     word = f"; contrast of '{contrasts[0].word}'" if contrasts else ""
-    print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB): {len(inputs)} sentence(s){word}, "
+    probe = "; the induction probe" if len(inputs) > len(args.sentences) else ""
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB): {len(args.sentences)} sentence(s){word}{probe}, "
           f"{len(data.claims)} claims; open it in a browser (it fetches nothing)")
     return 0

@@ -212,7 +212,7 @@ def write_page(data: PageData, path: str | os.PathLike, *, overwrite: bool = Fal
                              f"or route shorter texts")
     bounded = data.bounded_inputs()
     if bounded:
-        warnings.warn(f"the page is {size / 1e6:.1f} MB: {len(bounded)} input(s) too large to store whole "
-                      f"({', '.join(repr(b[:40]) for b in bounded)}) keep each row's top {TOP_K} weights",
+        warnings.warn(f"the page is {size / 1e6:.1f} MB, bounded: {len(bounded)} input(s) too large to store whole "
+                      f"keep each row's top {TOP_K} weights ({', '.join(repr(b[:40]) for b in bounded)})",
                       PageSizeWarning, stacklevel=2)
     return atomic_write(path, page, overwrite=overwrite)
