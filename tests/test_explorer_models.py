@@ -223,6 +223,7 @@ def _headline(data):
     same = a.tokens[int(np.argmax(rows[0]))].lower() == b.tokens[int(np.argmax(rows[1]))].lower()
     end = (" Same weights; at this head both read the same word (the grid below shows where they differ)." if same else
            " Same weights, two inputs, two routings.")
+    assert c.distance.max() > 0
     return (f"Layer {layer + 1}, head {head + 1}: in sentence 1 “{a.tokens[c.positions[0]]}” {_top(a, rows[0])}; "
             f"in sentence 2 it {_top(b, rows[1])}.{end}")
 

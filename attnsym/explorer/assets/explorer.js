@@ -1000,7 +1000,9 @@
     }), state.contrast);
     root.appendChild(el("p", { "class": "headline", id: "headline" }, [
       "Layer " + (layer + 1) + ", head " + (head + 1) + ": in sentence 1 “" + w1 + "” " + readsPhrase(a, r1) +
-      "; in sentence 2 it " + readsPhrase(b, r2) + "." + (sameRead(a, r1, b, r2) ?
+      "; in sentence 2 it " + readsPhrase(b, r2) + "." + (maxOf(c.distance) === 0 ?
+        " Same weights and, before “" + c.word + "”, the same tokens: a word reads only what it can see, so here it routes the same at every head." :
+        sameRead(a, r1, b, r2) ?
         " Same weights; at this head both read the same word (the grid below shows where they differ)." :
         " Same weights, two inputs, two routings.")]));
     root.appendChild(sentenceLine(a, c.positions[0], "1"));
