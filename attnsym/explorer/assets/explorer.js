@@ -842,7 +842,9 @@
       el("button", { type: "button", "class": "small", text: "none", onclick: function () { hv.headsOn = hv.headsOn.map(function () { return false; }); renderHeadView(); } })]));
     root.appendChild(toggles);
     var font = 14, step = 24, longest = tokens.reduce(function (m, t) { return Math.max(m, String(t).length); }, 1);
-    var pad = Math.max(110, Math.min(170, 20 + 8.5 * longest)), W = 2 * pad + 240, H = n * step + 70, xl = pad, xr = W - pad;
+    var small = narrow();  // a phone: a narrower gap, so both columns fit the screen
+    var pad = Math.max(small ? 60 : 110, Math.min(small ? 120 : 170, 20 + 8.5 * longest)), W = 2 * pad + (small ? 90 : 240);
+    var H = n * step + 70, xl = pad, xr = W - pad;
     var on = range(inp.heads).filter(function (h) { return hv.headsOn[h]; });
     var caption = "layer " + (layer + 1) + ", " + (on.length === inp.heads ? "all " + on.length + " heads" :
       (on.length ? "head" + (on.length > 1 ? "s " : " ") + on.map(function (h) { return h + 1; }).join(", ") : "no head"));
