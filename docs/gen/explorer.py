@@ -60,6 +60,14 @@ $ attnsym explore --model path/to/hf-folder "Hello world" "Hello there" -o page.
 $ attnsym tour            # attnsym-tour/index.html is the explorer page of the whole tour
 ```
 
+A page built from your sentences shows only them (the toy spec's random inputs only with
+`--toy`, labelled "toy: random vectors, words are labels"). A decoder's page (for example
+`--model SmolLM2-135M-Instruct`) also says what the model predicts after each sentence and where
+that prediction read from, and adds the induction probe (random tokens repeated twice) with its
+induction heads labelled. A long text is bounded: an input too large to store whole keeps each
+row's top 8 weights (the page says so, and a warning gives its size; a 400-word sentence gives a
+page of about 6 MB), and a page above `--max-page-mb` (200) is refused.
+
 ## From Python
 
 ```python
