@@ -850,7 +850,7 @@
       (on.length ? "head" + (on.length > 1 ? "s " : " ") + on.map(function (h) { return h + 1; }).join(", ") : "no head"));
     var node = svg("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img", "class": "graph headview fixed-size",
       "aria-label": "head view of " + inp.name + ", " + caption });
-    var title = inp.name.slice(0, 60) + " · " + caption;
+    var title = small ? caption : inp.name.slice(0, 60) + " · " + caption;  // a phone's drawing is narrow: no clipped caption
     node.appendChild(svg("title", { text: title }));
     node.appendChild(svg("text", { x: 4, y: 15, "font-size": 12, "class": "caption", text: title }));
     node.appendChild(svg("text", { x: 4, y: 34, "font-size": 12, "class": "axis", text: "attending token i" }));
