@@ -215,7 +215,7 @@ def route_html(route: Any) -> str:
 def head_report_html(report: Any, short: Mapping[str, str]) -> str:
     """A head report's interactive view: the layer × head grid of classes, coloured by a chosen score."""
     data = {"kind": "heads", "layers": report.layers, "heads": report.heads, "patterns": list(report.patterns),
-            "scores": _grid(report.scores), "top": _grid(report.top), "labels": [list(r) for r in report.labels],
+            "scores": _grid(report.scores), "top": _grid(report.top), "labels": [list(r) for r in report.primary],
             "short": dict(short)}
     summary = (f"head classes of {report.layers} layers × {report.heads} heads over {len(report.texts)} text(s) "
                "(L = layer, H = head, from 1)")

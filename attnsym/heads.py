@@ -6,14 +6,19 @@ a list of routes (several texts: a padded batch is already cut to real tokens by
 
 **For the explorer and the CLI** (the data contract):
 
-* ``report = classify(routes, induction=None, thresholds=None, max_offset=4)``;
+* ``report = classify(routes, induction=None, thresholds=None, max_offset=4)``, or
+  ``probe(model)`` (the repeated random sequence of the induction protocol, every pattern scored
+  on it);
 * :class:`HeadReport` fields: ``scores`` ``(layers, heads, patterns)`` float64, NaN where a
   pattern does not apply; ``patterns`` (the names of the last axis, :data:`PATTERNS`);
-  ``labels`` ``(layers, heads)`` tuple of tuples of class names; ``top`` ``(layers, heads)``
-  the winning score (NaN for ``mixed``); ``band_offset`` ``(layers, heads)`` the offset of the
-  band score; ``thresholds`` (pattern -> threshold); ``causal``; ``texts``; ``queries``
-  (queries counted per pattern, the most over layers); methods ``score(pattern)``, ``table()``, ``to_dict()``
-  (1-based ``layer``/``head``), ``counts()`` (class -> count per layer);
+  ``labels`` ``(layers, heads)``: per head a tuple of **every** class whose score passes its
+  threshold, highest score first (``("mixed",)`` when none does); ``primary`` ``(layers, heads)``
+  the one class a table shows; ``top`` ``(layers, heads)`` the primary class's score (NaN for
+  ``mixed``); ``band_offset`` ``(layers, heads)`` the offset of the band score; ``thresholds``
+  (pattern -> threshold); ``causal``; ``texts``; ``queries`` (queries counted per pattern, the
+  most over layers); methods ``score(pattern)``, ``table()``, ``to_dict()`` (1-based
+  ``layer``/``head``), ``counts()`` (primary class -> count per layer), ``label_counts()``
+  (class -> heads carrying it per layer), ``found()`` (class -> every head carrying it);
 * classes, in order (:data:`CLASSES`), with a short label (:data:`SHORT`) and a sentence
   (:data:`DESCRIPTIONS`): ``previous-token`` (prev), ``next-token`` (next), ``self`` (self),
   ``first-token`` (first: ``[CLS]`` or the first token, a sink), ``end-token`` (end: ``[SEP]``
@@ -50,17 +55,30 @@ counted per layer) so that **every query weighs the same** (``sum of values / nu
 * induction and duplicate-token: from :func:`induction_scores` (decoders only; NaN unless
   passed as ``induction=``).
 
-**Class.** The pattern with the highest score among those at or above their threshold
-(:data:`DEFAULT_THRESHOLDS`; ties go to the earlier pattern of :data:`PATTERNS`), else
-``mixed``. Inputs are never modified (arrays are copied).
+**Labels.** A head carries every class whose score is at or above its threshold
+(:data:`DEFAULT_THRESHOLDS`), so a head that parks most queries on ``[CLS]`` and also copies
+the token after an earlier occurrence is both ``first-token`` and ``induction``: a sink never
+hides what else a head does. Its **primary** class (for tables) is the highest-scoring of the
+*specific* patterns that pass (:data:`SPECIFIC`: previous, next, self, punctuation, band,
+induction, duplicate); the sinks (first, end) and broad are primary only when no specific
+pattern passes (a sink is where a head puts the attention it does not use: Clark et al. 2019,
+Xiao et al. 2024). Ties go to the earlier pattern of :data:`PATTERNS`; no class passes:
+``mixed``.
+
+**Inputs.** Attention rows must be probability rows: entries in ``[0, 1]`` and each row's sum
+within :data:`ROW_SUM_TOLERANCE` of 1 — or, with ``sinks=True`` (a learned sink logit takes
+:math:`\pi` of each row), a sum in ``[0, 1]``; no dimension may be empty. Inputs are never
+modified (arrays are copied).
 
 >>> import numpy as np
 >>> A = np.zeros((1, 2, 4, 4))
 >>> A[0, 0] = np.eye(4, k=-1); A[0, 0, 0, 0] = 1.0        # head 1: previous token
 >>> A[0, 1] = 0.25                                         # head 2: uniform
 >>> r = classify(A)
->>> r.labels
+>>> r.primary
 (('previous-token', 'broad'),)
+>>> r.labels[0][0]                                         # every label that passes
+('previous-token',)
 >>> float(r.score("previous")[0, 0]), float(r.score("broad")[0, 1])
 (1.0, 1.0)
 """
@@ -70,12 +88,12 @@ from __future__ import annotations
 import math
 import unicodedata
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from ._checks import finite_real, integer_at_least, positive_int
+from ._checks import boolean, finite_real, integer_at_least, positive_int
 from ._html import head_report_html
 from .errors import AttnsymError, ShapeError, SpecError
 from .numeric.entropy import row_entropy
@@ -85,13 +103,18 @@ __all__ = [
     "CLASSES",
     "DEFAULT_THRESHOLDS",
     "DESCRIPTIONS",
+    "MAX_PROBE_BATCH",
     "PATTERNS",
+    "ROW_SUM_TOLERANCE",
     "SHORT",
+    "SPECIFIC",
     "HeadReport",
     "HeadsError",
     "InductionScores",
     "classify",
     "induction_scores",
+    "probe",
+    "probe_sequences",
 ]
 
 #: the scored patterns, the order of the last axis of :attr:`HeadReport.scores`
@@ -136,6 +159,15 @@ DEFAULT_THRESHOLDS: dict[str, float] = {
     "broad": 0.8, "induction": 0.4, "duplicate": 0.4,
 }
 
+#: patterns that name a head's main job; the sinks (first, end) and broad are primary only when none of these passes
+SPECIFIC: tuple[str, ...] = ("previous", "next", "self", "punctuation", "band", "induction", "duplicate")
+
+#: how far a row's sum may be from 1 (float32 rows over thousands of keys stay far inside)
+ROW_SUM_TOLERANCE = 1e-3
+
+#: the most random sequences :func:`induction_scores` and :func:`probe` run (one at a time: memory is one sequence's)
+MAX_PROBE_BATCH = 64
+
 _P = {name: k for k, name in enumerate(PATTERNS)}
 
 
@@ -177,7 +209,8 @@ class HeadReport:
 
     scores: np.ndarray
     patterns: tuple[str, ...]
-    labels: tuple[tuple[str, ...], ...]
+    labels: tuple[tuple[tuple[str, ...], ...], ...]
+    primary: tuple[tuple[str, ...], ...]
     top: np.ndarray
     band_offset: np.ndarray
     thresholds: Mapping[str, float]
@@ -202,19 +235,38 @@ class HeadReport:
         return self.scores[:, :, _P[pattern]]
 
     def counts(self) -> dict[str, tuple[int, ...]]:
-        """Class -> number of heads of that class in each layer (every class of :data:`CLASSES`)."""
-        return {c: tuple(sum(1 for label in row if label == c) for row in self.labels) for c in CLASSES}
+        """Primary class -> number of heads of that primary class in each layer (every class of :data:`CLASSES`)."""
+        return {c: tuple(sum(1 for label in row if label == c) for row in self.primary) for c in CLASSES}
+
+    def label_counts(self) -> dict[str, tuple[int, ...]]:
+        """Class -> number of heads carrying that label in each layer (a head counts once per label it carries)."""
+        return {c: tuple(sum(1 for labels in row if c in labels) for row in self.labels) for c in CLASSES}
+
+    def found(self) -> dict[str, list[tuple[int, int, float]]]:
+        """Class -> every head carrying it as ``(layer, head, score)``, layers and heads from 1, highest score first.
+
+        Only classes some head carries; ``mixed`` is left out.
+        """
+        out: dict[str, list[tuple[int, int, float]]] = {}
+        for pattern in PATTERNS:
+            cls = _CLASS_OF[pattern]
+            hits = [(ly + 1, h + 1, float(self.scores[ly, h, _P[pattern]]))
+                    for ly in range(self.layers) for h in range(self.heads) if cls in self.labels[ly][h]]
+            if hits:
+                out[cls] = sorted(hits, key=lambda t: (-t[2], t[0], t[1]))
+        return out
 
     def table(self) -> str:
-        """A text table: one row per layer, one column per head, each cell ``label score``."""
+        """A text table: one row per layer, one column per head, each cell ``primary score`` then ``+other`` labels."""
         header = ["layer"] + [f"head {h + 1}" for h in range(self.heads)]
         rows = [header]
         for ly in range(self.layers):
             cells = [str(ly + 1)]
             for h in range(self.heads):
-                label = self.labels[ly][h]
+                label = self.primary[ly][h]
                 value = self.top[ly, h]
-                cells.append(SHORT[label] if math.isnan(value) else f"{SHORT[label]} {value:.2f}")
+                cell = SHORT[label] if math.isnan(value) else f"{SHORT[label]} {value:.2f}"
+                cells.append(cell + "".join(f" +{SHORT[c]}" for c in self.labels[ly][h] if c != label))
             rows.append(cells)
         widths = [max(len(r[k]) for r in rows) for k in range(len(header))]
         return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows)
@@ -228,7 +280,8 @@ class HeadReport:
         for ly in range(self.layers):
             for h in range(self.heads):
                 heads.append({
-                    "layer": ly + 1, "head": h + 1, "class": self.labels[ly][h], "label": SHORT[self.labels[ly][h]],
+                    "layer": ly + 1, "head": h + 1, "class": self.primary[ly][h], "label": SHORT[self.primary[ly][h]],
+                    "labels": list(self.labels[ly][h]),
                     "top_score": num(self.top[ly, h]), "band_offset": int(self.band_offset[ly, h]),
                     "scores": {p: num(self.scores[ly, h, k]) for k, p in enumerate(self.patterns)},
                 })
@@ -237,6 +290,7 @@ class HeadReport:
             "patterns": list(self.patterns), "classes": list(CLASSES), "thresholds": dict(self.thresholds),
             "queries": dict(self.queries), "layers": self.layers, "heads_per_layer": self.heads, "heads": heads,
             "counts": {c: list(v) for c, v in self.counts().items()},
+            "label_counts": {c: list(v) for c, v in self.label_counts().items()},
         }
 
     def _repr_html_(self) -> str:
@@ -273,16 +327,30 @@ def _is_punct(text: str) -> bool:
     return bool(text) and all(unicodedata.category(c).startswith("P") for c in text)
 
 
-def _check_weights(A: np.ndarray, name: str) -> np.ndarray:
+def _check_weights(A: np.ndarray, name: str, sinks: bool) -> np.ndarray:
+    """A private float64 copy of ``A`` (..., n, n), refused unless every row is a probability row (module docstring)."""
     if A.dtype.kind not in "fiu" or A.dtype == np.bool_:
         raise ShapeError(f"{name} must hold real attention weights (got dtype {A.dtype})")
+    if A.size == 0 or 0 in A.shape:
+        raise ShapeError(f"{name} has an empty dimension (shape {A.shape}): every layer, head and token axis needs "
+                         "at least one entry")
     out = np.array(A, dtype=np.float64, copy=True)
-    if not np.all(np.isfinite(out)) or np.any(out < 0):
-        raise ShapeError(f"{name} must hold finite non-negative attention weights")
+    if not np.all(np.isfinite(out)) or np.any(out < 0) or np.any(out > 1 + ROW_SUM_TOLERANCE):
+        raise ShapeError(f"{name} must hold attention probabilities: finite weights in [0, 1] "
+                         f"(got values from {np.nanmin(out):.3g} to {np.nanmax(out):.3g})")
+    sums = out.sum(axis=-1)
+    low = 0.0 if sinks else 1 - ROW_SUM_TOLERANCE
+    bad = (sums < low) | (sums > 1 + ROW_SUM_TOLERANCE)
+    if np.any(bad):
+        where = tuple(int(x) for x in np.argwhere(bad)[0])
+        want = "in [0, 1] (sinks=True: a learned sink takes the rest)" if sinks else \
+            f"1 within {ROW_SUM_TOLERANCE:g} (pass sinks=True where a learned sink takes part of each row)"
+        raise ShapeError(f"{name} must have probability rows summing to {want} (got {float(sums[where]):.6g} "
+                         f"at index {where})")
     return out
 
 
-def _from_route(route: Any, k: int) -> _Item:
+def _from_route(route: Any, k: int, sinks: bool) -> _Item:
     attention = np.asarray(route.attention)
     if attention.ndim != 4 or attention.shape[2] != attention.shape[3] or attention.shape[2] != len(route.tokens):
         raise ShapeError(f"route {k} must have attention of shape (layers, heads, n, n) with n = {len(route.tokens)} "
@@ -290,7 +358,7 @@ def _from_route(route: Any, k: int) -> _Item:
     punct = np.array([not special and _is_punct(route.text[a:b] if b > a else token)
                       for token, (a, b), special in zip(route.tokens, route.offsets, route.special, strict=True)],
                      dtype=bool)
-    A = _check_weights(attention, f"route {k} attention")
+    A = _check_weights(attention, f"route {k} attention", sinks)
     allowed = _mask(A.shape[0], A.shape[-1], bool(route.causal))
     scores = getattr(route, "scores", None)
     if scores is not None and np.shape(scores) == A.shape:  # -inf where masked: a sliding window shows here
@@ -310,50 +378,66 @@ def _infer_causal(A: np.ndarray) -> bool:
     return bool(n > 1 and not np.any(A[..., np.triu_indices(n, 1)[0], np.triu_indices(n, 1)[1]]))
 
 
-def _from_array(data: Any, mask: Any, tokens: Any, causal: Any) -> list[_Item]:
+def _token_lists(tokens: Any, B: int) -> list[list[str]] | None:
+    """``tokens=`` as one list of strings per text, or a ShapeError naming what was wrong."""
+    if tokens is None:
+        return None
+    if isinstance(tokens, (str, bytes)) or not isinstance(tokens, Sequence) or len(tokens) != B:
+        raise ShapeError(f"tokens must give one sequence of token strings per text ({B}) (got {tokens!r:.80})")
+    out = []
+    for b, toks in enumerate(tokens):
+        if isinstance(toks, (str, bytes)) or not isinstance(toks, Sequence) or not all(isinstance(t, str) for t in toks):
+            raise ShapeError(f"tokens[{b}] must be a sequence of token strings (got {toks!r:.80})")
+        out.append(list(toks))
+    return out
+
+
+def _from_array(data: Any, mask: Any, tokens: Any, causal: bool | None, sinks: bool) -> list[_Item]:
     A = np.asarray(data)
     if A.ndim == 4:
         A = A[None]
     if A.ndim != 5 or A.shape[-1] != A.shape[-2]:
         raise ShapeError(f"attention must have shape (layers, heads, n, n) or (texts, layers, heads, n, n) "
                          f"(got {np.shape(data)})")
+    if 0 in A.shape:
+        raise ShapeError(f"attention has an empty dimension (shape {A.shape}): texts, layers, heads and tokens need "
+                         "at least one entry each")
     B, n = A.shape[0], A.shape[-1]
     if mask is None:
         M = np.ones((B, n), dtype=bool)
     else:
         M = np.asarray(mask)
-        if M.shape != (B, n) or not np.all((M == 0) | (M == 1)):
-            raise ShapeError(f"mask must be a 0/1 array of shape (texts, n) = ({B}, {n}) (got shape {M.shape})")
+        if M.dtype.kind not in "biuf" or M.shape != (B, n) or not np.all((M == 0) | (M == 1)):
+            raise ShapeError(f"mask must be a 0/1 array of shape (texts, n) = ({B}, {n}) (got shape {M.shape}, "
+                             f"dtype {M.dtype})")
         M = M.astype(bool)
-    if tokens is not None:
-        if isinstance(tokens, str) or len(tokens) != B:
-            raise ShapeError(f"tokens must give one sequence of token strings per text ({B}) (got {tokens!r:.80})")
+    token_lists = _token_lists(tokens, B)
     items = []
     for b in range(B):
         real = np.flatnonzero(M[b])
         if real.size == 0:
             raise ShapeError(f"mask row {b} has no real token")
-        sub = _check_weights(A[b][:, :, real][:, :, :, real], f"attention of text {b}")
-        if tokens is None:
+        sub = _check_weights(A[b][:, :, real][:, :, :, real], f"attention of text {b}", sinks)
+        if token_lists is None:
             punct = np.zeros(real.size, dtype=bool)
         else:
-            toks = list(tokens[b])
-            if len(toks) not in (n, real.size) or not all(isinstance(t, str) for t in toks):
+            toks = token_lists[b]
+            if len(toks) not in (n, real.size):
                 raise ShapeError(f"tokens[{b}] must be {real.size} (or {n}) strings (got {len(toks)} items)")
             if len(toks) == n:
                 toks = [toks[j] for j in real]
             punct = np.array([_is_punct(t) for t in toks], dtype=bool)
-        is_causal = _infer_causal(sub) if causal is None else bool(causal)
+        is_causal = _infer_causal(sub) if causal is None else causal
         items.append(_Item(sub, _mask(sub.shape[0], real.size, is_causal), punct, is_causal, ""))
     return items
 
 
-def _items(data: Any, mask: Any, tokens: Any, causal: Any) -> list[_Item]:
+def _items(data: Any, mask: Any, tokens: Any, causal: bool | None, sinks: bool) -> list[_Item]:
     if hasattr(data, "attention") and hasattr(data, "tokens"):
-        return [_from_route(data, 0)]
+        return [_from_route(data, 0, sinks)]
     if isinstance(data, Sequence) and not isinstance(data, str) and data and all(
             hasattr(r, "attention") and hasattr(r, "tokens") for r in data):
-        return [_from_route(r, k) for k, r in enumerate(data)]
+        return [_from_route(r, k, sinks) for k, r in enumerate(data)]
     if isinstance(data, Sequence) and not isinstance(data, str) and not data:
         raise ShapeError("classify needs at least one route (got an empty list)")
     try:
@@ -361,7 +445,7 @@ def _items(data: Any, mask: Any, tokens: Any, causal: Any) -> list[_Item]:
     except (TypeError, ValueError):
         raise ShapeError(f"classify takes a Route, a list of Routes or an attention array (got {type(data).__name__})"
                          ) from None
-    return _from_array(data, mask, tokens, causal)
+    return _from_array(data, mask, tokens, causal, sinks)
 
 
 # ---------------------------------------------------------------------------------------------- scores
@@ -442,7 +526,8 @@ def _thresholds(thresholds: Mapping[str, Any] | None) -> dict[str, float]:
 
 
 def classify(data: Any, *, induction: InductionScores | None = None, thresholds: Mapping[str, float] | None = None,
-             max_offset: int = 4, mask: Any = None, tokens: Any = None, causal: bool | None = None) -> HeadReport:
+             max_offset: int = 4, mask: Any = None, tokens: Any = None, causal: bool | None = None,
+             sinks: bool = False) -> HeadReport:
     """Score every head for every pattern and name its class (formulas in the module docstring).
 
     Parameters
@@ -464,6 +549,9 @@ def classify(data: Any, *, induction: InductionScores | None = None, thresholds:
     causal : bool, optional
         Arrays only: decoder or not; by default inferred (True when every weight above the
         diagonal is 0). Routes say it themselves.
+    sinks : bool, default False
+        Rows may sum to less than 1 (a learned sink logit took the rest); otherwise every row
+        must sum to 1 within :data:`ROW_SUM_TOLERANCE`.
 
     Returns
     -------
@@ -472,13 +560,16 @@ def classify(data: Any, *, induction: InductionScores | None = None, thresholds:
     Raises
     ------
     ShapeError
-        Arrays of the wrong shape, negative or non-finite weights, routes of different sizes.
+        Arrays of the wrong shape or with an empty dimension, rows that are not probability rows,
+        bad ``tokens`` or ``mask``, routes of different sizes.
     SpecError
-        A bad threshold or ``max_offset``.
+        A bad threshold, ``max_offset``, ``causal`` or ``sinks``.
     """
     max_offset = integer_at_least("max_offset", max_offset, 2)
     limits = _thresholds(thresholds)
-    items = _items(data, mask, tokens, causal)
+    causal = None if causal is None else boolean("causal", causal)
+    sinks = boolean("sinks", sinks)
+    items = _items(data, mask, tokens, causal, sinks)
     L, H = items[0].A.shape[:2]
     for k, it in enumerate(items):
         if it.A.shape[:2] != (L, H):
@@ -487,6 +578,7 @@ def classify(data: Any, *, induction: InductionScores | None = None, thresholds:
     is_causal = items[0].causal
     if any(it.causal != is_causal for it in items):
         raise ShapeError("the texts mix causal and bidirectional attention; classify one model at a time")
+    max_offset = min(max_offset, max(2, max(it.A.shape[-1] for it in items) - 1))  # longer offsets exist in no text
     offsets = _offsets(max_offset)
     sums = np.zeros((L, H, len(PATTERNS)))
     counts = np.zeros((L, len(PATTERNS)), dtype=np.int64)
@@ -504,36 +596,42 @@ def classify(data: Any, *, induction: InductionScores | None = None, thresholds:
     if induction is not None:
         if not isinstance(induction, InductionScores):
             raise SpecError(f"induction must be InductionScores from induction_scores() (got {type(induction).__name__})")
-        if induction.induction.shape != (L, H):
-            raise ShapeError(f"induction scores are for {induction.induction.shape[0]}x{induction.induction.shape[1]} "
-                             f"heads, the texts have {L}x{H}")
+        for name in ("induction", "duplicate"):
+            values = np.asarray(getattr(induction, name))
+            if values.shape != (L, H):
+                raise ShapeError(f"{name} scores must have the texts' (layers, heads) = ({L}, {H}) (got {values.shape})")
+            if values.dtype.kind != "f" or not np.all((values >= 0) & (values <= 1 + ROW_SUM_TOLERANCE)):
+                raise ShapeError(f"{name} scores must be mean attention weights in [0, 1]")
         scores[:, :, _P["induction"]] = induction.induction
         scores[:, :, _P["duplicate"]] = induction.duplicate
-    labels, top = _label(scores, limits)
+    labels, primary, top = _label(scores, limits)
     for arr in (scores, top, band_offset):
         arr.setflags(write=False)
-    return HeadReport(scores=scores, patterns=PATTERNS, labels=labels, top=top, band_offset=band_offset,
+    return HeadReport(scores=scores, patterns=PATTERNS, labels=labels, primary=primary, top=top, band_offset=band_offset,
                       thresholds=limits, causal=is_causal, texts=tuple(it.text for it in items),
                       queries={p: int(counts[:, _P[p]].max()) for p in PATTERNS if p not in ("band", "induction", "duplicate")})
 
 
-def _label(scores: np.ndarray, limits: Mapping[str, float]) -> tuple[tuple[tuple[str, ...], ...], np.ndarray]:
+def _label(scores: np.ndarray, limits: Mapping[str, float]
+           ) -> tuple[tuple[tuple[tuple[str, ...], ...], ...], tuple[tuple[str, ...], ...], np.ndarray]:
+    """Every passing class per head (highest score first), the primary class (module docstring) and its score."""
     L, H, _ = scores.shape
     top = np.full((L, H), np.nan)
-    labels = []
+    labels, primary = [], []
     for ly in range(L):
-        row = []
+        row_labels, row_primary = [], []
         for h in range(H):
-            best, value = "mixed", -math.inf
-            for k, p in enumerate(PATTERNS):
-                s = scores[ly, h, k]
-                if not math.isnan(s) and s >= limits[p] and s > value:
-                    best, value = _CLASS_OF[p], float(s)
-            row.append(best)
-            if best != "mixed":
-                top[ly, h] = value
-        labels.append(tuple(row))
-    return tuple(labels), top
+            passing = [(float(scores[ly, h, k]), k, p) for k, p in enumerate(PATTERNS)
+                       if not math.isnan(scores[ly, h, k]) and scores[ly, h, k] >= limits[p]]
+            passing.sort(key=lambda t: (-t[0], t[1]))  # highest score first, ties in PATTERNS order
+            row_labels.append(tuple(_CLASS_OF[p] for _, _, p in passing) or ("mixed",))
+            best = next((t for t in passing if t[2] in SPECIFIC), passing[0] if passing else None)
+            row_primary.append("mixed" if best is None else _CLASS_OF[best[2]])
+            if best is not None:
+                top[ly, h] = best[0]
+        labels.append(tuple(row_labels))
+        primary.append(tuple(row_primary))
+    return tuple(labels), tuple(primary), top
 
 
 # ---------------------------------------------------------------------------------------------- induction
@@ -564,7 +662,8 @@ def induction_scores(model: Any, *, length: int = 50, seed: int = 0, batch: int 
     * duplicate-token score :math:`= \operatorname{mean}_i A_{i,\,i - L}` (the earlier
       occurrence itself),
 
-    averaged over the sequences.
+    averaged over the sequences. The sequences run one at a time (memory is one sequence's
+    attention), at most :data:`MAX_PROBE_BATCH` of them.
 
     Raises
     ------
@@ -572,14 +671,26 @@ def induction_scores(model: Any, *, length: int = 50, seed: int = 0, batch: int 
         A bidirectional model (every token also sees the later copy, so the protocol does not
         apply), or ``prefix + 2 * length`` longer than the model's positions.
     SpecError
-        A bad ``length``, ``seed``, ``batch`` or ``prefix``.
+        A bad ``length``, ``seed``, ``batch`` (at most :data:`MAX_PROBE_BATCH`) or ``prefix``.
     """
+    ids, p, attention = _probe_runs(model, length, seed, batch, prefix)
+    induction, duplicate = _induction_means(attention, p, length)
+    return InductionScores(induction=induction, duplicate=duplicate, length=length, seed=seed, batch=batch,
+                           ids=ids, prefix=p)
+
+
+def _probe_ids(model: Any, length: Any, seed: Any, batch: Any, prefix: Any) -> tuple[np.ndarray, int, int]:
+    """The protocol's ids ``(batch, prefix + 2 length)``, checked against the model; and ``p``, ``length``."""
     length = integer_at_least("length", length, 2)
     batch = positive_int("batch", batch)
+    if batch > MAX_PROBE_BATCH:
+        raise SpecError(f"batch must be at most {MAX_PROBE_BATCH} sequences (got {batch}); the scores are means, "
+                        "more sequences only narrow them")
     if not isinstance(seed, int) or isinstance(seed, bool) or seed < 0:
         raise SpecError(f"seed must be a non-negative integer (got {seed!r})")
-    if isinstance(prefix, str) or not all(isinstance(t, int) and not isinstance(t, bool) for t in prefix):
-        raise SpecError(f"prefix must be a sequence of token ids (got {prefix!r})")
+    if isinstance(prefix, (str, bytes)) or not isinstance(prefix, Sequence) or \
+            not all(isinstance(t, (int, np.integer)) and not isinstance(t, bool) for t in prefix):
+        raise SpecError(f"prefix must be a sequence of token ids (got {prefix!r:.80})")
     config = model.config
     if not config.causal:
         raise HeadsError(f"induction scores are defined for decoders; {model.name} is bidirectional (every token also "
@@ -596,12 +707,61 @@ def induction_scores(model: Any, *, length: int = 50, seed: int = 0, batch: int 
     rng = np.random.default_rng(seed)
     random = rng.choice(pool, size=(batch, length), replace=True).astype(np.int64)
     ids = np.concatenate([np.tile(np.asarray(prefix, dtype=np.int64), (batch, 1)), random, random], axis=1)
-    out = model.forward(ids)
-    A = np.asarray(out.attention, dtype=np.float64)  # (layers, batch, heads, n, n)
+    ids.setflags(write=False)
+    return ids, p, length
+
+
+def probe_sequences(model: Any, *, length: int = 50, seed: int = 0, batch: int = 4,
+                    prefix: Sequence[int] = ()) -> np.ndarray:
+    """The token ids ``(batch, len(prefix) + 2 length)`` that :func:`induction_scores` and :func:`probe` run.
+
+    Raises
+    ------
+    HeadsError, SpecError
+        As :func:`induction_scores`.
+    """
+    return _probe_ids(model, length, seed, batch, prefix)[0]
+
+
+def _probe_runs(model: Any, length: Any, seed: Any, batch: Any, prefix: Any) -> tuple[np.ndarray, int, np.ndarray]:
+    """Run the protocol's sequences one at a time: ids, ``p`` and attention ``(batch, layers, heads, n, n)`` float32."""
+    ids, p, _ = _probe_ids(model, length, seed, batch, prefix)
+    runs = [np.asarray(model.forward(ids[b:b + 1]).attention, dtype=np.float32)[:, 0] for b in range(ids.shape[0])]
+    return ids, p, np.stack(runs)
+
+
+def _induction_means(attention: np.ndarray, p: int, length: int) -> tuple[np.ndarray, np.ndarray]:
+    """Mean ``A[i, i - L + 1]`` and ``A[i, i - L]`` over the second copy and the sequences, per layer and head."""
+    n = attention.shape[-1]
     i = np.arange(p + length, n)
-    induction = A[:, :, :, i, i - length + 1].mean(axis=(1, 3))
-    duplicate = A[:, :, :, i, i - length].mean(axis=(1, 3))
-    for arr in (induction, duplicate, ids):
+    A = attention[..., i, :]  # (batch, layers, heads, L, n)
+    k = np.arange(i.size)
+    induction = A[..., k, i - length + 1].astype(np.float64).mean(axis=(0, 3))
+    duplicate = A[..., k, i - length].astype(np.float64).mean(axis=(0, 3))
+    for arr in (induction, duplicate):
         arr.setflags(write=False)
-    return InductionScores(induction=induction, duplicate=duplicate, length=length, seed=seed, batch=batch,
-                           ids=ids, prefix=p)
+    return induction, duplicate
+
+
+def probe(model: Any, *, length: int = 50, seed: int = 0, batch: int = 4, prefix: Sequence[int] = (),
+          thresholds: Mapping[str, float] | None = None) -> HeadReport:
+    """Classify every head on the induction protocol's repeated random sequences (decoders only).
+
+    The sequences of :func:`induction_scores` are run once; every pattern is scored on them
+    (previous-token, sinks, broad … as :func:`classify` scores texts) and the induction and
+    duplicate-token scores come from the same attention. On such a sequence an induction head
+    shows as what it is, where ordinary text may show it mostly as a sink.
+
+    Raises
+    ------
+    HeadsError, SpecError
+        As :func:`induction_scores`.
+    """
+    ids, p, attention = _probe_runs(model, length, seed, batch, prefix)
+    length = (ids.shape[1] - p) // 2
+    induction, duplicate = _induction_means(attention, p, length)
+    scores = InductionScores(induction=induction, duplicate=duplicate, length=length, seed=seed, batch=ids.shape[0],
+                             ids=ids, prefix=p)
+    report = classify(attention, induction=scores, thresholds=thresholds, causal=True)
+    texts = tuple(f"random sequence {b + 1} of {length} tokens repeated twice (seed {seed})" for b in range(ids.shape[0]))
+    return replace(report, texts=texts)

@@ -53,7 +53,7 @@ NUMBERING = ("layer, head, query and key count from 1 (as the CLI and figures); 
 #: :meth:`Route.to_records`: ``weight`` is ``A[i, j]`` (query i reads key j), ``score`` the scaled pre-softmax score
 ROUTE_COLUMNS = ("text", "layer", "head", "query", "key", "query_token", "key_token", "weight", "score")
 #: :meth:`HeadReport.to_records`: ``class`` is the head's class, ``score`` its score for ``pattern`` (NaN: not defined)
-HEAD_COLUMNS = ("layer", "head", "class", "pattern", "score", "threshold")
+HEAD_COLUMNS = ("layer", "head", "class", "labels", "pattern", "score", "threshold")
 #: :meth:`TokenContrast.to_records`: ``weight`` is the word's attention to ``key`` in ``text``; distances are per head
 CONTRAST_COLUMNS = ("word", "text", "layer", "head", "key", "key_token", "weight", "entropy", "role_distance",
                     "offset_distance", "content_distance")
@@ -94,7 +94,8 @@ def _head_columns(report: Any) -> dict[str, Any]:
     scores = np.asarray(report.scores, dtype=np.float64)  # (layers, heads, patterns)
     layer, head, pattern = (k.ravel() for k in np.indices(scores.shape))
     patterns = list(report.patterns)
-    return {"layer": layer + 1, "head": head + 1, "class": [report.labels[ly][h] for ly, h in zip(layer, head, strict=True)],
+    return {"layer": layer + 1, "head": head + 1, "class": [report.primary[ly][h] for ly, h in zip(layer, head, strict=True)],
+            "labels": [" ".join(report.labels[ly][h]) for ly, h in zip(layer, head, strict=True)],
             "pattern": [patterns[p] for p in pattern], "score": scores.ravel(),
             "threshold": [float(report.thresholds.get(patterns[p], math.nan)) for p in pattern]}
 

@@ -164,3 +164,55 @@ def test_result_types_display_themselves_in_jupyter(toy):
     assert [float(r.get("data-w")) for r in cells] == c.A1.ravel().tolist()
     assert [r.get("fill") for r in cells] == [sequential(w) for w in c.A1.ravel()]
     assert (sequential(-1), sequential(2)) == (sequential(0), sequential(1))
+
+
+# ---------------------------------------------------------------------------------------------- a bounded page
+def _long_input(n=120, layers=2, heads=3, seed=0):
+    rng = np.random.default_rng(seed)
+    A = rng.dirichlet(np.full(n, 0.2), size=(layers, heads, n)).astype(np.float32)
+    tokens = [f"t{k}" for k in range(n)]
+    mlp = MlpData("ff", tuple(tokens), tuple(tokens), np.eye(n), "fixed")
+    return routing_input("long", "random rows", tokens, A, mlp, flow=False)
+
+
+def test_top_k_rows_keeps_each_rows_largest_weights_and_says_what_it_left_out():
+    from attnsym.explorer.data import top_k_rows
+
+    inp = _long_input(n=20)
+    t = top_k_rows(inp.attention, 4)
+    A = np.asarray(inp.attention)  # float32, as stored
+    idx, w = np.array(t["idx"]), np.array(t["w"], dtype=np.float32)  # the shortest decimals read back exactly
+    assert idx.shape == (2, 3, 20, 4) and t["n"] == 20 and t["topk"] == 4
+    np.testing.assert_array_equal(w, np.take_along_axis(A, idx, axis=-1))  # the stored weights are the array's
+    assert (np.sort(A, axis=-1)[..., -4:][..., ::-1] == w).all()  # and they are each row's four largest
+    A64, w64 = A.astype(np.float64), w.astype(np.float64)
+    assert t["dropped"] == pytest.approx(float((A64.sum(-1) - w64.sum(-1)).max()))
+
+
+def test_a_large_input_is_stored_bounded_with_a_warning_giving_the_size(tmp_path):
+    from attnsym.explorer.page import PageSizeWarning
+
+    inp = _long_input()
+    data = page_data(evidence=(), inputs=[inp], toy=False, derivations=False)
+    assert inp.weights == 2 * 3 * 120**2 + 2 * 2 * 120**2 + 120**2 and not inp.bounded()
+    small = PageData(inputs=[inp], max_weights=10_000)  # the same input above a lower bound
+    assert small.bounded_inputs() == ["long"]
+    stored = _page_json(render_page(small))["inputs"][0]
+    assert stored["bounded"]["top_k"] == 8 and stored["attention"]["topk"] == 8 and stored["flow"] is None
+    with pytest.warns(PageSizeWarning,
+                      match=r"the page is \d+\.\d MB, bounded: 1 input\(s\) too large to store whole keep each row's top 8"):
+        write_page(small, tmp_path / "bounded.html")
+    dense = write_page(data, tmp_path / "dense.html")
+    assert (tmp_path / "bounded.html").stat().st_size < dense.stat().st_size / 3
+
+
+def test_a_page_past_the_cap_is_refused_unless_the_cap_is_raised(tmp_path):
+    from attnsym.errors import SizeLimitError
+
+    data = page_data(evidence=(), inputs=[_long_input()], toy=False, derivations=False)
+    with pytest.raises(SizeLimitError, match=r"above the 0\.1 MB cap .* pass max_bytes=None"):
+        write_page(data, tmp_path / "p.html", max_bytes=100_000)
+    assert not (tmp_path / "p.html").exists()
+    assert write_page(data, tmp_path / "p.html", max_bytes=None).is_file()
+    with pytest.raises(SpecError, match="max_bytes must be a positive integer or None"):
+        write_page(data, tmp_path / "q.html", max_bytes=0)

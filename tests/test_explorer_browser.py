@@ -242,7 +242,7 @@ def test_exported_file_names_differ_per_head_and_say_what_they_hold(browser):
         _choose(browser, "pick-head", head)
         for kind in ("svg", "json", "csv"):
             name = _capture_name(browser, f"#view-heatmap button[data-export={kind}]")
-            assert name.endswith(f"_L1_H{head + 1}.{kind}") and "heatmap" in name and "toy-spec-input-1" in name
+            assert name.endswith(f"_L1_H{head + 1}.{kind}") and "heatmap" in name and "toy-input-1" in name
             names.add(name)
     assert len(names) == 6
     _choose(browser, "pick-head", 0)
@@ -281,6 +281,7 @@ def test_contrast_grid_marks_its_cell_and_selects_layer_and_head(browser, data):
 
     c = data.contrasts[1]
     _choose(browser, "pick-word", 1)
+    _open_more(browser)
     grid = _cells(browser, "view-contrast-grid")
     L, H = c.distance.shape
     assert {(i, j): float(w) for i, j, w, _ in grid} == {(layer, h): c.distance[layer, h] for layer in range(L) for h in range(H)}
@@ -292,8 +293,14 @@ def test_contrast_grid_marks_its_cell_and_selects_layer_and_head(browser, data):
     assert [(r.get_attribute("data-i"), r.get_attribute("data-j")) for r in chosen] == [("0", "0")]
     shown = browser.execute_script("return document.querySelector('.contrast-distance').textContent")
     assert shown == f"{c.distance[0, 0]:.3f}"
-    assert _in_viewport(browser, "contrast-pair")
+    assert _in_viewport(browser, "headline")
     _choose(browser, "pick-word", 0)
+
+
+def _open_more(driver):
+    """Unfold the contrast's details (the distance grid, the rows, the other measures)."""
+    driver.execute_script("const d = document.getElementById('contrast-more'); d.open = true;"
+                          "d.dispatchEvent(new Event('toggle'))")
 
 
 def _in_viewport(driver, element_id):
@@ -305,7 +312,8 @@ def _in_viewport(driver, element_id):
 def test_the_first_screen_shows_the_contrast_at_laptop_and_phone_size(browser, phone, data):
     for driver in (browser, phone):
         driver.execute_script("window.scrollTo(0, 0)")
-        assert _in_viewport(driver, "contrast-pair"), driver.get_window_size()
+        assert _in_viewport(driver, "story-lines"), driver.get_window_size()
+    assert _in_viewport(browser, "headline")
     c = data.contrasts[0]
     assert data.inputs[c.inputs[0]].name in browser.title and c.word in browser.title
 
@@ -324,7 +332,7 @@ def test_the_overview_has_every_head_with_the_numbers_of_the_route_and_its_class
     thumbs = browser.execute_script("return Array.from(document.querySelectorAll('#overview-grid button.thumb')).map("
                                     "b => [Number(b.dataset.layer), Number(b.dataset.head), b.dataset.class])")
     report = classify(np.asarray(inp.attention), tokens=[inp.tokens])
-    assert thumbs == [[ly + 1, h + 1, report.labels[ly][h]] for ly in range(inp.layers) for h in range(inp.heads)]
+    assert thumbs == [[ly + 1, h + 1, report.primary[ly][h]] for ly in range(inp.layers) for h in range(inp.heads)]
     exported = json.loads(_capture_download(browser, "#view-overview button[data-export=json]"))
     np.testing.assert_array_equal(np.array(exported["attention"]), inp.attention)
     assert [(x["layer"], x["head"], x["class"]) for x in exported["head_classes"]] == [(t[0], t[1], t[2]) for t in thumbs]
@@ -346,11 +354,15 @@ def test_head_view_toggles_heads(browser, data):
         return set(browser.execute_script(
             "return Array.from(document.querySelectorAll('#view-headview line.edge')).map(e => e.dataset.head)"))
 
+    browser.execute_script("window.attnsymExplorer.state.hv = null; window.attnsymExplorer.render()")  # as the page opens
+    start = data.contrasts[0].cell[1] + 1  # it opens on the contrast's head alone
+    assert heads_drawn() == {str(start)}
+    other = 3 - start
+    _click(browser, browser.find_element(By.CSS_SELECTOR, f'#headview-body button.head-toggle[data-head="{other}"]'))
     assert heads_drawn() == {"1", "2"}
-    _click(browser, browser.find_element(By.CSS_SELECTOR, '#headview-body button.head-toggle[data-head="1"]'))
-    assert heads_drawn() == {"2"}
-    _click(browser, browser.find_element(By.CSS_SELECTOR, '#headview-body button.head-toggle[data-head="1"]'))
-    assert heads_drawn() == {"1", "2"}
+    _click(browser, browser.find_element(By.CSS_SELECTOR, f'#headview-body button.head-toggle[data-head="{start}"]'))
+    assert heads_drawn() == {str(other)}
+    _click(browser, browser.find_element(By.CSS_SELECTOR, f'#headview-body button.head-toggle[data-head="{start}"]'))
 
 
 def test_a_pin_survives_a_hover_and_escape_unpins(browser):
@@ -475,6 +487,7 @@ def test_keyboard_moves_on_the_contrast_grid_and_enter_chooses(browser, data):
     from selenium.webdriver.common.keys import Keys
 
     _choose(browser, "pick-word", 1)
+    _open_more(browser)
     c = data.contrasts[1]
     assert c.cell == (0, 1) and c.distance.shape == (1, 2)
     stop = browser.find_elements(By.CSS_SELECTOR, '#view-contrast-grid rect.cell[tabindex="0"]')

@@ -79,7 +79,9 @@ def test_every_score_of_every_golden_head(report, head):
 
 
 def test_golden_classes_top_scores_and_band_offset(report):
-    assert report.labels == (EXPECTED_CLASS,)
+    assert report.primary == (EXPECTED_CLASS,)
+    # every label that passes, highest score first: the punctuation head also follows a band (0.5)
+    assert report.labels[0][4] == ("punctuation", "band") and report.labels[0][0] == ("previous-token",)
     assert report.top[0, 7] == pytest.approx(0.75)
     assert report.band_offset[0, 5] == 2
     assert report.band_offset[0, 4] == 2  # +2 and +4 both give 0.5: the smaller |k| wins
@@ -107,7 +109,7 @@ def test_causal_scores_exclude_query_zero_and_next_and_end_do_not_apply():
     assert s[1, P("previous")] == pytest.approx((1 / 2 + 1 / 3 + 1 / 4 + 1 / 5) / 4)
     assert s[1, P("broad")] == pytest.approx(1.0)
     assert s[2, P("first")] == 1 and s[2, P("self")] == 0 and s[2, P("previous")] == pytest.approx(1 / 4)
-    assert r.labels == (("previous-token", "broad", "first-token"),)
+    assert r.primary == (("previous-token", "broad", "first-token"),)
 
 
 def naive(A, punct, causal, max_offset=4):
@@ -204,7 +206,7 @@ def test_order_of_texts_and_padding_do_not_change_scores(batch, rnd, pad):
         mask[b, :len(t)] = 1
     padded = hd.classify(arr, mask=mask, tokens=[t + ["!"] * (n - len(t)) for _, t in texts], causal=causal)
     np.testing.assert_allclose(padded.scores, base.scores, rtol=1e-12, atol=1e-14)
-    assert padded.labels == base.labels
+    assert padded.labels == base.labels and padded.primary == base.primary
 
 
 def test_inputs_are_never_modified():
@@ -231,13 +233,13 @@ def test_report_table_dict_counts_and_thresholds(report):
     table = report.table()
     assert table.splitlines()[0].split()[:3] == ["layer", "head", "1"] and "prev 1.00" in table
     strict = hd.classify(golden(), tokens=[TOKENS], causal=False, thresholds={"previous": 0.9})
-    assert strict.labels[0][7] == "mixed" and math.isnan(strict.top[0, 7])
+    assert strict.primary[0][7] == "mixed" and strict.labels[0][7] == ("mixed",) and math.isnan(strict.top[0, 7])
 
 
 def test_bad_inputs_name_the_argument():
     with pytest.raises(ShapeError, match="shape"):
         hd.classify(np.zeros((3, 3)))
-    with pytest.raises(ShapeError, match="non-negative"):
+    with pytest.raises(ShapeError, match=r"probabilities: finite weights in \[0, 1\]"):
         hd.classify(-golden())
     with pytest.raises(ShapeError, match="mask"):
         hd.classify(golden(), mask=np.ones((1, 5)))
@@ -287,7 +289,7 @@ def test_induction_protocol_on_a_hand_built_decoder():
     text[:, 0] += 0.5
     text[0, 0] = 1.0  # half self, half first token: scores 0.5 at most, below the protocol's 1
     r = hd.classify(text[None, None].repeat(3, axis=1), induction=scores, causal=True)
-    assert r.labels == (("induction", "duplicate-token", "self"),)
+    assert r.primary == (("induction", "duplicate-token", "self"),)
 
 
 def test_induction_needs_a_decoder_and_room():
@@ -308,7 +310,7 @@ def test_minilm_heads_are_classified_and_induction_does_not_apply():
     r = hd.classify(routes)
     assert r.scores.shape == (6, 12, len(hd.PATTERNS)) and not r.causal
     assert np.isnan(r.score("induction")).all()  # bidirectional: not applicable
-    assert r.labels[0][2] == "previous-token" and r.score("previous")[0, 2] > 0.9  # layer 1 head 3 (see contrast)
+    assert r.primary[0][2] == "previous-token" and r.score("previous")[0, 2] > 0.9  # layer 1 head 3 (see contrast)
     # an independent computation of one score: layer 1 head 3's previous-token score from the routes
     values = [a[0, 2, i, i - 1] for a in (x.attention for x in routes) for i in range(1, a.shape[-1])]
     assert r.score("previous")[0, 2] == pytest.approx(float(np.mean(np.array(values, dtype=np.float64))), rel=1e-12)
@@ -347,3 +349,99 @@ def test_the_docs_page_counts_are_what_classify_gives():
     for name, per_layer in re.findall(r"^\| ([a-z-]+)[^|]* \| ([\d, ]+) \| \d+", page, re.M):
         assert counts[name] == tuple(int(x) for x in per_layer.split(",")), name
     assert len(re.findall(r"^\| ([a-z-]+)[^|]* \| ([\d, ]+) \| \d+", page, re.M)) == 5
+
+
+# ---------------------------------------------------------------------------------------------- several labels
+def sink_and_induction(n=8):
+    """A causal head that parks 0.55 on the first token and 0.45 on itself: a sink on text."""
+    A = np.zeros((n, n))
+    A[0, 0] = 1.0
+    for i in range(1, n):
+        A[i, 0] = 0.55
+        A[i, i] += 0.45
+    return A
+
+
+def test_a_sink_does_not_hide_an_induction_head():
+    """On SmolLM2 the induction heads' sink score on text is higher than their induction score."""
+    A = np.stack([sink_and_induction(), np.tril(np.ones((8, 8))) / np.arange(1, 9)[:, None]])[None]
+    ind = hd.InductionScores(induction=np.array([[0.5, 0.0]]), duplicate=np.array([[0.0, 0.0]]), length=4, seed=0,
+                             batch=1, ids=np.zeros((1, 8), dtype=np.int64), prefix=0)
+    r = hd.classify(A, induction=ind)
+    assert r.labels[0][0] == ("first-token", "induction", "self")  # every label, highest score first
+    assert r.primary[0][0] == "induction" and r.top[0, 0] == pytest.approx(0.5)  # the specific pattern leads
+    assert r.primary[0][1] == "broad" and r.labels[0][1] == ("broad",)  # a sink or broad only when nothing specific
+    found = r.found()
+    assert found["induction"] == [(1, 1, 0.5)] and found["first-token"][0][:2] == (1, 1)
+    assert r.label_counts()["first-token"] == (1,) and r.counts()["first-token"] == (0,)
+    assert "induct 0.50 +first +self" in r.table()
+    d = r.to_dict()["heads"][0]
+    assert d["class"] == "induction" and d["labels"] == ["first-token", "induction", "self"]
+
+
+# ---------------------------------------------------------------------------------------------- hostile inputs
+def test_rows_must_be_probability_rows():
+    A = golden()
+    with pytest.raises(ShapeError, match=r"finite weights in \[0, 1\]"):
+        hd.classify(np.full((1, 1, 3, 3), 1e308))
+    with pytest.raises(ShapeError, match=r"summing to 1 within 0\.001"):
+        hd.classify(A * 0.5)
+    with pytest.raises(ShapeError, match="summing to 1 within"):
+        hd.classify(golden()[:, 6:7] * 1.01)  # the uniform head: rows of 1.01, no entry above 1
+    assert np.isfinite(hd.classify(A * (1 + 5e-4)).scores[0, 0, P("previous")])  # inside the stated tolerance
+    sink = hd.classify(A * 0.7, sinks=True)  # a learned sink took 0.3 of every row
+    assert sink.scores[0, 0, P("previous")] == pytest.approx(0.7)
+    with pytest.raises(ShapeError, match="in \\[0, 1\\] \\(sinks=True"):
+        B = A.copy()
+        B[0, 0, 1, 2] = 0.5  # a row of 1.5
+        hd.classify(B, sinks=True)
+
+
+def test_sizes_are_bounded_by_the_input():
+    base = hd.classify(golden(), tokens=[TOKENS])
+    huge = hd.classify(golden(), tokens=[TOKENS], max_offset=10**9)  # offsets past n - 1 exist in no text
+    np.testing.assert_array_equal(base.scores, huge.scores)
+    tiny = hd.classify(np.full((1, 1, 2, 2), 0.5))  # no band offset fits: NaN, no error
+    assert np.isnan(tiny.score("band")).all()
+    with pytest.raises(SpecError, match="batch must be at most 64"):
+        hd.induction_scores(FakeDecoder(), batch=10**7)
+    with pytest.raises(SpecError, match="prefix"):
+        hd.induction_scores(FakeDecoder(), prefix=5)
+
+
+@pytest.mark.parametrize("kwargs, error, match", [
+    (dict(tokens=5), ShapeError, "one sequence of token strings per text"),
+    (dict(tokens="abcdef"), ShapeError, "one sequence of token strings per text"),
+    (dict(tokens=[5]), ShapeError, r"tokens\[0\] must be a sequence of token strings"),
+    (dict(tokens=[["a"] * 5 + [3]]), ShapeError, r"tokens\[0\] must be a sequence of token strings"),
+    (dict(tokens=[["a"] * 4]), ShapeError, r"tokens\[0\] must be 6"),
+    (dict(mask=[["x"] * 6]), ShapeError, "mask must be a 0/1 array"),
+    (dict(causal="false"), SpecError, "causal must be"),
+    (dict(sinks=1), SpecError, "sinks must be"),
+])
+def test_bad_keyword_arguments_are_attnsym_errors(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        hd.classify(golden(), **kwargs)
+
+
+@pytest.mark.parametrize("shape", [(0, 1, 3, 3), (1, 0, 3, 3), (1, 1, 0, 0), (0, 1, 1, 3, 3)])
+def test_empty_dimensions_are_refused(shape):
+    with pytest.raises(ShapeError, match="empty dimension"):
+        hd.classify(np.zeros(shape))
+
+
+def test_forged_induction_scores_are_refused():
+    bad = hd.InductionScores(induction=np.full((1, 8), np.inf), duplicate=np.zeros((1, 8)), length=2, seed=0, batch=1,
+                             ids=np.zeros((1, 4), dtype=np.int64), prefix=0)
+    with pytest.raises(ShapeError, match=r"induction scores must be mean attention weights in \[0, 1\]"):
+        hd.classify(golden(), induction=bad)
+
+
+def test_probe_classifies_on_the_repeated_sequences():
+    r = hd.probe(FakeDecoder(), length=10, seed=1, batch=2)
+    assert r.causal and len(r.texts) == 2 and "repeated twice" in r.texts[0]
+    assert r.primary[0] == ("induction", "duplicate-token", "self")
+    np.testing.assert_allclose(r.score("induction")[0], [1, 0, 0])
+    # the same sequences and the same scores as induction_scores
+    ind = hd.induction_scores(FakeDecoder(), length=10, seed=1, batch=2)
+    np.testing.assert_array_equal(r.score("duplicate"), ind.duplicate)

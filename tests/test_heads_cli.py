@@ -43,9 +43,11 @@ def test_heads_writes_figure_json_and_csv_equal_to_classify(written):
     data = json.loads((out / "heads.json").read_text())
     assert data["model"] == "all-MiniLM-L6-v2" and "from 1" in data["numbering"]
     assert [(h["layer"], h["head"], h["class"]) for h in data["heads"]] == [
-        (ly + 1, h + 1, expected.labels[ly][h]) for ly in range(6) for h in range(12)]
+        (ly + 1, h + 1, expected.primary[ly][h]) for ly in range(6) for h in range(12)]
+    assert [h["labels"] for h in data["heads"]] == [list(expected.labels[ly][h]) for ly in range(6) for h in range(12)]
     rows = list(csv.DictReader((out / "heads.csv").open()))
     assert len(rows) == 72 and rows[2]["layer"] == "1" and rows[2]["head"] == "3"
+    assert rows[2]["labels"] == " ".join(expected.labels[0][2])
     assert float(rows[2]["previous"]) == pytest.approx(expected.scores[0, 2, 0], rel=1e-12)
     assert rows[2]["induction"] == ""  # not applicable to a bidirectional model
 
@@ -65,9 +67,28 @@ def test_heads_errors_are_one_line(capsys, tmp_path):
     assert main(["heads", "--model", str(tmp_path / "missing"), "x"]) == 2
     assert main(["heads", "   "]) == 2
     assert main(["heads", "x", "--seed", "-1"]) == 2
-    errors = [ln for ln in capsys.readouterr().err.strip().splitlines() if not ln.startswith("routing ")]
-    assert len(errors) == 3 and all(ln.startswith("attnsym heads: error:") for ln in errors)
+    assert main(["heads"]) == 2  # no text and no probe
+    assert main(["heads", "--probe", "induction"]) == 2  # MiniLM is bidirectional
+    assert main(["heads", "--probe", "induction", "x"]) == 2  # a probe takes no text
+    errors = [ln for ln in capsys.readouterr().err.strip().splitlines()
+              if not ln.startswith(("routing ", "probing "))]
+    assert len(errors) == 6 and all(ln.startswith("attnsym heads: error:") for ln in errors)
     assert "--seed must be a non-negative integer (got -1)" in errors[2]
+    assert "--probe induction" in errors[3] and "bidirectional" in errors[4] and "give no TEXT" in errors[5]
+
+
+def test_heads_probe_induction_on_a_decoder(capsys, tmp_path):
+    folder = tiny_gpt2()
+    assert main(["heads", "--model", str(folder), "--probe", "induction", "--induction-length", "12",
+                 "-o", str(tmp_path / "p")]) == 0
+    out = capsys.readouterr().out
+    assert "on the induction probe" in out and "probe: 4 random sequences of 12 tokens repeated twice" in out
+    from attnsym import models
+
+    expected = hd.probe(models.load(folder), length=12)
+    data = json.loads((tmp_path / "p" / "heads.json").read_text())
+    assert [h["labels"] for h in data["heads"]] == [list(c) for row in expected.labels for c in row]
+    assert data["texts"][0].startswith("random sequence 1 of 12 tokens")
 
 
 def test_heads_on_a_decoder_reports_induction(capsys, tmp_path):
@@ -97,7 +118,7 @@ def test_the_figure_colours_each_cell_by_its_class():
     for ly in range(2):
         for h in range(3):
             colour = to_hex(cmap(ax.images[0].norm(grid[ly, h])))
-            assert colour == CLASS_COLOURS[report.labels[ly][h]].lower()
+            assert colour == CLASS_COLOURS[report.primary[ly][h]].lower()
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
     assert legend == ["next-token (1)", "self (2)", "first-token (1)", "broad (2)"]
     assert ax.get_xlabel() == "head (from 1)" and ax.get_ylabel() == "layer (from 1)"

@@ -57,7 +57,8 @@ def test_every_decoder_family_is_classified_head_by_head(family_report):
     spec = m.spec(0)
     assert report.causal and (report.layers, report.heads) == (m.config.layers, spec.heads)  # query heads, not kv heads
     assert np.isnan(report.score("next")).all() and np.isnan(report.score("end")).all()  # a decoder has no later key
-    assert all(label in hd.CLASSES for row in report.labels for label in row)
+    assert all(label in hd.CLASSES for row in report.primary for label in row)
+    assert all(set(labels) <= set(hd.CLASSES) for row in report.labels for labels in row)
     for pattern in ("previous", "self", "first", "broad", "induction", "duplicate"):
         s = report.score(pattern)
         assert np.isfinite(s).all() and (s >= -1e-12).all() and (s <= 1 + 1e-9).all(), (name, pattern)
@@ -81,7 +82,8 @@ def test_a_sliding_window_counts_only_the_keys_it_lets_a_query_see():
     r = hd.classify(route)
     assert r.scores[0, 0, P("broad")] == pytest.approx(1.0, abs=1e-12)
     assert r.scores[0, 0, P("first")] == pytest.approx((1 / 2 + 1 / 3) / 2, abs=1e-12)
-    assert r.queries["first"] == 2 and r.labels == (("broad",),)
+    assert r.queries["first"] == 2 and r.primary == (("broad",),)
+    assert r.labels == ((("broad", "first-token"),),)  # first-token (0.42) passes too: a second label
     plain = hd.classify(SimpleNamespace(**{**vars(route), "scores": None}))  # no scores: the causal mask only
     assert plain.scores[0, 0, P("broad")] < 0.9 and plain.queries["first"] == n - 1
 
@@ -99,5 +101,6 @@ def test_cli_heads_on_a_decoder_family_folder(name, tmp_path, capsys):
     expected = hd.classify(m.route(FAMILY_TEXTS), induction=hd.induction_scores(m, length=8))
     data = json.loads((out / "heads.json").read_text())
     assert data["causal"] is True and data["heads_per_layer"] == m.spec(0).heads
-    assert [h["class"] for h in data["heads"]] == [c for row in expected.labels for c in row]
+    assert [h["class"] for h in data["heads"]] == [c for row in expected.primary for c in row]
+    assert [h["labels"] for h in data["heads"]] == [list(c) for row in expected.labels for c in row]
     assert [h["scores"]["induction"] for h in data["heads"]] == pytest.approx(list(expected.score("induction").ravel()))

@@ -57,7 +57,7 @@ def test_head_report_rows_per_pattern(routes):
     assert len(frame) == report.layers * report.heads * len(report.patterns)
     row = frame[(frame["layer"] == 2) & (frame["head"] == 3) & (frame["pattern"] == "previous")].iloc[0]
     assert row["score"] == pytest.approx(float(report.score("previous")[1, 2]))
-    assert row["class"] == report.labels[1][2]
+    assert row["class"] == report.primary[1][2] and row["labels"] == " ".join(report.labels[1][2])
     assert frame[frame.pattern == "induction"]["score"].isna().all()  # a bidirectional model: not defined
     assert report.to_records()[0]["layer"] == 1
 

@@ -10,7 +10,7 @@ fetches nothing.
 >>> import tempfile, pathlib
 >>> data = page_data(evidence=(), derivations=False)          # the toy spec's routing only
 >>> [i.name for i in data.inputs]
-['toy spec, input 1', 'toy spec, input 2']
+['toy input 1 (random vectors)', 'toy input 2 (random vectors)']
 >>> path = write_page(data, pathlib.Path(tempfile.mkdtemp()) / "page.html")
 >>> path.stat().st_size > 100_000                             # KaTeX and its fonts are inside
 True
@@ -65,7 +65,9 @@ def page_data(*, evidence: Sequence[Any] | None = None, inputs: Sequence[Routing
         Routing inputs (e.g. real-model sentences) and word contrasts between them; they come
         first in the page's input selector.
     toy : bool, default True
-        Add the toy spec's two inputs (:func:`toy_routing`) after ``inputs``.
+        Add the toy spec's two inputs (:func:`toy_routing`, sourced "toy: random vectors, words
+        are labels") after ``inputs``; their word contrasts only when ``contrasts`` is empty, so
+        a page about real sentences never offers a toy contrast in its word selector.
     derivations : bool, default True
         Derive the forward pass and gradients for ``n = 2, d_model = 2``.
     figures : bool, default True
@@ -83,7 +85,8 @@ def page_data(*, evidence: Sequence[Any] | None = None, inputs: Sequence[Routing
         toy_inputs, toy_contrasts = toy_routing(seed)
         offset = len(all_inputs)
         all_inputs += toy_inputs
-        all_contrasts += [replace(c, inputs=(c.inputs[0] + offset, c.inputs[1] + offset)) for c in toy_contrasts]
+        if not all_contrasts:
+            all_contrasts += [replace(c, inputs=(c.inputs[0] + offset, c.inputs[1] + offset)) for c in toy_contrasts]
     facts = {"attnsym": __version__, "seed": seed, "claims": len(evidence)}
     if evidence:
         facts["quick claim checks"] = "yes" if quick else "no"

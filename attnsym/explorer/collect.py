@@ -16,9 +16,10 @@ import numpy as np
 
 from .._checks import non_negative_int
 from ..claims import Evidence, RenderedFigure, default_jobs, verify_all
+from ..claims.catalogue import GROUPS, entry
 from ..claims.report import evidence_to_dict
 from ..derivation import Derivation, derive
-from ..errors import ShapeError, SpecError
+from ..errors import AttnsymError, ShapeError, SpecError
 from ..graphs import attention_flow, attention_rollout, node_changes
 from ..graphs.contrast import dense_weight
 from ..heads import DESCRIPTIONS, SHORT, HeadReport, classify
@@ -30,6 +31,7 @@ from .data import ContrastData, MlpData, RoutingInput
 
 __all__ = [
     "FIGURE_DPI",
+    "TOY_SOURCE",
     "TOY_TOKENS",
     "check_claims",
     "claims_section",
@@ -39,6 +41,9 @@ __all__ = [
     "routing_input",
     "toy_routing",
 ]
+
+#: how every toy view names its data: no word of a toy input means anything
+TOY_SOURCE = "toy: random vectors, words are labels"
 
 #: the words labelling the toy spec's positions
 TOY_TOKENS: tuple[str, ...] = ("the", "cat", "sat", "on", "the", "mat")
@@ -104,6 +109,14 @@ def _png_data_uri(build: Callable[[], Any], dpi: int) -> str:
     return "data:image/png;base64," + base64.b64encode(png).decode("ascii")
 
 
+def _group(claim: str) -> str:
+    """The claim's group in the claims list (``source`` first on the page); ``other`` for a claim not listed."""
+    try:
+        return entry(claim).group
+    except AttnsymError:
+        return "other"
+
+
 def claims_section(evidence: Sequence[Any], *, figures: bool = True, dpi: int = FIGURE_DPI) -> list[dict[str, Any]]:
     """Each claim's Evidence as page data (:func:`attnsym.claims.report.evidence_to_dict`), figures as PNG.
 
@@ -120,6 +133,8 @@ def claims_section(evidence: Sequence[Any], *, figures: bool = True, dpi: int = 
     rows = []
     for ev in evidence:
         row = evidence_to_dict(ev)
+        row["group"] = _group(ev.claim)
+        row["group_title"] = GROUPS.get(row["group"], "Other claims")
         row["figures"] = [{"name": name, "src": _png_data_uri(build, dpi)} for name, build in sorted(ev.figures.items())] \
             if figures else []
         rows.append(row)
@@ -153,7 +168,8 @@ def heads_entry(report: HeadReport) -> dict[str, Any]:
 
 
 def routing_input(name: str, source: str, tokens: Sequence[str], A: Any, mlp: MlpData, *,
-                  flow: bool = True, heads: HeadReport | None = None) -> RoutingInput:
+                  flow: bool = True, heads: HeadReport | None = None,
+                  sinks: Sequence[bool] | None = None) -> RoutingInput:
     """Pack one input's attention stack with its head fusions, rollout and flow (heads averaged).
 
     Parameters
@@ -170,6 +186,8 @@ def routing_input(name: str, source: str, tokens: Sequence[str], A: Any, mlp: Ml
         Compute attention flow (``n²`` max-flows; seconds for 6 layers × 16 tokens).
     heads : HeadReport, optional
         The heads' classes; default :func:`attnsym.heads.classify` of ``A`` with ``tokens``.
+    sinks : sequence of bool, optional
+        Per token, whether it is a sink's key (:attr:`RoutingInput.sinks`).
 
     Examples
     --------
@@ -189,7 +207,7 @@ def routing_input(name: str, source: str, tokens: Sequence[str], A: Any, mlp: Ml
         fused={key: fuse(stack) for key, fuse in FUSIONS.items()},
         rollout=attention_rollout(mats, head="mean"),
         flow=attention_flow(mats, head="mean") if flow else None,
-        mlp=mlp, head_classes=heads_entry(report),
+        mlp=mlp, head_classes=heads_entry(report), sinks=None if sinks is None else tuple(bool(x) for x in sinks),
     )
 
 
@@ -220,7 +238,7 @@ def toy_routing(seed: int = 0, *, spec: AttentionSpec | None = None,
     --------
     >>> inputs, contrasts = toy_routing(0)
     >>> [i.name for i in inputs], inputs[0].attention.shape
-    (['toy spec, input 1', 'toy spec, input 2'], (1, 2, 6, 6))
+    (['toy input 1 (random vectors)', 'toy input 2 (random vectors)'], (1, 2, 6, 6))
     >>> contrasts[1].word, contrasts[1].distance.shape
     ('cat', (1, 2))
     """
@@ -238,11 +256,11 @@ def toy_routing(seed: int = 0, *, spec: AttentionSpec | None = None,
         inputs=features, outputs=tuple(f"y{j + 1}" for j in range(W.shape[1])), W=W.T,
         note="The dense layer made of the same weights: W is fixed, the same for input 1 and input 2.",
     )
-    source = f"toy spec: {spec.describe()}; random weights and inputs, seed {seed}"
+    source = f"{TOY_SOURCE}; spec {spec.describe()}, random weights, seed {seed}"
     inputs = []
     for k, X in enumerate((X1, X2), 1):
         _, A = attention(X, **weights, spec=spec)
-        inputs.append(routing_input(f"toy spec, input {k}", source, tokens, A, mlp))
+        inputs.append(routing_input(f"toy input {k} (random vectors)", source, tokens, A, mlp))
     contrasts = []
     seen: set[str] = set()
     for p, word in enumerate(tokens):

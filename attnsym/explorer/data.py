@@ -9,6 +9,14 @@ Arrays are written at their own precision: ``float32`` entries as the shortest d
 reads back to the same ``float32`` (so a 16-token, 6-layer, 12-head sentence costs about
 250 kB), ``float64`` entries as the shortest decimal that reads back to the same ``float64``.
 
+**A bounded page.** An input whose arrays hold more than :data:`DENSE_MAX_WEIGHTS` weights
+(``L H n² + 2 L n² + 2 n²``: about 16 MB of JSON; a 16-token sentence on a 6-layer, 12-head
+model holds 23 000) is stored as each row's :data:`TOP_K` largest weights
+(:func:`top_k_rows`), and the page says so beside that input's views, with the most any row
+left out: a 400-word sentence gives a page of a few MB instead of 183 MB.
+:func:`attnsym.explorer.write_page` warns with the size when it bounds an input, and refuses
+a page above :data:`MAX_PAGE_BYTES` unless its ``max_bytes`` is raised (or ``None``).
+
 Shapes (``L`` layers, ``H`` heads, ``n`` tokens)::
 
     RoutingInput.attention   (L, H, n, n)   attention[l, h, i, j]: query i reads key j
@@ -29,7 +37,17 @@ import numpy as np
 
 from ..errors import ShapeError, SpecError
 
-__all__ = ["ContrastData", "MlpData", "PageData", "RoutingInput", "encode_array"]
+__all__ = ["DENSE_MAX_WEIGHTS", "MAX_PAGE_BYTES", "TOP_K", "ContrastData", "MlpData", "PageData", "RoutingInput",
+           "encode_array", "top_k_rows"]
+
+#: an input holding more weights than this is stored bounded (each row's TOP_K largest weights)
+DENSE_MAX_WEIGHTS = 1_500_000
+
+#: weights kept per row of a bounded input
+TOP_K = 8
+
+#: write_page refuses a page larger than this many bytes unless its max_bytes is raised
+MAX_PAGE_BYTES = 200_000_000
 
 #: decimals the page prints attention weights with (hover, click, tables)
 WEIGHT_DECIMALS = 3
@@ -56,6 +74,26 @@ def encode_array(a: Any) -> Any:
         flat = [float(np.format_float_positional(v, unique=True, trim="-")) for v in arr.ravel()]
         return np.array(flat, dtype=object).reshape(arr.shape).tolist() if arr.ndim else flat[0]
     return arr.astype(np.float64).tolist()
+
+
+def top_k_rows(a: Any, k: int = TOP_K) -> dict[str, Any]:
+    """Each row's ``k`` largest weights of an ``(..., n, n)`` array: what a bounded page stores.
+
+    Returns ``{"topk": k, "n": n, "idx": (..., n, k) key indices, "w": (..., n, k) weights,
+    "dropped": the largest weight sum any row left out}`` (indices and weights as nested lists,
+    weights at their own precision, largest first).
+
+    >>> t = top_k_rows(np.array([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]], dtype=np.float32), 2)
+    >>> t["idx"], t["w"], round(t["dropped"], 6)
+    ([[0, 1], [2, 0]], [[0.5, 0.3], [0.8, 0.1]], 0.2)
+    """
+    arr = np.asarray(a)
+    n = arr.shape[-1]
+    k = min(int(k), n)
+    order = np.argsort(-arr, axis=-1, kind="stable")[..., :k]
+    kept = np.take_along_axis(arr, order, axis=-1)
+    dropped = float(np.max(np.asarray(arr, dtype=np.float64).sum(axis=-1) - kept.astype(np.float64).sum(axis=-1)))
+    return {"topk": k, "n": n, "idx": order.astype(np.int64).tolist(), "w": encode_array(kept), "dropped": max(dropped, 0.0)}
 
 
 def _matrix(name: str, a: Any, shape: tuple[int | None, ...]) -> np.ndarray:
@@ -101,7 +139,7 @@ class RoutingInput:
     Attributes
     ----------
     name : str
-        What the input selector shows (the sentence, or "toy spec, input 1").
+        What the input selector shows (the sentence, or "toy input 1 (random vectors)").
     source : str
         Where the numbers come from (the model and its sizes, or the spec).
     tokens : tuple of str
@@ -115,6 +153,13 @@ class RoutingInput:
         (:meth:`~attnsym.heads.HeadReport.to_dict`: layer and head counted from 1, a class and
         the scores of every head) with the classes' descriptions; the overview labels each
         thumbnail with it.
+    sinks : tuple of bool, optional
+        Per token, whether it is a sink's key (a special token such as ``[CLS]`` or ``[SEP]``,
+        or a decoder's first token): the page says a row that parks on one "reads nothing".
+    next_tokens : tuple of (str, float), optional
+        A decoder's most probable next tokens after the text, with their probabilities
+        (:meth:`attnsym.models.Route.top_next`); the page shows them beside where the last
+        position reads from (the rollout's last row).
     """
 
     name: str
@@ -126,11 +171,15 @@ class RoutingInput:
     flow: np.ndarray | None
     mlp: MlpData
     head_classes: dict[str, Any] | None = None
+    sinks: tuple[bool, ...] | None = None
+    next_tokens: tuple[tuple[str, float], ...] | None = None
 
     def __post_init__(self) -> None:
         n = len(self.tokens)
         if n == 0:
             raise ShapeError(f"input {self.name!r} has no tokens")
+        if self.sinks is not None and len(self.sinks) != n:
+            raise ShapeError(f"sinks must have one flag per token ({n}) (got {len(self.sinks)})")
         A = _matrix("attention", self.attention, (None, None, n, n))
         for key, M in self.fused.items():
             _matrix(f"fused[{key!r}]", M, (A.shape[0], n, n))
@@ -146,16 +195,35 @@ class RoutingInput:
     def heads(self) -> int:
         return int(np.shape(self.attention)[1])
 
-    def to_dict(self) -> dict[str, Any]:
+    @property
+    def weights(self) -> int:
+        """How many weights the input's arrays hold (attention, fusions, rollout, flow)."""
+        arrays = [self.attention, *self.fused.values(), self.rollout, self.flow]
+        return sum(int(np.size(a)) for a in arrays if a is not None)
+
+    def bounded(self, max_weights: int = DENSE_MAX_WEIGHTS) -> bool:
+        """Whether the page stores this input bounded (more than ``max_weights`` weights)."""
+        return self.weights > max_weights
+
+    def to_dict(self, max_weights: int = DENSE_MAX_WEIGHTS) -> dict[str, Any]:
+        bounded = self.bounded(max_weights)
+        encode = top_k_rows if bounded else encode_array
+        stored = {
+            "attention": encode(self.attention),
+            "fused": {k: encode(v) for k, v in self.fused.items()},
+            "rollout": None if self.rollout is None else encode(self.rollout),
+            "flow": None if self.flow is None else encode(self.flow),
+        }
+        dropped = max(stored["attention"]["dropped"], stored["fused"]["mean"]["dropped"] if "mean" in stored["fused"] else 0.0) \
+            if bounded else 0.0  # probability rows only (a max over heads is no distribution)
         return {
             "name": self.name, "source": self.source, "tokens": list(self.tokens),
-            "layers": self.layers, "heads": self.heads,
-            "attention": encode_array(self.attention),
-            "fused": {k: encode_array(v) for k, v in self.fused.items()},
-            "rollout": None if self.rollout is None else encode_array(self.rollout),
-            "flow": None if self.flow is None else encode_array(self.flow),
+            "layers": self.layers, "heads": self.heads, **stored,
+            "bounded": {"top_k": TOP_K, "weights": self.weights, "dropped": dropped} if bounded else None,
             "mlp": self.mlp.to_dict(),
             "head_classes": self.head_classes,
+            "sinks": None if self.sinks is None else [bool(x) for x in self.sinks],
+            "next": None if self.next_tokens is None else [[str(t), float(p)] for t, p in self.next_tokens],
         }
 
 
@@ -245,6 +313,8 @@ class PageData:
         (the tour's folder); a link is followed only when clicked, nothing is fetched.
     meta : dict
         Plain facts shown in the page's footer (version, seed, what was computed).
+    max_weights : int
+        An input holding more weights is stored bounded (:data:`DENSE_MAX_WEIGHTS`).
     """
 
     title: str = "attnsym explorer"
@@ -254,6 +324,7 @@ class PageData:
     contrasts: Sequence[ContrastData] = ()
     files: Sequence[tuple[str, str]] = ()
     meta: dict[str, Any] = field(default_factory=dict)
+    max_weights: int = DENSE_MAX_WEIGHTS
 
     def __post_init__(self) -> None:
         for c in self.contrasts:
@@ -272,11 +343,15 @@ class PageData:
         return {
             "title": self.title, "decimals": WEIGHT_DECIMALS,
             "derivations": list(self.derivations), "claims": list(self.claims),
-            "inputs": [i.to_dict() for i in self.inputs],
+            "inputs": [i.to_dict(self.max_weights) for i in self.inputs],
             "contrasts": [c.to_dict() for c in self.contrasts],
             "files": [{"path": str(p), "what": str(w)} for p, w in self.files],
             "meta": dict(self.meta),
         }
+
+    def bounded_inputs(self) -> list[str]:
+        """The names of the inputs the page stores bounded (each row's top weights only)."""
+        return [i.name for i in self.inputs if i.bounded(self.max_weights)]
 
     def to_json(self) -> str:
         """Compact JSON, safe inside a ``<script>`` element: every ``<`` is written ``\\u003c``."""

@@ -136,7 +136,8 @@ def load(driver: Any, path: str | Path, *, timeout: float = 120.0) -> float:
 
 
 def screenshots(page: str | Path, folder: str | Path) -> dict[str, Path]:
-    """Screenshots of the page's main views into ``folder`` (1440 × 900, and the first screen at 390 × 844).
+    """Screenshots of the page's main views into ``folder`` (1440 × 900; the first screen, the picture, the head
+    view and the overview at 390 × 844).
 
     Returns the written files by view name.
     """
@@ -155,8 +156,10 @@ def screenshots(page: str | Path, folder: str | Path) -> dict[str, Path]:
 
     with chromium(1440, 900) as driver:
         load(driver, page)
-        shoot(driver, "first-screen")  # the page as it opens: the contrast
-        shoot(driver, "contrast", "story")
+        shoot(driver, "first-screen")  # the page as it opens: the story, the headline, the results
+        driver.execute_script("const d = document.getElementById('contrast-more'); if (d) d.open = true")
+        shoot(driver, "contrast", "contrast")
+        driver.execute_script("const d = document.getElementById('contrast-more'); if (d) d.open = false")
         shoot(driver, "overview", "overview")
         shoot(driver, "headview", "headview")
         driver.execute_script("window.attnsymExplorer.select(2)")
@@ -169,7 +172,10 @@ def screenshots(page: str | Path, folder: str | Path) -> dict[str, Path]:
         shoot(driver, "derivations", "derivations")
     with chromium(390, 844) as driver:
         load(driver, page)
-        shoot(driver, "phone")  # the phone's first screen: the contrast
+        shoot(driver, "phone")  # the phone's first screen: the story and the headline
+        shoot(driver, "phone-picture", "story-picture")
+        shoot(driver, "phone-headview", "headview")
+        shoot(driver, "phone-overview", "overview")
     return out
 
 

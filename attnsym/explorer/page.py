@@ -13,16 +13,21 @@ import base64
 import html
 import os
 import re
+import warnings
 from functools import cache
 from importlib import resources
 from pathlib import Path
 
 from .. import __version__
 from .._io import atomic_write
-from ..errors import SpecError
-from .data import PageData
+from ..errors import SizeLimitError, SpecError
+from .data import MAX_PAGE_BYTES, TOP_K, PageData
 
-__all__ = ["CSP", "katex_css", "page_title", "render_page", "write_page"]
+__all__ = ["CSP", "PageSizeWarning", "katex_css", "page_title", "render_page", "write_page"]
+
+
+class PageSizeWarning(UserWarning):
+    """The page stores some inputs bounded (each row's top weights), or is large; the message gives the size."""
 
 #: what the page may load: nothing from a network, fonts and images only from data: URIs
 CSP = ("default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; font-src data:; "
@@ -68,27 +73,31 @@ _SKELETON = """<!DOCTYPE html>
 </head>
 <body>
 <header class="top"><h1>{heading}</h1>
-<nav aria-label="sections"><a href="#story">Contrast</a><a href="#overview">All heads</a>
-<a href="#headview">Head view</a>
+<nav aria-label="sections"><a href="#story">Story</a><a href="#headview">Head view</a>
+<a href="#overview">All heads</a>
 <a href="#routing">Routing</a><a href="#claims">Claims</a><a href="#derivations">Derivations</a></nav>
 </header>
 <main>
 <section class="part" id="story" aria-labelledby="h-story">
-<h2 id="h-story">The same word in two sentences</h2>
+<h2 id="h-story">Attention computes its mixing weights from the input</h2>
+<div id="story-lines" class="story-lines"></div>
+<div id="story-picture"></div>
 <div id="contrast"></div>
+<div id="story-sqrt"></div>
+<div id="results-strip"></div>
+</section>
+<section class="part" id="headview" aria-labelledby="h-headview">
+<h2 id="h-headview">Head view</h2>
+<p>Which token each token reads, one layer at a time: the attending token on the left, the key it reads on the right, one
+colour per head. It opens on the head of the contrast above; pick a sentence, a layer and the heads to overlay.</p>
+<div id="headview-body"></div>
 </section>
 <section class="part" id="overview" aria-labelledby="h-overview">
 <h2 id="h-overview">All heads</h2>
 <p>Every head's attention pattern for <span id="overview-input"></span>, one thumbnail per layer (rows) and head (columns),
-each named by its head class (<code>attnsym.heads.classify</code>). Click (or Enter) a thumbnail to open it in the routing views.
-Each thumbnail is coloured from white (0) to dark blue (its own largest weight); query &darr;, key &rarr;.</p>
+each named by the patterns it follows (attnsym.heads). Click (or Enter) a thumbnail to open it in the head view and the routing
+views. Query &darr;, key &rarr;.</p>
 <div id="overview-grid"></div>
-</section>
-<section class="part" id="headview" aria-labelledby="h-headview">
-<h2 id="h-headview">Head view</h2>
-<p>The heads of one layer overlaid: a line from key j (left) to query i (right) for each weight above the threshold, one colour
-per head, its opacity the weight. Toggle heads on and off.</p>
-<div id="headview-body"></div>
 </section>
 <section class="part" id="routing" aria-labelledby="h-routing">
 <h2 id="h-routing">Routing</h2>
@@ -106,6 +115,7 @@ has its own routing graph; the feed-forward graph is the same for every input. <
 <p><strong>Showing:</strong> <span id="routing-what"></span>. Tokens: hover to look, click or Enter to pin (a row or column label
 or a graph node pins too), Escape unpins; arrows move. Keyboard: Tab into a heatmap or the distance grid, the arrows
 move cell by cell, Enter or Space pins the cell's query token (in the grid: chooses the cell).</p>
+<div id="routing-next"></div>
 <div id="token-strip" role="toolbar" aria-label="tokens"></div>
 <div id="token-panel" class="card" aria-live="polite"></div>
 <div id="routing-views" class="views"></div>
@@ -177,12 +187,32 @@ def render_page(data: PageData) -> str:
     )
 
 
-def write_page(data: PageData, path: str | os.PathLike, *, overwrite: bool = False) -> Path:
+def write_page(data: PageData, path: str | os.PathLike, *, overwrite: bool = False,
+               max_bytes: int | None = MAX_PAGE_BYTES) -> Path:
     """Write the page atomically to ``path``; an existing file needs ``overwrite=True``.
+
+    An input too large to store whole is stored bounded (:attr:`PageData.max_weights`, each
+    row's top weights); the page says so, and a :class:`PageSizeWarning` gives its size.
 
     Raises
     ------
     OverwriteError
         ``path`` exists and ``overwrite`` is False.
+    SizeLimitError
+        The page would be larger than ``max_bytes`` (default :data:`~attnsym.explorer.data.MAX_PAGE_BYTES`);
+        ``max_bytes=None`` writes it whatever its size.
     """
-    return atomic_write(path, render_page(data), overwrite=overwrite)
+    if max_bytes is not None and (isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1):
+        raise SpecError(f"max_bytes must be a positive integer or None (got {max_bytes!r})")
+    page = render_page(data)
+    size = len(page.encode("utf-8"))
+    if max_bytes is not None and size > max_bytes:
+        raise SizeLimitError(f"the page would be {size / 1e6:.1f} MB, above the {max_bytes / 1e6:.1f} MB cap (a browser may "
+                             f"not open it); pass max_bytes=None (attnsym explore: --max-page-mb 0) to write it anyway, "
+                             f"or route shorter texts")
+    bounded = data.bounded_inputs()
+    if bounded:
+        warnings.warn(f"the page is {size / 1e6:.1f} MB, bounded: {len(bounded)} input(s) too large to store whole "
+                      f"keep each row's top {TOP_K} weights ({', '.join(repr(b[:40]) for b in bounded)})",
+                      PageSizeWarning, stacklevel=2)
+    return atomic_write(path, page, overwrite=overwrite)

@@ -28,7 +28,7 @@ CLASS_COLOURS: dict[str, str] = {
 
 
 def head_classes_figure(report: Any, *, title: str | None = None) -> Figure:
-    """Layers (rows, from 1) × heads (columns, from 1), each cell coloured by its class and labelled with its top score.
+    """Layers (rows, from 1) × heads (columns, from 1), each cell coloured by its primary class, with its score and other labels.
 
     Parameters
     ----------
@@ -40,7 +40,8 @@ def head_classes_figure(report: Any, *, title: str | None = None) -> Figure:
     Returns
     -------
     matplotlib.figure.Figure
-        One axes; the legend lists only the classes that occur, each with its head count.
+        One axes; the legend lists only the classes that occur, each with the heads whose primary
+        class it is and, where more heads carry it as a further label, that count too.
 
     Examples
     --------
@@ -56,20 +57,23 @@ def head_classes_figure(report: Any, *, title: str | None = None) -> Figure:
 
     from ..heads import CLASSES, SHORT
 
-    if not hasattr(report, "labels") or not hasattr(report, "top"):
+    if not hasattr(report, "primary") or not hasattr(report, "top"):
         raise SpecError(f"report must be a HeadReport from attnsym.heads.classify (got {type(report).__name__})")
     L, H = report.layers, report.heads
     index = {c: k for k, c in enumerate(CLASSES)}
-    grid = np.array([[index[c] for c in row] for row in report.labels], dtype=float)  # (L, H)
+    grid = np.array([[index[c] for c in row] for row in report.primary], dtype=float)  # (L, H)
     fig = new_figure((max(6.0, 0.62 * H + 2.8), max(3.2, 0.5 * L + 2.2)))
     ax = fig.add_subplot()
     cmap = ListedColormap([CLASS_COLOURS[c] for c in CLASSES])
     ax.imshow(grid, cmap=cmap, vmin=-0.5, vmax=len(CLASSES) - 0.5, aspect="auto", interpolation="nearest")
     for ly in range(L):
         for h in range(H):
-            label = report.labels[ly][h]
+            label = report.primary[ly][h]
             value = report.top[ly, h]
             text = SHORT[label] if math.isnan(value) else f"{SHORT[label]}\n{value:.2f}"
+            others = [SHORT[c] for c in report.labels[ly][h] if c != label]
+            if others:
+                text += "\n+" + "+".join(others)
             dark = label in ("previous-token", "induction", "end-token")
             ax.text(h, ly, text, ha="center", va="center", fontsize=7, color="white" if dark else "black")
     ax.set_xticks(range(H), [str(h + 1) for h in range(H)])
@@ -80,11 +84,16 @@ def head_classes_figure(report: Any, *, title: str | None = None) -> Figure:
     ax.set_yticks(np.arange(-0.5, L, 1), minor=True)
     ax.grid(which="minor", color="white", linewidth=1.5)
     ax.tick_params(which="minor", length=0)
-    counts = report.counts()
-    present = [c for c in CLASSES if sum(counts[c])]
-    handles = [Patch(facecolor=CLASS_COLOURS[c], edgecolor="#555555", label=f"{c} ({sum(counts[c])})") for c in present]
+    counts, carried = report.counts(), report.label_counts()
+    present = [c for c in CLASSES if sum(counts[c]) or (c != "mixed" and sum(carried[c]))]
+
+    def entry(c: str) -> str:
+        extra = sum(carried[c]) - sum(counts[c]) if c != "mixed" else 0
+        return f"{c} ({sum(counts[c])}" + (f", +{extra} as a further label)" if extra else ")")
+
+    handles = [Patch(facecolor=CLASS_COLOURS[c], edgecolor="#555555", label=entry(c)) for c in present]
     ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False,
-              title="class (heads)", title_fontsize=8)
-    ax.set_title(title or "head classes: the highest score at or above its threshold, else mixed; "
-                 "cell text: class and score", fontsize=9)
+              title="primary class (heads)", title_fontsize=8)
+    ax.set_title(title or "head classes: colour and first line the primary class and its score; "
+                 "+ the further labels that pass their threshold", fontsize=9)
     return fig

@@ -60,6 +60,14 @@ $ attnsym explore --model path/to/hf-folder "Hello world" "Hello there" -o page.
 $ attnsym tour            # attnsym-tour/index.html is the explorer page of the whole tour
 ```
 
+A page built from your sentences shows only them (the toy spec's random inputs only with
+`--toy`, labelled "toy: random vectors, words are labels"). A decoder's page (for example
+`--model SmolLM2-135M-Instruct`) also says what the model predicts after each sentence and where
+that prediction read from, and adds the induction probe (random tokens repeated twice) with its
+induction heads labelled. A long text is bounded: an input too large to store whole keeps each
+row's top 8 weights (the page says so, and a warning gives its size; a 400-word sentence gives a
+page of about 6 MB), and a page above `--max-page-mb` (200) is refused.
+
 ## From Python
 
 ```python
@@ -86,16 +94,21 @@ Below: {real}the toy spec (two random inputs through the same random weights), a
 
 ## Screenshots
 
-The page opens on the story: the model, the two sentences, the word, where it reads from in
-each (side by side, at the head where the two differ most) and the distance per layer × head.
+The page opens on the story: an MLP mixes with fixed weights (one graph for every input),
+attention computes its weights from the input; the word's graph in the MLP beside its graph in
+each sentence; one headline naming the head and what the word reads in each sentence (a sink is
+called a sink); the source of the data; one line on √d; and what was validated.
 
 ![First screen](images/explorer-first-screen.png)
 
-All heads at once, each thumbnail named by its head class (`attnsym.heads`); click one to open it.
+All heads at once, each thumbnail named by every pattern it follows (`attnsym.heads`: a primary
+class and the further labels), drawn on the page's one absolute scale; click one to open it.
 
 ![All-heads overview](images/explorer-overview.png)
 
-The head view: the heads of one layer overlaid, one colour per head, toggled on and off.
+The head view: the attending token on the left, the key it reads on the right, one colour-blind-safe
+colour per head, its own sentence and layer selectors; it opens on the headline's head, and hovering
+(or tapping) a token shows only its lines.
 
 ![Head view](images/explorer-headview.png)
 
@@ -103,7 +116,7 @@ Routing: heatmap, routing graph and the feed-forward block's fixed graph; a toke
 
 ![Routing view](images/explorer-routing.png)
 
-The same word in two sentences: distance per layer and head, and both rows.
+The same word in two sentences, unfolded: distance per layer and head, and both rows.
 
 ![Contrast view](images/explorer-contrast.png)
 
@@ -113,9 +126,16 @@ Claims with their evidence, and the derivations typeset.
 
 ![Derivations view](images/explorer-derivations.png)
 
-At a phone's width (390 × 844), the first screen:
+At a phone's width (390 × 844): the first screen, the picture (it scrolls sideways inside its
+frame), the head view and the overview (in a frame that scrolls):
 
 ![Phone width](images/explorer-phone.png)
+
+![Phone: the picture](images/explorer-phone-picture.png)
+
+![Phone: head view](images/explorer-phone-headview.png)
+
+![Phone: all heads](images/explorer-phone-overview.png)
 
 ## Tested in a real browser
 
@@ -127,7 +147,11 @@ another head changes the heatmap to that head's numbers; hovering a token shows 
 column equal to the Python result at the printed precision (toy spec and all-MiniLM-L6-v2);
 the drawn routing graph is `attnsym.graphs.routing_graph`; the SVG export is valid SVG; the
 JSON and CSV exports hold the numbers shown; rollout and flow show
-`attention_rollout`/`attention_flow`; no horizontal scrolling at a phone's width.
+`attention_rollout`/`attention_flow`; no horizontal scrolling at a phone's width; the first
+screen's story lines, headline and results strip at 1440 × 900 and 390 × 844; no toy contrast on
+a page built from the user's sentences; each view's source label; hovering a token in the head
+view shows only its lines; no raw markup (backticks, `**`, `_{{`, `sqrt(`) in any visible text;
+no visible text under 11 px at 390 px.
 """
 
 with mkdocs_gen_files.open("explorer.md", "w") as handle:

@@ -60,15 +60,71 @@
     }
     return display ? el("div", { "class": "scroll" }, span) : span;
   }
-  function textWithMath(text) {
-    var out = el("span");
-    String(text).split(/(\$[^$]+\$)/).forEach(function (part) {
+  // claims are written for a terminal (`n*(4*d*n)`, d^-0.48, sqrt(2)·gamma^2, x_{1,1}): the page shows them as prose and maths
+  var GREEK = { alpha: "α", gamma: "γ", delta: "δ", epsilon: "ε", eta: "η", theta: "θ", lambda: "λ", rho: "ρ", sigma: "σ", omega: "ω", ell: "ℓ" };
+  var GREEK_TEX = { ell: "\\ell" };
+  function balanced(s, open) {  // the index just past the bracket closing the one at `open`, or -1
+    var depth = 0, pairs = { "(": ")", "{": "}" }, o = s[open], c = pairs[o];
+    for (var k = open; k < s.length; k++) {
+      if (s[k] === o) depth++;
+      else if (s[k] === c && --depth === 0) return k + 1;
+    }
+    return -1;
+  }
+  function codeToTex(code) {  // a Python expression (SymPy's str) as TeX: ** powers, * products, sqrt, Greek names
+    var s = code.replace(/\b(alpha|gamma|delta|epsilon|eta|theta|lambda|rho|sigma|omega|ell)\b/g, function (m) { return GREEK_TEX[m] || "\\" + m; });
+    for (var k = s.indexOf("sqrt("); k >= 0; k = s.indexOf("sqrt(")) {
+      var end = balanced(s, k + 4);
+      if (end < 0) break;
+      s = s.slice(0, k) + "\\sqrt{" + s.slice(k + 5, end - 1) + "}" + s.slice(end);
+    }
+    s = s.replace(/\*\*(\([^()]*\)|[\w.]+)/g, function (m, e) { return "^{" + e.replace(/^\((.*)\)$/, "$1") + "}"; });
+    return s.replace(/\*/g, "\\,");
+  }
+  function plainMath(node, s) {  // powers and indices as <sup>/<sub>, sqrt( as √, a*b as a·b, Greek names as letters
+    s = s.replace(/\b(alpha|gamma|delta|epsilon|eta|theta|lambda|rho|sigma|omega|ell)\b/g, function (m) { return GREEK[m]; })
+      .replace(/\*\*/g, "^").replace(/([\w)²])\*(?=[\w(√])/g, "$1·");
+    for (var k = s.indexOf("sqrt("); k >= 0; k = s.indexOf("sqrt(")) {
+      var end = balanced(s, k + 4);
+      if (end < 0) break;
+      var inner = s.slice(k + 5, end - 1);
+      s = s.slice(0, k) + "√" + (/^[\w.]+$/.test(inner) ? inner : "(" + inner + ")") + s.slice(end);
+    }
+    var re = /\^(\{|\(|-?[\w.−]+)|_(\{|[A-Za-z0-9]{1,3}\b)/g, last = 0, m;
+    while ((m = re.exec(s)) !== null) {
+      var sup = m[0][0] === "^", start = m.index, open = sup ? m[1] : m[2];
+      if (!sup) {  // an index only after a one-letter name (x_i, W_Q) or a bracket (softmax(x)_i), never inside a_word
+        var before = s.slice(Math.max(0, start - 2), start);
+        var braced = open === "{" && start > 0 && /\S/.test(s[start - 1]);  // x_{…} after any symbol (‖W‖_{1,∞})
+        if (!(braced || /\)$/.test(before) || /(^|[^A-Za-z])[A-Za-zα-ωΑ-Ω]$/.test(before) || (start === 1 && /[A-Za-zα-ω]/.test(s[0])))) continue;
+      }
+      var body, stop;
+      if (open === "{" || open === "(") {
+        stop = balanced(s, start + 1);
+        if (stop < 0) continue;
+        body = s.slice(start + 2, stop - 1);
+      } else { body = open; stop = start + 1 + open.length; }
+      node.appendChild(document.createTextNode(s.slice(last, start)));
+      var child = el(sup ? "sup" : "sub");
+      plainMath(child, sup && open === "(" && /[\s+−-]/.test(body.replace(/^[-−]/, "")) ? "(" + body + ")" : body);
+      node.appendChild(child);
+      last = stop;
+      re.lastIndex = stop;
+    }
+    node.appendChild(document.createTextNode(s.slice(last)));
+  }
+  function prose(text) {
+    var out = el("span", { "class": "prose" });
+    String(text).split(/(`[^`]+`|\$[^$]+\$)/).forEach(function (part) {
       if (!part) return;
-      if (part.length > 2 && part[0] === "$" && part[part.length - 1] === "$") out.appendChild(math(part.slice(1, -1), false));
-      else out.appendChild(document.createTextNode(part));
+      var q = part[0];
+      if ((q === "`" || q === "$") && part.length > 2 && part[part.length - 1] === q) {
+        out.appendChild(math(q === "`" ? codeToTex(part.slice(1, -1)) : part.slice(1, -1), false));
+      } else plainMath(out, part);
     });
     return out;
   }
+  function textWithMath(text) { return prose(text); }
   function sourceToggle(tex, label) {
     var pre = el("pre", { "class": "latex-source", hidden: true, text: tex });
     var button = el("button", {
@@ -155,13 +211,13 @@
       d.steps.forEach(function (s) {
         var tex = (s.formula ? s.formula + " \\\\\n" : "") + s.latex;
         steps.appendChild(el("li", { "class": "step" }, [
-          el("h4", { text: s.title }), el("p", null, textWithMath(s.explanation)),
+          el("h4", null, prose(s.title)), el("p", null, textWithMath(s.explanation)),
           s.formula ? math(s.formula, true) : null,
           math(s.latex, true)
         ].concat(sourceToggle(tex, "LaTeX source"))));
       });
       root.appendChild(el("section", { "class": "derivation", id: "derivation-" + d.id }, [
-        el("h3", { text: d.title }), el("p", { "class": "muted", text: d.description }),
+        el("h3", null, prose(d.title)), el("p", { "class": "muted" }, prose(d.description)),
         el("p", null, [el("button", { type: "button", "class": "small", text: "Download .tex",
           onclick: function () { download(d.id + ".tex", "application/x-tex", d.document); } })]),
         steps
@@ -175,7 +231,7 @@
   function scalarNode(v) {
     if (isTex(v)) return math(v.latex, false);
     if (v === null) return el("span", { text: "none" });
-    return el("span", { text: typeof v === "number" ? fmtNumber(v) : String(v) });
+    return typeof v === "number" ? el("span", { text: fmtNumber(v) }) : prose(String(v));
   }
   // evidence values: typeset where they have a LaTeX form, lists and matrices as tables, never raw JSON
   function valueNode(v) {
@@ -194,44 +250,58 @@
         var cols = [];
         v.forEach(function (r) { Object.keys(r).forEach(function (k) { if (cols.indexOf(k) < 0) cols.push(k); }); });
         return el("div", { "class": "scroll" }, el("table", { "class": "details-table" }, [
-          el("tr", null, cols.map(function (c) { return el("th", { text: c }); }))
+          el("tr", null, cols.map(function (c) { return el("th", null, prose(c)); }))
         ].concat(v.map(function (r) { return el("tr", null, cols.map(function (c) { return el("td", null, c in r ? valueNode(r[c]) : null); })); }))));
       }
       return el("ol", { "class": "values" }, v.map(function (x) { return el("li", null, valueNode(x)); }));
     }
     return el("dl", { "class": "details" }, [].concat.apply([], Object.keys(v).map(function (k) {
-      return [el("dt", { text: k }), el("dd", null, valueNode(v[k]))];
+      return [el("dt", null, prose(k)), el("dd", null, valueNode(v[k]))];
     })));
   }
   function renderClaims() {
-    var root = document.getElementById("claim-list");
+    var root = byId("claim-list");
     if (!DATA.claims.length) { root.appendChild(el("p", { text: "No claims were checked for this page." })); return; }
-    root.appendChild(el("div", { "class": "claim-head", "aria-hidden": "true" },
-      ["claim", "verdict", "method", "key evidence"].map(function (t) { return el("span", { text: t }); })));
+    var groups = [];  // in the page's order: the source material's claims first, open; the others folded by theme
     DATA.claims.forEach(function (c) {
-      var verdictClass = c.as_expected ? (c.verdict === "holds" ? "ok" : "cond") : "bad";
-      var body = [el("p", null, [el("strong", { text: "Claim: " }), c.statement]),
-        el("p", null, [el("strong", { text: "Expected: " }), c.expected, " · ", el("strong", { text: "verdict: " }), c.verdict])];
-      if (c.conditions.length) body.push(el("h4", { text: "Conditions" }), el("ul", null, c.conditions.map(function (t) { return el("li", null, textWithMath(t)); })));
-      if (c.equations.length) {
-        body.push(el("h4", { text: "Equations" }));
-        c.equations.forEach(function (e) {
-          body.push(el("div", { "class": "equation" }, [el("p", { text: e.title }), math(e.latex, true)].concat(sourceToggle(e.latex))));
-        });
-      }
-      if (Object.keys(c.details).length) {
-        body.push(el("h4", { text: "Evidence" }), valueNode(c.details));
-        body.push(el("p", null, sourceToggle(JSON.stringify(c.details, null, 1), "JSON source")));
-      }
-      c.figures.forEach(function (f) {
-        body.push(el("figure", null, [el("img", { src: f.src, alt: c.claim + ": " + f.name, loading: "lazy" }), el("figcaption", { text: f.name })]));
-      });
-      root.appendChild(el("details", { "class": "claim", id: "claim-" + c.claim }, [
-        el("summary", null, [el("code", { text: c.claim }), el("span", { "class": "verdict " + verdictClass, text: c.verdict }),
-          el("span", { "class": "method", text: c.method }), el("span", { "class": "summary", text: c.summary })]),
-        el("div", { "class": "claim-body" }, body)
-      ]));
+      var g = c.group || "other", found = groups.filter(function (x) { return x.id === g; })[0];
+      if (!found) { found = { id: g, title: c.group_title || "Other claims", claims: [] }; groups.push(found); }
+      found.claims.push(c);
     });
+    groups.sort(function (a, b) { return (a.id === "source" ? 0 : 1) - (b.id === "source" ? 0 : 1); });
+    groups.forEach(function (g, k) {
+      var ok = g.claims.filter(function (c) { return c.as_expected; }).length;
+      var list = el("div", { "class": "claim-rows" }, [el("div", { "class": "claim-head", "aria-hidden": "true" },
+        ["claim", "verdict", "method", "key evidence"].map(function (t) { return el("span", { text: t }); }))].concat(g.claims.map(claimNode)));
+      var title = g.title + " (" + g.claims.length + (ok === g.claims.length ? ", every verdict as expected)" : ", " + ok + " as expected)");
+      if (g.id === "source" || groups.length === 1) root.appendChild(el("section", { "class": "claim-group", id: "claims-" + g.id }, [el("h3", { text: title }), list]));
+      else root.appendChild(el("details", { "class": "group", id: "claims-" + g.id }, [el("summary", { text: title }), list]));
+    });
+  }
+  function claimNode(c) {
+    var verdictClass = c.as_expected ? (c.verdict === "holds" ? "ok" : "cond") : "bad";
+    var body = c.figures.map(function (f) {
+      return el("figure", null, [el("img", { src: f.src, alt: c.claim + ": " + f.name, loading: "lazy" }), el("figcaption", { text: f.name })]);
+    });
+    body.push(el("p", null, [el("strong", { text: "Claim: " }), prose(c.statement)]),
+      el("p", null, [el("strong", { text: "Expected: " }), c.expected, " · ", el("strong", { text: "verdict: " }), c.verdict]),
+      el("p", null, [el("strong", { text: "Result: " }), prose(c.summary)]));
+    if (c.conditions.length) body.push(el("h4", { text: "Conditions" }), el("ul", null, c.conditions.map(function (t) { return el("li", null, prose(t)); })));
+    if (c.equations.length) {
+      body.push(el("h4", { text: "Equations" }));
+      c.equations.forEach(function (e) {
+        body.push(el("div", { "class": "equation" }, [el("p", { text: e.title }), math(e.latex, true)].concat(sourceToggle(e.latex))));
+      });
+    }
+    if (Object.keys(c.details).length) {
+      body.push(el("h4", { text: "Evidence" }), el("div", { "class": "evidence" }, valueNode(c.details)));
+      body.push(el("p", null, sourceToggle(JSON.stringify(c.details, null, 1), "JSON source")));
+    }
+    return el("details", { "class": "claim", id: "claim-" + c.claim }, [
+      el("summary", null, [el("span", { "class": "claim-id", text: c.claim }), el("span", { "class": "verdict " + verdictClass, text: c.verdict }),
+        el("span", { "class": "method", text: c.method }), el("span", { "class": "summary" }, prose(c.summary))]),
+      el("div", { "class": "claim-body" }, body)
+    ]);
   }
 
   // ------------------------------------------------------------------ routing: what is shown
@@ -239,12 +309,28 @@
   function range(n) { var out = []; for (var k = 0; k < n; k++) out.push(k); return out; }
   function current() { return DATA.inputs[state.input]; }
   function numericHead() { return /^\d+$/.test(String(state.head)); }
+  // a bounded page stores large arrays as each row's top k weights ({topk, idx, w}); a view reads dense rows
+  var DENSE = { key: null, M: null };
+  function rowsAt(A, path) {
+    if (!A || !A.topk) return path.reduce(function (x, k) { return x[k]; }, A);
+    var idx = path.reduce(function (x, k) { return x[k]; }, A.idx), w = path.reduce(function (x, k) { return x[k]; }, A.w);
+    return idx.map(function (cols, i) {
+      var row = new Array(A.n).fill(0);
+      cols.forEach(function (j, q) { row[j] = w[i][q]; });
+      return row;
+    });
+  }
+  function headMatrix(inp, l, h) {
+    var key = DATA.inputs.indexOf(inp) + ":" + l + ":" + h;
+    if (DENSE.key !== key) { DENSE.key = key; DENSE.M = rowsAt(inp.attention, [l, h]); }
+    return DENSE.M;
+  }
   function matrix() {
     var inp = current();
-    if (state.view === "rollout") return inp.rollout;
-    if (state.view === "flow") return inp.flow;
-    if (state.head === "mean" || state.head === "max") return inp.fused[state.head][state.layer];
-    return inp.attention[state.layer][Number(state.head)];
+    if (state.view === "rollout") return rowsAt(inp.rollout, []);
+    if (state.view === "flow") return rowsAt(inp.flow, []);
+    if (state.head === "mean" || state.head === "max") return rowsAt(inp.fused[state.head], [state.layer]);
+    return headMatrix(inp, state.layer, Number(state.head));
   }
   function describe() {
     var inp = current();
@@ -264,7 +350,7 @@
   function layout(n, labels) {
     var longest = labels.reduce(function (m, t) { return Math.max(m, String(t).length); }, 1);
     var cell = Math.max(10, Math.min(34, Math.floor(440 / n)));
-    return { cell: cell, pad: Math.min(110, 14 + 7 * longest), font: Math.max(10, Math.min(13, cell - 3)) };
+    return { cell: cell, pad: Math.min(110, 14 + 7 * longest), font: Math.max(11, Math.min(13, cell - 3)) };
   }
   function activate(node, fn) {  // click, Enter or Space
     node.setAttribute("tabindex", "0");
@@ -280,9 +366,9 @@
       g.appendChild(svg("rect", { x: x + s * width / steps, y: y, width: width / steps + 0.5, height: 10, fill: sequential(s / (steps - 1)) }));
     }
     g.appendChild(svg("rect", { x: x, y: y, width: width, height: 10, fill: "none", stroke: "#adb5bd", "stroke-width": 0.5 }));
-    g.appendChild(svg("text", { x: x, y: y + 22, "font-size": 10, text: "0" }));
-    g.appendChild(svg("text", { x: x + width, y: y + 22, "font-size": 10, "text-anchor": "end", text: fmt(max) }));
-    g.appendChild(svg("text", { x: x + width + 8, y: y + 9, "font-size": 10, "class": "axis", text: label }));
+    g.appendChild(svg("text", { x: x, y: y + 22, "font-size": 11, text: "0" }));
+    g.appendChild(svg("text", { x: x + width, y: y + 22, "font-size": 11, "text-anchor": "end", text: fmt(max) }));
+    g.appendChild(svg("text", { x: x + width + 8, y: y + 9, "font-size": 11, "class": "axis", text: label }));
     root.appendChild(g);
   }
 
@@ -314,6 +400,7 @@
   }
   function heatmap(M, rows, cols, opts) {
     var n = rows.length, m = cols.length, g = layout(Math.max(n, m), rows.concat(cols));
+    if (n * m > 20000) g.cell = Math.max(2, Math.min(g.cell, Math.floor(1000 / Math.max(n, m))));  // drawn as one image
     var grid = opts.grid || "grid", at = opts.chosen || roving[grid];  // the tab stop: the chosen cell, else the last one used
     if (!at || at[0] >= n || at[1] >= m) {
       at = opts.selected !== null && opts.selected !== undefined && opts.selected < Math.min(n, m) ? [opts.selected, opts.selected] : [0, 0];
@@ -345,7 +432,32 @@
       if (opts.onlabel) { label.setAttribute("role", "button"); activate(label, function () { opts.onlabel(i); }); }
       root.appendChild(label);
     });
-    M.forEach(function (row, i) {
+    var big = n * m > 20000;  // a long text: the cells as one image (hover still reads a cell), not n² elements
+    if (big) {
+      var canvas = document.createElement("canvas");
+      canvas.width = m; canvas.height = n;
+      var ctx = canvas.getContext("2d"), img = ctx.createImageData(m, n);
+      M.forEach(function (row, i) { row.forEach(function (w, j) {
+        var c = sequentialRGB(max > 0 ? w / max : 0), o = 4 * (i * m + j);
+        img.data[o] = c[0]; img.data[o + 1] = c[1]; img.data[o + 2] = c[2]; img.data[o + 3] = 255; }); });
+      ctx.putImageData(img, 0, 0);
+      var picture = svg("image", { x: left, y: top, width: m * g.cell, height: n * g.cell, preserveAspectRatio: "none",
+        "image-rendering": "pixelated", "class": "cells-image", href: canvas.toDataURL("image/png") });
+      var tip = svg("title", { text: opts.title });
+      picture.appendChild(tip);
+      picture.addEventListener("mousemove", function (ev) {
+        var r = picture.getBoundingClientRect(), i = Math.floor((ev.clientY - r.top) / r.height * n), j = Math.floor((ev.clientX - r.left) / r.width * m);
+        if (i < 0 || j < 0 || i >= n || j >= m) return;
+        tip.textContent = (opts.cellTitle ? opts.cellTitle(i, j) : rows[i] + " ← " + cols[j]) + ": " + fmt(M[i][j]);
+        if (opts.onhover) opts.onhover(i, j);
+      });
+      picture.addEventListener("click", function (ev) {
+        var r = picture.getBoundingClientRect(), i = Math.floor((ev.clientY - r.top) / r.height * n);
+        if (i >= 0 && i < n && opts.onlabel) opts.onlabel(i);
+      });
+      root.appendChild(picture);
+    }
+    if (!big) M.forEach(function (row, i) {
       row.forEach(function (w, j) {
         var hot = opts.selected === i || opts.selected === j;
         var chosen = opts.chosen && opts.chosen[0] === i && opts.chosen[1] === j;
@@ -429,7 +541,7 @@
       });
     });
     var foot = H - 16;
-    root.appendChild(svg("text", { x: 4, y: foot, "font-size": 10, "class": "axis",
+    root.appendChild(svg("text", { x: 4, y: foot, "font-size": 11, "class": "axis",
       text: opts.fixed ? "each line: a position reads itself with weight 1" :
         "width and opacity: weight, 0 to " + fmt(maxAbs) + (threshold > 0 ? "; edges below " + threshold.toFixed(2) + " hidden" : "") +
         (opts.signed ? "; blue positive, red negative" : "") + " (" + drawn + " edges)" }));
@@ -449,7 +561,7 @@
     if (state.token !== null && state.token >= inp.tokens.length) state.token = null;
     if (state.view === "flow" && !inp.flow) state.view = "rollout";
     if (state.threshold === null) state.threshold = inp.tokens.length > 24 ? 0.05 : 0;
-    fillSelect(byId("pick-input"), DATA.inputs.map(function (x, k) { return [k, x.name]; }), state.input);
+    fillSelect(byId("pick-input"), DATA.inputs.map(function (x, k) { return [k, x.name.length > 70 ? x.name.slice(0, 69) + "…" : x.name]; }), state.input);
     fillSelect(byId("pick-layer"), range(inp.layers).map(function (l) { return [l, "layer " + (l + 1)]; }), state.layer);
     fillSelect(byId("pick-head"), range(inp.heads).map(function (h) {
       var hc = headClass(inp, state.layer, h);
@@ -554,8 +666,11 @@
     if (!DATA.inputs.length) { byId("routing-views").textContent = "No routing input on this page."; return; }
     syncControls();
     var inp = current(), M = matrix(), tokens = inp.tokens, sel = state.token;
-    byId("routing-source").textContent = inp.source;
+    byId("routing-source").textContent = "Data: " + inp.source + (inp.bounded ? boundNote(inp).textContent : "");
     byId("routing-what").textContent = describe();
+    var predicted = byId("routing-next");
+    predicted.textContent = "";
+    if (inp.next) predicted.appendChild(predictionLine(inp, null));
     tokenStrip(tokens);
     var views = byId("routing-views");
     views.textContent = "";
@@ -599,12 +714,12 @@
   }
 
   // ------------------------------------------------------------------ all-heads overview
-  function thumbnail(M) {
+  function thumbnail(M) {  // on the page's one absolute scale: white 0, dark blue 1 (as the head view's opacity)
     var n = M.length, canvas = el("canvas", { width: n, height: n, "class": "thumb-canvas" });
-    var ctx = canvas.getContext("2d"), img = ctx.createImageData(n, n), max = maxOf(M);
+    var ctx = canvas.getContext("2d"), img = ctx.createImageData(n, n);
     M.forEach(function (row, i) {
       row.forEach(function (w, j) {
-        var c = sequentialRGB(max > 0 ? w / max : 0), o = 4 * (i * n + j);
+        var c = sequentialRGB(w), o = 4 * (i * n + j);
         img.data[o] = c[0]; img.data[o + 1] = c[1]; img.data[o + 2] = c[2]; img.data[o + 3] = 255;
       });
     });
@@ -613,6 +728,7 @@
   }
   function openHead(layer, head) {
     state.view = "attention"; state.layer = layer; state.head = String(head);
+    state.hv = { input: state.input, layer: layer, start: head, headsOn: null, focus: null, pinned: false };
     renderRouting();
     var target = byId("routing");
     if (target.scrollIntoView) target.scrollIntoView({ block: "start" });
@@ -621,6 +737,7 @@
     var inp = current(), root = byId("overview-grid");
     byId("overview-input").textContent = "“" + inp.name + "”";
     root.textContent = "";
+    root.appendChild(sourceLine(inp));
     var grid = el("div", { "class": "thumbs", role: "group", "aria-label": "layers × heads (Tab into it, arrows move, Enter opens a head)", style: "grid-template-columns: auto repeat(" + inp.heads + ", minmax(3.2rem, 1fr))" });
     grid.appendChild(el("span", { "class": "thumb-axis corner" }, [el("span", { text: "layer ↓ " }), el("span", { text: "head →" })]));
     range(inp.heads).forEach(function (h) { grid.appendChild(el("span", { "class": "thumb-axis", text: String(h + 1) })); });
@@ -629,12 +746,15 @@
       range(inp.heads).forEach(function (h) {
         var hc = headClass(inp, l, h), cls = hc ? hc["class"] : "";
         var score = hc && hc.top_score !== null ? " " + hc.top_score.toFixed(2) : "";
+        var more = hc ? hc.labels.filter(function (x) { return x !== cls && x !== "mixed"; }).map(function (x) { return "+" + inp.head_classes.short[x]; }).join(" ") : "";
         var chosen = state.view === "attention" && state.layer === l && String(state.head) === String(h);
         var b = el("button", { type: "button", "class": "thumb" + (chosen ? " chosen" : ""), "data-layer": l + 1, "data-head": h + 1,
-          "data-class": cls, title: "layer " + (l + 1) + ", head " + (h + 1) + (hc ? ": " + cls + score + " — " + inp.head_classes.descriptions[cls] : ""),
+          "data-class": cls, "data-labels": hc ? hc.labels.join(" ") : "",
+          title: "layer " + (l + 1) + ", head " + (h + 1) + (hc ? ": " + hc.labels.join(", ") + " — " + inp.head_classes.descriptions[cls] : ""),
           "aria-label": "open layer " + (l + 1) + " head " + (h + 1) + (hc ? ", " + cls : ""),
-          onclick: function () { roving.overview = [l, h]; openHead(l, h); } }, [thumbnail(inp.attention[l][h]),
-          el("span", { "class": "thumb-label cls-" + slug(cls) }, hc ? [inp.head_classes.short[cls], score ? el("span", { "class": "score", text: score }) : null] : null)]);
+          onclick: function () { roving.overview = [l, h]; openHead(l, h); } }, [thumbnail(rowsAt(inp.attention, [l, h])),
+          el("span", { "class": "thumb-label cls-" + slug(cls) }, hc ? [inp.head_classes.short[cls], score ? el("span", { "class": "score", text: score }) : null] : null),
+          more ? el("span", { "class": "thumb-more", text: more }) : null]);
         grid.appendChild(b);
       });
     });
@@ -660,128 +780,322 @@
     var exportData = function () {
       return { numbering: "layer and head count from 1, as the page shows them; attention[layer-1][head-1][i][j]: query i reads key j",
         input: inp.name, source: inp.source, tokens: inp.tokens, layers: inp.layers, heads: inp.heads, attention: inp.attention,
-        head_classes: inp.head_classes ? inp.head_classes.heads.map(function (x) { return { layer: x.layer, head: x.head, "class": x["class"], top_score: x.top_score }; }) : null };
+        head_classes: inp.head_classes ? inp.head_classes.heads.map(function (x) { return { layer: x.layer, head: x.head, "class": x["class"], labels: x.labels, top_score: x.top_score }; }) : null };
     };
     var buttons = el("div", { "class": "export" }, [el("button", { type: "button", "class": "small", "data-export": "json", text: "JSON",
       onclick: function () { download(fileName("overview", inp.name, null, null) + ".json", "application/json", JSON.stringify(exportData())); } })]);
-    var counts = inp.head_classes ? Object.keys(inp.head_classes.counts).filter(function (c) {
-      return inp.head_classes.counts[c].some(function (x) { return x > 0; });
+    var counts = inp.head_classes ? Object.keys(inp.head_classes.label_counts).filter(function (c) {
+      return inp.head_classes.label_counts[c].some(function (x) { return x > 0; });
     }).map(function (c) {
-      var total = inp.head_classes.counts[c].reduce(function (s, x) { return s + x; }, 0);
-      return el("li", null, [el("span", { "class": "thumb-label cls-" + slug(c), text: inp.head_classes.short[c] }), " " + c + " (" + total + "): " + inp.head_classes.descriptions[c]]);
+      var total = inp.head_classes.label_counts[c].reduce(function (s, x) { return s + x; }, 0);
+      return el("li", null, [el("span", { "class": "thumb-label cls-" + slug(c), text: inp.head_classes.short[c] }), " " + c + " (" + total + " heads): " + inp.head_classes.descriptions[c]]);
     }) : [];
     root.appendChild(el("div", { "class": "card", id: "view-overview" }, [el("div", { "class": "card-head" }, [
       el("h3", { text: inp.layers + " layers × " + inp.heads + " heads" }), buttons]), el("div", { "class": "scroll" }, grid),
       counts.length ? el("ul", { "class": "class-legend" }, counts) : null,
-      inp.head_classes ? el("p", { "class": "muted", text: "Class: the pattern whose score is highest among those at or above their threshold, else mixed; the number is that score (attnsym.heads)." }) : null]));
+      inp.head_classes ? el("p", { "class": "muted small", text: "A head carries every pattern whose score passes its threshold (+ marks the further ones); the first label is its primary class, the best specific pattern (a sink or broad only when nothing specific passes), with its score. Colour: the weight on the page's one scale, white 0 to dark blue 1, for every thumbnail and the head view." }) : null]));
   }
 
-  // ------------------------------------------------------------------ head view
-  var PALETTE = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#393b79", "#ad494a"];
-  function headColour(h) { return h < PALETTE.length ? PALETTE[h] : "hsl(" + ((h * 47) % 360) + ",60%,45%)"; }
+  // ------------------------------------------------------------------ head view (as BertViz: attending token left, keys right)
+  // colour-blind-safe hues (Okabe & Ito 2008 without yellow and black, then Paul Tol's muted set); dark text on light buttons
+  var PALETTE = ["#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#332288", "#117733", "#882255", "#999933",
+    "#44AA99", "#AA4499"];
+  function headColour(h) { return PALETTE[h % PALETTE.length]; }
+  function tint(hex, a) {  // the hue mixed with white: a light button face that dark text reads on
+    var v = [1, 3, 5].map(function (k) { return parseInt(hex.slice(k, k + 2), 16); });
+    return "rgb(" + v.map(function (c) { return Math.round(255 - a * (255 - c)); }).join(",") + ")";
+  }
+  //: weights below this are not drawn in the head view (the same absolute scale as the overview: 0 to 1)
+  var HEADVIEW_MIN = 0.02;
+  function headviewDefaults() {
+    var hv = { input: state.input, layer: state.layer, headsOn: null, focus: null, pinned: false };
+    if (DATA.contrasts.length) { var c = DATA.contrasts[state.contrast]; hv.input = c.inputs[0]; hv.layer = c.cell[0]; hv.start = c.cell[1]; }
+    return hv;
+  }
   function renderHeadView() {
-    var inp = current(), root = byId("headview-body"), layer = state.layer, tokens = inp.tokens, n = tokens.length;
-    if (!state.headsOn || state.headsOn.length !== inp.heads) state.headsOn = range(inp.heads).map(function () { return true; });
+    if (!state.hv) state.hv = headviewDefaults();
+    var hv = state.hv, inp = DATA.inputs[hv.input], root = byId("headview-body");
+    if (hv.layer >= inp.layers) hv.layer = 0;
+    if (!hv.headsOn || hv.headsOn.length !== inp.heads) {
+      hv.headsOn = range(inp.heads).map(function (h) { return hv.start === undefined ? h === 0 : h === hv.start; });
+    }
+    var layer = hv.layer, tokens = inp.tokens, n = tokens.length;
     root.textContent = "";
+    var pickInput = el("select", { id: "hv-input", "aria-label": "head view: sentence", onchange: function () {
+      hv.input = Number(pickInput.value); hv.headsOn = null; hv.focus = null; hv.pinned = false; renderHeadView(); } });
+    fillSelect(pickInput, DATA.inputs.map(function (x, k) { return [k, x.name.length > 70 ? x.name.slice(0, 69) + "…" : x.name]; }), hv.input);
+    var pickLayer = el("select", { id: "hv-layer", "aria-label": "head view: layer", onchange: function () {
+      hv.layer = Number(pickLayer.value); renderHeadView(); } });
+    fillSelect(pickLayer, range(inp.layers).map(function (l) { return [l, "layer " + (l + 1)]; }), layer);
+    root.appendChild(el("div", { "class": "controls" }, [
+      el("span", null, [el("label", { "for": "hv-input", text: "Sentence" }), " ", pickInput]),
+      el("span", null, [el("label", { "for": "hv-layer", text: "Layer" }), " ", pickLayer])]));
+    root.appendChild(sourceLine(inp));
     var toggles = el("div", { "class": "head-toggles", role: "group", "aria-label": "heads shown" }, range(inp.heads).map(function (h) {
-      var hc = headClass(inp, layer, h);
-      return el("button", { type: "button", "class": "small head-toggle", "aria-pressed": String(state.headsOn[h]), "data-head": h + 1,
-        style: "border-color:" + headColour(h) + ";" + (state.headsOn[h] ? "background:" + headColour(h) + ";color:#fff" : ""),
-        text: "head " + (h + 1) + (hc ? " " + inp.head_classes.short[hc["class"]] : ""),
-        onclick: function () { state.headsOn[h] = !state.headsOn[h]; renderHeadView(); var b = root.querySelector('[data-head="' + (h + 1) + '"]'); if (b) b.focus(); } });
-    }).concat([el("button", { type: "button", "class": "small", text: "all", onclick: function () { state.headsOn = state.headsOn.map(function () { return true; }); renderHeadView(); } }),
-      el("button", { type: "button", "class": "small", text: "none", onclick: function () { state.headsOn = state.headsOn.map(function () { return false; }); renderHeadView(); } })]));
-    var g = layout(n, tokens), step = Math.max(14, Math.min(26, g.cell)), W = Math.max(2 * g.pad + 240, 520), H = n * step + 70;
-    var xl = g.pad, xr = W - g.pad, threshold = Math.max(state.threshold, 0.01);
-    var on = range(inp.heads).filter(function (h) { return state.headsOn[h]; }).map(function (h) { return h + 1; });
-    var caption = inp.name.slice(0, 40) + " · layer " + (layer + 1) + ", " + (on.length === inp.heads ? "all " + on.length + " heads" :
-      (on.length ? "heads " + on.join(", ") : "no head"));
-    var node = svg("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img", "class": "graph headview", "aria-label": caption });
-    node.appendChild(svg("title", { text: caption }));
-    node.appendChild(svg("text", { x: 4, y: 13, "font-size": 11, "class": "caption", text: caption }));
-    node.appendChild(svg("text", { x: xl, y: 30, "font-size": 11, "text-anchor": "middle", "class": "axis", text: "keys j" }));
-    node.appendChild(svg("text", { x: xr, y: 30, "font-size": 11, "text-anchor": "middle", "class": "axis", text: "queries i" }));
-    function y(k) { return 44 + (k + 0.5) * step; }
+      var hc = headClass(inp, layer, h), on = hv.headsOn[h];
+      return el("button", { type: "button", "class": "small head-toggle" + (on ? " on" : ""), "aria-pressed": String(on), "data-head": h + 1,
+        style: "border-color:" + headColour(h) + ";background:" + (on ? tint(headColour(h), 0.35) : "#fff") + ";color:#1b1b1b",
+        title: hc ? hc.labels.join(", ") : null,
+        onclick: function () { hv.headsOn[h] = !hv.headsOn[h]; renderHeadView(); var b = root.querySelector('.head-toggle[data-head="' + (h + 1) + '"]'); if (b) b.focus(); } },
+        [el("span", { "class": "swatch", style: "background:" + headColour(h) }), "head " + (h + 1) + (hc ? " " + inp.head_classes.short[hc["class"]] : "")]);
+    }).concat([el("button", { type: "button", "class": "small", text: "all", onclick: function () { hv.headsOn = hv.headsOn.map(function () { return true; }); renderHeadView(); } }),
+      el("button", { type: "button", "class": "small", text: "none", onclick: function () { hv.headsOn = hv.headsOn.map(function () { return false; }); renderHeadView(); } })]));
+    root.appendChild(toggles);
+    var font = 14, step = 24, longest = tokens.reduce(function (m, t) { return Math.max(m, String(t).length); }, 1);
+    var small = narrow();  // a phone: a narrower gap, so both columns fit the screen
+    var pad = Math.max(small ? 60 : 110, Math.min(small ? 120 : 170, 20 + 8.5 * longest)), W = 2 * pad + (small ? 90 : 240);
+    var H = n * step + 70, xl = pad, xr = W - pad;
+    var on = range(inp.heads).filter(function (h) { return hv.headsOn[h]; });
+    var caption = "layer " + (layer + 1) + ", " + (on.length === inp.heads ? "all " + on.length + " heads" :
+      (on.length ? "head" + (on.length > 1 ? "s " : " ") + on.map(function (h) { return h + 1; }).join(", ") : "no head"));
+    var node = svg("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img", "class": "graph headview fixed-size",
+      "aria-label": "head view of " + inp.name + ", " + caption });
+    var title = small ? caption : inp.name.slice(0, 60) + " · " + caption;  // a phone's drawing is narrow: no clipped caption
+    node.appendChild(svg("title", { text: title }));
+    node.appendChild(svg("text", { x: 4, y: 15, "font-size": 12, "class": "caption", text: title }));
+    node.appendChild(svg("text", { x: 4, y: 34, "font-size": 12, "class": "axis", text: "attending token i" }));
+    node.appendChild(svg("text", { x: W - 4, y: 34, "font-size": 12, "text-anchor": "end", "class": "axis", text: "reads key j" }));
+    function y(k) { return 50 + (k + 0.5) * step; }
     var edges = svg("g", { "class": "edges" }), drawn = 0;
-    range(inp.heads).forEach(function (h) {
-      if (!state.headsOn[h]) return;
-      inp.attention[layer][h].forEach(function (row, i) {
+    on.forEach(function (h) {
+      headMatrix(inp, layer, h).forEach(function (row, i) {
         row.forEach(function (w, j) {
-          if (w < threshold) return;
+          if (w < HEADVIEW_MIN) return;
           drawn++;
-          edges.appendChild(svg("line", { x1: xl + 6, y1: y(j), x2: xr - 6, y2: y(i), stroke: headColour(h), "stroke-width": 1.5,
-            "stroke-opacity": Math.min(1, w).toFixed(3), "class": "edge", "data-head": h + 1, "data-i": i, "data-j": j, "data-w": w }));
+          edges.appendChild(svg("line", { x1: xl + 6, y1: y(i), x2: xr - 6, y2: y(j), stroke: headColour(h), "stroke-width": 2,
+            "stroke-opacity": Math.min(1, w).toFixed(3), "class": "edge", "data-head": h + 1, "data-i": i, "data-j": j, "data-w": w },
+            svg("title", { text: tokens[i] + " reads " + tokens[j] + ": " + fmt(w) + " (head " + (h + 1) + ")" })));
         });
       });
     });
     node.appendChild(edges);
-    tokens.forEach(function (t, k) {
-      if (!shown(k, n, state.token)) return;
-      node.appendChild(svg("text", { x: xl - 4, y: y(k) + 4, "font-size": g.font, "text-anchor": "end", text: t }));
-      node.appendChild(svg("text", { x: xr + 4, y: y(k) + 4, "font-size": g.font, text: t }));
+    function isolate(side, k) {  // only the lines of one token (its row on the left, its column on the right)
+      Array.prototype.forEach.call(edges.childNodes, function (e) {
+        var mine = k === null || Number(e.getAttribute(side === "left" ? "data-i" : "data-j")) === k;
+        e.style.display = mine ? "" : "none";
+      });
+      Array.prototype.forEach.call(node.querySelectorAll("text.hv-token"), function (t) {
+        t.classList.toggle("selected", k !== null && t.getAttribute("data-side") === side && Number(t.getAttribute("data-k")) === k);
+      });
+      node.setAttribute("data-focus", k === null ? "" : side + ":" + k);
+    }
+    [["left", xl - 8, "end"], ["right", xr + 8, "start"]].forEach(function (s) {
+      tokens.forEach(function (t, k) {
+        var label = svg("text", { x: s[1], y: y(k) + 4, "font-size": font, "text-anchor": s[2], "class": "hv-token", "data-side": s[0],
+          "data-k": k, role: "button", "aria-label": (s[0] === "left" ? "lines of " : "lines into ") + t, text: t });
+        label.addEventListener("mouseenter", function () { if (!hv.pinned) isolate(s[0], k); });
+        label.addEventListener("mouseleave", function () { if (!hv.pinned) isolate(null, null); });
+        activate(label, function () {  // a tap or Enter pins (again: unpins)
+          var same = hv.pinned && hv.focus && hv.focus[0] === s[0] && hv.focus[1] === k;
+          hv.pinned = !same; hv.focus = same ? null : [s[0], k];
+          isolate(same ? null : s[0], same ? null : k);
+        });
+        node.appendChild(label);
+      });
     });
-    node.appendChild(svg("text", { x: 4, y: H - 8, "font-size": 10, "class": "axis",
-      text: "one colour per head; opacity: weight (0 to 1); weights below " + threshold.toFixed(2) + " hidden (" + drawn + " lines)" }));
-    root.appendChild(toggles);
-    root.appendChild(card("view-headview", "Layer " + (layer + 1) + ": heads overlaid", node,
-      function () { return fileName("headview", inp.name, layer, null) + "_heads-" + range(inp.heads).filter(function (h) { return state.headsOn[h]; }).map(function (h) { return h + 1; }).join("-"); }));
+    if (hv.pinned && hv.focus) isolate(hv.focus[0], hv.focus[1]);
+    var foot = el("p", { "class": "muted small" }, "Line opacity: the weight on the page's one scale, 0 to 1 (as the overview); weights below " +
+      HEADVIEW_MIN + " are not drawn (" + drawn + " lines). Hover a token to see only its lines; tap or Enter pins them.");
+    root.appendChild(card("view-headview", "Head view: " + caption, node,
+      function () { return fileName("headview", inp.name, layer, null) + "_heads-" + on.map(function (h) { return h + 1; }).join("-"); }));
+    root.appendChild(foot);
   }
 
-  // ------------------------------------------------------------------ contrast (the first screen)
   function sentenceLine(inp, position, label) {
-    return el("p", { "class": "sentence" }, [el("span", { "class": "muted", text: label + " " })].concat(inp.tokens.map(function (t, k) {
-      return el("span", { "class": "tok" + (k === position ? " word" : ""), text: t });
-    })));
+    var parts = [el("span", { "class": "muted", text: label })];
+    inp.tokens.forEach(function (t, k) { parts.push(" ", el("span", { "class": "tok" + (k === position ? " word" : ""), text: t })); });
+    return el("p", { "class": "sentence" }, parts);
   }
-  function renderContrast() {
-    var root = byId("contrast");
+  // ------------------------------------------------------------------ the first screen: the story, the contrast, √d, results
+  function sourceLine(inp) {
+    return el("p", { "class": "source" }, [el("strong", { text: "Data: " }), inp.source, boundNote(inp)]);
+  }
+  function boundNote(inp) {  // a long text's page keeps each row's top weights only, and says so
+    if (!inp.bounded) return null;
+    return el("span", { "class": "bounded-note" }, " · Bounded page: " + inp.tokens.length + " tokens, so each attention row keeps its top " +
+      inp.bounded.top_k + " weights (no row leaves out more than " + fmt(inp.bounded.dropped) + "); the rest are shown as 0.");
+  }
+  function isSink(inp, j) { return !!(inp.sinks && inp.sinks[j]); }
+  function topKey(row) { var best = 0; row.forEach(function (w, j) { if (w > row[best]) best = j; }); return best; }
+  function readsPhrase(inp, row) {  // "reads “ate” (0.41)" or, for a sink, "parks its attention on [CLS] (0.93): reads nothing"
+    var j = topKey(row), w = fmt(row[j]);
+    return isSink(inp, j) ? "parks its attention on " + inp.tokens[j] + " (" + w + "): a sink, it reads nothing" :
+      "reads “" + inp.tokens[j] + "” (" + w + ")";
+  }
+  function sameRead(a, r1, b, r2) { return String(a.tokens[topKey(r1)]).toLowerCase() === String(b.tokens[topKey(r2)]).toLowerCase(); }
+  function miniGraph(inp, position, row, title, fixed) {  // the word's row: one line per key it reads (width = weight)
+    var keep = range(inp.tokens.length);
+    if (keep.length > 16) {  // a long text: the word and the 8 keys it reads most, in text order, numbered
+      var top = range(row.length).sort(function (p, q) { return row[q] - row[p]; }).slice(0, 8);
+      keep = keep.filter(function (k) { return k === position || top.indexOf(k) >= 0; });
+      inp = { tokens: keep.map(function (k) { return (k + 1) + " " + inp.tokens[k]; }) };
+      row = keep.map(function (k) { return row[k]; });
+      position = keep.indexOf(position);
+      title += " (its 8 largest)";
+    }
+    var n = inp.tokens.length, step = 15, longest = inp.tokens.reduce(function (m, t) { return Math.max(m, String(t).length); }, 1);
+    var pad = Math.min(110, 12 + 7 * longest), W = Math.max(2 * pad + 70, 7.5 * title.length + 10), H = n * step + 30;
+    var xl = W / 2 - 35, xr = W / 2 + 35;
+    var node = svg("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img", "class": "mini fixed-size", "aria-label": title });
+    node.appendChild(svg("title", { text: title }));
+    function y(k) { return 22 + (k + 0.5) * step; }
+    node.appendChild(svg("text", { x: W / 2, y: 13, "font-size": 12, "text-anchor": "middle", "class": "caption", text: title }));
+    row.forEach(function (w, j) {
+      if (w < 0.02) return;
+      node.appendChild(svg("line", { x1: xl + 4, y1: y(position), x2: xr - 4, y2: y(j), stroke: fixed ? "#5f6368" : "#0072B2",
+        "stroke-width": (0.6 + 5 * w).toFixed(2), "stroke-opacity": (0.25 + 0.75 * w).toFixed(3), "class": "edge", "data-j": j, "data-w": w }));
+    });
+    inp.tokens.forEach(function (t, k) {
+      node.appendChild(svg("text", { x: xl - 4, y: y(k) + 4, "font-size": 12, "text-anchor": "end", "class": k === position ? "selected" : null, text: t }));
+      node.appendChild(svg("text", { x: xr + 4, y: y(k) + 4, "font-size": 12, "class": k === position ? "selected" : null, text: t }));
+    });
+    return node;
+  }
+  function renderStory() {
+    var root = byId("story-lines");
     root.textContent = "";
-    if (!DATA.contrasts.length) { root.appendChild(el("p", { text: "No contrast on this page." })); return; }
+    root.appendChild(el("p", { "class": "story-line" }, [el("strong", { text: "An MLP mixes with fixed weights: " }),
+      math("y = W x", false), ", one graph, the same for every input."]));
+    root.appendChild(el("p", { "class": "story-line" }, [el("strong", { text: "Attention computes its weights from the input: " }),
+      math("A(X) = \\operatorname{softmax}\\!\\big(QK^{\\top}/\\sqrt{d}\\big)", false), ", so ", math("y = W(x)\\,x", false),
+      ": each input gets its own graph."]));
+  }
+  // a decoder: what it predicts next, and where its last position reads from through all layers (the rollout's last row)
+  function predictionLine(inp, label) {
+    if (!inp.next) return null;
+    var last = rowsAt(inp.rollout, [])[inp.tokens.length - 1];
+    var from = range(last.length).sort(function (p, q) { return last[q] - last[p]; }).slice(0, 3);
+    return el("p", { "class": "prediction" }, [el("strong", { text: (label ? label + ": " : "") + "next, " }),
+      inp.next.map(function (x) { return "“" + x[0] + "” " + fmt(x[1]); }).join(" · "),
+      el("span", { "class": "muted", text: ". The last token reads, through all layers (rollout, heads averaged), most from " +
+        from.map(function (j) { return "“" + inp.tokens[j] + "” (" + fmt(last[j]) + ")"; }).join(", ") + "." })]);
+  }
+  function wordRow(c, k, layer, head) { return c.rows[k].heads[layer][head]; }
+  function renderContrast() {
+    var root = byId("contrast"), picture = byId("story-picture");
+    root.textContent = ""; picture.textContent = "";
+    if (!DATA.contrasts.length) {
+      root.appendChild(el("p", { text: "No contrast on this page: give two sentences that share a word (attnsym explore \"…\" \"…\" --word WORD) to see one word routed two ways." }));
+      return;
+    }
     var c = DATA.contrasts[state.contrast], a = DATA.inputs[c.inputs[0]], b = DATA.inputs[c.inputs[1]];
     if (!state.cell || state.cell.contrast !== state.contrast) state.cell = { contrast: state.contrast, layer: c.cell[0], head: c.cell[1] };
-    var layer = state.cell.layer, head = state.cell.head;
-    var pick = el("select", { id: "pick-word", "aria-label": "word", onchange: function () { state.contrast = Number(pick.value); state.cell = null; renderContrast(); } });
+    var layer = state.cell.layer, head = state.cell.head, r1 = wordRow(c, 0, layer, head), r2 = wordRow(c, 1, layer, head);
+    var w1 = a.tokens[c.positions[0]], w2 = b.tokens[c.positions[1]];
+    // the picture: the MLP's token graph (the word reads only itself, in every sentence) beside attention's two graphs
+    var self1 = a.tokens.map(function (_, j) { return j === c.positions[0] ? 1 : 0; });
+    picture.appendChild(el("div", { "class": "minis" }, [
+      el("figure", { "class": "mini-card" }, [miniGraph(a, c.positions[0], self1, "MLP: fixed", true),
+        el("figcaption", { text: "“" + w1 + "” reads only itself, in every sentence: the feed-forward block's token graph is fixed." })]),
+      el("figure", { "class": "mini-card" }, [miniGraph(a, c.positions[0], r1, "attention: sentence 1", false),
+        el("figcaption", { text: "“" + w1 + "” " + readsPhrase(a, r1) + "." })]),
+      el("figure", { "class": "mini-card" }, [miniGraph(b, c.positions[1], r2, "attention: sentence 2", false),
+        el("figcaption", { text: "“" + w2 + "” " + readsPhrase(b, r2) + "." })])]));
+    var pick = el("select", { id: "pick-word", "aria-label": "word", onchange: function () {
+      state.contrast = Number(pick.value); state.cell = null; var x = DATA.contrasts[state.contrast];
+      state.input = x.inputs[0]; state.view = "attention"; state.layer = x.cell[0]; state.head = String(x.cell[1]); state.hv = null;
+      renderRouting(); } });
     fillSelect(pick, DATA.contrasts.map(function (x, k) {
-      return [k, "“" + x.word + "”: " + DATA.inputs[x.inputs[0]].name + " vs " + DATA.inputs[x.inputs[1]].name];
+      var src = DATA.inputs[x.inputs[0]].source;
+      return [k, "“" + x.word + "”: " + DATA.inputs[x.inputs[0]].name + " vs " + DATA.inputs[x.inputs[1]].name +
+        (/^toy:/.test(src) ? " (toy: random vectors)" : "")];
     }), state.contrast);
-    var model = DATA.meta.model || a.source;
-    root.appendChild(el("p", { "class": "lede" }, [el("strong", { text: "Model: " }), model, " · ", el("label", { "for": "pick-word", text: "word: " }), pick]));
+    root.appendChild(el("p", { "class": "headline", id: "headline" }, [
+      "Layer " + (layer + 1) + ", head " + (head + 1) + ": in sentence 1 “" + w1 + "” " + readsPhrase(a, r1) +
+      "; in sentence 2 it " + readsPhrase(b, r2) + "." + (maxOf(c.distance) === 0 ?
+        " Same weights and, before “" + c.word + "”, the same tokens: a word reads only what it can see, so here it routes the same at every head." :
+        sameRead(a, r1, b, r2) ?
+        " Same weights; at this head both read the same word (the grid below shows where they differ)." :
+        " Same weights, two inputs, two routings.")]));
     root.appendChild(sentenceLine(a, c.positions[0], "1"));
     root.appendChild(sentenceLine(b, c.positions[1], "2"));
-    function row(k) { return c.rows[k].heads[layer][head]; }
-    var hcA = headClass(a, layer, head);
-    var where = "layer " + (layer + 1) + ", head " + (head + 1) + (hcA ? " (" + hcA["class"] + " in sentence 1)" : "");
+    root.appendChild(el("p", { "class": "source" }, [el("strong", { text: "Data: " }), a.source === b.source ? a.source :
+      "sentence 1: " + a.source + "; sentence 2: " + b.source]));
+    if (a.next || b.next) {
+      root.appendChild(el("div", { "class": "predictions", id: "predictions" }, [el("p", { "class": "small muted",
+        text: "What the model predicts after each sentence (its most probable next tokens), and where that prediction read from:" }),
+        predictionLine(a, "sentence 1"), predictionLine(b, "sentence 2")]));
+    }
+    if (DATA.contrasts.length > 1) root.appendChild(el("p", { "class": "lede" }, [el("label", { "for": "pick-word", text: "Word: " }), pick]));
     function side(inp, k) {
       var shares = c.shares ? el("p", { "class": "muted small" }, "roles: " + c.roles.map(function (r, q) { return r + " " + fmt(c.shares[k][layer][head][q]); }).join(" · ")) : null;
-      return el("div", null, [weightList("“" + inp.tokens[c.positions[k]] + "” in " + (k + 1) + " reads from", row(k).map(function (w, j) {
+      return el("div", null, [weightList("“" + inp.tokens[c.positions[k]] + "” in " + (k + 1) + " reads from", wordRow(c, k, layer, head).map(function (w, j) {
         return { label: (j + 1) + " " + inp.tokens[j], w: w, mark: j === c.positions[k] }; }), "row"), shares]);
     }
-    var pair = el("div", { "class": "card", id: "contrast-pair" }, [
-      el("h3", null, ["Where “" + c.word + "” reads from at " + where + ": distance ",
-        el("strong", { "class": "contrast-distance", text: fmt(c.distance[layer][head]) })]),
-      el("div", { "class": "pair side" }, [side(a, 0), side(b, 1)]),
-      c.note ? el("p", { "class": "note", text: c.note }) : null,
-      c.facts.length ? el("table", { "class": "details-table facts" }, c.facts.map(function (f) { return el("tr", null, [el("th", { text: f[0] }), el("td", { text: f[1] })]); })) : null
-    ]);
     var grid = heatmap(c.distance, range(c.distance.length).map(function (l) { return "layer " + (l + 1); }),
       range(c.distance[0].length).map(function (h) { return String(h + 1); }), {
-        title: "distance of “" + c.word + "” per layer × head", chosen: [layer, head], max: maxOf(c.distance), grid: "contrast",
-        rowTitle: "layer ↓", colTitle: "head →", legendLabel: "distance, 0 to largest",
+        title: "distance of “" + c.word + "” per layer × head", chosen: [layer, head], max: 1, grid: "contrast",
+        rowTitle: "layer ↓", colTitle: "head →", legendLabel: "distance, 0 to 1",
         cellTitle: function (i, j) { return "layer " + (i + 1) + ", head " + (j + 1); },
         oncell: function (i, j) {
           state.cell = { contrast: state.contrast, layer: i, head: j };
           state.view = "attention"; state.layer = i; state.head = String(j); state.input = c.inputs[0];
+          state.hv = { input: c.inputs[0], layer: i, start: j, headsOn: null, focus: null, pinned: false };
           renderRouting();
-          var target = byId("contrast-pair");
+          var target = byId("headline");
           if (target.scrollIntoView) target.scrollIntoView({ block: "nearest" });
         } });
-    root.appendChild(el("div", { "class": "story" }, [pair,
-      el("div", null, [card("view-contrast-grid", "Distance per layer × head (click or Enter a cell)", grid,
+    var more = el("details", { "class": "more", id: "contrast-more" }, [
+      el("summary", { text: "More: the distance at every head, the word's rows, the other measures" }),
+      el("div", { "class": "card", id: "contrast-pair" }, [
+        el("h3", null, ["Role distance at layer " + (layer + 1) + ", head " + (head + 1) + ": ",
+          el("strong", { "class": "contrast-distance", text: fmt(c.distance[layer][head]) })]),
+        el("div", { "class": "pair side" }, [side(a, 0), side(b, 1)]),
+        c.note ? el("p", { "class": "note", text: c.note }) : null,
+        c.facts.length ? el("div", { "class": "scroll" }, el("table", { "class": "details-table facts" }, c.facts.map(function (f) {
+          return el("tr", null, [el("th", { text: f[0] }), el("td", { text: f[1] })]); }))) : null]),
+      card("view-contrast-grid", "Distance per layer × head (click or Enter a cell)", grid,
         function () { return fileName("contrast-" + slug(c.word), a.name, null, null); },
         function () { return { numbering: "layer and head count from 1, as the page shows them", word: c.word, metric: c.metric,
           header: "distance of '" + c.word + "' per layer (rows) and head (columns), counted from 1: " + c.metric,
           rows: range(c.distance.length).map(function (l) { return l + 1; }), columns: range(c.distance[0].length).map(function (h) { return h + 1; }), matrix: c.distance }; }),
-        el("p", { "class": "muted small", text: c.metric + ". A cell changes the rows beside it and the routing views below." })])]));
+      el("p", { "class": "muted small", text: c.metric + ". A cell changes the headline, the rows, the head view and the routing views." })]);
+    if (state.moreOpen) more.open = true;
+    more.addEventListener("toggle", function () { state.moreOpen = more.open; });
+    root.appendChild(more);
+  }
+  function claimById(id) { return DATA.claims.filter(function (c) { return c.claim === id; })[0]; }
+  function openClaim(id) {
+    var d = byId("claim-" + id);
+    if (!d) return;
+    var fold = d.closest("details.group");
+    if (fold) fold.open = true;
+    d.open = true;
+    d.scrollIntoView({ block: "start" });
+  }
+  function renderSqrt() {
+    var root = byId("story-sqrt"), claim = claimById("variance-scaling");
+    root.textContent = "";
+    var fig = claim && claim.figures.length ? claim.figures[0] : null;
+    root.appendChild(el("div", { "class": "sqrt-line" }, [
+      fig ? el("a", { href: "#claim-variance-scaling", "class": "thumb-link", onclick: function (ev) { ev.preventDefault(); openClaim("variance-scaling"); } },
+        el("img", { src: fig.src, alt: "variance-scaling: " + fig.name, "class": "sqrt-thumb" })) : null,
+      el("p", null, [el("strong", { text: "Why " }), math("\\sqrt{d}", false), el("strong", { text: ": " }),
+        "with unit-variance components, ", math("\\operatorname{Var}(q\\cdot k) = d", false),
+        "; dividing the scores by ", math("\\sqrt{d}", false), " brings it back to 1 and keeps the softmax from saturating. ",
+        claim ? el("a", { href: "#claim-variance-scaling", onclick: function (ev) { ev.preventDefault(); openClaim("variance-scaling"); },
+          text: "The claim, checked: " + claim.verdict + "." }) : el("span", { "class": "muted", text: "(claims not checked on this page)" })])]));
+  }
+  function renderResults() {
+    var root = byId("results-strip"), items = [];
+    root.textContent = "";
+    if (DATA.claims.length) {
+      var ok = DATA.claims.filter(function (c) { return c.as_expected; }).length;
+      items.push(el("a", { href: "#claims", "class": "result" + (ok === DATA.claims.length ? " ok" : " bad") },
+        [el("strong", { text: DATA.claims.length + " claims checked" }), ": " + (ok === DATA.claims.length ? "every verdict as expected" :
+          ok + " as expected, " + (DATA.claims.length - ok) + " not")]));
+    }
+    if (DATA.derivations.length) {
+      items.push(el("a", { href: "#derivations", "class": "result ok" }, [el("strong", { text: "Derived exactly" }),
+        ": the forward pass and its gradients, step by step (SymPy)"]));
+    }
+    (DATA.contrasts.length ? DATA.contrasts[state.contrast].facts : []).filter(function (f) { return f[0] === "same weights"; }).forEach(function (f) {
+      items.push(el("span", { "class": "result " + (/NOT/.test(f[1]) ? "bad" : "ok") }, [el("strong", { text: "Same weights" }), ": " + f[1]]));
+    });
+    Object.keys(DATA.meta).filter(function (k) { return /^summary /.test(k); }).forEach(function (k) {
+      items.push(el("span", { "class": "result" }, String(DATA.meta[k])));
+    });
+    if (items.length) root.appendChild(el("div", { "class": "results", role: "list", "aria-label": "results" }, items.map(function (x) { x.setAttribute("role", "listitem"); return x; })));
   }
 
   // ------------------------------------------------------------------ start
@@ -791,6 +1105,8 @@
     timings.derivations = performance.now();
     renderClaims();
     timings.claims = performance.now();
+    renderStory();
+    renderSqrt();
     [["pick-input", "input"], ["pick-layer", "layer"], ["pick-head", "head"], ["pick-view", "view"]].forEach(function (p) {
       byId(p[0]).addEventListener("change", function (ev) {
         var v = ev.target.value;
@@ -815,6 +1131,7 @@
       state.input = c.inputs[0]; state.layer = c.cell[0]; state.head = String(c.cell[1]);
     }
     renderRouting();
+    renderResults();
     if (DATA.files.length) {
       var files = byId("files");
       files.hidden = false;
