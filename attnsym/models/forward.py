@@ -188,7 +188,15 @@ def rms_norm(x, weight, eps: float, offset: float = 0.0):
 
 
 def _silu(xp, x):
-    return x * (0.5 * (1.0 + xp.tanh(0.5 * x)))  # x·sigmoid(x), no overflow for large |x|
+    """``x·σ(x)``. NumPy: ``x / (1 + e^(−x))`` in one new array (``e^(−x) = inf`` gives ``−0``, the limit; float32's
+    ``exp`` runs about 2.4× faster than its ``tanh``); other libraries: ``x · ½(1 + tanh(x/2))``, no overflow."""
+    if isinstance(x, np.ndarray):
+        with np.errstate(over="ignore"):
+            t = np.negative(x)
+            np.exp(t, out=t)
+        t += 1.0
+        return np.divide(x, t, out=t)
+    return x * (0.5 * (1.0 + xp.tanh(0.5 * x)))
 
 
 #: √(2/π) as BLOOM writes it (``0.79788456``, transformers' ``bloom_gelu_forward``, as its checkpoints were trained)
@@ -446,8 +454,12 @@ def _mlp(xp, ops, block, lw, h):
     if block.experts is not None:
         return _experts(xp, block, lw, h)
     if block.mlp == "gated":
-        gate = _activation(xp, block.activation, xp.matmul(h, lw.W_gate))
-        return xp.matmul(gate * xp.matmul(h, lw.W_up), lw.W_down)
+        gate = _activation(xp, block.activation, xp.matmul(h, lw.W_gate))  # a new array: multiplied in place
+        if isinstance(gate, np.ndarray):
+            gate *= xp.matmul(h, lw.W_up)
+        else:
+            gate = gate * xp.matmul(h, lw.W_up)
+        return xp.matmul(gate, lw.W_down)
     return xp.matmul(ops.bias_act(xp, xp.matmul(h, lw.W_up), lw.b_up, block.activation), lw.W_down)
 
 
