@@ -41,8 +41,9 @@ _LAZY: dict[str, str] = {
     "verify": "attnsym.claims",
     "Evidence": "attnsym.claims",
     "HeadReport": "attnsym.heads",
+    "audit": "attnsym.audits",
 }
-_SUBMODULES = ("symbolic", "numeric", "graphs", "models", "heads", "audit", "claims", "plots", "testing", "render",
+_SUBMODULES = ("symbolic", "numeric", "graphs", "models", "heads", "audits", "claims", "plots", "testing", "render",
                "tables")
 
 __all__ = [

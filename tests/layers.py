@@ -51,7 +51,7 @@ LAYERS: tuple[Layer, ...] = (
           "experiments and proofs about attention: each asks a question of the engines, returns a typed result"),
     Layer("presentation", ("attnsym.plots", "attnsym.render", "attnsym.derivation"),
           "figures, LaTeX/Markdown, derivations: draw and format what the layers below return"),
-    Layer("audit", ("attnsym.audit",), "streamed head statistics of long texts and corpora, audits to Parquet"),
+    Layer("audit", ("attnsym.audits",), "streamed head statistics of long texts and corpora, audits to Parquet"),
     Layer("claims", ("attnsym.claims",), "each claim as evidence from the layers below, and the report"),
     Layer("explorer", ("attnsym.explorer",), "the tour's page, serialised from what the API returned"),
     Layer("cli", ("attnsym.cli", "attnsym.__main__"), "the command line, the only code that prints"),
@@ -61,7 +61,7 @@ LAYERS: tuple[Layer, ...] = (
 UPWARD_ALLOWED: dict[tuple[str, str], str] = {
     ("attnsym.models.contrast", "attnsym.plots.models"):
         "TokenContrast.figure(), the models API's drawing shortcut, delegates to plots",
-    ("attnsym.models.model", "attnsym.audit.headstats"):
+    ("attnsym.models.model", "attnsym.audits.headstats"):
         "Model.head_stats, the models API's shortcut, delegates to the audit's streamed pass",
     ("attnsym.numeric.saturation", "attnsym.studies.intervals"):
         "the old path of the saturation study, re-exported for one release (a FACADE: nothing inside imports it)",

@@ -1,11 +1,11 @@
-"""attnsym.audit.corpus: text and JSON Lines corpora, bad bytes, long lines, ids; the standard library's prose."""
+"""attnsym.audits.corpus: text and JSON Lines corpora, bad bytes, long lines, ids; the standard library's prose."""
 
 from __future__ import annotations
 
 import pytest
 
-from attnsym.audit import CorpusError, read_corpus, stdlib_corpus
-from attnsym.audit.corpus import corpus_of
+from attnsym.audits import CorpusError, read_corpus, stdlib_corpus
+from attnsym.audits.corpus import corpus_of
 
 
 def test_text_file_ids_are_line_numbers_and_blank_lines_are_skipped(tmp_path):

@@ -1,4 +1,4 @@
-"""attnsym.audit.audit and ``attnsym audit``: Parquet rows, executors byte for byte, resume after SIGKILL, faults."""
+"""attnsym.audits.audit and ``attnsym audit``: Parquet rows, executors byte for byte, resume after SIGKILL, faults."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 from models_support import FAMILY_WORDS, decoder_family
 
-from attnsym import audit as audit_package
+from attnsym import audits as audit_package
 from attnsym import models
-from attnsym.audit import AuditError, audit
+from attnsym.audits import AuditError, audit
 from attnsym.cli import main
 
 pq = pytest.importorskip("pyarrow.parquet")

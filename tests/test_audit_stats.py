@@ -1,6 +1,6 @@
-"""attnsym.audit.head_stats: the streamed statistics equal the dense route's, on every family and on MiniLM.
+"""attnsym.audits.head_stats: the streamed statistics equal the dense route's, on every family and on MiniLM.
 
-The reference here is independent of attnsym.audit.stream: it reads the dense (layers, heads, n, n)
+The reference here is independent of attnsym.audits.stream: it reads the dense (layers, heads, n, n)
 weights and scores of ``Model.forward`` and applies each statistic's definition row by row.
 """
 
@@ -11,7 +11,7 @@ import pytest
 from models_support import ALL_FAMILY_VARIANTS, decoder_family
 
 import attnsym as at
-from attnsym import audit, models
+from attnsym import audits as audit, models
 from attnsym.errors import SpecError
 from attnsym.models.errors import TextError
 

@@ -54,7 +54,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..audit import audit, stdlib_corpus
+    from ..audits import audit, stdlib_corpus
     from ..errors import SpecError
     from ..models import load
 
@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     corpus = stdlib_corpus() if args.corpus == "stdlib" else args.corpus
     executor, client = args.executor, None
     if args.executor == "dask":
-        from ..audit.result import require
+        from ..audits.result import require
 
         distributed = require("distributed", "dask", "--executor dask")
         client = distributed.Client(args.scheduler)

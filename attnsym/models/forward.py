@@ -509,7 +509,7 @@ def forward_streamed(plan: ModelPlan, weights: Weights, input_ids, core) -> None
 
     ``core(k, layer, Q_h, K_h, V_h) -> Z_h`` gets layer ``k``'s bound layer and per-head rows
     ``(B, H, n, d)`` (QK-normed, rotated, key/value heads repeated) and returns ``A V`` without
-    keeping ``A`` (:mod:`attnsym.audit` streams it). Embedding, norms, MLPs and residuals are
+    keeping ``A`` (:mod:`attnsym.audits` streams it). Embedding, norms, MLPs and residuals are
     this module's; nothing is returned (the caller's ``core`` keeps what it measures).
     """
     xp = array_namespace(weights.word)

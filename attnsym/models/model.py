@@ -555,8 +555,8 @@ class Model:
         return Generation(prompt_ids=tuple(prompt), ids=new, text=decoded, cached=cache)
 
     def head_stats(self, text_or_ids: str | Sequence[int], **options: Any) -> Any:
-        """Exact per-head statistics on one text, streamed (no ``n × n`` map kept); see :func:`attnsym.audit.head_stats`."""
-        from ..audit.headstats import head_stats  # the audit sits above models: imported when asked for
+        """Exact per-head statistics on one text, streamed (no ``n × n`` map kept); see :func:`attnsym.audits.head_stats`."""
+        from ..audits.headstats import head_stats  # the audit sits above models: imported when asked for
 
         return head_stats(self, text_or_ids, **options)
 

@@ -10,7 +10,7 @@ One primitive, the exponential of a row shifted by a constant, and the four loop
 - :func:`softmax_rows` — ``A ← softmax(S)`` per row, the stable one (shift by the row
   maximum), the kernel of the real-model forward (:mod:`attnsym.models._fused`);
 - :func:`exp_rowsum_moment` — ``S ← exp(S)`` with the row sums, the first moments ``Σ e^s s``
-  and the row maxima in one loop: the streamed head statistics of :mod:`attnsym.audit.stream`.
+  and the row maxima in one loop: the streamed head statistics of :mod:`attnsym.audits.stream`.
 
 **The float32 exp** is Cephes' ``expf``: ``exp(x) = 2^k · e^f`` with ``k = round(x·log₂e)``
 and ``f = x − k·ln 2`` (ln 2 in two parts, so ``f`` is exact), ``e^f`` by a degree-7 polynomial
@@ -281,7 +281,7 @@ def exp_rowsum_moment(S: np.ndarray, sums: np.ndarray, moments: np.ndarray, maxi
     """``S ← exp(S)``, ``sums += Σ_j exp(S_j)``, ``moments += Σ_j exp(S_j) S_j``, ``maxima ← max(maxima, max_j S_j)``.
 
     One pass over float32 rows (``S`` (rows, n), the others (rows,)): the streamed head
-    statistics' pass (:mod:`attnsym.audit.stream`), where the row sums and the first moment of the
+    statistics' pass (:mod:`attnsym.audits.stream`), where the row sums and the first moment of the
     shifted scores give the entropy ``log ℓ − moment / ℓ`` and the maximum the largest weight.
     A ``-inf`` score (a masked key) adds 0 to the sums. Returns ``S``.
 

@@ -1,6 +1,6 @@
 """The figures of an audit's report: sink rate per layer, entropy against length beside its bounds.
 
-The data is an :class:`~attnsym.audit.summary.AuditSummary`; this module only draws it.
+The data is an :class:`~attnsym.audits.summary.AuditSummary`; this module only draws it.
 """
 
 from __future__ import annotations

@@ -111,7 +111,7 @@ def head_stats(model, text_or_ids: str | Sequence[int], *, per_row: bool = False
     """Exact statistics of every head on one text, in one streamed pass: no ``n × n`` map is kept.
 
     Each layer runs as in :meth:`Model.forward` (the same embedding, norms, projections, RoPE and
-    MLP), but its attention goes through :func:`attnsym.audit.stream.stream_layer`, which
+    MLP), but its attention goes through :func:`attnsym.audits.stream.stream_layer`, which
     measures every head while it computes ``A V`` block by block (the online softmax).
 
     Parameters

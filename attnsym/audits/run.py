@@ -1,10 +1,10 @@
 """``audit(model, texts, out)``: every text × layer × head of a corpus to Parquet, on any executor, resumable.
 
 Work goes to a :class:`concurrent.futures.Executor` — by default a process per core (each
-loads the model once and runs BLAS at one thread, :mod:`attnsym.audit.work`), or any other:
+loads the model once and runs BLAS at one thread, :mod:`attnsym.audits.work`), or any other:
 ``dask.distributed``'s ``Client(...).get_executor()`` for a cluster. At most a few texts per
 worker are in flight, and each finished text is written at once as its own part
-(:mod:`attnsym.audit.store`), so a killed audit resumes where it stopped. A worker process
+(:mod:`attnsym.audits.store`), so a killed audit resumes where it stopped. A worker process
 lost mid-text (killed, out of memory) breaks a process pool: the pool is made again and the
 texts that were in flight are measured again — once; a text lost twice stops the audit.
 """
@@ -107,7 +107,7 @@ def audit(model, texts_or_path: Sequence[str] | str | os.PathLike, out: str | os
     progress : bool, optional
         A progress bar with an ETA on standard error (default: when it is a terminal).
     report : bool, default True
-        Also write ``report.md`` and the summary figures (:func:`attnsym.audit.summary.write_report`).
+        Also write ``report.md`` and the summary figures (:func:`attnsym.audits.summary.write_report`).
 
     Returns
     -------
@@ -116,7 +116,7 @@ def audit(model, texts_or_path: Sequence[str] | str | os.PathLike, out: str | os
     Raises
     ------
     CorpusError
-        An unreadable corpus (:func:`attnsym.audit.corpus.read_corpus`).
+        An unreadable corpus (:func:`attnsym.audits.corpus.read_corpus`).
     AuditError
         ``out`` holds another audit or other files; a text lost with its worker twice.
     """

@@ -3,7 +3,7 @@
 Runs in whatever process the executor picks (this one, a process of a pool, a Dask worker):
 :func:`measure` is a module-level function of picklable arguments, and :func:`model_for`
 keeps one loaded model per process. BLAS runs at one thread in the streamed pass
-(:func:`attnsym.audit.head_stats`), so a process per core never oversubscribes the cores.
+(:func:`attnsym.audits.head_stats`), so a process per core never oversubscribes the cores.
 """
 
 from __future__ import annotations

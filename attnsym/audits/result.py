@@ -1,8 +1,8 @@
-"""The typed result of :func:`attnsym.audit.head_stats`: one record per (layer, head), as text, rows or a table.
+"""The typed result of :func:`attnsym.audits.head_stats`: one record per (layer, head), as text, rows or a table.
 
 Columns (:data:`COLUMNS`): ``layer`` and ``head`` (from 0, as :meth:`Model.spec`), then the
 statistics of :data:`STATISTICS`, each a mean over the query rows that count (see
-:mod:`attnsym.audit.stream`); ``sink_mass`` is a learned sink's weight ``π`` where the family
+:mod:`attnsym.audits.stream`); ``sink_mass`` is a learned sink's weight ``π`` where the family
 has one (no family of the table does today: 0), ``induction_mass`` and ``duplicate_mass`` the
 induction and duplicate-token scores of :func:`attnsym.heads.induction_scores` on its
 repeated random probe (NaN for a bidirectional model).
@@ -49,14 +49,14 @@ class HeadStats:
     model : str
         The model's name.
     revision : str
-        A fingerprint of its weights (:func:`attnsym.audit.revision`).
+        A fingerprint of its weights (:func:`attnsym.audits.revision`).
     tokens : int
         Tokens of the text.
     means : dict
         Statistic name (:data:`STATISTICS`) -> ``(layers, heads)`` float64 array.
     rows : dict or None
         With ``per_row=True``: name -> ``(layers, heads, tokens)`` float64 array, NaN where a
-        query row does not count (:data:`attnsym.audit.stream.ROW_STATISTICS` only).
+        query row does not count (:data:`attnsym.audits.stream.ROW_STATISTICS` only).
     """
 
     model: str
