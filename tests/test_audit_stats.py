@@ -11,7 +11,8 @@ import pytest
 from models_support import ALL_FAMILY_VARIANTS, decoder_family
 
 import attnsym as at
-from attnsym import audits as audit, models
+from attnsym import audits as audit
+from attnsym import models
 from attnsym.errors import SpecError
 from attnsym.models.errors import TextError
 
