@@ -139,7 +139,7 @@ def test_head_report_view_colours_by_the_chosen_score(browser, report, tmp_path)
     assert len(cells) == report.layers * report.heads
     labels = browser.execute_script(
         "return Array.from(document.querySelectorAll('#view-heads text.label')).map(t => t.textContent)")
-    assert labels == [heads.SHORT[report.labels[ly][h]] for ly in range(report.layers) for h in range(report.heads)]
+    assert labels == [heads.SHORT[report.primary[ly][h]] for ly in range(report.layers) for h in range(report.heads)]
     k = report.patterns.index("previous")
     _choose(browser, "pick-pattern", k)
     for ly, h, w, fill in _cells(browser, "view-heads"):

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from ._common import MODEL_FOLDERS
+
 __all__ = ["add_parser", "run"]
 
 _DESCRIPTION = """\
@@ -18,7 +20,12 @@ when run again with the same arguments.
 
 CORPUS is a text file (a text per line) or JSON Lines (.jsonl: {"text": ..., "id": ...});
 "stdlib" audits the standard library's prose (pydoc_data.topics, cut into paragraphs).
-"""
+
+{MODEL_FOLDERS}
+
+There is no --force: an audit never replaces results. DIR must be new, empty, or hold this
+same audit (same model, revision and corpus), which then resumes; give another folder otherwise.
+""".replace("{MODEL_FOLDERS}", MODEL_FOLDERS)
 
 _EPILOG = """\
 examples:
