@@ -3,7 +3,7 @@
 
 Each check runs one study, reads its typed fields and compares them with the claim's statement;
 a keyword states the false variant (tests/test_claims_false_variants.py) and the mutations of
-tests/test_claims_variants_2026.py break the code the study runs.
+tests/test_claims_mutations_variants.py break the code the study runs.
 """
 
 from __future__ import annotations
