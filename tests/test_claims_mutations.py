@@ -328,13 +328,14 @@ def test_mutation_fails_the_claim(monkeypatch, claim_id, mutate, what):
 
 
 def test_every_registered_claim_has_a_mutation_that_fails_it():
-    """Each claim of the registry is covered by at least one mutation test (this file and its two siblings)."""
+    """Each claim of the registry is covered by at least one mutation test (this file and its three siblings)."""
     from test_claims_mutations_structure import MUTATIONS as STRUCTURE
     from test_claims_mutations_theory import MUTATIONS as THEORY
+    from test_claims_mutations_variants import MUTATIONS as VARIANTS
 
     from attnsym.claims import ordered_ids
 
-    covered = {claim for claim, _, _ in [*MUTATIONS, *STRUCTURE, *THEORY]}
+    covered = {claim for claim, _, _ in [*MUTATIONS, *STRUCTURE, *THEORY, *VARIANTS]}
     ids = set(ordered_ids())
     assert ids - covered == set(), "claims no mutation test breaks"
     assert covered - ids == set(), "mutation tests of claims that do not exist"

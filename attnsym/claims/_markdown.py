@@ -25,13 +25,14 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping
+from dataclasses import fields, is_dataclass
 from typing import Any
 
 import numpy as np
 
 from ..errors import SpecTypeError
 
-__all__ = ["NOT_APPLICABLE", "is_sympy", "text_markdown", "value_markdown"]
+__all__ = ["NOT_APPLICABLE", "as_row", "is_sympy", "text_markdown", "value_markdown"]
 
 #: How a missing value (``None``) reads in a report.
 NOT_APPLICABLE = "—"
@@ -99,6 +100,18 @@ def _number(x: float) -> str:
     return f"{x:.6g}"
 
 
+def as_row(value: Any) -> Any:
+    """A study's typed result (a dataclass instance) as the mapping of its fields; any other value unchanged.
+
+    >>> from attnsym.studies.intervals import Estimate
+    >>> as_row(Estimate(1.0, 0.5, 1.5))
+    {'value': 1.0, 'lo': 0.5, 'hi': 1.5}
+    """
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: getattr(value, f.name) for f in fields(value)}
+    return value
+
+
 def value_markdown(value: Any, *, table: bool = False, _depth: int = 0) -> str:
     """One value as Markdown for a reader (see the module docstring for the rules).
 
@@ -127,6 +140,7 @@ def value_markdown(value: Any, *, table: bool = False, _depth: int = 0) -> str:
         return text_markdown(value, table=table)
     if isinstance(value, np.ndarray):
         return value_markdown(value.tolist(), table=table, _depth=_depth)
+    value = as_row(value)  # a dataclass reads as its fields, never as its repr
     if isinstance(value, Mapping):
         return "; ".join(f"{text_markdown(str(k), table=table)}: {value_markdown(v, table=table, _depth=_depth + 1)}"
                          for k, v in value.items())

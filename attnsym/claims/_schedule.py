@@ -74,6 +74,9 @@ COST_HINTS: dict[str, tuple[float, float]] = {
     "performer-unbiased": (0.1, 0.45),
     "linear-attention-rnn": (0.1, 0.2),
     "mup-scaling": (0.1, 0.7),
+    "sink-semantics": (1.0, 1.4),
+    "mla-absorbed": (0.1, 0.3),
+    "nope-position-blind": (0.25, 0.6),
 }
 
 

@@ -32,7 +32,7 @@ from .._io import atomic_write, refuse_existing, staged_directory
 from ..errors import SpecError
 from ..plots import figure_to_bytes
 from ._evidence import BY_CONSTRUCTION, Evidence, RenderedFigure, tex
-from ._markdown import is_sympy, text_markdown, value_markdown
+from ._markdown import as_row, is_sympy, text_markdown, value_markdown
 
 __all__ = ["Report", "evidence_to_dict", "render_report", "tex", "to_json", "to_jsonable", "to_markdown", "write_report"]
 
@@ -142,6 +142,7 @@ def _details(details: Mapping[str, Any]) -> list[str]:
 
     for key, value in details.items():
         label = text_markdown(str(key))
+        value = [as_row(r) for r in value] if isinstance(value, list | tuple) else as_row(value)
         if isinstance(value, list | tuple) and value and all(isinstance(r, Mapping) for r in value):
             flush()
             lines += [f"#### {label}", "", *_table(value), ""]

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
+from .._exact import exact
 from ..numeric import lipschitz as numeric_lipschitz
 from ..symbolic import lipschitz as exact_lipschitz
 from ._streams import Streams
@@ -117,5 +118,5 @@ def study(rng: Streams, *, quick: bool) -> LipschitzResult:
         sizes=sizes, t=t, entry=entry, closed=closed, degree=degree, limit=sp.limit(at_one, t, sp.oo),
         d2_equal=(block - closed2).applyfunc(sp.expand).is_zero_matrix is True,
         numeric_entry=numeric_lipschitz.input_jacobians(X, one, one, one)[:, 0, 0],
-        exact_entry=np.array([float(at_one.subs(t, v)) for v in ts]),
+        exact_entry=np.array([float(at_one.subs(t, exact("sizes.ts", v))) for v in ts]),
         largest=tuple(f[0] for f in found), median=tuple(f[1] for f in found))

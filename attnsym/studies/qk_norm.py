@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
+from .._checks import positive_int
 from ..numeric import attention as numeric_attention
 from ..numeric import random_inputs
 from ..numeric import scores as numeric_scores
@@ -83,6 +84,7 @@ class QKNormResult:
 
 def exact_scores(d: int) -> QKNormExact:
     """The exact half: ``g² − s² = g² Σ_{i<j}(q_i k_j − q_j k_i)²/(‖q‖²‖k‖²)`` and ``s`` at ``k = ±q``."""
+    d = positive_int("d", d)
     q = sp.Matrix([list(sp.symbols(f"q_1:{d + 1}", real=True))])
     k = sp.Matrix([list(sp.symbols(f"k_1:{d + 1}", real=True))])
     gamma = sp.Symbol("gamma", positive=True)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import sympy as sp
 
+from .._exact import exact_matrix
 from ..numeric import attention as numeric_attention
 from ..numeric import random_inputs
 from ..spec import AttentionSpec
@@ -164,11 +165,13 @@ def mla(seed: int = 0, *, quick: bool) -> MlaResult:
 
     W_Q, W_DKV, W_UK, W_KR, X = ints(m, H * (d_n + d_r)), ints(m, d_c), ints(d_c, H * d_n), ints(m, d_r), ints(n, m)
     exact = True
-    c = sp.Matrix(X) * sp.Matrix(W_DKV)
+    sX, sW_Q, sW_DKV, sW_UK, sW_KR = (exact_matrix(name, M) for name, M in (
+        ("X", X), ("W_Q", W_Q), ("W_DKV", W_DKV), ("W_UK", W_UK), ("W_KR", W_KR)))
+    c = sX * sW_DKV
     for h in range(H):
-        Wq = sp.Matrix(W_Q[:, h * (d_n + d_r):h * (d_n + d_r) + d_n])
-        Wuk = sp.Matrix(W_UK[:, h * d_n:(h + 1) * d_n])
-        q = sp.Matrix(X) * Wq
+        Wq = sW_Q[:, h * (d_n + d_r):h * (d_n + d_r) + d_n]
+        Wuk = sW_UK[:, h * d_n:(h + 1) * d_n]
+        q = sX * Wq
         expanded = q * (c * Wuk).T
         absorbed = (q * Wuk.T) * c.T  # (W_UKᵀ q)·c: the key never expanded
         exact &= expanded == absorbed
@@ -183,9 +186,8 @@ def mla(seed: int = 0, *, quick: bool) -> MlaResult:
         Wuk = W_UK[:, h * d_n:(h + 1) * d_n].astype(float)
         absorbed = (q_rot[:, :d_n] @ Wuk.T) @ c_num.T + q_rot[:, d_n:] @ keys[h][:, d_n:].T
         gap = max(gap, float(np.abs(expanded - absorbed).max() / np.abs(expanded).max()))
-        W_eff = (sp.Matrix(W_Q[:, h * (d_n + d_r):h * (d_n + d_r) + d_n]) * (sp.Matrix(W_DKV) * sp.Matrix(
-            W_UK[:, h * d_n:(h + 1) * d_n])).T + sp.Matrix(W_Q[:, h * (d_n + d_r) + d_n:(h + 1) * (d_n + d_r)])
-            * sp.Matrix(W_KR).T)
+        W_eff = (sW_Q[:, h * (d_n + d_r):h * (d_n + d_r) + d_n] * (sW_DKV * sW_UK[:, h * d_n:(h + 1) * d_n]).T
+                 + sW_Q[:, h * (d_n + d_r) + d_n:(h + 1) * (d_n + d_r)] * sW_KR.T)
         ranks.append(int(W_eff.rank()))
         effective.append(np.abs(np.array(W_eff, dtype=float)))
     shared = all(np.array_equal(keys[0][:, d_n:], k[:, d_n:]) for k in keys)

@@ -131,6 +131,7 @@ def sink_softmax(S: sp.MatrixBase, sink: Any, allowed: Any = None) -> tuple[sp.I
     """
     if not isinstance(S, sp.MatrixBase):
         raise ShapeError(f"S must be a SymPy Matrix (got {type(S).__name__})")
+    sink = exact("sink", sink, error=ShapeError)
     rows, cols = S.shape
     pattern = allowed_pattern(allowed, rows)
     out = [[sp.Integer(0)] * cols for _ in range(rows)]

@@ -678,11 +678,20 @@ def check_window_banded_mask(ctx: CheckContext, *, extra: int = 0) -> Evidence:
                     "(w + 1 keys), so attnsym's window w is Longformer's 2(w − 1)",
                     "the window is ANDed with any explicit mask; the blockwise path skips no block it needs (checked "
                     "against the dense band)"),
-        details={"facts": facts, "pattern cases": r.cases, "numeric": r.numeric},
+        details={"facts": facts, **_window_tables(r)},
         equations=(("the window", sp.Eq(tex(r"\mathrm{allowed}_{ij}"), tex(r"[\,0 \le i - j < w\,]"), evaluate=False)),),
         figures={"window-banded-mask": partial(patterns_figure, patterns)},
     )
 
+
+
+def _window_tables(r: window_study.WindowResult) -> dict[str, list[dict[str, object]]]:
+    """The pattern cases and the numeric gaps of the window study as report rows (labelled columns, no reprs)."""
+    cases = [{"n": c.n, "w": c.w, "causal": c.causal, "= transformers' band": c.equals_transformers,
+              "transformers' own function": c.library} for c in r.cases]
+    numeric = [{"n": g.n, "w": g.w, "causal": g.causal, "max |ΔA|": g.weights_gap, "max |ΔY|": g.output_gap,
+                "max |ΔY| blockwise": g.blockwise_gap} for g in r.numeric]
+    return {"pattern cases": cases, "numeric": numeric}
 
 #: the claims of this module, for the registry (:mod:`attnsym.claims.builtin` lists the modules)
 CLAIMS = (builtin_claim("non-identifiable", check_non_identifiable),

@@ -3,7 +3,7 @@
 
 Each check runs one study, reads its typed fields and compares them with the claim's statement;
 a keyword states the false variant (tests/test_claims_false_variants.py) and the mutations of
-tests/test_claims_variants_2026.py break the code the study runs.
+tests/test_claims_mutations_variants.py break the code the study runs.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from functools import partial
 
 import numpy as np
 
-from ...plots.literature_structure import patterns_figure
+from ...plots.variants import mla_figure, nope_figure, sink_figure
 from ...studies import variants
 from .._evidence import CheckContext, Evidence
 from .._verdict import failed_clause, verdict
@@ -38,7 +38,6 @@ def check_sink_semantics(ctx: CheckContext, *, claimed_row_sum: str = "1 - pi") 
         f"the numeric layer's rows sum to {claimed_row_sum.replace('pi', 'π')}": row_sum_fact,
         "the numeric layer = softmax([S, s]) without its last column": r.reference_gap <= 1e-12,
     }
-    shown = np.concatenate([r.weights, r.mass[:, None]], axis=1)
     return Evidence(
         "sink-semantics", statement("sink-semantics"), verdict(facts),
         method=f"symbolic proof ({r.n} symbolic scores, SymPy simplify) + numeric check (a causal windowed layer with "
@@ -49,8 +48,7 @@ def check_sink_semantics(ctx: CheckContext, *, claimed_row_sum: str = "1 - pi") 
         conditions=("π_i = σ(s − lse(x_i)) is kept as the sink's own mass: attnsym never renormalises the rows",
                     "a fully masked row gives all its mass to the sink (π = 1)"),
         details={"facts": facts},
-        figures={"sink-semantics": partial(patterns_figure, {"A of head 1 (rows sum to 1 − π)": r.weights,
-                                                             "[A | π]: the sink as its own column": shown})},
+        figures={"sink-semantics": partial(sink_figure, r)},
     )
 
 
@@ -68,8 +66,6 @@ def check_mla_absorbed(ctx: CheckContext, *, rope_in_bound: bool = True) -> Evid
             all(k <= bound for k in r.ranks),
         "the rotary key is one vector for all heads": r.shared_rope_key,
     }
-    figures = {f"|W_QK| of head {h + 1} (rank {k})": M for h, (k, M) in enumerate(zip(r.ranks, r.effective,
-                                                                                       strict=True))}
     return Evidence(
         "mla-absorbed", statement("mla-absorbed"), verdict(facts),
         method=f"exact (SymPy integers: scores and ranks, d_model {r.d_model}, {r.heads} heads, d_c {r.d_c}, "
@@ -80,7 +76,7 @@ def check_mla_absorbed(ctx: CheckContext, *, rope_in_bound: bool = True) -> Evid
                     "the latent: a token's cache is d_c + d_rope numbers",
                     "the bound is on W_QK at position 0; a rotation changes no rank"),
         details={"facts": facts, "ranks": r.ranks},
-        figures={"mla-absorbed": partial(patterns_figure, figures)},
+        figures={"mla-absorbed": partial(mla_figure, r)},
     )
 
 
@@ -108,9 +104,7 @@ def check_nope_position_blind(ctx: CheckContext, *, claimed_queries: str = "last
         conditions=("only the last query sees every earlier token: an earlier query's output changes when the tokens "
                     "it sees are swapped with ones it does not",),
         details={"facts": facts},
-        figures={"nope-position-blind": partial(patterns_figure, {
-            "|ΔY| per query after swapping tokens 1, 2 (row 1: no positions, row 2: RoPE)":
-                r.shifts / max(float(r.shifts.max()), 1e-300)})},
+        figures={"nope-position-blind": partial(nope_figure, r)},
     )
 
 

@@ -1,5 +1,11 @@
 """The claims of the 2026 variants (``attnsym.claims.builtin.variants_2026``): each holds, draws its figure, and
-fails when the code it checks is broken (``monkeypatch`` on the engines the studies run, quick mode)."""
+fails when the code it checks is broken (``monkeypatch`` on the engines the studies run, quick mode).
+
+The mutations are the ones the claims' specification names: the sink added to the numerator too or the rows
+renormalised (``sink-semantics``), the rotary key not shared across heads (``mla-absorbed``), RoPE left on
+(``nope-position-blind``); :func:`test_claims_mutations.test_every_registered_claim_has_a_mutation_that_fails_it`
+reads this file's list beside its siblings'.
+"""
 
 from __future__ import annotations
 
