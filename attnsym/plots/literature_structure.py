@@ -127,7 +127,7 @@ def rope_pairing_figure(permutation: Sequence, difference: Sequence) -> Figure:
 
 
 def patterns_figure(patterns: Mapping[str, Sequence]) -> Figure:
-    """Boolean patterns side by side (True = may attend)."""
+    """Boolean patterns side by side (True = may attend), the two cell colours named above them."""
     fig = new_figure((3.3 * len(patterns), 3.4))
     axes = fig.subplots(1, len(patterns))
     for ax, (title, M) in zip(axes if len(patterns) > 1 else [axes], patterns.items(), strict=True):
@@ -135,4 +135,5 @@ def patterns_figure(patterns: Mapping[str, Sequence]) -> Figure:
         ax.set_title(title, fontsize=9)
         ax.set_xlabel("key j", fontsize=8)
         ax.set_ylabel("query i", fontsize=8)
+    fig.suptitle("■ black: may attend (True)    □ white: masked (False)", fontsize=9)  # the legend of every panel
     return fig
