@@ -354,7 +354,7 @@ def plan_from_metadata(meta: dict[str, Any], tensors: dict[str, tuple[int, ...]]
     plan = read_plan(raw, path)
     layout = Layout((), GGUF_NAMES[plan.model_type], transposed=True,
                     qkv="columns" if plan.model_type in _FUSED else "separate")
-    if plan.model_type == "gemma2":  # the converter stores Gemma's RMSNorm gains as 1 + w: no offset left to add
+    if any(b.norm.offset for b in plan.blocks):  # llama.cpp's converter stores 1 + w gains (Gemma): no offset left
         norm = Norm("rms", plan.final_norm.eps if plan.final_norm else 1e-6)
         plan = replace(plan, blocks=tuple(replace(b, norm=norm) for b in plan.blocks), final_norm=norm)
     plan = replace(plan, layout=layout)
