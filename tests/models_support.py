@@ -7,7 +7,9 @@ and handed out by the fixtures of the ``test_models*`` files.
 
 from __future__ import annotations
 
+import atexit
 import functools
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -26,6 +28,18 @@ GPT2_CORPUS = (
     "a small random model routes words through its heads",
     "attention is input conditioned routing; an mlp mixes with a fixed matrix",
 )
+
+
+def scratch_folder(prefix: str) -> Path:
+    """A temporary folder for a model a test builds once per process, removed when that process exits.
+
+    The builders are cached for the whole session (``functools.cache``), so pytest's per-test
+    ``tmp_path`` does not fit; without the clean-up every run would leave its checkpoints in the
+    system's temporary folder.
+    """
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+    return folder
 
 
 @functools.cache
@@ -61,7 +75,7 @@ def tiny_gpt2(scale_by_layer: bool = False, lm_head: bool = True) -> Path:
     """
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    folder = Path(tempfile.mkdtemp(prefix="attnsym-tiny-gpt2-"))
+    folder = scratch_folder("attnsym-tiny-gpt2-")
     tok = build_tokenizer(folder)
     config = transformers.GPT2Config(vocab_size=tok.get_vocab_size(), n_positions=64, n_embd=32, n_layer=2, n_head=4,
                                      scale_attn_by_inverse_layer_idx=scale_by_layer, bos_token_id=0, eos_token_id=0)
@@ -128,15 +142,16 @@ def family_tokenizer(folder: Path) -> None:
     tok.save(str(folder / "tokenizer.json"))
 
 
-@functools.cache
-def decoder_family(name: str):
-    """``(folder, hf)``: a tiny random model of one :data:`ALL_FAMILY_VARIANTS` entry, saved with transformers (safetensors).
+def random_checkpoint(config_cls: str, model_cls: str, extra: dict, *, seed: int, prefix: str):
+    """``(folder, hf)``: a tiny random transformers model with noise on every parameter, saved (safetensors)
+    beside the :func:`family_tokenizer` into a :func:`scratch_folder` named ``prefix``.
 
-    Built once per test session; noise is added to every parameter (RMSNorm gains are 1 at init).
+    The sizes are :data:`FAMILY_KW` (BLOOM and GPT-2 by their own key names; no GQA where the family has none);
+    noise is added to every parameter because RMSNorm gains are 1 and biases 0 at init, which would hide a
+    wrong gain or bias.
     """
     torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
-    config_cls, model_cls, extra = ALL_FAMILY_VARIANTS[name]
     no_gqa = ("GPTNeoXConfig", "BertConfig")
     kw = {k: v for k, v in FAMILY_KW.items() if k != "num_key_value_heads" or config_cls not in no_gqa}
     if config_cls == "BloomConfig":  # its own names; width 30 = 6 heads of 5
@@ -145,15 +160,22 @@ def decoder_family(name: str):
         kw = dict(n_embd=32, n_layer=2, n_head=4, n_inner=64, n_positions=64, vocab_size=100, pad_token_id=1)
     config = getattr(transformers, config_cls)(**kw, **extra)
     config._attn_implementation = "eager"
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     hf = getattr(transformers, model_cls)(config).eval()
     with torch.no_grad():
         for p in hf.parameters():
             p.add_(0.2 * torch.randn_like(p))
-    folder = Path(tempfile.mkdtemp(prefix=f"attnsym-{name}-"))
+    folder = scratch_folder(prefix)
     hf.save_pretrained(folder, safe_serialization=True)
     family_tokenizer(folder)
     return folder, hf
+
+
+@functools.cache
+def decoder_family(name: str):
+    """``(folder, hf)``: a tiny random model of one :data:`ALL_FAMILY_VARIANTS` entry (:func:`random_checkpoint`,
+    seed 0), built once per test session."""
+    return random_checkpoint(*ALL_FAMILY_VARIANTS[name], seed=0, prefix=f"attnsym-{name}-")
 
 
 #: the same builder, by the name the tests of every family use (BERT and GPT-2 are no decoder families)

@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import functools
 import json
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
-from models_support import family_tokenizer
+from models_support import family_tokenizer, scratch_folder
 from test_models_float64_reference import _float32_steps_in_float64
 
 from attnsym import models
@@ -82,7 +81,7 @@ def checkpoint(name: str):
             p.add_(0.2 * torch.randn_like(p))
             if key.endswith("sinks"):  # about e: a sink that takes a visible share of each row
                 p.copy_(torch.randn_like(p) + 1.0)
-    folder = Path(tempfile.mkdtemp(prefix=f"attnsym-{name}-"))
+    folder = scratch_folder(f"attnsym-{name}-")
     hf.save_pretrained(folder, safe_serialization=True)
     family_tokenizer(folder)
     return folder, hf
@@ -222,7 +221,7 @@ def test_cli_layers(fmt, capsys):
 def _config(name: str, **changes) -> Path:
     folder, _ = checkpoint(name)
     raw = {**json.loads((folder / "config.json").read_text()), **changes}
-    target = Path(tempfile.mkdtemp(prefix="attnsym-lint-"))
+    target = scratch_folder("attnsym-lint-")
     (target / "config.json").write_text(json.dumps(raw))
     return target / "config.json"
 

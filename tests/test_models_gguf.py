@@ -23,12 +23,12 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
+from models_support import scratch_folder
 from test_models_float64_reference import _float32_steps_in_float64
 
 from attnsym import AttentionSpec, models
@@ -173,7 +173,7 @@ def hf_model(arch: str):
 
 @functools.cache
 def gguf_file(arch: str, storage: str) -> Path:
-    folder = Path(tempfile.mkdtemp(prefix=f"attnsym-gguf-{arch}-{storage}-"))
+    folder = scratch_folder(f"attnsym-gguf-{arch}-{storage}-")
     return write_gguf(folder / f"{arch}-{storage}.gguf", hf_model(arch), arch, storage)
 
 
@@ -283,7 +283,7 @@ def _gemma2_checkpoint():
     with torch.no_grad():
         for p in hf.parameters():
             p.add_(0.2 * torch.randn_like(p))
-    folder = Path(tempfile.mkdtemp(prefix="attnsym-gemma2-gguf-"))
+    folder = scratch_folder("attnsym-gemma2-gguf-")
     hf.save_pretrained(folder, safe_serialization=True)
     return folder, hf
 
@@ -380,8 +380,11 @@ def smol():
 @pytest.fixture(scope="module")
 def smol_reference(smol):
     _, path = smol
-    return transformers.AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
-                                                             attn_implementation="eager").eval()
+    ref = transformers.AutoModelForCausalLM.from_pretrained(str(path.parent), gguf_file=path.name,
+                                                            attn_implementation="eager").eval()
+    ref.generation_config.eos_token_id = None  # exactly max_new_tokens, as generate() without stop
+    ref.generation_config.pad_token_id = 0
+    return ref
 
 
 @pytest.fixture(scope="module")
@@ -430,6 +433,24 @@ def test_smollm2_attention_matches_transformers_gguf_loader(smol, smol_reference
         gap_h = float(np.abs(r.hidden_states[-1] - H[-1]).max() / np.abs(H[-1]).max())
         print(f"SmolLM2 {prompt!r}: attention {gap_a:.2g}, final hidden state (relative to its largest) {gap_h:.2g}")
         assert gap_a <= 1e-4 and gap_h <= 1e-4
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(1800)  # transformers builds its GGUF model and tokenizer in Python: minutes on a busy 2-core machine
+def test_smollm2_logits_and_greedy_tokens_match_transformers_gguf(smol, smol_reference):
+    """Logits and greedy tokens beside the attention test: one transformers GGUF load serves both (minutes)."""
+    m, _ = smol
+    for prompt in SMOL_PROMPTS:
+        r = m.route(prompt, logits="all")
+        ids = torch.as_tensor(r.ids[None])
+        with torch.no_grad():
+            ref = smol_reference(input_ids=ids).logits[0].numpy()
+            greedy_ref = smol_reference.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False,
+                                                 max_new_tokens=5)
+        worst = float(np.abs(r.logits - ref).max())
+        print(f"SmolLM2 {prompt!r}: max |logits - transformers GGUF| = {worst:.2g}")
+        assert worst <= 1e-3
+        assert m.generate(list(r.ids), 5).ids == tuple(greedy_ref[0, len(r.ids):].tolist())
 
 
 def test_packaged_name_is_case_insensitive_and_a_folder_with_one_gguf_loads(tmp_path):
