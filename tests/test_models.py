@@ -58,7 +58,7 @@ def test_unsupported_model_type_names_the_supported_ones(folder_copy):
     config = json.loads((folder_copy / "config.json").read_text())
     (folder_copy / "config.json").unlink()
     (folder_copy / "config.json").write_text(json.dumps({**config, "model_type": "roberta"}))
-    with pytest.raises(UnsupportedModelError, match=r"model_type 'roberta' is not supported; attnsym runs 'bert' .*'gpt2'"):
+    with pytest.raises(UnsupportedModelError, match=r"'roberta' is not supported; attnsym runs 'bert', 'gpt2', .*'llama'"):
         models.load(folder_copy)
 
 

