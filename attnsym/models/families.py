@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError
-from ..spec import AttentionSpec
+from ..spec import AttentionSpec, RopeScaling
 from .errors import ModelError, UnsupportedModelError
 from .families_2026 import FAMILIES_2026, NAME_MAPS_2026, OPTIONS_2026, QKV_2026
 from .keys import (
@@ -95,7 +95,8 @@ def _llama_like(raw: dict[str, Any], path: Path, family: str) -> ModelPlan:
     bias: bool | str = "qkv" if family == "qwen2" else flag(raw, "attention_bias", path, False)
     windows = _windows(raw, path, layers, family)
     norm = Norm("rms", eps)
-    blocks, made = [], {}  # identical layers (the same window) share one block, built once
+    blocks: list[Block] = []
+    made: dict[int | None, Block] = {}  # identical layers (the same window) share one block, built once
     ffn_width = positive_size(raw, "intermediate_size", path)
     for window in windows:
         if window in made:
@@ -105,7 +106,8 @@ def _llama_like(raw: dict[str, Any], path: Path, family: str) -> ModelPlan:
             spec = AttentionSpec(n=max_positions, d_model=width, heads=heads, d_k=head_dim, d_v=head_dim,
                                  kv_heads=kv_heads, causal=True, bias=bias, positions="rope", position_base=theta,
                                  output_projection=True, window=window, qk_norm=family == "qwen3",
-                                 qk_norm_eps=eps if family == "qwen3" else 1e-6, rope_scaling=scaling)
+                                 qk_norm_eps=eps if family == "qwen3" else 1e-6,
+                                 rope_scaling=None if scaling is None else RopeScaling.from_mapping(scaling))
         except SpecError as error:
             raise ModelError(f"{path}: the attention of {config_name(raw)} is not a valid layer ({error})") from None
         blocks.append(made.setdefault(window, Block(attention=spec, norm=norm, ffn_width=ffn_width)))
@@ -129,7 +131,7 @@ def _gemma2(raw: dict[str, Any], path: Path) -> ModelPlan:
     plan = _llama_like({**raw, "hidden_act": "silu"}, path, "gemma2")  # its own name in every message
     scalar = finite_number(raw, "query_pre_attn_scalar", path, plan.blocks[0].attention.d_k, positive=True)
     cap = finite_number(raw, "attn_logit_softcapping", path, None, positive=True)
-    norm = Norm("rms", plan.final_norm.eps, offset=1.0)
+    norm = Norm("rms", plan.blocks[0].norm.eps, offset=1.0)  # _llama_like's one norm
     try:
         blocks = tuple(Block(attention=b.attention.with_(scale=float(scalar) ** -0.5,
                                                           softcap=None if cap is None else float(cap)),
@@ -162,7 +164,7 @@ def _gpt_neox(raw: dict[str, Any], path: Path) -> ModelPlan:
     heads = positive_size(raw, "num_attention_heads", path)
     if width % heads:
         raise ModelError(f"{path}: the heads ({heads}) must divide the width ({width})")
-    params = raw.get("rope_parameters") if isinstance(raw.get("rope_parameters"), dict) else {}
+    params: dict[str, Any] = raw["rope_parameters"] if isinstance(raw.get("rope_parameters"), dict) else {}
     key, source = ("partial_rotary_factor", params) if "partial_rotary_factor" in params else ("rotary_pct", raw)
     pct = finite_number({**source, "model_type": "gpt_neox"}, key, path, 1.0, positive=True, at_most=1.0)
     theta_key = "rope_theta" if raw.get("rope_theta") is not None else "rotary_emb_base"
@@ -173,7 +175,8 @@ def _gpt_neox(raw: dict[str, Any], path: Path) -> ModelPlan:
     norm = Norm("layer", norm_eps(raw, "layer_norm_eps", path, 1e-5))
     try:
         spec = AttentionSpec(n=max_positions, d_model=width, heads=heads, causal=True, bias=True, positions="rope",
-                             position_base=theta, rotary_pct=pct, output_projection=True, rope_scaling=scaling)
+                             position_base=theta, rotary_pct=pct, output_projection=True,
+                             rope_scaling=None if scaling is None else RopeScaling.from_mapping(scaling))
     except SpecError as error:
         raise ModelError(f"{path}: the attention of {config_name(raw)} is not a valid layer ({error})") from None
     residual = "parallel" if flag(raw, "use_parallel_residual", path, True) else "sequential"

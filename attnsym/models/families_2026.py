@@ -155,7 +155,7 @@ def _phi3(raw: dict[str, Any], path: Path) -> ModelPlan:
     """Phi-3: fused ``qkv_proj`` / ``gate_up_proj``, partial rotary, ``sliding_window`` on every layer when set."""
     z = _sizes(raw, path)
     _activation(raw, path, ("hidden_act",), "silu", "phi3")
-    params = raw.get("rope_parameters") if isinstance(raw.get("rope_parameters"), dict) else {}
+    params: dict[str, Any] = raw["rope_parameters"] if isinstance(raw.get("rope_parameters"), dict) else {}
     pct = params.get("partial_rotary_factor", _get(raw, "partial_rotary_factor", (int, float), path, 1.0))
     theta, scaling = _rope(raw, path)
     if scaling is not None:

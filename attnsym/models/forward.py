@@ -260,7 +260,7 @@ def _plus(y, b):
     return y if b is None else y + b
 
 
-def _bound(xp, spec, n: int, allowed, cache: dict, device):
+def _bound(xp, spec, n: int, allowed, cache: dict[Any, tuple], device):
     """The spec at ``n`` tokens and its mask (window AND ``allowed``), made once per pass for blocks with equal specs
     (a family with a per-layer schedule has a few distinct specs, each block its own object)."""
     key = spec if spec.mask is None else id(spec)  # equal specs share (hashing a spec without a mask is cheap)
@@ -424,7 +424,8 @@ def forward_streamed(plan: ModelPlan, weights: Weights, input_ids, core) -> None
     ops = FUSED if _fused_for(weights.word, B * n) else ARRAY
     with np.errstate(over="ignore", invalid="ignore"):
         x = embed(plan, weights, ids, None, None, ops)
-        positions, dtype, cache = xp.broadcast_to(xp.arange(n, device=_device(x)), (B, n)), dtype_name(x), {}
+        positions, dtype = xp.broadcast_to(xp.arange(n, device=_device(x)), (B, n)), dtype_name(x)
+        cache: dict[Any, tuple] = {}
         for k, (block, lw) in enumerate(zip(plan.blocks, weights.layers, strict=True)):
             x = _block(xp, ops, block, lw, x, None, positions, dtype, cache, core=lambda *a, k=k: core(k, *a))[0]
             if not bool(xp.all(xp.isfinite(x))):
@@ -514,7 +515,8 @@ def _forward(plan, weights, input_ids, attention_mask, token_type_ids, positions
             keys = xp.asarray(attention_mask, device=_device(x)) != 0
             if not bool(xp.all(keys)):
                 allowed = xp.broadcast_to(keys[:, None, :], (B, n, n))  # (B, n, n): padding keys masked
-        hidden, attention, scores, cache = [x], [], [], {}
+        hidden, attention, scores = [x], [], []
+        cache: dict[Any, tuple] = {}
         for block, lw in zip(plan.blocks, weights.layers, strict=True):
             x, S, A = _block(xp, ops, block, lw, x, allowed, positions, dtype, cache)
             hidden.append(x)
@@ -652,7 +654,8 @@ def forward_cached(plan: ModelPlan, weights: Weights, input_ids, cache: KVCache)
     with np.errstate(over="ignore", invalid="ignore"):
         x = embed(plan, weights, ids, None, positions[:, p0:], ops)
         dtype = dtype_name(x)
-        hidden, scores, bound = [x], [], {}
+        hidden, scores = [x], []
+        bound: dict[Any, tuple] = {}
         for block, lw, past in zip(plan.blocks, weights.layers, cache.layers, strict=True):
             x, S, _ = _block(xp, ops, block, lw, x, None, positions, dtype, bound, past)
             hidden.append(x)

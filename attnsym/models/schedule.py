@@ -136,7 +136,7 @@ def window_notes(raw: dict[str, Any], path: Path, types: list[str], max_position
     ["'sliding_window' = 4096 is set while 'use_sliding_window' is false: no layer slides", \
 "'sliding_window' = 4096 is longer than 'max_position_embeddings' = 2048: the window never bites"]
     """
-    notes = []
+    notes: list[str] = []
     window = raw.get("sliding_window")
     if window is None:
         return notes
