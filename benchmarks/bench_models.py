@@ -10,7 +10,7 @@ forward with ``output_attentions=True``. Sides:
 * attnsym ``Model.route(text)`` — tokenization, the NumPy forward pass (all attention
   probabilities, scaled scores and hidden states kept) and slicing into a Route: the goal's side;
 * attnsym ``Model.forward(ids)`` — the forward pass alone, on NumPy (with the compiled kernels of
-  :mod:`attnsym.models._fused` when Numba is installed, and with them switched off: NumPy
+  :mod:`attnsym.numeric._kernels` when Numba is installed, and with them switched off: NumPy
   operations only), with its matrix products on ``k`` BLAS threads (``threads=k``, ``k`` the
   setting's threads), and on torch tensors;
 * PyTorch reference — ``transformers`` BertModel, ``attn_implementation="eager"`` (the only
@@ -99,7 +99,7 @@ def sentence(tokenizer, n: int = N_TOKENS) -> str:
 def _side(name: str):
     """``(call, info)`` for one side, set up in this process (imports torch only for the torch sides)."""
     from attnsym import models
-    from attnsym.models import _fused
+    from attnsym.numeric import _kernels
 
     m = models.load()
     text = sentence(m.tokenizer)
@@ -107,12 +107,12 @@ def _side(name: str):
     if name == "route":
         return (lambda: m.route(text)), {}
     if name == "forward":
-        return (lambda: m.forward(ids)), {"kernels": "compiled (Numba)" if _fused.available() else "NumPy operations"}
+        return (lambda: m.forward(ids)), {"kernels": "compiled (Numba)" if _kernels.available() else "NumPy operations"}
     if name == "forward-slices":  # k = the threads of the setting (one slice at one thread: the forward side)
         return (lambda: m.forward(ids, threads=_WORKER["threads"])), {}
     if name == "forward-ops":
         os.environ["ATTNSYM_NUMBA"] = "0"  # this worker process runs this side alone
-        assert not _fused.available()
+        assert not _kernels.available()
         return (lambda: m.forward(ids)), {"kernels": "NumPy operations"}
     import torch
 
@@ -243,7 +243,8 @@ def profile(calls: int) -> dict:
             forward()
         prof.disable()
     stats = pstats.Stats(prof).stats  # (file, line, name) -> (calls, prim calls, tottime, cumtime, callers)
-    files = (os.path.join("models", "forward.py"), os.path.join("numeric", "layer.py"), os.path.join("models", "_fused.py"))
+    files = (os.path.join("models", "forward.py"), os.path.join("numeric", "layer.py"), os.path.join("numeric", "_kernels.py"),
+             os.path.join("numeric", "norms.py"), os.path.join("numeric", "activations.py"))
     wanted = {"_linear": "x W + b (the packed Q, K, V projection, feed-forward, output projection)",
               "block_scores": "Q Kᵀ per head (the scores)",
               "shifted_exp": "softmax: exp(S − max), row sums (NumPy operations)",
@@ -307,9 +308,9 @@ if side == "torch":
     kept = sum(a.numel() * a.element_size() for a in (*out.attentions, *out.hidden_states))
     print(json.dumps({"rss_kib": peak - base, "output_bytes": kept}))
 else:
-    from attnsym.models import _fused
+    from attnsym.numeric import _kernels
     before = status("VmRSS")
-    _fused.load()  # the compiled kernels, once per process: measured apart
+    _kernels.load()  # the compiled kernels, once per process: measured apart
     kernels_kib = status("VmRSS") - before
     reset_peak(); base = status("VmRSS")
     tracemalloc.start()

@@ -50,8 +50,8 @@ def _scores_full_rank(monkeypatch):
 
 def _qk_norm_unnormalised(monkeypatch):
     """QK-norm as x ⊙ g (the division by the root mean square dropped) in the numeric layer."""
-    def unnormalised(xp, M, g, eps, offset=0.0):
-        gain = xp.reshape(g, (int(M.shape[-1]),))
+    def unnormalised(M, g, eps, offset=0.0):
+        gain = g.reshape(int(M.shape[-1]))
         return M * (gain + offset if offset else gain)
 
     monkeypatch.setattr(numeric_layer, "rms_norm", unnormalised)

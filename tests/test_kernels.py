@@ -130,13 +130,12 @@ def test_float32_forward_agrees_with_float64_at_2048(implementation):
 _CACHE_PROBE = """
 import json, numpy as np
 from attnsym.numeric import _kernels
-from attnsym.models import _fused
 S = np.zeros((2, 3), np.float32)
 _kernels.softmax_rows(S, np.empty_like(S)); _kernels.exp_rowsum(S.copy(), np.zeros(2, np.float32))
 _kernels.exp_and_dscores(S.copy(), S.copy())
 _kernels.exp_rowsum_moment(S.copy(), *(np.zeros(2, np.float32) for _ in range(3)))
-_fused.load()
-kernels = {**_kernels.compiled(), **_fused._kernels()}
+_kernels.load()
+kernels = _kernels.compiled()
 print(json.dumps({name: [sum(k.stats.cache_hits.values()), sum(k.stats.cache_misses.values())]
                   for name, k in kernels.items()}))
 """

@@ -17,7 +17,7 @@ from models_support import SENTENCES, minilm
 
 from attnsym.errors import ShapeError
 from attnsym.models import ModelError
-from attnsym.models.forward import GELU_BLOCK, gelu_float32
+from attnsym.numeric.activations import GELU_BLOCK, gelu_float32
 
 forward_module = importlib.import_module("attnsym.models.forward")  # attnsym.models.forward is also the function
 

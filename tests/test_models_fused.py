@@ -1,4 +1,4 @@
-"""The compiled float32 kernels of attnsym.models._fused, tied to the array path they replace.
+"""The forward pass's compiled float32 kernels (attnsym.numeric._kernels), tied to the array path they replace.
 
 Each kernel against its NumPy counterpart and a float64 reference, the softmax's edge cases
 (masked keys, a fully masked row, underflow), and whole forward passes of both families with the
@@ -22,8 +22,7 @@ pytest.importorskip("numba")
 
 from attnsym import models
 from attnsym.errors import BackendError, ShapeError
-from attnsym.models import _fused
-from attnsym.models.forward import gelu_float32, layer_norm
+from attnsym.numeric import _kernels, gelu_float32, layer_norm
 
 forward_module = importlib.import_module("attnsym.models.forward")
 
@@ -38,16 +37,16 @@ def _softmax64(S):
 
 
 def test_available_and_switched_off(monkeypatch):
-    assert _fused.available()
+    assert _kernels.available()
     monkeypatch.setenv("ATTNSYM_NUMBA", "0")
-    assert not _fused.available()
+    assert not _kernels.available()
     monkeypatch.delenv("ATTNSYM_NUMBA")
-    with _fused.disabled():
-        assert not _fused.available()
-        with _fused.disabled():
-            assert not _fused.available()
-        assert not _fused.available()
-    assert _fused.available()
+    with _kernels.disabled():
+        assert not _kernels.available()
+        with _kernels.disabled():
+            assert not _kernels.available()
+        assert not _kernels.available()
+    assert _kernels.available()
 
 
 def test_bias_gelu_is_the_array_gelu_and_exact_gelu():
@@ -55,7 +54,7 @@ def test_bias_gelu_is_the_array_gelu_and_exact_gelu():
     x = np.concatenate([np.linspace(-12, 12, 4801), rng.standard_normal(5000) * 3]).astype(np.float32)
     h = x.reshape(1, -1) - 0.25
     b = np.full(h.shape[1], 0.25, np.float32)
-    got = _fused.bias_gelu(h.copy(), b)[0]
+    got = _kernels.bias_gelu(h.copy(), b)[0]
     x64 = (h[0].astype(np.float64) + 0.25)
     exact = 0.5 * x64 * (1 + erf(x64 / np.sqrt(2)))
     assert np.abs(got - exact).max() <= 2e-6 * max(1.0, np.abs(x64).max()) / 4
@@ -68,11 +67,11 @@ def test_residual_layernorm_is_layer_norm_of_the_sum():
     bias, w, beta = (rng.standard_normal(384).astype(np.float32) for _ in range(3))
     want = layer_norm((a.astype(np.float64) + bias + res), w, beta, 1e-12)
     got = a.copy()
-    out = _fused.residual_layernorm(got, bias, res, w, beta, 1e-12, np.empty_like(a))
+    out = _kernels.residual_layernorm(got, bias, res, w, beta, 1e-12, np.empty_like(a))
     np.testing.assert_allclose(got, a + bias + res, rtol=0, atol=1e-5)  # the sum stays in a
     np.testing.assert_allclose(out, want, rtol=0, atol=2e-5)
     same = a.copy()  # out may be a itself
-    np.testing.assert_allclose(_fused.residual_layernorm(same, None, None, w, beta, 1e-5, same),
+    np.testing.assert_allclose(_kernels.residual_layernorm(same, None, None, w, beta, 1e-5, same),
                                layer_norm(a.astype(np.float64), w, beta, 1e-5), rtol=0, atol=2e-5)
     assert np.array_equal(a, a.copy())
 
@@ -82,7 +81,7 @@ def test_softmax_rows_masks_underflow_and_a_fully_masked_row():
                   [-np.inf] * 4,  # no allowed key: all 0 (attnsym.numeric.softmax's policy)
                   [0.0, -86.0, -88.0, -1e30],  # e^-86 kept, below e^-87 flushed to 0
                   [1e4, 1e4 - 20, -1e4, 3e4]], np.float32)
-    A = _fused.softmax_rows(S, np.full_like(S, np.nan))
+    A = _kernels.softmax_rows(S, np.full_like(S, np.nan))
     assert np.array_equal(A[0, 2:], [0, 0]) and np.array_equal(A[1], np.zeros(4))
     np.testing.assert_allclose(A[0, :2], [0.25, 0.75], rtol=2e-6)
     assert A[2, 1] > 0 and A[2, 2] == 0 and A[2, 3] == 0
@@ -93,7 +92,7 @@ def test_softmax_rows_masks_underflow_and_a_fully_masked_row():
 def test_softmax_rows_exp_is_accurate_over_the_whole_range():
     x = np.linspace(-86.9, 0, 200001).astype(np.float32)  # below -87 the weight is flushed to 0
     S = np.stack([np.zeros_like(x), x], axis=1)  # A[:, 1] = e^x / (1 + e^x)
-    got = _fused.softmax_rows(S, np.empty_like(S))[:, 1].astype(np.float64)
+    got = _kernels.softmax_rows(S, np.empty_like(S))[:, 1].astype(np.float64)
     want = np.exp(x.astype(np.float64)) / (1 + np.exp(x.astype(np.float64)))
     assert np.max(np.abs(got - want) / want) <= 2e-6
 
@@ -102,7 +101,7 @@ def test_softmax_rows_exp_is_accurate_over_the_whole_range():
 @given(hnp.arrays(np.float32, hnp.array_shapes(min_dims=2, max_dims=4, min_side=1, max_side=40),
                   elements=st.floats(-1e4, 1e4, width=32) | st.just(-np.inf)))
 def test_softmax_rows_matches_float64_softmax(S):
-    A = _fused.softmax_rows(S, np.empty_like(S))
+    A = _kernels.softmax_rows(S, np.empty_like(S))
     want = _softmax64(S)
     np.testing.assert_allclose(A, want, rtol=0, atol=2e-6)
     assert np.all((A >= 0) & (A <= 1))
@@ -117,25 +116,25 @@ def test_softmax_rows_of_a_strided_range_of_heads():
     rng = np.random.default_rng(2)
     S = rng.standard_normal((3, 12, 9, 9)).astype(np.float32)
     A = np.zeros_like(S)
-    _fused.softmax_rows(S[:, 4:8], A[:, 4:8])  # not contiguous: one call per text
+    _kernels.softmax_rows(S[:, 4:8], A[:, 4:8])  # not contiguous: one call per text
     np.testing.assert_allclose(A[:, 4:8], _softmax64(S[:, 4:8]), rtol=0, atol=2e-7)
     assert not A[:, :4].any() and not A[:, 8:].any()
 
 
 def test_kernels_refuse_what_they_cannot_take():
     with pytest.raises(ShapeError, match="float64"):
-        _fused.bias_gelu(np.zeros((2, 3)), np.zeros(3))
+        _kernels.bias_gelu(np.zeros((2, 3)), np.zeros(3))
     with pytest.raises(ShapeError, match="not C-contiguous"):
-        _fused.softmax_rows(np.zeros((4, 4), np.float32)[:, ::2], np.zeros((4, 2), np.float32))
+        _kernels.softmax_rows(np.zeros((4, 4), np.float32)[:, ::2], np.zeros((4, 2), np.float32))
     with pytest.raises(ShapeError, match="same shape"):
-        _fused.softmax_rows(np.zeros((2, 3), np.float32), np.zeros((3, 2), np.float32))
+        _kernels.softmax_rows(np.zeros((2, 3), np.float32), np.zeros((3, 2), np.float32))
 
 
 def test_without_numba_the_kernels_say_what_to_install(monkeypatch):
-    monkeypatch.setitem(_fused._STATE, "kernels", None)  # as if Numba could not be imported
-    assert not _fused.available()
+    monkeypatch.setitem(_kernels._STATE, "kernels", None)  # as if Numba could not be imported
+    assert not _kernels.available()
     with pytest.raises(BackendError, match=r"pip install 'attnsym\[fast\]'"):
-        _fused.softmax_rows(np.zeros((2, 2), np.float32), np.zeros((2, 2), np.float32))
+        _kernels.softmax_rows(np.zeros((2, 2), np.float32), np.zeros((2, 2), np.float32))
     m = minilm()  # the forward pass takes the NumPy operations instead
     out = forward_module.forward(m.config, m.weights, np.array([[101, 1045, 2066, 102]]))
     np.testing.assert_allclose(out.attention.sum(-1), 1.0, atol=1e-6)
@@ -158,7 +157,7 @@ def _both(m, ids, mask=None):
     x = forward_module.embed(m.config, m.weights, ids)
     assert forward_module._fusable(x)  # the kernels really run
     out = forward_module.forward(m.config, m.weights, ids, mask)
-    with _fused.disabled():
+    with _kernels.disabled():
         ref = forward_module.forward(m.config, m.weights, ids, mask)
     return out, ref
 
@@ -270,24 +269,24 @@ def test_one_implementation_per_pass(monkeypatch, dtype):
 
 
 def test_kernels_load_with_a_cold_numba_cache(tmp_path):
-    """Both lazy loaders, in one process, from two threads, with an empty Numba cache: no deadlock, the same softmax."""
+    """The one registry loaded from two threads at once (the forward's kernels and the fast path's), with an empty
+    Numba cache: no deadlock, one compilation, the softmax right."""
     import os
     import subprocess
     import sys
 
     code = """
 import threading, numpy as np
-from attnsym.models import _fused
 from attnsym.numeric import _kernels
 done = []
-threads = [threading.Thread(target=lambda: done.append(_fused.load())),
+threads = [threading.Thread(target=lambda: done.append(_kernels.load())),
            threading.Thread(target=lambda: done.append(_kernels.compiled() is not None))]
 for t in threads: t.start()
 for t in threads: t.join(240)
 assert done == [True, True] or sorted(done) == [True, True], done
 S = np.array([[0.0, np.log(3.0), -np.inf]], np.float32)
-assert _fused._kernels()["softmax_rows"] is _kernels.compiled()["softmax_rows"]
-print(np.round(_fused.softmax_rows(S, np.empty_like(S)), 6).tolist())
+assert _kernels.compiled() is _kernels.compiled() and "bias_gelu" in _kernels.compiled()
+print(np.round(_kernels.softmax_rows(S, np.empty_like(S)), 6).tolist())
 """
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba"), "ATTNSYM_NUMBA": "1"}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300)

@@ -27,7 +27,7 @@ from models_support import FAMILY_NAMES, family_model
 from attnsym.cli import main
 from attnsym.errors import AttnsymError, ShapeError
 from attnsym.models import CorruptWeightsError, ModelError, load
-from attnsym.models import config as config_module
+from attnsym.models import families as families_module
 from attnsym.models.forward import forward
 from attnsym.models.plan import Norm
 
@@ -151,7 +151,7 @@ def test_a_layer_count_the_weights_lack_is_refused_before_any_block_is_built(nam
     def never(raw, path):
         raise AssertionError("a plan was built for a layer count the weights do not hold")
 
-    monkeypatch.setitem(config_module.PLANNERS, name, never)
+    monkeypatch.setitem(families_module.FAMILIES, name, never)
     with pytest.raises(CorruptWeightsError, match=f"{key}=16777216, but the weights hold tensors of 2 layer"):
         load(folder)
 

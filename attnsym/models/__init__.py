@@ -22,12 +22,13 @@ the plan, on :mod:`attnsym.numeric`, so NumPy, CuPy and torch arrays run the sam
   (the packaged model loaded once, or None when it is not installed).
 
 >>> import attnsym as at
->>> at.models.SUPPORTED["gpt2"]
-'GPT-2-family decoder (pre-LayerNorm, causal, packed c_attn Conv1D weights)'
+>>> at.models.families.family_names().split(", ")[:3]
+['bert', 'gpt2', 'llama']
 """
 
-from . import evidence
-from .config import SUPPORTED, ModelConfig, read_config
+from ..numeric.norms import layer_norm
+from . import evidence, families
+from .config import read_config
 from .errors import (
     CorruptWeightsError,
     ModelError,
@@ -38,7 +39,7 @@ from .errors import (
     UnsupportedModelError,
 )
 from .evidence import packaged_model
-from .forward import ForwardOutput, forward, layer_norm
+from .forward import ForwardOutput, forward
 from .generate import Generation
 from .gguf_file import read_gguf
 from .layer_table import LayerSchedule, layer_schedule
@@ -50,7 +51,6 @@ from .weights import LayerWeights, Weights, read_weights
 __all__ = [
     "FILES",
     "PACKAGED",
-    "SUPPORTED",
     "CorruptWeightsError",
     "ForwardOutput",
     "Generation",
@@ -58,7 +58,6 @@ __all__ = [
     "LayerWeights",
     "LogitLens",
     "Model",
-    "ModelConfig",
     "ModelError",
     "ModelFileMissing",
     "NoLMHeadError",
@@ -71,6 +70,7 @@ __all__ = [
     "Word",
     "available",
     "evidence",
+    "families",
     "forward",
     "layer_norm",
     "layer_schedule",

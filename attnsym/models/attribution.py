@@ -62,14 +62,14 @@ def head_contributions(plan: ModelPlan, weights: Weights, route: Any, position: 
     for layer, (block, lw) in enumerate(zip(plan.blocks, weights.layers, strict=True)):
         s = block.attention
         get = {name: None if value is None else np.asarray(asarray_in(np_xp, value))
-               for name, value in (("W_V", lw.W_V), ("b_V", lw.b_V), ("W_O", lw.W_O), ("norm", lw.attn_norm),
-                                   ("bias", lw.attn_norm_bias))}
+               for name, value in (("b_V", lw.b_V), ("norm", lw.attn_norm), ("bias", lw.attn_norm_bias))}
+        W_V, W_O = (np.asarray(asarray_in(np_xp, w)) for w in (lw.W_V, lw.W_O))  # (d, kv·d_v), (H·d_v, d)
         x = route.hidden_states[layer]  # (n, d): the block's input
         h = ops.norm(np, x, block.norm, get["norm"], get["bias"]) if block.placement == "pre" else x
-        V = h @ get["W_V"] + (0.0 if get["b_V"] is None else get["b_V"])  # (n, kv·d_v)
+        V = h @ W_V + (0.0 if get["b_V"] is None else get["b_V"])  # (n, kv·d_v)
         V = V.reshape(n, s.kv_heads, s.d_v).astype(np.float64)
         for head in range(s.heads):
             z = route.attention[layer, head, i].astype(np.float64) @ V[:, head // s.kv_group]  # (d_v,)
-            rows = get["W_O"][head * s.d_v:(head + 1) * s.d_v].astype(np.float64)  # (d_v, d)
+            rows = W_O[head * s.d_v:(head + 1) * s.d_v].astype(np.float64)  # (d_v, d)
             out[layer, head] = float(np.linalg.norm(z @ rows))
     return out

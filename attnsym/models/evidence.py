@@ -112,6 +112,7 @@ def score_statistics(model: Model, texts: Sequence[str] = EVIDENCE_TEXTS) -> Sco
     ScoreStatistics
     """
     routes = model.route(list(texts))
+    assert isinstance(routes, list)  # a list of texts routes to a list
     L, H = routes[0].layers, routes[0].heads
     values: list[np.ndarray] = []
     entropy = np.zeros((L, H))

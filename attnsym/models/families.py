@@ -26,77 +26,78 @@ from typing import Any
 import numpy as np
 
 from ..errors import SpecError
-from ..spec import AttentionSpec
-from .config import (
-    ACTIVATIONS,
-    PLANNERS,
-    _activation,
-    _eps,
-    _family,
-    _flag,
-    _get,
-    _number,
-    _positive,
-    _refuse,
-    _token_id,
-)
-from .errors import ModelError
+from ..spec import AttentionSpec, RopeScaling
+from .errors import ModelError, UnsupportedModelError
 from .families_2026 import FAMILIES_2026, NAME_MAPS_2026, OPTIONS_2026, QKV_2026
+from .keys import (
+    ACTIVATIONS,
+    activation_name,
+    config_name,
+    finite_number,
+    flag,
+    norm_eps,
+    positive_size,
+    read_key,
+    refuse,
+    short_repr,
+    token_id,
+)
 from .plan import Block, Layout, ModelPlan, Norm
-from .schedule import _rope
+from .schedule import rope_base_and_scaling
 
 __all__ = ["FAMILIES", "LAYOUTS", "NAME_MAPS", "OPTIONS", "TENSOR_NAMES", "describe_model", "families_table",
-           "family_names", "gpt2_scale", "layer_spec", "read_plan"]
+           "family_names", "family_of", "gpt2_scale", "layer_spec", "read_plan"]
 
 
 def _windows(raw: dict[str, Any], path: Path, layers: int, family: str) -> list[int | None]:
     """The sliding window of each layer (None: full attention)."""
     window = raw.get("sliding_window")
     if family == "mistral":
-        return [None if window is None else _positive(raw, "sliding_window", path)] * layers
+        return [None if window is None else positive_size(raw, "sliding_window", path)] * layers
     layer_types = raw.get("layer_types")
-    if family in ("qwen2", "qwen3") and not _flag(raw, "use_sliding_window", path, False):
+    if family in ("qwen2", "qwen3") and not flag(raw, "use_sliding_window", path, False):
         return [None] * layers  # the window is only used with use_sliding_window (transformers does the same)
     if layer_types is not None:
         if not isinstance(layer_types, list) or len(layer_types) != layers:
             raise ModelError(f"{path}: 'layer_types' must list one type per layer ({layers}) (got {layer_types!r})")
         for t in layer_types:
             if t not in ("full_attention", "sliding_attention"):
-                _refuse(path, "layer_types", t, "attnsym implements 'full_attention' and 'sliding_attention'")
+                refuse(path, "layer_types", t, "attnsym implements 'full_attention' and 'sliding_attention'")
         if "sliding_attention" in layer_types:
-            window = _positive(raw, "sliding_window", path)
+            window = positive_size(raw, "sliding_window", path)
         return [window if t == "sliding_attention" else None for t in layer_types]
     if window is None:
         return [None] * layers
-    window = _positive(raw, "sliding_window", path)
-    first = _get(raw, "max_window_layers", int, path, 0)  # transformers 4: layers from max_window_layers on slide
+    window = positive_size(raw, "sliding_window", path)
+    first = read_key(raw, "max_window_layers", int, path, 0)  # transformers 4: layers from max_window_layers on slide
     return [window if i >= first else None for i in range(layers)]
 
 
 def _llama_like(raw: dict[str, Any], path: Path, family: str) -> ModelPlan:
     act = raw.get("hidden_act", "silu")
     if act != "silu":
-        _refuse(path, "hidden_act", act, f"attnsym runs {family} with the SwiGLU MLP, activation 'silu'")
-    if _flag(raw, "mlp_bias", path, False):
-        _refuse(path, "mlp_bias", raw["mlp_bias"], "attnsym runs the MLP without biases")
-    width = _positive(raw, "hidden_size", path)
-    heads = _positive(raw, "num_attention_heads", path)
-    kv_heads = _positive(raw, "num_key_value_heads", path, heads)
-    layers = _positive(raw, "num_hidden_layers", path)
+        refuse(path, "hidden_act", act, f"attnsym runs {family} with the SwiGLU MLP, activation 'silu'")
+    if flag(raw, "mlp_bias", path, False):
+        refuse(path, "mlp_bias", raw["mlp_bias"], "attnsym runs the MLP without biases")
+    width = positive_size(raw, "hidden_size", path)
+    heads = positive_size(raw, "num_attention_heads", path)
+    kv_heads = positive_size(raw, "num_key_value_heads", path, heads)
+    layers = positive_size(raw, "num_hidden_layers", path)
     if "head_dim" in raw and raw["head_dim"] is not None:
-        head_dim = _positive(raw, "head_dim", path)
+        head_dim = positive_size(raw, "head_dim", path)
     else:
         if width % heads:
             raise ModelError(f"{path}: the heads ({heads}) must divide the width ({width}) when head_dim is not given")
         head_dim = width // heads
-    eps = _eps(raw, "rms_norm_eps", path, 1e-6)
-    max_positions = _positive(raw, "max_position_embeddings", path)
-    theta, scaling = _rope(raw, path)
-    bias: bool | str = "qkv" if family == "qwen2" else _flag(raw, "attention_bias", path, False)
+    eps = norm_eps(raw, "rms_norm_eps", path, 1e-6)
+    max_positions = positive_size(raw, "max_position_embeddings", path)
+    theta, scaling = rope_base_and_scaling(raw, path)
+    bias: bool | str = "qkv" if family == "qwen2" else flag(raw, "attention_bias", path, False)
     windows = _windows(raw, path, layers, family)
     norm = Norm("rms", eps)
-    blocks, made = [], {}  # identical layers (the same window) share one block, built once
-    ffn_width = _positive(raw, "intermediate_size", path)
+    blocks: list[Block] = []
+    made: dict[int | None, Block] = {}  # identical layers (the same window) share one block, built once
+    ffn_width = positive_size(raw, "intermediate_size", path)
     for window in windows:
         if window in made:
             blocks.append(made[window])
@@ -105,15 +106,16 @@ def _llama_like(raw: dict[str, Any], path: Path, family: str) -> ModelPlan:
             spec = AttentionSpec(n=max_positions, d_model=width, heads=heads, d_k=head_dim, d_v=head_dim,
                                  kv_heads=kv_heads, causal=True, bias=bias, positions="rope", position_base=theta,
                                  output_projection=True, window=window, qk_norm=family == "qwen3",
-                                 qk_norm_eps=eps if family == "qwen3" else 1e-6, rope_scaling=scaling)
+                                 qk_norm_eps=eps if family == "qwen3" else 1e-6,
+                                 rope_scaling=None if scaling is None else RopeScaling.from_mapping(scaling))
         except SpecError as error:
-            raise ModelError(f"{path}: the attention of {_family(raw)} is not a valid layer ({error})") from None
+            raise ModelError(f"{path}: the attention of {config_name(raw)} is not a valid layer ({error})") from None
         blocks.append(made.setdefault(window, Block(attention=spec, norm=norm, ffn_width=ffn_width)))
-    vocab = _positive(raw, "vocab_size", path)
+    vocab = positive_size(raw, "vocab_size", path)
     return ModelPlan(model_type=family, width=width, vocab_size=vocab,
                      max_positions=max_positions, blocks=tuple(blocks), final_norm=norm,
-                     tie_word_embeddings=_flag(raw, "tie_word_embeddings", path, False),
-                     pad_token_id=_token_id(raw, "pad_token_id", path, vocab, None))
+                     tie_word_embeddings=flag(raw, "tie_word_embeddings", path, False),
+                     pad_token_id=token_id(raw, "pad_token_id", path, vocab, None))
 
 
 def _gemma2(raw: dict[str, Any], path: Path) -> ModelPlan:
@@ -122,30 +124,30 @@ def _gemma2(raw: dict[str, Any], path: Path) -> ModelPlan:
     GeGLU MLP (tanh GELU) and the embedding times ``sqrt(hidden_size)``."""
     act = raw.get("hidden_activation", raw.get("hidden_act", "gelu_pytorch_tanh"))
     if act != "gelu_pytorch_tanh":
-        _refuse(path, "hidden_activation", act, "attnsym runs gemma2 with the tanh-GELU gated MLP")
-    layers = _positive(raw, "num_hidden_layers", path)
+        refuse(path, "hidden_activation", act, "attnsym runs gemma2 with the tanh-GELU gated MLP")
+    layers = positive_size(raw, "num_hidden_layers", path)
     if raw.get("layer_types") is None:  # transformers 4: even layers slide
         raw = {**raw, "layer_types": ["sliding_attention" if i % 2 == 0 else "full_attention" for i in range(layers)]}
     plan = _llama_like({**raw, "hidden_act": "silu"}, path, "gemma2")  # its own name in every message
-    scalar = _number(raw, "query_pre_attn_scalar", path, plan.blocks[0].attention.d_k, positive=True)
-    cap = _number(raw, "attn_logit_softcapping", path, None, positive=True)
-    norm = Norm("rms", plan.final_norm.eps, offset=1.0)
+    scalar = finite_number(raw, "query_pre_attn_scalar", path, plan.blocks[0].attention.d_k, positive=True)
+    cap = finite_number(raw, "attn_logit_softcapping", path, None, positive=True)
+    norm = Norm("rms", plan.blocks[0].norm.eps, offset=1.0)  # _llama_like's one norm
     try:
         blocks = tuple(Block(attention=b.attention.with_(scale=float(scalar) ** -0.5,
                                                           softcap=None if cap is None else float(cap)),
                              norm=norm, ffn_width=b.ffn_width, activation="gelu_tanh", post_norms=True)
                        for b in plan.blocks)
     except SpecError as error:
-        raise ModelError(f"{path}: the attention of {_family(raw)} is not a valid layer ({error})") from None
+        raise ModelError(f"{path}: the attention of {config_name(raw)} is not a valid layer ({error})") from None
     return ModelPlan(model_type="gemma2", width=plan.width, vocab_size=plan.vocab_size,
                      max_positions=plan.max_positions, blocks=blocks, final_norm=norm,
-                     tie_word_embeddings=_flag(raw, "tie_word_embeddings", path, True), pad_token_id=plan.pad_token_id,
+                     tie_word_embeddings=flag(raw, "tie_word_embeddings", path, True), pad_token_id=plan.pad_token_id,
                      embed_scale=float(plan.width) ** 0.5, final_softcap=_softcap(raw, path))
 
 
 def _softcap(raw: dict[str, Any], path: Path) -> float | None:
     """Gemma 2's ``final_logit_softcapping`` (the logits' ``c·tanh(z / c)``), None when absent."""
-    cap = _get(raw, "final_logit_softcapping", (int, float), path, None)
+    cap = read_key(raw, "final_logit_softcapping", (int, float), path, None)
     if cap is not None and not (math.isfinite(cap) and cap > 0):
         raise ModelError(f"{path}: 'final_logit_softcapping' must be a positive number (got {cap!r})")
     return None if cap is None else float(cap)
@@ -155,35 +157,36 @@ def _gpt_neox(raw: dict[str, Any], path: Path) -> ModelPlan:
     """GPT-NeoX (Pythia): LayerNorms, partial rotary, fused per-head q|k|v, GELU MLP, parallel residual."""
     act = raw.get("hidden_act", "gelu")
     if act != "gelu":
-        _refuse(path, "hidden_act", act, "attnsym runs gpt_neox with the exact 'gelu'")
-    if not _flag(raw, "attention_bias", path, True):
-        _refuse(path, "attention_bias", raw["attention_bias"], "attnsym runs gpt_neox with its q/k/v/output biases")
-    width = _positive(raw, "hidden_size", path)
-    heads = _positive(raw, "num_attention_heads", path)
+        refuse(path, "hidden_act", act, "attnsym runs gpt_neox with the exact 'gelu'")
+    if not flag(raw, "attention_bias", path, True):
+        refuse(path, "attention_bias", raw["attention_bias"], "attnsym runs gpt_neox with its q/k/v/output biases")
+    width = positive_size(raw, "hidden_size", path)
+    heads = positive_size(raw, "num_attention_heads", path)
     if width % heads:
         raise ModelError(f"{path}: the heads ({heads}) must divide the width ({width})")
-    params = raw.get("rope_parameters") if isinstance(raw.get("rope_parameters"), dict) else {}
+    params: dict[str, Any] = raw["rope_parameters"] if isinstance(raw.get("rope_parameters"), dict) else {}
     key, source = ("partial_rotary_factor", params) if "partial_rotary_factor" in params else ("rotary_pct", raw)
-    pct = _number({**source, "model_type": "gpt_neox"}, key, path, 1.0, positive=True, at_most=1.0)
+    pct = finite_number({**source, "model_type": "gpt_neox"}, key, path, 1.0, positive=True, at_most=1.0)
     theta_key = "rope_theta" if raw.get("rope_theta") is not None else "rotary_emb_base"
-    theta, scaling = _rope({**raw, "rope_theta": raw.get(theta_key)}, path, theta_key)
+    theta, scaling = rope_base_and_scaling({**raw, "rope_theta": raw.get(theta_key)}, path, theta_key)
     if scaling is not None:
         scaling = {k: v for k, v in scaling.items() if k != "partial_rotary_factor"}
-    max_positions = _positive(raw, "max_position_embeddings", path)
-    norm = Norm("layer", _eps(raw, "layer_norm_eps", path, 1e-5))
+    max_positions = positive_size(raw, "max_position_embeddings", path)
+    norm = Norm("layer", norm_eps(raw, "layer_norm_eps", path, 1e-5))
     try:
         spec = AttentionSpec(n=max_positions, d_model=width, heads=heads, causal=True, bias=True, positions="rope",
-                             position_base=theta, rotary_pct=pct, output_projection=True, rope_scaling=scaling)
+                             position_base=theta, rotary_pct=pct, output_projection=True,
+                             rope_scaling=None if scaling is None else RopeScaling.from_mapping(scaling))
     except SpecError as error:
-        raise ModelError(f"{path}: the attention of {_family(raw)} is not a valid layer ({error})") from None
-    residual = "parallel" if _flag(raw, "use_parallel_residual", path, True) else "sequential"
-    block = Block(attention=spec, norm=norm, ffn_width=_positive(raw, "intermediate_size", path), mlp="plain",
+        raise ModelError(f"{path}: the attention of {config_name(raw)} is not a valid layer ({error})") from None
+    residual = "parallel" if flag(raw, "use_parallel_residual", path, True) else "sequential"
+    block = Block(attention=spec, norm=norm, ffn_width=positive_size(raw, "intermediate_size", path), mlp="plain",
                   activation="gelu", residual=residual)
-    vocab = _positive(raw, "vocab_size", path)
+    vocab = positive_size(raw, "vocab_size", path)
     return ModelPlan(model_type="gpt_neox", width=width, vocab_size=vocab,
-                     max_positions=max_positions, blocks=(block,) * _positive(raw, "num_hidden_layers", path),
-                     final_norm=norm, tie_word_embeddings=_flag(raw, "tie_word_embeddings", path, False),
-                     pad_token_id=_token_id(raw, "pad_token_id", path, vocab, None))
+                     max_positions=max_positions, blocks=(block,) * positive_size(raw, "num_hidden_layers", path),
+                     final_norm=norm, tie_word_embeddings=flag(raw, "tie_word_embeddings", path, False),
+                     pad_token_id=token_id(raw, "pad_token_id", path, vocab, None))
 
 
 def _alias(raw: dict[str, Any], *keys: str) -> str:
@@ -201,20 +204,20 @@ def _plain_spec(path: Path, **fields: Any) -> AttentionSpec:
 def _bert(raw: dict[str, Any], path: Path) -> ModelPlan:
     """BERT: learned absolute positions + token types + an embedding LayerNorm, post-LayerNorm blocks, exact GELU."""
     if raw.get("position_embedding_type") not in (None, "absolute"):
-        _refuse(path, "position_embedding_type", raw["position_embedding_type"], "only learned 'absolute' positions")
+        refuse(path, "position_embedding_type", raw["position_embedding_type"], "only learned 'absolute' positions")
     for key in ("is_decoder", "add_cross_attention"):
-        if _flag(raw, key, path, False):
-            _refuse(path, key, raw[key], "attnsym runs BERT as an encoder")
-    layers = _positive(raw, "num_hidden_layers", path)
-    heads = _positive(raw, "num_attention_heads", path)
-    width = _positive(raw, "hidden_size", path)
-    ffn = _positive(raw, "intermediate_size", path)
-    max_positions = _positive(raw, "max_position_embeddings", path)
-    vocab = _positive(raw, "vocab_size", path)
-    types = _positive(raw, "type_vocab_size", path, 2)
-    act = _activation(raw, "hidden_act", path, "gelu")
-    norm = Norm("layer", _eps(raw, "layer_norm_eps", path, 1e-12))
-    pad = _token_id(raw, "pad_token_id", path, vocab, 0)
+        if flag(raw, key, path, False):
+            refuse(path, key, raw[key], "attnsym runs BERT as an encoder")
+    layers = positive_size(raw, "num_hidden_layers", path)
+    heads = positive_size(raw, "num_attention_heads", path)
+    width = positive_size(raw, "hidden_size", path)
+    ffn = positive_size(raw, "intermediate_size", path)
+    max_positions = positive_size(raw, "max_position_embeddings", path)
+    vocab = positive_size(raw, "vocab_size", path)
+    types = positive_size(raw, "type_vocab_size", path, 2)
+    act = activation_name(raw, "hidden_act", path, "gelu")
+    norm = Norm("layer", norm_eps(raw, "layer_norm_eps", path, 1e-12))
+    pad = token_id(raw, "pad_token_id", path, vocab, 0)
     if width % heads:
         raise ModelError(f"{path}: the heads ({heads}) must divide the width ({width})")
     spec = _plain_spec(path, n=max_positions, d_model=width, heads=heads, causal=False)
@@ -238,19 +241,19 @@ def gpt2_scale(d_k: int, layer: int, scale_scores: bool, by_layer: bool) -> Any:
 
 def _gpt2(raw: dict[str, Any], path: Path) -> ModelPlan:
     """GPT-2: learned positions, pre-LayerNorm, Conv1D weights with a fused ``c_attn``, ``gelu_new``, its scale flags."""
-    if _flag(raw, "add_cross_attention", path, False):
-        _refuse(path, "add_cross_attention", raw["add_cross_attention"], "attnsym runs GPT-2 as a decoder-only model")
-    width = _positive(raw, "n_embd", path)
-    layers = _positive(raw, "n_layer", path)
-    heads = _positive(raw, "n_head", path)
-    ffn = _positive(raw, "n_inner", path, 4 * width)
-    max_positions = _positive(raw, "n_positions", path)
-    vocab = _positive(raw, "vocab_size", path)
-    act = _activation(raw, "activation_function", path, "gelu_new")
-    norm = Norm("layer", _eps(raw, "layer_norm_epsilon", path, 1e-5))
-    by_layer = _flag(raw, "scale_attn_by_inverse_layer_idx", path, False)
-    scale_scores = _flag(raw, "scale_attn_weights", path, True)
-    pad = _token_id(raw, "pad_token_id", path, vocab, None)
+    if flag(raw, "add_cross_attention", path, False):
+        refuse(path, "add_cross_attention", raw["add_cross_attention"], "attnsym runs GPT-2 as a decoder-only model")
+    width = positive_size(raw, "n_embd", path)
+    layers = positive_size(raw, "n_layer", path)
+    heads = positive_size(raw, "n_head", path)
+    ffn = positive_size(raw, "n_inner", path, 4 * width)
+    max_positions = positive_size(raw, "n_positions", path)
+    vocab = positive_size(raw, "vocab_size", path)
+    act = activation_name(raw, "activation_function", path, "gelu_new")
+    norm = Norm("layer", norm_eps(raw, "layer_norm_epsilon", path, 1e-5))
+    by_layer = flag(raw, "scale_attn_by_inverse_layer_idx", path, False)
+    scale_scores = flag(raw, "scale_attn_weights", path, True)
+    pad = token_id(raw, "pad_token_id", path, vocab, None)
     if width % heads:
         raise ModelError(f"{path}: the heads ({heads}) must divide the width ({width})")
     blocks = tuple(Block(attention=_plain_spec(path, n=max_positions, d_model=width, heads=heads, causal=True,
@@ -263,26 +266,26 @@ def _gpt2(raw: dict[str, Any], path: Path) -> ModelPlan:
 
 def _bloom(raw: dict[str, Any], path: Path) -> ModelPlan:
     """BLOOM: ALiBi, a LayerNorm on the embedding, fused per-head q|k|v, tanh-GELU MLP, pre-LayerNorm."""
-    if _flag(raw, "apply_residual_connection_post_layernorm", path, False):
-        _refuse(path, "apply_residual_connection_post_layernorm", True, "attnsym runs bloom's default residual")
-    width = _positive(raw, _alias(raw, "hidden_size", "n_embed"), path)  # each read and checked under its own name
-    heads = _positive(raw, _alias(raw, "n_head", "num_attention_heads"), path)
+    if flag(raw, "apply_residual_connection_post_layernorm", path, False):
+        refuse(path, "apply_residual_connection_post_layernorm", True, "attnsym runs bloom's default residual")
+    width = positive_size(raw, _alias(raw, "hidden_size", "n_embed"), path)  # each read and checked under its own name
+    heads = positive_size(raw, _alias(raw, "n_head", "num_attention_heads"), path)
     if width % heads:
         raise ModelError(f"{path}: the heads ({heads}) must divide the width ({width})")
-    max_positions = _positive(raw, "seq_length", path, 2048)  # ALiBi has no position table; the text limit
-    norm = Norm("layer", _eps(raw, "layer_norm_epsilon", path, 1e-5))
+    max_positions = positive_size(raw, "seq_length", path, 2048)  # ALiBi has no position table; the text limit
+    norm = Norm("layer", norm_eps(raw, "layer_norm_epsilon", path, 1e-5))
     try:
         spec = AttentionSpec(n=max_positions, d_model=width, heads=heads, causal=True, bias=True, positions="alibi",
                              output_projection=True)
     except SpecError as error:
-        raise ModelError(f"{path}: the attention of {_family(raw)} is not a valid layer ({error})") from None
+        raise ModelError(f"{path}: the attention of {config_name(raw)} is not a valid layer ({error})") from None
     block = Block(attention=spec, norm=norm, ffn_width=4 * width, mlp="plain", activation="gelu_tanh_bloom")
-    layers = _positive(raw, _alias(raw, "n_layer", "num_hidden_layers"), path)
-    vocab = _positive(raw, "vocab_size", path)
+    layers = positive_size(raw, _alias(raw, "n_layer", "num_hidden_layers"), path)
+    vocab = positive_size(raw, "vocab_size", path)
     return ModelPlan(model_type="bloom", width=width, vocab_size=vocab,
                      max_positions=max_positions, blocks=(block,) * layers, final_norm=norm,
-                     tie_word_embeddings=_flag(raw, "tie_word_embeddings", path, True),
-                     pad_token_id=_token_id(raw, "pad_token_id", path, vocab, None), embed_norm=norm)
+                     tie_word_embeddings=flag(raw, "tie_word_embeddings", path, True),
+                     pad_token_id=token_id(raw, "pad_token_id", path, vocab, None), embed_norm=norm)
 
 
 #: ``model_type`` -> the function building its plan from ``config.json``
@@ -398,14 +401,6 @@ LAYOUTS: dict[str, Layout] = {
 }
 
 
-def _planner(model_type: str) -> Callable[[dict[str, Any], Path], ModelPlan]:
-    build, layout = FAMILIES[model_type], LAYOUTS[model_type]
-    return lambda raw, path: replace(build(raw, path), layout=layout)
-
-
-PLANNERS.update({k: _planner(k) for k in FAMILIES})  # read_config dispatches every model_type here
-
-
 def families_table() -> str:
     """The Markdown table of every ``model_type`` attnsym loads (the docs page "Routing in a real model").
 
@@ -429,9 +424,29 @@ def family_names() -> str:
     return ", ".join(FAMILIES)
 
 
+def family_of(raw: dict[str, Any], path: Path) -> str:
+    """The ``model_type`` of a parsed ``config.json``, once it is a family of :data:`FAMILIES`.
+
+    >>> family_of({"model_type": "t5"}, Path("config.json"))
+    Traceback (most recent call last):
+    ...
+    attnsym.models.errors.UnsupportedModelError: config.json: model_type 't5' is not supported; attnsym runs 'bert', ...
+    """
+    model_type = raw.get("model_type")
+    if not isinstance(model_type, str) or model_type not in FAMILIES:
+        raise UnsupportedModelError(f"{path}: model_type {short_repr(model_type)} is not supported; attnsym runs "
+                                    f"{', '.join(map(repr, FAMILIES))}")
+    return model_type
+
+
 def read_plan(raw: dict[str, Any], path: Path) -> ModelPlan:
-    """The plan of a ``config.json`` whose ``model_type`` is in :data:`FAMILIES` (with its :data:`LAYOUTS` entry)."""
-    return PLANNERS[raw["model_type"]](raw, path)
+    """The plan of a ``config.json`` whose ``model_type`` is in :data:`FAMILIES`, with its :data:`LAYOUTS` entry.
+
+    The one dispatch on ``model_type``: :func:`attnsym.models.config.read_config` (a model folder)
+    and :mod:`attnsym.models.gguf_plan` (a GGUF file's metadata) both build their plan here.
+    """
+    model_type = family_of(raw, path)
+    return replace(FAMILIES[model_type](raw, path), layout=LAYOUTS[model_type])
 
 
 def layer_spec(config: ModelPlan, layer: int) -> AttentionSpec:

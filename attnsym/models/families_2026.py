@@ -32,10 +32,16 @@ from typing import Any
 
 from ..errors import SpecError
 from ..spec import AttentionSpec
-from .config import _eps, _flag, _get, _positive, _refuse, _token_id
 from .errors import ModelError
+from .keys import flag as _flag
+from .keys import norm_eps as _eps
+from .keys import positive_size as _positive
+from .keys import read_key as _get
+from .keys import refuse as _refuse
+from .keys import token_id as _token_id
 from .plan import Block, Experts, ModelPlan, Norm
-from .schedule import _rope, layer_types, rope_of_type, uses_rope, window_notes
+from .schedule import layer_types, rope_of_type, uses_rope, window_notes
+from .schedule import rope_base_and_scaling as _rope
 
 __all__ = ["FAMILIES_2026", "NAME_MAPS_2026", "OPTIONS_2026", "QKV_2026"]
 
@@ -149,7 +155,7 @@ def _phi3(raw: dict[str, Any], path: Path) -> ModelPlan:
     """Phi-3: fused ``qkv_proj`` / ``gate_up_proj``, partial rotary, ``sliding_window`` on every layer when set."""
     z = _sizes(raw, path)
     _activation(raw, path, ("hidden_act",), "silu", "phi3")
-    params = raw.get("rope_parameters") if isinstance(raw.get("rope_parameters"), dict) else {}
+    params: dict[str, Any] = raw["rope_parameters"] if isinstance(raw.get("rope_parameters"), dict) else {}
     pct = params.get("partial_rotary_factor", _get(raw, "partial_rotary_factor", (int, float), path, 1.0))
     theta, scaling = _rope(raw, path)
     if scaling is not None:

@@ -40,7 +40,7 @@ route.
 **Two implementations of the element-wise primitives**, chosen once per pass
 (:func:`primitives`): the array operations (any library, float32 and float64), and for float32
 NumPy passes of at least :data:`FUSED_MIN_TOKENS` tokens with Numba installed (``attnsym[fast]``,
-``ATTNSYM_NUMBA`` not ``0``) the compiled one-pass kernels of :mod:`attnsym.models._fused` —
+``ATTNSYM_NUMBA`` not ``0``) the compiled one-pass kernels of :mod:`attnsym.numeric._kernels` —
 bias + residual + LayerNorm, bias + exact GELU, the softmax — the same equations (the tests tie
 the two, and both to transformers). Every family's plan runs this one code path.
 
@@ -57,7 +57,6 @@ spec's causal pattern and window at those absolute positions). Row for row it is
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,9 +64,9 @@ import array_api_compat
 import numpy as np
 
 from ..errors import ShapeError
-from ..numeric import array_namespace, gelu, gelu_tanh
+from ..numeric import _kernels, array_namespace
 from ..numeric._inputs import dtype_name
-from ..numeric.activations import GELU_TANH_CUBIC
+from ..numeric.activations import GELU_TANH_CUBIC, gelu, gelu_float32, gelu_tanh, silu
 from ..numeric.binding import window_band
 from ..numeric.layer import (
     BoundLayer,
@@ -79,16 +78,13 @@ from ..numeric.layer import (
     shifted_exp,
     sink_softmax,
 )
-from . import _fused
-from ._erf import ERF_P as _ERF_P
-from ._erf import ERF_Q as _ERF_Q
+from ..numeric.norms import layer_norm, rms_norm
 from .errors import ModelError, NoLMHeadError
 from .plan import ModelPlan, Norm
 from .weights import Weights
 
 __all__ = ["FUSED_MIN_TOKENS", "ArrayPrimitives", "ForwardOutput", "FusedPrimitives", "KVCache", "LayerCache", "embed",
-           "final_logits", "final_norm", "forward", "forward_cached", "forward_streamed", "gelu_float32", "layer_norm",
-           "primitives", "rms_norm", "unembedding"]
+           "final_logits", "final_norm", "forward", "forward_cached", "forward_streamed", "primitives", "unembedding"]
 
 
 @dataclass(frozen=True)
@@ -109,96 +105,6 @@ class ForwardOutput:
     scores: Any
 
 
-def layer_norm(x, weight, bias, eps: float):
-    r"""LayerNorm over the last axis: :math:`\gamma \odot (x - \mu) / \sqrt{\sigma^2 + \varepsilon} + \beta`.
-
-    ``σ²`` is the biased variance (divided by ``d``), as in ``torch.nn.LayerNorm``.
-
-    >>> layer_norm(np.array([[1.0, 3.0]]), np.ones(2), np.zeros(2), 0.0)
-    array([[-1.,  1.]])
-    """
-    xp = array_namespace(x, weight, bias)
-    centred = x - xp.mean(x, axis=-1, keepdims=True)  # (..., d)
-    var = xp.mean(centred * centred, axis=-1, keepdims=True)  # (..., 1)
-    centred *= 1.0 / xp.sqrt(var + eps)  # in place: the forward pass never needs gradients
-    centred *= weight
-    centred += bias
-    return centred
-
-
-#: elements of one block of :func:`gelu_float32` (256 KiB of float32 per temporary: they stay in a core's L2 cache)
-GELU_BLOCK = 1 << 16
-
-
-def gelu_float32(x):
-    r"""Exact GELU :math:`x\,\Phi(x)` for float32 NumPy arrays, several times faster than :func:`attnsym.numeric.gelu`.
-
-    ``scipy.special.erf`` evaluates float32 input in double precision (about 4 ms for the
-    ``128 × 1536`` feed-forward activations of MiniLM, a quarter of a forward pass); this uses
-    the float32 rational approximation :math:`\operatorname{erf}(z) \approx z P(z^2) / Q(z^2)`
-    on :math:`z` clipped to :math:`[-4, 4]` (where erf is 1 to float32 precision), a few
-    in-place array operations on blocks of :data:`GELU_BLOCK` elements (so their temporaries stay
-    in cache). Its largest error against double-precision erf is below ``5e-7`` (the tests check
-    it on a fine grid and tie this function to :func:`attnsym.numeric.gelu`); float64 and other
-    libraries use :func:`attnsym.numeric.gelu`.
-
-    >>> x = np.linspace(-5, 5, 11, dtype=np.float32)
-    >>> bool(np.abs(gelu_float32(x) - gelu(x.astype(np.float64))).max() < 2e-6)
-    True
-    """
-    x = np.ascontiguousarray(x)
-    out = np.empty_like(x)
-    flat, out_flat = x.reshape(-1), out.reshape(-1)
-    size = max(1, min(GELU_BLOCK, flat.size))
-    z, z2, q = (np.empty(size, np.float32) for _ in range(3))
-    for start in range(0, flat.size, size):
-        xb, p = flat[start:start + size], out_flat[start:start + size]  # (k,)
-        k = xb.size
-        zb, z2b, qb = z[:k], z2[:k], q[:k]
-        np.multiply(xb, np.float32(1 / math.sqrt(2.0)), out=zb)
-        np.clip(zb, -4.0, 4.0, out=zb)
-        np.multiply(zb, zb, out=z2b)
-        np.multiply(z2b, np.float32(_ERF_P[0]), out=p)
-        p += np.float32(_ERF_P[1])
-        for a in _ERF_P[2:]:
-            p *= z2b
-            p += np.float32(a)
-        np.multiply(z2b, np.float32(_ERF_Q[0]), out=qb)
-        qb += np.float32(_ERF_Q[1])
-        for c in _ERF_Q[2:]:
-            qb *= z2b
-            qb += np.float32(c)
-        p *= zb
-        p /= qb  # erf(x / √2)
-        p += 1.0
-        p *= xb
-        p *= 0.5
-    return out
-
-
-def rms_norm(x, weight, eps: float, offset: float = 0.0):
-    """``x / sqrt(mean(x²) + eps) ⊙ (offset + weight)`` over the last axis (LLaMA's RMSNorm; Gemma's ``1 + w``).
-
-    >>> rms_norm(np.array([[3.0, 4.0]]), np.ones(2), 0.0)
-    array([[0.84852814, 1.13137085]])
-    """
-    xp = array_namespace(x, weight)
-    normed = x * (1.0 / xp.sqrt(xp.mean(x * x, axis=-1, keepdims=True) + eps))
-    return normed * (weight + offset if offset else weight)
-
-
-def _silu(xp, x):
-    """``x·σ(x)``. NumPy: ``x / (1 + e^(−x))`` in one new array (``e^(−x) = inf`` gives ``−0``, the limit; float32's
-    ``exp`` runs about 2.4× faster than its ``tanh``); other libraries: ``x · ½(1 + tanh(x/2))``, no overflow."""
-    if isinstance(x, np.ndarray):
-        with np.errstate(over="ignore"):
-            t = np.negative(x)
-            np.exp(t, out=t)
-        t += 1.0
-        return np.divide(x, t, out=t)
-    return x * (0.5 * (1.0 + xp.tanh(0.5 * x)))
-
-
 #: √(2/π) as BLOOM writes it (``0.79788456``, transformers' ``bloom_gelu_forward``, as its checkpoints were trained)
 BLOOM_GELU_COEFFICIENT = 0.79788456
 
@@ -216,7 +122,7 @@ def _activation(xp, kind: str, x):
         u = xp.clip(x, -10.0, 10.0)  # tanh is ±1 there already: the cubic cannot overflow
         return 0.5 * x * (1.0 + xp.tanh(BLOOM_GELU_COEFFICIENT * u * (1.0 + GELU_TANH_CUBIC * u * u)))
     if kind == "silu":
-        return _silu(xp, x)
+        return silu(x)
     return xp.maximum(x, xp.zeros_like(x))
 
 
@@ -228,7 +134,7 @@ class ArrayPrimitives:
     def norm(self, xp, x, norm: Norm, weight, bias):
         """``N(x)`` into a new array (LayerNorm or RMSNorm as ``norm`` says)."""
         if norm.kind == "layer":
-            return layer_norm(x + 0.0, weight, bias, norm.eps)  # (a copy: layer_norm works in place)
+            return layer_norm(x, weight, bias, norm.eps)
         return rms_norm(x, weight, norm.eps, norm.offset)
 
     def add_norm(self, xp, a, bias, residual, norm: Norm, weight, beta):
@@ -255,7 +161,7 @@ def _rows(a: np.ndarray) -> np.ndarray:
 
 
 class FusedPrimitives(ArrayPrimitives):
-    """The same primitives by the compiled float32 kernels of :mod:`attnsym.models._fused` (RMSNorm, silu and
+    """The same primitives by the compiled float32 kernels of :mod:`attnsym.numeric._kernels` (RMSNorm, silu and
     tanh-GELU stay array operations)."""
 
     name = "fused"
@@ -264,7 +170,7 @@ class FusedPrimitives(ArrayPrimitives):
         if norm.kind != "layer":
             return super().norm(xp, x, norm, weight, bias)
         out = np.empty(x.shape, np.float32)
-        _fused.residual_layernorm(_rows(x), None, None, weight, bias, norm.eps, out.reshape(-1, x.shape[-1]))
+        _kernels.residual_layernorm(_rows(x), None, None, weight, bias, norm.eps, out.reshape(-1, x.shape[-1]))
         return out
 
     def add_norm(self, xp, a, bias, residual, norm: Norm, weight, beta):
@@ -273,7 +179,7 @@ class FusedPrimitives(ArrayPrimitives):
         a = np.ascontiguousarray(a)
         out = np.empty(a.shape, np.float32)
         res = None if residual is None else _rows(residual)
-        _fused.residual_layernorm(a.reshape(-1, a.shape[-1]), bias, res, weight, beta, norm.eps,
+        _kernels.residual_layernorm(a.reshape(-1, a.shape[-1]), bias, res, weight, beta, norm.eps,
                                   out.reshape(-1, a.shape[-1]))
         return a, out
 
@@ -281,11 +187,11 @@ class FusedPrimitives(ArrayPrimitives):
         if kind != "gelu" or bias is None:
             return super().bias_act(xp, h, bias, kind)
         h = np.ascontiguousarray(h)
-        _fused.bias_gelu(h.reshape(-1, h.shape[-1]), bias)
+        _kernels.bias_gelu(h.reshape(-1, h.shape[-1]), bias)
         return h
 
     def softmax(self, xp, S):
-        return _fused.softmax_rows(np.ascontiguousarray(S), np.empty(S.shape, np.float32))
+        return _kernels.softmax_rows(np.ascontiguousarray(S), np.empty(S.shape, np.float32))
 
 
 #: a float32 NumPy pass over at least this many tokens (all texts together) takes the compiled kernels
@@ -295,7 +201,7 @@ ARRAY, FUSED = ArrayPrimitives(), FusedPrimitives()
 
 
 def _fusable(x) -> bool:
-    """Whether the pass over ``x`` ``(B, n, d)`` takes the compiled kernels of :mod:`attnsym.models._fused`.
+    """Whether the pass over ``x`` ``(B, n, d)`` takes the compiled kernels of :mod:`attnsym.numeric._kernels`.
 
     float32 NumPy arrays, Numba present, and at least :data:`FUSED_MIN_TOKENS` tokens: loading
     the kernels costs a process about half a second once (Numba's import and its cache), which a
@@ -306,7 +212,7 @@ def _fusable(x) -> bool:
 
 def _fused_for(array, tokens: int) -> bool:
     return (isinstance(array, np.ndarray) and array.dtype == np.float32 and tokens >= FUSED_MIN_TOKENS
-            and _fused.available())
+            and _kernels.available())
 
 
 def primitives(x) -> ArrayPrimitives:
@@ -354,7 +260,7 @@ def _plus(y, b):
     return y if b is None else y + b
 
 
-def _bound(xp, spec, n: int, allowed, cache: dict, device):
+def _bound(xp, spec, n: int, allowed, cache: dict[Any, tuple], device):
     """The spec at ``n`` tokens and its mask (window AND ``allowed``), made once per pass for blocks with equal specs
     (a family with a per-layer schedule has a few distinct specs, each block its own object)."""
     key = spec if spec.mask is None else id(spec)  # equal specs share (hashing a spec without a mask is cheap)
@@ -420,7 +326,7 @@ def _experts(xp, block, lw, h):
         out = xp.zeros_like(rows)
     else:  # Llama 4: σ(logit) scales the chosen expert's input; the shared expert sees every token
         weights = 1.0 / (1.0 + np.exp(-top))
-        out = xp.matmul(_silu(xp, xp.matmul(rows, lw.W_gate)) * xp.matmul(rows, lw.W_up), lw.W_down)
+        out = xp.matmul(silu(xp.matmul(rows, lw.W_gate)) * xp.matmul(rows, lw.W_up), lw.W_down)
     for expert in np.unique(chosen):
         token, slot = np.nonzero(chosen == expert)
         w = weights[token, slot][:, None]  # (t, 1)
@@ -443,7 +349,7 @@ def _experts(xp, block, lw, h):
             y *= w
         else:
             x = rows[token] * w
-            y = xp.matmul(_silu(xp, xp.matmul(x, lw.W_experts_gate[expert])) * xp.matmul(x, lw.W_experts_up[expert]),
+            y = xp.matmul(silu(xp.matmul(x, lw.W_experts_gate[expert])) * xp.matmul(x, lw.W_experts_up[expert]),
                           lw.W_experts_down[expert])
         out[token] += y  # a token chooses an expert once: no index repeats
     return xp.reshape(out, h.shape)
@@ -518,7 +424,8 @@ def forward_streamed(plan: ModelPlan, weights: Weights, input_ids, core) -> None
     ops = FUSED if _fused_for(weights.word, B * n) else ARRAY
     with np.errstate(over="ignore", invalid="ignore"):
         x = embed(plan, weights, ids, None, None, ops)
-        positions, dtype, cache = xp.broadcast_to(xp.arange(n, device=_device(x)), (B, n)), dtype_name(x), {}
+        positions, dtype = xp.broadcast_to(xp.arange(n, device=_device(x)), (B, n)), dtype_name(x)
+        cache: dict[Any, tuple] = {}
         for k, (block, lw) in enumerate(zip(plan.blocks, weights.layers, strict=True)):
             x = _block(xp, ops, block, lw, x, None, positions, dtype, cache, core=lambda *a, k=k: core(k, *a))[0]
             if not bool(xp.all(xp.isfinite(x))):
@@ -608,7 +515,8 @@ def _forward(plan, weights, input_ids, attention_mask, token_type_ids, positions
             keys = xp.asarray(attention_mask, device=_device(x)) != 0
             if not bool(xp.all(keys)):
                 allowed = xp.broadcast_to(keys[:, None, :], (B, n, n))  # (B, n, n): padding keys masked
-        hidden, attention, scores, cache = [x], [], [], {}
+        hidden, attention, scores = [x], [], []
+        cache: dict[Any, tuple] = {}
         for block, lw in zip(plan.blocks, weights.layers, strict=True):
             x, S, A = _block(xp, ops, block, lw, x, allowed, positions, dtype, cache)
             hidden.append(x)
@@ -746,7 +654,8 @@ def forward_cached(plan: ModelPlan, weights: Weights, input_ids, cache: KVCache)
     with np.errstate(over="ignore", invalid="ignore"):
         x = embed(plan, weights, ids, None, positions[:, p0:], ops)
         dtype = dtype_name(x)
-        hidden, scores, bound = [x], [], {}
+        hidden, scores = [x], []
+        bound: dict[Any, tuple] = {}
         for block, lw, past in zip(plan.blocks, weights.layers, cache.layers, strict=True):
             x, S, _ = _block(xp, ops, block, lw, x, None, positions, dtype, bound, past)
             hidden.append(x)

@@ -119,14 +119,16 @@ def read_gguf_metadata(path: str | Path) -> tuple[dict[str, Any], dict[str, _Ten
     path = Path(path)
     size = _regular_file(path)
     try:
-        reader = gguf.GGUFReader(path, "r")
+        reader: gguf.GGUFReader | None = gguf.GGUFReader(path, "r")
+        assert reader is not None
         meta = {name: _value(field, path) for name, field in reader.fields.items()
                 if not name.startswith("GGUF.")}
-        tensors = {}
-        for t in reader.tensors:
-            shape = tuple(int(s) for s in reversed(t.shape.tolist()))
-            tensors[t.name] = _TensorInfo(t.name, gguf.GGMLQuantizationType(t.tensor_type), shape, int(t.data_offset),
-                                          int(t.n_bytes), t.data.dtype, tuple(int(s) for s in t.data.shape))
+        tensors: dict[str, _TensorInfo] = {}
+        for stored in reader.tensors:
+            shape = tuple(int(s) for s in reversed(stored.shape.tolist()))
+            tensors[stored.name] = _TensorInfo(stored.name, gguf.GGMLQuantizationType(stored.tensor_type), shape,
+                                               int(stored.data_offset), int(stored.n_bytes), stored.data.dtype,
+                                               tuple(int(s) for s in stored.data.shape))
     except CorruptWeightsError:
         raise
     except (ValueError, KeyError, IndexError, TypeError, OverflowError, UnicodeDecodeError, OSError,
@@ -201,7 +203,7 @@ class GGUFTensors:
                     r1 = min(rows, r0 + step)
                     raw = np.empty((r1 - r0, raw_row), info.raw_dtype)
                     handle.seek(info.offset + r0 * raw_row * info.raw_dtype.itemsize)
-                    _fill(handle, memoryview(raw.reshape(-1).view(np.uint8)), self.path)
+                    _fill(handle, raw.reshape(-1).view(np.uint8).data, self.path)
                     flat[r0:r1] = dequantize(raw, info.kind).reshape(r1 - r0, -1)
                     if not np.isfinite(flat[r0:r1]).all():  # per block: no tensor-sized mask
                         raise CorruptWeightsError(f"{self.path}: tensor {info.name!r} holds non-finite values "

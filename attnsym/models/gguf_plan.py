@@ -36,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from .config import MAX_SIZE
 from .errors import ModelError, UnsupportedModelError
 from .families import read_plan
+from .keys import MAX_SIZE
 from .plan import Layout, ModelPlan, Norm
 
 __all__ = ["ARCHITECTURES", "GGUF_NAMES", "GGUFPlan", "plan_from_metadata", "unpermute_qk_rows"]

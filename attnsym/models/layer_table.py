@@ -69,11 +69,13 @@ def layer_facts(spec: AttentionSpec, layer: int, learned_positions: bool = False
 
 def _ranges(layers: list[int]) -> str:
     """``[0, 1, 2, 4]`` -> ``'1-3, 5'`` (counted from 1)."""
-    out, start = [], layers[0]
+    out: list[str] = []
+    start = layers[0]
     for a, b in zip(layers, [*layers[1:], None], strict=True):
         if b != a + 1:
             out.append(f"{start + 1}" if start == a else f"{start + 1}-{a + 1}")
-            start = b
+            if b is not None:
+                start = b
     return ", ".join(out)
 
 

@@ -30,7 +30,7 @@ from .._io import read_capped, refuse_special
 from .._progress import track
 from ..numeric.backend import BACKENDS, array_namespace, asarray_in
 from ..spec import AttentionSpec
-from .config import MAX_CONFIG_BYTES, _read_json, read_config
+from .config import MAX_CONFIG_BYTES, read_config, read_json
 from .contrast import TokenContrast, contrast
 from .errors import ModelError, ModelFileMissing, TextError
 from .families import describe_model, layer_spec
@@ -116,7 +116,7 @@ def _chat_template(folder: Path) -> str | None:
         except (OSError, UnicodeDecodeError) as error:
             raise ModelError(f"{jinja} cannot be read as UTF-8 text ({error})") from None
     if (folder / "tokenizer_config.json").is_file():
-        raw = _read_json(folder / "tokenizer_config.json")
+        raw = read_json(folder / "tokenizer_config.json")
         template = raw.get("chat_template") if isinstance(raw, dict) else None
         return template if isinstance(template, str) else None
     return None

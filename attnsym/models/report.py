@@ -122,7 +122,7 @@ def contrast_markdown(c: TokenContrast, *, rows: int = 10) -> str:
              f"**The {rows} heads that route it most differently** (by role distance; layers and heads from 1):", "",
              "| " + " | ".join(table.columns) + " |", "|" + "---|" * len(table.columns)]
     for flat in order:
-        layer, head = np.unravel_index(int(flat), (L, H))
+        layer, head = (int(v) for v in np.unravel_index(int(flat), (L, H)))
         row = by_index[(int(layer) + 1, int(head) + 1)]
         lines.append("| " + " | ".join(f"{v:.3f}" if isinstance(v, float) else _plain(v) for v in row) + " |")
     lines += ["", "| layer | mean role distance over heads | largest (head) | mean offset distance | "

@@ -23,40 +23,41 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .config import _family, _finite, _flag, _positive, _refuse, _short
 from .errors import ModelError
+from .keys import as_finite, config_name, flag, positive_size, refuse, short_repr
 
-__all__ = ["LAYER_TYPES", "layer_types", "rope_of_type", "uses_rope", "window_notes"]
+__all__ = ["LAYER_TYPES", "layer_types", "rope_base_and_scaling", "rope_of_type", "uses_rope", "window_notes"]
 
 #: the layer types a ``layer_types`` list may name (attnsym runs each exactly)
 LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention")
 
 
-def _rope(raw: dict[str, Any], path: Path, theta_key: str = "rope_theta") -> tuple[int | float, dict[str, Any] | None]:
+def rope_base_and_scaling(raw: dict[str, Any], path: Path,
+                          theta_key: str = "rope_theta") -> tuple[int | float, dict[str, Any] | None]:
     """``(rope_theta, rope_scaling or None)`` from either spelling of the config (``theta_key``: the base's own name);
     every family reads RoPE here."""
     params = raw.get("rope_parameters")
     scaling = raw.get("rope_scaling")
     theta = raw.get("rope_theta")
     if params is not None and not isinstance(params, dict):
-        raise ModelError(f"{path}: 'rope_parameters' must be a JSON object (got {_short(params)} in {_family(raw)})")
+        raise ModelError(f"{path}: 'rope_parameters' must be a JSON object (got {short_repr(params)} in {config_name(raw)})")
     if isinstance(params, dict):
         if params.get("rope_theta") is not None:
             theta, theta_key = params["rope_theta"], "rope_parameters.rope_theta"
         scaling = {k: v for k, v in params.items() if k != "rope_theta"}
     if theta is None:
         theta = 10000.0
-    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or _finite(theta) is None or not theta > 1:
-        raise ModelError(f"{path}: {theta_key!r} must be a finite number > 1, the RoPE base (got {_short(theta)} in "
-                         f"{_family(raw)})")
+    if isinstance(theta, bool) or not isinstance(theta, (int, float)) or as_finite(theta) is None or not theta > 1:
+        raise ModelError(f"{path}: {theta_key!r} must be a finite number > 1, the RoPE base (got {short_repr(theta)} in "
+                         f"{config_name(raw)})")
     if scaling is not None:
         if not isinstance(scaling, dict):
-            raise ModelError(f"{path}: 'rope_scaling' must be a JSON object (got {_short(scaling)} in {_family(raw)})")
+            raise ModelError(f"{path}: 'rope_scaling' must be a JSON object (got {short_repr(scaling)} in {config_name(raw)})")
         kind = scaling.get("rope_type", scaling.get("type", "default"))
         if kind == "default":
             scaling = None
         elif kind not in ("linear", "llama3"):
-            _refuse(path, "rope_scaling.rope_type", kind, "attnsym implements 'default', 'linear' and 'llama3'")
+            refuse(path, "rope_scaling.rope_type", kind, "attnsym implements 'default', 'linear' and 'llama3'")
         else:
             scaling = {k: v for k, v in scaling.items() if k in ("rope_type", "type", "factor", "low_freq_factor",
                                                                    "high_freq_factor", "original_max_position_embeddings")}
@@ -82,7 +83,7 @@ def layer_types(raw: dict[str, Any], path: Path, layers: int, default: list[str]
         raise ModelError(f"{path}: 'layer_types' must list one type per layer ({layers}) (got {len(types)} entries)")
     for t in types:
         if t not in LAYER_TYPES:
-            _refuse(path, "layer_types", t, f"attnsym runs the layer types {', '.join(LAYER_TYPES)}")
+            refuse(path, "layer_types", t, f"attnsym runs the layer types {', '.join(LAYER_TYPES)}")
     return list(types)
 
 
@@ -120,11 +121,11 @@ def rope_of_type(raw: dict[str, Any], path: Path, layer_type: str,
         own = params.get(layer_type)
         if not isinstance(own, dict):
             raise ModelError(f"{path}: 'rope_parameters' gives no parameters for the {layer_type!r} layers")
-        return _rope({"rope_parameters": own}, path)
+        return rope_base_and_scaling({"rope_parameters": own}, path)
     if local_base_key is not None and params is None and layer_type == "sliding_attention":
         base = raw.get(local_base_key, 10000.0)
-        return _rope({"rope_theta": base}, path)
-    return _rope(raw, path)
+        return rope_base_and_scaling({"rope_theta": base}, path)
+    return rope_base_and_scaling(raw, path)
 
 
 def window_notes(raw: dict[str, Any], path: Path, types: list[str], max_positions: int,
@@ -135,12 +136,12 @@ def window_notes(raw: dict[str, Any], path: Path, types: list[str], max_position
     ["'sliding_window' = 4096 is set while 'use_sliding_window' is false: no layer slides", \
 "'sliding_window' = 4096 is longer than 'max_position_embeddings' = 2048: the window never bites"]
     """
-    notes = []
+    notes: list[str] = []
     window = raw.get("sliding_window")
     if window is None:
         return notes
-    window = _positive(raw, "sliding_window", path)
-    if use_key is not None and use_key in raw and not _flag(raw, use_key, path, False):
+    window = positive_size(raw, "sliding_window", path)
+    if use_key is not None and use_key in raw and not flag(raw, use_key, path, False):
         notes.append(f"'sliding_window' = {window} is set while '{use_key}' is false: no layer slides")
     if window >= max_positions:
         notes.append(f"'sliding_window' = {window} is longer than 'max_position_embeddings' = {max_positions}: the "

@@ -334,14 +334,14 @@ def _read(file: Path, begin: int, shape: tuple[int, ...], kind: str) -> np.ndarr
             handle.seek(begin)
             if kind != "BF16":
                 out = np.empty(shape, np.dtype(_DTYPES[kind]))
-                _fill(handle, memoryview(out.reshape(-1).view(np.uint8)), file)
+                _fill(handle, out.reshape(-1).view(np.uint8).data, file)
                 return out
             out = np.empty(shape, np.float32)
             bits = out.reshape(-1).view(np.uint32)
             block = np.empty(min(_WIDEN_ELEMENTS, bits.size), np.uint16)
             for k in range(0, bits.size, block.size):
                 part = block[:min(block.size, bits.size - k)]
-                _fill(handle, memoryview(part.view(np.uint8)), file)
+                _fill(handle, part.view(np.uint8).data, file)
                 np.left_shift(part, 16, out=bits[k:k + part.size], dtype=np.uint32)
             return out
     except OSError as error:

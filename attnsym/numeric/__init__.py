@@ -13,8 +13,11 @@ validated against (:func:`attnsym.validate`) and as the engine for long sequence
   (``symbolic.scores``, ``symbolic.row_softmax``); :func:`softmax_jacobian`
   (:mod:`~attnsym.numeric.jacobians`); :func:`sinusoidal_positions`, :func:`rope_frequencies`,
   :func:`rope_rotation`, :func:`apply_rope`, :func:`alibi_slopes`, :func:`alibi_bias`
-  (:mod:`~attnsym.numeric.positions`); :func:`gelu`, :func:`gelu_tanh`
+  (:mod:`~attnsym.numeric.positions`); :func:`gelu`, :func:`gelu_tanh`, :func:`silu`
   (:mod:`~attnsym.numeric.activations`).
+* the pieces of a real model's block (:mod:`attnsym.models`): :func:`layer_norm`, :func:`rms_norm`
+  (:mod:`~attnsym.numeric.norms`; the one RMSNorm of the block norms and of QK-norm) and
+  :func:`gelu_float32`, the exact GELU of float32 NumPy arrays.
 * :func:`random_inputs` — random ``X``, weights, biases and ``G`` for a spec, the one sampling rule
   (:mod:`~attnsym.numeric.sampling`).
 * :func:`array_namespace` — which library runs a call (see :mod:`attnsym.numeric.backend`).
@@ -23,13 +26,14 @@ validated against (:func:`attnsym.validate`) and as the engine for long sequence
   locality (:mod:`attnsym.numeric.conv`).
 """
 
-from .activations import gelu, gelu_tanh
+from .activations import gelu, gelu_float32, gelu_tanh, silu
 from .backend import array_namespace, cupy_usable
 from .backward import attention_vjp
 from .conv import conv1d, shift_tokens
 from .forward import AUTO_BLOCKWISE_N, BLOCK_ELEMENTS, DEFAULT_BLOCK_SIZE, attention, head_attention, scores, softmax
 from .jacobians import softmax_jacobian
 from .kvcache import DecodeResult, causal_decode
+from .norms import layer_norm, rms_norm
 from .positions import (
     alibi_bias,
     alibi_slopes,
@@ -56,13 +60,17 @@ __all__ = [
     "conv1d",
     "cupy_usable",
     "gelu",
+    "gelu_float32",
     "gelu_tanh",
     "head_attention",
+    "layer_norm",
     "random_inputs",
+    "rms_norm",
     "rope_frequencies",
     "rope_rotation",
     "scores",
     "shift_tokens",
+    "silu",
     "sinusoidal_positions",
     "sinusoidal_shift",
     "softmax",

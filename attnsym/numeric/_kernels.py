@@ -1,6 +1,8 @@
-r"""Compiled element-wise kernels shared by the numeric fast path and :mod:`attnsym.models` (Numba, extra ``fast``).
+r"""Compiled element-wise kernels of the numeric fast path and the real-model forward (Numba, extra ``fast``).
 
-One primitive, the exponential of a row shifted by a constant, and the four loops built on it:
+The one registry of attnsym's compiled kernels (:func:`compiled`), with one switch
+(:func:`available`, :func:`disabled`) and one input checker. One primitive, the exponential of a
+row shifted by a constant, and the four loops built on it:
 
 - :func:`exp_rowsum` — ``S ← exp(S)`` and the row sums of the result, in one loop: the forward's
   one pass over a score block of :mod:`attnsym.numeric._fast` (its shift is folded into the
@@ -8,9 +10,22 @@ One primitive, the exponential of a row shifted by a constant, and the four loop
 - :func:`exp_and_dscores` — ``A ← exp(A)``, ``dS ← A ⊙ dS``: the backward's two passes fused
   into one loop (``A`` holds ``S − L``, ``dS`` holds ``dA − D``);
 - :func:`softmax_rows` — ``A ← softmax(S)`` per row, the stable one (shift by the row
-  maximum), the kernel of the real-model forward (:mod:`attnsym.models._fused`);
+  maximum), weight 0 for a ``-inf`` score (a masked key) and for any shifted score below ``-87``,
+  a row with no finite score all 0 — the fully-masked-row policy of :func:`attnsym.numeric.softmax`;
+  the real-model forward's softmax;
 - :func:`exp_rowsum_moment` — ``S ← exp(S)`` with the row sums, the first moments ``Σ e^s s``
   and the row maxima in one loop: the streamed head statistics of :mod:`attnsym.audits.stream`.
+
+and two loops of the real-model forward (:class:`attnsym.models.forward.FusedPrimitives`, the pass's
+primitives built on them, chosen once per pass for float32 NumPy passes of at least
+:data:`~attnsym.models.forward.FUSED_MIN_TOKENS` tokens), each one compiled loop over the rows
+(no temporaries, no GIL) instead of NumPy's several whole-array passes — the same formulas as the
+array primitives they replace:
+
+- :func:`bias_gelu` — ``h ← GELU(h + b)``, exact GELU with the float32 rational erf of
+  :func:`attnsym.numeric.gelu_float32` (:data:`~attnsym.numeric.activations.ERF_P`, ``ERF_Q``);
+- :func:`residual_layernorm` — ``a ← a + bias + residual`` (each optional), ``out ← LN(a)``
+  (:func:`attnsym.numeric.layer_norm`).
 
 **The float32 exp** is Cephes' ``expf``: ``exp(x) = 2^k · e^f`` with ``k = round(x·log₂e)``
 and ``f = x − k·ln 2`` (ln 2 in two parts, so ``f`` is exact), ``e^f`` by a degree-7 polynomial
@@ -31,23 +46,30 @@ The loops are compiled with ``nogil=True`` (the fast path's worker threads run t
 side), without ``parallel`` (the worker pool gives the parallelism) and with the fast-math
 flags that cannot change a result here (``contract``, ``arcp``, ``nsz``; no ``nnan``/``ninf``:
 ``-inf`` scores must give 0; ``reassoc`` only where a row sum is taken). They take C-contiguous
-float32 NumPy arrays. :func:`available` says whether they are used: Numba importable and
-``ATTNSYM_NUMBA`` not ``0`` in the environment (tests and benchmarks set it to run the NumPy
-path). Numba is imported on the first call of :func:`compiled`, never by ``import attnsym``;
-compiled code is cached on disk (Numba's ``cache=True``).
+float32 NumPy arrays. :func:`available` says whether they are used: Numba importable, not
+:func:`disabled`, and ``ATTNSYM_NUMBA`` not ``0`` in the environment (tests and benchmarks set it
+to run the NumPy path). Numba is imported on the first call of :func:`compiled`, never by
+``import attnsym``; compiled code is cached on disk (Numba's ``cache=True``): the first process
+on a machine compiles a kernel on its first call, later ones load it (:func:`load` does that for
+the forward pass's kernels up front).
 """
 
 from __future__ import annotations
 
+import contextlib
+import math
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-__all__ = ["EXP_MAX", "EXP_MIN", "EXP_RTOL", "available", "compiled", "exp_and_dscores", "exp_rowsum", "exp_rowsum_moment",
-           "softmax_rows"]
+from ..errors import BackendError, ShapeError
+from .activations import ERF_P, ERF_Q
+
+__all__ = ["EXP_MAX", "EXP_MIN", "EXP_RTOL", "available", "bias_gelu", "compiled", "disabled", "exp_and_dscores",
+           "exp_rowsum", "exp_rowsum_moment", "load", "residual_layernorm", "softmax_rows"]
 
 #: weights e^x with x at or below this are 0 (float32's smallest normal is e^-87.3)
 EXP_MIN = -87.0
@@ -56,8 +78,9 @@ EXP_MAX = 88.0
 #: the float32 exp's relative error bound on [EXP_MIN, EXP_MAX], checked by the tests
 EXP_RTOL = 2e-7
 
-_STATE: dict[str, Any] = {}
-_LOCK = threading.RLock()  # re-entrant: models._fused compiles its kernels, then these, on one thread
+#: the compiled kernels (key "kernels", once compiled; None without Numba) and the depth of :func:`disabled` ("off")
+_STATE: dict[str, Any] = {"off": 0}
+_LOCK = threading.Lock()  # guards the one compilation
 
 #: float32 constants of the kernels (Numba freezes module globals into the compiled code)
 _F = np.float32
@@ -65,6 +88,9 @@ _LOG2E, _LN2_HI, _LN2_LO = _F(1.4426950408889634), _F(0.693359375), _F(-2.121944
 _E0, _E1, _E2, _E3, _E4, _E5 = (_F(c) for c in (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
                                                   4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1))
 _LO32, _HI32 = _F(EXP_MIN), _F(EXP_MAX)
+_INV_SQRT2 = _F(1 / math.sqrt(2.0))
+_P0, _P1, _P2, _P3, _P4, _P5, _P6 = (_F(c) for c in ERF_P)
+_Q0, _Q1, _Q2, _Q3, _Q4 = (_F(c) for c in ERF_Q)
 
 #: the compiled float32 exp, set by :func:`_compile`. The kernels reach it as a module global:
 #: Numba keys its disk cache on a function's closure cells, and a dispatcher in a cell pickles
@@ -78,35 +104,61 @@ _scale_and_sum: Any = None
 _scale_sum_moment: Any = None
 
 
+@contextlib.contextmanager
+def disabled() -> Iterator[None]:
+    """NumPy's operations everywhere inside the block, no compiled kernel (to compare the two, in tests and benchmarks).
+
+    >>> with disabled():
+    ...     available()
+    False
+    """
+    with _LOCK:
+        _STATE["off"] += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _STATE["off"] -= 1
+
+
 def available() -> bool:
-    """Whether the kernels are used: ``ATTNSYM_NUMBA`` is not ``0`` and Numba is importable."""
-    if os.environ.get("ATTNSYM_NUMBA", "1") == "0":
+    """Whether the kernels are used: Numba importable, not :func:`disabled`, ``ATTNSYM_NUMBA`` not ``0``."""
+    if _STATE["off"] or os.environ.get("ATTNSYM_NUMBA", "1") == "0":
         return False
     return compiled() is not None
 
 
-def lazily_compiled(state: dict[str, Any], lock, compile_with: Callable[[Any], dict[str, Any]]) -> dict[str, Any] | None:
-    """``compile_with(numba)`` once per ``state`` (double-checked under ``lock``), or None without Numba.
-
-    Shared by this module and :mod:`attnsym.models._fused`, each with its own state and re-entrant
-    lock: one lock for both deadlocked with a cold Numba cache (the fused kernels' compilation
-    calls :func:`compiled`).
-    """
-    if "kernels" not in state:
-        with lock:
-            if "kernels" not in state:
+def compiled() -> dict[str, Any] | None:
+    """The compiled kernels by name (each compiled by signature on its first call), or None without Numba."""
+    if "kernels" not in _STATE:
+        with _LOCK:
+            if "kernels" not in _STATE:
                 try:
                     import numba
                 except ImportError:
-                    state["kernels"] = None
+                    _STATE["kernels"] = None
                 else:
-                    state["kernels"] = compile_with(numba)
-    return state["kernels"]
+                    _STATE["kernels"] = _compile(numba)
+    return _STATE["kernels"]
 
 
-def compiled() -> dict[str, Any] | None:
-    """The compiled kernels (each compiled by signature on its first call), or None without Numba."""
-    return lazily_compiled(_STATE, _LOCK, _compile)
+def load() -> bool:
+    """Load (or, the first time on a machine, compile) the forward pass's kernels for the signatures it uses.
+
+    Otherwise that happens during the first pass that takes them; a benchmark or a server calls
+    this first. Returns :func:`available`.
+
+    >>> load()
+    True
+    """
+    if not available():
+        return False
+    row, rows = np.zeros(2, np.float32), np.zeros((1, 2), np.float32)
+    bias_gelu(rows, row)
+    residual_layernorm(rows, row, rows, row, row, 1e-5, rows)
+    residual_layernorm(rows, None, None, row, row, 1e-5, np.empty_like(rows))
+    softmax_rows(rows, np.empty_like(rows))
+    return True
 
 
 def _compile(numba) -> dict[str, Any]:
@@ -231,18 +283,57 @@ def _compile(numba) -> dict[str, Any]:
             for j in range(n):
                 p[j] *= inv
 
+    # the forward's two loops take every flag but 'nnan'/'ninf' ('reassoc' lets the LayerNorm's row sums vectorise)
+    @jit_sum
+    def bias_gelu(h, b):  # pragma: no cover - compiled
+        rows, width = h.shape
+        for r in range(rows):
+            row = h[r]
+            for j in range(width):
+                x = row[j] + b[j]
+                z = x * _INV_SQRT2
+                z = _F(-4.0) if z < _F(-4.0) else (_F(4.0) if z > _F(4.0) else z)
+                z2 = z * z
+                p = (((((_P0 * z2 + _P1) * z2 + _P2) * z2 + _P3) * z2 + _P4) * z2 + _P5) * z2 + _P6
+                q = (((_Q0 * z2 + _Q1) * z2 + _Q2) * z2 + _Q3) * z2 + _Q4
+                row[j] = _F(0.5) * x * (_F(1.0) + z * p / q)
+
+    @jit_sum
+    def residual_layernorm(a, bias, residual, weight, beta, eps, out):  # pragma: no cover - compiled
+        rows, width = a.shape
+        for r in range(rows):
+            ar, o = a[r], out[r]
+            if bias is not None:
+                for j in range(width):
+                    ar[j] += bias[j]
+            if residual is not None:
+                res = residual[r]
+                for j in range(width):
+                    ar[j] += res[j]
+            total = _F(0.0)
+            for j in range(width):
+                total += ar[j]
+            mean = total / _F(width)
+            square = _F(0.0)
+            for j in range(width):
+                c = ar[j] - mean
+                square += c * c
+            scale = _F(1.0) / np.sqrt(square / _F(width) + eps)
+            for j in range(width):
+                o[j] = (ar[j] - mean) * scale * weight[j] + beta[j]
+
     return {"exp_rowsum": exp_rowsum, "exp_and_dscores": exp_and_dscores, "softmax_rows": softmax_rows,
-            "exp_rowsum_moment": exp_rowsum_moment}
+            "exp_rowsum_moment": exp_rowsum_moment, "bias_gelu": bias_gelu, "residual_layernorm": residual_layernorm}
 
 
-def _checked(name: str, *arrays: np.ndarray):
-    """The kernel ``name``, once ``arrays`` are C-contiguous float32 NumPy arrays."""
-    from ..errors import BackendError, ShapeError
-
+def _checked(name: str, *arrays: np.ndarray | None):
+    """The kernel ``name``, once ``arrays`` (None: an omitted term) are C-contiguous float32 NumPy arrays."""
     kernels = compiled()
     if kernels is None:
         raise BackendError(f"{name} needs Numba, which is not installed: pip install 'attnsym[fast]'")
     for a in arrays:
+        if a is None:
+            continue
         if not isinstance(a, np.ndarray) or a.dtype != np.float32:
             raise ShapeError(f"{name}: expected C-contiguous float32 NumPy arrays, got a {type(a).__name__} of "
                              f"{getattr(a, 'dtype', '?')}")
@@ -269,8 +360,6 @@ def exp_rowsum(S: np.ndarray, sums: np.ndarray) -> np.ndarray:
     (array([[0.25, 0.5 ],
            [1.  , 2.  ]], dtype=float32), array([1.75, 4.  ], dtype=float32))
     """
-    from ..errors import ShapeError
-
     if S.ndim != 2 or sums.shape != S.shape[:1]:
         raise ShapeError(f"exp_rowsum: S has shape {S.shape} and sums {sums.shape}; expected (rows, n) and (rows,)")
     _checked("exp_rowsum", S, sums)(S, sums)
@@ -288,11 +377,9 @@ def exp_rowsum_moment(S: np.ndarray, sums: np.ndarray, moments: np.ndarray, maxi
     >>> S = np.log(np.array([[0.25, 0.75, 0.0]], np.float32))
     >>> sums, moments, maxima = np.zeros(1, np.float32), np.zeros(1, np.float32), np.full(1, -np.inf, np.float32)
     >>> _ = exp_rowsum_moment(S, sums, moments, maxima)
-    >>> np.round(sums, 6), np.round(moments, 5), np.round(maxima, 5)   # 0.25 ln 0.25 + 0.75 ln 0.75
-    (array([1.], dtype=float32), array([-0.56233], dtype=float32), array([-0.28768], dtype=float32))
+    >>> np.round(sums, 6), np.round(moments, 4), np.round(maxima, 5)   # 0.25 ln 0.25 + 0.75 ln 0.75 = -0.562335
+    (array([1.], dtype=float32), array([-0.5623], dtype=float32), array([-0.28768], dtype=float32))
     """
-    from ..errors import ShapeError
-
     if S.ndim != 2 or any(a.shape != S.shape[:1] for a in (sums, moments, maxima)):
         raise ShapeError(f"exp_rowsum_moment: S has shape {S.shape}, sums {sums.shape}, moments {moments.shape}, "
                          f"maxima {maxima.shape}; expected (rows, n) and (rows,)")
@@ -309,26 +396,49 @@ def exp_and_dscores(A: np.ndarray, dS: np.ndarray) -> None:
     >>> np.round(A, 6), np.round(dS, 6)
     (array([[0.25, 0.75]], dtype=float32), array([[ 0.5 , -0.75]], dtype=float32))
     """
-    from ..errors import ShapeError
-
     if A.shape != dS.shape:
         raise ShapeError(f"exp_and_dscores: A has shape {A.shape} and dS {dS.shape}; expected the same shape")
     _checked("exp_and_dscores", A, dS)(_rows(A), _rows(dS))
 
 
 def softmax_rows(S: np.ndarray, A: np.ndarray) -> np.ndarray:
-    """``A ← softmax(S)`` over the last axis of 2-D C-contiguous float32 ``S`` and ``A`` (``S`` unchanged); returns ``A``.
+    """``A ← softmax(S)`` over the last axis, for ``S`` and ``A`` of the same shape (``S`` unchanged); returns ``A``.
 
-    The checked, N-dimensional entry point is :func:`attnsym.models._fused.softmax_rows`.
+    Arrays of three or more axes need only be C-contiguous below their first axis (a range of
+    heads of several texts): each leading entry is then one call.
 
     >>> S = np.array([[0.0, np.log(3.0), -np.inf]], np.float32)
     >>> np.round(softmax_rows(S, np.empty_like(S)), 6)
     array([[0.25, 0.75, 0.  ]], dtype=float32)
     """
-    kernels = compiled()
-    if kernels is None:
-        from ..errors import BackendError
-
-        raise BackendError("softmax_rows needs Numba, which is not installed: pip install 'attnsym[fast]'")
-    kernels["softmax_rows"](S, A)
+    if S.shape != A.shape:
+        raise ShapeError(f"softmax_rows: S has shape {S.shape} and A {A.shape}; expected the same shape")
+    if S.ndim > 2 and not (S.flags.c_contiguous and A.flags.c_contiguous):
+        for s, a in zip(S, A, strict=True):
+            softmax_rows(s, a)
+        return A
+    _checked("softmax_rows", S, A)(S.reshape(-1, S.shape[-1]), A.reshape(-1, A.shape[-1]))
     return A
+
+
+def bias_gelu(h: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``h ← GELU(h + b)`` in place for ``h`` ``(rows, f)`` and ``b`` ``(f,)``; returns ``h``.
+
+    >>> h = np.array([[-1.0, 0.0, 2.0]], np.float32)
+    >>> np.round(bias_gelu(h, np.zeros(3, np.float32)), 4)
+    array([[-0.1587,  0.    ,  1.9545]], dtype=float32)
+    """
+    _checked("bias_gelu", h, b)(h, b)
+    return h
+
+
+def residual_layernorm(a: np.ndarray, bias: np.ndarray | None, residual: np.ndarray | None,
+                       weight: np.ndarray, beta: np.ndarray, eps: float, out: np.ndarray) -> np.ndarray:
+    """``a ← a + bias + residual`` in place (each term optional), then ``out ← LayerNorm(a)``; returns ``out``.
+
+    ``out`` may be ``a`` itself. LayerNorm over the last axis with the biased variance, as
+    :func:`attnsym.numeric.layer_norm`.
+    """
+    _checked("residual_layernorm", a, bias, residual, weight, beta, out)(a, bias, residual, weight, beta,
+                                                                         np.float32(eps), out)
+    return out

@@ -46,6 +46,7 @@ from .layer import (
     sink_softmax,
     split_heads,
 )
+from .norms import rms_norm_vjp
 
 __all__ = ["attention_vjp"]
 
@@ -77,20 +78,12 @@ def _plain_core_vjp(layer: BoundLayer, Q, K, V, A, dZ, grads: dict):
 
 
 def _rms_norm_vjp(layer: BoundLayer, a: dict, X_in, which: str, dY):
-    """``dX`` and ``dg`` of ``Y = X r ⊙ g``, ``r = (mean(X²) + eps)^(-1/2)``, per head row of the projection ``which``.
-
-    With ``u = dY ⊙ g``: ``dX = r u − r³ X (X·u) / d_k``; ``dg = Σ_rows dY ⊙ X r``.
-    """
+    """``dX`` and ``dg`` of the QK-norm of the projection ``which`` (:func:`~attnsym.numeric.norms.rms_norm_vjp`
+    of each head's rows before the norm)."""
     xp, spec = layer.xp, layer.spec
     heads = spec.heads if which == "Q" else spec.kv_heads
     M = split_heads(xp, affine(xp, X_in, a[f"W_{which}"], a.get(f"b_{which}")), heads)  # (..., h, n, d_k) before the norm
-    g = a[f"g_{which}"]
-    d_k = spec.d_k
-    r = 1.0 / xp.sqrt(xp.mean(M * M, axis=-1, keepdims=True) + spec.qk_norm_eps)  # (..., h, n, 1)
-    u = dY * xp.reshape(g, (d_k,))
-    dM = r * u - M * (r * r * r) * xp.sum(M * u, axis=-1, keepdims=True) / d_k
-    dg = xp.reshape(xp.sum(xp.reshape(dY * M * r, (-1, d_k)), axis=0), tuple(g.shape))
-    return dM, dg
+    return rms_norm_vjp(M, a[f"g_{which}"], spec.qk_norm_eps, dY, spec.qk_norm_offset)
 
 
 def _weight_grad(xp: ModuleType, M, dM):

@@ -50,6 +50,7 @@ from ..spec import AttentionSpec
 from . import _pool
 from ._inputs import amax, finite_result
 from .backend import exp_inplace, matmul
+from .norms import rms_norm
 from .positions import alibi_bias_block, alibi_slopes, apply_rope, sinusoidal_positions
 
 __all__ = [
@@ -75,7 +76,6 @@ __all__ = [
     "projections",
     "query_temperature",
     "reduce_kv",
-    "rms_norm",
     "safe_divide",
     "shifted_exp",
     "sink_softmax",
@@ -248,17 +248,6 @@ def affine(xp: ModuleType, M, W, b, scratch: str | None = None):
     return out + xp.reshape(b, (W.shape[1],))
 
 
-def rms_norm(xp: ModuleType, M, g, eps: float, offset: float = 0.0):
-    """RMSNorm of the rows of ``M`` (..., r, w) over their last axis, times the gain ``offset + g``, ``g`` (w,) or (1, w).
-
-    ``M / sqrt(mean(M²) + eps) ⊙ (offset + g)`` — the QK-norm of :class:`~attnsym.AttentionSpec`
-    (``qk_norm``, ``qk_norm_offset``: Gemma 3's ``1 + w``).
-    """
-    r = 1.0 / xp.sqrt(xp.mean(M * M, axis=-1, keepdims=True) + eps)  # (..., r, 1)
-    gain = xp.reshape(g, (int(M.shape[-1]),))
-    return M * r * (gain + offset if offset else gain)
-
-
 def expand_kv(xp: ModuleType, M, group: int):
     """(..., H_kv, r, w) -> (..., H_kv·group, r, w): key/value head ``h // group`` serves query head ``h``.
 
@@ -306,11 +295,11 @@ def head_rows(layer: BoundLayer, a: dict, M, which: str, p0: int = 0, *, expand:
     xp, spec = layer.xp, layer.spec
     whole = spec.qk_norm and spec.qk_norm_scope == "whole_projection" and which in ("Q", "K")
     if whole:  # (..., r, H·w): one RMSNorm over every head's coordinates
-        M = rms_norm(xp, M, a[f"g_{which}"], spec.qk_norm_eps, spec.qk_norm_offset)
+        M = rms_norm(M, a[f"g_{which}"], spec.qk_norm_eps, spec.qk_norm_offset)
     M = split_heads(xp, M, spec.heads if which == "Q" else spec.kv_heads)  # (..., H or H_kv, r, w)
     if which in ("Q", "K"):
         if spec.qk_norm and not whole:
-            M = rms_norm(xp, M, a[f"g_{which}"], spec.qk_norm_eps, spec.qk_norm_offset)
+            M = rms_norm(M, a[f"g_{which}"], spec.qk_norm_eps, spec.qk_norm_offset)
         M = layer.rotate(M, p0)
     if which == "Q" and spec.query_temperature is not None:
         M = M * query_temperature(layer, int(M.shape[-2]), p0)

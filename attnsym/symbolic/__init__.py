@@ -12,7 +12,7 @@ Matrix([
 """
 
 from ._backward_steps import gradient_steps
-from .activations import GELU_TANH_CUBIC, GeluProof, gelu, gelu_tanh, prove_gelu
+from .activations import GELU_TANH_CUBIC, GeluProof, gelu, gelu_tanh, prove_gelu, silu
 from .backward import gradients
 from .cost import DEFAULT_MAX_GRADIENT_TERMS, DEFAULT_MAX_TERMS, SymbolicCost, enforce_limit, estimate_cost, gradient_cost
 from .equivariance import check_attention_equivariance, check_conv_equivariance, conv1d
@@ -100,6 +100,7 @@ __all__ = [
     "rope_rotation",
     "row_softmax",
     "scores",
+    "silu",
     "sinusoidal_positions",
     "sinusoidal_shift",
     "softmax_jacobian",

@@ -13,7 +13,7 @@ import sympy as sp
 from .._exact import exact, exact_matrix
 from ..errors import SpecError
 
-__all__ = ["GELU_TANH_CUBIC", "GeluProof", "gelu", "gelu_tanh", "prove_gelu"]
+__all__ = ["GELU_TANH_CUBIC", "GeluProof", "gelu", "gelu_tanh", "prove_gelu", "silu"]
 
 #: the cubic coefficient of the tanh approximation, 0.044715, as an exact rational
 GELU_TANH_CUBIC = sp.Rational(44715, 1000000)
@@ -88,6 +88,25 @@ def gelu_tanh(x):
     if isinstance(x, sp.MatrixBase):
         return x.applyfunc(gelu_tanh)
     return x / 2 * (1 + sp.tanh(sp.sqrt(2 / sp.pi) * (x + GELU_TANH_CUBIC * x**3)))
+
+
+def silu(x):
+    r"""SiLU (swish), :math:`x\,\sigma(x) = x / (1 + e^{-x})`: the gate of LLaMA's SwiGLU MLP.
+
+    Twin of :func:`attnsym.numeric.silu`. Applied elementwise to a Matrix.
+
+    Examples
+    --------
+    >>> x = sp.Symbol("x", real=True)
+    >>> silu(x)
+    x/(1 + exp(-x))
+    >>> sp.limit(silu(x), x, -sp.oo), sp.limit(silu(x) - x, x, sp.oo)
+    (0, 0)
+    """
+    x = _as_expr(x)
+    if isinstance(x, sp.MatrixBase):
+        return x.applyfunc(silu)
+    return x / (1 + sp.exp(-x))
 
 
 @dataclass(frozen=True)

