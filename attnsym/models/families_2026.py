@@ -20,8 +20,9 @@ them (:data:`FAMILIES_2026`, :data:`OPTIONS_2026`, :data:`NAME_MAPS_2026`, :data
   (``no_rope_layers``, read backwards), a weightless QK-norm on the RoPE layers (the spec's gain
   offset 1 over zero gains), a query temperature on the NoPE layers, mixture-of-experts layers.
 
-RoPE scalings other than linear and llama3 (YaRN, LongRoPE) are refused by name, as is any layer
-type attnsym cannot run exactly: a plan is whole or not made.
+Every RoPE scaling of :data:`~attnsym.spec.ROPE_SCALING_TYPES` is read (linear, dynamic, llama3,
+YaRN, Phi-3's LongRoPE); any other is refused by name, as is any layer type attnsym cannot run
+exactly: a plan is whole or not made.
 """
 
 from __future__ import annotations
@@ -252,7 +253,8 @@ OPTIONS_2026: dict[str, tuple[str, str]] = {
                 "no_rope_layers (1 = the layer USES RoPE) or no_rope_layer_interval, use_sliding_window, "
                 "sliding_window, layer_types"),
     "phi3": ("Phi-3: fused qkv_proj and gate_up_proj, partial rotary, a window on every layer when set",
-             "rope_parameters.partial_rotary_factor, sliding_window (every layer); LongRoPE is refused"),
+             "rope_parameters.partial_rotary_factor, sliding_window (every layer), rope_scaling / rope_parameters "
+             "with LongRoPE (short / long factors by length vs original_max_position_embeddings)"),
     "gpt_oss": ("gpt-oss: a learned sink logit per head (rows of A sum to 1 − π), alternating sliding / full "
                 "layers, biases, a mixture of clamped-GLU experts",
                 "layer_types, sliding_window, num_local_experts, num_experts_per_tok, swiglu_alpha, swiglu_limit, "

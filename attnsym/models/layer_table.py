@@ -5,7 +5,8 @@ schedule is the specs) into rows whose keys are :data:`LAYER_KEYS` — ``layer``
 0), ``mask`` ``"causal"`` or ``"bidirectional"``, ``window`` / ``chunk`` an int or None,
 ``positions`` ``"rope"``, ``"alibi"``, ``"learned"`` (a table added to the embedding),
 ``"sinusoidal"`` or ``"none"``, ``rope_base``, ``rope_scaling`` (``{"type": ..., "factor": ...}``
-or None), ``rotary_dims``, ``qk_norm`` (``"none"``, ``"per_head"``, ``"whole_projection"``),
+and the rule's parameters, :meth:`~attnsym.spec.RopeScaling.as_dict`, or None), ``rotary_dims``,
+``qk_norm`` (``"none"``, ``"per_head"``, ``"whole_projection"``),
 ``sink``, ``output_gate``, ``softcap``, ``scale``, ``heads``, ``kv_heads``, ``head_dim`` (and
 ``value_dim`` where it differs). Layers with equal facts form one group; each group's equation
 is written once, as text, Markdown and LaTeX (layers counted from 1 there, as everything a person
@@ -37,14 +38,7 @@ LAYER_KEYS = ("layer", "mask", "window", "chunk", "positions", "rope_base", "rop
 
 
 def _scaling(spec: AttentionSpec) -> dict[str, Any] | None:
-    s = spec.rope_scaling
-    if s is None:
-        return None
-    out: dict[str, Any] = {"type": s.rope_type, "factor": s.factor}
-    if s.rope_type == "llama3":
-        out.update(low_freq_factor=s.low_freq_factor, high_freq_factor=s.high_freq_factor,
-                   original_max_position_embeddings=s.original_max_position_embeddings)
-    return out
+    return None if spec.rope_scaling is None else spec.rope_scaling.as_dict()
 
 
 def layer_facts(spec: AttentionSpec, layer: int, learned_positions: bool = False) -> dict[str, Any]:
