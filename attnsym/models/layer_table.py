@@ -54,7 +54,7 @@ def layer_facts(spec: AttentionSpec, layer: int, learned_positions: bool = False
            "chunk": spec.chunk, "positions": positions, "rope_base": spec.position_base if rope else None,
            "rope_scaling": _scaling(spec) if rope else None, "rotary_dims": spec.rotary_dims if rope else None,
            "qk_norm": spec.qk_norm_kind, "qk_norm_gain": (f"{spec.qk_norm_offset:g}+w" if spec.qk_norm_offset else "w")
-           if spec.qk_norm else None, "sink": spec.sink, "output_gate": False, "softcap": spec.softcap,
+           if spec.qk_norm else None, "sink": spec.sink, "output_gate": spec.output_gate, "softcap": spec.softcap,
            "scale": spec.scale_float, "heads": spec.heads, "kv_heads": spec.kv_heads, "head_dim": spec.d_k}
     if spec.d_v != spec.d_k:
         row["value_dim"] = spec.d_v
@@ -96,6 +96,8 @@ def _words(row: dict[str, Any]) -> str:
         parts.append(f"soft-cap {row['softcap']:g}")
     if row["sink"]:
         parts.append("sink logit per head (rows sum to 1 − π)")
+    if row["output_gate"]:
+        parts.append("sigmoid output gate")
     kv = f"/{row['kv_heads']} kv" if row["kv_heads"] != row["heads"] else ""
     parts.append(f"{row['heads']}{kv} heads × {row['head_dim']}")
     return ", ".join(parts)
@@ -139,6 +141,9 @@ def _equation(row: dict[str, Any], tex: bool) -> str:
     else:
         sink = "e^σ_h + " if row["sink"] else ""
         pieces.append(f"a_ij = e^s_ij / ({sink}Σ_k e^s_ik){where}")
+    if row["output_gate"]:
+        pieces.append(r"z_i = \big(\sum_j a_{ij} v_j\big) \odot \sigma(W_G^\top x_i)" if tex
+                      else "z_i = (Σ_j a_ij v_j) ⊙ σ(W_Gᵀ x_i)")
     return (r",\quad " if tex else "; ").join(pieces)
 
 
