@@ -6,7 +6,8 @@ Small random checkpoints whose scaling bites on the 9-token texts: LLaMA and Qwe
 (``original_max_position_embeddings`` 4 at the config's top level, as Phi-3 writes it: the 9-token
 batch takes the long factors, a 4-token one the short ones; attention factor
 ``sqrt(1 + ln 16 / ln 4)`` from ``max_position_embeddings`` 64), LLaMA with dynamic NTK beyond
-``max_position_embeddings`` 6, and LLaMA 3.1's rule.
+``max_position_embeddings`` 6, LLaMA 3.1's rule, and gpt-oss with YaRN as it ships (factor 32,
+``truncate`` false, beside its sinks and windows).
 
 The bar: attention within 1e-12, hidden states within 1e-10, against transformers with its float32
 steps (RoPE's frequencies and angles, RMSNorm, softmax) made float64 — as
@@ -56,6 +57,10 @@ VARIANTS = {
                       dict(rope_parameters={"rope_type": "dynamic", "factor": 3.0, "rope_theta": 10000.0},
                            max_position_embeddings=6)),
     "llama-llama3": ("LlamaConfig", "LlamaModel", dict(rope_parameters=LLAMA3)),
+    "gpt_oss-yarn": ("GptOssConfig", "GptOssModel",  # as gpt-oss ships it: YaRN x32, untruncated ramp
+                     dict(head_dim=8, num_local_experts=4, num_experts_per_tok=2, sliding_window=3,
+                          rope_parameters=dict(YARN, factor=32.0, beta_fast=32.0, beta_slow=1.0, truncate=False,
+                                               rope_theta=150000.0))),
 }
 IDS = np.array([[2, 3, 4, 5, 6, 20, 12, 13, 14], [7, 8, 9, 10, 11, 1, 1, 1, 1]])
 MASK = (IDS != 1).astype(np.int64)
@@ -79,18 +84,24 @@ def checkpoint(name: str):
 
 
 def reference(name: str, ids, mask):
+    """transformers' attentions and hidden states of the checkpoint ``name`` (:func:`float64_reference`)."""
+    return float64_reference(*checkpoint(name), ids, mask)
+
+
+def float64_reference(folder: Path, hf, ids, mask):
     """transformers' attentions and hidden states in float64, its float32 steps promoted (module docstring)."""
     from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
 
-    folder, hf = checkpoint(name)
     default = torch.get_default_dtype()
     with _float32_steps_in_float64() as constructors, torch.no_grad():
-        ref = type(hf).from_pretrained(folder, dtype=torch.float64, attn_implementation="eager").eval()
+        ref = type(hf).from_pretrained(folder, dtype=torch.float64, attn_implementation="eager",
+                                       experts_implementation="eager").eval()
         rotary = ref.rotary_emb
-        init = ROPE_INIT_FUNCTIONS[rotary.rope_type]
+        kind = rotary.rope_type
+        init = rotary.compute_default_rope_parameters if kind == "default" else ROPE_INIT_FUNCTIONS[kind]
         with constructors():
             inv_freq, _ = init(rotary.config)
-            if rotary.rope_type == "longrope":  # the long set, made as transformers makes it on the first long input
+            if kind == "longrope":  # the long set, made as transformers makes it on the first long input
                 original = rotary.config.rope_parameters["original_max_position_embeddings"]
                 rotary.long_inv_freq = init(rotary.config, seq_len=original + 1)[0].to(torch.float64)
         rotary.inv_freq = rotary.original_inv_freq = inv_freq.to(torch.float64)
@@ -105,7 +116,8 @@ def reference(name: str, ids, mask):
     return torch.stack(out.attentions).numpy(), torch.stack(out.hidden_states).numpy()
 
 
-def _errors(out, reference_out, mask) -> tuple[float, float]:
+def errors(out, reference_out, mask) -> tuple[float, float]:
+    """The largest differences of attention and hidden states over the real (unpadded) tokens."""
     A, H = reference_out
     worst_a = worst_h = 0.0
     for b in range(len(mask)):
@@ -131,7 +143,7 @@ def test_float64_matches_transformers(name):
             out = forward(m.config, m.weights, ids, mask)
         else:
             out = m.forward(ids, mask)
-        worst_a, worst_h = _errors(out, reference(name, ids, mask), mask)
+        worst_a, worst_h = errors(out, reference(name, ids, mask), mask)
         print(f"{name} ({ids.shape[1]} tokens): attention {worst_a:.3g}, hidden states {worst_h:.3g}")
         assert worst_a <= ATTENTION_TOL and worst_h <= HIDDEN_TOL
 
