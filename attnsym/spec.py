@@ -65,8 +65,12 @@ about shapes, masks, scaling or positions. Every convention lives here and only 
   softmax denominator and takes its own mass, ``A_ij = exp(S_ij) / (exp(s_h) + Σ_k exp(S_ik))``; the
   row sums to ``1 − π_i`` with ``π_i = exp(s_h) / (exp(s_h) + Σ_k exp(S_ik))`` — never renormalised.
   Its parameter is ``s_sink`` of shape ``(1, heads)``.
+* **output gate** — ``output_gate=True`` (Qwen3-Next's full-attention layers): the concatenated head
+  outputs are gated elementwise before ``W_O``, ``Z' = Z ⊙ σ(X_in W_G)``, with ``W_G`` of shape
+  ``(d_model, heads·d_v)`` (Qwen3-Next's ``q_proj`` makes each head's query and gate together).
 * **RoPE scaling** — ``rope_scaling`` (a :class:`RopeScaling`, built from the Hugging Face dict):
-  ``"linear"`` divides every ``θ_i`` by the factor; ``"llama3"`` applies LLaMA 3.1's piecewise rule.
+  ``"linear"``, ``"dynamic"``, ``"llama3"``, ``"yarn"`` and ``"longrope"``, each as transformers
+  computes it (:class:`RopeScaling`); YaRN and LongRoPE also scale the rotated coordinates.
 * **biases** — ``bias=True``: ``b_Q, b_K, b_V`` and ``b_O`` (with ``W_O``); ``bias="qkv"``: ``b_Q,
   b_K, b_V`` only (Qwen2).
 * **numbering** — what a person reads counts from 1; what Python reads counts from 0 and is
@@ -295,6 +299,9 @@ class AttentionSpec(PositionConventions):
     sink : bool, default False
         A learned sink logit per head in every row's softmax denominator (gpt-oss's ``sinks``): the
         parameter ``s_sink`` of shape ``(1, heads)``; rows of ``A`` sum to ``1 − π`` (module docstring).
+    output_gate : bool, default False
+        An elementwise sigmoid gate on the head outputs before ``W_O``: ``Z ⊙ σ(X_in W_G)``, the
+        parameter ``W_G`` of shape ``(d_model, heads·d_v)`` (module docstring).
     rope_scaling : RopeScaling or mapping, optional
         RoPE frequency scaling, a :class:`RopeScaling` or the Hugging Face dict it is built from
         (``{"rope_type": "linear", "factor": 4.0}``, ``{"rope_type": "llama3", ...}``; ``"type"`` is
@@ -354,6 +361,7 @@ class AttentionSpec(PositionConventions):
     chunk: int | None = None
     sink: bool = False
     query_temperature: tuple[float, float] | None = None
+    output_gate: bool = False
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)
@@ -420,6 +428,7 @@ class AttentionSpec(PositionConventions):
         if self.chunk is not None:
             set_("chunk", positive_int("chunk", self.chunk))
         set_("sink", boolean("sink", self.sink))
+        set_("output_gate", boolean("output_gate", self.output_gate))
         if self.query_temperature is not None:
             try:
                 floor, scale = self.query_temperature
@@ -451,7 +460,7 @@ class AttentionSpec(PositionConventions):
         """
         named = (("qk_norm_scope", self.qk_norm_scope != "per_head"), ("qk_norm_offset", self.qk_norm_offset != 0.0),
                  ("chunk", self.chunk is not None), ("sink", self.sink),
-                 ("query_temperature", self.query_temperature is not None))
+                 ("query_temperature", self.query_temperature is not None), ("output_gate", self.output_gate))
         return tuple(name for name, on in named if on)
 
     def refuse_variants(self, view: str, implemented: tuple[str, ...] = ()) -> None:
@@ -540,6 +549,8 @@ class AttentionSpec(PositionConventions):
             shapes.update(g_Q=(1, self.inner_qk if whole else self.d_k), g_K=(1, self.inner_k if whole else self.d_k))
         if self.sink:
             shapes["s_sink"] = (1, self.heads)
+        if self.output_gate:
+            shapes["W_G"] = (d, self.inner_v)
         return shapes
 
     @property
@@ -553,6 +564,8 @@ class AttentionSpec(PositionConventions):
             names += ["g_Q", "g_K"]
         if self.sink:
             names.append("s_sink")
+        if self.output_gate:
+            names.append("W_G")
         return tuple(names)
 
     @property
@@ -683,6 +696,8 @@ class AttentionSpec(PositionConventions):
             parts.append(f"QK-norm (eps {self.qk_norm_eps:g}{scope}{gain})")
         if self.sink:
             parts.append("sink logit per head")
+        if self.output_gate:
+            parts.append("sigmoid output gate")
         if self.query_temperature is not None:
             parts.append("query temperature (floor {:g}, scale {:g})".format(*self.query_temperature))
         if self.positions == "rope":

@@ -236,8 +236,9 @@ def test_the_lint_warns_or_refuses_by_key(capsys):
         read_config(_config("smollm3", no_rope_layers=[1, 0, 1]))
     with pytest.raises(ModelError, match="'layer_types' must list one type per layer"):
         read_config(_config("gemma3_text", layer_types=["full_attention"]))
-    with pytest.raises(UnsupportedModelError, match=r"rope_scaling\.rope_type='yarn'"):
-        read_config(_config("gpt_oss", rope_parameters={"rope_type": "yarn", "factor": 32.0, "rope_theta": 1.5e5}))
+    with pytest.raises(UnsupportedModelError, match=r"rope_scaling\.rope_type='proportional'"):
+        read_config(_config("gpt_oss", rope_parameters={"rope_type": "proportional", "factor": 32.0,
+                                                        "rope_theta": 1.5e5}))
     folder = _config("smollm3", use_sliding_window=False, layer_types=None, sliding_window=4096).parent
     for name in ("tokenizer.json",):
         (folder / name).write_text((checkpoint("smollm3")[0] / name).read_text())

@@ -198,9 +198,9 @@ def test_route_text_and_cli_route(family, tmp_path):
 def test_unsupported_rope_type_is_refused_by_name(tmp_path):
     raw = {"model_type": "llama", "hidden_size": 32, "num_attention_heads": 4, "num_hidden_layers": 1,
            "intermediate_size": 64, "vocab_size": 10, "max_position_embeddings": 16,
-           "rope_scaling": {"rope_type": "yarn", "factor": 4.0}}
+           "rope_scaling": {"rope_type": "proportional", "factor": 4.0}}
     (tmp_path / "config.json").write_text(json.dumps(raw))
-    with pytest.raises(models.UnsupportedModelError, match=r"rope_scaling\.rope_type='yarn'"):
+    with pytest.raises(models.UnsupportedModelError, match=r"rope_scaling\.rope_type='proportional'"):
         models.read_config(tmp_path / "config.json")
 
 

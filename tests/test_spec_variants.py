@@ -330,8 +330,9 @@ def test_with_is_replace_and_keeps_gqa():
     (dict(qk_norm_eps=1e-5), r"qk_norm_eps=1e-05 only applies with qk_norm=True"),
     (dict(bias="qk"), r"bias must be True \(every projection\), False or 'qkv'"),
     (dict(rope_scaling={"rope_type": "linear", "factor": 2.0}), r"rope_scaling=.* only applies with positions='rope'"),
-    (dict(positions="rope", rope_scaling={"rope_type": "yarn", "factor": 2.0}),
-     r"rope_scaling type 'yarn' is not supported \(supported: 'linear', 'llama3'\)"),
+    (dict(positions="rope", rope_scaling={"rope_type": "proportional", "factor": 2.0}),
+     r"rope_scaling type 'proportional' is not supported \(supported: 'linear', 'dynamic', 'llama3', 'yarn', "
+     r"'longrope'\)"),
     (dict(positions="rope", rope_scaling={"rope_type": "linear", "factor": 2.0, "beta": 1}),
      r"unknown keys 'beta'"),
     (dict(positions="rope", rope_scaling={"rope_type": "llama3", "factor": 2.0}),

@@ -20,8 +20,9 @@ them (:data:`FAMILIES_2026`, :data:`OPTIONS_2026`, :data:`NAME_MAPS_2026`, :data
   (``no_rope_layers``, read backwards), a weightless QK-norm on the RoPE layers (the spec's gain
   offset 1 over zero gains), a query temperature on the NoPE layers, mixture-of-experts layers.
 
-RoPE scalings other than linear and llama3 (YaRN, LongRoPE) are refused by name, as is any layer
-type attnsym cannot run exactly: a plan is whole or not made.
+Every RoPE scaling of :data:`~attnsym.spec.ROPE_SCALING_TYPES` is read (linear, dynamic, llama3,
+YaRN, Phi-3's LongRoPE); any other is refused by name, as is any layer type attnsym cannot run
+exactly: a plan is whole or not made.
 """
 
 from __future__ import annotations
@@ -235,6 +236,54 @@ def _llama4(raw: dict[str, Any], path: Path) -> ModelPlan:
     return _plan("llama4_text", raw, path, z, blocks, [])
 
 
+def _qwen3_next(raw: dict[str, Any], path: Path) -> ModelPlan:
+    """Qwen3-Next with every layer full attention: an output gate made by ``q_proj`` beside each head's query,
+    per-head QK-norm and every RMSNorm with ``1 + w`` gains, partial rotary, mixture-of-experts layers (softmax
+    over every expert, a sigmoid-gated shared expert). Its linear-attention (Gated DeltaNet) layers are refused."""
+    z = _sizes(raw, path)
+    _activation(raw, path, ("hidden_act",), "silu", "qwen3_next")
+    L = z["layers"]
+    interval = _positive(raw, "full_attention_interval", path, 4)
+    types = raw.get("layer_types")
+    if (isinstance(types, list) and "linear_attention" in types) or (types is None and interval > 1):
+        _refuse(path, "layer_types", "linear_attention", "attnsym runs qwen3_next whose layers are all "
+                "full_attention; its Gated DeltaNet layers are not implemented")
+    types = layer_types(raw, path, L, ["full_attention"] * L)
+    if set(types) != {"full_attention"}:
+        _refuse(path, "layer_types", next(t for t in types if t != "full_attention"),
+                "qwen3_next has linear_attention and full_attention layers")
+    if _flag(raw, "attention_bias", path, False):
+        _refuse(path, "attention_bias", True, "attnsym runs qwen3_next without attention biases")
+    given = raw.get("rope_parameters")
+    params: dict[str, Any] = given if isinstance(given, dict) else {}
+    pct = params.get("partial_rotary_factor", _get(raw, "partial_rotary_factor", (int, float), path, 0.25))
+    theta, scaling = _rope(raw, path)
+    count = _positive(raw, "num_experts", path, 512) if raw.get("num_experts", 512) != 0 else 0
+    step = _positive(raw, "decoder_sparse_step", path, 1)
+    dense_only = raw.get("mlp_only_layers") or []
+    if not isinstance(dense_only, list) or any(isinstance(i, bool) or not isinstance(i, int) for i in dense_only):
+        raise ModelError(f"{path}: 'mlp_only_layers' must list layer indices (got {str(dense_only)[:60]})")
+    experts = None
+    if count:
+        top_k = _positive(raw, "num_experts_per_tok", path, 10)
+        if top_k > count:
+            raise ModelError(f"{path}: 'num_experts_per_tok' = {top_k} must be at most 'num_experts' = {count}")
+        experts = Experts(count=count, top_k=top_k, routing="softmax", shared=True, shared_gate=True,
+                          normalize=_flag(raw, "norm_topk_prob", path, True),
+                          shared_width=_positive(raw, "shared_expert_intermediate_size", path, 512))
+    moe_width = _positive(raw, "moe_intermediate_size", path, 512)
+    spec = _spec(path, n=z["max_positions"], d_model=z["width"], heads=z["heads"], d_k=z["head_dim"],
+                 kv_heads=z["kv_heads"], positions="rope", position_base=theta, rope_scaling=scaling,
+                 rotary_pct=float(pct), qk_norm=True, qk_norm_eps=z["eps"], qk_norm_offset=1.0, output_gate=True)
+    norm = Norm("rms", z["eps"], offset=1.0)
+    blocks = []
+    for i in range(L):
+        moe = experts is not None and i not in dense_only and (i + 1) % step == 0
+        blocks.append(Block(attention=spec, norm=norm, ffn_width=moe_width if moe else z["ffn"],
+                            experts=experts if moe else None))
+    return _plan("qwen3_next", raw, path, z, blocks, [], final_norm=norm)
+
+
 #: ``model_type`` -> the function building its plan (registered in :data:`attnsym.models.families.FAMILIES`)
 FAMILIES_2026: dict[str, Callable[[dict[str, Any], Path], ModelPlan]] = {
     "gemma3_text": _gemma3,
@@ -243,6 +292,7 @@ FAMILIES_2026: dict[str, Callable[[dict[str, Any], Path], ModelPlan]] = {
     "phi3": _phi3,
     "gpt_oss": _gpt_oss,
     "llama4_text": _llama4,
+    "qwen3_next": _qwen3_next,
 }
 
 #: what each family is and the keys it reads (the docs' table)
@@ -258,16 +308,23 @@ OPTIONS_2026: dict[str, tuple[str, str]] = {
                 "no_rope_layers (1 = the layer USES RoPE) or no_rope_layer_interval, use_sliding_window, "
                 "sliding_window, layer_types"),
     "phi3": ("Phi-3: fused qkv_proj and gate_up_proj, partial rotary, a window on every layer when set",
-             "rope_parameters.partial_rotary_factor, sliding_window (every layer); LongRoPE is refused"),
+             "rope_parameters.partial_rotary_factor, sliding_window (every layer), rope_scaling / rope_parameters "
+             "with LongRoPE (short / long factors by length vs original_max_position_embeddings)"),
     "gpt_oss": ("gpt-oss: a learned sink logit per head (rows of A sum to 1 − π), alternating sliding / full "
                 "layers, biases, a mixture of clamped-GLU experts",
                 "layer_types, sliding_window, num_local_experts, num_experts_per_tok, swiglu_alpha, swiglu_limit, "
-                "attention_bias; YaRN RoPE is refused"),
+                "attention_bias, rope_parameters (YaRN as gpt-oss ships it)"),
     "llama4_text": ("Llama 4 (text): chunked RoPE layers (interleaved pairs, weightless QK-norm) and full NoPE layers "
                     "with a query temperature, mixture-of-experts layers (sigmoid-scaled inputs, a shared expert)",
                     "no_rope_layers (1 = the layer USES RoPE) or no_rope_layer_interval, layer_types, "
                     "attention_chunk_size, use_qk_norm, attn_temperature_tuning, floor_scale, attn_scale, moe_layers or "
                     "interleave_moe_layer_step, num_local_experts, num_experts_per_tok, intermediate_size_mlp"),
+    "qwen3_next": ("Qwen3-Next with full-attention layers only: a sigmoid output gate (q_proj makes each head's query and gate), "
+                   "QK-norm per head and every RMSNorm with 1 + w gains, partial rotary, mixture-of-experts layers (softmax over "
+                   "every expert, top k, a sigmoid-gated shared expert); linear_attention layers are refused",
+                   "layer_types (all full_attention) or full_attention_interval 1, partial_rotary_factor, num_experts, "
+                   "num_experts_per_tok, norm_topk_prob, moe_intermediate_size, shared_expert_intermediate_size, "
+                   "decoder_sparse_step, mlp_only_layers"),
 }
 
 #: tensor names that differ from the LLaMA layout (:data:`attnsym.models.families.TENSOR_NAMES`); None: no such tensor
@@ -293,6 +350,11 @@ NAME_MAPS_2026: dict[str, dict[str, str | None]] = {
                     "W_shared_gate": "layers.{i}.feed_forward.shared_expert.gate_proj.weight",
                     "W_shared_up": "layers.{i}.feed_forward.shared_expert.up_proj.weight",
                     "W_shared_down": "layers.{i}.feed_forward.shared_expert.down_proj.weight"},
+    "qwen3_next": {"W_router": "layers.{i}.mlp.gate.weight", "W_experts": "layers.{i}.mlp.experts",  # a prefix
+                   "W_shared_gate": "layers.{i}.mlp.shared_expert.gate_proj.weight",
+                   "W_shared_up": "layers.{i}.mlp.shared_expert.up_proj.weight",
+                   "W_shared_down": "layers.{i}.mlp.shared_expert.down_proj.weight",
+                   "W_shared_router": "layers.{i}.mlp.shared_expert_gate.weight"},
 }
 
 #: how each family stores q|k|v (:attr:`attnsym.models.plan.Layout.qkv`)

@@ -76,6 +76,7 @@ from ..numeric.layer import (
     merge_heads,
     safe_divide,
     shifted_exp,
+    sigmoid,
     sink_softmax,
 )
 from ..numeric.norms import layer_norm, rms_norm
@@ -324,6 +325,14 @@ def _experts(xp, block, lw, h):
         weights = np.exp(top - top[:, :1])
         weights /= weights.sum(axis=-1, keepdims=True)
         out = xp.zeros_like(rows)
+    elif e.routing == "softmax":  # Qwen3-Next: the softmax over every expert, its top-k weight the outputs
+        weights = np.exp(top - logits.max(axis=-1, keepdims=True)) / np.exp(
+            logits - logits.max(axis=-1, keepdims=True)).sum(axis=-1, keepdims=True)
+        if e.normalize:
+            weights /= weights.sum(axis=-1, keepdims=True)
+        out = xp.matmul(silu(xp.matmul(rows, lw.W_gate)) * xp.matmul(rows, lw.W_up), lw.W_down)
+        if e.shared_gate:
+            out = out * sigmoid(xp, xp.matmul(rows, lw.W_shared_router))
     else:  # Llama 4: σ(logit) scales the chosen expert's input; the shared expert sees every token
         weights = 1.0 / (1.0 + np.exp(-top))
         out = xp.matmul(silu(xp.matmul(rows, lw.W_gate)) * xp.matmul(rows, lw.W_up), lw.W_down)
@@ -347,6 +356,10 @@ def _experts(xp, block, lw, h):
             y = gate @ lw.W_experts_down[expert]
             y += lw.b_experts_down[expert]
             y *= w
+        elif e.routing == "softmax":
+            x = rows[token]
+            y = xp.matmul(silu(xp.matmul(x, lw.W_experts_gate[expert])) * xp.matmul(x, lw.W_experts_up[expert]),
+                          lw.W_experts_down[expert]) * w
         else:
             x = rows[token] * w
             y = xp.matmul(silu(xp.matmul(x, lw.W_experts_gate[expert])) * xp.matmul(x, lw.W_experts_up[expert]),
@@ -382,6 +395,8 @@ def _block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict, p
     Q, K, V = P[..., :q], P[..., q:q + kv], P[..., q + kv:]
     S, A, Z = _attention(xp, ops, block.attention, Q, K, V, {"g_Q": lw.g_Q, "g_K": lw.g_K, "s_sink": lw.s_sink},
                          allowed, positions, dtype, cache, past, core)
+    if block.attention.output_gate:  # Qwen3-Next: Z ⊙ σ(h W_G) before W_O
+        Z = Z * sigmoid(xp, xp.matmul(h, lw.W_G))
     y, b_O = xp.matmul(Z, lw.W_O), lw.b_O
     if block.post_norms:  # Gemma 2: the attention's output normed before its residual sum
         y, b_O = rms_norm(_plus(y, b_O), lw.post_attn_norm, block.norm.eps, block.norm.offset), None
@@ -406,6 +421,8 @@ def _output_normed_block(xp, ops, block, lw, x, allowed, positions, dtype: str, 
     q, kv = int(lw.W_Q.shape[1]), int(lw.W_K.shape[1])
     S, A, Z = _attention(xp, ops, block.attention, P[..., :q], P[..., q:q + kv], P[..., q + kv:],
                          {"g_Q": lw.g_Q, "g_K": lw.g_K, "s_sink": lw.s_sink}, allowed, positions, dtype, cache, past, core)
+    if block.attention.output_gate:
+        Z = Z * sigmoid(xp, xp.matmul(x, lw.W_G))
     mid = x + ops.norm(xp, _plus(xp.matmul(Z, lw.W_O), lw.b_O), block.norm, lw.post_attn_norm, None)
     return mid + ops.norm(xp, _mlp(xp, ops, block, lw, mid), block.norm, lw.post_mlp_norm, None), S, A
 

@@ -5,7 +5,8 @@ schedule is the specs) into rows whose keys are :data:`LAYER_KEYS` — ``layer``
 0), ``mask`` ``"causal"`` or ``"bidirectional"``, ``window`` / ``chunk`` an int or None,
 ``positions`` ``"rope"``, ``"alibi"``, ``"learned"`` (a table added to the embedding),
 ``"sinusoidal"`` or ``"none"``, ``rope_base``, ``rope_scaling`` (``{"type": ..., "factor": ...}``
-or None), ``rotary_dims``, ``qk_norm`` (``"none"``, ``"per_head"``, ``"whole_projection"``),
+and the rule's parameters, :meth:`~attnsym.spec.RopeScaling.as_dict`, or None), ``rotary_dims``,
+``qk_norm`` (``"none"``, ``"per_head"``, ``"whole_projection"``),
 ``sink``, ``output_gate``, ``softcap``, ``scale``, ``heads``, ``kv_heads``, ``head_dim`` (and
 ``value_dim`` where it differs). Layers with equal facts form one group; each group's equation
 is written once, as text, Markdown and LaTeX (layers counted from 1 there, as everything a person
@@ -37,14 +38,7 @@ LAYER_KEYS = ("layer", "mask", "window", "chunk", "positions", "rope_base", "rop
 
 
 def _scaling(spec: AttentionSpec) -> dict[str, Any] | None:
-    s = spec.rope_scaling
-    if s is None:
-        return None
-    out: dict[str, Any] = {"type": s.rope_type, "factor": s.factor}
-    if s.rope_type == "llama3":
-        out.update(low_freq_factor=s.low_freq_factor, high_freq_factor=s.high_freq_factor,
-                   original_max_position_embeddings=s.original_max_position_embeddings)
-    return out
+    return None if spec.rope_scaling is None else spec.rope_scaling.as_dict()
 
 
 def layer_facts(spec: AttentionSpec, layer: int, learned_positions: bool = False) -> dict[str, Any]:
@@ -60,7 +54,7 @@ def layer_facts(spec: AttentionSpec, layer: int, learned_positions: bool = False
            "chunk": spec.chunk, "positions": positions, "rope_base": spec.position_base if rope else None,
            "rope_scaling": _scaling(spec) if rope else None, "rotary_dims": spec.rotary_dims if rope else None,
            "qk_norm": spec.qk_norm_kind, "qk_norm_gain": (f"{spec.qk_norm_offset:g}+w" if spec.qk_norm_offset else "w")
-           if spec.qk_norm else None, "sink": spec.sink, "output_gate": False, "softcap": spec.softcap,
+           if spec.qk_norm else None, "sink": spec.sink, "output_gate": spec.output_gate, "softcap": spec.softcap,
            "scale": spec.scale_float, "heads": spec.heads, "kv_heads": spec.kv_heads, "head_dim": spec.d_k}
     if spec.d_v != spec.d_k:
         row["value_dim"] = spec.d_v
@@ -104,6 +98,8 @@ def _words(row: dict[str, Any]) -> str:
         parts.append(f"soft-cap {row['softcap']:g}")
     if row["sink"]:
         parts.append("sink logit per head (rows sum to 1 − π)")
+    if row["output_gate"]:
+        parts.append("sigmoid output gate")
     kv = f"/{row['kv_heads']} kv" if row["kv_heads"] != row["heads"] else ""
     parts.append(f"{row['heads']}{kv} heads × {row['head_dim']}")
     return ", ".join(parts)
@@ -147,6 +143,9 @@ def _equation(row: dict[str, Any], tex: bool) -> str:
     else:
         sink = "e^σ_h + " if row["sink"] else ""
         pieces.append(f"a_ij = e^s_ij / ({sink}Σ_k e^s_ik){where}")
+    if row["output_gate"]:
+        pieces.append(r"z_i = \big(\sum_j a_{ij} v_j\big) \odot \sigma(W_G^\top x_i)" if tex
+                      else "z_i = (Σ_j a_ij v_j) ⊙ σ(W_Gᵀ x_i)")
     return (r",\quad " if tex else "; ").join(pieces)
 
 

@@ -81,7 +81,7 @@ class Norm:
 class Experts:
     """A mixture-of-experts MLP: a router picks ``top_k`` of ``count`` experts per token (``x W_r + b_r``).
 
-    Two rules, by ``routing``:
+    Three rules, by ``routing``:
 
     * ``"softmax_output"`` (gpt-oss): the ``top_k`` largest logits are softmaxed over those and
       weight the chosen experts' outputs; each expert is the clamped GLU
@@ -90,15 +90,25 @@ class Experts:
     * ``"sigmoid_input"`` (Llama 4): ``σ(logit)`` of each chosen expert scales that expert's
       *input*, each expert is SwiGLU ``(silu(x W_g) ⊙ x W_u) W_d``, and a dense SwiGLU shared
       expert (``shared``) is added for every token.
+    * ``"softmax"`` (Qwen3-Next): the softmax over *all* ``count`` logits; the ``top_k`` largest
+      probabilities weight the chosen SwiGLU experts' outputs (divided by their sum when
+      ``normalize``, ``norm_topk_prob``); the SwiGLU shared expert of width ``shared_width`` is
+      scaled by ``σ(x w_s)`` (``shared_gate``) and added.
 
     Attributes
     ----------
     count, top_k : int
-    routing : {"softmax_output", "sigmoid_input"}
+    routing : {"softmax_output", "sigmoid_input", "softmax"}
     alpha, limit : float or None
         gpt-oss's ``swiglu_alpha`` (1.702) and ``swiglu_limit`` (7.0).
     shared : bool
-        A shared expert of the block's ``ffn_width`` (Llama 4).
+        A shared expert of the block's ``ffn_width`` (Llama 4) or of ``shared_width``.
+    normalize : bool
+        ``"softmax"``: the chosen probabilities renormalised to sum to 1.
+    shared_width : int or None
+        The shared expert's width when it differs from the experts' (Qwen3-Next).
+    shared_gate : bool
+        The shared expert's output scaled by ``σ(x w_s)``, one learned ``(d, 1)`` column (Qwen3-Next).
     """
 
     count: int
@@ -107,11 +117,14 @@ class Experts:
     alpha: float | None = None
     limit: float | None = None
     shared: bool = False
+    normalize: bool = False
+    shared_width: int | None = None
+    shared_gate: bool = False
 
     def describe(self) -> str:
         """``'mixture of 4 experts (top 2, softmax_output, clamped GLU alpha 1.702, limit 7)'``."""
         glu = f"clamped GLU alpha {self.alpha:g}, limit {self.limit:g}" if self.alpha is not None else "SwiGLU"
-        shared = ", a shared expert" if self.shared else ""
+        shared = (", a gated shared expert" if self.shared_gate else ", a shared expert") if self.shared else ""
         return f"mixture of {self.count} experts (top {self.top_k}, {self.routing}, {glu}{shared})"
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from .._positions import ROPE_SCALING_PARAMETERS, ROPE_SCALING_TYPES
 from .errors import ModelError
 from .keys import as_finite, config_name, flag, positive_size, refuse, short_repr
 
@@ -32,13 +33,22 @@ __all__ = ["LAYER_TYPES", "layer_types", "rope_base_and_scaling", "rope_of_type"
 LAYER_TYPES = ("full_attention", "sliding_attention", "chunked_attention")
 
 
-def rope_base_and_scaling(raw: dict[str, Any], path: Path,
-                          theta_key: str = "rope_theta") -> tuple[int | float, dict[str, Any] | None]:
+def rope_base_and_scaling(raw: dict[str, Any], path: Path, theta_key: str = "rope_theta", *,
+          params: dict[str, Any] | None = None) -> tuple[int | float, dict[str, Any] | None]:
     """``(rope_theta, rope_scaling or None)`` from either spelling of the config (``theta_key``: the base's own name);
-    every family reads RoPE here."""
-    params = raw.get("rope_parameters")
-    scaling = raw.get("rope_scaling")
-    theta = raw.get("rope_theta")
+    every family reads RoPE here. ``params``: one layer type's own ``rope_parameters`` (nested configs).
+
+    The scaling dict keeps the keys its type takes (:data:`~attnsym.spec.ROPE_SCALING_PARAMETERS`)
+    and gains what transformers' ``standardize_rope_params`` and ``modeling_rope_utils`` take from
+    the rest of the config: ``original_max_position_embeddings`` (the config's own top-level key
+    first, for flat configs — Phi-3 writes it there —, else the dict's, else
+    ``max_position_embeddings``; ``"dynamic"``: ``max_position_embeddings``) and, for ``"yarn"``
+    and ``"longrope"`` without a ``factor``, ``max_position_embeddings / original_max_position_embeddings``.
+    """
+    nested = params is not None
+    scaling = raw.get("rope_scaling") if not nested else None
+    theta = raw.get("rope_theta") if not nested else None
+    params = params if nested else raw.get("rope_parameters")
     if params is not None and not isinstance(params, dict):
         raise ModelError(f"{path}: 'rope_parameters' must be a JSON object (got {short_repr(params)} in {config_name(raw)})")
     if isinstance(params, dict):
@@ -53,15 +63,40 @@ def rope_base_and_scaling(raw: dict[str, Any], path: Path,
     if scaling is not None:
         if not isinstance(scaling, dict):
             raise ModelError(f"{path}: 'rope_scaling' must be a JSON object (got {short_repr(scaling)} in {config_name(raw)})")
-        kind = scaling.get("rope_type", scaling.get("type", "default"))
-        if kind == "default":
-            scaling = None
-        elif kind not in ("linear", "llama3"):
-            refuse(path, "rope_scaling.rope_type", kind, "attnsym implements 'default', 'linear' and 'llama3'")
-        else:
-            scaling = {k: v for k, v in scaling.items() if k in ("rope_type", "type", "factor", "low_freq_factor",
-                                                                   "high_freq_factor", "original_max_position_embeddings")}
+        scaling = _scaling(raw, path, scaling, nested)
     return theta, scaling
+
+
+def _scaling(raw: dict[str, Any], path: Path, scaling: dict[str, Any], nested: bool) -> dict[str, Any] | None:
+    """The ``rope_scaling`` dict of one layer type, completed from the config (:func:`_rope`), or None (``"default"``)."""
+    kind = scaling.get("rope_type", scaling.get("type", "default"))
+    if kind == "default":
+        return None
+    if kind not in ROPE_SCALING_TYPES:
+        refuse(path, "rope_scaling.rope_type", kind,
+                f"attnsym implements 'default', {', '.join(repr(t) for t in ROPE_SCALING_TYPES)}")
+    required, optional = ROPE_SCALING_PARAMETERS[kind]
+    out = {k: v for k, v in scaling.items() if k in ("rope_type", "type", *required, *optional) and v is not None}
+    if kind == "linear":
+        return out
+
+    def max_positions() -> int | float:
+        value = raw.get("max_position_embeddings")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+            raise ModelError(f"{path}: 'max_position_embeddings' must be a positive number for rope_type={kind!r} "
+                             f"(got {short_repr(value)} in {config_name(raw)})")
+        return value
+
+    original = "original_max_position_embeddings"
+    if kind == "dynamic":
+        out[original] = max_positions()
+    elif not nested and raw.get(original) is not None:  # transformers gives the config's own key priority
+        out[original] = raw[original]
+    elif out.get(original) is None:
+        out[original] = max_positions()
+    if kind in ("yarn", "longrope") and out.get("factor") is None:
+        out["factor"] = max_positions() / out[original]
+    return out
 
 
 def layer_types(raw: dict[str, Any], path: Path, layers: int, default: list[str]) -> list[str]:
@@ -121,7 +156,7 @@ def rope_of_type(raw: dict[str, Any], path: Path, layer_type: str,
         own = params.get(layer_type)
         if not isinstance(own, dict):
             raise ModelError(f"{path}: 'rope_parameters' gives no parameters for the {layer_type!r} layers")
-        return rope_base_and_scaling({"rope_parameters": own}, path)
+        return rope_base_and_scaling(raw, path, params=own)
     if local_base_key is not None and params is None and layer_type == "sliding_attention":
         base = raw.get(local_base_key, 10000.0)
         return rope_base_and_scaling({"rope_theta": base}, path)

@@ -87,6 +87,8 @@ class LayerWeights:
     b_experts_up: Any = None
     W_experts_down: Any = None
     b_experts_down: Any = None
+    W_shared_router: Any = None  # (d, 1): the logit of the shared expert's sigmoid gate (Qwen3-Next)
+    W_G: Any = None  # (d, H·d_v): the attention's output gate (spec.output_gate)
 
     W_QKV: Any = field(init=False, repr=False, compare=False)  # (d, q + 2 kv) = [W_Q | W_K | W_V]
     b_QKV: Any = field(init=False, repr=False, compare=False)  # (q + 2 kv,) or None
@@ -437,6 +439,14 @@ def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32, *, 
 def _mlp_weights(t: Any, name: dict[str, str], mat: Any, block: Any, d: int) -> dict[str, Any]:
     """The MLP's arrays: dense (gated or plain, a fused ``gate_up`` split in halves) or a mixture of experts."""
     f, e = block.ffn_width, block.experts
+    if e is not None and e.routing == "softmax":  # Qwen3-Next: one nn.Linear triple per expert, a gated shared expert
+        g, each = e.shared_width or f, name["W_experts"]  # each: the experts' prefix, "{prefix}.{k}.gate_proj.weight"
+        per = {part: np.stack([t(f"{each}.{k}.{part}_proj.weight", shape, transpose=True) for k in range(e.count)])
+               for part, shape in (("gate", (d, f)), ("up", (d, f)), ("down", (f, d)))}  # (E, d_in, d_out) each
+        return {"W_router": mat("W_router", d, e.count), "W_experts_gate": per["gate"], "W_experts_up": per["up"],
+                "W_experts_down": per["down"], "W_gate": mat("W_shared_gate", d, g), "W_up": mat("W_shared_up", d, g),
+                "W_down": mat("W_shared_down", g, d),
+                "W_shared_router": mat("W_shared_router", d, 1) if e.shared_gate else None}
     if e is not None and e.routing == "sigmoid_input":  # Llama 4: (E, d, 2f) gate | up halves, a shared expert
         gate_up = t(name["W_experts_gate_up"], (e.count, d, 2 * f))
         return {"W_router": mat("W_router", d, e.count), "W_experts_gate": np.ascontiguousarray(gate_up[..., :f]),
@@ -469,6 +479,10 @@ def _mlp_weights(t: Any, name: dict[str, str], mat: Any, block: Any, d: int) -> 
 def _projections(t: Any, layout: Layout, name: dict[str, str], mat: Any, s: Any, d: int) -> dict[str, Any]:
     """``W_Q, W_K, W_V`` (and their biases when ``s.bias``): three tensors, or one fused one split once."""
     q, kv = s.heads * s.d_k, s.kv_heads * s.d_k
+    if layout.qkv == "separate" and s.output_gate:  # Qwen3-Next: q_proj makes each head's query, then its gate
+        both = mat("W_Q", d, 2 * q).reshape(d, s.heads, 2, s.d_k)  # (d, H, query | gate, d_k)
+        return {"W_Q": np.ascontiguousarray(both[:, :, 0].reshape(d, q)), "W_K": mat("W_K", d, kv),
+                "W_V": mat("W_V", d, kv), "W_G": np.ascontiguousarray(both[:, :, 1].reshape(d, q))}
     if layout.qkv == "separate":
         out = {"W_Q": mat("W_Q", d, q), "W_K": mat("W_K", d, kv), "W_V": mat("W_V", d, kv)}
         if s.bias:

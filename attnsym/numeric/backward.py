@@ -40,6 +40,7 @@ from .layer import (
     block_size_for,
     dscores,
     merge_heads,
+    output_gate,
     plain_core,
     projections,
     reduce_kv,
@@ -102,7 +103,7 @@ def attention_vjp(
     spec: AttentionSpec | None = None,
     heads: int = 1, causal: bool = False, mask: Any = None, scale: Any = "sqrt", positions: str | None = None,
     block_size: int | None = None, backend: str | None = None,
-    g_Q: Array | None = None, g_K: Array | None = None, s_sink: Array | None = None,
+    g_Q: Array | None = None, g_K: Array | None = None, s_sink: Array | None = None, W_G: Array | None = None,
 ) -> dict[str, Any]:
     """Gradients of ``⟨G, Y⟩`` with respect to ``X`` and every weight and bias.
 
@@ -111,11 +112,13 @@ def attention_vjp(
 
     Parameters
     ----------
-    X, W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, spec, heads, causal, mask, scale, positions, backend, g_Q, g_K, s_sink
+    X, W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, spec, heads, causal, mask, scale, positions, backend, g_Q, g_K, s_sink, W_G
         As in :func:`~attnsym.numeric.attention`. Every spec field is differentiated through:
         grouped-query heads (a key/value head's gradient sums over the query heads it serves),
         the window and the chunk (masks), soft-capping (``1 − tanh²``), the QK-norm (gradients for
-        ``g_Q``, ``g_K`` too), scaled RoPE (a rotation) and a sink (a gradient for ``s_sink``).
+        ``g_Q``, ``g_K`` too), scaled RoPE (a rotation and YaRN's / LongRoPE's attention factor),
+        a sink (a gradient for ``s_sink``) and an output gate ``Z ⊙ σ(X_in W_G)`` (a gradient for
+        ``W_G``: ``dW_G = X_inᵀ (dZ ⊙ Z ⊙ σ (1 − σ))``, and ``dZ ⊙ σ`` flows on to the heads).
     G : (..., n, d_out) array
         Upstream gradient, the shape of ``Y``.
     block_size : int, optional
@@ -156,9 +159,9 @@ def attention_vjp(
     """
     if G is None:
         raise ShapeError("G (the upstream gradient dL/dY, shape of Y) is required (got None)")
-    biases = {"b_Q": b_Q, "b_K": b_K, "b_V": b_V, "b_O": b_O, "g_Q": g_Q, "g_K": g_K, "s_sink": s_sink}
+    biases = {"b_Q": b_Q, "b_K": b_K, "b_V": b_V, "b_O": b_O, "g_Q": g_Q, "g_K": g_K, "s_sink": s_sink, "W_G": W_G}
     layer, a = bind(X, W_Q, W_K, W_V, W_O, biases, spec=spec, heads=heads, causal=causal, mask=mask,
-                    scale=scale, positions=positions, backend=backend, G=G, implements=("chunk", "sink"),
+                    scale=scale, positions=positions, backend=backend, G=G, implements=("chunk", "sink", "output_gate"),
                     caller="attnsym.numeric.attention_vjp")
     refuse_blockwise(layer, block_size)
     size = block_size_for(layer, block_size)
@@ -166,7 +169,7 @@ def attention_vjp(
         block_size is not None or layer.n > size or (layer.n >= AUTO_BLOCKWISE_N and _fast.usable(layer)))
     with _fast.session(layer, lean):  # NumPy's lean path: BLAS at one thread, the worker pool in its place
         grads = _gradients(layer, a, size, lean)
-    order = ["X", "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O", "g_Q", "g_K", "s_sink"]
+    order = ["X", "W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O", "g_Q", "g_K", "s_sink", "W_G"]
     xp, G = layer.xp, a["G"]
     cause = lambda: f"|G| up to {amax(xp, G):.3g}, |X| up to {amax(xp, a['X']):.3g}"
     return {k: finite_result(xp, grads[k], f"the gradient d{k}", cause) for k in order if k in grads}
@@ -184,14 +187,21 @@ def _gradients(layer: BoundLayer, a: dict, size: int, lean: bool) -> dict[str, A
     else:
         Z_heads, A = plain_core(layer, Q, K, V, want_weights=True)  # A: (..., H, n, n)
         core_vjp = lambda dZ_heads: _plain_core_vjp(layer, Q, K, V, A, dZ_heads, grads)
+    gate = output_gate(layer, a, X_in)  # (..., n, H·d_v) or None
     if a.get("W_O") is not None:
         Z = merge_heads(xp, Z_heads)  # (..., n, H·d_v)
-        grads["W_O"] = _weight_grad(xp, Z, G)  # (H·d_v, d_out)
+        grads["W_O"] = _weight_grad(xp, Z if gate is None else Z * gate, G)  # (H·d_v, d_out)
         if a.get("b_O") is not None:
             grads["b_O"] = _bias_grad(xp, G, a["b_O"])
         dZ = matmul(xp, G, xp.matrix_transpose(a["W_O"]))  # (..., n, H·d_v)
     else:
         dZ = G
+    dX_gate = None
+    if gate is not None:  # Z' = Z ⊙ σ(X_in W_G): the gate's pre-activation gets dZ' ⊙ Z ⊙ σ(1 − σ)
+        d_pre = dZ * merge_heads(xp, Z_heads) * gate * (1.0 - gate)  # (..., n, H·d_v)
+        grads["W_G"] = _weight_grad(xp, X_in, d_pre)  # (d_model, H·d_v)
+        dX_gate = matmul(xp, d_pre, xp.matrix_transpose(a["W_G"]))  # (..., n, d_model)
+        dZ = dZ * gate
     dQ, dK, dV = core_vjp(split_heads(xp, dZ, layer.heads))  # (..., H, n, ·), w.r.t. the rotated Q, K
     group = layer.spec.kv_group
     dK, dV = reduce_kv(xp, dK, group), reduce_kv(xp, dV, group)  # (..., H_kv, n, ·): sum over the query heads served
@@ -208,5 +218,5 @@ def _gradients(layer: BoundLayer, a: dict, size: int, lean: bool) -> dict[str, A
             grads[f"b_{name}"] = _bias_grad(xp, d, a[f"b_{name}"])
         term = matmul(xp, d, xp.matrix_transpose(W))  # (..., n, d_model)
         dX = term if dX is None else dX + term
-    grads["X"] = dX
+    grads["X"] = dX if dX_gate is None else dX + dX_gate
     return grads

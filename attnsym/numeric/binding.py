@@ -76,6 +76,18 @@ def _check_against_spec(spec: AttentionSpec, a: dict) -> None:
             raise ShapeError(f"{name} was given but the spec has no such bias (bias={spec.bias!r})")
     _check_gains(spec, a)
     _check_sinks(spec, a)
+    _check_gate(spec, a, shapes)
+
+
+def _check_gate(spec: AttentionSpec, a: dict, shapes: dict) -> None:
+    """The output gate's weights ``W_G``: required, ``(d_model, heads·d_v)``, exactly when ``spec.output_gate``."""
+    value = a.get("W_G")
+    if spec.output_gate and value is None:
+        raise ShapeError(f"W_G is required by the spec (output_gate=True, shape {shapes['W_G']}) (got None)")
+    if not spec.output_gate and value is not None:
+        raise ShapeError("W_G was given but the spec has output_gate=False")
+    if value is not None and tuple(value.shape) != shapes["W_G"]:
+        raise ShapeError(f"W_G must have shape (d_model, heads*d_v) = {shapes['W_G']} (got {tuple(value.shape)})")
 
 
 def _check_sinks(spec: AttentionSpec, a: dict) -> None:
@@ -169,7 +181,8 @@ def bind(X, W_Q, W_K, W_V, W_O, biases: dict, *, spec, heads, causal, mask, scal
 
     ``implements``: the spec variants (:attr:`attnsym.AttentionSpec.variants`) the calling pass runs;
     any other is refused by name (``caller`` names the pass in the message). ``biases`` may hold
-    ``s_sink``, the sink logits of a spec with ``sink=True`` (the layer's :attr:`BoundLayer.sinks`).
+    ``s_sink``, the sink logits of a spec with ``sink=True`` (the layer's :attr:`BoundLayer.sinks`),
+    and ``W_G``, the output gate's weights of a spec with ``output_gate=True``.
 
     Returns
     -------
@@ -178,7 +191,7 @@ def bind(X, W_Q, W_K, W_V, W_O, biases: dict, *, spec, heads, causal, mask, scal
         layer's namespace (``None`` for what was not given).
     """
     named = {"X": X, "W_Q": W_Q, "W_K": W_K, "W_V": W_V, "W_O": W_O, "g_Q": None, "g_K": None, "s_sink": None,
-             **biases}
+             "W_G": None, **biases}
     xp = namespace_of({**named, "G": G}, backend)  # a mask may be NumPy always
     if G is not None:
         named["G"] = G
@@ -225,6 +238,8 @@ def bind(X, W_Q, W_K, W_V, W_O, biases: dict, *, spec, heads, causal, mask, scal
                 raise SpecError(f"{name} (a QK-norm gain) needs spec=AttentionSpec(..., qk_norm=True)")
         if a["s_sink"] is not None:
             raise SpecError("s_sink (sink logits) needs spec=AttentionSpec(..., sink=True)")
+        if a["W_G"] is not None:
+            raise SpecError("W_G (the output gate's weights) needs spec=AttentionSpec(..., output_gate=True)")
         spec = spec_from_keywords(n, d_model, a["W_Q"], a["W_K"], a["W_V"], a["W_O"], heads=heads, causal=causal,
                                   scale=scale, positions=positions)
         runtime = None if mask is None else _runtime_mask(xp, mask, n, batch_shape, device)

@@ -155,7 +155,7 @@ def attention(
     spec: AttentionSpec | None = None,
     heads: int = 1, causal: bool = False, mask: Any = None, scale: Any = "sqrt", positions: str | None = None,
     return_weights: bool = True, block_size: int | None = None, backend: str | None = None,
-    g_Q: Array | None = None, g_K: Array | None = None, s_sink: Array | None = None,
+    g_Q: Array | None = None, g_K: Array | None = None, s_sink: Array | None = None, W_G: Array | None = None,
 ) -> Any:
     """Forward pass of a (multi-head) self-attention layer on NumPy, CuPy or PyTorch arrays.
 
@@ -200,6 +200,9 @@ def attention(
         The sink logits, required exactly when ``spec.sink`` (gpt-oss): each row's softmax
         denominator gains ``exp(s_h)``, and the rows of ``A`` sum to ``1 − π`` (kept, never
         renormalised). Such a spec takes the plain path.
+    W_G : (d_model, heads*d_v) array, optional
+        The output gate's weights, required exactly when ``spec.output_gate`` (Qwen3-Next): the
+        concatenated head outputs are multiplied elementwise by ``σ(X_in W_G)`` before ``W_O``.
 
     Returns
     -------
@@ -238,9 +241,9 @@ def attention(
     >>> bool(np.allclose(Y, Y2, rtol=1e-12, atol=1e-12))
     True
     """
-    biases = {"b_Q": b_Q, "b_K": b_K, "b_V": b_V, "b_O": b_O, "g_Q": g_Q, "g_K": g_K, "s_sink": s_sink}
+    biases = {"b_Q": b_Q, "b_K": b_K, "b_V": b_V, "b_O": b_O, "g_Q": g_Q, "g_K": g_K, "s_sink": s_sink, "W_G": W_G}
     layer, a = bind(X, W_Q, W_K, W_V, W_O, biases, spec=spec, heads=heads, causal=causal, mask=mask,
-                    scale=scale, positions=positions, backend=backend, implements=("chunk", "sink"),
+                    scale=scale, positions=positions, backend=backend, implements=("chunk", "sink", "output_gate"),
                     caller="attnsym.numeric.attention")
     return_weights = boolean("return_weights", return_weights)
     if return_weights and block_size is not None:

@@ -71,6 +71,7 @@ __all__ = [
     "inplace_ok",
     "merge_heads",
     "output",
+    "output_gate",
     "plain_core",
     "project",
     "projections",
@@ -78,6 +79,7 @@ __all__ = [
     "reduce_kv",
     "safe_divide",
     "shifted_exp",
+    "sigmoid",
     "sink_softmax",
     "split_heads",
 ]
@@ -485,10 +487,31 @@ def plain_core(layer: BoundLayer, Q, K, V, *, want_weights: bool):
     return safe_divide(xp, xp.matmul(P, V), total), None  # (..., H, n, d_v)
 
 
+def sigmoid(xp: ModuleType, x):
+    """``σ(x) = 1 / (1 + e^{−x})`` without overflow: ``e^{−|x|}`` only (finite for every finite ``x``).
+
+    >>> sigmoid(np, np.array([-1000.0, 0.0, 1000.0]))
+    array([0. , 0.5, 1. ])
+    """
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e))
+
+
+def output_gate(layer: BoundLayer, a: dict, X_in=None):
+    """The output gate ``σ(X_in W_G)`` (..., n, H·d_v) of a spec with ``output_gate=True``, else None."""
+    if not layer.spec.output_gate:
+        return None
+    X_in = layer.encode_inputs(a["X"]) if X_in is None else X_in
+    return sigmoid(layer.xp, matmul(layer.xp, X_in, a["W_G"]))
+
+
 def output(layer: BoundLayer, a: dict, Z_heads):
-    """``Y = [Z_1 … Z_H] W_O + b_O`` (or the concatenation without ``W_O``), overflow-checked."""
+    """``Y = ([Z_1 … Z_H] ⊙ gate) W_O + b_O`` (or without ``W_O``; the gate only with ``output_gate``), overflow-checked."""
     xp = layer.xp
     Z = merge_heads(xp, Z_heads)  # (..., n, H·d_v)
+    gate = output_gate(layer, a)
+    if gate is not None:
+        Z = Z * gate  # (..., n, H·d_v)
     if a.get("W_O") is None:
         return Z
     return finite_result(xp, affine(xp, Z, a["W_O"], a.get("b_O")), "the output Y = Z W_O",

@@ -20,13 +20,13 @@ from __future__ import annotations
 import functools
 import math
 import numbers
-from fractions import Fraction
 from types import ModuleType
 from typing import Any
 
 import array_api_compat
 
 from .._checks import positive_int
+from .._positions import base_frequencies
 from ..errors import ShapeError, SpecError
 from ..spec import DEFAULT_POSITION_BASE, AttentionSpec, alibi_slope_exponents, require_rope_spec
 from .backend import array_namespace
@@ -158,9 +158,12 @@ def _cast(xp: ModuleType, x, dtype):
 def rope_frequencies(spec: AttentionSpec, *, xp: ModuleType | None = None, dtype: Any = None):
     """RoPE's frequencies ``θ_i = base^(-2i/d)``, ``d = spec.rotary_dims``, as a ``(d/2,)`` array.
 
-    With ``spec.rope_scaling`` the scaled frequencies (:class:`~attnsym.spec.RopeScaling`:
-    ``"linear"`` divides every ``θ_i`` by the factor, ``"llama3"`` applies LLaMA 3.1's piecewise
-    rule). Computed in float64. Twin of :func:`attnsym.symbolic.rope_frequencies` (exact).
+    With ``spec.rope_scaling`` the scaled frequencies of a sequence of ``spec.n`` tokens
+    (:class:`~attnsym.spec.RopeScaling`: ``"linear"`` divides every ``θ_i`` by the factor,
+    ``"llama3"`` and ``"yarn"`` mix ``θ_i`` and ``θ_i / factor`` by band, ``"longrope"`` divides
+    by its short or (beyond ``original_max_position_embeddings`` tokens) long factors,
+    ``"dynamic"`` raises the base beyond it). Computed in float64. Twin of
+    :func:`attnsym.symbolic.rope_frequencies` (exact).
 
     Examples
     --------
@@ -172,19 +175,22 @@ def rope_frequencies(spec: AttentionSpec, *, xp: ModuleType | None = None, dtype
     """
     spec = require_rope_spec(spec)
     xp = array_namespace() if xp is None else xp
-    theta = _frequencies(float(spec.position_base), spec.rotary_dims, spec.rope_scaling)
+    scaling = spec.rope_scaling
+    n = spec.n if scaling is not None and scaling.rope_type in ("dynamic", "longrope") else 0  # else: one cache entry
+    theta = _frequencies(float(spec.position_base), spec.rotary_dims, scaling, n)
     return _cast(xp, xp.asarray(theta, dtype=xp.float64), dtype)
 
 
 @functools.lru_cache(maxsize=256)
-def _frequencies(base: float, rotary_dims: int, scaling) -> tuple[float, ...]:
-    """``θ_i = base^(-2i/rotary_dims)``, scaled: computed once per setting (a model's layers share one).
+def _frequencies(base: float, rotary_dims: int, scaling, n: int) -> tuple[float, ...]:
+    """``θ_i = base^(-2i/rotary_dims)``, scaled for ``n`` tokens: computed once per setting (a model's layers share one).
 
     The exponents are exact fractions (as :attr:`AttentionSpec.rope_frequency_exponents`); making
     them and the powers for every call was about 5 % of a LLaMA-shaped route.
     """
-    theta = [base ** -float(Fraction(2 * i, rotary_dims)) for i in range(rotary_dims // 2)]
-    return tuple(theta if scaling is None else scaling.scale_frequencies(theta))
+    if scaling is None:
+        return tuple(base_frequencies(base, rotary_dims))
+    return tuple(scaling.inverse_frequencies(base, rotary_dims, n))
 
 
 def _angles(xp: ModuleType, spec: AttentionSpec, positions, device=None):
@@ -236,8 +242,10 @@ def apply_rope(M, spec: AttentionSpec, positions=None, *, inverse: bool = False)
 
     Twin of :func:`attnsym.symbolic.apply_rope`. For each plane ``(a, b, i)`` of
     ``spec.rope_pairs``: ``m~_a = m_a cos − m_b sin``, ``m~_b = m_b cos + m_a sin`` with the
-    angle ``p θ_i``; coordinates beyond ``spec.rotary_dims`` are copied. Runs in the library
-    and dtype of ``M`` (angles in float64, then cast).
+    angle ``p θ_i``; coordinates beyond ``spec.rotary_dims`` are copied. With a ``"yarn"`` or
+    ``"longrope"`` ``rope_scaling`` the rotated coordinates are also multiplied by its
+    attention factor ``a`` (:attr:`~attnsym.spec.RopeScaling.attention_scale`; ``a = 1``
+    otherwise). Runs in the library and dtype of ``M`` (angles in float64, then cast).
 
     Parameters
     ----------
@@ -248,8 +256,8 @@ def apply_rope(M, spec: AttentionSpec, positions=None, *, inverse: bool = False)
     positions : (rows,) or (..., rows) array-like, optional
         The position of each row; default ``0 … rows − 1``.
     inverse : bool, default False
-        Rotate by ``−p θ`` instead: ``R(p θ)ᵀ m``, the adjoint (and inverse) of the rotation,
-        which carries gradients of the rotated rows back to the unrotated ones.
+        Rotate by ``−p θ`` instead: ``a R(p θ)ᵀ m``, the adjoint of the map (its inverse when
+        ``a = 1``), which carries gradients of the rotated rows back to the unrotated ones.
 
     Returns
     -------
@@ -272,7 +280,11 @@ def apply_rope(M, spec: AttentionSpec, positions=None, *, inverse: bool = False)
     device = array_api_compat.device(M)
     p = _positions_array(xp, positions, int(M.shape[-2]), device)
     angles = _angles(xp, spec, p, device)  # (..., rows, d/2)
-    cos, sin = xp.astype(xp.cos(angles), M.dtype), xp.astype(xp.sin(angles), M.dtype)
+    cos, sin = xp.cos(angles), xp.sin(angles)
+    factor = 1.0 if spec.rope_scaling is None else spec.rope_scaling.attention_scale
+    if factor != 1.0:  # YaRN's and LongRoPE's attention factor, on cos and sin as transformers applies it
+        cos, sin = cos * factor, sin * factor
+    cos, sin = xp.astype(cos, M.dtype), xp.astype(sin, M.dtype)
     if inverse:
         sin = -sin
     pairs = spec.rope_pairs

@@ -33,6 +33,7 @@ __all__ = [
     "alibi_slopes",
     "apply_rope",
     "prove_sinusoidal_shift",
+    "rope_attention_factor",
     "rope_frequencies",
     "rope_rotation",
     "sinusoidal_positions",
@@ -292,13 +293,23 @@ def rope_frequencies(spec: AttentionSpec) -> tuple[sp.Expr, ...]:
     """
     spec = require_rope_spec(spec)
     base = sp.Integer(spec.position_base) if is_int(spec.position_base) else sp.Float(spec.position_base)
-    theta = [base ** sp.Rational(-e.numerator, e.denominator) for e in spec.rope_frequency_exponents]
     scaling = spec.rope_scaling
-    if scaling is None:
+    if scaling is not None and scaling.rope_type == "dynamic" and spec.n > int(scaling.original_max_position_embeddings or 0):
+        f, L, d = _spec_number(scaling.factor), sp.Integer(scaling.original_max_position_embeddings or 0), spec.rotary_dims
+        base = base * (f * spec.n / L - (f - 1)) ** sp.Rational(d, d - 2)
+    theta = [base ** sp.Rational(-e.numerator, e.denominator) for e in spec.rope_frequency_exponents]
+    if scaling is None or scaling.rope_type == "dynamic":
         return tuple(theta)
     factor = _spec_number(scaling.factor)
     if scaling.rope_type == "linear":
         return tuple(t / factor for t in theta)
+    if scaling.rope_type == "longrope":
+        ext = scaling.long_factor if scaling.uses_long_factors(spec.n) else scaling.short_factor
+        return tuple(t / _spec_number(e) for t, e in zip(theta, ext or (), strict=True))
+    if scaling.rope_type == "yarn":  # the ramp's bounds come from logarithms: decided in float64, as the numeric twin
+        lo, hi = (_spec_number(b) for b in scaling.yarn_bounds(float(spec.position_base), spec.rotary_dims))
+        ramp = [sp.Min(sp.Max((i - lo) / (hi - lo), 0), 1) for i in range(len(theta))]
+        return tuple(t / factor * r + t * (1 - r) for t, r in zip(theta, ramp, strict=True))
     low, high = _spec_number(scaling.low_freq_factor), _spec_number(scaling.high_freq_factor)
     L = sp.Integer(scaling.original_max_position_embeddings or 0)
     out = []
@@ -312,6 +323,37 @@ def rope_frequencies(spec: AttentionSpec) -> tuple[sp.Expr, ...]:
             smooth = (L * t / (2 * sp.pi) - low) / (high - low)
             out.append((1 - smooth) * t / factor + smooth * t)
     return tuple(out)
+
+
+def rope_attention_factor(spec: AttentionSpec) -> sp.Expr:
+    r"""The factor on the rotated coordinates of queries and keys: 1 but for YaRN and LongRoPE.
+
+    YaRN's default :math:`0.1 \ln(\text{factor}) + 1` (or the ratio of two such with ``mscale`` and
+    ``mscale_all_dim``) and LongRoPE's :math:`\sqrt{1 + \ln \text{factor} / \ln L}` exactly; a
+    given ``attention_factor`` as the spec's number. Twin of
+    :attr:`attnsym.spec.RopeScaling.attention_scale`.
+
+    Examples
+    --------
+    >>> rope_attention_factor(AttentionSpec(n=2, d_model=4, positions="rope", rope_scaling={
+    ...     "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 64}))
+    log(4)/10 + 1
+    """
+    scaling = require_rope_spec(spec).rope_scaling
+    if scaling is None or scaling.rope_type not in ("yarn", "longrope"):
+        return sp.Integer(1)
+    if scaling.attention_factor is not None:
+        return _spec_number(scaling.attention_factor)
+    f = _spec_number(scaling.factor)
+    if scaling.rope_type == "yarn":
+        def m(s) -> sp.Expr:
+            return sp.Integer(1) if scaling.factor <= 1 else sp.Rational(1, 10) * s * sp.log(f) + 1
+        if scaling.mscale and scaling.mscale_all_dim:
+            return m(_spec_number(scaling.mscale)) / m(_spec_number(scaling.mscale_all_dim))
+        return m(sp.Integer(1))
+    if scaling.factor <= 1:
+        return sp.Integer(1)
+    return sp.sqrt(1 + sp.log(f) / sp.log(sp.Integer(scaling.original_max_position_embeddings or 0)))
 
 
 def _spec_number(value) -> sp.Expr:
@@ -400,10 +442,11 @@ def apply_rope(M: sp.MatrixBase, spec: AttentionSpec, positions=None) -> sp.Immu
     if len(positions) != rows:
         raise ShapeError(f"positions must give one position per row of M ({rows}) (got {len(positions)})")
     theta = rope_frequencies(spec)
+    factor = rope_attention_factor(spec)
     out = [list(M.row(r)) for r in range(rows)]
     for r, p in enumerate(positions):
         for a, b, i in spec.rope_pairs:
-            c, s = sp.cos(p * theta[i]), sp.sin(p * theta[i])
+            c, s = factor * sp.cos(p * theta[i]), factor * sp.sin(p * theta[i])
             out[r][a] = M[r, a] * c - M[r, b] * s
             out[r][b] = M[r, b] * c + M[r, a] * s
     return sp.ImmutableMatrix(out)
