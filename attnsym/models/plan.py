@@ -90,15 +90,28 @@ class Experts:
     * ``"sigmoid_input"`` (Llama 4): ``σ(logit)`` of each chosen expert scales that expert's
       *input*, each expert is SwiGLU ``(silu(x W_g) ⊙ x W_u) W_d``, and a dense SwiGLU shared
       expert (``shared``) is added for every token.
+    * ``"sigmoid_group"`` (DeepSeek V3): scores ``σ(logit)``; the choice adds a correction bias
+      ``b_c`` to them and is limited to the ``top_groups`` of ``groups`` equal groups of experts whose
+      two best corrected scores sum highest; the chosen experts' *uncorrected* scores, divided by
+      their sum (+ 1e-20) when ``normalise``, times ``scaling``, weight their SwiGLU outputs; a
+      shared SwiGLU expert of width ``shared_width`` sees every token.
 
     Attributes
     ----------
     count, top_k : int
-    routing : {"softmax_output", "sigmoid_input"}
+    routing : {"softmax_output", "sigmoid_input", "sigmoid_group"}
     alpha, limit : float or None
         gpt-oss's ``swiglu_alpha`` (1.702) and ``swiglu_limit`` (7.0).
     shared : bool
-        A shared expert of the block's ``ffn_width`` (Llama 4).
+        A shared expert (Llama 4, DeepSeek V3), of width ``shared_width`` or else the block's ``ffn_width``.
+    groups, top_groups : int, default 1
+        DeepSeek's ``n_group`` and ``topk_group``.
+    scaling : float, default 1.0
+        DeepSeek's ``routed_scaling_factor``.
+    normalise : bool, default False
+        DeepSeek's ``norm_topk_prob``.
+    shared_width : int or None
+        DeepSeek: ``moe_intermediate_size · n_shared_experts``.
     """
 
     count: int
@@ -107,11 +120,18 @@ class Experts:
     alpha: float | None = None
     limit: float | None = None
     shared: bool = False
+    groups: int = 1
+    top_groups: int = 1
+    scaling: float = 1.0
+    normalise: bool = False
+    shared_width: int | None = None
 
     def describe(self) -> str:
         """``'mixture of 4 experts (top 2, softmax_output, clamped GLU alpha 1.702, limit 7)'``."""
         glu = f"clamped GLU alpha {self.alpha:g}, limit {self.limit:g}" if self.alpha is not None else "SwiGLU"
         shared = ", a shared expert" if self.shared else ""
+        if self.routing == "sigmoid_group":
+            glu += f", top {self.top_groups} of {self.groups} groups, scaled {self.scaling:g}"
         return f"mixture of {self.count} experts (top {self.top_k}, {self.routing}, {glu}{shared})"
 
 
@@ -146,6 +166,9 @@ class Block:
     experts : Experts or None
         A mixture-of-experts MLP (gpt-oss) in place of the dense one; ``ffn_width`` is then each
         expert's width.
+    latent_norm : Norm or None
+        The RMSNorm of multi-head latent attention's latents (DeepSeek's ``q_a_layernorm``,
+        ``kv_a_layernorm``); set with the spec's ``kv_latent_rank``.
     """
 
     attention: AttentionSpec
@@ -157,6 +180,7 @@ class Block:
     residual: str = "sequential"
     post_norms: bool = False
     experts: Experts | None = None
+    latent_norm: Norm | None = None
 
     def describe(self) -> str:
         """One line: norm placement, the attention spec, the MLP."""
