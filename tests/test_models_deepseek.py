@@ -243,3 +243,23 @@ def test_the_spec_checks_its_latent_fields():
     assert spec.variants == ("kv_latent_rank",)
     with pytest.raises(SpecError, match="does not implement kv_latent_rank=4"):
         spec.refuse_variants("the symbolic view")
+
+
+def test_head_contributions_read_the_values_from_the_latent():
+    """What each head writes (``attnsym route``'s contributions): its values expanded from the normed latent, by hand
+    from transformers' own modules."""
+    from attnsym.models.attribution import head_contributions
+
+    m, (_, hf) = loaded("q_proj"), checkpoint("q_proj")
+    r = m.route("the apple phone launch event")
+    c = head_contributions(m.config, m.weights, r)
+    assert c.shape == (3, 4) and (c > 0).all()
+    attn, x = hf.layers[0].self_attn, r.hidden_states[0]
+    w = {k: v.detach().double().numpy() for k, v in hf.layers[0].state_dict().items()}
+    rms = lambda a, g, eps: a / np.sqrt(np.mean(a * a, -1, keepdims=True) + eps) * g  # noqa: E731
+    h = rms(x, w["input_layernorm.weight"], 1e-5)
+    latent = rms((h @ w["self_attn.kv_a_proj_with_mqa.weight"].T)[:, :16], w["self_attn.kv_a_layernorm.weight"], 1e-6)
+    V = (latent @ w["self_attn.kv_b_proj.weight"].T).reshape(r.n, 4, 8 + 6)[..., 8:]
+    W_O = w["self_attn.o_proj.weight"].T
+    parts = [r.attention[0, k, -1] @ V[:, k] @ W_O[6 * k:6 * (k + 1)] for k in range(attn.num_heads)]
+    np.testing.assert_allclose(c[0], [np.linalg.norm(p) for p in parts], rtol=1e-10)
