@@ -203,6 +203,11 @@ def test_route_and_heads_run_on_it():
     assert np.isfinite(report.score("previous")).all()
 
 
+def _rms(a, g, eps: float):
+    """RMSNorm by hand, for the checks rebuilt from transformers' modules."""
+    return a / np.sqrt(np.mean(a * a, -1, keepdims=True) + eps) * g
+
+
 def _config(**changes) -> Path:
     folder, _ = checkpoint("q_latent")
     raw = {**json.loads((folder / "config.json").read_text()), **changes}
@@ -222,6 +227,8 @@ def test_what_it_cannot_run_exactly_is_refused_by_key(capsys):
         read_config(_config(num_key_value_heads=2))
     with pytest.raises(UnsupportedModelError, match="attention_bias"):
         read_config(_config(attention_bias=True))
+    with pytest.raises(ModelError, match="'head_dim' = 8 must equal 'qk_rope_head_dim' = 4"):
+        read_config(_config(head_dim=8))
     with pytest.raises(ModelError, match="'n_group' = 3 must split 'n_routed_experts' = 8"):
         read_config(_config(n_group=3))
     with pytest.raises(ModelError, match="'num_experts_per_tok' = 5 at most the 4 experts"):
@@ -256,10 +263,41 @@ def test_head_contributions_read_the_values_from_the_latent():
     assert c.shape == (3, 4) and (c > 0).all()
     attn, x = hf.layers[0].self_attn, r.hidden_states[0]
     w = {k: v.detach().double().numpy() for k, v in hf.layers[0].state_dict().items()}
-    rms = lambda a, g, eps: a / np.sqrt(np.mean(a * a, -1, keepdims=True) + eps) * g  # noqa: E731
-    h = rms(x, w["input_layernorm.weight"], 1e-5)
-    latent = rms((h @ w["self_attn.kv_a_proj_with_mqa.weight"].T)[:, :16], w["self_attn.kv_a_layernorm.weight"], 1e-6)
+    h = _rms(x, w["input_layernorm.weight"], 1e-5)
+    latent = _rms((h @ w["self_attn.kv_a_proj_with_mqa.weight"].T)[:, :16], w["self_attn.kv_a_layernorm.weight"], 1e-6)
     V = (latent @ w["self_attn.kv_b_proj.weight"].T).reshape(r.n, 4, 8 + 6)[..., 8:]
     W_O = w["self_attn.o_proj.weight"].T
     parts = [r.attention[0, k, -1] @ V[:, k] @ W_O[6 * k:6 * (k + 1)] for k in range(attn.num_heads)]
     np.testing.assert_allclose(c[0], [np.linalg.norm(p) for p in parts], rtol=1e-10)
+
+
+def test_the_scores_split_and_absorb_on_a_real_layer():
+    """``mla-absorbed`` on DeepSeek V3's own tensors: every head's score is its rotary part (one rotated key for all
+    heads) plus its non-rotary part computed without expanding the key, ``(W_UK,hᵀ q^nope)·c_j``; together they are
+    the layer's scores (within 1e-12). Rebuilt by hand from transformers' modules, interleaved RoPE included."""
+    m, (_, hf) = loaded("q_latent"), checkpoint("q_latent")
+    layer, H, nope, rope, dv, r = 1, 4, 8, 4, 6, 16
+    out = m.forward(IDS[:1])
+    w = {k: v.detach().double().numpy() for k, v in hf.layers[layer].state_dict().items()}
+    h = _rms(np.asarray(out.hidden_states[layer][0]), w["input_layernorm.weight"], 1e-5)  # (n, d)
+    q = _rms(h @ w["self_attn.q_a_proj.weight"].T, w["self_attn.q_a_layernorm.weight"], 1e-6)
+    q = (q @ w["self_attn.q_b_proj.weight"].T).reshape(-1, H, nope + rope)  # (n, H, 12): non-rotary, then rotary
+    a = h @ w["self_attn.kv_a_proj_with_mqa.weight"].T
+    c, k_rope = _rms(a[:, :r], w["self_attn.kv_a_layernorm.weight"], 1e-6), a[:, r:]  # (n, r), (n, rope)
+    theta = 10000.0 ** (-np.arange(0, rope, 2) / rope)
+    angle = np.arange(len(h))[:, None] * theta  # (n, rope/2)
+
+    def rotate(x):  # DeepSeek's interleaved pairs (2i, 2i + 1)
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        cos, sin = (np.cos(angle), np.sin(angle)) if x.ndim == 2 else (np.cos(angle)[:, None], np.sin(angle)[:, None])
+        return np.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
+
+    W_UK = w["self_attn.kv_b_proj.weight"].T.reshape(r, H, nope + dv)[..., :nope]  # (r, H, nope)
+    q_rope, k_rope = rotate(q[..., nope:]), rotate(k_rope)
+    S = np.asarray(out.scores[layer, 0])  # (H, n, n), -inf above the diagonal
+    below = np.tril(np.ones(S.shape[1:], dtype=bool))
+    for head in range(H):
+        absorbed = (q[:, head, :nope] @ W_UK[:, head].T) @ c.T  # the key never expanded
+        rotary = q_rope[:, head] @ k_rope.T  # one rotary key for every head
+        ours = (nope + rope) ** -0.5 * (absorbed + rotary)
+        assert np.abs(ours - S[head])[below].max() < 1e-12 * np.abs(S[head][below]).max()

@@ -103,6 +103,9 @@ def _deepseek_v3(raw: dict[str, Any], path: Path) -> ModelPlan:
     rope, nope = _positive(raw, "qk_rope_head_dim", path), _positive(raw, "qk_nope_head_dim", path)
     if rope % 2:
         raise ModelError(f"{path}: 'qk_rope_head_dim' = {rope} must be even (RoPE rotates pairs)")
+    if raw.get("head_dim") is not None and raw["head_dim"] != rope:  # transformers' rotary reads head_dim
+        raise ModelError(f"{path}: 'head_dim' = {raw['head_dim']!r} must equal 'qk_rope_head_dim' = {rope} in "
+                         "deepseek_v3 (the width of the rotary key)")
     d_k = rope + nope
     q_rank = None if raw.get("q_lora_rank") is None else _positive(raw, "q_lora_rank", path)
     spec = _spec(path, n=z["max_positions"], d_model=z["width"], heads=z["heads"], d_k=d_k,

@@ -123,7 +123,7 @@ def _equation(row: dict[str, Any], tex: bool) -> str:
     pieces = []
     if row.get("kv_latent_rank"):  # the keys and values every head expands from the normed latent c_j
         pieces.append(r"k_{j,h} = [k^{\rho}_j \mid N(c_j) W^{UK}_h],\ v_{j,h} = N(c_j) W^{UV}_h" if tex
-                      else "k_j,h = [k^ρ_j | N(c_j) W^UK_h], v_j,h = N(c_j) W^UV_h")
+                      else "k_j,h = [k^ρ_j, N(c_j) W^UK_h], v_j,h = N(c_j) W^UV_h")
     if row["qk_norm"] != "none":
         what = "each head's row" if row["qk_norm"] == "per_head" else "the whole projection row"
         gain = row["qk_norm_gain"].replace("w", "g")
@@ -138,6 +138,11 @@ def _equation(row: dict[str, Any], tex: bool) -> str:
         pieces.append(rf"\tilde q_p = R(p\theta)\,{q}_p,\ {theta}" if tex else f"q̃_p = R(pθ) {q}_p, {theta}")
         q, k = (r"\tilde q", r"\tilde k") if tex else ("q̃", "k̃")
     score = rf"s_{{ij}} = {c}\, {q}_i \cdot {k}_j" if tex else f"s_ij = {c} {q}_i·{k}_j"
+    if row.get("kv_latent_rank"):  # the split score: the rotary part and the non-rotary part (mla-absorbed)
+        r = row["rotary_dims"]
+        score = (rf"s_{{ij}} = {c}\,({q}^{{\rho}}_i \cdot {k}^{{\rho}}_j + q^{{\text{{nope}}}}_i \cdot "
+                 rf"k^{{\text{{nope}}}}_{{j,h}}),\ \rho = 1..{r}" if tex
+                 else f"s_ij = {c} ({q}^ρ_i·{k}^ρ_j + q^nope_i·k^nope_j,h), ρ the first {r} dims")
     if row["softcap"]:
         t = f"{row['softcap']:g}"
         score += rf" \to {t}\tanh(s_{{ij}}/{t})" if tex else f" → {t} tanh(s_ij/{t})"
