@@ -68,6 +68,12 @@ about shapes, masks, scaling or positions. Every convention lives here and only 
 * **output gate** — ``output_gate=True`` (Qwen3-Next's full-attention layers): the concatenated head
   outputs are gated elementwise before ``W_O``, ``Z' = Z ⊙ σ(X_in W_G)``, with ``W_G`` of shape
   ``(d_model, heads·d_v)`` (Qwen3-Next's ``q_proj`` makes each head's query and gate together).
+* **multi-head latent attention** — ``kv_latent_rank = r`` (DeepSeek V2 / V3's ``kv_lora_rank``): every
+  head's keys and values are expanded from one RMS-normed latent ``c_j`` of width ``r`` per token
+  (``k_h = c W_UK,h``, ``v_h = c W_UV,h``), and the first ``rotary_dims`` coordinates of every head's key are
+  one rotary key shared by all heads; ``q_latent_rank`` (``q_lora_rank``) does the same for the queries
+  (``q = RMSNorm(x W_DQ) W_UQ``; None: ``q = x W_Q``). ``d_k`` is the rotary plus the non-rotary width,
+  ``d_v`` may differ from it; the shapes of :attr:`AttentionSpec.shapes` describe the expanded form.
 * **RoPE scaling** — ``rope_scaling`` (a :class:`RopeScaling`, built from the Hugging Face dict):
   ``"linear"``, ``"dynamic"``, ``"llama3"``, ``"yarn"`` and ``"longrope"``, each as transformers
   computes it (:class:`RopeScaling`); YaRN and LongRoPE also scale the rotated coordinates.
@@ -302,6 +308,11 @@ class AttentionSpec(PositionConventions):
     output_gate : bool, default False
         An elementwise sigmoid gate on the head outputs before ``W_O``: ``Z ⊙ σ(X_in W_G)``, the
         parameter ``W_G`` of shape ``(d_model, heads·d_v)`` (module docstring).
+    kv_latent_rank : int, optional
+        Multi-head latent attention (module docstring): the width of the latent every head's keys and
+        values are expanded from. Needs ``positions="rope"`` and ``kv_heads == heads``.
+    q_latent_rank : int, optional
+        The width of the queries' latent (only with ``kv_latent_rank``; None: queries are ``x W_Q``).
     rope_scaling : RopeScaling or mapping, optional
         RoPE frequency scaling, a :class:`RopeScaling` or the Hugging Face dict it is built from
         (``{"rope_type": "linear", "factor": 4.0}``, ``{"rope_type": "llama3", ...}``; ``"type"`` is
@@ -362,6 +373,8 @@ class AttentionSpec(PositionConventions):
     sink: bool = False
     query_temperature: tuple[float, float] | None = None
     output_gate: bool = False
+    kv_latent_rank: int | None = None
+    q_latent_rank: int | None = None
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)
@@ -440,6 +453,20 @@ class AttentionSpec(PositionConventions):
             if floor <= 0:
                 raise SpecError(f"query_temperature floor_scale must be positive (got {floor!r})")
             set_("query_temperature", (floor, scale))
+        self._check_latent()
+
+    def _check_latent(self) -> None:
+        """Multi-head latent attention: positive ranks, RoPE on, one key/value head per query head."""
+        if self.kv_latent_rank is None:
+            if self.q_latent_rank is not None:
+                raise SpecError(f"q_latent_rank={self.q_latent_rank!r} only applies with kv_latent_rank set")
+            return
+        object.__setattr__(self, "kv_latent_rank", positive_int("kv_latent_rank", self.kv_latent_rank))
+        if self.q_latent_rank is not None:
+            object.__setattr__(self, "q_latent_rank", positive_int("q_latent_rank", self.q_latent_rank))
+        if self.positions != "rope" or self.kv_heads != self.heads:
+            raise SpecError(f"kv_latent_rank needs positions='rope' and kv_heads == heads (got positions="
+                            f"{self.positions!r}, heads={self.heads}, kv_heads={self.kv_heads})")
 
     @property
     def qk_norm_kind(self) -> str:
@@ -460,7 +487,8 @@ class AttentionSpec(PositionConventions):
         """
         named = (("qk_norm_scope", self.qk_norm_scope != "per_head"), ("qk_norm_offset", self.qk_norm_offset != 0.0),
                  ("chunk", self.chunk is not None), ("sink", self.sink),
-                 ("query_temperature", self.query_temperature is not None), ("output_gate", self.output_gate))
+                 ("query_temperature", self.query_temperature is not None), ("output_gate", self.output_gate),
+                 ("kv_latent_rank", self.kv_latent_rank is not None), ("q_latent_rank", self.q_latent_rank is not None))
         return tuple(name for name, on in named if on)
 
     def refuse_variants(self, view: str, implemented: tuple[str, ...] = ()) -> None:
@@ -698,6 +726,9 @@ class AttentionSpec(PositionConventions):
             parts.append("sink logit per head")
         if self.output_gate:
             parts.append("sigmoid output gate")
+        if self.kv_latent_rank is not None:
+            q = f", query latent {self.q_latent_rank}" if self.q_latent_rank is not None else ""
+            parts.append(f"latent K/V {self.kv_latent_rank}{q}, one rotary key shared by all heads")
         if self.query_temperature is not None:
             parts.append("query temperature (floor {:g}, scale {:g})".format(*self.query_temperature))
         if self.positions == "rope":

@@ -10,6 +10,11 @@ thread (``torch.set_num_threads(1)``, BLAS limited to 1 thread by threadpoolctl)
 runs after a warm-up.
 
     env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_families_2026.py
+    env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE python benchmarks/bench_families_2026.py --quick deepseek_v3
+
+``--quick``: 3 runs per side, only the families named (all when none is), docs/benchmarks.md not written.
+DeepSeek V3 keeps its own head sizes (multi-head latent attention: 8 key/value heads, one per query head,
+expanded from a latent of 64; d_k = 32 + 16 rotary, d_v = 24; 8 experts in 4 groups after one dense layer).
 """
 
 from __future__ import annotations
@@ -47,13 +52,18 @@ VARIANTS = {
                     interleave_moe_layer_step=2, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})),
     "gpt_oss": ("GptOssConfig", "GptOssModel", dict(num_local_experts=4, num_experts_per_tok=2, sliding_window=16,
                                                      rope_parameters={"rope_type": "default", "rope_theta": 10000.0})),
+    # multi-head latent attention: 8 key/value heads expanded from a latent of 64, d_k = 32 + 16, d_v = 24
+    "deepseek_v3": ("DeepseekV3Config", "DeepseekV3Model", dict(
+        num_key_value_heads=8, head_dim=16, kv_lora_rank=64, q_lora_rank=96, qk_nope_head_dim=32, qk_rope_head_dim=16,
+        v_head_dim=24, moe_intermediate_size=128, n_routed_experts=8, num_experts_per_tok=2, n_group=4, topk_group=2,
+        first_k_dense_replace=1, n_shared_experts=1, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})),
 }
 TEXT = " ".join((FAMILY_WORDS[2:] * 7)[:128])
 
 
 def checkpoint(name: str):
     config_cls, model_cls, extra = VARIANTS[name]
-    config = getattr(transformers, config_cls)(**KW, **extra)
+    config = getattr(transformers, config_cls)(**{**KW, **extra})
     config._attn_implementation = "eager"
     torch.manual_seed(0)
     hf = getattr(transformers, model_cls)(config).eval()
@@ -66,19 +76,19 @@ def checkpoint(name: str):
     return folder, hf
 
 
-def main(write: bool = True) -> None:
+def main(write: bool = True, families: list[str] | None = None, repeat: int = 7) -> None:
     torch.set_num_threads(1)
     loads, rows = [load_average()[0]], []
-    for name in VARIANTS:
+    for name in families or VARIANTS:
         folder, hf = checkpoint(name)
         m = models.load(folder)
         ids = torch.as_tensor([m.tokenizer.encode(TEXT).ids])
         assert ids.shape[1] == 128, ids.shape
         with threadpool_limits(limits=1, user_api="blas"):
-            ours, _ = median_time(lambda m=m: m.route(TEXT))
+            ours, _ = median_time(lambda m=m: m.route(TEXT), repeat=repeat)
         with torch.no_grad():
             theirs, _ = median_time(lambda hf=hf, ids=ids: hf(input_ids=ids, output_attentions=True,
-                                                              output_hidden_states=True))
+                                                              output_hidden_states=True), repeat=repeat)
         loads.append(load_average()[0])
         rows.append(f"| `{name}` | {ours * 1e3:.1f} ms | {theirs * 1e3:.1f} ms | **{ours / theirs:.2f}×** |")
         print(rows[-1], f"load {loads[-1]:.1f}", flush=True)
@@ -98,4 +108,6 @@ def main(write: bool = True) -> None:
 
 
 if __name__ == "__main__":
-    main(write="--no-write" not in sys.argv)
+    quick = "--quick" in sys.argv  # the families named after --quick (all by default), 3 runs each, nothing written
+    named = [a for a in sys.argv[1:] if a in VARIANTS]
+    main(write=not quick and "--no-write" not in sys.argv, families=named or None, repeat=3 if quick else 7)

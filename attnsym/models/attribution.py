@@ -13,8 +13,9 @@ of what head ``h`` of layer ``ℓ`` adds to position ``i``:
 with ``W_O^{(h)}`` the rows of the output projection that read head ``h`` (grouped-query heads
 read their shared key/value head). The route's own hidden states and attention are used, the
 values recomputed from the block's input with the block's norm and ``W_V`` (the forward pass's
-primitives, :class:`~attnsym.models.forward.ArrayPrimitives`). A post-norm block (BERT) reads its
-input unnormed; Gemma 2's norm after the attention output is not included (the contributions are
+primitives, :class:`~attnsym.models.forward.ArrayPrimitives` and
+:func:`~attnsym.models.forward.projections`, which expands multi-head latent attention's values). A
+post-norm block (BERT) reads its input unnormed; Gemma 2's norm after the attention output is not included (the contributions are
 those of the heads' sum before it).
 """
 
@@ -26,7 +27,7 @@ import numpy as np
 
 from ..numeric.backend import array_namespace, asarray_in
 from .errors import TokenNotFoundError
-from .forward import ArrayPrimitives
+from .forward import ArrayPrimitives, projections
 from .plan import ModelPlan
 from .weights import Weights
 
@@ -61,15 +62,14 @@ def head_contributions(plan: ModelPlan, weights: Weights, route: Any, position: 
     out = np.zeros((plan.layers, plan.heads), dtype=np.float64)
     for layer, (block, lw) in enumerate(zip(plan.blocks, weights.layers, strict=True)):
         s = block.attention
-        get = {name: None if value is None else np.asarray(asarray_in(np_xp, value))
-               for name, value in (("b_V", lw.b_V), ("norm", lw.attn_norm), ("bias", lw.attn_norm_bias))}
-        W_V, W_O = (np.asarray(asarray_in(np_xp, w)) for w in (lw.W_V, lw.W_O))  # (d, kv·d_v), (H·d_v, d)
+        if not isinstance(lw.W_QKV, np.ndarray):  # CuPy or torch weights: their NumPy copies
+            lw = type(lw)(**{k: np.asarray(asarray_in(np_xp, v)) for k, v in lw.arrays().items()})
         x = route.hidden_states[layer]  # (n, d): the block's input
-        h = ops.norm(np, x, block.norm, get["norm"], get["bias"]) if block.placement == "pre" else x
-        V = h @ W_V + (0.0 if get["b_V"] is None else get["b_V"])  # (n, kv·d_v)
+        h = ops.norm(np, x, block.norm, lw.attn_norm, lw.attn_norm_bias) if block.placement == "pre" else x
+        V = projections(np, block, lw, h[None])[2][0]  # (n, kv·d_v): the pass's own values (MLA's from its latent)
         V = V.reshape(n, s.kv_heads, s.d_v).astype(np.float64)
         for head in range(s.heads):
             z = route.attention[layer, head, i].astype(np.float64) @ V[:, head // s.kv_group]  # (d_v,)
-            rows = W_O[head * s.d_v:(head + 1) * s.d_v].astype(np.float64)  # (d_v, d)
+            rows = lw.W_O[head * s.d_v:(head + 1) * s.d_v].astype(np.float64)  # (d_v, d)
             out[layer, head] = float(np.linalg.norm(z @ rows))
     return out

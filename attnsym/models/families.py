@@ -11,8 +11,8 @@ by transformers 4) and ``rope_parameters`` (transformers 5, which holds ``rope_t
 ``rope_type`` together).
 
 >>> sorted(FAMILIES)  # doctest: +NORMALIZE_WHITESPACE
-['bert', 'bloom', 'gemma2', 'gemma3_text', 'gpt2', 'gpt_neox', 'gpt_oss', 'llama', 'llama4_text', 'mistral',
- 'olmo2', 'phi3', 'qwen2', 'qwen3', 'smollm3']
+['bert', 'bloom', 'deepseek_v3', 'gemma2', 'gemma3_text', 'gpt2', 'gpt_neox', 'gpt_oss', 'llama', 'llama4_text',
+ 'mistral', 'olmo2', 'phi3', 'qwen2', 'qwen3', 'smollm3']
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from ..errors import SpecError
 from ..spec import AttentionSpec, RopeScaling
 from .errors import ModelError, UnsupportedModelError
 from .families_2026 import FAMILIES_2026, NAME_MAPS_2026, OPTIONS_2026, QKV_2026
+from .families_mla import FAMILIES_MLA, NAME_MAPS_MLA, OPTIONS_MLA
 from .keys import (
     ACTIVATIONS,
     activation_name,
@@ -300,6 +301,7 @@ FAMILIES: dict[str, Callable[[dict[str, Any], Path], ModelPlan]] = {
     "gpt_neox": _gpt_neox,
     "bloom": _bloom,
     **FAMILIES_2026,
+    **FAMILIES_MLA,
 }
 #: ``model_type`` -> what the family is and the options read from ``config.json`` (the docs' table)
 OPTIONS: dict[str, tuple[str, str]] = {
@@ -330,6 +332,7 @@ OPTIONS: dict[str, tuple[str, str]] = {
     "bloom": ("BLOOM: ALiBi (the spec's slopes), LayerNorm on the embedding, fused per-head q|k|v, tanh-GELU MLP",
               "n_embed / hidden_size, n_layer, n_head, layer_norm_epsilon, seq_length (the longest text)"),
     **OPTIONS_2026,
+    **OPTIONS_MLA,
 }
 
 #: tensor names of a LLaMA-layout block (``{i}`` the layer) and of the model, after the prefix ``model.``
@@ -397,7 +400,7 @@ LAYOUTS: dict[str, Layout] = {
     "gpt_neox": Layout(("gpt_neox.",), NAME_MAPS["gpt_neox"], qkv="per_head"),
     "bloom": Layout(("transformer.",), NAME_MAPS["bloom"], qkv="per_head"),
     **{k: Layout(("model.",), {r: v for r, v in (TENSOR_NAMES | names).items() if v is not None},
-                 qkv=QKV_2026.get(k, "separate")) for k, names in NAME_MAPS_2026.items()},
+                 qkv=QKV_2026.get(k, "separate")) for k, names in (NAME_MAPS_2026 | NAME_MAPS_MLA).items()},
 }
 
 

@@ -44,17 +44,20 @@ from .plan import Block, Experts, ModelPlan, Norm
 from .schedule import layer_types, rope_of_type, uses_rope, window_notes
 from .schedule import rope_base_and_scaling as _rope
 
-__all__ = ["FAMILIES_2026", "NAME_MAPS_2026", "OPTIONS_2026", "QKV_2026"]
+__all__ = ["FAMILIES_2026", "NAME_MAPS_2026", "OPTIONS_2026", "QKV_2026", "decoder_plan", "decoder_sizes", "decoder_spec",
+           "require_activation"]
 
 
-def _spec(path: Path, **fields: Any) -> AttentionSpec:
+def decoder_spec(path: Path, **fields: Any) -> AttentionSpec:
+    """A causal layer's :class:`~attnsym.spec.AttentionSpec` with its output projection; an invalid one is a
+    :class:`~attnsym.models.errors.ModelError` naming the file."""
     try:
         return AttentionSpec(causal=True, output_projection=True, **fields)
     except SpecError as error:
         raise ModelError(f"{path}: the attention of config.json is not a valid layer ({error})") from None
 
 
-def _sizes(raw: dict[str, Any], path: Path) -> dict[str, Any]:
+def decoder_sizes(raw: dict[str, Any], path: Path) -> dict[str, Any]:
     """The sizes every decoder of this module reads, each by its own key."""
     width = _positive(raw, "hidden_size", path)
     heads = _positive(raw, "num_attention_heads", path)
@@ -69,14 +72,17 @@ def _sizes(raw: dict[str, Any], path: Path) -> dict[str, Any]:
             "eps": _eps(raw, "rms_norm_eps", path, 1e-6), "pad": _token_id(raw, "pad_token_id", path, vocab, None)}
 
 
-def _activation(raw: dict[str, Any], path: Path, keys: tuple[str, ...], wanted: str, family: str) -> None:
+def require_activation(raw: dict[str, Any], path: Path, keys: tuple[str, ...], wanted: str, family: str) -> None:
+    """Refuse a config whose activation (the first of ``keys`` it sets) is not the family's ``wanted`` one."""
     act = next((raw[k] for k in keys if raw.get(k) is not None), wanted)
     if act != wanted:
         _refuse(path, keys[0], act, f"attnsym runs {family} with the activation {wanted!r}")
 
 
-def _plan(family: str, raw: dict[str, Any], path: Path, z: dict[str, Any], blocks: list[Block],
-          notes: list[str], **extra: Any) -> ModelPlan:
+def decoder_plan(family: str, raw: dict[str, Any], path: Path, z: dict[str, Any], blocks: list[Block],
+                 notes: list[str], **extra: Any) -> ModelPlan:
+    """The :class:`~attnsym.models.plan.ModelPlan` of a decoder from its sizes ``z`` and ``blocks`` (``extra``:
+    ``final_norm``, ``tie`` and the plan's other fields)."""
     return ModelPlan(model_type=family, width=z["width"], vocab_size=z["vocab"], max_positions=z["max_positions"],
                      blocks=tuple(blocks), final_norm=extra.pop("final_norm", Norm("rms", z["eps"])),
                      tie_word_embeddings=_flag(raw, "tie_word_embeddings", path, extra.pop("tie", False)),
@@ -89,8 +95,8 @@ def _window(raw: dict[str, Any], path: Path, types: list[str]) -> int | None:
 
 def _gemma3(raw: dict[str, Any], path: Path) -> ModelPlan:
     """Gemma 3 (text): five sliding layers to one global by default, each type with its own RoPE, QK-norm (1 + w)."""
-    z = _sizes(raw, path)
-    _activation(raw, path, ("hidden_activation", "hidden_act"), "gelu_pytorch_tanh", "gemma3")
+    z = decoder_sizes(raw, path)
+    require_activation(raw, path, ("hidden_activation", "hidden_act"), "gelu_pytorch_tanh", "gemma3")
     if _flag(raw, "use_bidirectional_attention", path, False):
         _refuse(path, "use_bidirectional_attention", True, "attnsym runs gemma3 text as a causal decoder")
     pattern = _positive(raw, "sliding_window_pattern", path, 6)
@@ -103,7 +109,7 @@ def _gemma3(raw: dict[str, Any], path: Path) -> ModelPlan:
     cap = _get(raw, "attn_logit_softcapping", (int, float), path, None)
     ropes = {t: rope_of_type({"rope_theta": 1_000_000.0, **raw}, path, t, "rope_local_base_freq") for t in set(types)}
     norm = Norm("rms", z["eps"], offset=1.0)
-    blocks = [Block(attention=_spec(path, n=z["max_positions"], d_model=z["width"], heads=z["heads"],
+    blocks = [Block(attention=decoder_spec(path, n=z["max_positions"], d_model=z["width"], heads=z["heads"],
                                     d_k=z["head_dim"], kv_heads=z["kv_heads"], positions="rope",
                                     position_base=ropes[t][0], rope_scaling=ropes[t][1],
                                     window=window if t == "sliding_attention" else None,
@@ -111,27 +117,27 @@ def _gemma3(raw: dict[str, Any], path: Path) -> ModelPlan:
                                     bias=_flag(raw, "attention_bias", path, False), qk_norm=True,
                                     qk_norm_eps=z["eps"], qk_norm_offset=1.0),
                     norm=norm, ffn_width=z["ffn"], activation="gelu_tanh", post_norms=True) for t in types]
-    return _plan("gemma3_text", raw, path, z, blocks, window_notes(raw, path, types, z["max_positions"], None),
+    return decoder_plan("gemma3_text", raw, path, z, blocks, window_notes(raw, path, types, z["max_positions"], None),
                  final_norm=norm, tie=True, embed_scale=float(z["width"]) ** 0.5)
 
 
 def _olmo2(raw: dict[str, Any], path: Path) -> ModelPlan:
     """OLMo 2: ``x + N(Attn(x))``, ``x' + N(MLP(x'))`` (no norm before a sublayer), QK-norm over the whole projection."""
-    z = _sizes(raw, path)
-    _activation(raw, path, ("hidden_act",), "silu", "olmo2")
+    z = decoder_sizes(raw, path)
+    require_activation(raw, path, ("hidden_act",), "silu", "olmo2")
     theta, scaling = _rope(raw, path)
-    spec = _spec(path, n=z["max_positions"], d_model=z["width"], heads=z["heads"], d_k=z["head_dim"],
+    spec = decoder_spec(path, n=z["max_positions"], d_model=z["width"], heads=z["heads"], d_k=z["head_dim"],
                  kv_heads=z["kv_heads"], positions="rope", position_base=theta, rope_scaling=scaling,
                  bias=_flag(raw, "attention_bias", path, False), qk_norm=True, qk_norm_eps=z["eps"],
                  qk_norm_scope="whole_projection")
     block = Block(attention=spec, norm=Norm("rms", z["eps"]), ffn_width=z["ffn"], placement="output", post_norms=True)
-    return _plan("olmo2", raw, path, z, [block] * z["layers"], [])
+    return decoder_plan("olmo2", raw, path, z, [block] * z["layers"], [])
 
 
 def _smollm3(raw: dict[str, Any], path: Path) -> ModelPlan:
     """SmolLM3: LLaMA's block; ``no_rope_layers[i] = 1`` means layer ``i`` USES RoPE (default: every 4th has none)."""
-    z = _sizes(raw, path)
-    _activation(raw, path, ("hidden_act",), "silu", "smollm3")
+    z = decoder_sizes(raw, path)
+    require_activation(raw, path, ("hidden_act",), "silu", "smollm3")
     if _flag(raw, "mlp_bias", path, False):
         _refuse(path, "mlp_bias", True, "attnsym runs the MLP without biases")
     interval = _positive(raw, "no_rope_layer_interval", path, 4)
@@ -143,36 +149,36 @@ def _smollm3(raw: dict[str, Any], path: Path) -> ModelPlan:
         _refuse(path, "layer_types", "chunked_attention", "smollm3 has sliding and full layers")
     window = _window(raw, path, types)  # transformers' mask slides every 'sliding_attention' layer
     theta, scaling = _rope(raw, path)
-    blocks = [Block(attention=_spec(path, n=z["max_positions"], d_model=z["width"], heads=z["heads"],
+    blocks = [Block(attention=decoder_spec(path, n=z["max_positions"], d_model=z["width"], heads=z["heads"],
                                     d_k=z["head_dim"], kv_heads=z["kv_heads"], positions="rope" if r else None,
                                     position_base=theta if r else 10000, rope_scaling=scaling if r else None,
                                     window=window if t == "sliding_attention" else None,
                                     bias=_flag(raw, "attention_bias", path, False)),
                     norm=Norm("rms", z["eps"]), ffn_width=z["ffn"]) for r, t in zip(rope, types, strict=True)]
-    return _plan("smollm3", raw, path, z, blocks, window_notes(raw, path, types, z["max_positions"]), tie=True)
+    return decoder_plan("smollm3", raw, path, z, blocks, window_notes(raw, path, types, z["max_positions"]), tie=True)
 
 
 def _phi3(raw: dict[str, Any], path: Path) -> ModelPlan:
     """Phi-3: fused ``qkv_proj`` / ``gate_up_proj``, partial rotary, ``sliding_window`` on every layer when set."""
-    z = _sizes(raw, path)
-    _activation(raw, path, ("hidden_act",), "silu", "phi3")
+    z = decoder_sizes(raw, path)
+    require_activation(raw, path, ("hidden_act",), "silu", "phi3")
     params: dict[str, Any] = raw["rope_parameters"] if isinstance(raw.get("rope_parameters"), dict) else {}
     pct = params.get("partial_rotary_factor", _get(raw, "partial_rotary_factor", (int, float), path, 1.0))
     theta, scaling = _rope(raw, path)
     if scaling is not None:
         scaling = {k: v for k, v in scaling.items() if k != "partial_rotary_factor"}
     window = None if raw.get("sliding_window") is None else _positive(raw, "sliding_window", path)
-    spec = _spec(path, n=z["max_positions"], d_model=z["width"], heads=z["heads"], d_k=z["head_dim"],
+    spec = decoder_spec(path, n=z["max_positions"], d_model=z["width"], heads=z["heads"], d_k=z["head_dim"],
                  kv_heads=z["kv_heads"], positions="rope", position_base=theta, rope_scaling=scaling,
                  rotary_pct=float(pct), window=window)
     notes = window_notes(raw, path, ["sliding_attention"] * z["layers"] if window else [], z["max_positions"], None)
     block = Block(attention=spec, norm=Norm("rms", z["eps"]), ffn_width=z["ffn"])
-    return _plan("phi3", raw, path, z, [block] * z["layers"], notes)
+    return decoder_plan("phi3", raw, path, z, [block] * z["layers"], notes)
 
 
 def _gpt_oss(raw: dict[str, Any], path: Path) -> ModelPlan:
     """gpt-oss: a sink logit per head, alternating sliding / full layers, biases, a mixture of clamped-GLU experts."""
-    z = _sizes(raw, path)
+    z = decoder_sizes(raw, path)
     types = layer_types(raw, path, z["layers"], ["sliding_attention" if i % 2 == 0 else "full_attention"
                                                   for i in range(z["layers"])])
     if "chunked_attention" in types:
@@ -187,19 +193,19 @@ def _gpt_oss(raw: dict[str, Any], path: Path) -> ModelPlan:
     limit = float(_get(raw, "swiglu_limit", (int, float), path, 7.0))
     experts = Experts(count=count, top_k=top_k, routing="softmax_output", alpha=alpha, limit=limit)
     bias = _flag(raw, "attention_bias", path, True)
-    blocks = [Block(attention=_spec(path, n=z["max_positions"], d_model=z["width"], heads=z["heads"],
+    blocks = [Block(attention=decoder_spec(path, n=z["max_positions"], d_model=z["width"], heads=z["heads"],
                                     d_k=z["head_dim"], kv_heads=z["kv_heads"], positions="rope", position_base=theta,
                                     rope_scaling=scaling, window=window if t == "sliding_attention" else None,
                                     bias=bias, sink=True),
                     norm=Norm("rms", z["eps"]), ffn_width=z["ffn"], experts=experts) for t in types]
-    return _plan("gpt_oss", raw, path, z, blocks, window_notes(raw, path, types, z["max_positions"], None))
+    return decoder_plan("gpt_oss", raw, path, z, blocks, window_notes(raw, path, types, z["max_positions"], None))
 
 
 def _llama4(raw: dict[str, Any], path: Path) -> ModelPlan:
     """Llama 4 (text): chunked RoPE layers (interleaved pairs, weightless QK-norm after the rotation) and full NoPE
     layers (query temperature); ``no_rope_layers[i] = 1`` means layer ``i`` USES RoPE; mixture-of-experts layers."""
-    z = _sizes(raw, path)
-    _activation(raw, path, ("hidden_act",), "silu", "llama4")
+    z = decoder_sizes(raw, path)
+    require_activation(raw, path, ("hidden_act",), "silu", "llama4")
     L = z["layers"]
     interval = _positive(raw, "no_rope_layer_interval", path, 4)
     rope = uses_rope(raw, path, L, [(i + 1) % interval != 0 for i in range(L)])
@@ -225,7 +231,7 @@ def _llama4(raw: dict[str, Any], path: Path) -> ModelPlan:
     dense = _positive(raw, "intermediate_size_mlp", path, z["ffn"])
     blocks = []
     for i, (r, t) in enumerate(zip(rope, types, strict=True)):
-        spec = _spec(path, n=z["max_positions"], d_model=z["width"], heads=z["heads"], d_k=z["head_dim"],
+        spec = decoder_spec(path, n=z["max_positions"], d_model=z["width"], heads=z["heads"], d_k=z["head_dim"],
                      kv_heads=z["kv_heads"], positions="rope" if r else None, position_base=theta if r else 10000,
                      rope_scaling=scaling if r else None, rope_pairing="interleaved" if r else "rotate_half",
                      chunk=chunk if t == "chunked_attention" else None, bias=_flag(raw, "attention_bias", path, False),
@@ -233,15 +239,15 @@ def _llama4(raw: dict[str, Any], path: Path) -> ModelPlan:
                      qk_norm_offset=1.0 if qk_norm and r else 0.0, query_temperature=None if r else temperature)
         blocks.append(Block(attention=spec, norm=Norm("rms", z["eps"]), ffn_width=z["ffn"] if i in moe else dense,
                             experts=experts if i in moe else None))
-    return _plan("llama4_text", raw, path, z, blocks, [])
+    return decoder_plan("llama4_text", raw, path, z, blocks, [])
 
 
 def _qwen3_next(raw: dict[str, Any], path: Path) -> ModelPlan:
     """Qwen3-Next with every layer full attention: an output gate made by ``q_proj`` beside each head's query,
     per-head QK-norm and every RMSNorm with ``1 + w`` gains, partial rotary, mixture-of-experts layers (softmax
     over every expert, a sigmoid-gated shared expert). Its linear-attention (Gated DeltaNet) layers are refused."""
-    z = _sizes(raw, path)
-    _activation(raw, path, ("hidden_act",), "silu", "qwen3_next")
+    z = decoder_sizes(raw, path)
+    require_activation(raw, path, ("hidden_act",), "silu", "qwen3_next")
     L = z["layers"]
     interval = _positive(raw, "full_attention_interval", path, 4)
     types = raw.get("layer_types")
@@ -272,7 +278,7 @@ def _qwen3_next(raw: dict[str, Any], path: Path) -> ModelPlan:
                           normalize=_flag(raw, "norm_topk_prob", path, True),
                           shared_width=_positive(raw, "shared_expert_intermediate_size", path, 512))
     moe_width = _positive(raw, "moe_intermediate_size", path, 512)
-    spec = _spec(path, n=z["max_positions"], d_model=z["width"], heads=z["heads"], d_k=z["head_dim"],
+    spec = decoder_spec(path, n=z["max_positions"], d_model=z["width"], heads=z["heads"], d_k=z["head_dim"],
                  kv_heads=z["kv_heads"], positions="rope", position_base=theta, rope_scaling=scaling,
                  rotary_pct=float(pct), qk_norm=True, qk_norm_eps=z["eps"], qk_norm_offset=1.0, output_gate=True)
     norm = Norm("rms", z["eps"], offset=1.0)
@@ -281,7 +287,7 @@ def _qwen3_next(raw: dict[str, Any], path: Path) -> ModelPlan:
         moe = experts is not None and i not in dense_only and (i + 1) % step == 0
         blocks.append(Block(attention=spec, norm=norm, ffn_width=moe_width if moe else z["ffn"],
                             experts=experts if moe else None))
-    return _plan("qwen3_next", raw, path, z, blocks, [], final_norm=norm)
+    return decoder_plan("qwen3_next", raw, path, z, blocks, [], final_norm=norm)
 
 
 #: ``model_type`` -> the function building its plan (registered in :data:`attnsym.models.families.FAMILIES`)

@@ -85,7 +85,8 @@ from .plan import ModelPlan, Norm
 from .weights import Weights
 
 __all__ = ["FUSED_MIN_TOKENS", "ArrayPrimitives", "ForwardOutput", "FusedPrimitives", "KVCache", "LayerCache", "embed",
-           "final_logits", "final_norm", "forward", "forward_cached", "forward_streamed", "primitives", "unembedding"]
+           "final_logits", "final_norm", "forward", "forward_cached", "forward_streamed", "gelu_float32", "layer_norm",
+           "primitives", "projections", "rms_norm", "unembedding"]
 
 
 @dataclass(frozen=True)
@@ -311,6 +312,70 @@ def _attention(xp, ops, spec, Q, K, V, gains: dict, allowed, positions, dtype: s
     return S, A, merge_heads(xp, xp.matmul(A, Vh))  # Z: (B, r, H·d_v)
 
 
+def projections(xp, block, lw, h):
+    r"""``Q, K, V`` ``(B, n, H·d_k)``, ``(B, n, H_kv·d_k)``, ``(B, n, H_kv·d_v)`` of a block's normed input ``h``.
+
+    One product ``h [W_Q | W_K | W_V]`` (+ biases). Multi-head latent attention (the spec's
+    ``kv_latent_rank``, DeepSeek V3) expands its latents: with the latent norm ``N`` (the block's
+    ``latent_norm``), ``r`` the latent's width and ``ρ`` the rotary width,
+
+    .. math::
+
+        q = N(h W_{DQ})\,W_{UQ}\ (\text{or } h W_Q),\qquad [c \mid k^{\rho}] = h W_{DKV},\qquad
+        [k^{\text{nope}}_h \mid v_h] = N(c)\,W_{UKV,h},\qquad k_h = [k^{\rho} \mid k^{\text{nope}}_h]
+
+    and each head's query is reordered ``[q^ρ_h | q^nope_h]`` (the checkpoint stores the rotary part
+    last; the spec rotates the first ``ρ`` coordinates, and a permutation of both q and k leaves
+    every score unchanged), so one rotary key ``k^ρ`` serves every head.
+    """
+    P = _linear(xp, h, lw.W_QKV, lw.b_QKV)  # (B, n, q + 2 kv): one product for Q, K and V
+    q, kv = int(lw.W_Q.shape[1]), int(lw.W_K.shape[1])
+    Q, K, V = P[..., :q], P[..., q:q + kv], P[..., q + kv:]
+    s = block.attention
+    if s.kv_latent_rank is None:
+        return Q, K, V
+    B, n, _ = Q.shape
+    H, r, rho, eps = s.heads, s.kv_latent_rank, s.rotary_dims, block.latent_norm.eps
+    nope = s.d_k - rho
+    if lw.W_Q_up is not None:
+        Q = xp.matmul(rms_norm(Q, lw.g_Q_latent, eps), lw.W_Q_up)  # (B, n, H·d_k)
+    Q = xp.reshape(Q, (B, n, H, s.d_k))
+    Q = xp.concat([Q[..., nope:], Q[..., :nope]], axis=-1)  # (B, n, H, d_k): the rotary part first
+    up = xp.reshape(xp.matmul(rms_norm(K[..., :r], lw.g_KV_latent, eps), lw.W_KV_up), (B, n, H, nope + s.d_v))
+    shared = xp.broadcast_to(xp.reshape(K[..., r:], (B, n, 1, rho)), (B, n, H, rho))  # one rotary key for all heads
+    K = xp.concat([shared, up[..., :nope]], axis=-1)  # (B, n, H, d_k)
+    return (xp.reshape(Q, (B, n, H * s.d_k)), xp.reshape(K, (B, n, H * s.d_k)),
+            xp.reshape(up[..., nope:], (B, n, H * s.d_v)))
+
+
+def _choose(e, lw, logits):
+    """``(chosen (T, k), weights (T, k))``: each token's experts and the weights of their outputs or inputs."""
+    if e.routing != "sigmoid_group":
+        chosen = np.argsort(-logits, axis=-1, kind="stable")[:, :e.top_k]  # (T, k), largest first
+        top = np.take_along_axis(logits, chosen, axis=-1)  # (T, k)
+        if e.routing == "sigmoid_input":
+            return chosen, 1.0 / (1.0 + np.exp(-top))
+        if e.routing == "softmax":  # Qwen3-Next: the softmax over every expert, the chosen probabilities
+            peak = logits.max(axis=-1, keepdims=True)
+            weights = np.exp(top - peak) / np.exp(logits - peak).sum(axis=-1, keepdims=True)
+            return chosen, weights / weights.sum(axis=-1, keepdims=True) if e.normalize else weights
+        weights = np.exp(top - top[:, :1])  # gpt-oss: softmax over the chosen logits
+        return chosen, weights / weights.sum(axis=-1, keepdims=True)
+    scores = 1.0 / (1.0 + np.exp(-logits))  # (T, E)
+    choice = scores + lw.b_choice  # the correction bias steers the choice only
+    T = choice.shape[0]
+    grouped = np.sort(choice.reshape(T, e.groups, -1), axis=-1)  # (T, G, E/G)
+    best = np.argsort(-(grouped[..., -1] + grouped[..., -2]), axis=-1, kind="stable")[:, :e.top_groups]  # (T, g)
+    kept = np.zeros((T, e.groups), dtype=bool)
+    np.put_along_axis(kept, best, True, axis=-1)
+    choice = np.where(np.repeat(kept, e.count // e.groups, axis=-1), choice, -np.inf)
+    chosen = np.argsort(-choice, axis=-1, kind="stable")[:, :e.top_k]
+    weights = np.take_along_axis(scores, chosen, axis=-1)
+    if e.normalize:
+        weights = weights / (weights.sum(axis=-1, keepdims=True) + 1e-20)
+    return chosen, weights * e.scaling
+
+
 def _experts(xp, block, lw, h):
     """A mixture of experts on ``h`` (B, n, d) (:class:`~attnsym.models.plan.Experts`, NumPy): each token's
     ``top_k`` experts by router logit, each expert run on the rows that chose it (a gather), its output added back."""
@@ -319,23 +384,13 @@ def _experts(xp, block, lw, h):
     logits = xp.matmul(rows, lw.W_router)  # (T, E)
     if lw.b_router is not None:
         logits = logits + lw.b_router
-    chosen = np.argsort(-logits, axis=-1, kind="stable")[:, :e.top_k]  # (T, k), largest first
-    top = np.take_along_axis(logits, chosen, axis=-1)  # (T, k)
+    chosen, weights = _choose(e, lw, logits)
     if e.routing == "softmax_output":  # gpt-oss: softmax over the chosen logits weights the outputs
-        weights = np.exp(top - top[:, :1])
-        weights /= weights.sum(axis=-1, keepdims=True)
         out = xp.zeros_like(rows)
-    elif e.routing == "softmax":  # Qwen3-Next: the softmax over every expert, its top-k weight the outputs
-        weights = np.exp(top - logits.max(axis=-1, keepdims=True)) / np.exp(
-            logits - logits.max(axis=-1, keepdims=True)).sum(axis=-1, keepdims=True)
-        if e.normalize:
-            weights /= weights.sum(axis=-1, keepdims=True)
+    else:  # Llama 4, DeepSeek V3, Qwen3-Next: the shared expert sees every token
         out = xp.matmul(silu(xp.matmul(rows, lw.W_gate)) * xp.matmul(rows, lw.W_up), lw.W_down)
-        if e.shared_gate:
+        if e.shared_gate:  # Qwen3-Next: scaled by σ(x w_s)
             out = out * sigmoid(xp, xp.matmul(rows, lw.W_shared_router))
-    else:  # Llama 4: σ(logit) scales the chosen expert's input; the shared expert sees every token
-        weights = 1.0 / (1.0 + np.exp(-top))
-        out = xp.matmul(silu(xp.matmul(rows, lw.W_gate)) * xp.matmul(rows, lw.W_up), lw.W_down)
     for expert in np.unique(chosen):
         token, slot = np.nonzero(chosen == expert)
         w = weights[token, slot][:, None]  # (t, 1)
@@ -356,14 +411,12 @@ def _experts(xp, block, lw, h):
             y = gate @ lw.W_experts_down[expert]
             y += lw.b_experts_down[expert]
             y *= w
-        elif e.routing == "softmax":
-            x = rows[token]
-            y = xp.matmul(silu(xp.matmul(x, lw.W_experts_gate[expert])) * xp.matmul(x, lw.W_experts_up[expert]),
-                          lw.W_experts_down[expert]) * w
-        else:
-            x = rows[token] * w
+        else:  # Llama 4: σ(logit) scales the chosen expert's input; DeepSeek V3, Qwen3-Next: the weight scales the output
+            x = rows[token] * w if e.routing == "sigmoid_input" else rows[token]
             y = xp.matmul(silu(xp.matmul(x, lw.W_experts_gate[expert])) * xp.matmul(x, lw.W_experts_up[expert]),
                           lw.W_experts_down[expert])
+            if e.routing != "sigmoid_input":
+                y = y * w
         out[token] += y  # a token chooses an expert once: no index repeats
     return xp.reshape(out, h.shape)
 
@@ -390,9 +443,7 @@ def _block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict, p
     if block.placement == "output":  # OLMo 2: x + N(Attn(x)), then x' + N(MLP(x'))
         return _output_normed_block(xp, ops, block, lw, x, allowed, positions, dtype, cache, past, core)
     h = ops.norm(xp, x, block.norm, lw.attn_norm, lw.attn_norm_bias) if pre else x
-    P = _linear(xp, h, lw.W_QKV, lw.b_QKV)  # (B, n, q + 2 kv): one product for Q, K and V
-    q, kv = int(lw.W_Q.shape[1]), int(lw.W_K.shape[1])
-    Q, K, V = P[..., :q], P[..., q:q + kv], P[..., q + kv:]
+    Q, K, V = projections(xp, block, lw, h)
     S, A, Z = _attention(xp, ops, block.attention, Q, K, V, {"g_Q": lw.g_Q, "g_K": lw.g_K, "s_sink": lw.s_sink},
                          allowed, positions, dtype, cache, past, core)
     if block.attention.output_gate:  # Qwen3-Next: Z ⊙ σ(h W_G) before W_O
@@ -417,9 +468,8 @@ def _block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict, p
 def _output_normed_block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict,
                          past: LayerCache | None = None, core=None):
     """A block with norms on the sublayers' outputs only (OLMo 2): ``x' = x + N₁(Attn(x))``, ``x' + N₂(MLP(x'))``."""
-    P = _linear(xp, x, lw.W_QKV, lw.b_QKV)
-    q, kv = int(lw.W_Q.shape[1]), int(lw.W_K.shape[1])
-    S, A, Z = _attention(xp, ops, block.attention, P[..., :q], P[..., q:q + kv], P[..., q + kv:],
+    Q, K, V = projections(xp, block, lw, x)
+    S, A, Z = _attention(xp, ops, block.attention, Q, K, V,
                          {"g_Q": lw.g_Q, "g_K": lw.g_K, "s_sink": lw.s_sink}, allowed, positions, dtype, cache, past, core)
     if block.attention.output_gate:
         Z = Z * sigmoid(xp, xp.matmul(x, lw.W_G))

@@ -8,7 +8,9 @@ schedule is the specs) into rows whose keys are :data:`LAYER_KEYS` — ``layer``
 and the rule's parameters, :meth:`~attnsym.spec.RopeScaling.as_dict`, or None), ``rotary_dims``,
 ``qk_norm`` (``"none"``, ``"per_head"``, ``"whole_projection"``),
 ``sink``, ``output_gate``, ``softcap``, ``scale``, ``heads``, ``kv_heads``, ``head_dim`` (and
-``value_dim`` where it differs). Layers with equal facts form one group; each group's equation
+``value_dim`` where it differs; a multi-head latent attention layer adds ``kv_latent_rank``,
+``q_latent_rank`` and ``shared_rotary_key``: its rotary dims are the first ``rotary_dims`` of
+``head_dim``, one key shared by every head). Layers with equal facts form one group; each group's equation
 is written once, as text, Markdown and LaTeX (layers counted from 1 there, as everything a person
 reads). The plan's :attr:`~attnsym.models.plan.ModelPlan.notes` (keys that disagree) come along.
 
@@ -58,6 +60,8 @@ def layer_facts(spec: AttentionSpec, layer: int, learned_positions: bool = False
            "scale": spec.scale_float, "heads": spec.heads, "kv_heads": spec.kv_heads, "head_dim": spec.d_k}
     if spec.d_v != spec.d_k:
         row["value_dim"] = spec.d_v
+    if spec.kv_latent_rank is not None:  # multi-head latent attention: its latents, one rotary key for every head
+        row.update(kv_latent_rank=spec.kv_latent_rank, q_latent_rank=spec.q_latent_rank, shared_rotary_key=True)
     return row
 
 
@@ -100,8 +104,12 @@ def _words(row: dict[str, Any]) -> str:
         parts.append("sink logit per head (rows sum to 1 − π)")
     if row["output_gate"]:
         parts.append("sigmoid output gate")
+    if row.get("kv_latent_rank"):
+        q = f", query latent {row['q_latent_rank']}" if row["q_latent_rank"] else ""
+        parts.append(f"latent K/V {row['kv_latent_rank']}{q}, one rotary key shared by all heads")
     kv = f"/{row['kv_heads']} kv" if row["kv_heads"] != row["heads"] else ""
-    parts.append(f"{row['heads']}{kv} heads × {row['head_dim']}")
+    values = f" (values {row['value_dim']})" if "value_dim" in row else ""
+    parts.append(f"{row['heads']}{kv} heads × {row['head_dim']}{values}")
     return ", ".join(parts)
 
 
@@ -111,6 +119,9 @@ def _equation(row: dict[str, Any], tex: bool) -> str:
     q = "q" if row["qk_norm"] == "none" else (r"\hat q" if tex else "q̂")
     k = "k" if row["qk_norm"] == "none" else (r"\hat k" if tex else "k̂")
     pieces = []
+    if row.get("kv_latent_rank"):  # the keys and values every head expands from the normed latent c_j
+        pieces.append(r"k_{j,h} = [k^{\rho}_j \mid N(c_j) W^{UK}_h],\ v_{j,h} = N(c_j) W^{UV}_h" if tex
+                      else "k_j,h = [k^ρ_j, N(c_j) W^UK_h], v_j,h = N(c_j) W^UV_h")
     if row["qk_norm"] != "none":
         what = "each head's row" if row["qk_norm"] == "per_head" else "the whole projection row"
         gain = row["qk_norm_gain"].replace("w", "g")
@@ -125,6 +136,11 @@ def _equation(row: dict[str, Any], tex: bool) -> str:
         pieces.append(rf"\tilde q_p = R(p\theta)\,{q}_p,\ {theta}" if tex else f"q̃_p = R(pθ) {q}_p, {theta}")
         q, k = (r"\tilde q", r"\tilde k") if tex else ("q̃", "k̃")
     score = rf"s_{{ij}} = {c}\, {q}_i \cdot {k}_j" if tex else f"s_ij = {c} {q}_i·{k}_j"
+    if row.get("kv_latent_rank"):  # the split score: the rotary part and the non-rotary part (mla-absorbed)
+        r = row["rotary_dims"]
+        score = (rf"s_{{ij}} = {c}\,({q}^{{\rho}}_i \cdot {k}^{{\rho}}_j + q^{{\text{{nope}}}}_i \cdot "
+                 rf"k^{{\text{{nope}}}}_{{j,h}}),\ \rho = 1..{r}" if tex
+                 else f"s_ij = {c} ({q}^ρ_i·{k}^ρ_j + q^nope_i·k^nope_j,h), ρ the first {r} dims")
     if row["softcap"]:
         t = f"{row['softcap']:g}"
         score += rf" \to {t}\tanh(s_{{ij}}/{t})" if tex else f" → {t} tanh(s_ij/{t})"

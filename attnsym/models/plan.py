@@ -94,21 +94,32 @@ class Experts:
       probabilities weight the chosen SwiGLU experts' outputs (divided by their sum when
       ``normalize``, ``norm_topk_prob``); the SwiGLU shared expert of width ``shared_width`` is
       scaled by ``σ(x w_s)`` (``shared_gate``) and added.
+    * ``"sigmoid_group"`` (DeepSeek V3): scores ``σ(logit)``; the choice adds a correction bias
+      ``b_c`` to them and is limited to the ``top_groups`` of ``groups`` equal groups of experts whose
+      two best corrected scores sum highest; the chosen experts' *uncorrected* scores, divided by
+      their sum (+ 1e-20) when ``normalize``, times ``scaling``, weight their SwiGLU outputs; a
+      shared SwiGLU expert of width ``shared_width`` sees every token.
 
     Attributes
     ----------
     count, top_k : int
-    routing : {"softmax_output", "sigmoid_input", "softmax"}
+    routing : {"softmax_output", "sigmoid_input", "softmax", "sigmoid_group"}
     alpha, limit : float or None
         gpt-oss's ``swiglu_alpha`` (1.702) and ``swiglu_limit`` (7.0).
     shared : bool
-        A shared expert of the block's ``ffn_width`` (Llama 4) or of ``shared_width``.
-    normalize : bool
-        ``"softmax"``: the chosen probabilities renormalised to sum to 1.
+        A shared expert (Llama 4, Qwen3-Next, DeepSeek V3), of width ``shared_width`` or else the
+        block's ``ffn_width``.
+    normalize : bool, default False
+        ``norm_topk_prob``: the chosen weights divided by their sum (Qwen3-Next, DeepSeek V3).
     shared_width : int or None
-        The shared expert's width when it differs from the experts' (Qwen3-Next).
-    shared_gate : bool
+        The shared expert's width when it differs from the block's (Qwen3-Next; DeepSeek:
+        ``moe_intermediate_size · n_shared_experts``).
+    shared_gate : bool, default False
         The shared expert's output scaled by ``σ(x w_s)``, one learned ``(d, 1)`` column (Qwen3-Next).
+    groups, top_groups : int, default 1
+        DeepSeek's ``n_group`` and ``topk_group``.
+    scaling : float, default 1.0
+        DeepSeek's ``routed_scaling_factor``.
     """
 
     count: int
@@ -120,11 +131,16 @@ class Experts:
     normalize: bool = False
     shared_width: int | None = None
     shared_gate: bool = False
+    groups: int = 1
+    top_groups: int = 1
+    scaling: float = 1.0
 
     def describe(self) -> str:
         """``'mixture of 4 experts (top 2, softmax_output, clamped GLU alpha 1.702, limit 7)'``."""
         glu = f"clamped GLU alpha {self.alpha:g}, limit {self.limit:g}" if self.alpha is not None else "SwiGLU"
         shared = (", a gated shared expert" if self.shared_gate else ", a shared expert") if self.shared else ""
+        if self.routing == "sigmoid_group":
+            glu += f", top {self.top_groups} of {self.groups} groups, scaled {self.scaling:g}"
         return f"mixture of {self.count} experts (top {self.top_k}, {self.routing}, {glu}{shared})"
 
 
@@ -159,6 +175,9 @@ class Block:
     experts : Experts or None
         A mixture-of-experts MLP (gpt-oss) in place of the dense one; ``ffn_width`` is then each
         expert's width.
+    latent_norm : Norm or None
+        The RMSNorm of multi-head latent attention's latents (DeepSeek's ``q_a_layernorm``,
+        ``kv_a_layernorm``); set with the spec's ``kv_latent_rank``.
     """
 
     attention: AttentionSpec
@@ -170,6 +189,7 @@ class Block:
     residual: str = "sequential"
     post_norms: bool = False
     experts: Experts | None = None
+    latent_norm: Norm | None = None
 
     def describe(self) -> str:
         """One line: norm placement, the attention spec, the MLP."""

@@ -16,7 +16,12 @@ in a pre-norm block, after them in BERT's post-norm block), ``g_Q``, ``g_K`` (QK
 ``post_attn_norm`` / ``post_mlp_norm`` (Gemma 2), ``s_sink`` (a sink logit per head, gpt-oss), the
 experts of a mixture (``W_router``, ``b_router``; ``W_experts_gate`` … ``b_experts_down``, one
 ``(E, d_in, d_out)`` stack each: gpt-oss's ``gate_up_proj`` split into its interleaved gate and
-up columns). A norm a block does not have (OLMo 2 norms only sublayer outputs) is None. The three
+up columns; DeepSeek's ``b_choice``). Multi-head latent attention (a spec with ``kv_latent_rank``) keeps its
+latents' projections: ``W_Q`` ``(d, r_q)`` (``q_a_proj``; ``q_proj`` ``(d, H·d_k)`` without a query latent),
+``g_Q_latent``, ``W_Q_up`` (``q_b_proj``), ``W_K`` ``(d, r + rotary)`` (``kv_a_proj_with_mqa``: the latent, then
+the one rotary key), ``g_KV_latent``, ``W_KV_up`` (``kv_b_proj``: per head its non-rotary key, then its value) and
+an empty ``W_V`` ``(d, 0)``, as the checkpoint stores them. A norm a block does not have (OLMo 2 norms only
+sublayer outputs) is None. The three
 projections are also kept packed side by side, ``W_QKV = [W_Q | W_K | W_V]`` and ``b_QKV``, made
 once with the :class:`LayerWeights`: the forward pass projects with one product, and ``W_Q``, ``W_K``,
 ``W_V`` (and their biases) are views into the packed arrays, so no parameter is stored twice.
@@ -89,6 +94,11 @@ class LayerWeights:
     b_experts_down: Any = None
     W_shared_router: Any = None  # (d, 1): the logit of the shared expert's sigmoid gate (Qwen3-Next)
     W_G: Any = None  # (d, H·d_v): the attention's output gate (spec.output_gate)
+    b_choice: Any = None  # (E,): DeepSeek's score correction bias, added to the scores for the choice only
+    W_Q_up: Any = None  # multi-head latent attention: (r_q, H·d_k), W_Q then being (d, r_q)
+    g_Q_latent: Any = None  # (r_q,)
+    W_KV_up: Any = None  # (r, H·(d_k − rotary + d_v)), W_K then being (d, r + rotary) and W_V (d, 0)
+    g_KV_latent: Any = None  # (r,)
 
     W_QKV: Any = field(init=False, repr=False, compare=False)  # (d, q + 2 kv) = [W_Q | W_K | W_V]
     b_QKV: Any = field(init=False, repr=False, compare=False)  # (q + 2 kv,) or None
@@ -395,14 +405,13 @@ def read_weights(path: str | Path, plan: ModelPlan, dtype: Any = np.float32, *, 
     layers = []
     for i, block in enumerate(plan.blocks):
         s = block.attention
-        q = s.heads * s.d_k
         name = {k: v.format(i=i) for k, v in layout.names.items()}
 
         def mat(role: str, d_in: int, d_out: int, name: dict[str, str] = name) -> np.ndarray:
             return t(name[role], (d_in, d_out), transpose=layout.transposed)
 
         parts: dict[str, Any] = _projections(t, layout, name, mat, s, d)  # read in checkpoint order: q, k, v first
-        parts["W_O"] = mat("W_O", q, d)
+        parts["W_O"] = mat("W_O", s.heads * s.d_v, d)
         if block.placement == "output":  # OLMo 2: no norm before a sublayer
             parts.update(attn_norm=None, mlp_norm=None)
         else:
@@ -454,6 +463,16 @@ def _mlp_weights(t: Any, name: dict[str, str], mat: Any, block: Any, d: int) -> 
                 "W_experts_down": t(name["W_experts_down"], (e.count, f, d)),
                 "W_gate": mat("W_shared_gate", d, f), "W_up": mat("W_shared_up", d, f),
                 "W_down": mat("W_shared_down", f, d)}
+    if e is not None and e.routing == "sigmoid_group":  # DeepSeek V3: one nn.Linear per expert ({e} in its names)
+        def stack(role: str, d_in: int, d_out: int) -> np.ndarray:
+            return np.stack([t(name[role].format(e=k), (d_in, d_out), transpose=True) for k in range(e.count)])
+
+        g = e.shared_width or f
+        return {"W_router": mat("W_router", d, e.count), "b_choice": t(name["b_choice"], (e.count,)),
+                "W_experts_gate": stack("W_expert_gate", d, f), "W_experts_up": stack("W_expert_up", d, f),
+                "W_experts_down": stack("W_expert_down", f, d),
+                "W_gate": mat("W_shared_gate", d, g), "W_up": mat("W_shared_up", d, g),
+                "W_down": mat("W_shared_down", g, d)}
     if e is not None:  # gpt-oss: (E, d, 2f) with gate and up interleaved column by column
         gate_up, b_gate_up = t(name["W_experts_gate_up"], (e.count, d, 2 * f)), t(name["b_experts_gate_up"],
                                                                                    (e.count, 2 * f))
@@ -477,12 +496,21 @@ def _mlp_weights(t: Any, name: dict[str, str], mat: Any, block: Any, d: int) -> 
 
 
 def _projections(t: Any, layout: Layout, name: dict[str, str], mat: Any, s: Any, d: int) -> dict[str, Any]:
-    """``W_Q, W_K, W_V`` (and their biases when ``s.bias``): three tensors, or one fused one split once."""
+    """``W_Q, W_K, W_V`` (and their biases when ``s.bias``): three tensors, or one fused one split once; multi-head
+    latent attention's latent projections (module docstring)."""
     q, kv = s.heads * s.d_k, s.kv_heads * s.d_k
     if layout.qkv == "separate" and s.output_gate:  # Qwen3-Next: q_proj makes each head's query, then its gate
         both = mat("W_Q", d, 2 * q).reshape(d, s.heads, 2, s.d_k)  # (d, H, query | gate, d_k)
         return {"W_Q": np.ascontiguousarray(both[:, :, 0].reshape(d, q)), "W_K": mat("W_K", d, kv),
                 "W_V": mat("W_V", d, kv), "W_G": np.ascontiguousarray(both[:, :, 1].reshape(d, q))}
+    if s.kv_latent_rank is not None:
+        r, rope = s.kv_latent_rank, s.rotary_dims
+        out = {"W_K": mat("W_KV_down", d, r + rope), "W_V": np.zeros((d, 0), t.dtype),
+               "g_KV_latent": t(name["g_KV_latent"], (r,)), "W_KV_up": mat("W_KV_up", r, s.heads * (s.d_k - rope + s.d_v))}
+        if s.q_latent_rank is None:
+            return {"W_Q": mat("W_Q", d, q), **out}
+        return {"W_Q": mat("W_Q_down", d, s.q_latent_rank), "g_Q_latent": t(name["g_Q_latent"], (s.q_latent_rank,)),
+                "W_Q_up": mat("W_Q_up", s.q_latent_rank, q), **out}
     if layout.qkv == "separate":
         out = {"W_Q": mat("W_Q", d, q), "W_K": mat("W_K", d, kv), "W_V": mat("W_V", d, kv)}
         if s.bias:
