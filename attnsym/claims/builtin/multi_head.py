@@ -106,8 +106,8 @@ def multi_head_facts(r: MultiHeadResult) -> dict[str, bool]:
 
 def _reference_name(r: MultiHeadResult) -> str:
     """What the lambdified symbolic layer was compared with, in words."""
-    if r.lambdified.reference == "torch":
-        return f"torch.nn.MultiheadAttention (PyTorch {r.torch.version if r.torch else '?'})"
+    if r.torch is not None:  # the lambdified layer was compared with PyTorch too
+        return f"torch.nn.MultiheadAttention (PyTorch {r.torch.version})"
     return "Vaswani et al. eq. (1) written apart (numeric.paper_formulas; PyTorch " + (
         "not installed)" if not torch_installed() else "not used in this run)")
 
