@@ -18,6 +18,13 @@ checked on its own by substituting numbers:
    those scores;
 8. the two views: an MLP ``y = W x`` (fixed ``W``) against attention ``y = W(x) x``.
 
+Each step has a small builder that reads the layer :func:`attnsym.symbolic.attention` built for
+the spec: its inputs, positions and projections as they are; its score pieces
+(:func:`attnsym.symbolic.operations.scores`, the ALiBi biases ``B_heads``, the soft cap) applied to
+the entry symbols of the step before; which scores are masked and which weights are exactly 0 from
+its ``S_heads`` and ``A_heads``; and each head's key/value block by
+:meth:`~attnsym.AttentionSpec.kv_head_of`, as the layer reads it.
+
 Rendering (Markdown with ``$$`` math, a standalone LaTeX document, Jupyter) lives in
 :mod:`attnsym.render`.
 """
@@ -34,9 +41,9 @@ from .errors import SpecError
 from .render import derivation_latex_document, derivation_latex_math, derivation_markdown
 from .spec import AttentionSpec
 from .symbolic._backward_steps import gradient_steps
-from .symbolic.matrices import attention, softcap_scores
+from .symbolic.matrices import SymbolicAttention, attention, softcap_scores
 from .symbolic.mlp import mlp
-from .symbolic.operations import matmul, row_softmax
+from .symbolic.operations import matmul, ones_times, row_softmax, scores
 from .symbolic.position_steps import alibi_steps, qk_norm_steps, rope_steps, softcap_step_words
 from .symbolic.steps import Step
 
@@ -157,199 +164,250 @@ def _mask_words(spec: AttentionSpec) -> str:
     return words
 
 
-def _forward_steps(spec: AttentionSpec, max_terms) -> list[Step]:
-    spec.refuse_variants("attnsym.derive", implemented=("chunk",))  # its steps have no sink, no whole-row QK-norm
-    sym = attention(spec, max_terms=max_terms)
-    n, m, h, d_k, d_v = spec.n, spec.d_model, spec.heads, spec.d_k, spec.d_v
-    multi = h > 1
-    steps: list[Step] = []
+@dataclass(frozen=True)
+class _Forward:
+    """What every forward step reads: the spec and its symbolic layer (:func:`attnsym.symbolic.attention`)."""
 
-    # 1. inputs
-    inputs = [_eq(_msym("X", sym.X.shape), sym.X)]
-    labels = {"W_Q": "W_Q", "W_K": "W_K", "W_V": "W_V", "W_O": "W_O", "b_Q": "b_Q", "b_K": "b_K", "b_V": "b_V",
-              "b_O": "b_O", "g_Q": "g_Q", "g_K": "g_K"}
-    for name in spec.parameter_names:
-        matrix = getattr(sym, name)
-        inputs.append(_eq(_msym(labels[name], matrix.shape), matrix))
+    spec: AttentionSpec
+    sym: SymbolicAttention
+
+    @property
+    def multi(self) -> bool:
+        return self.spec.heads > 1
+
+    def tag(self, head: int) -> str:
+        """``^{(h)}`` for head ``head`` of several (1-based), else empty."""
+        return f"^{{({head + 1})}}" if self.multi else ""
+
+    def head_name(self, letter: str, head: int) -> str:
+        return f"{letter}{self.tag(head)}"
+
+    def kept(self, head: int, i: int, j: int) -> bool:
+        """Whether query ``i`` of ``head`` gives key ``j`` a weight (the layer's ``A_heads`` is not exactly 0 there)."""
+        return self.sym.A_heads[head][i, j] != 0
+
+    def masked(self, head: int, i: int, j: int) -> bool:
+        """Whether the layer's score of query ``i`` and key ``j`` is ``-oo`` (masked)."""
+        return self.sym.S_heads[head][i, j] == -sp.oo
+
+    def alphas(self, head: int) -> sp.ImmutableMatrix:
+        r"""The weight symbols ``\alpha_{i,j}`` of ``head`` where it gives a weight, 0 elsewhere."""
+        n = self.spec.n
+        alpha = _entries(r"\alpha", (n, n), head + 1 if self.multi else None)
+        return sp.ImmutableMatrix(n, n, lambda i, j: alpha[i, j] if self.kept(head, i, j) else 0)
+
+    def value_block(self, v: sp.MatrixBase, head: int) -> sp.ImmutableMatrix:
+        """The value columns query head ``head`` reads (grouped-query attention: its key/value head's block)."""
+        return _block(v, self.spec.d_v, self.spec.kv_head_of(head))
+
+
+def _block(M: sp.MatrixBase, width: int, index: int) -> sp.ImmutableMatrix:
+    """Column block ``index`` of width ``width`` (the layout of heads in ``Q``, ``K``, ``V``)."""
+    return sp.ImmutableMatrix(M[:, index * width:(index + 1) * width])
+
+
+def _tokens(n: int) -> tuple[list[sp.Symbol], str]:
+    r"""The token symbols ``\mathbf{x}_i`` and their list in LaTeX."""
+    tokens = [sp.Symbol(rf"\mathbf{{x}}_{{{i + 1}}}") for i in range(n)]
+    return tokens, ", ".join(rf"\mathbf{{x}}_{{{i + 1}}}" for i in range(n))
+
+
+def _input_step(f: _Forward) -> Step:
+    sym, spec = f.sym, f.spec
+    inputs = [_eq(_msym(name, matrix.shape), matrix) for name, matrix in sym.inputs.items()]
     learned = "weights and biases" if spec.bias else "weights"
-    steps.append(Step(
+    return Step(
         "Inputs", tuple(inputs),
-        f"The {n} tokens, each of width $d_{{model}} = {m}$, are the rows of $X$; the learned {learned} are "
-        "matrices of symbols.",
-    ))
+        f"The {spec.n} tokens, each of width $d_{{model}} = {spec.d_model}$, are the rows of $X$; the learned {learned} "
+        "are matrices of symbols.",
+    )
 
-    # 2. positions
-    x_name = "X"
-    if sym.PE is not None:
-        x_name = r"\tilde{X}"
-        steps.append(Step(
-            "Positions",
-            (_eq(_msym("PE", sym.PE.shape), sym.PE), _eq(_msym(x_name, sym.X_in.shape), sym.X_in)),
-            "Sinusoidal encodings of the positions $0, \\dots, n-1$ are added to the tokens before any projection.",
-            formula=rf"PE_{{pos,2i}} = \sin\left(pos / {spec.position_base}^{{2i/d_{{model}}}}\right),\quad "
-                    rf"PE_{{pos,2i+1}} = \cos\left(pos / {spec.position_base}^{{2i/d_{{model}}}}\right)",
-        ))
 
-    # 3. projections
-    for title, letter, matrix, bias, words in (
-        ("Queries", "Q", sym.Q, "b_Q", "what each token looks for"),
-        ("Keys", "K", sym.K, "b_K", "what each token offers to be found by"),
-        ("Values", "V", sym.V, "b_V", "what each token passes on when attended to"),
+def _position_steps(f: _Forward) -> list[Step]:
+    sym, spec = f.sym, f.spec
+    if sym.PE is None:
+        return []
+    return [Step(
+        "Positions",
+        (_eq(_msym("PE", sym.PE.shape), sym.PE), _eq(_msym(r"\tilde{X}", sym.X_in.shape), sym.X_in)),
+        "Sinusoidal encodings of the positions $0, \\dots, n-1$ are added to the tokens before any projection.",
+        formula=rf"PE_{{pos,2i}} = \sin\left(pos / {spec.position_base}^{{2i/d_{{model}}}}\right),\quad "
+                rf"PE_{{pos,2i+1}} = \cos\left(pos / {spec.position_base}^{{2i/d_{{model}}}}\right)",
+    )]
+
+
+def _projection_steps(f: _Forward) -> list[Step]:
+    sym, spec = f.sym, f.spec
+    x_name = "X" if sym.PE is None else r"\tilde{X}"
+    steps = []
+    for title, letter, matrix, words in (
+        ("Queries", "Q", sym.Q, "what each token looks for"),
+        ("Keys", "K", sym.K, "what each token offers to be found by"),
+        ("Values", "V", sym.V, "what each token passes on when attended to"),
     ):
-        formula = f"{letter} = {x_name} W_{letter}" + (rf" + \mathbf{{1}} {bias}" if spec.bias else "")
-        heads_words = f" Columns split into {h} heads of width {d_k if letter != 'V' else d_v}." if multi else ""
+        formula = f"{letter} = {x_name} W_{letter}" + (rf" + \mathbf{{1}} b_{letter}" if spec.bias else "")
+        width = spec.d_v if letter == "V" else spec.d_k
+        heads_words = f" Columns split into {spec.heads} heads of width {width}." if f.multi else ""
         steps.append(Step(
             title, _eq(_msym(letter, matrix.shape), matrix),
             f"Each row of ${letter}$ is a linear function of one token: {words}.{heads_words}",
             formula=formula,
         ))
+    return steps
 
-    # entry symbols of the previous steps
-    q, k, v = _entries("q", sym.Q.shape), _entries("k", sym.K.shape), _entries("v", sym.V.shape)
-    qk_tex, bias_tex = "", ""
-    score_bias: tuple[sp.ImmutableMatrix, ...] | None = None  # the ALiBi biases B_h
+
+def _query_key_steps(f: _Forward) -> tuple[list[Step], sp.ImmutableMatrix, sp.ImmutableMatrix, str]:
+    """The QK-norm and RoPE steps, and the query and key entries the scores are written in (with their accent)."""
+    spec, shape_q, shape_k = f.spec, f.sym.Q.shape, f.sym.K.shape
+    q, k, accent = _entries("q", shape_q), _entries("k", shape_k), ""
+    steps: list[Step] = []
     if spec.qk_norm:  # normalised queries and keys (before any rotation)
         steps.extend(Step(**fields) for fields in qk_norm_steps(spec, q, k))
-        q, k = _entries(r"\hat{q}", sym.Q.shape), _entries(r"\hat{k}", sym.K.shape)
+        q, k = _entries(r"\hat{q}", shape_q), _entries(r"\hat{k}", shape_k)
     if spec.positions == "rope":  # rotated queries and keys, then the scores in their entries
         steps.extend(Step(**fields) for fields in rope_steps(spec, q, k))
-        q, k, qk_tex = _entries(r"\tilde{q}", sym.Q.shape), _entries(r"\tilde{k}", sym.K.shape), r"\tilde "
-    elif spec.positions == "alibi":
+        q, k, accent = _entries(r"\tilde{q}", shape_q), _entries(r"\tilde{k}", shape_k), r"\tilde "
+    if spec.positions == "alibi":
         steps.extend(Step(**fields) for fields in alibi_steps(spec))
-        score_bias, bias_tex = sym.B_heads, " + B" + ("_h" if multi else "")
-    scale = spec.scale_expr
-    allowed = spec.allowed
+    return steps, q, k, accent
+
+
+def _score_step(f: _Forward, q: sp.MatrixBase, k: sp.MatrixBase, accent: str) -> Step:
+    """``S_h = c Q_h K_hᵀ (+ B_h)``, soft-capped, in the query and key entries: the layer's own score pieces."""
+    spec, sym = f.spec, f.sym
+    equations = []
+    for hh in range(spec.heads):
+        S = scores(_block(q, spec.d_k, hh), _block(k, spec.d_k, spec.kv_head_of(hh)), spec.scale_expr, spec.allowed)
+        if sym.B_heads is not None:  # ALiBi: -oo (masked) + bias stays -oo
+            S = sp.ImmutableMatrix(S + sym.B_heads[hh])
+        if spec.softcap is not None:
+            S = softcap_scores(S, spec.softcap)
+        equations.append(_eq(_msym(f.head_name("S", hh), (spec.n, spec.n)), S))
+    suffix = "_h" if f.multi else ""
+    bias_tex = " + B" + suffix if sym.B_heads is not None else ""
     scale_tex, scale_words = _scale_latex(spec)
-
-    def head_name(letter: str, head: int) -> str:
-        return f"{letter}^{{({head + 1})}}" if multi else letter
-
-    # 4. scores
-    score_eqs, s_entries = [], []
-    for hh in range(h):
-        kv = spec.kv_head_of(hh)  # grouped-query attention: the key block this head reads
-        qh, kh = q[:, hh * d_k:(hh + 1) * d_k], k[:, kv * d_k:(kv + 1) * d_k]
-        S = sp.ImmutableMatrix(n, n, lambda i, j, qh=qh, kh=kh, hh=hh: -sp.oo if allowed is not None and not allowed[i][j]
-                               else scale * sp.Add(*[qh[i, c] * kh[j, c] for c in range(d_k)])
-                               + (score_bias[hh][i, j] if score_bias is not None else 0))
-        score_eqs.append(_eq(_msym(head_name("S", hh), (n, n)), S if spec.softcap is None else softcap_scores(S, spec.softcap)))
-        s_entries.append(_entries("s", (n, n), hh + 1 if multi else None))
-    head_suffix = "_h" if multi else ""
-    steps.append(Step(
-        "Scores", tuple(score_eqs),
+    return Step(
+        "Scores", tuple(equations),
         f"Score $s_{{i,j}}$ is the dot product of query $i$ with key $j$, {scale_words}.{softcap_step_words(spec)}"
         f"{_mask_words(spec)}",
-        formula=f"S{head_suffix} = {scale_tex} {qk_tex}Q{head_suffix} {qk_tex}K{head_suffix}^{{\\top}}{bias_tex}",
-    ))
+        formula=f"S{suffix} = {scale_tex} {accent}Q{suffix} {accent}K{suffix}^{{\\top}}{bias_tex}",
+    )
 
-    # 5. weights
-    weight_eqs, alphas = [], []
-    for hh in range(h):
-        A = row_softmax(sp.ImmutableMatrix(n, n, lambda i, j, hh=hh: -sp.oo if score_eqs[hh].rhs[i, j] == -sp.oo
-                                           else s_entries[hh][i, j]), allowed)
-        weight_eqs.append(_eq(_msym(head_name("A", hh), (n, n)), A))
-        tag = f"^{{({hh + 1})}}" if multi else ""
-        alphas.append(sp.ImmutableMatrix(n, n, lambda i, j, tag=tag: sp.Symbol(rf"\alpha{tag}_{{{i + 1},{j + 1}}}",
-                                                                               real=True)))
-    zero_words = " Masked weights are exactly 0." if allowed is not None else ""
+
+def _weight_step(f: _Forward) -> Step:
+    """``A_h = softmax_row(S_h)`` in the score entries ``s_{i,j}``."""
+    spec, n = f.spec, f.spec.n
+    equations = []
+    for hh in range(spec.heads):
+        s = _entries("s", (n, n), hh + 1 if f.multi else None)
+        S = sp.ImmutableMatrix(n, n, lambda i, j, hh=hh, s=s: -sp.oo if f.masked(hh, i, j) else s[i, j])
+        equations.append(_eq(_msym(f.head_name("A", hh), (n, n)), row_softmax(S, spec.allowed)))
+    zero_words = " Masked weights are exactly 0." if spec.allowed is not None else ""
     if spec.fully_masked_rows:
         zero_words += " A query that may attend to nothing gets an all-zero row."
-    steps.append(Step(
-        "Attention weights", tuple(weight_eqs),
+    suffix = "_h" if f.multi else ""
+    return Step(
+        "Attention weights", tuple(equations),
         "Each row of scores goes through a softmax, so the weights $\\alpha_{i,j}$ of every query are positive and "
         f"sum to 1.{zero_words}",
-        formula=rf"A{head_suffix} = \operatorname{{softmax}}_{{row}}(S{head_suffix}),\quad "
+        formula=rf"A{suffix} = \operatorname{{softmax}}_{{row}}(S{suffix}),\quad "
                 rf"\alpha_{{i,j}} = \frac{{e^{{s_{{i,j}}}}}}{{\sum_{{k}} e^{{s_{{i,k}}}}}}",
-    ))
+    )
 
-    # 6. outputs
-    def alpha_matrix(hh):
-        return sp.ImmutableMatrix(n, n, lambda i, j: alphas[hh][i, j] if weight_eqs[hh].rhs[i, j] != 0 else 0)
 
-    z = _entries("z", sym.Z.shape)
+def _output_steps(f: _Forward) -> list[Step]:
+    """``Y = A V``, or the heads ``Z_h = A_h V_h`` and then ``Y = Z W_O (+ 1 b_O)``."""
+    spec, sym, n, h = f.spec, f.sym, f.spec.n, f.spec.heads
+    v = _entries("v", sym.V.shape)
     if not spec.output_projection:
-        Y = matmul(alpha_matrix(0), v)
-        steps.append(Step(
+        Y = matmul(f.alphas(0), f.value_block(v, 0))
+        return [Step(
             "Output", _eq(_msym("Y", Y.shape), Y),
             "Each output row is the weighted average of the value rows, with the attention weights of its query.",
             formula="Y = A V",
-        ))
-    else:
-        head_eqs = [_eq(_msym(head_name("Z", hh), (n, d_v)), matmul(alpha_matrix(hh), v[:, spec.kv_head_of(hh) * d_v:
-                                                                                      (spec.kv_head_of(hh) + 1) * d_v]))
-                    for hh in range(h)]
-        steps.append(Step(
-            "Head outputs" if multi else "Weighted values", tuple(head_eqs),
-            "Each head averages its own slice of the value columns with its own weights." if multi
-            else "Each row is the weighted average of the value rows.",
-            formula=r"Z^{(h)} = A^{(h)} V^{(h)}" if multi else "Z = A V",
-        ))
-        Y = matmul(z, sym.W_O)
-        if sym.b_O is not None:
-            Y = sp.ImmutableMatrix(n, m, lambda i, j: Y[i, j] + sym.b_O[0, j])
-        concat = rf"Z = \left[Z^{{(1)}} \cdots Z^{{({h})}}\right],\quad " if multi else ""
-        steps.append(Step(
-            "Concatenate and project" if multi else "Output projection", _eq(_msym("Y", Y.shape), Y),
-            (f"The head outputs are placed side by side, $Z = [Z^{{(1)}} \\cdots Z^{{({h})}}]$ with entries "
-             "$z_{i,j}$, and mixed by the output projection $W_O$.") if multi
-            else "The averaged values $z_{i,j}$ are mixed by the output projection $W_O$.",
-            formula=concat + "Y = Z W_O" + (r" + \mathbf{1} b_O" if sym.b_O is not None else ""),
-        ))
+        )]
+    heads = tuple(_eq(_msym(f.head_name("Z", hh), (n, spec.d_v)), matmul(f.alphas(hh), f.value_block(v, hh)))
+                  for hh in range(h))
+    Y = matmul(_entries("z", sym.Z.shape), sym.W_O)
+    if sym.b_O is not None:
+        Y = sp.ImmutableMatrix(Y + ones_times(sym.b_O, n))
+    concat = rf"Z = \left[Z^{{(1)}} \cdots Z^{{({h})}}\right],\quad " if f.multi else ""
+    return [
+        Step("Head outputs" if f.multi else "Weighted values", heads,
+             "Each head averages its own slice of the value columns with its own weights." if f.multi
+             else "Each row is the weighted average of the value rows.",
+             formula=r"Z^{(h)} = A^{(h)} V^{(h)}" if f.multi else "Z = A V"),
+        Step("Concatenate and project" if f.multi else "Output projection", _eq(_msym("Y", Y.shape), Y),
+             (f"The head outputs are placed side by side, $Z = [Z^{{(1)}} \\cdots Z^{{({h})}}]$ with entries "
+              "$z_{i,j}$, and mixed by the output projection $W_O$.") if f.multi
+             else "The averaged values $z_{i,j}$ are mixed by the output projection $W_O$.",
+             formula=concat + "Y = Z W_O" + (r" + \mathbf{1} b_O" if sym.b_O is not None else "")),
+    ]
 
-    # 7. elementwise form with alpha_ij(x_1, ..., x_n) written out
-    tokens = [sp.Symbol(rf"\mathbf{{x}}_{{{i + 1}}}") for i in range(n)]
-    row_eqs: list[sp.Eq] = []
-    alpha_eqs: list[sp.Eq] = []
-    score_fns: list[sp.Eq] = []
+
+def _elementwise_steps(f: _Forward) -> list[Step]:
+    """``y_i = Σ_j α_ij(x_1, …, x_n) v_j``, then every score in the inputs and every weight in those scores."""
+    spec, sym, n, d_v = f.spec, f.sym, f.spec.n, f.spec.d_v
+    tokens, token_list = _tokens(n)
     out_letter = "z" if spec.output_projection else "y"
-    for hh in range(h):
-        tag = f"^{{({hh + 1})}}" if multi else ""
+    rows: list[sp.Eq] = []
+    score_fns: list[sp.Eq] = []
+    alpha_fns: list[sp.Eq] = []
+    for hh in range(spec.heads):
+        tag, alpha = f.tag(hh), f.alphas(hh)
         values = [sp.MatrixSymbol(rf"\mathbf{{v}}{tag}_{{{j + 1}}}", 1, d_v) for j in range(n)]
         for i in range(n):
-            terms = [alphas[hh][i, j] * values[j] for j in range(n) if weight_eqs[hh].rhs[i, j] != 0]
+            terms = [alpha[i, j] * values[j] for j in range(n) if f.kept(hh, i, j)]
             rhs = sp.MatAdd(*terms) if len(terms) > 1 else terms[0] if terms else sp.ZeroMatrix(1, d_v)
-            row_eqs.append(_eq(sp.MatrixSymbol(rf"\mathbf{{{out_letter}}}{tag}_{{{i + 1}}}", 1, d_v), rhs))
-        S = sym.S_heads[hh]  # explicit in the inputs, -oo where masked
+            rows.append(_eq(sp.MatrixSymbol(rf"\mathbf{{{out_letter}}}{tag}_{{{i + 1}}}", 1, d_v), rhs))
+        S = sym.S_heads[hh]  # the layer's scores: explicit in the inputs, -oo where masked
         s_of_x = sp.ImmutableMatrix(n, n, lambda i, j, tag=tag, S=S: -sp.oo if S[i, j] == -sp.oo
                                     else sp.Function(rf"s{tag}_{{{i + 1},{j + 1}}}")(*tokens))
         score_fns.extend(_eq(s_of_x[i, j], S[i, j]) for i in range(n) for j in range(n) if S[i, j] != -sp.oo)
-        A_of_x = row_softmax(s_of_x, allowed)
-        for i in range(n):
-            for j in range(n):
-                name = sp.Function(rf"\alpha{tag}_{{{i + 1},{j + 1}}}")
-                alpha_eqs.append(_eq(name(*tokens), A_of_x[i, j]))
-    token_list = ", ".join(rf"\mathbf{{x}}_{{{i + 1}}}" for i in range(n))
-    steps.append(Step(
-        "Elementwise form", tuple(row_eqs),
-        f"Row by row: output ${out_letter}_i$ is a combination of the value rows $\\mathbf{{v}}_j$ whose coefficients "
-        "depend on the input.",
-        formula=rf"\mathbf{{{out_letter}}}_i = \sum_j \alpha_{{i,j}}({token_list})\, \mathbf{{v}}_j",
-    ))
-    steps.append(Step(
-        "Attention weights as functions of the input", tuple(score_fns + alpha_eqs),
-        "Every score written out in the inputs, and every weight in those scores: the mixing coefficients "
-        "$\\alpha_{i,j}$ are computed from the tokens themselves.",
-        formula=rf"\alpha_{{i,j}}({token_list}) = \frac{{e^{{s_{{i,j}}({token_list})}}}}"
-                rf"{{\sum_k e^{{s_{{i,k}}({token_list})}}}}",
-    ))
+        A_of_x = row_softmax(s_of_x, spec.allowed)
+        alpha_fns.extend(_eq(sp.Function(rf"\alpha{tag}_{{{i + 1},{j + 1}}}")(*tokens), A_of_x[i, j])
+                         for i in range(n) for j in range(n))
+    return [
+        Step("Elementwise form", tuple(rows),
+             f"Row by row: output ${out_letter}_i$ is a combination of the value rows $\\mathbf{{v}}_j$ whose "
+             "coefficients depend on the input.",
+             formula=rf"\mathbf{{{out_letter}}}_i = \sum_j \alpha_{{i,j}}({token_list})\, \mathbf{{v}}_j"),
+        Step("Attention weights as functions of the input", tuple(score_fns + alpha_fns),
+             "Every score written out in the inputs, and every weight in those scores: the mixing coefficients "
+             "$\\alpha_{i,j}$ are computed from the tokens themselves.",
+             formula=rf"\alpha_{{i,j}}({token_list}) = \frac{{e^{{s_{{i,j}}({token_list})}}}}"
+                     rf"{{\sum_k e^{{s_{{i,k}}({token_list})}}}}"),
+    ]
 
-    # 8. the two views
-    layer = mlp((n, m, m))
+
+def _views_step(f: _Forward) -> Step:
+    """An MLP's fixed ``Y = X W`` beside attention's ``A(X) V`` (per head, each on its own value block)."""
+    spec, n = f.spec, f.spec.n
+    tokens, _ = _tokens(n)
+    v = _entries("v", f.sym.V.shape)
+    layer = mlp((n, spec.d_model, spec.d_model))
     views = [_eq(_msym(r"Y_{MLP}", layer.Y.shape), sp.MatMul(layer.X, layer.W, evaluate=False))]
-    for hh in range(h):
-        tag = f"^{{({hh + 1})}}" if multi else ""
-        alpha_fn = sp.ImmutableMatrix(
-            n, n, lambda i, j, tag=tag, hh=hh: sp.Function(rf"\alpha{tag}_{{{i + 1},{j + 1}}}")(*tokens)
-            if sym.A_heads[hh][i, j] != 0 else 0)
-        lhs = head_name("Z", hh) if spec.output_projection else r"Y_{attn}"
-        views.append(_eq(_msym(lhs, (n, d_v)), sp.MatMul(alpha_fn, v[:, hh * d_v:(hh + 1) * d_v], evaluate=False)))
-    steps.append(Step(
+    for hh in range(spec.heads):
+        tag = f.tag(hh)
+        alpha_fn = sp.ImmutableMatrix(n, n, lambda i, j, tag=tag, hh=hh: sp.Function(
+            rf"\alpha{tag}_{{{i + 1},{j + 1}}}")(*tokens) if f.kept(hh, i, j) else 0)
+        lhs = f.head_name("Z", hh) if spec.output_projection else r"Y_{attn}"
+        views.append(_eq(_msym(lhs, (n, spec.d_v)), sp.MatMul(alpha_fn, f.value_block(v, hh), evaluate=False)))
+    return Step(
         "Two views: MLP and attention", tuple(views),
         "An MLP applies the same fixed weights $W$ to every token ($y = W x$); attention first computes its mixing "
         "matrix $A(X)$ from the data and then applies it to the values ($y = W(x)\\, x$).",
         formula=r"Y_{MLP} = X W \qquad\text{vs.}\qquad Y_{attn} = A(X)\, V = A(X)\, X W_V",
-    ))
-    return steps
+    )
+
+
+def _forward_steps(spec: AttentionSpec, max_terms: float | None) -> list[Step]:
+    """The forward steps in order, each read from the symbolic layer of ``spec``."""
+    spec.refuse_variants("attnsym.derive", implemented=("chunk",))  # its steps have no sink, no whole-row QK-norm
+    f = _Forward(spec, attention(spec, max_terms=max_terms))
+    qk_steps, q, k, accent = _query_key_steps(f)
+    return [_input_step(f), *_position_steps(f), *_projection_steps(f), *qk_steps, _score_step(f, q, k, accent),
+            _weight_step(f), *_output_steps(f), *_elementwise_steps(f), _views_step(f)]
 
 
 def derive(spec: AttentionSpec, what: Literal["forward", "gradients"] = "forward", *,

@@ -294,3 +294,18 @@ def test_docs_page_comes_from_the_code(monkeypatch):
     script = Path(__file__).resolve().parents[1] / "docs" / "gen" / "deriving.py"
     runpy.run_path(str(script), run_name="__main__")
     assert written == {"deriving.md": page}
+
+
+def test_each_query_head_of_a_grouped_layer_mixes_its_shared_value_block():
+    """With kv_heads < heads, every step reads the value block of the head's key/value group (never an empty one)."""
+    spec = at.AttentionSpec(n=2, d_model=4, heads=2, kv_heads=1)
+    d = derive(spec)
+    v = d.step("Values").equation.lhs  # V is (n, kv_heads·d_v): one shared block
+    assert v.shape == (2, 2)
+    for step_title in ("Head outputs", "Two views: MLP and attention"):
+        heads = [e for e in d.step(step_title).equations if str(e.lhs).startswith("Z")]
+        assert len(heads) == 2
+        for e in heads:
+            rhs = e.rhs if step_title == "Head outputs" else e.rhs.args[1]  # A(X) · V_h in the views
+            symbols = {s.name for s in rhs.free_symbols if s.name.startswith("v_")}
+            assert symbols == {"v_{1,1}", "v_{1,2}", "v_{2,1}", "v_{2,2}"}, (step_title, e)

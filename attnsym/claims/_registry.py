@@ -294,37 +294,55 @@ def verify_all(*, seed: int = 0, quick: bool = False, ids: Sequence[str] | None 
     context = _fork_context()
     jobs = min(jobs, len(chosen)) if context is not None else 1
     if jobs <= 1:
-        results = []
-        with tuned_gc():  # SymPy's millions of short-lived objects (attnsym._gc)
-            for claim_id in chosen:
-                if progress is not None:
-                    progress(claim_id)
-                ev = verify(claim_id, seed=seed, quick=quick,
-                            progress=claim_progress(claim_id) if claim_progress is not None else None)
-                results.append(ev)
-                if on_result is not None:
-                    on_result(ev)
-        return results
+        return _verify_in_order(chosen, seed, quick, progress, on_result, claim_progress)
+    return _verify_in_workers(context, jobs, chosen, seed=seed, quick=quick, formats=tuple(formats),
+                              previews=preview_dpis, render_json=bool(render_json), on_result=on_result)
+
+
+def _verify_in_order(chosen: Sequence[str], seed: int, quick: bool, progress: Callable[[str], None] | None,
+                     on_result: Callable[[Evidence], None] | None,
+                     claim_progress: Callable[[str], Callable[[int, int], None] | None] | None) -> list[Evidence]:
+    """:func:`verify_all` with one job: the claims one after another in this process."""
+    results = []
+    with tuned_gc():  # SymPy's millions of short-lived objects (attnsym._gc)
+        for claim_id in chosen:
+            if progress is not None:
+                progress(claim_id)
+            ev = verify(claim_id, seed=seed, quick=quick,
+                        progress=claim_progress(claim_id) if claim_progress is not None else None)
+            results.append(ev)
+            if on_result is not None:
+                on_result(ev)
+    return results
+
+
+def _verify_in_workers(context: Any, jobs: int, chosen: Sequence[str], *, seed: int, quick: bool,
+                       formats: tuple[str, ...], previews: tuple[int, ...], render_json: bool,
+                       on_result: Callable[[Evidence], None] | None) -> list[Evidence]:
+    """:func:`verify_all` with ``jobs`` forked workers, each rendering its figures and JSON as asked."""
     # handed out longest first (claims._schedule): no long check starts last while the other workers idle
-    tasks = [(tuple(task), tuple(chosen[i] for i in task), seed, bool(quick), tuple(formats), preview_dpis,
-              bool(render_json))
+    tasks = [(tuple(task), tuple(chosen[i] for i in task), seed, bool(quick), formats, previews, render_json)
              for task in dispatch_order(chosen, quick=bool(quick))]
-    done: dict[int, Evidence] = {}
     if formats:  # imported once here, not again in each worker that draws
         import_renderer()
-    with warnings.catch_warnings():
-        # Python >= 3.12 warns on fork() in a process with threads (BLAS keeps some; their library
-        # re-initialises them in the child). The workers only compute and send back data.
-        warnings.simplefilter("ignore", DeprecationWarning)
-        gc.freeze()  # the workers inherit this heap frozen: their collector never scans it (see attnsym._gc)
-        try:
-            pool = context.Pool(jobs, initializer=tune_gc)
-        finally:
-            gc.unfreeze()
-    with pool:
+    done: dict[int, Evidence] = {}
+    with _worker_pool(context, jobs) as pool:
         for results in pool.imap_unordered(_check_in_worker, tasks, chunksize=1):
             for index, data in results:
                 done[index] = ev = pickle.loads(data)  # bytes a worker forked from this process wrote
                 if on_result is not None:
                     on_result(ev)
     return [done[i] for i in range(len(chosen))]
+
+
+def _worker_pool(context: Any, jobs: int) -> Any:
+    """A pool of ``jobs`` forked workers that inherit this process's heap frozen (see :mod:`attnsym._gc`)."""
+    with warnings.catch_warnings():
+        # Python >= 3.12 warns on fork() in a process with threads (BLAS keeps some; their library
+        # re-initialises them in the child). The workers only compute and send back data.
+        warnings.simplefilter("ignore", DeprecationWarning)
+        gc.freeze()  # the workers inherit this heap frozen: their collector never scans it
+        try:
+            return context.Pool(jobs, initializer=tune_gc)
+        finally:
+            gc.unfreeze()

@@ -11,7 +11,8 @@ One module per topic, each with a function ``study(spec or sizes, rng, *, quick)
 frozen dataclass with named, typed fields (no display strings as keys): the claim reads its
 fields, the figure draws them, and neither recomputes anything. ``rng`` is a key -> generator
 callable (:func:`streams`), so every part of a study has a stream of its own. Sampled numbers
-are :class:`Estimate` s (a value and its 95 % interval, :mod:`attnsym.studies.intervals`).
+are :class:`Estimate` s (a value and its 95 % interval, :mod:`attnsym.studies.intervals`);
+float64 comparisons and weight draws are those of :mod:`attnsym.studies.compare`.
 An engine never imports a study; a study never imports a claim or a plot
 (``tests/test_layers.py``).
 
@@ -32,6 +33,12 @@ module                                     question
 :mod:`attnsym.studies.variants`            what do a sink, latent attention and a layer
                                            without positions compute? (``sink-semantics``,
                                            ``mla-absorbed``, ``nope-position-blind``)
+:mod:`attnsym.studies.multi_head`          do heads of width d/h keep the parameter count,
+                                           and is the layer its heads concatenated times W_O?
+                                           (``multi-head``)
+:mod:`attnsym.studies.cost`                what does attention cost in operations and memory,
+                                           and what does a K/V cache save? (``quadratic-cost``,
+                                           ``kv-cache``)
 =========================================  ================================================
 
 Submodules are imported by name (``from attnsym.studies import saturation``); this package
