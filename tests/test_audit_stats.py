@@ -1,7 +1,9 @@
 """attnsym.audits.head_stats: the streamed statistics equal the dense route's, on every family and on MiniLM.
 
 The reference here is independent of attnsym.audits.stream: it reads the dense (layers, heads, n, n)
-weights and scores of ``Model.forward`` and applies each statistic's definition row by row.
+weights and scores of ``Model.forward`` and applies each statistic's definition row by row. With a
+learned sink (gpt-oss) the dense rows sum to 1 − π: the sink's mass is what the row is short of 1,
+and every other statistic is read from the keys' weights as they are (never renormalised).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ def dense_rows(A: np.ndarray, S: np.ndarray) -> dict[str, np.ndarray]:
     with np.errstate(divide="ignore", invalid="ignore"):
         entropy = -np.where(A > 0, A * np.log(A), 0.0).sum(-1)
     out = {"entropy": entropy, "max_weight": A.max(-1), "self_mass": A[..., i, i],
-           "mean_distance": (A * np.abs(i[:, None] - i[None, :])).sum(-1)}
+           "mean_distance": (A * np.abs(i[:, None] - i[None, :])).sum(-1), "sink_mass": 1.0 - A.sum(-1)}
     prev = np.full((L, H, n), np.nan)
     prev[..., 1:] = np.where(np.isfinite(S[..., i[1:], i[1:] - 1]), A[..., i[1:], i[1:] - 1], np.nan)
     first = np.full((L, H, n), np.nan)
@@ -49,7 +51,9 @@ def check_against_dense(m, ids, block):
         np.testing.assert_allclose(got, expected, rtol=0, atol=TOL, equal_nan=True, err_msg=name)
         means = np.nanmean(np.where(np.isnan(expected), np.nan, expected), axis=-1)
         np.testing.assert_allclose(s.means[name], means, rtol=0, atol=TOL, err_msg=name)
-    assert np.all(s.means["sink_mass"] == 0)
+    sinks = [b.attention.sink for b in m.config.blocks]
+    assert (np.nanmin(s.means["sink_mass"], axis=1) > 0.01).tolist() == sinks  # the sink takes a visible share
+    assert np.all(s.means["sink_mass"][[not x for x in sinks]] == 0)
     return s
 
 
@@ -61,6 +65,37 @@ def test_streamed_equals_dense_on_every_family(family):
     ids = np.random.default_rng(1).integers(3, m.config.vocab_size, n)
     s = check_against_dense(m, ids, block=8)  # 5 query blocks: partial blocks, causal skips, windows across blocks
     assert (s.layers, s.heads, s.tokens) == (2, m.config.blocks[0].attention.heads, n)
+
+
+def checkpoint_2026(name: str):
+    """The random checkpoint of a family of 2026 (tests/test_models_2026.py; gpt-oss's sinks near e¹)."""
+    from test_models_2026 import checkpoint
+
+    return checkpoint(name)[0]
+
+
+@pytest.mark.parametrize("family", ["gemma3_text", "olmo2", "smollm3", "phi3", "llama4_text", "gpt_oss"])
+def test_streamed_equals_dense_on_every_family_of_2026(family):
+    """Windows of 3, two RoPE bases, NoPE layers, chunks and a query temperature, experts, learned sinks."""
+    m = models.load(checkpoint_2026(family), dtype="float64")
+    ids = np.random.default_rng(1).integers(3, m.config.vocab_size, 37)
+    s = check_against_dense(m, ids, block=8)
+    assert (s.layers, s.tokens) == (len(m.config.blocks), 37)
+
+
+def test_the_list_of_families_is_complete():
+    from test_models_2026 import VARIANTS
+
+    assert set(ALL_FAMILY_VARIANTS) | set(VARIANTS) >= set(models.config.PLANNERS)
+
+
+def test_a_sink_map_sums_to_one_minus_pi(tmp_path):
+    m = models.load(checkpoint_2026("gpt_oss"), dtype="float64")
+    ids = np.random.default_rng(3).integers(3, m.config.vocab_size, 20)
+    s = m.head_stats(ids, per_row=True, induction=False, block=8, map_of=(1, 2), map_to=tmp_path / "m.npy")
+    A = np.load(tmp_path / "m.npy")
+    np.testing.assert_allclose(A, np.asarray(m.forward(ids[None, :]).attention)[1, 0, 2], atol=1e-6)
+    np.testing.assert_allclose(A.sum(-1)[1:], 1 - s.rows["sink_mass"][1, 2, 1:], atol=1e-6)
 
 
 @pytest.fixture(scope="module")
