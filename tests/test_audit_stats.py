@@ -39,18 +39,30 @@ def dense_rows(A: np.ndarray, S: np.ndarray) -> dict[str, np.ndarray]:
     return {k: np.where(counts, v, np.nan) for k, v in out.items()}
 
 
+def dense_spread(S: np.ndarray) -> dict[str, np.ndarray]:
+    """The allowed scores' count, centred ℓ2 norm and range per row (NaN where fewer than two keys are allowed)."""
+    ok = np.isfinite(S)
+    keys = ok.sum(-1)
+    Z = np.where(ok, S, 0.0)
+    centred = np.where(ok, S - (Z.sum(-1) / np.maximum(keys, 1))[..., None], 0.0)
+    out = {"keys": keys.astype(float), "logit_norm": np.sqrt((centred**2).sum(-1)),
+           "logit_range": np.where(ok, S, -np.inf).max(-1) - np.where(ok, S, np.inf).min(-1)}
+    return {k: np.where(keys >= 2, v, np.nan) for k, v in out.items()}
+
+
 def check_against_dense(m, ids, block):
     out = m.forward(ids[None, :])
     A = np.asarray(out.attention, dtype=np.float64)[:, 0]
     S = np.asarray(out.scores, dtype=np.float64)[:, 0]
-    s = m.head_stats(ids, per_row=True, block=block, induction=False, threads=2)
-    ref = dense_rows(A, S)
+    s = m.head_stats(ids, per_row=True, block=block, induction=False, threads=2, spread=True)
+    ref = dense_rows(A, S) | dense_spread(S)
     for name, expected in ref.items():
         got = s.rows[name]
         assert np.array_equal(np.isnan(got), np.isnan(expected)), name
         np.testing.assert_allclose(got, expected, rtol=0, atol=TOL, equal_nan=True, err_msg=name)
-        means = np.nanmean(np.where(np.isnan(expected), np.nan, expected), axis=-1)
-        np.testing.assert_allclose(s.means[name], means, rtol=0, atol=TOL, err_msg=name)
+        if name in audit.STATISTICS:
+            means = np.nanmean(np.where(np.isnan(expected), np.nan, expected), axis=-1)
+            np.testing.assert_allclose(s.means[name], means, rtol=0, atol=TOL, err_msg=name)
     sinks = [b.attention.sink for b in m.config.blocks]
     assert (np.nanmin(s.means["sink_mass"], axis=1) > 0.01).tolist() == sinks  # the sink takes a visible share
     assert np.all(s.means["sink_mass"][[not x for x in sinks]] == 0)
@@ -144,6 +156,7 @@ def test_one_head_map_goes_to_a_npy_file(minilm64, tmp_path):
     ({"map_of": (0, 0)}, "go together"),
     ({"block": 0}, "block must be a positive integer"),
     ({"per_row": "yes"}, "per_row"),
+    ({"spread": True}, "pass per_row=True"),
 ])
 def test_bad_arguments_are_refused(minilm64, kwargs, match):
     with pytest.raises(SpecError, match=match):

@@ -32,6 +32,9 @@ module                                     question
 :mod:`attnsym.studies.variants`            what do a sink, latent attention and a layer
                                            without positions compute? (``sink-semantics``,
                                            ``mla-absorbed``, ``nope-position-blind``)
+:mod:`attnsym.studies.real_text`           how do a real model's heads spread their
+                                           attention as a text grows, beside the bounds of
+                                           ``entropy-lower-bound`` and ``dispersion``?
 =========================================  ================================================
 
 Submodules are imported by name (``from attnsym.studies import saturation``); this package
