@@ -172,9 +172,9 @@ def test_bad_texts_are_refused(minilm64):
         minilm64.head_stats([5, 10**9])
 
 
-@pytest.mark.parametrize("family", ["llama", "bert"])
+@pytest.mark.parametrize("family", ["llama", "bert", "gpt_oss"])
 def test_float32_pass_agrees_with_the_float64_dense_route(family):
-    folder, _ = decoder_family(family)
+    folder = checkpoint_2026(family) if family == "gpt_oss" else decoder_family(family)[0]
     m32, m64 = models.load(folder), models.load(folder, dtype="float64")
     ids = np.random.default_rng(2).integers(3, m32.config.vocab_size, min(45, m32.config.max_positions))
     out = m64.forward(ids[None, :])
