@@ -55,6 +55,7 @@ def render(r: real_text.RealTextScaling, seconds: float, before: float, after: f
     top, dispersion, spread = _mean(r.max_weight), _mean(r.dispersion_bound), _mean(r.logit_range)
     least_h = np.nanmin(r.entropy_margin.reshape(len(r.sizes), -1), axis=1)
     least_a = np.nanmin(r.dispersion_margin.reshape(len(r.sizes), -1), axis=1)
+    per_doubling = (spread[-1] - spread[0]) / max(np.log2(r.sizes[-1] / r.sizes[0]), 1.0)
     low = np.unravel_index(np.nanargmin(r.entropy[-1]), r.entropy[-1].shape)
     lines = [
         "## The entropy and dispersion claims on real text", "",
@@ -79,9 +80,12 @@ def render(r: real_text.RealTextScaling, seconds: float, before: float, after: f
         f"while ln T rises by {ceiling[-1] - ceiling[0]:.2f}: the heads spread over more keys, far from uniformly. "
         f"The centred logit norm σ {_trend(sigma)} from {sigma[0]:.1f} to {sigma[-1]:.1f}, so Zhai's bound "
         f"{_trend(zhai)} from {zhai[0]:.3g} to {zhai[-1]:.3g} nats: at these lengths it does not force the entropy up. "
-        f"The logit range Δ {_trend(spread)} from {spread[0]:.1f} to {spread[-1]:.1f} and the dispersion bound "
-        f"{_trend(dispersion)} from {dispersion[0]:.3f} to {dispersion[-1]:.3f}: a range growing like ln T keeps the "
-        "bound from falling (the `length-scaling` claim's condition), and the largest weight "
+        f"The logit range Δ {_trend(spread)} from {spread[0]:.1f} to {spread[-1]:.1f} ({per_doubling:+.2f} per doubling "
+        f"of n, against ln 2 = {np.log(2):.2f} for ln T), "
+        + ("faster than ln T, so the dispersion bound does not fall toward 0 — the way out of dispersion that the "
+           "`length-scaling` claim describes, logits whose gap grows with log n —" if per_doubling > np.log(2) else
+           "slower than ln T, so the dispersion bound falls, as the `dispersion` claim has it for a fixed gap;")
+        + f" it {_trend(dispersion)} from {dispersion[0]:.3f} to {dispersion[-1]:.3f}, while the largest weight "
         f"{_trend(top)} from {top[0]:.3f} to {top[-1]:.3f}.",
         "", f"Every row respects both bounds (within {real_text.TOLERANCE:g}, the float32 pass's rounding): "
         f"**{'yes' if r.holds() else 'NO'}**. At n = {r.sizes[-1]} the lowest mean entropy is layer {low[0]}, "
