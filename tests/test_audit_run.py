@@ -100,6 +100,17 @@ def test_too_long_texts_are_refused_or_truncated_and_counted(tmp_path):
     assert (cut.measured, cut.truncated) == (2, 1) and max(t["tokens"]) == 512
 
 
+def test_blank_lines_are_skipped_and_counted_in_the_result_report_and_cli(tiny, tmp_path, capsys):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("the apple phone\n\n   \ni like to eat apples\n\t\n", encoding="utf-8")
+    result = audit(tiny[1], corpus, tmp_path / "out", executor="serial", block=16)
+    assert (result.texts, result.measured, result.skipped) == (2, 2, 3)
+    assert "3 blank lines skipped" in (tmp_path / "out" / "report.md").read_text()
+    assert main(["audit", str(corpus), "--model", str(tiny[0]), "-o", str(tmp_path / "out"), "--block", "16",
+                 "--executor", "serial", "--no-report"]) == 0  # the same audit: it resumes, and says so
+    assert "3 blank lines skipped, 2 done before" in capsys.readouterr().out
+
+
 def _cli(folder: Path, corpus: Path, out: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "attnsym", "audit", str(corpus), "--model", str(folder), "-o", str(out),
             "--block", "16", "--no-report", *extra]

@@ -1,7 +1,9 @@
 """attnsym.audits.head_stats: the streamed statistics equal the dense route's, on every family and on MiniLM.
 
 The reference here is independent of attnsym.audits.stream: it reads the dense (layers, heads, n, n)
-weights and scores of ``Model.forward`` and applies each statistic's definition row by row.
+weights and scores of ``Model.forward`` and applies each statistic's definition row by row. With a
+learned sink (gpt-oss) the dense rows sum to 1 − π: the sink's mass is what the row is short of 1,
+and every other statistic is read from the keys' weights as they are (never renormalised).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ def dense_rows(A: np.ndarray, S: np.ndarray) -> dict[str, np.ndarray]:
     with np.errstate(divide="ignore", invalid="ignore"):
         entropy = -np.where(A > 0, A * np.log(A), 0.0).sum(-1)
     out = {"entropy": entropy, "max_weight": A.max(-1), "self_mass": A[..., i, i],
-           "mean_distance": (A * np.abs(i[:, None] - i[None, :])).sum(-1)}
+           "mean_distance": (A * np.abs(i[:, None] - i[None, :])).sum(-1), "sink_mass": 1.0 - A.sum(-1)}
     prev = np.full((L, H, n), np.nan)
     prev[..., 1:] = np.where(np.isfinite(S[..., i[1:], i[1:] - 1]), A[..., i[1:], i[1:] - 1], np.nan)
     first = np.full((L, H, n), np.nan)
@@ -37,19 +39,33 @@ def dense_rows(A: np.ndarray, S: np.ndarray) -> dict[str, np.ndarray]:
     return {k: np.where(counts, v, np.nan) for k, v in out.items()}
 
 
+def dense_spread(S: np.ndarray) -> dict[str, np.ndarray]:
+    """The allowed scores' count, centred ℓ2 norm and range per row (NaN where fewer than two keys are allowed)."""
+    ok = np.isfinite(S)
+    keys = ok.sum(-1)
+    Z = np.where(ok, S, 0.0)
+    centred = np.where(ok, S - (Z.sum(-1) / np.maximum(keys, 1))[..., None], 0.0)
+    out = {"keys": keys.astype(float), "logit_norm": np.sqrt((centred**2).sum(-1)),
+           "logit_range": np.where(ok, S, -np.inf).max(-1) - np.where(ok, S, np.inf).min(-1)}
+    return {k: np.where(keys >= 2, v, np.nan) for k, v in out.items()}
+
+
 def check_against_dense(m, ids, block):
     out = m.forward(ids[None, :])
     A = np.asarray(out.attention, dtype=np.float64)[:, 0]
     S = np.asarray(out.scores, dtype=np.float64)[:, 0]
-    s = m.head_stats(ids, per_row=True, block=block, induction=False, threads=2)
-    ref = dense_rows(A, S)
+    s = m.head_stats(ids, per_row=True, block=block, induction=False, threads=2, spread=True)
+    ref = dense_rows(A, S) | dense_spread(S)
     for name, expected in ref.items():
         got = s.rows[name]
         assert np.array_equal(np.isnan(got), np.isnan(expected)), name
         np.testing.assert_allclose(got, expected, rtol=0, atol=TOL, equal_nan=True, err_msg=name)
-        means = np.nanmean(np.where(np.isnan(expected), np.nan, expected), axis=-1)
-        np.testing.assert_allclose(s.means[name], means, rtol=0, atol=TOL, err_msg=name)
-    assert np.all(s.means["sink_mass"] == 0)
+        if name in audit.STATISTICS:
+            means = np.nanmean(np.where(np.isnan(expected), np.nan, expected), axis=-1)
+            np.testing.assert_allclose(s.means[name], means, rtol=0, atol=TOL, err_msg=name)
+    sinks = [b.attention.sink for b in m.config.blocks]
+    assert (np.nanmin(s.means["sink_mass"], axis=1) > 0.01).tolist() == sinks  # the sink takes a visible share
+    assert np.all(s.means["sink_mass"][[not x for x in sinks]] == 0)
     return s
 
 
@@ -61,6 +77,37 @@ def test_streamed_equals_dense_on_every_family(family):
     ids = np.random.default_rng(1).integers(3, m.config.vocab_size, n)
     s = check_against_dense(m, ids, block=8)  # 5 query blocks: partial blocks, causal skips, windows across blocks
     assert (s.layers, s.heads, s.tokens) == (2, m.config.blocks[0].attention.heads, n)
+
+
+def checkpoint_2026(name: str):
+    """The random checkpoint of a family of 2026 (tests/test_models_2026.py; gpt-oss's sinks near e¹)."""
+    from test_models_2026 import checkpoint
+
+    return checkpoint(name)[0]
+
+
+@pytest.mark.parametrize("family", ["gemma3_text", "olmo2", "smollm3", "phi3", "llama4_text", "gpt_oss"])
+def test_streamed_equals_dense_on_every_family_of_2026(family):
+    """Windows of 3, two RoPE bases, NoPE layers, chunks and a query temperature, experts, learned sinks."""
+    m = models.load(checkpoint_2026(family), dtype="float64")
+    ids = np.random.default_rng(1).integers(3, m.config.vocab_size, 37)
+    s = check_against_dense(m, ids, block=8)
+    assert (s.layers, s.tokens) == (len(m.config.blocks), 37)
+
+
+def test_the_list_of_families_is_complete():
+    from test_models_2026 import VARIANTS
+
+    assert set(ALL_FAMILY_VARIANTS) | set(VARIANTS) >= set(models.config.PLANNERS)
+
+
+def test_a_sink_map_sums_to_one_minus_pi(tmp_path):
+    m = models.load(checkpoint_2026("gpt_oss"), dtype="float64")
+    ids = np.random.default_rng(3).integers(3, m.config.vocab_size, 20)
+    s = m.head_stats(ids, per_row=True, induction=False, block=8, map_of=(1, 2), map_to=tmp_path / "m.npy")
+    A = np.load(tmp_path / "m.npy")
+    np.testing.assert_allclose(A, np.asarray(m.forward(ids[None, :]).attention)[1, 0, 2], atol=1e-6)
+    np.testing.assert_allclose(A.sum(-1)[1:], 1 - s.rows["sink_mass"][1, 2, 1:], atol=1e-6)
 
 
 @pytest.fixture(scope="module")
@@ -109,6 +156,7 @@ def test_one_head_map_goes_to_a_npy_file(minilm64, tmp_path):
     ({"map_of": (0, 0)}, "go together"),
     ({"block": 0}, "block must be a positive integer"),
     ({"per_row": "yes"}, "per_row"),
+    ({"spread": True}, "pass per_row=True"),
 ])
 def test_bad_arguments_are_refused(minilm64, kwargs, match):
     with pytest.raises(SpecError, match=match):
@@ -124,9 +172,9 @@ def test_bad_texts_are_refused(minilm64):
         minilm64.head_stats([5, 10**9])
 
 
-@pytest.mark.parametrize("family", ["llama", "bert"])
+@pytest.mark.parametrize("family", ["llama", "bert", "gpt_oss"])
 def test_float32_pass_agrees_with_the_float64_dense_route(family):
-    folder, _ = decoder_family(family)
+    folder = checkpoint_2026(family) if family == "gpt_oss" else decoder_family(family)[0]
     m32, m64 = models.load(folder), models.load(folder, dtype="float64")
     ids = np.random.default_rng(2).integers(3, m32.config.vocab_size, min(45, m32.config.max_positions))
     out = m64.forward(ids[None, :])

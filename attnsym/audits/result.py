@@ -3,7 +3,7 @@
 Columns (:data:`COLUMNS`): ``layer`` and ``head`` (from 0, as :meth:`Model.spec`), then the
 statistics of :data:`STATISTICS`, each a mean over the query rows that count (see
 :mod:`attnsym.audits.stream`); ``sink_mass`` is a learned sink's weight ``π`` where the family
-has one (no family of the table does today: 0), ``induction_mass`` and ``duplicate_mass`` the
+has one (gpt-oss; 0 elsewhere), the other weights then summing to ``1 − π`` per row, ``induction_mass`` and ``duplicate_mass`` the
 induction and duplicate-token scores of :func:`attnsym.heads.induction_scores` on its
 repeated random probe (NaN for a bidirectional model).
 """
@@ -56,7 +56,8 @@ class HeadStats:
         Statistic name (:data:`STATISTICS`) -> ``(layers, heads)`` float64 array.
     rows : dict or None
         With ``per_row=True``: name -> ``(layers, heads, tokens)`` float64 array, NaN where a
-        query row does not count (:data:`attnsym.audits.stream.ROW_STATISTICS` only).
+        query row does not count (:data:`attnsym.audits.stream.ROW_STATISTICS`, and with
+        ``spread=True`` :data:`~attnsym.audits.stream.SPREAD_STATISTICS`).
     """
 
     model: str

@@ -291,7 +291,8 @@ def _attention(xp, ops, spec, Q, K, V, gains: dict, allowed, positions, dtype: s
     spec, mask = _bound(xp, spec, n, allowed, cache, _device(Q))
     layer = BoundLayer(spec=spec, xp=xp, batch_shape=(B,), dtype=dtype, device=_device(Q), mask=mask,
                        positions=None if spec.positions is None and spec.query_temperature is None
-                       else xp.astype(xp.asarray(positions), xp.float64))
+                       else xp.astype(xp.asarray(positions), xp.float64),
+                       sinks=gains["s_sink"] if spec.sink else None)  # a streamed core puts them in its normaliser
     Qh = head_rows(layer, gains, Q, "Q", p0)  # (B, H, r, d_k), QK-normed and rotated
     Kh = head_rows(layer, gains, K, "K", p0, expand=past is None)  # (B, H, r, d_k), key heads repeated (no cache)
     Vh = xp.permute_dims(xp.reshape(V, (B, r, spec.kv_heads, spec.d_v)), (0, 2, 1, 3))  # (B, H_kv, r, d_v)
@@ -300,9 +301,6 @@ def _attention(xp, ops, spec, Q, K, V, gains: dict, allowed, positions, dtype: s
         Kh = expand_kv(xp, Kh, spec.kv_group)
     Vh = expand_kv(xp, Vh, spec.kv_group)
     if core is not None:
-        if spec.sink:
-            raise ModelError("streamed head statistics do not run layers with a learned attention sink yet; "
-                             "route the text (m.route) for these layers' weights")
         return None, None, merge_heads(xp, core(layer, Qh, Kh, Vh))
     S = block_scores(layer, Qh * layer.scale, Kh, p0, n, 0, n)  # (B, H, r, n), -inf where not allowed
     if spec.sink:  # the sink's logit in each row's denominator: rows of A sum to 1 − π, kept so
@@ -482,7 +480,8 @@ def forward_streamed(plan: ModelPlan, weights: Weights, input_ids, core) -> None
 
     ``core(k, layer, Q_h, K_h, V_h) -> Z_h`` gets layer ``k``'s bound layer and per-head rows
     ``(B, H, n, d)`` (QK-normed, rotated, key/value heads repeated) and returns ``A V`` without
-    keeping ``A`` (:mod:`attnsym.audits` streams it). Embedding, norms, MLPs and residuals are
+    keeping ``A`` (:mod:`attnsym.audits` streams it); a layer with a learned sink carries its logits
+    in ``layer.sinks``, for the core's normaliser. Embedding, norms, MLPs and residuals are
     this module's; nothing is returned (the caller's ``core`` keeps what it measures).
     """
     xp = array_namespace(weights.word)

@@ -39,6 +39,9 @@ module                                     question
 :mod:`attnsym.studies.cost`                what does attention cost in operations and memory,
                                            and what does a K/V cache save? (``quadratic-cost``,
                                            ``kv-cache``)
+:mod:`attnsym.studies.real_text`           how do a real model's heads spread their
+                                           attention as a text grows, beside the bounds of
+                                           ``entropy-lower-bound`` and ``dispersion``?
 =========================================  ================================================
 
 Submodules are imported by name (``from attnsym.studies import saturation``); this package
