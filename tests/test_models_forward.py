@@ -110,6 +110,20 @@ def test_gelu_float32_blocks_and_strided_input():
     assert gelu_float32(np.zeros((0, 4), np.float32)).shape == (0, 4)
 
 
+@pytest.mark.parametrize("dtype, tol", [(np.float32, 2e-6), (np.float64, 1e-14)])
+def test_the_forward_pass_gelu_tanh_is_the_checked_one(dtype, tol):
+    """The pass's x / (1 + e^(−2z)) equals gelu_tanh's x·½(1 + tanh z) (the two copies of one formula), and its
+    limits hold where the cube overflows."""
+    from attnsym.numeric.activations import gelu_tanh, gelu_tanh_unchecked
+
+    x = np.linspace(-12, 12, 4001).astype(dtype)
+    fast, checked = gelu_tanh_unchecked(x), gelu_tanh(x)
+    assert fast.dtype == dtype and fast is not x
+    assert np.abs(fast - checked).max() <= tol * np.maximum(1.0, np.abs(x)).max()
+    big = np.array([np.finfo(dtype).max, -np.finfo(dtype).max], dtype)
+    np.testing.assert_array_equal(gelu_tanh_unchecked(big), [np.finfo(dtype).max, 0.0])
+
+
 def test_packed_projection_is_the_three_weights_and_shares_their_memory(m):
     lw = m.weights.layers[0]
     d = m.config.width

@@ -66,7 +66,7 @@ import numpy as np
 from ..errors import ShapeError
 from ..numeric import _kernels, array_namespace
 from ..numeric._inputs import dtype_name
-from ..numeric.activations import GELU_TANH_CUBIC, gelu, gelu_float32, gelu_tanh, silu
+from ..numeric.activations import GELU_TANH_CUBIC, gelu, gelu_float32, gelu_tanh_unchecked, silu
 from ..numeric.binding import window_band
 from ..numeric.layer import (
     BoundLayer,
@@ -119,7 +119,7 @@ def _activation(xp, kind: str, x):
             return gelu_float32(x)
         return gelu(x)
     if kind == "gelu_tanh":
-        return gelu_tanh(x)
+        return gelu_tanh_unchecked(x)
     if kind == "gelu_tanh_bloom":  # GELU_TANH's formula with √(2/π) rounded to 8 digits (2.6e-10 apart on [-4, 4])
         u = xp.clip(x, -10.0, 10.0)  # tanh is ±1 there already: the cubic cannot overflow
         return 0.5 * x * (1.0 + xp.tanh(BLOOM_GELU_COEFFICIENT * u * (1.0 + GELU_TANH_CUBIC * u * u)))

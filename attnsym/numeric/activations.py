@@ -21,7 +21,7 @@ from ..errors import ShapeError
 from ._inputs import float_inputs
 from .backend import array_namespace, erf
 
-__all__ = ["ERF_P", "ERF_Q", "GELU_BLOCK", "GELU_TANH_CUBIC", "gelu", "gelu_float32", "gelu_tanh", "silu"]
+__all__ = ["ERF_P", "ERF_Q", "GELU_BLOCK", "GELU_TANH_CUBIC", "gelu", "gelu_float32", "gelu_tanh", "gelu_tanh_unchecked", "silu"]
 
 #: the cubic coefficient of the tanh approximation; equals ``float(attnsym.symbolic.GELU_TANH_CUBIC)`` (tested)
 GELU_TANH_CUBIC = 0.044715
@@ -73,6 +73,33 @@ def gelu_tanh(x):
     x = a["x"]
     u = xp.clip(x, -10.0, 10.0)
     return 0.5 * x * (1.0 + xp.tanh(math.sqrt(2.0 / math.pi) * (u + GELU_TANH_CUBIC * u**3)))
+
+
+def gelu_tanh_unchecked(x: Any) -> Any:
+    r""":func:`gelu_tanh` for a forward pass: the values are not checked (the pass checks its result once).
+
+    NumPy: ``½(1 + tanh z) = 1 / (1 + e^(−2z))``, so ``x / (1 + e^(−2z))`` with
+    ``z = √(2/π)(x + 0.044715 x³)``, in one new array (float32's ``exp`` runs about 2.4× faster than
+    its ``tanh``; an overflowing cube gives ``e^(∓inf)`` and so ``x`` or ``−0``, the limits). Other
+    libraries: :func:`gelu_tanh`'s own form. The two forms agree to a few units in the last place
+    (a test ties them).
+
+    Examples
+    --------
+    >>> gelu_tanh_unchecked(np.array([-1e30, 0.0, 1.0])).round(6)  # 1·½(1 + tanh(√(2/π)·1.044715)) = 0.841192
+    array([-0.      ,  0.      ,  0.841192])
+    """
+    if not isinstance(x, np.ndarray):
+        return gelu_tanh(x)
+    with np.errstate(over="ignore", invalid="ignore"):
+        t = np.multiply(x, x)
+        t *= GELU_TANH_CUBIC
+        t += 1.0
+        t *= x  # x + 0.044715 x³
+        t *= -2.0 * math.sqrt(2.0 / math.pi)
+        np.exp(t, out=t)
+    t += 1.0
+    return np.divide(x, t, out=t)
 
 
 def silu(x: Any) -> Any:
