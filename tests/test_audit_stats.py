@@ -95,10 +95,28 @@ def test_streamed_equals_dense_on_every_family_of_2026(family):
     assert (s.layers, s.tokens) == (len(m.config.blocks), 37)
 
 
+@pytest.mark.parametrize("family", ["deepseek_v3", "qwen3_next"])
+def test_streamed_equals_dense_on_latent_and_gated_attention(family):
+    """Multi-head latent attention (keys and values expanded from a latent, d_v ≠ d_k) and the output gate."""
+    if family == "deepseek_v3":
+        from test_models_deepseek import checkpoint as deepseek
+
+        folder = deepseek("q_latent")[0]
+    else:
+        from test_models_qwen3_next import checkpoint as qwen3_next
+
+        folder = qwen3_next(True)[0]
+    m = models.load(folder, dtype="float64")
+    ids = np.random.default_rng(1).integers(3, m.config.vocab_size, 37)
+    s = check_against_dense(m, ids, block=8)
+    assert (s.layers, s.tokens) == (len(m.config.blocks), 37)
+
+
 def test_the_list_of_families_is_complete():
     from test_models_2026 import VARIANTS
 
-    assert set(ALL_FAMILY_VARIANTS) | set(VARIANTS) >= set(models.config.PLANNERS)
+    tested = set(ALL_FAMILY_VARIANTS) | set(VARIANTS) | {"deepseek_v3", "qwen3_next"}
+    assert tested >= set(models.families.FAMILIES)
 
 
 def test_a_sink_map_sums_to_one_minus_pi(tmp_path):

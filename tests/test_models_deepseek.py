@@ -21,13 +21,12 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
-import tempfile
 from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
-from models_support import family_tokenizer
+from models_support import family_tokenizer, scratch_folder
 from test_models_float64_reference import _float32_steps_in_float64
 
 from attnsym import heads as hd
@@ -72,7 +71,7 @@ def checkpoint(name: str):
         for key, b in hf.named_buffers():
             if key.endswith("e_score_correction_bias"):  # as large as the scores' spread: it moves the choice
                 b.copy_(0.3 * torch.randn_like(b))
-    folder = Path(tempfile.mkdtemp(prefix=f"attnsym-deepseek-{name}-"))
+    folder = scratch_folder(f"attnsym-deepseek-{name}-")
     hf.save_pretrained(folder, safe_serialization=True)
     family_tokenizer(folder)
     return folder, hf
@@ -211,7 +210,7 @@ def _rms(a, g, eps: float):
 def _config(**changes) -> Path:
     folder, _ = checkpoint("q_latent")
     raw = {**json.loads((folder / "config.json").read_text()), **changes}
-    target = Path(tempfile.mkdtemp(prefix="attnsym-deepseek-lint-"))
+    target = scratch_folder("attnsym-deepseek-lint-")
     (target / "config.json").write_text(json.dumps(raw))
     return target / "config.json"
 

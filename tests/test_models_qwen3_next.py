@@ -14,12 +14,10 @@ from __future__ import annotations
 
 import functools
 import json
-import tempfile
-from pathlib import Path
 
 import numpy as np
 import pytest
-from models_support import family_tokenizer
+from models_support import family_tokenizer, scratch_folder
 from test_models_rope_scaling import IDS, KW, MASK, errors, float64_reference
 
 from attnsym import models
@@ -47,7 +45,7 @@ def checkpoint(norm_topk_prob: bool):
     with torch.no_grad():
         for p in hf.parameters():
             p.add_(0.3 * torch.randn_like(p))
-    folder = Path(tempfile.mkdtemp(prefix="attnsym-qwen3_next-"))
+    folder = scratch_folder("attnsym-qwen3_next-")
     hf.save_pretrained(folder, safe_serialization=True)
     family_tokenizer(folder)
     return folder, hf

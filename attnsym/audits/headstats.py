@@ -48,7 +48,8 @@ def revision(model) -> str:
     for a in arrays:
         a = np.ascontiguousarray(np.asarray(a))
         digest.update(f"{a.dtype.str}{a.shape}".encode())
-        digest.update(memoryview(a).cast("B"))
+        if a.size:  # an empty array (a latent layer's W_V) is its dtype and shape alone
+            digest.update(memoryview(a).cast("B"))
     _REVISIONS[key] = (weakref.ref(model), digest.hexdigest())
     return digest.hexdigest()
 
