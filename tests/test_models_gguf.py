@@ -59,7 +59,7 @@ def _permute_rows(W: np.ndarray, heads: int) -> np.ndarray:
 
 #: attnsym family -> GGUF architecture (a Mistral-style file is a LLaMA one with a sliding window)
 GGUF_ARCH = {"llama": "LLAMA", "mistral": "LLAMA", "qwen2": "QWEN2", "qwen3": "QWEN3", "gemma2": "GEMMA2",
-             "gpt2": "GPT2", "gpt_neox": "GPTNEOX", "bloom": "BLOOM", "bert": "BERT"}
+             "gpt2": "GPT2", "gpt_neox": "GPTNEOX", "bloom": "BLOOM", "bert": "BERT", "phi3": "PHI3"}
 
 
 def _metadata(c, family: str) -> dict:
@@ -88,6 +88,9 @@ def _metadata(c, family: str) -> dict:
                     "attention.layer_norm_rms_epsilon": float(c.rms_norm_eps), "vocab_size": c.vocab_size}
     if get("head_dim") is not None and family in ("qwen3", "gemma2"):
         out |= {"attention.key_length": c.head_dim, "attention.value_length": c.head_dim}
+    if family == "phi3":  # the rotated dims, as llama.cpp's converter writes them
+        d = c.hidden_size // c.num_attention_heads
+        out["rope.dimension_count"] = int(d * rope.get("partial_rotary_factor", 1.0))
     if rope.get("rope_type") == "linear":
         out |= {"rope.scaling.type": "linear", "rope.scaling.factor": float(rope["factor"])}
     if family in ("mistral", "gemma2") and get("sliding_window"):

@@ -66,10 +66,11 @@ GGUF_NAMES: dict[str, dict[str, str]] = {
     **{family: _DECODER_NAMES for family in ("llama", "mistral", "qwen2", "qwen3", "gpt2", "gpt_neox", "bloom")},
     "gemma2": _DECODER_NAMES | {"post_attn_norm": "blk.{i}.post_attention_norm.weight",
                                 "post_mlp_norm": "blk.{i}.post_ffw_norm.weight"},
+    "phi3": _DECODER_NAMES | {"W_gate_up": "blk.{i}.ffn_up.weight"},
     "bert": _DECODER_NAMES | {"attn_norm": "blk.{i}.attn_output_norm.weight",
                               "mlp_norm": "blk.{i}.layer_output_norm.weight"},
 }
-_FUSED = ("gpt2", "gpt_neox", "bloom")
+_FUSED = ("gpt2", "gpt_neox", "bloom", "phi3")
 
 #: the LM head (an untied model's ``output.weight``): the plan reads it as ties are decided by its presence
 LM_HEAD = _DECODER_NAMES["lm_head"]
@@ -159,8 +160,10 @@ def _rope_scaling(meta: dict[str, Any], a: str, path: Path) -> dict[str, Any] | 
     return {"rope_type": "linear", "factor": float(_number(meta, f"{a}.rope.scaling.factor", path))}
 
 
-def _llama_like(meta: dict[str, Any], a: str, path: Path, tensors: dict[str, tuple[int, ...]]) -> dict[str, Any]:
-    """``llama``, ``qwen2``, ``qwen3``, ``gemma2``: the LLaMA-layout keys."""
+def _llama_like(meta: dict[str, Any], a: str, path: Path, tensors: dict[str, tuple[int, ...]],
+                partial_rotary: bool = False) -> dict[str, Any]:
+    """``llama``, ``qwen2``, ``qwen3``, ``gemma2``, ``phi3``: the LLaMA-layout keys (``partial_rotary``: a
+    ``rope.dimension_count`` below the head width is ``partial_rotary_factor``, as Phi-3 reads it)."""
     heads = _size(meta, f"{a}.attention.head_count", path)
     width = _size(meta, f"{a}.embedding_length", path)
     head_dim = _size(meta, f"{a}.attention.key_length", path, None)
@@ -171,7 +174,7 @@ def _llama_like(meta: dict[str, Any], a: str, path: Path, tensors: dict[str, tup
         _refuse(path, f"{a}.attention.value_length", value_dim, f"attnsym runs value heads as wide as key heads "
                 f"({head_dim})")
     rotary = _size(meta, f"{a}.rope.dimension_count", path, head_dim)
-    if rotary != head_dim:
+    if rotary != head_dim and not (partial_rotary and head_dim and rotary < head_dim):
         _refuse(path, f"{a}.rope.dimension_count", rotary, f"attnsym runs {a} with rotary on the whole head "
                 f"({head_dim} dimensions)")
     raw: dict[str, Any] = {
@@ -188,6 +191,8 @@ def _llama_like(meta: dict[str, Any], a: str, path: Path, tensors: dict[str, tup
     }
     if head_dim is not None:
         raw["head_dim"] = head_dim
+    if rotary != head_dim and head_dim:
+        raw["partial_rotary_factor"] = rotary / head_dim
     return raw
 
 
@@ -218,6 +223,21 @@ def _gemma2(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]
                   "sliding_window": _size(meta, "gemma2.attention.sliding_window", path),
                   "attn_logit_softcapping": _number(meta, "gemma2.attn_logit_softcapping", path, None),
                   "final_logit_softcapping": _number(meta, "gemma2.final_logit_softcapping", path, None)}
+
+
+def _phi3(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]]) -> dict[str, Any]:
+    """Phi-3: fused ``attn_qkv`` and ``ffn_up`` (gate, then up), partial rotary, a window on every layer when set.
+
+    LongRoPE's per-frequency factors (``rope_factors_long`` / ``rope_factors_short`` tensors) are refused.
+    """
+    for name in ("rope_factors_long.weight", "rope_factors_short.weight"):
+        if name in tensors:
+            raise UnsupportedModelError(f"{path}: the GGUF file holds a {name!r} tensor (Phi-3's LongRoPE factors), "
+                                        "which attnsym does not read from GGUF files; load the Hugging Face folder")
+    raw = _llama_like(meta, "phi3", path, tensors, partial_rotary=True) | {"model_type": "phi3"}
+    raw.pop("attention_bias")
+    window = _size(meta, "phi3.attention.sliding_window", path, None)
+    return raw | ({} if window is None else {"sliding_window": window})
 
 
 def _layer_norm_eps(meta: dict[str, Any], a: str, path: Path) -> float:
@@ -285,6 +305,9 @@ ARCHITECTURES: dict[str, tuple[Callable[..., dict[str, Any]], tuple[str, ...]]] 
                          "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.dimension_count",
                          "rope.scaling.type", "rope.scaling.factor", "attention.sliding_window",
                          "attn_logit_softcapping", "final_logit_softcapping")),
+    "phi3": (_phi3, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
+                     "attention.head_count_kv", "attention.layer_norm_rms_epsilon", "rope.freq_base",
+                     "rope.dimension_count", "rope.scaling.type", "rope.scaling.factor", "attention.sliding_window")),
     "gpt2": (_gpt2, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
                      "attention.layer_norm_epsilon")),
     "gptneox": (_gptneox, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
