@@ -67,6 +67,8 @@ GGUF_NAMES: dict[str, dict[str, str]] = {
     "gemma2": _DECODER_NAMES | {"post_attn_norm": "blk.{i}.post_attention_norm.weight",
                                 "post_mlp_norm": "blk.{i}.post_ffw_norm.weight"},
     "phi3": _DECODER_NAMES | {"W_gate_up": "blk.{i}.ffn_up.weight"},
+    "gemma3_text": _DECODER_NAMES | {"post_attn_norm": "blk.{i}.post_attention_norm.weight",
+                                     "post_mlp_norm": "blk.{i}.post_ffw_norm.weight"},
     "bert": _DECODER_NAMES | {"attn_norm": "blk.{i}.attn_output_norm.weight",
                               "mlp_norm": "blk.{i}.layer_output_norm.weight"},
 }
@@ -225,6 +227,19 @@ def _gemma2(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]
                   "final_logit_softcapping": _number(meta, "gemma2.final_logit_softcapping", path, None)}
 
 
+def _gemma3(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]]) -> dict[str, Any]:
+    """Gemma 3 (text): five sliding layers to one global (llama.cpp's rule, ``sliding_window_pattern`` 6), the
+    global layers with ``rope.freq_base`` and its scaling, the local ones with base 10 000 (llama.cpp's constant);
+    queries scaled as Gemma 2's (``1/sqrt(width/heads)`` for the 62-layer 27B)."""
+    raw = _llama_like(meta, "gemma3", path, tensors)
+    layers, heads, width = raw["num_hidden_layers"], raw["num_attention_heads"], raw["hidden_size"]
+    raw.pop("attention_bias")
+    return raw | {"model_type": "gemma3_text", "hidden_activation": "gelu_pytorch_tanh",
+                  "query_pre_attn_scalar": width // heads if layers == 62 else raw["head_dim"],
+                  "sliding_window": _size(meta, "gemma3.attention.sliding_window", path),
+                  "rope_local_base_freq": 10000.0}
+
+
 def _phi3(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]]) -> dict[str, Any]:
     """Phi-3: fused ``attn_qkv`` and ``ffn_up`` (gate, then up), partial rotary, a window on every layer when set.
 
@@ -305,6 +320,10 @@ ARCHITECTURES: dict[str, tuple[Callable[..., dict[str, Any]], tuple[str, ...]]] 
                          "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.dimension_count",
                          "rope.scaling.type", "rope.scaling.factor", "attention.sliding_window",
                          "attn_logit_softcapping", "final_logit_softcapping")),
+    "gemma3": (_gemma3, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
+                         "attention.head_count_kv", "attention.key_length", "attention.value_length",
+                         "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.dimension_count",
+                         "rope.scaling.type", "rope.scaling.factor", "attention.sliding_window")),
     "phi3": (_phi3, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
                      "attention.head_count_kv", "attention.layer_norm_rms_epsilon", "rope.freq_base",
                      "rope.dimension_count", "rope.scaling.type", "rope.scaling.factor", "attention.sliding_window")),
@@ -321,6 +340,12 @@ ARCHITECTURES: dict[str, tuple[Callable[..., dict[str, Any]], tuple[str, ...]]] 
 
 #: GGUF architectures whose ``attn_q`` / ``attn_k`` rows the converter permuted (module docstring)
 PERMUTED_QK = ("llama",)
+
+
+def _stored_qk_gains(spec: Any) -> Any:
+    """The spec with a QK-norm gain offset of 0: the converter stored ``1 + w`` in ``attn_q_norm`` / ``attn_k_norm``
+    as in every other ``norm.weight`` (Gemma 3)."""
+    return spec.replace(qk_norm_offset=0.0) if spec.qk_norm and spec.qk_norm_offset else spec
 
 
 def plan_from_metadata(meta: dict[str, Any], tensors: dict[str, tuple[int, ...]], path: Path) -> GGUFPlan:
@@ -379,7 +404,8 @@ def plan_from_metadata(meta: dict[str, Any], tensors: dict[str, tuple[int, ...]]
                     qkv="columns" if plan.model_type in _FUSED else "separate")
     if any(b.norm.offset for b in plan.blocks):  # llama.cpp's converter stores 1 + w gains (Gemma): no offset left
         norm = Norm("rms", plan.final_norm.eps if plan.final_norm else 1e-6)
-        plan = replace(plan, blocks=tuple(replace(b, norm=norm) for b in plan.blocks), final_norm=norm)
+        plan = replace(plan, blocks=tuple(replace(b, norm=norm, attention=_stored_qk_gains(b.attention))
+                                          for b in plan.blocks), final_norm=norm)
     plan = replace(plan, layout=layout)
     permuted: dict[str, int] = {}
     if arch in PERMUTED_QK:

@@ -1,4 +1,4 @@
-"""Phi-3 GGUF files (``general.architecture = "phi3"``) written with ``gguf.GGUFWriter`` from random checkpoints.
+"""Phi-3 and Gemma 3 GGUF files (``phi3``, ``gemma3``) written with ``gguf.GGUFWriter`` from random checkpoints.
 
 Against transformers' own GGUF loader (full rotary: transformers' GGUF mapping for phi3 does not
 read ``phi3.rope.dimension_count``, so it runs every file with full rotary) in float32, within
@@ -64,3 +64,30 @@ def test_longrope_factor_tensors_are_refused(tmp_path):
                       extra_tensors={"rope_factors_long.weight": (factors, Q.F32)})
     with pytest.raises(UnsupportedModelError, match=r"'rope_factors_long.weight' tensor \(Phi-3's LongRoPE factors\)"):
         models.load(path)
+
+
+def test_gemma3_gguf_matches_transformers_gguf_loader_and_the_folder(tmp_path):
+    """Gemma 3 (text), six layers (five local at base 10 000, one global at 1 000 000), 1 + w norms stored whole.
+
+    llama.cpp scales queries by ``head_dim^-1/2`` (the checkpoints' ``query_pre_attn_scalar`` but for the 27B) and
+    transformers' GGUF loader by its default 256: the checkpoint has ``head_dim = query_pre_attn_scalar = 256``.
+    """
+    config = transformers.Gemma3TextConfig(**{k: v for k, v in KW.items() if k not in ("rope_theta", "num_hidden_layers")},
+                                           num_hidden_layers=6, head_dim=256, query_pre_attn_scalar=256,
+                                           sliding_window=3, pad_token_id=0)  # llama.cpp scales by head_dim^-1/2
+    torch.manual_seed(3)
+    hf = transformers.Gemma3ForCausalLM(config).eval()
+    with torch.no_grad():
+        for p in hf.parameters():
+            p.add_(0.2 * torch.randn_like(p))
+    hf.save_pretrained(tmp_path, safe_serialization=True)
+    path = write_gguf(tmp_path / "gemma3.gguf", hf, "gemma3_text")
+    m, folder_model = models.load(path), models.load(tmp_path)
+    rows = m.layers().to_dict()["layers"]
+    assert [r["rope_base"] for r in rows] == [10000.0] * 5 + [1000000.0]
+    assert [r["window"] for r in rows] == [3] * 5 + [None]
+    gap = _gap(m.forward(IDS), _reference(path))
+    print(f"gemma3 F32 float32: max |attnsym - transformers GGUF| = {gap:.2g}")
+    assert gap <= 2e-5
+    folder_out, gguf_out = folder_model.forward(IDS), m.forward(IDS)  # the +1 moved from the spec into the gains
+    np.testing.assert_allclose(gguf_out.hidden_states, folder_out.hidden_states, rtol=0, atol=1e-5)
