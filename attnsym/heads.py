@@ -22,7 +22,8 @@ a list of routes (several texts: a padded batch is already cut to real tokens by
 * classes, in order (:data:`CLASSES`), with a short label (:data:`SHORT`) and a sentence
   (:data:`DESCRIPTIONS`): ``previous-token`` (prev), ``next-token`` (next), ``self`` (self),
   ``first-token`` (first: ``[CLS]`` or the first token, a sink), ``end-token`` (end: ``[SEP]``
-  or the last real token, a sink), ``punctuation`` (punct), ``band`` (band: a fixed offset
+  or the last real token, a sink), ``learned-sink`` (sink: the mass π a learned sink logit takes, gpt-oss),
+  ``punctuation`` (punct), ``band`` (band: a fixed offset
   other than -1, 0, +1), ``broad`` (broad: high normalised entropy), ``induction`` (induct),
   ``duplicate-token`` (dup), ``mixed`` (mixed: no score above its threshold).
 
@@ -41,6 +42,8 @@ counted per layer) so that **every query weighs the same** (``sum of values / nu
 * first-token: :math:`A_{i,0}` over ``i >= 1``;
 * end-token: :math:`A_{i,n-1}` over ``i <= n-2`` (bidirectional only: in a decoder only the
   last query sees the last token);
+* learned-sink: :math:`\pi_i`, the mass query ``i`` gave a learned sink logit (a route's
+  ``sink_mass``, or ``1 − Σ_j A_ij`` of an array with ``sinks=True``); NaN without a sink;
 * punctuation: :math:`\sum_{j \in P, j \ne i} A_{ij}` over queries with at least one allowed
   punctuation key ``j != i``; ``P`` are the non-special tokens whose text is all Unicode
   punctuation (category ``P*``). NaN when no text has any (or no token strings were given);
@@ -51,7 +54,8 @@ counted per layer) so that **every query weighs the same** (``sum of values / nu
   ``|k|``, then the negative one);
 * broad: :math:`H_i / \ln m_i`, the row entropy :math:`H_i = -\sum_j A_{ij} \ln A_{ij}`
   normalised by the log of the number ``m_i`` of allowed keys (1 for a uniform row, 0 for a
-  one-hot row);
+  one-hot row); with a learned sink the sink is one more outcome: ``π_i`` joins the row and the
+  log is of ``m_i + 1``, so a row that gives all to the sink is not broad;
 * induction and duplicate-token: from :func:`induction_scores` (decoders only; NaN unless
   passed as ``induction=``).
 
@@ -60,15 +64,16 @@ counted per layer) so that **every query weighs the same** (``sum of values / nu
 the token after an earlier occurrence is both ``first-token`` and ``induction``: a sink never
 hides what else a head does. Its **primary** class (for tables) is the highest-scoring of the
 *specific* patterns that pass (:data:`SPECIFIC`: previous, next, self, punctuation, band,
-induction, duplicate); the sinks (first, end) and broad are primary only when no specific
-pattern passes (a sink is where a head puts the attention it does not use: Clark et al. 2019,
+induction, duplicate); the sinks (first, end, learned-sink) and broad are primary only when no
+specific pattern passes (a sink is where a head puts the attention it does not use: Clark et al. 2019,
 Xiao et al. 2024). Ties go to the earlier pattern of :data:`PATTERNS`; no class passes:
 ``mixed``.
 
 **Inputs.** Attention rows must be probability rows: entries in ``[0, 1]`` and each row's sum
 within :data:`ROW_SUM_TOLERANCE` of 1 — or, with ``sinks=True`` (a learned sink logit takes
-:math:`\pi` of each row), a sum in ``[0, 1]``; no dimension may be empty. Inputs are never
-modified (arrays are copied).
+:math:`\pi` of each row), a sum in ``[0, 1]``; a route of a sink family (its ``sink_mass`` set)
+is read that way without asking. No dimension may be empty. Inputs are never modified (arrays
+are copied).
 
 >>> import numpy as np
 >>> A = np.zeros((1, 2, 4, 4))
@@ -118,13 +123,13 @@ __all__ = [
 ]
 
 #: the scored patterns, the order of the last axis of :attr:`HeadReport.scores`
-PATTERNS: tuple[str, ...] = ("previous", "next", "self", "first", "end", "punctuation", "band", "broad",
+PATTERNS: tuple[str, ...] = ("previous", "next", "self", "first", "end", "sink", "punctuation", "band", "broad",
                              "induction", "duplicate")
 
 #: pattern -> class name of a head that the pattern wins
 _CLASS_OF: dict[str, str] = {
     "previous": "previous-token", "next": "next-token", "self": "self", "first": "first-token",
-    "end": "end-token", "punctuation": "punctuation", "band": "band", "broad": "broad",
+    "end": "end-token", "sink": "learned-sink", "punctuation": "punctuation", "band": "band", "broad": "broad",
     "induction": "induction", "duplicate": "duplicate-token",
 }
 
@@ -134,7 +139,8 @@ CLASSES: tuple[str, ...] = (*(_CLASS_OF[p] for p in PATTERNS), "mixed")
 #: class -> a short label (for grids and thumbnails)
 SHORT: dict[str, str] = {
     "previous-token": "prev", "next-token": "next", "self": "self", "first-token": "first", "end-token": "end",
-    "punctuation": "punct", "band": "band", "broad": "broad", "induction": "induct", "duplicate-token": "dup",
+    "learned-sink": "sink", "punctuation": "punct", "band": "band", "broad": "broad", "induction": "induct",
+    "duplicate-token": "dup",
     "mixed": "mixed",
 }
 
@@ -145,6 +151,7 @@ DESCRIPTIONS: dict[str, str] = {
     "self": "reads itself",
     "first-token": "reads the first token ([CLS] or the first word): a sink",
     "end-token": "reads the last token ([SEP] or the last word): a sink",
+    "learned-sink": "gives its attention to the learned sink logit (the mass π that reaches no token)",
     "punctuation": "reads the punctuation marks",
     "band": "reads a token at a fixed distance (2 or more) before or after it",
     "broad": "spreads its attention over many tokens (high normalised entropy)",
@@ -155,11 +162,13 @@ DESCRIPTIONS: dict[str, str] = {
 
 #: pattern -> default threshold of its score (a head gets the class only at or above it)
 DEFAULT_THRESHOLDS: dict[str, float] = {
-    "previous": 0.4, "next": 0.4, "self": 0.4, "first": 0.4, "end": 0.4, "punctuation": 0.4, "band": 0.4,
+    "previous": 0.4, "next": 0.4, "self": 0.4, "first": 0.4, "end": 0.4, "sink": 0.4, "punctuation": 0.4,
+    "band": 0.4,
     "broad": 0.8, "induction": 0.4, "duplicate": 0.4,
 }
 
-#: patterns that name a head's main job; the sinks (first, end) and broad are primary only when none of these passes
+#: patterns that name a head's main job; the sinks (first, end, the learned sink) and broad are primary only when
+#: none of these passes
 SPECIFIC: tuple[str, ...] = ("previous", "next", "self", "punctuation", "band", "induction", "duplicate")
 
 #: how far a row's sum may be from 1 (float32 rows over thousands of keys stay far inside)
@@ -313,6 +322,7 @@ class _Item:
     punct: np.ndarray  # (n,) bool
     causal: bool
     text: str
+    pi: np.ndarray | None = None  # (L, H, n): the mass each query gave a learned sink, or None without one
 
 
 def _piece(text: str) -> str:
@@ -358,12 +368,18 @@ def _from_route(route: Any, k: int, sinks: bool) -> _Item:
     punct = np.array([not special and _is_punct(route.text[a:b] if b > a else token)
                       for token, (a, b), special in zip(route.tokens, route.offsets, route.special, strict=True)],
                      dtype=bool)
-    A = _check_weights(attention, f"route {k} attention", sinks)
+    mass = getattr(route, "sink_mass", None)
+    A = _check_weights(attention, f"route {k} attention", sinks or mass is not None)
+    pi = None if mass is None else np.array(mass, dtype=np.float64)
+    if pi is not None and pi.shape != A.shape[:-1]:
+        raise ShapeError(f"route {k} sink_mass must have shape (layers, heads, n) = {A.shape[:-1]} (got {pi.shape})")
+    if pi is None and sinks:
+        pi = np.clip(1.0 - A.sum(axis=-1), 0.0, 1.0)
     allowed = _mask(A.shape[0], A.shape[-1], bool(route.causal))
     scores = getattr(route, "scores", None)
     if scores is not None and np.shape(scores) == A.shape:  # -inf where masked: a sliding window shows here
         allowed = allowed & np.isfinite(np.asarray(scores)).any(axis=1)
-    return _Item(A, allowed, punct, bool(route.causal), route.text)
+    return _Item(A, allowed, punct, bool(route.causal), route.text, pi)
 
 
 def _mask(layers: int, n: int, causal: bool) -> np.ndarray:
@@ -428,7 +444,8 @@ def _from_array(data: Any, mask: Any, tokens: Any, causal: bool | None, sinks: b
                 toks = [toks[j] for j in real]
             punct = np.array([_is_punct(t) for t in toks], dtype=bool)
         is_causal = _infer_causal(sub) if causal is None else causal
-        items.append(_Item(sub, _mask(sub.shape[0], real.size, is_causal), punct, is_causal, ""))
+        pi = np.clip(1.0 - sub.sum(axis=-1), 0.0, 1.0) if sinks else None  # what the sink took from each row
+        items.append(_Item(sub, _mask(sub.shape[0], real.size, is_causal), punct, is_causal, "", pi))
     return items
 
 
@@ -454,12 +471,14 @@ def _accumulate(item: _Item, max_offset: int, sums: np.ndarray, counts: np.ndarr
     """Add one text's value sums (L, H, P) and query counts (L, P) for every pattern, layer by layer."""
     for ly in range(item.A.shape[0]):
         _accumulate_layer(item.A[ly], item.allowed[ly], item.punct, max_offset, sums[ly], counts[ly],
-                          band_sums[ly], band_counts[ly])
+                          band_sums[ly], band_counts[ly], None if item.pi is None else item.pi[ly])
 
 
 def _accumulate_layer(A: np.ndarray, allowed: np.ndarray, punct: np.ndarray, max_offset: int, sums: np.ndarray,
-                      counts: np.ndarray, band_sums: np.ndarray, band_counts: np.ndarray) -> None:
-    """One layer: ``A`` (H, n, n), ``allowed`` (n, n); adds into the views ``sums`` (H, P), ``counts`` (P,), ….
+                      counts: np.ndarray, band_sums: np.ndarray, band_counts: np.ndarray,
+                      pi: np.ndarray | None = None) -> None:
+    """One layer: ``A`` (H, n, n), ``allowed`` (n, n), ``pi`` (H, n) or None; adds into the views ``sums`` (H, P),
+    ``counts`` (P,), ….
 
     A query counts for a pattern only where its mask allows the pattern's key (a causal or
     sliding-window query that cannot see key 0 does not dilute the first-token score).
@@ -500,8 +519,13 @@ def _accumulate_layer(A: np.ndarray, allowed: np.ndarray, punct: np.ndarray, max
             band_sums[:, slot] += A[:, rows, rows + k].sum(axis=-1)
             band_counts[slot] += rows.size
     rows = i[q]
-    H = row_entropy(A[:, rows, :])  # (H, rows)
-    add("broad", rows, H / np.log(m[rows]))
+    if pi is None:
+        H = row_entropy(A[:, rows, :])  # (H, rows)
+        add("broad", rows, H / np.log(m[rows]))
+        return
+    add("sink", rows, pi[:, rows])  # the learned sink: its mass π counts as one more place a row may go
+    H = row_entropy(np.concatenate([A[:, rows, :], pi[:, rows, None]], axis=-1))  # (H, rows) over keys + sink
+    add("broad", rows, H / np.log(m[rows] + 1))
 
 
 def _offsets(max_offset: int) -> list[int]:
@@ -609,7 +633,8 @@ def classify(data: Any, *, induction: InductionScores | None = None, thresholds:
         arr.setflags(write=False)
     return HeadReport(scores=scores, patterns=PATTERNS, labels=labels, primary=primary, top=top, band_offset=band_offset,
                       thresholds=limits, causal=is_causal, texts=tuple(it.text for it in items),
-                      queries={p: int(counts[:, _P[p]].max()) for p in PATTERNS if p not in ("band", "induction", "duplicate")})
+                      queries={p: int(counts[:, _P[p]].max()) for p in PATTERNS
+                               if p not in ("band", "induction", "duplicate") and (p != "sink" or counts[:, _P[p]].any())})
 
 
 def _label(scores: np.ndarray, limits: Mapping[str, float]

@@ -59,7 +59,8 @@ def _permute_rows(W: np.ndarray, heads: int) -> np.ndarray:
 
 #: attnsym family -> GGUF architecture (a Mistral-style file is a LLaMA one with a sliding window)
 GGUF_ARCH = {"llama": "LLAMA", "mistral": "LLAMA", "qwen2": "QWEN2", "qwen3": "QWEN3", "gemma2": "GEMMA2",
-             "gpt2": "GPT2", "gpt_neox": "GPTNEOX", "bloom": "BLOOM", "bert": "BERT"}
+             "gpt2": "GPT2", "gpt_neox": "GPTNEOX", "bloom": "BLOOM", "bert": "BERT", "phi3": "PHI3",
+            "gemma3_text": "GEMMA3"}
 
 
 def _metadata(c, family: str) -> dict:
@@ -79,6 +80,8 @@ def _metadata(c, family: str) -> dict:
     if family == "bert":
         return common | {"attention.layer_norm_epsilon": float(c.layer_norm_eps), "attention.causal": False}
     rope = get("rope_parameters") or {}
+    if family == "gemma3_text":  # one dict per layer type: the file states the global layers' base
+        rope = rope["full_attention"]
     if family == "gpt_neox":
         d = c.hidden_size // c.num_attention_heads
         return common | {"attention.layer_norm_epsilon": float(c.layer_norm_eps),
@@ -86,11 +89,14 @@ def _metadata(c, family: str) -> dict:
                          "rope.freq_base": float(rope["rope_theta"]), "use_parallel_residual": c.use_parallel_residual}
     out = common | {"attention.head_count_kv": c.num_key_value_heads, "rope.freq_base": float(rope["rope_theta"]),
                     "attention.layer_norm_rms_epsilon": float(c.rms_norm_eps), "vocab_size": c.vocab_size}
-    if get("head_dim") is not None and family in ("qwen3", "gemma2"):
+    if get("head_dim") is not None and family in ("qwen3", "gemma2", "gemma3_text"):
         out |= {"attention.key_length": c.head_dim, "attention.value_length": c.head_dim}
+    if family == "phi3":  # the rotated dims, as llama.cpp's converter writes them
+        d = c.hidden_size // c.num_attention_heads
+        out["rope.dimension_count"] = int(d * rope.get("partial_rotary_factor", 1.0))
     if rope.get("rope_type") == "linear":
         out |= {"rope.scaling.type": "linear", "rope.scaling.factor": float(rope["factor"])}
-    if family in ("mistral", "gemma2") and get("sliding_window"):
+    if family in ("mistral", "gemma2", "gemma3_text") and get("sliding_window"):
         out["attention.sliding_window"] = c.sliding_window
     if family == "gemma2":
         out |= {"attn_logit_softcapping": float(c.attn_logit_softcapping),
@@ -118,7 +124,7 @@ def _tensors(hf, family: str):
         if family in ("gpt_neox", "bloom") and ".attn_qkv." in gname:  # per head q|k|v -> [Q; K; V]
             heads = c.num_attention_heads if family == "gpt_neox" else c.n_head
             W = W.reshape(heads, 3, -1, *W.shape[1:]).swapaxes(0, 1).reshape(W.shape)
-        if family == "gemma2" and gname.endswith("norm.weight"):
+        if family in ("gemma2", "gemma3_text") and gname.endswith("norm.weight"):
             W = W + np.float32(1.0)  # Gemma's gain 1 + w, stored whole
         yield gname, W
 

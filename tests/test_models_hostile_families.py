@@ -43,7 +43,8 @@ SIZES = [0, -1, 2.5, "8", 2**40, 10**400, [8]]
 THETA = [0, -1, 1, 0.5, 10**400, NAN, INF, "10000", [10000.0]]
 ROPE = [{"rope_type": "linear"}, {"rope_type": "linear", "factor": 0}, {"rope_type": "linear", "factor": "2"},
         {"rope_type": "linear", "factor": 10**400}, {"rope_type": "linear", "factor": NAN},
-        {"rope_type": "yarn", "factor": 2.0}, {"rope_type": ["linear"], "factor": 2.0},
+        {"rope_type": "proportional", "factor": 2.0}, {"rope_type": "yarn", "factor": 2.0, "beta_fast": "32"},
+        {"rope_type": "longrope", "short_factor": [1.0], "long_factor": [1.0]}, {"rope_type": ["linear"], "factor": 2.0},
         {"rope_type": "llama3", "factor": 8.0}, "linear", [2.0]]
 POSITIVE = [0, -1, 10**400, NAN, INF, "16", [16]]
 

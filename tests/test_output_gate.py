@@ -97,3 +97,19 @@ def test_gate_inputs_are_checked_by_name():
     with pytest.raises(SpecError, match=r"output_gate must be"):
         AttentionSpec(n=2, d_model=2, output_gate="yes")
     assert "sigmoid output gate" in SPEC.describe() and SPEC.variants == ("output_gate",)
+
+
+def test_the_blockwise_path_gates_alike():
+    w = _weights(SPEC)
+    args = {"W_G": w["W_G"]}
+    plain = at.numeric.attention(w["X"], w["W_Q"], w["W_K"], w["W_V"], w["W_O"], spec=SPEC, return_weights=False,
+                                 **args)
+    lean = at.numeric.attention(w["X"], w["W_Q"], w["W_K"], w["W_V"], w["W_O"], spec=SPEC, return_weights=False,
+                                block_size=2, **args)
+    np.testing.assert_allclose(lean, plain, rtol=0, atol=1e-13)
+    G = np.random.default_rng(2).standard_normal(plain.shape)
+    g_plain = at.numeric.attention_vjp(w["X"], w["W_Q"], w["W_K"], w["W_V"], G, w["W_O"], spec=SPEC, **args)
+    g_lean = at.numeric.attention_vjp(w["X"], w["W_Q"], w["W_K"], w["W_V"], G, w["W_O"], spec=SPEC, block_size=2,
+                                      **args)
+    for name in g_plain:
+        np.testing.assert_allclose(g_lean[name], g_plain[name], rtol=0, atol=1e-12, err_msg=name)

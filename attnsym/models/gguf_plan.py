@@ -66,10 +66,13 @@ GGUF_NAMES: dict[str, dict[str, str]] = {
     **{family: _DECODER_NAMES for family in ("llama", "mistral", "qwen2", "qwen3", "gpt2", "gpt_neox", "bloom")},
     "gemma2": _DECODER_NAMES | {"post_attn_norm": "blk.{i}.post_attention_norm.weight",
                                 "post_mlp_norm": "blk.{i}.post_ffw_norm.weight"},
+    "phi3": _DECODER_NAMES | {"W_gate_up": "blk.{i}.ffn_up.weight"},
+    "gemma3_text": _DECODER_NAMES | {"post_attn_norm": "blk.{i}.post_attention_norm.weight",
+                                     "post_mlp_norm": "blk.{i}.post_ffw_norm.weight"},
     "bert": _DECODER_NAMES | {"attn_norm": "blk.{i}.attn_output_norm.weight",
                               "mlp_norm": "blk.{i}.layer_output_norm.weight"},
 }
-_FUSED = ("gpt2", "gpt_neox", "bloom")
+_FUSED = ("gpt2", "gpt_neox", "bloom", "phi3")
 
 #: the LM head (an untied model's ``output.weight``): the plan reads it as ties are decided by its presence
 LM_HEAD = _DECODER_NAMES["lm_head"]
@@ -159,8 +162,10 @@ def _rope_scaling(meta: dict[str, Any], a: str, path: Path) -> dict[str, Any] | 
     return {"rope_type": "linear", "factor": float(_number(meta, f"{a}.rope.scaling.factor", path))}
 
 
-def _llama_like(meta: dict[str, Any], a: str, path: Path, tensors: dict[str, tuple[int, ...]]) -> dict[str, Any]:
-    """``llama``, ``qwen2``, ``qwen3``, ``gemma2``: the LLaMA-layout keys."""
+def _llama_like(meta: dict[str, Any], a: str, path: Path, tensors: dict[str, tuple[int, ...]],
+                partial_rotary: bool = False) -> dict[str, Any]:
+    """``llama``, ``qwen2``, ``qwen3``, ``gemma2``, ``phi3``: the LLaMA-layout keys (``partial_rotary``: a
+    ``rope.dimension_count`` below the head width is ``partial_rotary_factor``, as Phi-3 reads it)."""
     heads = _size(meta, f"{a}.attention.head_count", path)
     width = _size(meta, f"{a}.embedding_length", path)
     head_dim = _size(meta, f"{a}.attention.key_length", path, None)
@@ -171,7 +176,7 @@ def _llama_like(meta: dict[str, Any], a: str, path: Path, tensors: dict[str, tup
         _refuse(path, f"{a}.attention.value_length", value_dim, f"attnsym runs value heads as wide as key heads "
                 f"({head_dim})")
     rotary = _size(meta, f"{a}.rope.dimension_count", path, head_dim)
-    if rotary != head_dim:
+    if rotary != head_dim and not (partial_rotary and head_dim and rotary < head_dim):
         _refuse(path, f"{a}.rope.dimension_count", rotary, f"attnsym runs {a} with rotary on the whole head "
                 f"({head_dim} dimensions)")
     raw: dict[str, Any] = {
@@ -188,6 +193,8 @@ def _llama_like(meta: dict[str, Any], a: str, path: Path, tensors: dict[str, tup
     }
     if head_dim is not None:
         raw["head_dim"] = head_dim
+    if rotary != head_dim and head_dim:
+        raw["partial_rotary_factor"] = rotary / head_dim
     return raw
 
 
@@ -218,6 +225,34 @@ def _gemma2(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]
                   "sliding_window": _size(meta, "gemma2.attention.sliding_window", path),
                   "attn_logit_softcapping": _number(meta, "gemma2.attn_logit_softcapping", path, None),
                   "final_logit_softcapping": _number(meta, "gemma2.final_logit_softcapping", path, None)}
+
+
+def _gemma3(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]]) -> dict[str, Any]:
+    """Gemma 3 (text): five sliding layers to one global (llama.cpp's rule, ``sliding_window_pattern`` 6), the
+    global layers with ``rope.freq_base`` and its scaling, the local ones with base 10 000 (llama.cpp's constant);
+    queries scaled as Gemma 2's (``1/sqrt(width/heads)`` for the 62-layer 27B)."""
+    raw = _llama_like(meta, "gemma3", path, tensors)
+    layers, heads, width = raw["num_hidden_layers"], raw["num_attention_heads"], raw["hidden_size"]
+    raw.pop("attention_bias")
+    return raw | {"model_type": "gemma3_text", "hidden_activation": "gelu_pytorch_tanh",
+                  "query_pre_attn_scalar": width // heads if layers == 62 else raw["head_dim"],
+                  "sliding_window": _size(meta, "gemma3.attention.sliding_window", path),
+                  "rope_local_base_freq": 10000.0}
+
+
+def _phi3(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]]) -> dict[str, Any]:
+    """Phi-3: fused ``attn_qkv`` and ``ffn_up`` (gate, then up), partial rotary, a window on every layer when set.
+
+    LongRoPE's per-frequency factors (``rope_factors_long`` / ``rope_factors_short`` tensors) are refused.
+    """
+    for name in ("rope_factors_long.weight", "rope_factors_short.weight"):
+        if name in tensors:
+            raise UnsupportedModelError(f"{path}: the GGUF file holds a {name!r} tensor (Phi-3's LongRoPE factors), "
+                                        "which attnsym does not read from GGUF files; load the Hugging Face folder")
+    raw = _llama_like(meta, "phi3", path, tensors, partial_rotary=True) | {"model_type": "phi3"}
+    raw.pop("attention_bias")
+    window = _size(meta, "phi3.attention.sliding_window", path, None)
+    return raw | ({} if window is None else {"sliding_window": window})
 
 
 def _layer_norm_eps(meta: dict[str, Any], a: str, path: Path) -> float:
@@ -285,6 +320,13 @@ ARCHITECTURES: dict[str, tuple[Callable[..., dict[str, Any]], tuple[str, ...]]] 
                          "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.dimension_count",
                          "rope.scaling.type", "rope.scaling.factor", "attention.sliding_window",
                          "attn_logit_softcapping", "final_logit_softcapping")),
+    "gemma3": (_gemma3, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
+                         "attention.head_count_kv", "attention.key_length", "attention.value_length",
+                         "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.dimension_count",
+                         "rope.scaling.type", "rope.scaling.factor", "attention.sliding_window")),
+    "phi3": (_phi3, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
+                     "attention.head_count_kv", "attention.layer_norm_rms_epsilon", "rope.freq_base",
+                     "rope.dimension_count", "rope.scaling.type", "rope.scaling.factor", "attention.sliding_window")),
     "gpt2": (_gpt2, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
                      "attention.layer_norm_epsilon")),
     "gptneox": (_gptneox, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
@@ -298,6 +340,12 @@ ARCHITECTURES: dict[str, tuple[Callable[..., dict[str, Any]], tuple[str, ...]]] 
 
 #: GGUF architectures whose ``attn_q`` / ``attn_k`` rows the converter permuted (module docstring)
 PERMUTED_QK = ("llama",)
+
+
+def _stored_qk_gains(spec: Any) -> Any:
+    """The spec with a QK-norm gain offset of 0: the converter stored ``1 + w`` in ``attn_q_norm`` / ``attn_k_norm``
+    as in every other ``norm.weight`` (Gemma 3)."""
+    return spec.replace(qk_norm_offset=0.0) if spec.qk_norm and spec.qk_norm_offset else spec
 
 
 def plan_from_metadata(meta: dict[str, Any], tensors: dict[str, tuple[int, ...]], path: Path) -> GGUFPlan:
@@ -356,7 +404,8 @@ def plan_from_metadata(meta: dict[str, Any], tensors: dict[str, tuple[int, ...]]
                     qkv="columns" if plan.model_type in _FUSED else "separate")
     if any(b.norm.offset for b in plan.blocks):  # llama.cpp's converter stores 1 + w gains (Gemma): no offset left
         norm = Norm("rms", plan.final_norm.eps if plan.final_norm else 1e-6)
-        plan = replace(plan, blocks=tuple(replace(b, norm=norm) for b in plan.blocks), final_norm=norm)
+        plan = replace(plan, blocks=tuple(replace(b, norm=norm, attention=_stored_qk_gains(b.attention))
+                                          for b in plan.blocks), final_norm=norm)
     plan = replace(plan, layout=layout)
     permuted: dict[str, int] = {}
     if arch in PERMUTED_QK:

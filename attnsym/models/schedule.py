@@ -38,7 +38,7 @@ def rope_base_and_scaling(raw: dict[str, Any], path: Path, theta_key: str = "rop
     """``(rope_theta, rope_scaling or None)`` from either spelling of the config (``theta_key``: the base's own name);
     every family reads RoPE here. ``params``: one layer type's own ``rope_parameters`` (nested configs).
 
-    The scaling dict keeps the keys its type takes (:data:`~attnsym.spec.ROPE_SCALING_PARAMETERS`)
+    The scaling dict keeps the keys its type takes (``ROPE_SCALING_PARAMETERS`` of :mod:`attnsym._positions`)
     and gains what transformers' ``standardize_rope_params`` and ``modeling_rope_utils`` take from
     the rest of the config: ``original_max_position_embeddings`` (the config's own top-level key
     first, for flat configs — Phi-3 writes it there —, else the dict's, else

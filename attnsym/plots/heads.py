@@ -22,7 +22,7 @@ __all__ = ["CLASS_COLOURS", "head_classes_figure"]
 #: class -> colour (colour-blind-safe Okabe–Ito hues first; ``mixed`` light grey)
 CLASS_COLOURS: dict[str, str] = {
     "previous-token": "#0072B2", "next-token": "#56B4E9", "self": "#009E73", "first-token": "#E69F00",
-    "end-token": "#D55E00", "punctuation": "#CC79A7", "band": "#F0E442", "broad": "#999999",
+    "end-token": "#D55E00", "learned-sink": "#332288", "punctuation": "#CC79A7", "band": "#F0E442", "broad": "#999999",
     "induction": "#882255", "duplicate-token": "#44AA99", "mixed": "#EEEEEE",
 }
 
