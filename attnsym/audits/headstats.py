@@ -48,7 +48,7 @@ def revision(model) -> str:
     for a in arrays:
         a = np.ascontiguousarray(np.asarray(a))
         digest.update(f"{a.dtype.str}{a.shape}".encode())
-        digest.update(memoryview(a).cast("B"))
+        digest.update(memoryview(a.reshape(-1)).cast("B"))  # 1-D: an empty array casts too
     _REVISIONS[key] = (weakref.ref(model), digest.hexdigest())
     return digest.hexdigest()
 
