@@ -300,3 +300,11 @@ def test_the_scores_split_and_absorb_on_a_real_layer():
         rotary = q_rope[:, head] @ k_rope.T  # one rotary key for every head
         ours = (nope + rope) ** -0.5 * (absorbed + rotary)
         assert np.abs(ours - S[head])[below].max() < 1e-12 * np.abs(S[head][below]).max()
+
+
+def test_streamed_head_statistics_equal_the_dense_ones():
+    """The audit's blockwise pass (values of width d_v ≠ d_k) gives the statistics of the dense route, row by row."""
+    from test_audit_stats import check_against_dense
+
+    ids = np.random.default_rng(0).integers(2, 100, size=37)
+    check_against_dense(loaded("q_latent"), ids, block=8)

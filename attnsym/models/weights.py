@@ -175,7 +175,7 @@ def _digest(value: Any) -> str:
     value = np.ascontiguousarray(value)
     h = hashlib.blake2b(digest_size=16)
     h.update(f"{value.dtype.str}{value.shape}".encode())
-    h.update(memoryview(value).cast("B"))
+    h.update(memoryview(value.reshape(-1)).cast("B"))  # 1-D: an empty array (a latent layer's W_V) casts too
     return h.hexdigest()
 
 
