@@ -19,11 +19,6 @@ from typing import Any
 import numpy as np
 import sympy as sp
 
-from ..._exact import exact
-from ...numeric import attention as numeric_attention
-from ...numeric import random_inputs
-from ...numeric import scores as numeric_scores
-from ...numeric.positions import apply_rope as numeric_rope
 from ...plots.literature_structure import (
     bottleneck_figure,
     icl_gd_figure,
@@ -33,14 +28,10 @@ from ...plots.literature_structure import (
     qk_norm_figure,
     rope_pairing_figure,
 )
-from ...spec import AttentionSpec
-from ...studies import bottleneck, identifiability
+from ...studies import bottleneck, certificates, identifiability, in_context
 from ...studies import qk_norm as qk_norm_study
 from ...studies import window as window_study
 from ...studies.qk_norm import QK_GAIN, SCALES
-from ...symbolic import in_context
-from ...symbolic.matrices import attention as symbolic_attention
-from ...symbolic.positions import apply_rope as symbolic_rope
 from ...symbolic.softmax_limits import dispersion_top_weight
 from .._evidence import CheckContext, Evidence, tex
 from .._verdict import failed_clause, verdict
@@ -260,253 +251,106 @@ QK_NORM_CONDITIONS = (
 
 # ----------------------------------------------------------------------------- icl-gradient-descent
 
-def _numeric_gd_step(W0: np.ndarray, X: np.ndarray, Y: np.ndarray, eta: float) -> np.ndarray:
-    """``−η ∇L(W0)`` for ``L(W) = Σ_i ‖W x_i − y_i‖²/(2N)`` by central differences (exact for a quadratic, to rounding)."""
-    N = X.shape[1]
-    loss = lambda W: float(np.sum((W @ X - Y) ** 2)) / (2 * N)
-    grad = np.zeros_like(W0)
-    for idx in np.ndindex(*W0.shape):
-        E = np.zeros_like(W0)
-        E[idx] = 1.0
-        grad[idx] = (loss(W0 + E) - loss(W0 - E)) / 2
-    return -eta * grad
-
-
 def check_icl_gradient_descent(ctx: CheckContext, *, rate_factor=1) -> Evidence:
     """von Oswald et al., Prop. 1: the LSA layer with the paper's weights maps every ``y_j`` to ``y_j − ΔW x_j``.
 
-    ``ΔW = −η·rate_factor·∇L(W_0)`` is the claimed gradient-descent step (``rate_factor = 1``: learning
-    rate η). Exact: symbolic context ``x_i, y_i``, query ``x_q``, ``W_0`` and ``η``
-    (:func:`attnsym.symbolic.in_context.linear_self_attention` with :func:`~attnsym.symbolic.in_context.gd_weights`)
-    against the gradient of the loss taken by SymPy. Numeric: random regression tasks (d_x = 5, N = 20),
-    the same layer in float64 against a GD step whose gradient is a central difference of the loss.
+    A verdict on :func:`attnsym.studies.in_context.study`. ``ΔW = −η·rate_factor·∇L(W_0)`` is the
+    claimed gradient-descent step (``rate_factor = 1``: learning rate η), exact (symbolic tokens,
+    ``W_0`` and ``η``) and on random float64 regression tasks (d_x = 5, N = 20).
     """
-    d_x, d_y, N = (2, 1, 2) if ctx.quick else (2, 2, 3)
-    X = sp.Matrix(d_x, N, lambda a, i: sp.Symbol(f"x_{{{a + 1},{i + 1}}}", real=True))
-    Y = sp.Matrix(d_y, N, lambda a, i: sp.Symbol(f"y_{{{a + 1},{i + 1}}}", real=True))
-    xq = sp.Matrix(d_x, 1, lambda a, _: sp.Symbol(f"x_{{{a + 1},q}}", real=True))
-    W0 = sp.Matrix(d_y, d_x, lambda a, b: sp.Symbol(f"w_{{{a + 1},{b + 1}}}", real=True))
-    eta = sp.Symbol("eta", positive=True)
-    C = sp.Matrix.vstack(X, Y)
-    tokens = sp.Matrix.hstack(C, sp.Matrix.vstack(xq, sp.zeros(d_y, 1)))
-    W_K, W_Q, W_V, P = in_context.gd_weights(d_x, d_y, eta=eta, N=N, W0=W0)
-    out = in_context.linear_self_attention(C, tokens, W_K, W_Q, W_V, P)
-    W = sp.Matrix(d_y, d_x, lambda a, b: sp.Symbol(f"W_{{{a + 1},{b + 1}}}", real=True))
-    loss = sum(((W * X.col(i) - Y.col(i)).T * (W * X.col(i) - Y.col(i)))[0] for i in range(N)) / (2 * N)
-    grad = sp.Matrix(d_y, d_x, lambda a, b: sp.diff(loss, W[a, b])).xreplace(dict(zip(W, W0, strict=True)))
-    dW = -eta * exact("rate_factor", rate_factor, floats="rational") * grad
-    X_all, Y_all = sp.Matrix.hstack(X, xq), sp.Matrix.hstack(Y, sp.zeros(d_y, 1))
-    expected = sp.Matrix.vstack(X_all, Y_all - dW * X_all)
-    exact_ok = (out - expected).applyfunc(sp.expand).is_zero_matrix
-    zero = {w: 0 for w in W0}
-    prediction = (dW * xq).xreplace(zero)  # one GD step from W = 0 predicts ŷ = ΔW x_q
-    query_ok = (out[d_x:, N].xreplace(zero) + prediction).applyfunc(sp.expand).is_zero_matrix
-    rng = ctx.rng("icl-gradient-descent")
-    tasks = 40 if ctx.quick else 400
-    dxn, dyn, Nn, eta_n = 5, 1, 20, 0.1
-    worst, gd_pred, lsa_pred = 0.0, [], []
-    for t in range(tasks):
-        Wt = rng.standard_normal((dyn, dxn))
-        Xn = rng.standard_normal((dxn, Nn))
-        Yn = Wt @ Xn + 0.1 * rng.standard_normal((dyn, Nn))
-        xqn = rng.standard_normal((dxn, 1))
-        W0n = np.zeros((dyn, dxn)) if t % 2 == 0 else rng.standard_normal((dyn, dxn))
-        Cn = np.vstack([Xn, Yn])
-        tok = np.hstack([Cn, np.vstack([xqn, np.zeros((dyn, 1))])])
-        outn = in_context.linear_self_attention(Cn, tok, *in_context.gd_weights(dxn, dyn, eta=eta_n, N=Nn, W0=W0n))
-        step = float(rate_factor) * _numeric_gd_step(W0n, Xn, Yn, eta_n)
-        want = np.hstack([Yn, np.zeros((dyn, 1))]) - step @ np.hstack([Xn, xqn])
-        worst = max(worst, float(np.max(np.abs(outn[dxn:] - want)) / max(1.0, float(np.max(np.abs(want))))))
-        worst = max(worst, float(np.max(np.abs(outn[:dxn] - np.hstack([Xn, xqn])))))
-        if t % 2 == 0:
-            gd_pred.append(float((step @ xqn)[0, 0]))
-            lsa_pred.append(float(-outn[dxn, Nn]))
-    facts = {"target slots = y_j − ΔW x_j (exact)": exact_ok, "query slot = −ŷ from W_0 = 0 (exact)": query_ok,
-             f"numeric tasks within 1e-10 ({tasks} tasks)": worst <= 1e-10}
-
-    def figure():
-        return icl_gd_figure(gd_pred, lsa_pred)
-
+    r = in_context.study(partial(ctx.rng, "icl-gradient-descent"), quick=ctx.quick, rate=rate_factor)
+    facts = {"target slots = y_j − ΔW x_j (exact)": r.target_slots, "query slot = −ŷ from W_0 = 0 (exact)": r.query_slot,
+             f"numeric tasks within 1e-10 ({r.tasks} tasks)": r.worst <= 1e-10}
+    sizes = in_context.NUMERIC_SIZES
     return Evidence(
         "icl-gradient-descent", statement("icl-gradient-descent"), verdict(facts),
-        method=f"symbolic proof (d_x = {d_x}, d_y = {d_y}, N = {N}, symbolic tokens, W_0 and η; gradient by SymPy) + "
-               f"numeric check ({tasks} random regression tasks, d_x = {dxn}, N = {Nn})",
-        summary=(f"exact: every token's target slot {'=' if exact_ok else '≠'} y_j − ΔW x_j with ΔW = −η∇L(W_0) "
+        method=f"symbolic proof (d_x = {r.d_x}, d_y = {r.d_y}, N = {r.N}, symbolic tokens, W_0 and η; gradient by "
+               f"SymPy) + numeric check ({r.tasks} random regression tasks, d_x = {sizes['d_x']}, N = {sizes['N']})",
+        summary=(f"exact: every token's target slot {'=' if r.target_slots else '≠'} y_j − ΔW x_j with ΔW = −η∇L(W_0) "
                  f"(rate factor {rate_factor}); x-slots unchanged; with W_0 = 0 the query's slot "
-                 f"{'= −ŷ' if query_ok else '≠ −ŷ'}, ŷ = {_plain(sp.factor(prediction[0]))}; numeric: largest gap "
-                 f"{worst:.1e} over {tasks} tasks" + failed_clause(facts)),
+                 f"{'= −ŷ' if r.query_slot else '≠ −ŷ'}, ŷ = {_plain(sp.factor(r.prediction))}; numeric: largest gap "
+                 f"{r.worst:.1e} over {r.tasks} tasks" + failed_clause(facts)),
         conditions=("linear self-attention (no softmax, no normalisation), keys and values from the N context tokens, "
                     "the paper's weights W_K = W_Q = (I 0; 0 0), W_V = (0 0; W_0 −I) (block rows), P = (η/N)·I",
                     "the prediction is read off the query's y-slot with the sign flipped (the layer writes −ŷ when "
                     "y_q starts at 0 and W_0 = 0); trained transformers only approximate these weights"),
-        details={"exact": exact_ok, "query = −ŷ (W_0 = 0)": query_ok, "GD prediction ŷ": prediction,
-                 "numeric largest gap": worst, "tasks": tasks},
+        details={"exact": r.target_slots, "query = −ŷ (W_0 = 0)": r.query_slot, "GD prediction ŷ": r.prediction,
+                 "numeric largest gap": r.worst, "tasks": r.tasks},
         equations=(("the layer", sp.Eq(tex("e_j'"), tex(r"e_j + P W_V \sum_i e_i e_i^\top W_K^\top W_Q e_j"),
                                        evaluate=False)),
-                   ("one GD step", sp.Eq(tex(r"\Delta W"), dW, evaluate=False))),
-        figures={"icl-gradient-descent": figure},
+                   ("one GD step", sp.Eq(tex(r"\Delta W"), r.dW, evaluate=False))),
+        figures={"icl-gradient-descent": partial(icl_gd_figure, list(r.gd), list(r.lsa))},
     )
 
 
 # ----------------------------------------------------------------------------- variant certificates
 
-def _kv_reads(heads: int, kv_heads: int, grouping: str) -> list[int]:
-    """The key/value head each query head reads: ``h // (H/H_kv)`` (repeat, Hugging Face ``repeat_kv``) or ``h mod H_kv``."""
-    group = heads // kv_heads
-    return [h // group if grouping == "repeat" else h % kv_heads for h in range(heads)]
-
-
-def _repeat_columns(W: np.ndarray, reads: list[int], width: int) -> np.ndarray:
-    """The multi-head weights: block ``h`` is block ``reads[h]`` of the grouped ``W``."""
-    return np.hstack([W[:, r * width:(r + 1) * width] for r in reads])
-
-
 def check_gqa_equals_repeated_kv(ctx: CheckContext, *, grouping: str = "repeat") -> Evidence:
     """Grouped-query attention = multi-head attention whose K/V weights repeat each group's block.
 
-    ``grouping`` is the claimed reading rule (``"repeat"``: query head ``h`` reads ``h // (H/H_kv)``;
-    the false variant ``"tile"``: ``h mod H_kv``). Exact: :func:`attnsym.symbolic.attention` of both
-    specs (H = 4, H_kv = 2), the multi-head symbols replaced by the grouped ones: the scores and values
-    of every head and ``Y`` are the same expressions. Numeric: both specs through
-    :func:`attnsym.numeric.attention` with RoPE and a causal mask (H = 8, H_kv = 2).
+    A verdict on :func:`attnsym.studies.certificates.gqa_study`. ``grouping`` is the claimed reading
+    rule (``"repeat"``: query head ``h`` reads ``h // (H/H_kv)``; the false variant ``"tile"``:
+    ``h mod H_kv``), exact (H = 4, H_kv = 2) and in float64 with RoPE and a causal mask (H = 8).
     """
-    H, H_kv = 4, 2
-    reads = _kv_reads(H, H_kv, grouping)
-    spec_g = AttentionSpec(n=2, d_model=2, heads=H, kv_heads=H_kv, d_k=1, d_v=1)
-    spec_m = AttentionSpec(n=2, d_model=2, heads=H, d_k=1, d_v=1)
-    sym_g, sym_m = symbolic_attention(spec_g), symbolic_attention(spec_m)
-    swap = {}
-    for name in ("W_K", "W_V"):
-        Wm, Wg = getattr(sym_m, name), getattr(sym_g, name)
-        swap.update({Wm[i, h]: Wg[i, reads[h]] for i in range(Wm.shape[0]) for h in range(H)})
-    same_scores = all((sm.xreplace(swap) - sg).applyfunc(sp.expand).is_zero_matrix
-                      for sm, sg in zip(sym_m.S_heads, sym_g.S_heads, strict=True))
-    same_values = all((vm.xreplace(swap) - vg).applyfunc(sp.expand).is_zero_matrix
-                      for vm, vg in zip(sym_m.V_heads, sym_g.V_heads, strict=True))
-    same_output = sym_m.Y.xreplace(swap) == sym_g.Y
-    Hn, Hn_kv, d_k = 8, 2, 4
-    reads_n = _kv_reads(Hn, Hn_kv, grouping)
-    spec_gn = AttentionSpec(n=16, d_model=32, heads=Hn, kv_heads=Hn_kv, d_k=d_k, causal=True, positions="rope")
-    spec_mn = spec_gn.replace(kv_heads=Hn)
-    v = random_inputs(spec_gn, seed=ctx.seed)
-    Y_g, A_g = numeric_attention(v["X"], v["W_Q"], v["W_K"], v["W_V"], v["W_O"], spec=spec_gn)
-    Y_m, A_m = numeric_attention(v["X"], v["W_Q"], _repeat_columns(v["W_K"], reads_n, d_k),
-                                 _repeat_columns(v["W_V"], reads_n, d_k), v["W_O"], spec=spec_mn)
-    head_gaps = [float(np.max(np.abs(np.asarray(A_g)[h] - np.asarray(A_m)[h]))) for h in range(Hn)]
-    output_gap = float(np.max(np.abs(np.asarray(Y_g) - np.asarray(Y_m))))
-    facts = {"scores equal (exact)": same_scores, "values equal (exact)": same_values, "Y equal (exact)": same_output,
-             "numeric weights and output within 1e-12": max(head_gaps) <= 1e-12 and output_gap <= 1e-12}
-    assignment = np.zeros((Hn, Hn_kv))
-    assignment[np.arange(Hn), reads_n] = 1.0
-
-    def figure():
-        return kv_groups_figure(assignment, head_gaps)
-
+    r = certificates.gqa_study(ctx.seed, grouping=grouping)
+    facts = {"scores equal (exact)": r.same_scores, "values equal (exact)": r.same_values, "Y equal (exact)": r.same_output,
+             "numeric weights and output within 1e-12": max(r.head_gaps) <= 1e-12 and r.output_gap <= 1e-12}
     return Evidence(
         "gqa-equals-repeated-kv", statement("gqa-equals-repeated-kv"), verdict(facts),
         method="symbolic proof (H = 4, H_kv = 2, symbolic weights and tokens) + numeric check (float64, H = 8, "
                "H_kv = 2, RoPE, causal)",
-        summary=(f"reading rule {grouping}: query heads 1…{H} read key/value heads "
-                 f"{', '.join(str(r + 1) for r in reads)}: scores {'equal' if same_scores else 'DIFFER'}, values "
-                 f"{'equal' if same_values else 'DIFFER'}, Y {'identical' if same_output else 'DIFFERENT'} (exact); numeric "
-                 f"H = {Hn}, H_kv = {Hn_kv}: largest weight gap {max(head_gaps):.1e}, output gap {output_gap:.1e}"
-                 + failed_clause(facts)),
+        summary=(f"reading rule {grouping}: query heads 1…{r.heads} read key/value heads "
+                 f"{', '.join(str(h + 1) for h in r.reads)}: scores {'equal' if r.same_scores else 'DIFFER'}, values "
+                 f"{'equal' if r.same_values else 'DIFFER'}, Y {'identical' if r.same_output else 'DIFFERENT'} (exact); "
+                 f"numeric H = {r.numeric_heads}, H_kv = {r.numeric_kv_heads}: largest weight gap {max(r.head_gaps):.1e}, "
+                 f"output gap {r.output_gap:.1e}" + failed_clause(facts)),
         conditions=("query head h reads key/value head h // (H/H_kv) (Hugging Face repeat_kv); H_kv = 1 is multi-query "
                     "attention; the K/V cache holds H_kv heads instead of H",
                     "QK-norm and RoPE act on each key head before it is shared, so they commute with the repetition"),
-        details={"reads": reads, "scores equal (exact)": same_scores, "values equal (exact)": same_values,
-                 "Y equal (exact)": same_output, "numeric weight gap per head": head_gaps,
-                 "numeric output gap": output_gap},
+        details={"reads": list(r.reads), "scores equal (exact)": r.same_scores, "values equal (exact)": r.same_values,
+                 "Y equal (exact)": r.same_output, "numeric weight gap per head": list(r.head_gaps),
+                 "numeric output gap": r.output_gap},
         equations=(("grouped-query head h", sp.Eq(tex("Z_h"), tex(r"\operatorname{softmax}(c\,Q_h K_{\lfloor h/g \rfloor}^\top)"
                                                                   r" V_{\lfloor h/g \rfloor},\ g = H/H_{kv}"),
                                                   evaluate=False)),),
-        figures={"gqa-equals-repeated-kv": figure},
+        figures={"gqa-equals-repeated-kv": partial(kv_groups_figure, r.assignment, list(r.head_gaps))},
     )
-
-
-def _half_split_order(d_k: int, rotary: int) -> list[int]:
-    """Half-split coordinate ``c`` holds interleaved coordinate ``order[c]``: ``(2i, 2i+1) → (i, i + r/2)``."""
-    return [*range(0, rotary, 2), *range(1, rotary, 2), *range(rotary, d_k)]
 
 
 def check_rope_pairing_permutation(ctx: CheckContext, *, claimed_order: list[int] | None = None) -> Evidence:
     """Half-split RoPE of ``q`` with its coordinates reordered = the reordered interleaved RoPE of ``q``; same weights differ.
 
-    ``claimed_order`` is the asserted permutation (default ``(0, 2, …, r − 2, 1, 3, …, r − 1, r, …)``;
-    the identity is the false variant). Exact: :func:`attnsym.symbolic.apply_rope` for symbolic ``q``
-    and position ``m`` (d_k = 4; 6 with partial rotary in full mode); the scores of integer q, k at
-    positions 0 and 1 under both pairings differ. Numeric: :func:`attnsym.numeric.apply_rope` and the
-    whole layer with permuted ``W_Q``, ``W_K`` columns (n = 64, d_k = 8).
+    A verdict on :func:`attnsym.studies.certificates.rope_pairing_study`. ``claimed_order`` is the
+    asserted permutation (default ``(0, 2, …, r − 2, 1, 3, …, r − 1, r, …)``; the identity is the
+    false variant).
     """
-    cases = ((4, 1.0),) if ctx.quick else ((4, 1.0), (6, 2 / 3))
-    m = sp.Symbol("m", integer=True)
-    exact_rows = []
-    for d_k, pct in cases:
-        spec_h = AttentionSpec(n=2, d_model=d_k, positions="rope", rotary_pct=pct)
-        spec_i = spec_h.replace(rope_pairing="interleaved")
-        order = claimed_order if claimed_order is not None else _half_split_order(d_k, spec_h.rotary_dims)
-        q = sp.Matrix([list(sp.symbols(f"q_1:{d_k + 1}", real=True))])
-        lhs = symbolic_rope(q[:, order], spec_h, [m])
-        rhs = symbolic_rope(q, spec_i, [m])[:, order]
-        exact_rows.append({"d_k": d_k, "rotary dims": spec_h.rotary_dims, "order": list(order),
-                           "permutation identity (exact)": (lhs - rhs).applyfunc(sp.expand).is_zero_matrix})
-    spec_h = AttentionSpec(n=2, d_model=4, positions="rope")
-    spec_i = spec_h.replace(rope_pairing="interleaved")
-    qi, ki = sp.Matrix([[1, 2, -1, 3]]), sp.Matrix([[2, -1, 1, 1]])
-    s_h = (symbolic_rope(qi, spec_h, [0]) * symbolic_rope(ki, spec_h, [1]).T)[0, 0]
-    s_i = (symbolic_rope(qi, spec_i, [0]) * symbolic_rope(ki, spec_i, [1]).T)[0, 0]
-    score_difference = float(s_h - s_i)
-    differ_exact = abs(score_difference) > 1e-6
-    d_k, n = 8, 64
-    spec_hn = AttentionSpec(n=n, d_model=16, d_k=d_k, positions="rope")
-    spec_in = spec_hn.replace(rope_pairing="interleaved")
-    order_n = claimed_order if claimed_order is not None and len(claimed_order) == d_k else (
-        _half_split_order(d_k, d_k) if claimed_order is None else list(range(d_k)))
-    rng = ctx.rng("rope-pairing-permutation")
-    Q = rng.standard_normal((n, d_k))
-    rope_gap = float(np.max(np.abs(np.asarray(numeric_rope(Q[:, order_n], spec_hn))
-                                   - np.asarray(numeric_rope(Q, spec_in))[:, order_n])))
-    v = random_inputs(spec_hn, seed=ctx.seed)
-    Y_i, A_i = numeric_attention(v["X"], v["W_Q"], v["W_K"], v["W_V"], spec=spec_in)
-    Y_p, _ = numeric_attention(v["X"], v["W_Q"][:, order_n], v["W_K"][:, order_n], v["W_V"], spec=spec_hn)
-    _, A_h = numeric_attention(v["X"], v["W_Q"], v["W_K"], v["W_V"], spec=spec_hn)
-    layer_gap = float(np.max(np.abs(np.asarray(Y_i) - np.asarray(Y_p))))
-    same_weights_gap = float(np.max(np.abs(np.asarray(A_h) - np.asarray(A_i))))
-    Qh, Kh = v["X"] @ v["W_Q"], v["X"] @ v["W_K"]
-    difference = (np.asarray(numeric_scores(numeric_rope(Qh, spec_hn), numeric_rope(Kh, spec_hn), 1 / math.sqrt(d_k)))
-                  - np.asarray(numeric_scores(numeric_rope(Qh, spec_in), numeric_rope(Kh, spec_in), 1 / math.sqrt(d_k))))
-    facts = {"permutation identity (exact)": all(r["permutation identity (exact)"] for r in exact_rows),
-             "the two pairings differ without the permutation (exact)": differ_exact,
-             "numeric RoPE equal under the permutation": rope_gap <= 1e-12,
-             "numeric layer equal with permuted W_Q, W_K": layer_gap <= 1e-12,
-             "same weights give different attention": same_weights_gap >= 1e-3}
-    P = np.zeros((d_k, d_k))
-    P[np.arange(d_k), order_n] = 1.0
-
-    def figure():
-        return rope_pairing_figure(P, difference[:16, :16])
-
+    r = certificates.rope_pairing_study(partial(ctx.rng, "rope-pairing-permutation"), ctx.seed, quick=ctx.quick,
+                                        claimed_order=claimed_order)
+    facts = {"permutation identity (exact)": all(c.identity for c in r.cases),
+             "the two pairings differ without the permutation (exact)": abs(float(r.score_difference)) > 1e-6,
+             "numeric RoPE equal under the permutation": r.rope_gap <= 1e-12,
+             "numeric layer equal with permuted W_Q, W_K": r.layer_gap <= 1e-12,
+             "same weights give different attention": r.same_weights_gap >= 1e-3}
     return Evidence(
         "rope-pairing-permutation", statement("rope-pairing-permutation"), verdict(facts),
         method="symbolic proof (symbolic q and position m, full and partial rotary) + numeric check (float64 RoPE and "
-               f"the layer, n = {n}, d_k = {d_k})",
-        summary=("; ".join(f"d_k = {r['d_k']} (rotary {r['rotary dims']}), order ({' '.join(map(str, r['order']))}): "
-                           f"{'identity holds' if r['permutation identity (exact)'] else 'identity FAILS'}"
-                           for r in exact_rows)
-                 + f"; integer q, k at positions 0, 1: half-split − interleaved score = {score_difference:.6f}; numeric: "
-                 f"RoPE gap {rope_gap:.1e}, layer with permuted W_Q, W_K columns gap {layer_gap:.1e}, same weights: "
-                 f"largest weight difference {same_weights_gap:.3f}" + failed_clause(facts)),
+               f"the layer, n = {r.n}, d_k = {r.d_k})",
+        summary=("; ".join(f"d_k = {c.d_k} (rotary {c.rotary}), order ({' '.join(map(str, c.order))}): "
+                           f"{'identity holds' if c.identity else 'identity FAILS'}" for c in r.cases)
+                 + f"; integer q, k at positions 0, 1: half-split − interleaved score = {float(r.score_difference):.6f}; "
+                 f"numeric: RoPE gap {r.rope_gap:.1e}, layer with permuted W_Q, W_K columns gap {r.layer_gap:.1e}, same "
+                 f"weights: largest weight difference {r.same_weights_gap:.3f}" + failed_clause(facts)),
         conditions=("the permutation acts on the q and k coordinates of every head (the first rotary_dims; the rest "
                     "pass through), the same for queries and keys, so dot products of permuted vectors are unchanged: "
                     "converting a checkpoint between the pairings permutes the columns of W_Q and W_K",
                     "values, W_V and W_O are not permuted; without the permutation the two pairings are different layers"),
-        details={"exact": exact_rows, "score difference, same weights (exact, integer q, k)": s_h - s_i,
-                 "numeric RoPE gap": rope_gap, "numeric layer gap": layer_gap,
-                 "same weights: largest weight difference": same_weights_gap},
+        details={"exact": list(r.cases), "score difference, same weights (exact, integer q, k)": r.score_difference,
+                 "numeric RoPE gap": r.rope_gap, "numeric layer gap": r.layer_gap,
+                 "same weights: largest weight difference": r.same_weights_gap},
         equations=(("the permutation", sp.Eq(tex(r"\operatorname{RoPE}_{\mathrm{half}}(P q)"),
                                              tex(r"P\,\operatorname{RoPE}_{\mathrm{interleaved}}(q)"), evaluate=False)),
                    ("P", sp.Eq(tex("(Pq)_i, (Pq)_{i + r/2}"), tex("q_{2i}, q_{2i+1}"), evaluate=False))),
-        figures={"rope-pairing-permutation": figure},
+        figures={"rope-pairing-permutation": partial(rope_pairing_figure, r.P, r.difference[:16, :16])},
     )
 
 
