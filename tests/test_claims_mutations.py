@@ -18,7 +18,7 @@ import sympy as sp
 import attnsym.numeric.positions as numeric_positions
 import attnsym.spec as spec_module
 from attnsym.claims import CLAIMS, CheckContext
-from attnsym.claims.builtin import positions, primitives, rank_collapse, routing, softmax_limits, structure, table1
+from attnsym.claims.builtin import positions, rank_collapse, routing, softmax_limits, structure, table1
 from attnsym.numeric import backward as numeric_backward
 from attnsym.numeric import blockwise as numeric_blockwise
 from attnsym.numeric import forward as numeric_forward
@@ -28,6 +28,9 @@ from attnsym.numeric import rank_collapse as numeric_rank_collapse
 from attnsym.numeric import sink as numeric_sink
 from attnsym.spec import AttentionSpec
 from attnsym.studies import alibi as studies_alibi
+from attnsym.studies import gelu as studies_gelu
+from attnsym.studies import sinusoidal as studies_sinusoidal
+from attnsym.studies import softmax_jacobian as studies_softmax_jacobian
 from attnsym.symbolic import sink as symbolic_sink
 from attnsym.symbolic import softcap as softcap_module
 
@@ -128,13 +131,13 @@ def _dispersion_softmax_sharpened(monkeypatch):
 
 def _numeric_jacobian_diagonal(monkeypatch):
     """The numeric softmax Jacobian as diag(a) (the −a aᵀ term dropped)."""
-    monkeypatch.setattr(primitives, "num_jacobian",
+    monkeypatch.setattr(studies_softmax_jacobian, "num_jacobian",
                         lambda a: np.eye(np.shape(a)[-1]) * np.asarray(a)[..., None, :])
 
 
 def _gelu_tanh_coefficient(monkeypatch):
     """The numeric tanh approximation of GELU with 0.05 instead of 0.044715."""
-    monkeypatch.setattr(primitives, "num_gelu_tanh",
+    monkeypatch.setattr(studies_gelu, "num_gelu_tanh",
                         lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.05 * np.asarray(x) ** 3))))
 
 
@@ -264,8 +267,8 @@ def _attention_with_a_window(monkeypatch):
 
 def _sinusoid_exponent_halved(monkeypatch):
     """The symbolic sinusoidal encoding with frequencies base^(−i/d) instead of base^(−2i/d)."""
-    original = primitives.sym_pe
-    monkeypatch.setattr(primitives, "sym_pe", lambda n, d, *a, **kw: original(n, 2 * d, *a, **kw)[:, :d])
+    original = studies_sinusoidal.sym_pe
+    monkeypatch.setattr(studies_sinusoidal, "sym_pe", lambda n, d, *a, **kw: original(n, 2 * d, *a, **kw)[:, :d])
 
 
 def _softmax_vjp_without_rowsum(monkeypatch):
