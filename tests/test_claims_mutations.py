@@ -31,6 +31,7 @@ from attnsym.studies import alibi as studies_alibi
 from attnsym.studies import gelu as studies_gelu
 from attnsym.studies import sinusoidal as studies_sinusoidal
 from attnsym.studies import softmax_jacobian as studies_softmax_jacobian
+from attnsym.studies import softmax_limits as studies_softmax_limits
 from attnsym.symbolic import sink as symbolic_sink
 from attnsym.symbolic import softcap as softcap_module
 
@@ -78,7 +79,7 @@ def _skip_dropped(monkeypatch):
 
 def _two_point_norm_linear(monkeypatch):
     """The derived two-point norm replaced by p (no critical point: the check used to crash)."""
-    monkeypatch.setattr(softmax_limits, "two_point_jacobian_norm", lambda p: p)
+    monkeypatch.setattr(studies_softmax_limits, "two_point_jacobian_norm", lambda p: p)
 
 
 def _entropy_bound_scaled(monkeypatch):
@@ -125,8 +126,8 @@ def _log_n_plus_one(monkeypatch):
 
 def _dispersion_softmax_sharpened(monkeypatch):
     """The softmax the dispersion check evaluates, with logits scaled by 1.01."""
-    original = softmax_limits.softmax
-    monkeypatch.setattr(softmax_limits, "softmax", lambda z, *a, **kw: original(np.asarray(z) * 1.01, *a, **kw))
+    original = studies_softmax_limits.softmax
+    monkeypatch.setattr(studies_softmax_limits, "softmax", lambda z, *a, **kw: original(np.asarray(z) * 1.01, *a, **kw))
 
 
 def _numeric_jacobian_diagonal(monkeypatch):
