@@ -18,7 +18,7 @@ import sympy as sp
 import attnsym.numeric.positions as numeric_positions
 import attnsym.spec as spec_module
 from attnsym.claims import CLAIMS, CheckContext
-from attnsym.claims.builtin import positions, rank_collapse, routing, softmax_limits, structure, table1
+from attnsym.claims.builtin import positions, rank_collapse, routing, softmax_limits, table1
 from attnsym.numeric import backward as numeric_backward
 from attnsym.numeric import blockwise as numeric_blockwise
 from attnsym.numeric import forward as numeric_forward
@@ -28,10 +28,12 @@ from attnsym.numeric import rank_collapse as numeric_rank_collapse
 from attnsym.numeric import sink as numeric_sink
 from attnsym.spec import AttentionSpec
 from attnsym.studies import alibi as studies_alibi
+from attnsym.studies import equivariance as studies_equivariance
 from attnsym.studies import gelu as studies_gelu
 from attnsym.studies import sinusoidal as studies_sinusoidal
 from attnsym.studies import softmax_jacobian as studies_softmax_jacobian
 from attnsym.studies import softmax_limits as studies_softmax_limits
+from attnsym.studies import symmetry as studies_symmetry
 from attnsym.symbolic import sink as symbolic_sink
 from attnsym.symbolic import softcap as softcap_module
 
@@ -245,25 +247,26 @@ def _blockwise_mask_with_block_local_keys(monkeypatch):
 
 def _keys_projected_with_w_q(monkeypatch):
     """The numeric scores of the qk-asymmetry check take Q for K (keys projected with W_Q)."""
-    original = structure.scores
-    monkeypatch.setattr(structure, "scores", lambda Q, K, *a, **kw: original(Q, Q, *a, **kw))
+    original = studies_symmetry.scores
+    monkeypatch.setattr(studies_symmetry, "scores", lambda Q, K, *a, **kw: original(Q, Q, *a, **kw))
 
 
 def _positions_added_when_none(monkeypatch):
     """The numeric layer adds sinusoidal positions even when ``positions=None``."""
-    original = structure.attention
-    monkeypatch.setattr(structure, "attention", lambda *a, **kw: original(
+    original = studies_equivariance.attention
+    monkeypatch.setattr(studies_equivariance, "attention", lambda *a, **kw: original(
         *a, **{**kw, "positions": kw.get("positions") or "sinusoidal"}))
 
 
 def _attention_with_a_window(monkeypatch):
     """Attention (symbolic and numeric) restricted to |i − j| ≤ 1 when no mask is asked for."""
     band = lambda n: [[abs(i - j) <= 1 for j in range(n)] for i in range(n)]
-    sym, num = structure.sym_attention, structure.attention
-    monkeypatch.setattr(structure, "sym_attention", lambda spec, *a, **kw: sym(
+    sym, num = studies_equivariance.sym_attention, studies_equivariance.attention
+    monkeypatch.setattr(studies_equivariance, "sym_attention", lambda spec, *a, **kw: sym(
         spec if spec.mask is not None else AttentionSpec(n=spec.n, d_model=spec.d_model, positions=spec.positions,
                                                           mask=band(spec.n)), *a, **kw))
-    monkeypatch.setattr(structure, "attention", lambda Z, *a, **kw: num(Z, *a, **({"mask": np.array(band(len(Z)))} | kw)))
+    monkeypatch.setattr(studies_equivariance, "attention",
+                        lambda Z, *a, **kw: num(Z, *a, **({"mask": np.array(band(len(Z)))} | kw)))
 
 
 def _sinusoid_exponent_halved(monkeypatch):
