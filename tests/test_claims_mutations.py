@@ -18,7 +18,7 @@ import sympy as sp
 import attnsym.numeric.positions as numeric_positions
 import attnsym.spec as spec_module
 from attnsym.claims import CLAIMS, CheckContext
-from attnsym.claims.builtin import positions, rank_collapse, routing, softmax_limits, table1
+from attnsym.claims.builtin import positions, routing, softmax_limits, table1
 from attnsym.numeric import backward as numeric_backward
 from attnsym.numeric import blockwise as numeric_blockwise
 from attnsym.numeric import forward as numeric_forward
@@ -30,6 +30,7 @@ from attnsym.spec import AttentionSpec
 from attnsym.studies import alibi as studies_alibi
 from attnsym.studies import equivariance as studies_equivariance
 from attnsym.studies import gelu as studies_gelu
+from attnsym.studies import rank_collapse as studies_rank_collapse
 from attnsym.studies import sinusoidal as studies_sinusoidal
 from attnsym.studies import softmax_jacobian as studies_softmax_jacobian
 from attnsym.studies import softmax_limits as studies_softmax_limits
@@ -66,7 +67,7 @@ def _mlp_with_a_skip(monkeypatch):
     def run(architecture, X, depth, rng, **kw):
         return original("attention+skip" if architecture == "attention+mlp" else architecture, X, depth, rng, **kw)
 
-    monkeypatch.setattr(rank_collapse, "collapse_run", run)
+    monkeypatch.setattr(studies_rank_collapse, "collapse_run", run)
 
 
 def _skip_dropped(monkeypatch):
@@ -76,7 +77,7 @@ def _skip_dropped(monkeypatch):
     def run(architecture, X, depth, rng, **kw):
         return original("attention" if architecture == "attention+skip" else architecture, X, depth, rng, **kw)
 
-    monkeypatch.setattr(rank_collapse, "collapse_run", run)
+    monkeypatch.setattr(studies_rank_collapse, "collapse_run", run)
 
 
 def _two_point_norm_linear(monkeypatch):
