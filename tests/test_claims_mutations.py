@@ -18,7 +18,7 @@ import sympy as sp
 import attnsym.numeric.positions as numeric_positions
 import attnsym.spec as spec_module
 from attnsym.claims import CLAIMS, CheckContext
-from attnsym.claims.builtin import positions, routing, softmax_limits, table1
+from attnsym.claims.builtin import positions, routing, softmax_limits
 from attnsym.numeric import backward as numeric_backward
 from attnsym.numeric import blockwise as numeric_blockwise
 from attnsym.numeric import forward as numeric_forward
@@ -35,6 +35,7 @@ from attnsym.studies import sinusoidal as studies_sinusoidal
 from attnsym.studies import softmax_jacobian as studies_softmax_jacobian
 from attnsym.studies import softmax_limits as studies_softmax_limits
 from attnsym.studies import symmetry as studies_symmetry
+from attnsym.studies import table1 as studies_table1
 from attnsym.symbolic import sink as symbolic_sink
 from attnsym.symbolic import softcap as softcap_module
 
@@ -205,7 +206,7 @@ def _softmax_over_queries(monkeypatch):
 def _uncached_table1(monkeypatch):
     """Table 1 recomputed on every call (the claims' cache would keep a mutated graph for later tests)."""
     architectures = importlib.import_module("attnsym.graphs.architectures")
-    monkeypatch.setattr(table1, "_table1", lambda ns, k, r: tuple(architectures.table1(list(ns), k=k, r=r)))
+    monkeypatch.setattr(studies_table1, "_table1", studies_table1._table1.__wrapped__)
     return architectures
 
 
