@@ -18,7 +18,7 @@ import sympy as sp
 import attnsym.numeric.positions as numeric_positions
 import attnsym.spec as spec_module
 from attnsym.claims import CLAIMS, CheckContext
-from attnsym.claims.builtin import positions, routing, softmax_limits
+from attnsym.claims.builtin import routing, softmax_limits
 from attnsym.numeric import backward as numeric_backward
 from attnsym.numeric import blockwise as numeric_blockwise
 from attnsym.numeric import forward as numeric_forward
@@ -30,6 +30,7 @@ from attnsym.spec import AttentionSpec
 from attnsym.studies import alibi as studies_alibi
 from attnsym.studies import equivariance as studies_equivariance
 from attnsym.studies import gelu as studies_gelu
+from attnsym.studies import positions as studies_positions
 from attnsym.studies import rank_collapse as studies_rank_collapse
 from attnsym.studies import sinusoidal as studies_sinusoidal
 from attnsym.studies import softmax_jacobian as studies_softmax_jacobian
@@ -94,8 +95,8 @@ def _entropy_bound_scaled(monkeypatch):
 
 def _rope_bound_flat(monkeypatch):
     """RoPE's relative bound computed as a constant (no decay)."""
-    original = positions.rope_decay_bound
-    monkeypatch.setattr(positions, "rope_decay_bound", lambda spec, distance: np.full(np.shape(distance),
+    original = studies_positions.rope_decay_bound
+    monkeypatch.setattr(studies_positions, "rope_decay_bound", lambda spec, distance: np.full(np.shape(distance),
                                                                                       original(spec, distance)[0]))
 
 
