@@ -10,6 +10,8 @@ implementation fails it (``tests/test_claims_mutations.py``).
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import sympy as sp
 
@@ -17,8 +19,8 @@ from ...numeric import sink as numeric_sink
 from ...numeric import softmax
 from ...numeric.length_scaling import scalable_softmax
 from ...plots.literature import length_scaling_figure, sink_figure, softcap_figure
+from ...studies import softcap as softcap_study
 from ...symbolic import sink as exact_sink
-from ...symbolic import softcap as capping
 from ...symbolic.length_scaling import scaled_top_weight, top_weight
 from .._evidence import CheckContext, Evidence, tex
 from .._verdict import failed_clause, verdict
@@ -33,55 +35,33 @@ SOFTCAP_EXAMPLE = {"cap": 50, "logit": 10, "error": 0.13123, "bound": 0.13333}
 def check_softcap_facts(ctx: CheckContext, *, cap: int = 50, claimed_bound=None) -> Evidence:
     """``c·tanh(ℓ/c)``: in ``(−c, c)``, increasing, 1-Lipschitz, within ``|ℓ|³/(3c²)`` of ``ℓ``; exact and on a grid.
 
-    Exact: the slope ``1 − tanh²(ℓ/c)`` of :func:`attnsym.symbolic.softcap.softcap` lies in
-    ``(0, 1]`` (it is checked to be that expression); the limits at ``±∞`` are ``±c``; the
-    certificate ``g′ = x² − tanh² x ≥ 0`` proves the cubic bound. Numeric: on a grid of ``ℓ``
-    (up to 10⁴·c) the function evaluated in float64 stays in ``(−c, c)``, never decreases,
+    A verdict on :func:`attnsym.studies.softcap.study`: the exact slope is ``1 − tanh²(ℓ/c)`` (in
+    ``(0, 1]``), the limits at ``±∞`` are ``±c``, the certificate ``g′ = x² − tanh² x ≥ 0`` proves
+    the cubic bound; on the float64 grid the capped logit stays in ``[−c, c]``, never decreases,
     moves by at most ``|Δℓ|`` and stays within the bound; the claim's example to 5 decimals.
-    ``claimed_bound(|ℓ|, c)`` is the asserted error bound (default ``|ℓ|³/(3c²)``); a false one
-    such as ``|ℓ|⁴/(3c³)`` fails.
+    ``claimed_bound(|ℓ|, c)`` is the asserted error bound (default ``|ℓ|³/(3c²)``).
     """
     bound_of = (lambda a, cc: a**3 / (3 * cc**2)) if claimed_bound is None else claimed_bound
-    ell = sp.Symbol("ell", real=True)
-    c = sp.Symbol("c", positive=True)
-    f = capping.softcap(ell, c)
-    slope = capping.softcap_slope(ell, c)
-    slope_form = sp.simplify(slope - (1 - sp.tanh(ell / c) ** 2)) == 0  # in (0, 1]: 1 − tanh², |tanh| < 1
-    limits = (sp.limit(f, ell, sp.oo), sp.limit(f, ell, -sp.oo))
-    limits_ok = sp.simplify(limits[0] - c) == 0 and sp.simplify(limits[1] + c) == 0
-    g, dg, certificate = capping.cubic_gap_certificate()
-    g_at_zero = g.subs(sp.Symbol("x", nonnegative=True), 0) == 0
-    numeric = sp.lambdify((ell, c), f, "numpy")
-    count = 2001 if ctx.quick else 20001
-    grid = np.concatenate([-np.logspace(-3, 4, count)[::-1] * cap, [0.0], np.logspace(-3, 4, count) * cap])
-    values = numeric(grid, cap)  # (2 count + 1,)
-    inside = bool(np.all(np.abs(values) <= cap))  # float64 rounds tanh to ±1 far out: ≤, the exact limit is strict
-    steps = np.diff(values)
-    order = bool(np.all(steps >= 0))
-    lipschitz = bool(np.all(steps <= np.diff(grid) * (1 + 1e-12)))
-    error = np.abs(grid - values)
-    bound = bound_of(np.abs(grid), cap)
-    within = bool(np.all(error <= bound * (1 + 1e-9) + 1e-12))
+    r = softcap_study.study(quick=ctx.quick, cap=cap)
+    ell, c, values, steps = r.ell, r.c, r.values, np.diff(r.values)
+    error, bound = np.abs(r.grid - values), bound_of(np.abs(r.grid), cap)
     ex = SOFTCAP_EXAMPLE
-    ex_error = float(ex["logit"] - numeric(float(ex["logit"]), float(ex["cap"])))
-    ex_bound = float(bound_of(float(ex["logit"]), float(ex["cap"])))
-    example_ok = round(ex_error, 5) == ex["error"] and round(ex_bound, 5) == ex["bound"]
-    shown = np.linspace(-4 * cap, 4 * cap, 401)
-    shown_values = numeric(shown, cap)
-
-    def figure():
-        return softcap_figure(shown, shown_values, np.abs(shown - shown_values), np.abs(shown) ** 3 / (3 * cap**2),
-                              cap=float(cap))
-
-    facts = {"slope = 1 − tanh²(ℓ/c) ∈ (0, 1] (exact)": slope_form, "limits ±c (exact)": limits_ok,
-             "g′ = x² − tanh² x (exact)": certificate, "g(0) = 0": g_at_zero,
-             "grid: |capped| ≤ c": inside, "grid: order kept": order, "grid: 1-Lipschitz": lipschitz,
-             "grid: error ≤ |ℓ|³/(3c²)": within, "example to 5 decimals": example_ok}
+    at = {ell: sp.Float(ex["logit"], 30), c: ex["cap"]}
+    ex_error, ex_bound = float(ex["logit"] - r.f.subs(at)), float(bound_of(float(ex["logit"]), float(ex["cap"])))
+    facts = {"slope = 1 − tanh²(ℓ/c) ∈ (0, 1] (exact)": sp.simplify(r.slope - (1 - sp.tanh(ell / c) ** 2)) == 0,
+             "limits ±c (exact)": sp.simplify(r.limits[0] - c) == 0 and sp.simplify(r.limits[1] + c) == 0,
+             "g′ = x² − tanh² x (exact)": r.certificate, "g(0) = 0": r.g_at_zero == 0,
+             # float64 rounds tanh to ±1 far out: ≤, the exact limit is strict
+             "grid: |capped| ≤ c": bool(np.all(np.abs(values) <= cap)), "grid: order kept": bool(np.all(steps >= 0)),
+             "grid: 1-Lipschitz": bool(np.all(steps <= np.diff(r.grid) * (1 + 1e-12))),
+             "grid: error ≤ |ℓ|³/(3c²)": bool(np.all(error <= bound * (1 + 1e-9) + 1e-12)),
+             "example to 5 decimals": round(ex_error, 5) == ex["error"] and round(ex_bound, 5) == ex["bound"]}
+    x = sp.Symbol("x")
     return Evidence(
         "softcap-facts", statement("softcap-facts"), verdict(facts),
         method="symbolic proof (slope, limits, cubic-bound certificate) + numeric check (float64 grid, "
-               f"{grid.size} logits up to 10⁴·c)",
-        summary=(f"slope {slope}; limits {limits[0]}, {limits[1]}; certificate g′ = {sp.factor(dg)}; "
+               f"{r.grid.size} logits up to 10⁴·c)",
+        summary=(f"slope {r.slope}; limits {r.limits[0]}, {r.limits[1]}; certificate g′ = {sp.factor(r.dg)}; "
                  f"c = {ex['cap']}, ℓ = {ex['logit']}: error {ex_error:.5f} {'≤' if ex_error <= ex_bound else '>'} "
                  f"bound {ex_bound:.5f}; largest error/bound on the grid {float(np.max(error / np.maximum(bound, 1e-300))):.3f}"
                  + failed_clause(facts)),
@@ -90,12 +70,12 @@ def check_softcap_facts(ctx: CheckContext, *, cap: int = 50, claimed_bound=None)
                     "the cubic bound is tight near 0 (x − tanh x = x³/3 − 2x⁵/15 + …) and loose for |ℓ| ≫ c, where "
                     "the error is |ℓ| − c"),
         details={**facts, "example error": ex_error, "example bound": ex_bound, "cap of the grid": cap},
-        equations=(("soft-capped logit", sp.Eq(tex(r"\operatorname{cap}_c(\ell)"), f, evaluate=False)),
-                   ("its slope", sp.Eq(tex(r"\partial_\ell \operatorname{cap}_c(\ell)"), slope, evaluate=False)),
-                   ("certificate of the cubic bound", sp.Eq(tex(r"g'(x)"), sp.Symbol("x") ** 2
-                                                            - sp.tanh(sp.Symbol("x")) ** 2, evaluate=False)),
+        equations=(("soft-capped logit", sp.Eq(tex(r"\operatorname{cap}_c(\ell)"), r.f, evaluate=False)),
+                   ("its slope", sp.Eq(tex(r"\partial_\ell \operatorname{cap}_c(\ell)"), r.slope, evaluate=False)),
+                   ("certificate of the cubic bound", sp.Eq(tex(r"g'(x)"), x**2 - sp.tanh(x) ** 2, evaluate=False)),
                    ("the bound", sp.Le(tex(r"|\ell - c\tanh(\ell/c)|"), tex(r"|\ell|^3/(3c^2)"), evaluate=False))),
-        figures={"softcap": figure},
+        figures={"softcap": partial(softcap_figure, r.shown, r.shown_values, np.abs(r.shown - r.shown_values),
+                                    np.abs(r.shown) ** 3 / (3 * cap**2), cap=float(cap))},
     )
 
 
