@@ -81,9 +81,8 @@ def permutation_study(rng: Streams, seed: int, *, quick: bool, positions: str | 
     perm = generator.permutation(n)
     while np.all(perm == np.arange(n)):
         perm = generator.permutation(n)
-    kw = dict(heads=heads, positions=positions, causal=causal)
-    Y, A = attention(X, W_Q, W_K, W_V, W_O, **kw)
-    Yp, Ap = attention(X[perm], W_Q, W_K, W_V, W_O, **kw)
+    Y, A = attention(X, W_Q, W_K, W_V, W_O, heads=heads, positions=positions, causal=causal)
+    Yp, Ap = attention(X[perm], W_Q, W_K, W_V, W_O, heads=heads, positions=positions, causal=causal)
     A_expected = A[:, perm][:, :, perm]  # (heads, n, n): P A Pᵀ per head
     return PermutationRow(positions, causal, sym_A, sym_Y, _max_abs(Ap, A_expected), _max_abs(Yp, Y[perm]),
                           _close(Ap, A_expected) and _close(Yp, Y[perm]))

@@ -25,10 +25,21 @@ from .._exact import exact
 from ..symbolic import in_context
 from ._streams import Streams
 
-__all__ = ["NUMERIC_SIZES", "InContextResult", "numeric_gd_step", "study"]
+__all__ = ["NUMERIC_TASKS", "InContextResult", "NumericTasks", "numeric_gd_step", "study"]
 
-#: the float64 tasks: d_x, d_y, context tokens N and the learning rate η
-NUMERIC_SIZES = {"d_x": 5, "d_y": 1, "N": 20, "eta": 0.1}
+
+@dataclass(frozen=True)
+class NumericTasks:
+    """The float64 regression tasks: widths ``d_x``, ``d_y``, context tokens ``N`` and the learning rate ``eta``."""
+
+    d_x: int = 5
+    d_y: int = 1
+    N: int = 20
+    eta: float = 0.1
+
+
+#: the float64 tasks
+NUMERIC_TASKS = NumericTasks()
 
 
 @dataclass(frozen=True)
@@ -98,7 +109,7 @@ def study(rng: Streams, *, quick: bool, rate: object = 1) -> InContextResult:
     target_slots, query_slot, prediction, dW = _exact(d_x, d_y, N, r)
     generator = rng()
     tasks = 40 if quick else 400
-    dxn, dyn, Nn, eta_n = NUMERIC_SIZES["d_x"], NUMERIC_SIZES["d_y"], NUMERIC_SIZES["N"], NUMERIC_SIZES["eta"]
+    dxn, dyn, Nn, eta_n = NUMERIC_TASKS.d_x, NUMERIC_TASKS.d_y, NUMERIC_TASKS.N, NUMERIC_TASKS.eta
     worst, gd, lsa = 0.0, [], []
     for t in range(tasks):
         Wt = generator.standard_normal((dyn, dxn))

@@ -22,6 +22,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -45,7 +46,7 @@ def scores_at(X: np.ndarray, W_Q: np.ndarray, W_K: np.ndarray, spec: AttentionSp
     """One head's scaled scores (n × n) of tokens ``X`` placed at positions ``offset … offset + n − 1``."""
     if spec.positions == "sinusoidal":
         n, d = X.shape
-        pe = sinusoidal_positions(n + offset, d, spec.position_base)[offset:]
+        pe = sinusoidal_positions(n + offset, d, int(spec.position_base))[offset:]
         return np.asarray(scores((X + pe) @ W_Q, (X + pe) @ W_K)) * spec.scale_float
     Q, K = X @ W_Q, X @ W_K
     p = np.arange(X.shape[0]) + offset
@@ -78,7 +79,7 @@ class RelativeResult:
 def relative_study(rng: Streams, *, quick: bool, positions: str) -> RelativeResult:
     """RoPE's (or sinusoids') dependence on ``m − n``. ``rng(positions)`` draws the float64 tokens and weights."""
     if positions == "rope":
-        variants = [dict(d_model=2), dict(d_model=4), dict(d_model=4, rope_pairing="interleaved")]
+        variants: list[dict[str, Any]] = [dict(d_model=2), dict(d_model=4), dict(d_model=4, rope_pairing="interleaved")]
         if not quick:
             variants += [dict(d_model=8, rotary_pct=0.5), dict(d_model=6, position_base=100)]
         specs = [AttentionSpec(n=2, positions="rope", **kw) for kw in variants]

@@ -16,11 +16,11 @@ The claim ``rank-collapse`` judges it; :func:`attnsym.plots.rank_collapse_figure
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import sympy as sp
+from numpy.typing import ArrayLike
 
 from ..numeric.rank_collapse import ARCHITECTURES, collapse_run
 from ..spec import AttentionSpec
@@ -33,7 +33,7 @@ __all__ = ["COLLAPSED", "RankCollapseResult", "StackRow", "spread", "study"]
 COLLAPSED = 1e-8
 
 
-def spread(values: Sequence[float], level: float = 0.95) -> tuple[float, float]:
+def spread(values: ArrayLike, level: float = 0.95) -> tuple[float, float]:
     """Equal-tailed empirical interval of ``values`` (the spread over seeds, not a CI of the mean)."""
     lo, hi = np.quantile(np.asarray(values, dtype=float), [(1 - level) / 2, (1 + level) / 2])
     return float(lo), float(hi)

@@ -11,6 +11,7 @@ implementation fails it (``tests/test_claims_mutations.py``).
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -74,8 +75,9 @@ def check_softcap_facts(ctx: CheckContext, *, cap: int = 50, claimed_bound=None)
                    ("its slope", sp.Eq(tex(r"\partial_\ell \operatorname{cap}_c(\ell)"), r.slope, evaluate=False)),
                    ("certificate of the cubic bound", sp.Eq(tex(r"g'(x)"), x**2 - sp.tanh(x) ** 2, evaluate=False)),
                    ("the bound", sp.Le(tex(r"|\ell - c\tanh(\ell/c)|"), tex(r"|\ell|^3/(3c^2)"), evaluate=False))),
-        figures={"softcap": partial(softcap_figure, r.shown, r.shown_values, np.abs(r.shown - r.shown_values),
-                                    np.abs(r.shown) ** 3 / (3 * cap**2), cap=float(cap))},
+        figures={"softcap": partial(softcap_figure, r.shown.tolist(), r.shown_values.tolist(),
+                                    np.abs(r.shown - r.shown_values).tolist(),
+                                    (np.abs(r.shown) ** 3 / (3 * cap**2)).tolist(), cap=float(cap))},
     )
 
 
@@ -114,7 +116,7 @@ def check_off_by_one_sink(ctx: CheckContext, *, extra_logit: int = 0) -> Evidenc
     grid = np.linspace(-8.0, 8.0, 161)
 
     def figure():
-        return sink_figure(grid, 1 / (1 + np.exp(-grid)), lengths=(1, 16, 256))
+        return sink_figure(grid.tolist(), (1 / (1 + np.exp(-grid))).tolist(), lengths=(1, 16, 256))
 
     return Evidence(
         "off-by-one-sink", statement("off-by-one-sink"), verdict(facts),
@@ -154,7 +156,7 @@ def check_length_scaling(ctx: CheckContext, *, claimed_limits=LENGTH_SCALING_LIM
     limits = [sp.limit(scaled_top_weight(n, gap, p / gap), n, sp.oo) for p in products]
     limits_ok = plain_limit == 0 and all(sp.simplify(a - b) == 0 for a, b in zip(limits, claimed_limits, strict=True))
     sizes = (10, 100, 1000, 10000) if ctx.quick else (10, 100, 1000, 10000, 100000)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for p in products:
         s_value = float(p / gap)
         for m in sizes:
@@ -174,7 +176,7 @@ def check_length_scaling(ctx: CheckContext, *, claimed_limits=LENGTH_SCALING_LIM
     curves["no scaling (Δ = 2)"] = plain(curve_n.astype(float)).tolist()
 
     def figure():
-        return length_scaling_figure(curve_n, curves)
+        return length_scaling_figure(curve_n.tolist(), curves)
 
     return Evidence(
         "length-scaling", statement("length-scaling"), verdict(facts),

@@ -112,8 +112,8 @@ def check_non_identifiable(ctx: CheckContext, *, margin: int = 1) -> Evidence:
                    ("its directions", sp.Eq(tex(r"V^\top d"), tex(r"0,\quad \mathbf{1}^\top d = 0"), evaluate=False)),
                    ("effective attention", sp.Eq(tex(r"A_{\mathrm{eff}}"), tex(r"A V (V^\top V)^{-1} V^\top"),
                                                  evaluate=False))),
-        figures={"non-identifiable": partial(identifiability_figure, r.figure.A, r.figure.alternative,
-                                             r.figure.effective, output_gap=r.figure.output_gap)},
+        figures={"non-identifiable": partial(identifiability_figure, r.figure.A.tolist(), r.figure.alternative.tolist(),
+                                             r.figure.effective.tolist(), output_gap=r.figure.output_gap)},
     )
 
 
@@ -172,7 +172,7 @@ def check_low_rank_bottleneck(ctx: CheckContext, *, below: int = 2) -> Evidence:
                    ("the row shift that removes one rank", sp.Eq(tex("c"), tex(r"-\det S\, w/(w^\top w),\ "
                                                                             r"w = \operatorname{adj}(S)^\top \mathbf{1}"),
                                                              evaluate=False))),
-        figures={"low-rank-bottleneck": partial(bottleneck_figure, r.target, {"S = 3I (c = 0)": list(r.singular_plain),
+        figures={"low-rank-bottleneck": partial(bottleneck_figure, r.target.tolist(), {"S = 3I (c = 0)": list(r.singular_plain),
                                                                                "S + c·1ᵀ, best c": list(r.singular_shifted)},
                                                 d_k=n - 2)},
     )
@@ -261,11 +261,11 @@ def check_icl_gradient_descent(ctx: CheckContext, *, rate_factor=1) -> Evidence:
     r = in_context.study(partial(ctx.rng, "icl-gradient-descent"), quick=ctx.quick, rate=rate_factor)
     facts = {"target slots = y_j − ΔW x_j (exact)": r.target_slots, "query slot = −ŷ from W_0 = 0 (exact)": r.query_slot,
              f"numeric tasks within 1e-10 ({r.tasks} tasks)": r.worst <= 1e-10}
-    sizes = in_context.NUMERIC_SIZES
+    tasks = in_context.NUMERIC_TASKS
     return Evidence(
         "icl-gradient-descent", statement("icl-gradient-descent"), verdict(facts),
         method=f"symbolic proof (d_x = {r.d_x}, d_y = {r.d_y}, N = {r.N}, symbolic tokens, W_0 and η; gradient by "
-               f"SymPy) + numeric check ({r.tasks} random regression tasks, d_x = {sizes['d_x']}, N = {sizes['N']})",
+               f"SymPy) + numeric check ({r.tasks} random regression tasks, d_x = {tasks.d_x}, N = {tasks.N})",
         summary=(f"exact: every token's target slot {'=' if r.target_slots else '≠'} y_j − ΔW x_j with ΔW = −η∇L(W_0) "
                  f"(rate factor {rate_factor}); x-slots unchanged; with W_0 = 0 the query's slot "
                  f"{'= −ŷ' if r.query_slot else '≠ −ŷ'}, ŷ = {_plain(sp.factor(r.prediction))}; numeric: largest gap "
@@ -313,7 +313,7 @@ def check_gqa_equals_repeated_kv(ctx: CheckContext, *, grouping: str = "repeat")
         equations=(("grouped-query head h", sp.Eq(tex("Z_h"), tex(r"\operatorname{softmax}(c\,Q_h K_{\lfloor h/g \rfloor}^\top)"
                                                                   r" V_{\lfloor h/g \rfloor},\ g = H/H_{kv}"),
                                                   evaluate=False)),),
-        figures={"gqa-equals-repeated-kv": partial(kv_groups_figure, r.assignment, list(r.head_gaps))},
+        figures={"gqa-equals-repeated-kv": partial(kv_groups_figure, r.assignment.tolist(), list(r.head_gaps))},
     )
 
 
@@ -350,7 +350,7 @@ def check_rope_pairing_permutation(ctx: CheckContext, *, claimed_order: list[int
         equations=(("the permutation", sp.Eq(tex(r"\operatorname{RoPE}_{\mathrm{half}}(P q)"),
                                              tex(r"P\,\operatorname{RoPE}_{\mathrm{interleaved}}(q)"), evaluate=False)),
                    ("P", sp.Eq(tex("(Pq)_i, (Pq)_{i + r/2}"), tex("q_{2i}, q_{2i+1}"), evaluate=False))),
-        figures={"rope-pairing-permutation": partial(rope_pairing_figure, r.P, r.difference[:16, :16])},
+        figures={"rope-pairing-permutation": partial(rope_pairing_figure, r.P.tolist(), r.difference[:16, :16].tolist())},
     )
 
 
@@ -407,18 +407,20 @@ def check_window_banded_mask(ctx: CheckContext, *, extra: int = 0) -> Evidence:
                     "against the dense band)"),
         details={"facts": facts, **_window_tables(r)},
         equations=(("the window", sp.Eq(tex(r"\mathrm{allowed}_{ij}"), tex(r"[\,0 \le i - j < w\,]"), evaluate=False)),),
-        figures={"window-banded-mask": partial(patterns_figure, patterns)},
+        figures={"window-banded-mask": partial(patterns_figure, {k: v.tolist() for k, v in patterns.items()})},
     )
-
 
 
 def _window_tables(r: window_study.WindowResult) -> dict[str, list[dict[str, object]]]:
     """The pattern cases and the numeric gaps of the window study as report rows (labelled columns, no reprs)."""
-    cases = [{"n": c.n, "w": c.w, "causal": c.causal, "= transformers' band": c.equals_transformers,
-              "transformers' own function": c.library} for c in r.cases]
-    numeric = [{"n": g.n, "w": g.w, "causal": g.causal, "max |ΔA|": g.weights_gap, "max |ΔY|": g.output_gap,
-                "max |ΔY| blockwise": g.blockwise_gap} for g in r.numeric]
+    cases: list[dict[str, object]] = [
+        {"n": c.n, "w": c.w, "causal": c.causal, "= transformers' band": c.equals_transformers,
+         "transformers' own function": c.library} for c in r.cases]
+    numeric: list[dict[str, object]] = [
+        {"n": g.n, "w": g.w, "causal": g.causal, "max |ΔA|": g.weights_gap, "max |ΔY|": g.output_gap,
+         "max |ΔY| blockwise": g.blockwise_gap} for g in r.numeric]
     return {"pattern cases": cases, "numeric": numeric}
+
 
 #: the claims of this module, for the registry (:mod:`attnsym.claims.builtin` lists the modules)
 CLAIMS = (builtin_claim("non-identifiable", check_non_identifiable),

@@ -123,7 +123,7 @@ def check_kernel_smoother(ctx: CheckContext, *, claimed_symmetric_when: str = "s
         equations=(("kernel", sp.Eq(tex(r"k(a, b)"), sp.exp(tex(r"a W_Q W_K^\top b^\top / \sqrt{d_k}")),
                                     evaluate=False)),
                    ("weights", sp.Eq(tex(r"A_{ij}"), tex(r"k(x_i, x_j) / \sum_l k(x_i, x_l)"), evaluate=False))),
-        figures={"kernel-smoother": partial(kernel_figure, r.K_tied, r.K_untied)},
+        figures={"kernel-smoother": partial(kernel_figure, r.K_tied.tolist(), r.K_untied.tolist())},
     )
 
 
@@ -217,7 +217,8 @@ def check_linear_attention_rnn(ctx: CheckContext, *, claimed_keys: str = "j ≤ 
                  "smallest |denominator| with φ = identity": r.smallest_denominator},
         equations=(("recurrent form", sp.Eq(tex(r"y_i"), tex(r"\varphi_i S_i / (\varphi_i z_i)"), evaluate=False)),
                    ("state update", sp.Eq(tex(r"S_i"), tex(r"S_{i-1} + \psi_i^\top v_i"), evaluate=False))),
-        figures={"linear-attention-rnn": partial(linear_rnn_figure, r.weights, r.parallel_shown, r.recurrent_shown)},
+        figures={"linear-attention-rnn": partial(linear_rnn_figure, r.weights.tolist(), r.parallel_shown.tolist(),
+                                                 r.recurrent_shown.tolist())},
     )
 
 
@@ -256,7 +257,7 @@ def check_mup_scaling(ctx: CheckContext, *, claimed_variance=None) -> Evidence:
                  "rows": list(r.sampled)},
         equations=(("mean", sp.Eq(tex(r"E[q \cdot k]"), e.mean, evaluate=False)),
                    ("variance", sp.Eq(tex(r"\operatorname{Var}[q \cdot k]"), e.variance, evaluate=False))),
-        figures={"mup-scaling": partial(mup_figure, r.grid, r.curves, sampled, rho=float(mup.RHO))},
+        figures={"mup-scaling": partial(mup_figure, r.grid.tolist(), r.curves, sampled, rho=float(mup.RHO))},
     )
 
 

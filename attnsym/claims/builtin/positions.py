@@ -12,6 +12,7 @@ in :mod:`attnsym.plots.rope_alibi` call the same experiments.
 from __future__ import annotations
 
 from functools import partial
+from typing import cast
 
 import numpy as np
 import sympy as sp
@@ -56,7 +57,7 @@ def check_rope_relative(ctx: CheckContext, *, positions: str = "rope") -> Eviden
     facts = {f"{positions} scores depend on m − n only (symbolic)": symbolic_ok,
              "float64 scores unchanged by a shift of every position": all(v <= tol for v in r.shifts.values())}
     if r.g_error is not None:  # RoPE: every score equals g(q_m, k_n, n − m)
-        facts["every float64 score = g(q_m, k_n, n − m)"] = r.g_error <= tol
+        facts["every float64 score = g(q_m, k_n, n − m)"] = bool(r.g_error <= tol)
     equation = (("RoPE score of q at m and k at n (d_k = 2)", sp.Eq(r.main.lhs, r.main.rhs, evaluate=False))
                 if positions == "rope" else
                 ("score at positions t, t + 1 minus the score at 0, 1 (sinusoids, n = 2, d_model = 2)",
@@ -114,7 +115,7 @@ def check_rope_shift_invariance(ctx: CheckContext, *, positions: str = "rope") -
                  "max |A(PX) − P A(X) Pᵀ|": r.permutation_gap,
                  "see also": ["permutation-equivariance", "no-locality-bias"]},
         equations=((("a score at the shifted positions t, t + 1 (it reduces to the score at 0, 1)",
-                     sp.Eq(tex(r"s_{1,2}(t)"), proof.lhs[0, 1], evaluate=False))
+                     sp.Eq(tex(r"s_{1,2}(t)"), cast(sp.Matrix, proof.lhs)[0, 1], evaluate=False))
                     if proof.holds else ("a score that changes with t: s(t) − s(0)",
                                          sp.Eq(tex("s(t) - s(0)"), proof.residual, evaluate=False))),),
         figures={"shift": partial(plots.shift_figure, r.panels)},

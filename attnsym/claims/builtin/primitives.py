@@ -84,9 +84,10 @@ def check_sinusoidal_positions(ctx: CheckContext, *, claimed_ratio=None) -> Evid
                 else sp.nsimplify(exact("claimed_ratio", claimed_ratio)))
     geometric = all(sp.simplify(x - expected) == 0 for x in r.ratios)
     # positions up to 512: angles up to 512 rad, so the rounding of sin/cos arguments sets the tolerance
-    rot_tol = 1e3 * np.finfo(float).eps * r.n
+    rot_tol = 1e3 * float(np.finfo(float).eps) * r.n
     tol = TOLERANCES["float64"]
-    facts = {"geometric frequencies (exact)": geometric, "symbolic matrix = the definition": r.matches_definition,
+    facts: dict[str, bool] = {
+             "geometric frequencies (exact)": geometric, "symbolic matrix = the definition": r.matches_definition,
              "bounded in [−1, 1] (exact)": r.bounded, "PE(p + k) = R_k PE(p) (symbolic p, k)": proof.holds,
              "R_k free of p": proof.independent_of_p, "R_k orthogonal": proof.orthogonal,
              "every pair rotates (stacked)": r.stacked, "float64 |PE| ≤ 1": r.largest <= 1.0,

@@ -11,6 +11,7 @@ mathematics lives in :mod:`attnsym.graphs` (routing graphs, contrast, distances)
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 import sympy as sp
@@ -77,7 +78,7 @@ def check_dynamic_routing(ctx: CheckContext, *, attention_changes: bool = True, 
     spec = AttentionSpec(n=4, d_model=4, heads=2) if ctx.quick else AttentionSpec(n=8, d_model=8, heads=2)
     weights = random_weights(rng, spec)
     pairs = 3 if ctx.quick else 10
-    rows = []
+    rows: list[dict[str, Any]] = []
     for _ in range(pairs):
         X1, X2 = rng.standard_normal((2, *spec.shapes["X"]))
         c = contrast(spec, X1, X2, weights)
@@ -85,7 +86,8 @@ def check_dynamic_routing(ctx: CheckContext, *, attention_changes: bool = True, 
                      "attention graphs identical": c.attention_identical, "MLP graphs identical": c.mlp_identical})
     X1 = rng.standard_normal(spec.shapes["X"])
     same = contrast(spec, X1, X1.copy(), weights)
-    first = contrast(spec, *rng.standard_normal((2, *spec.shapes["X"])), weights)
+    X1, X2 = rng.standard_normal((2, *spec.shapes["X"]))
+    first = contrast(spec, X1, X2, weights)
 
     def figure():
         return plots.draw_contrast(first)
@@ -306,7 +308,7 @@ def check_weights_not_preset(ctx: CheckContext, *, preset: bool = False) -> Evid
     # numeric: many inputs, one set of parameters
     rng = ctx.rng("weights-not-preset")
     spec = AttentionSpec(n=6, d_model=4) if ctx.quick else AttentionSpec(n=16, d_model=8)
-    weights = random_weights(rng, spec)
+    weights: dict[str, Any] = random_weights(rng, spec)
     As = [attention(rng.standard_normal(spec.shapes["X"]) * scale, **weights)[1] for scale in (0.5, 1.0, 3.0, 10.0)]
     nonneg = all(bool(np.all(a >= 0)) for a in As)
     sums_ok = all(close(a.sum(axis=-1), np.ones(spec.n)) for a in As)

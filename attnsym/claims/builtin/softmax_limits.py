@@ -64,7 +64,7 @@ def check_dispersion(ctx: CheckContext, *, gap: float = 5, claimed: dict[int, fl
                    ("its limit as n grows", sp.Eq(tex(r"\lim_{n\to\infty} a_{\max}"), r.limit, evaluate=False)),
                    ("the top weight falls to 1/2 at", sp.Eq(tex("n_{1/2}"), dispersion_half_point(r.Delta),
                                                             evaluate=False))),
-        figures={"dispersion": partial(plots.dispersion_figure, r.curve_n, r.curves, [w.n for w in r.rows],
+        figures={"dispersion": partial(plots.dispersion_figure, r.curve_n.tolist(), r.curves, [w.n for w in r.rows],
                                        [w.exact for w in r.rows], gap=float(gap))},
     )
 
@@ -106,7 +106,8 @@ def check_softmax_jacobian_norm(ctx: CheckContext, *, claimed_bound: float = 0.5
                    ("two-point distribution a = (p, 1 − p)", sp.Eq(tex(r"\|J\|_2"), r.two_point, evaluate=False)),
                    *((("its maximum", sp.Eq(tex(r"\max_p \|J\|_2"), r.peak, evaluate=False)),) if r.peak is not None
                      else ())),
-        figures={"jacobian-norm": partial(plots.jacobian_norm_figure, r.samples.max(axis=1), r.norms, bound=float(bound))},
+        figures={"jacobian-norm": partial(plots.jacobian_norm_figure, r.samples.max(axis=1).tolist(), r.norms.tolist(),
+                                                  bound=float(bound))},
     )
 
 
@@ -158,7 +159,7 @@ def check_entropy_lower_bound(ctx: CheckContext, *, claimed_bound=None) -> Evide
 
 def _entropy_figure(rng: Streams):
     grid, bound, draws = limits.entropy_figure_draws(rng)
-    return plots.entropy_bound_figure(grid, bound, draws, n_keys=limits.ENTROPY_KEYS)
+    return plots.entropy_bound_figure(grid.tolist(), bound.tolist(), draws, n_keys=limits.ENTROPY_KEYS)
 
 
 ENTROPY_CONDITIONS = (
