@@ -30,6 +30,7 @@ from attnsym.spec import AttentionSpec
 from attnsym.studies import alibi as studies_alibi
 from attnsym.studies import equivariance as studies_equivariance
 from attnsym.studies import gelu as studies_gelu
+from attnsym.studies import length_scaling as studies_length_scaling
 from attnsym.studies import positions as studies_positions
 from attnsym.studies import rank_collapse as studies_rank_collapse
 from attnsym.studies import sinusoidal as studies_sinusoidal
@@ -122,10 +123,9 @@ def _softmax_one_unshifted_zero(monkeypatch):
 
 def _log_n_plus_one(monkeypatch):
     """Scalable softmax with log(n + 1) instead of log n."""
-    from attnsym.claims.builtin import literature
     from attnsym.numeric.forward import softmax
 
-    monkeypatch.setattr(literature, "scalable_softmax",
+    monkeypatch.setattr(studies_length_scaling, "scalable_softmax",
                         lambda z, s: np.asarray(softmax(s * np.log(np.shape(z)[-1] + 1) * np.asarray(z))))
 
 
