@@ -18,7 +18,7 @@ import sympy as sp
 import attnsym.numeric.positions as numeric_positions
 import attnsym.spec as spec_module
 from attnsym.claims import CLAIMS, CheckContext
-from attnsym.claims.builtin import routing, softmax_limits
+from attnsym.claims.builtin import softmax_limits
 from attnsym.numeric import backward as numeric_backward
 from attnsym.numeric import blockwise as numeric_blockwise
 from attnsym.numeric import forward as numeric_forward
@@ -33,6 +33,7 @@ from attnsym.studies import gelu as studies_gelu
 from attnsym.studies import length_scaling as studies_length_scaling
 from attnsym.studies import positions as studies_positions
 from attnsym.studies import rank_collapse as studies_rank_collapse
+from attnsym.studies import routing as studies_routing
 from attnsym.studies import sinusoidal as studies_sinusoidal
 from attnsym.studies import softmax_jacobian as studies_softmax_jacobian
 from attnsym.studies import softmax_limits as studies_softmax_limits
@@ -177,12 +178,12 @@ def _contrast_weights_cached(monkeypatch):
 
 def _routing_weights_cached(monkeypatch):
     """The numeric attention of the routing checks reuses the first input's map for every input."""
-    _memoised_weights(monkeypatch, routing)
+    _memoised_weights(monkeypatch, studies_routing)
 
 
 def _queries_projected_with_w_k(monkeypatch):
     """The numeric layer of the routing checks projects the queries with W_K (a wiring bug)."""
-    original = routing.attention
+    original = studies_routing.attention
 
     def attention(X, *args, **kw):
         if args:
@@ -191,7 +192,7 @@ def _queries_projected_with_w_k(monkeypatch):
             kw = {**kw, "W_Q": kw["W_K"]}
         return original(X, *args, **kw)
 
-    monkeypatch.setattr(routing, "attention", attention)
+    monkeypatch.setattr(studies_routing, "attention", attention)
 
 
 def _softmax_over_queries(monkeypatch):
