@@ -112,11 +112,11 @@ def test_claims_hold(check):
 def test_rank_collapse_holds_only_under_conditions_because_mlps_do_not_prevent_it():
     ev = rank_collapse.check_rank_collapse(QUICK)
     assert ev.verdict == "holds-under-conditions"
-    rows = {r["architecture"]: r for r in ev.details["rows"]}
-    assert rows["attention"]["collapses (median < 1e-8)"] and not rows["attention+skip"]["collapses (median < 1e-8)"]
-    assert rows["attention"][rank_collapse.RATE] >= 2  # cubic-like contraction: doubly exponential
+    rows = {r.architecture: r for r in ev.details["rows"]}
+    assert rows["attention"].collapses and not rows["attention+skip"].collapses
+    assert rows["attention"].rate >= 2  # cubic-like contraction: doubly exponential
     assert ev.details["rank-1 input is a fixed point (exact)"]
-    lo, hi = rows["attention+skip"]["95% range over seeds"]
+    lo, hi = rows["attention+skip"].final_range
     assert 0 < lo <= hi
 
 
@@ -151,8 +151,8 @@ def test_dispersion_figure_marks_the_checked_numbers():
     ev = softmax_limits.check_dispersion(QUICK)
     ax = ev.figures["dispersion"]().axes[0]
     marks = next(line for line in ax.lines if line.get_marker() == "o")
-    assert list(marks.get_ydata()) == [r["exact"] for r in ev.details["rows"]]
-    assert float(np.asarray(softmax(np.array([3.0] + [-2.0] * 9)))[0]) == pytest.approx(ev.details["rows"][0]["exact"])
+    assert list(marks.get_ydata()) == [r.exact for r in ev.details["rows"]]
+    assert float(np.asarray(softmax(np.array([3.0] + [-2.0] * 9)))[0]) == pytest.approx(ev.details["rows"][0].exact)
 
 
 def test_softmax_entropy_is_the_entropy_of_numeric_softmax():

@@ -18,7 +18,7 @@ import sympy as sp
 import attnsym.numeric.positions as numeric_positions
 import attnsym.spec as spec_module
 from attnsym.claims import CLAIMS, CheckContext
-from attnsym.claims.builtin import positions, primitives, rank_collapse, routing, softmax_limits, structure, table1
+from attnsym.claims.builtin import softmax_limits
 from attnsym.numeric import backward as numeric_backward
 from attnsym.numeric import blockwise as numeric_blockwise
 from attnsym.numeric import forward as numeric_forward
@@ -28,6 +28,17 @@ from attnsym.numeric import rank_collapse as numeric_rank_collapse
 from attnsym.numeric import sink as numeric_sink
 from attnsym.spec import AttentionSpec
 from attnsym.studies import alibi as studies_alibi
+from attnsym.studies import equivariance as studies_equivariance
+from attnsym.studies import gelu as studies_gelu
+from attnsym.studies import length_scaling as studies_length_scaling
+from attnsym.studies import positions as studies_positions
+from attnsym.studies import rank_collapse as studies_rank_collapse
+from attnsym.studies import routing as studies_routing
+from attnsym.studies import sinusoidal as studies_sinusoidal
+from attnsym.studies import softmax_jacobian as studies_softmax_jacobian
+from attnsym.studies import softmax_limits as studies_softmax_limits
+from attnsym.studies import symmetry as studies_symmetry
+from attnsym.studies import table1 as studies_table1
 from attnsym.symbolic import sink as symbolic_sink
 from attnsym.symbolic import softcap as softcap_module
 
@@ -60,7 +71,7 @@ def _mlp_with_a_skip(monkeypatch):
     def run(architecture, X, depth, rng, **kw):
         return original("attention+skip" if architecture == "attention+mlp" else architecture, X, depth, rng, **kw)
 
-    monkeypatch.setattr(rank_collapse, "collapse_run", run)
+    monkeypatch.setattr(studies_rank_collapse, "collapse_run", run)
 
 
 def _skip_dropped(monkeypatch):
@@ -70,12 +81,12 @@ def _skip_dropped(monkeypatch):
     def run(architecture, X, depth, rng, **kw):
         return original("attention" if architecture == "attention+skip" else architecture, X, depth, rng, **kw)
 
-    monkeypatch.setattr(rank_collapse, "collapse_run", run)
+    monkeypatch.setattr(studies_rank_collapse, "collapse_run", run)
 
 
 def _two_point_norm_linear(monkeypatch):
     """The derived two-point norm replaced by p (no critical point: the check used to crash)."""
-    monkeypatch.setattr(softmax_limits, "two_point_jacobian_norm", lambda p: p)
+    monkeypatch.setattr(studies_softmax_limits, "two_point_jacobian_norm", lambda p: p)
 
 
 def _entropy_bound_scaled(monkeypatch):
@@ -86,8 +97,8 @@ def _entropy_bound_scaled(monkeypatch):
 
 def _rope_bound_flat(monkeypatch):
     """RoPE's relative bound computed as a constant (no decay)."""
-    original = positions.rope_decay_bound
-    monkeypatch.setattr(positions, "rope_decay_bound", lambda spec, distance: np.full(np.shape(distance),
+    original = studies_positions.rope_decay_bound
+    monkeypatch.setattr(studies_positions, "rope_decay_bound", lambda spec, distance: np.full(np.shape(distance),
                                                                                       original(spec, distance)[0]))
 
 
@@ -113,28 +124,27 @@ def _softmax_one_unshifted_zero(monkeypatch):
 
 def _log_n_plus_one(monkeypatch):
     """Scalable softmax with log(n + 1) instead of log n."""
-    from attnsym.claims.builtin import literature
     from attnsym.numeric.forward import softmax
 
-    monkeypatch.setattr(literature, "scalable_softmax",
+    monkeypatch.setattr(studies_length_scaling, "scalable_softmax",
                         lambda z, s: np.asarray(softmax(s * np.log(np.shape(z)[-1] + 1) * np.asarray(z))))
 
 
 def _dispersion_softmax_sharpened(monkeypatch):
     """The softmax the dispersion check evaluates, with logits scaled by 1.01."""
-    original = softmax_limits.softmax
-    monkeypatch.setattr(softmax_limits, "softmax", lambda z, *a, **kw: original(np.asarray(z) * 1.01, *a, **kw))
+    original = studies_softmax_limits.softmax
+    monkeypatch.setattr(studies_softmax_limits, "softmax", lambda z, *a, **kw: original(np.asarray(z) * 1.01, *a, **kw))
 
 
 def _numeric_jacobian_diagonal(monkeypatch):
     """The numeric softmax Jacobian as diag(a) (the −a aᵀ term dropped)."""
-    monkeypatch.setattr(primitives, "num_jacobian",
+    monkeypatch.setattr(studies_softmax_jacobian, "num_jacobian",
                         lambda a: np.eye(np.shape(a)[-1]) * np.asarray(a)[..., None, :])
 
 
 def _gelu_tanh_coefficient(monkeypatch):
     """The numeric tanh approximation of GELU with 0.05 instead of 0.044715."""
-    monkeypatch.setattr(primitives, "num_gelu_tanh",
+    monkeypatch.setattr(studies_gelu, "num_gelu_tanh",
                         lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.05 * np.asarray(x) ** 3))))
 
 
@@ -168,12 +178,12 @@ def _contrast_weights_cached(monkeypatch):
 
 def _routing_weights_cached(monkeypatch):
     """The numeric attention of the routing checks reuses the first input's map for every input."""
-    _memoised_weights(monkeypatch, routing)
+    _memoised_weights(monkeypatch, studies_routing)
 
 
 def _queries_projected_with_w_k(monkeypatch):
     """The numeric layer of the routing checks projects the queries with W_K (a wiring bug)."""
-    original = routing.attention
+    original = studies_routing.attention
 
     def attention(X, *args, **kw):
         if args:
@@ -182,7 +192,7 @@ def _queries_projected_with_w_k(monkeypatch):
             kw = {**kw, "W_Q": kw["W_K"]}
         return original(X, *args, **kw)
 
-    monkeypatch.setattr(routing, "attention", attention)
+    monkeypatch.setattr(studies_routing, "attention", attention)
 
 
 def _softmax_over_queries(monkeypatch):
@@ -198,7 +208,7 @@ def _softmax_over_queries(monkeypatch):
 def _uncached_table1(monkeypatch):
     """Table 1 recomputed on every call (the claims' cache would keep a mutated graph for later tests)."""
     architectures = importlib.import_module("attnsym.graphs.architectures")
-    monkeypatch.setattr(table1, "_table1", lambda ns, k, r: tuple(architectures.table1(list(ns), k=k, r=r)))
+    monkeypatch.setattr(studies_table1, "_table1", studies_table1._table1.__wrapped__)
     return architectures
 
 
@@ -241,31 +251,32 @@ def _blockwise_mask_with_block_local_keys(monkeypatch):
 
 def _keys_projected_with_w_q(monkeypatch):
     """The numeric scores of the qk-asymmetry check take Q for K (keys projected with W_Q)."""
-    original = structure.scores
-    monkeypatch.setattr(structure, "scores", lambda Q, K, *a, **kw: original(Q, Q, *a, **kw))
+    original = studies_symmetry.scores
+    monkeypatch.setattr(studies_symmetry, "scores", lambda Q, K, *a, **kw: original(Q, Q, *a, **kw))
 
 
 def _positions_added_when_none(monkeypatch):
     """The numeric layer adds sinusoidal positions even when ``positions=None``."""
-    original = structure.attention
-    monkeypatch.setattr(structure, "attention", lambda *a, **kw: original(
+    original = studies_equivariance.attention
+    monkeypatch.setattr(studies_equivariance, "attention", lambda *a, **kw: original(
         *a, **{**kw, "positions": kw.get("positions") or "sinusoidal"}))
 
 
 def _attention_with_a_window(monkeypatch):
     """Attention (symbolic and numeric) restricted to |i − j| ≤ 1 when no mask is asked for."""
     band = lambda n: [[abs(i - j) <= 1 for j in range(n)] for i in range(n)]
-    sym, num = structure.sym_attention, structure.attention
-    monkeypatch.setattr(structure, "sym_attention", lambda spec, *a, **kw: sym(
+    sym, num = studies_equivariance.sym_attention, studies_equivariance.attention
+    monkeypatch.setattr(studies_equivariance, "sym_attention", lambda spec, *a, **kw: sym(
         spec if spec.mask is not None else AttentionSpec(n=spec.n, d_model=spec.d_model, positions=spec.positions,
                                                           mask=band(spec.n)), *a, **kw))
-    monkeypatch.setattr(structure, "attention", lambda Z, *a, **kw: num(Z, *a, **({"mask": np.array(band(len(Z)))} | kw)))
+    monkeypatch.setattr(studies_equivariance, "attention",
+                        lambda Z, *a, **kw: num(Z, *a, **({"mask": np.array(band(len(Z)))} | kw)))
 
 
 def _sinusoid_exponent_halved(monkeypatch):
     """The symbolic sinusoidal encoding with frequencies base^(−i/d) instead of base^(−2i/d)."""
-    original = primitives.sym_pe
-    monkeypatch.setattr(primitives, "sym_pe", lambda n, d, *a, **kw: original(n, 2 * d, *a, **kw)[:, :d])
+    original = studies_sinusoidal.sym_pe
+    monkeypatch.setattr(studies_sinusoidal, "sym_pe", lambda n, d, *a, **kw: original(n, 2 * d, *a, **kw)[:, :d])
 
 
 def _softmax_vjp_without_rowsum(monkeypatch):

@@ -19,6 +19,7 @@ from attnsym.claims import CLAIMS, CheckContext
 from attnsym.claims.builtin import literature_structure
 from attnsym.numeric import identifiability as numeric_id
 from attnsym.spec import AttentionSpec
+from attnsym.studies import bottleneck as studies_bottleneck
 from attnsym.studies import qk_norm as studies_qk_norm
 from attnsym.symbolic import identifiability as exact_id
 from attnsym.symbolic import in_context
@@ -42,8 +43,8 @@ def _null_space_without_ones(monkeypatch):
 
 def _scores_full_rank(monkeypatch):
     """The numeric scores with the identity added (rank n whatever d_k)."""
-    original = literature_structure.numeric_scores
-    monkeypatch.setattr(literature_structure, "numeric_scores",
+    original = studies_bottleneck.numeric_scores
+    monkeypatch.setattr(studies_bottleneck, "numeric_scores",
                         lambda Q, K, scale=1.0, allowed=None: np.asarray(original(Q, K, scale, allowed))
                         + np.eye(np.shape(Q)[0], np.shape(K)[0]))
 

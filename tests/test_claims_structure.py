@@ -23,16 +23,16 @@ def test_permutation_conditions_name_positions_and_mask():
     ev = structure.check_permutation_equivariance(QUICK)
     text = " ".join(ev.conditions)
     assert "sinusoidal positions" in text and "causal mask" in text
-    rows = {(r["positions"], r["causal"]): r["holds"] for r in ev.details["configurations"]}
+    rows = {(r.positions, r.causal): r.holds for r in ev.details["configurations"]}
     assert rows == {(None, False): True, ("sinusoidal", False): False, (None, True): False}
 
 
 def test_locality_profiles():
     ev = structure.check_locality(QUICK)
     conv, att = ev.details["profiles"][:2]
-    assert conv["local"] and conv["symbolic shift-equivariant"] and not conv["symbolic permutation-equivariant"]
-    assert not att["local"] and att["symbolic permutation-equivariant"]
-    assert att["symbolic every output depends on every token"]
+    assert conv.local and conv.shift_equivariant and not conv.permutation_equivariant
+    assert not att.local and att.permutation_equivariant
+    assert att.global_dependency
     assert ev.details["banded mask |i − j| ≤ 1: dependency window"] == 1  # restricted attention is local again
 
 

@@ -128,8 +128,6 @@ def test_claims_and_plots_draw_their_experiments_from_studies(graph):
 #: functions of attnsym/claims over MAX_CLAIM_FUNCTION lines still to be split into a study and a verdict
 #: (#36); delete an entry when its function is short: the test fails on a stale entry too
 LONG_CLAIM_FUNCTIONS_PENDING: tuple[str, ...] = (
-    "attnsym/claims/builtin/literature_structure.py:check_non_identifiable",
-    "attnsym/claims/builtin/literature_theory.py:check_mup_scaling",
 )
 MAX_CLAIM_FUNCTION = 80
 

@@ -42,6 +42,37 @@ module                                     question
 :mod:`attnsym.studies.real_text`           how do a real model's heads spread their
                                            attention as a text grows, beside the bounds of
                                            ``entropy-lower-bound`` and ``dispersion``?
+:mod:`attnsym.studies.identifiability`     does AV determine A? (``non-identifiable``)
+:mod:`attnsym.studies.bottleneck`          which patterns can a width d_k reach?
+                                           (``low-rank-bottleneck``)
+:mod:`attnsym.studies.in_context`          is one linear attention layer a GD step?
+                                           (``icl-gradient-descent``)
+:mod:`attnsym.studies.certificates`        are two variant specs the same layer?
+                                           (``gqa-equals-repeated-kv``,
+                                           ``rope-pairing-permutation``)
+:mod:`attnsym.studies.mup`                 how do correlated q·k logits grow? (``mup-scaling``)
+:mod:`attnsym.studies.performer`           is FAVOR+ unbiased? (``performer-unbiased``)
+:mod:`attnsym.studies.kernel_smoother`     is attention a (symmetric) kernel smoother?
+                                           (``kernel-smoother``)
+:mod:`attnsym.studies.linear_attention`    is causal linear attention an RNN?
+                                           (``linear-attention-rnn``)
+:mod:`attnsym.studies.softmax_jacobian`    is ∂softmax/∂z = diag(a) − a aᵀ?
+                                           (``softmax-jacobian``)
+:mod:`attnsym.studies.sinusoidal`          what do sinusoidal positions compute?
+                                           (``sinusoidal-positions``)
+:mod:`attnsym.studies.gelu`                how far is GELU's tanh approximation? (``gelu``)
+:mod:`attnsym.studies.softmax_limits`      dispersion, the Jacobian's norm, the entropy bound
+                                           (``dispersion``, ``softmax-jacobian-norm``,
+                                           ``entropy-lower-bound``)
+:mod:`attnsym.studies.symmetry`            when is Q Kᵀ symmetric? (``qk-asymmetry``)
+:mod:`attnsym.studies.equivariance`        which symmetries does a mixing layer have?
+                                           (``permutation-equivariance``, ``no-locality-bias``)
+:mod:`attnsym.studies.rank_collapse`       does pure attention lose rank? (``rank-collapse``)
+:mod:`attnsym.studies.table1`              how do path length and depth grow with n?
+                                           (``global-path-length``, ``parallelism``)
+:mod:`attnsym.studies.positions`           what do relative positions keep? (``rope-relative``,
+                                           ``rope-shift-invariance``, ``rope-long-range-decay``)
+:mod:`attnsym.studies.softcap`             what does soft-capping do? (``softcap-facts``)
 =========================================  ================================================
 
 Submodules are imported by name (``from attnsym.studies import saturation``); this package

@@ -10,15 +10,15 @@ implementation fails it (``tests/test_claims_mutations.py``).
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import sympy as sp
 
-from ...numeric import sink as numeric_sink
-from ...numeric import softmax
-from ...numeric.length_scaling import scalable_softmax
 from ...plots.literature import length_scaling_figure, sink_figure, softcap_figure
+from ...studies import length_scaling, sink
+from ...studies import softcap as softcap_study
 from ...symbolic import sink as exact_sink
-from ...symbolic import softcap as capping
 from ...symbolic.length_scaling import scaled_top_weight, top_weight
 from .._evidence import CheckContext, Evidence, tex
 from .._verdict import failed_clause, verdict
@@ -33,55 +33,33 @@ SOFTCAP_EXAMPLE = {"cap": 50, "logit": 10, "error": 0.13123, "bound": 0.13333}
 def check_softcap_facts(ctx: CheckContext, *, cap: int = 50, claimed_bound=None) -> Evidence:
     """``c·tanh(ℓ/c)``: in ``(−c, c)``, increasing, 1-Lipschitz, within ``|ℓ|³/(3c²)`` of ``ℓ``; exact and on a grid.
 
-    Exact: the slope ``1 − tanh²(ℓ/c)`` of :func:`attnsym.symbolic.softcap.softcap` lies in
-    ``(0, 1]`` (it is checked to be that expression); the limits at ``±∞`` are ``±c``; the
-    certificate ``g′ = x² − tanh² x ≥ 0`` proves the cubic bound. Numeric: on a grid of ``ℓ``
-    (up to 10⁴·c) the function evaluated in float64 stays in ``(−c, c)``, never decreases,
+    A verdict on :func:`attnsym.studies.softcap.study`: the exact slope is ``1 − tanh²(ℓ/c)`` (in
+    ``(0, 1]``), the limits at ``±∞`` are ``±c``, the certificate ``g′ = x² − tanh² x ≥ 0`` proves
+    the cubic bound; on the float64 grid the capped logit stays in ``[−c, c]``, never decreases,
     moves by at most ``|Δℓ|`` and stays within the bound; the claim's example to 5 decimals.
-    ``claimed_bound(|ℓ|, c)`` is the asserted error bound (default ``|ℓ|³/(3c²)``); a false one
-    such as ``|ℓ|⁴/(3c³)`` fails.
+    ``claimed_bound(|ℓ|, c)`` is the asserted error bound (default ``|ℓ|³/(3c²)``).
     """
     bound_of = (lambda a, cc: a**3 / (3 * cc**2)) if claimed_bound is None else claimed_bound
-    ell = sp.Symbol("ell", real=True)
-    c = sp.Symbol("c", positive=True)
-    f = capping.softcap(ell, c)
-    slope = capping.softcap_slope(ell, c)
-    slope_form = sp.simplify(slope - (1 - sp.tanh(ell / c) ** 2)) == 0  # in (0, 1]: 1 − tanh², |tanh| < 1
-    limits = (sp.limit(f, ell, sp.oo), sp.limit(f, ell, -sp.oo))
-    limits_ok = sp.simplify(limits[0] - c) == 0 and sp.simplify(limits[1] + c) == 0
-    g, dg, certificate = capping.cubic_gap_certificate()
-    g_at_zero = g.subs(sp.Symbol("x", nonnegative=True), 0) == 0
-    numeric = sp.lambdify((ell, c), f, "numpy")
-    count = 2001 if ctx.quick else 20001
-    grid = np.concatenate([-np.logspace(-3, 4, count)[::-1] * cap, [0.0], np.logspace(-3, 4, count) * cap])
-    values = numeric(grid, cap)  # (2 count + 1,)
-    inside = bool(np.all(np.abs(values) <= cap))  # float64 rounds tanh to ±1 far out: ≤, the exact limit is strict
-    steps = np.diff(values)
-    order = bool(np.all(steps >= 0))
-    lipschitz = bool(np.all(steps <= np.diff(grid) * (1 + 1e-12)))
-    error = np.abs(grid - values)
-    bound = bound_of(np.abs(grid), cap)
-    within = bool(np.all(error <= bound * (1 + 1e-9) + 1e-12))
+    r = softcap_study.study(quick=ctx.quick, cap=cap)
+    ell, c, values, steps = r.ell, r.c, r.values, np.diff(r.values)
+    error, bound = np.abs(r.grid - values), bound_of(np.abs(r.grid), cap)
     ex = SOFTCAP_EXAMPLE
-    ex_error = float(ex["logit"] - numeric(float(ex["logit"]), float(ex["cap"])))
-    ex_bound = float(bound_of(float(ex["logit"]), float(ex["cap"])))
-    example_ok = round(ex_error, 5) == ex["error"] and round(ex_bound, 5) == ex["bound"]
-    shown = np.linspace(-4 * cap, 4 * cap, 401)
-    shown_values = numeric(shown, cap)
-
-    def figure():
-        return softcap_figure(shown, shown_values, np.abs(shown - shown_values), np.abs(shown) ** 3 / (3 * cap**2),
-                              cap=float(cap))
-
-    facts = {"slope = 1 − tanh²(ℓ/c) ∈ (0, 1] (exact)": slope_form, "limits ±c (exact)": limits_ok,
-             "g′ = x² − tanh² x (exact)": certificate, "g(0) = 0": g_at_zero,
-             "grid: |capped| ≤ c": inside, "grid: order kept": order, "grid: 1-Lipschitz": lipschitz,
-             "grid: error ≤ |ℓ|³/(3c²)": within, "example to 5 decimals": example_ok}
+    at = {ell: sp.Float(ex["logit"], 30), c: ex["cap"]}
+    ex_error, ex_bound = float(ex["logit"] - r.f.subs(at)), float(bound_of(float(ex["logit"]), float(ex["cap"])))
+    facts = {"slope = 1 − tanh²(ℓ/c) ∈ (0, 1] (exact)": sp.simplify(r.slope - (1 - sp.tanh(ell / c) ** 2)) == 0,
+             "limits ±c (exact)": sp.simplify(r.limits[0] - c) == 0 and sp.simplify(r.limits[1] + c) == 0,
+             "g′ = x² − tanh² x (exact)": r.certificate, "g(0) = 0": r.g_at_zero == 0,
+             # float64 rounds tanh to ±1 far out: ≤, the exact limit is strict
+             "grid: |capped| ≤ c": bool(np.all(np.abs(values) <= cap)), "grid: order kept": bool(np.all(steps >= 0)),
+             "grid: 1-Lipschitz": bool(np.all(steps <= np.diff(r.grid) * (1 + 1e-12))),
+             "grid: error ≤ |ℓ|³/(3c²)": bool(np.all(error <= bound * (1 + 1e-9) + 1e-12)),
+             "example to 5 decimals": round(ex_error, 5) == ex["error"] and round(ex_bound, 5) == ex["bound"]}
+    x = sp.Symbol("x")
     return Evidence(
         "softcap-facts", statement("softcap-facts"), verdict(facts),
         method="symbolic proof (slope, limits, cubic-bound certificate) + numeric check (float64 grid, "
-               f"{grid.size} logits up to 10⁴·c)",
-        summary=(f"slope {slope}; limits {limits[0]}, {limits[1]}; certificate g′ = {sp.factor(dg)}; "
+               f"{r.grid.size} logits up to 10⁴·c)",
+        summary=(f"slope {r.slope}; limits {r.limits[0]}, {r.limits[1]}; certificate g′ = {sp.factor(r.dg)}; "
                  f"c = {ex['cap']}, ℓ = {ex['logit']}: error {ex_error:.5f} {'≤' if ex_error <= ex_bound else '>'} "
                  f"bound {ex_bound:.5f}; largest error/bound on the grid {float(np.max(error / np.maximum(bound, 1e-300))):.3f}"
                  + failed_clause(facts)),
@@ -90,69 +68,49 @@ def check_softcap_facts(ctx: CheckContext, *, cap: int = 50, claimed_bound=None)
                     "the cubic bound is tight near 0 (x − tanh x = x³/3 − 2x⁵/15 + …) and loose for |ℓ| ≫ c, where "
                     "the error is |ℓ| − c"),
         details={**facts, "example error": ex_error, "example bound": ex_bound, "cap of the grid": cap},
-        equations=(("soft-capped logit", sp.Eq(tex(r"\operatorname{cap}_c(\ell)"), f, evaluate=False)),
-                   ("its slope", sp.Eq(tex(r"\partial_\ell \operatorname{cap}_c(\ell)"), slope, evaluate=False)),
-                   ("certificate of the cubic bound", sp.Eq(tex(r"g'(x)"), sp.Symbol("x") ** 2
-                                                            - sp.tanh(sp.Symbol("x")) ** 2, evaluate=False)),
+        equations=(("soft-capped logit", sp.Eq(tex(r"\operatorname{cap}_c(\ell)"), r.f, evaluate=False)),
+                   ("its slope", sp.Eq(tex(r"\partial_\ell \operatorname{cap}_c(\ell)"), r.slope, evaluate=False)),
+                   ("certificate of the cubic bound", sp.Eq(tex(r"g'(x)"), x**2 - sp.tanh(x) ** 2, evaluate=False)),
                    ("the bound", sp.Le(tex(r"|\ell - c\tanh(\ell/c)|"), tex(r"|\ell|^3/(3c^2)"), evaluate=False))),
-        figures={"softcap": figure},
+        figures={"softcap": partial(softcap_figure, r.shown.tolist(), r.shown_values.tolist(),
+                                    np.abs(r.shown - r.shown_values).tolist(),
+                                    (np.abs(r.shown) ** 3 / (3 * cap**2)).tolist(), cap=float(cap))},
     )
 
 
 def check_off_by_one_sink(ctx: CheckContext, *, extra_logit: int = 0) -> Evidence:
     """softmax₁ = softmax over ``[extra_logit, x]`` without its first entry; with a zero value the outputs agree; sink mass.
 
-    Exact for ``n = 3`` symbolic logits, values and sink logit ``s``: ``softmax₁(x)`` against the
-    appended softmax (``extra_logit`` is the claimed extra logit: 0 in the claim), the outputs
-    ``softmax([0, x])·[0; V] = softmax₁(x)·V``, the sink weight ``= σ(s − lse(x))``. Numeric: the
-    stable float64 softmax₁ of :mod:`attnsym.numeric.sink` against :func:`attnsym.numeric.softmax`
-    of the appended logits, logits up to ±1000 included (no overflow).
+    A verdict on :func:`attnsym.studies.sink.study`: exact for ``n = 3`` symbolic logits, values and
+    sink logit ``s`` (``extra_logit`` is the claimed extra logit: 0 in the claim), and the stable
+    float64 softmax₁ against the softmax of the appended logits, logits up to ±1000 included.
     """
-    n = 3
-    x = sp.Matrix(sp.symbols(f"x_1:{n + 1}", real=True))
-    v = sp.Matrix(sp.symbols(f"v_1:{n + 1}", real=True))
-    s = sp.Symbol("s", real=True)
-    one = exact_sink.softmax_one(x)
-    appended = exact_sink.sink_softmax(x, sp.Integer(extra_logit))
-    weights_equal = all(sp.simplify(one[i] - appended[i + 1]) == 0 for i in range(n))
-    outputs_equal = sp.simplify((appended.T * sp.Matrix.vstack(sp.Matrix([[0]]), v))[0] - (one.T * v)[0]) == 0
-    with_s = exact_sink.sink_softmax(x, s)
-    mass_equal = sp.simplify(with_s[0] - exact_sink.sink_mass(x, s)) == 0
-    rng = ctx.rng("off-by-one-sink")
-    rows = 200 if ctx.quick else 2000
-    Z = rng.standard_normal((rows, 8)) * np.array([1.0] * 6 + [30.0, 30.0])  # (rows, 8)
-    Z[:4] = [[1000.0] * 8, [-1000.0] * 8, [1000.0] + [0.0] * 7, [-1000.0] + [0.0] * 7]
-    ours = numeric_sink.softmax_one(Z)
-    reference = np.asarray(softmax(np.hstack([np.full((rows, 1), float(extra_logit)), Z])))[:, 1:]
-    numeric_gap = float(np.max(np.abs(ours - reference)))
-    finite = bool(np.all(np.isfinite(ours)))
-    sums = ours.sum(axis=1)
-    below_one = bool(np.all(sums <= 1 + 1e-15))  # < 1 exactly; float64 rounds 1 − σ(−lse) to 1 once lse(x) > 37
-    facts = {"softmax₁ weights = softmax with the extra logit (exact)": weights_equal,
-             "outputs equal with a zero value (exact)": outputs_equal, "sink weight = σ(s − lse(x)) (exact)": mass_equal,
-             "float64 finite": finite, "float64 within 1e-12": numeric_gap <= 1e-12, "row sums ≤ 1": below_one}
+    r = sink.study(partial(ctx.rng, "off-by-one-sink"), quick=ctx.quick, extra_logit=extra_logit)
+    sums = r.row_sums
+    facts = {"softmax₁ weights = softmax with the extra logit (exact)": r.weights_equal,
+             "outputs equal with a zero value (exact)": r.outputs_equal,
+             "sink weight = σ(s − lse(x)) (exact)": r.mass_equal, "float64 finite": r.finite,
+             "float64 within 1e-12": r.numeric_gap <= 1e-12,
+             # < 1 exactly; float64 rounds 1 − σ(−lse) to 1 once lse(x) > 37
+             "row sums ≤ 1": bool(np.all(sums <= 1 + 1e-15))}
     grid = np.linspace(-8.0, 8.0, 161)
-
-    def figure():
-        return sink_figure(grid, 1 / (1 + np.exp(-grid)), lengths=(1, 16, 256))
-
     return Evidence(
         "off-by-one-sink", statement("off-by-one-sink"), verdict(facts),
         method="symbolic proof (n = 3, symbolic logits, values and sink logit) + numeric check (float64, logits to ±1000)",
-        summary=(f"softmax₁(x) {'=' if weights_equal else '≠'} softmax([{extra_logit}, x])[1:] exactly; outputs with a "
-                 f"zero value {'equal' if outputs_equal else 'DIFFER'}; sink weight {'=' if mass_equal else '≠'} "
-                 f"σ(s − lse(x)); float64: largest gap {numeric_gap:.1e} over {rows} rows, "
-                 f"{'all finite' if finite else 'NOT finite'}, row sums in [{sums.min():.3g}, {sums.max():.3g}]"
+        summary=(f"softmax₁(x) {'=' if r.weights_equal else '≠'} softmax([{extra_logit}, x])[1:] exactly; outputs with a "
+                 f"zero value {'equal' if r.outputs_equal else 'DIFFER'}; sink weight {'=' if r.mass_equal else '≠'} "
+                 f"σ(s − lse(x)); float64: largest gap {r.numeric_gap:.1e} over {r.rows} rows, "
+                 f"{'all finite' if r.finite else 'NOT finite'}, row sums in [{sums.min():.3g}, {sums.max():.3g}]"
                  + failed_clause(facts)),
         conditions=("the sink key's value is the zero vector (softmax₁'s 1 in the denominator is e⁰); a learned sink "
                     "logit s replaces that 0 and the sink's weight σ(s − lse(x)) falls as the other logits grow",
                     "softmax₁ may put (almost) no weight anywhere: its rows sum to 1 − σ(−lse(x)) < 1"),
-        details={"weights equal (exact)": weights_equal, "outputs equal (exact)": outputs_equal,
-                 "sink mass = σ(s − lse) (exact)": mass_equal, "largest float64 gap": numeric_gap,
+        details={"weights equal (exact)": r.weights_equal, "outputs equal (exact)": r.outputs_equal,
+                 "sink mass = σ(s − lse) (exact)": r.mass_equal, "largest float64 gap": r.numeric_gap,
                  "row sums (min, max)": [float(sums.min()), float(sums.max())], "claimed extra logit": extra_logit},
-        equations=(("softmax₁", sp.Eq(tex(r"\operatorname{softmax}_1(x)_1"), one[0], evaluate=False)),
-                   ("the sink's weight", sp.Eq(tex(r"a_{\mathrm{sink}}"), exact_sink.sink_mass(x, s), evaluate=False))),
-        figures={"sink": figure},
+        equations=(("softmax₁", sp.Eq(tex(r"\operatorname{softmax}_1(x)_1"), r.one[0], evaluate=False)),
+                   ("the sink's weight", sp.Eq(tex(r"a_{\mathrm{sink}}"), exact_sink.sink_mass(r.x, r.s), evaluate=False))),
+        figures={"sink": partial(sink_figure, grid.tolist(), (1 / (1 + np.exp(-grid))).tolist(), lengths=(1, 16, 256))},
     )
 
 
@@ -163,57 +121,35 @@ LENGTH_SCALING_LIMITS = (sp.Integer(1), sp.Rational(1, 2), sp.Integer(0))
 def check_length_scaling(ctx: CheckContext, *, claimed_limits=LENGTH_SCALING_LIMITS) -> Evidence:
     """Plain top weight → 0; with ``s·log n`` scaling → 1, ½, 0 for ``sΔ`` = 2, 1, ½ (exact limits); numeric at finite n.
 
-    ``claimed_limits`` are the asserted limits for ``sΔ`` above, at and below 1. Numeric: the
-    top weight of :func:`attnsym.numeric.length_scaling.scalable_softmax` on the actual logit
-    vectors (one logit Δ, n − 1 zeros) for n up to 10⁵ against the exact form at that n.
+    A verdict on :func:`attnsym.studies.length_scaling.study`. ``claimed_limits`` are the asserted
+    limits for ``sΔ`` above, at and below 1; the float64 top weight of the scalable softmax on the
+    actual logit vectors for n up to 10⁵ must equal the exact form at that n.
     """
-    n = sp.Symbol("n", positive=True)
-    gap = sp.Integer(2)
-    plain_limit = sp.limit(top_weight(n, gap), n, sp.oo)
-    products = (2, 1, sp.Rational(1, 2))  # sΔ above, at, below 1
-    limits = [sp.limit(scaled_top_weight(n, gap, p / gap), n, sp.oo) for p in products]
-    limits_ok = plain_limit == 0 and all(sp.simplify(a - b) == 0 for a, b in zip(limits, claimed_limits, strict=True))
-    sizes = (10, 100, 1000, 10000) if ctx.quick else (10, 100, 1000, 10000, 100000)
-    rows = []
-    for p in products:
-        s_value = float(p / gap)
-        for m in sizes:
-            z = np.zeros(m)
-            z[0] = float(gap)
-            numeric = float(scalable_softmax(z, s_value)[0])
-            exact_value = float(scaled_top_weight(sp.Integer(m), gap, p / gap))
-            rows.append({"sΔ": str(p), "n": m, "numeric": numeric, "exact": exact_value,
-                         "gap": abs(numeric - exact_value)})
-    numeric_gap = max(r["gap"] for r in rows)
+    r = length_scaling.study(quick=ctx.quick)
+    products = length_scaling.PRODUCTS
+    limits_ok = r.plain_limit == 0 and all(sp.simplify(a - b) == 0 for a, b in zip(r.limits, claimed_limits, strict=True))
+    numeric_gap = max(row.gap for row in r.rows)
     facts = {"limits as claimed (exact)": limits_ok, "float64 = exact form within 1e-12": numeric_gap <= 1e-12}
-    curve_n = np.unique(np.logspace(0.3, 8, 80).astype(int))
-    nn, ss = sp.symbols("n s", positive=True)
-    scaled = sp.lambdify((nn, ss), scaled_top_weight(nn, gap, ss), "numpy")
-    plain = sp.lambdify(nn, top_weight(nn, gap), "numpy")
-    curves = {f"sΔ = {p}": scaled(curve_n.astype(float), float(p / gap)).tolist() for p in products}
-    curves["no scaling (Δ = 2)"] = plain(curve_n.astype(float)).tolist()
-
-    def figure():
-        return length_scaling_figure(curve_n, curves)
-
+    n = sp.Symbol("n", positive=True)
     return Evidence(
         "length-scaling", statement("length-scaling"), verdict(facts),
         method="symbolic proof (exact limits) + numeric check (float64 softmax of s·log n·z up to n = "
-               f"{sizes[-1]:,}, against the exact form)",
-        summary=(f"Δ = 2: plain top weight → {plain_limit}; with s·log n scaling → "
-                 + ", ".join(f"{lim} at sΔ = {p}" for lim, p in zip(limits, products, strict=True))
+               f"{r.sizes[-1]:,}, against the exact form)",
+        summary=(f"Δ = 2: plain top weight → {r.plain_limit}; with s·log n scaling → "
+                 + ", ".join(f"{lim} at sΔ = {p}" for lim, p in zip(r.limits, products, strict=True))
                  + f" (claimed {', '.join(map(str, claimed_limits))}); numeric vs exact at finite n: largest gap "
                  f"{numeric_gap:.1e}" + failed_clause(facts)),
         conditions=("one logit Δ above n − 1 equal logits (the extreme case of a fixed gap); at sΔ = 1 the limit 1/2 "
                     "is approached like 1/(1 + (n − 1)/n)",
                     "s is a per-layer constant (SSMax learns it); the limits need sΔ fixed while n grows"),
-        details={"plain limit": plain_limit, "scaled limits": dict(zip(map(str, products), limits, strict=True)),
-                 "rows": rows, "claimed limits": [str(c) for c in claimed_limits]},
+        details={"plain limit": r.plain_limit, "scaled limits": dict(zip(map(str, products), r.limits, strict=True)),
+                 "rows": [{"sΔ": row.product, "n": row.n, "numeric": row.numeric, "exact": row.exact, "gap": row.gap}
+                          for row in r.rows], "claimed limits": [str(c) for c in claimed_limits]},
         equations=(("top weight", sp.Eq(tex(r"a_{\max}"), top_weight(n, sp.Symbol("Delta")), evaluate=False)),
                    ("with s·log n scaling", sp.Eq(tex(r"a_{\max}^{(s)}"),
                                                  scaled_top_weight(n, sp.Symbol("Delta"), sp.Symbol("s")),
                                                  evaluate=False))),
-        figures={"length-scaling": figure},
+        figures={"length-scaling": partial(length_scaling_figure, r.curve_n.tolist(), r.curves)},
     )
 
 

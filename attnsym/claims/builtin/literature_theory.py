@@ -11,30 +11,16 @@ fails it (``tests/test_claims_mutations_theory.py``).
 
 from __future__ import annotations
 
-import math
 import re
 from functools import partial
 
-import numpy as np
 import sympy as sp
 
-from ...numeric import attention as numeric_attention
-from ...numeric import kernel_smoother as numeric_kernel
-from ...numeric import linear_attention as numeric_linear
-from ...numeric import mup as numeric_mup
-from ...numeric import performer as numeric_performer
-from ...numeric import softmax as numeric_softmax
-from ...numeric.montecarlo.moments import z_value
 from ...plots.literature_theory import kernel_figure, linear_rnn_figure, lipschitz_result_figure, mup_figure, performer_figure
-from ...spec import AttentionSpec
+from ...studies import kernel_smoother, linear_attention, mup, performer
 from ...studies import lipschitz as lipschitz_study
-from ...symbolic import kernel_smoother as exact_kernel
-from ...symbolic import linear_attention as exact_linear
 from ...symbolic import lipschitz as exact_lipschitz
-from ...symbolic import mup as exact_mup
 from ...symbolic import performer as exact_performer
-from ...symbolic.matrices import attention as symbolic_attention
-from ...symbolic.stats import dot_product_moments
 from .._evidence import CheckContext, Evidence, tex
 from .._verdict import failed_clause, verdict
 from ..catalogue import builtin_claim, statement
@@ -51,10 +37,6 @@ __all__ = [
 def _plain(expr) -> str:
     """A SymPy expression for a summary line: ``w_v*(t**2 + 2)/4`` reads ``w_v·(t^2 + 2)/4``, ``oo`` reads ``∞``."""
     return re.sub(r"\boo\b", "∞", str(expr).replace("**", "^").replace("*", "·"))
-
-
-def _verdict(ok: bool) -> str:
-    return "holds" if ok else "fails"
 
 
 def check_not_lipschitz(ctx: CheckContext, *, claimed_growth: int = 2) -> Evidence:
@@ -106,317 +88,197 @@ def check_not_lipschitz(ctx: CheckContext, *, claimed_growth: int = 2) -> Eviden
 def check_kernel_smoother(ctx: CheckContext, *, claimed_symmetric_when: str = "symmetric") -> Evidence:
     """Tsai et al.: ``A_ij = k(x_i, x_j)/Σ_l k(x_i, x_l)``, ``k(a, b) = exp(c a W_Q (b W_K)ᵀ)``, symmetric iff ``W_Q W_Kᵀ`` is.
 
-    Exact: attnsym's symbolic layer (``n = 2`` quick, 3 full; ``d = 2``, symbolic X and weights)
-    against :func:`attnsym.symbolic.kernel_smoother.kernel_smoother_weights`; the log-asymmetry
-    matrix read off the kernel against ``c(M − Mᵀ)``; tied (``W_K = W_Q``), ``W_K = W_Q S`` (S
-    symmetric) and untied integer weights. ``claimed_symmetric_when`` is the asserted condition on
-    ``M``: ``"symmetric"`` (the claim) or ``"always"`` (false). Numeric: float64 attention weights
-    against the float64 smoother.
+    A verdict on :func:`attnsym.studies.kernel_smoother.study`: the symbolic layer's weights against
+    the smoother, the log-asymmetry against ``c(M − Mᵀ)``, three integer weight cases, float64.
+    ``claimed_symmetric_when`` is the asserted condition on ``M``: ``"symmetric"`` (the claim) or
+    ``"always"`` (false).
     """
-    n = 2 if ctx.quick else 3
-    layer = symbolic_attention(AttentionSpec(n=n, d_model=2))
-    c = layer.spec.scale_expr
-    smoother = exact_kernel.kernel_smoother_weights(layer.X, layer.W_Q, layer.W_K, c)
-    weights_equal = exact_kernel.same_softmax_form(layer.A, smoother)
-    B, bilinear = exact_kernel.log_asymmetry_matrix(layer.W_Q, layer.W_K, c)
-    M = layer.W_Q * layer.W_K.T
-    asymmetry_form = bilinear and (B - c * (M - M.T)).applyfunc(sp.expand).is_zero_matrix
-    W_Q = sp.Matrix([[1, 2], [-1, 3]])
-    cases = {"W_K = W_Q": W_Q, "W_K = W_Q S, S = (2 1; 1 3)": W_Q * sp.Matrix([[2, 1], [1, 3]]),
-             "W_K = (0 1; 2 −1)": sp.Matrix([[0, 1], [2, -1]])}
-    rows = []
-    for label, W_K in cases.items():
-        Mc = W_Q * W_K.T
-        Bc, _ = exact_kernel.log_asymmetry_matrix(W_Q, W_K, c)
-        e1, e2 = [[1, 0]], [[0, 1]]
-        swap = sp.powsimp(exact_kernel.attention_kernel(e1, e2, W_Q, W_K, c)
-                          / exact_kernel.attention_kernel(e2, e1, W_Q, W_K, c))
-        rows.append({"case": label, "M symmetric": Mc == Mc.T, "kernel symmetric": Bc.is_zero_matrix,
-                     "k(e1, e2)/k(e2, e1)": swap})
-    predicted = (lambda r: r["M symmetric"]) if claimed_symmetric_when == "symmetric" else (lambda r: True)
-    iff = all(r["kernel symmetric"] == predicted(r) for r in rows)
-    witness = all((r["k(e1, e2)/k(e2, e1)"] == 1) == r["kernel symmetric"] for r in rows)
-    rng = ctx.rng("kernel-smoother")
-    m, d = (8, 4) if ctx.quick else (32, 8)
-    X = rng.standard_normal((m, d))
-    Wq, Wk, Wv = (rng.standard_normal((d, d)) / math.sqrt(d) for _ in range(3))
-    _, A = numeric_attention(X, Wq, Wk, Wv)
-    numeric_gap = float(np.max(np.abs(np.asarray(A) - numeric_kernel.kernel_smoother_weights(X, Wq, Wk, 1 / math.sqrt(d)))))
-    K_tied = numeric_kernel.kernel_matrix(X, Wq, Wq, 1 / math.sqrt(d))
-    K_untied = numeric_kernel.kernel_matrix(X, Wq, Wk, 1 / math.sqrt(d))
-    relative = lambda K: float(np.linalg.norm(K - K.T) / np.linalg.norm(K))
-    tied_asym, untied_asym = relative(K_tied), relative(K_untied)
-    facts = {f"layer weights = kernel smoother (n = {n}, d = 2, exact)": weights_equal,
-             "log k(a,b) − log k(b,a) = c a(M − Mᵀ)bᵀ (exact)": asymmetry_form,
-             "k symmetric exactly when M is (3 cases)": iff, "k(e1,e2) ≠ k(e2,e1) exactly when not symmetric": witness,
-             "float64 weights = smoother (1e-12)": numeric_gap <= 1e-12,
-             "float64: tied kernel symmetric, untied not": tied_asym <= 1e-12 < untied_asym}
-    ok = all(facts.values())
-
-    def figure():
-        return kernel_figure(K_tied, K_untied)
-
+    r = kernel_smoother.study(partial(ctx.rng, "kernel-smoother"), quick=ctx.quick)
+    e = r.exact
+    asymmetry_form = e.bilinear and (e.B - e.c * (e.M - e.M.T)).applyfunc(sp.expand).is_zero_matrix
+    predicted = (lambda k: k.m_symmetric) if claimed_symmetric_when == "symmetric" else (lambda k: True)
+    facts = {f"layer weights = kernel smoother (n = {e.n}, d = 2, exact)": e.weights_equal,
+             "log k(a,b) − log k(b,a) = c a(M − Mᵀ)bᵀ (exact)": bool(asymmetry_form),
+             "k symmetric exactly when M is (3 cases)": all(k.kernel_symmetric == predicted(k) for k in e.cases),
+             "k(e1,e2) ≠ k(e2,e1) exactly when not symmetric": all((k.swap_ratio == 1) == k.kernel_symmetric
+                                                                   for k in e.cases),
+             "float64 weights = smoother (1e-12)": r.numeric_gap <= 1e-12,
+             "float64: tied kernel symmetric, untied not": r.tied_asymmetry <= 1e-12 < r.untied_asymmetry}
     return Evidence(
-        "kernel-smoother", statement("kernel-smoother"), _verdict(ok),
-        method=(f"symbolic proof (the symbolic layer's weights, n = {n}, d = 2, against the kernel smoother; the "
-                "bilinear log-asymmetry; three weight cases) + numeric check (float64, "
-                f"{m} tokens, d = {d})"),
-        summary=(f"weights {'=' if weights_equal else '≠'} k(x_i, x_j)/Σ_l k(x_i, x_l) exactly; log-asymmetry "
+        "kernel-smoother", statement("kernel-smoother"), verdict(facts),
+        method=(f"symbolic proof (the symbolic layer's weights, n = {e.n}, d = 2, against the kernel smoother; the "
+                f"bilinear log-asymmetry; three weight cases) + numeric check (float64, {r.m} tokens, d = {r.d})"),
+        summary=(f"weights {'=' if e.weights_equal else '≠'} k(x_i, x_j)/Σ_l k(x_i, x_l) exactly; log-asymmetry "
                  f"{'=' if asymmetry_form else '≠'} c·a(M − Mᵀ)bᵀ; "
-                 + "; ".join(f"{r['case']}: M {'symmetric' if r['M symmetric'] else 'not symmetric'}, "
-                             f"k(e1,e2)/k(e2,e1) = {_plain(r['k(e1, e2)/k(e2, e1)'])}" for r in rows)
-                 + f"; float64 gap {numeric_gap:.1e}, ‖K − Kᵀ‖/‖K‖ = {tied_asym:.1e} tied, {untied_asym:.2f} untied"
-                 + failed_clause(facts)),
+                 + "; ".join(f"{k.label}: M {'symmetric' if k.m_symmetric else 'not symmetric'}, "
+                             f"k(e1,e2)/k(e2,e1) = {_plain(k.swap_ratio)}" for k in e.cases)
+                 + f"; float64 gap {r.numeric_gap:.1e}, ‖K − Kᵀ‖/‖K‖ = {r.tied_asymmetry:.1e} tied, "
+                 f"{r.untied_asymmetry:.2f} untied" + failed_clause(facts)),
         conditions=("the scale c = 1/√d_k and no bias, mask or positions: a mask sets k to 0 off the allowed keys, "
                     "RoPE makes k depend on the positions too",
                     "k need not be positive definite even when symmetric (Tsai et al. discuss this); the claim is "
                     "about symmetry only"),
-        details={**facts, "cases": rows, "log-asymmetry matrix": B, "numeric gap": numeric_gap,
-                 "relative asymmetry (tied, untied)": [tied_asym, untied_asym]},
+        details={**facts, "cases": list(e.cases), "log-asymmetry matrix": e.B, "numeric gap": r.numeric_gap,
+                 "relative asymmetry (tied, untied)": [r.tied_asymmetry, r.untied_asymmetry]},
         equations=(("kernel", sp.Eq(tex(r"k(a, b)"), sp.exp(tex(r"a W_Q W_K^\top b^\top / \sqrt{d_k}")),
                                     evaluate=False)),
                    ("weights", sp.Eq(tex(r"A_{ij}"), tex(r"k(x_i, x_j) / \sum_l k(x_i, x_l)"), evaluate=False))),
-        figures={"kernel-smoother": figure},
+        figures={"kernel-smoother": partial(kernel_figure, r.K_tied.tolist(), r.K_untied.tolist())},
     )
-
-
-def _favor_mse(x, y, m):
-    """Lemma 2 of Choromanski et al., written from the paper: ``(1/m) e^{‖x+y‖²} SM²(x, y) (1 − e^{−‖x+y‖²})``."""
-    s = (x + y).dot(x + y)
-    return sp.exp(s) * sp.exp(x.dot(y)) ** 2 * (1 - sp.exp(-s)) / m
 
 
 def check_performer_unbiased(ctx: CheckContext, *, claimed_mean=None) -> Evidence:
     """FAVOR+: ``E[φ(x)ᵀφ(y)] = exp(xᵀy)`` and Lemma 2's MSE exactly (Gaussian MGF); Monte Carlo MSE; the output's bias.
 
-    Exact (d = 2, symbolic x, y): :func:`attnsym.symbolic.performer.feature_moments` against
-    ``exp(xᵀy)`` (``claimed_mean(x, y)`` replaces it for a false variant) and ``m·MSE`` of Lemma 2.
-    Monte Carlo (d = 4): the float64 estimate of :mod:`attnsym.numeric.performer` over R draws
-    of Ω per m: its mean and MSE against the exact values (Bonferroni 99.9% intervals); the
-    row-normalised output's mean against the softmax output (the bias, its interval excluding 0 at
-    the smallest m, shrinking with m).
+    A verdict on :func:`attnsym.studies.performer.study`: the exact mean against ``exp(xᵀy)``
+    (``claimed_mean(x, y)`` replaces it for a false variant) and the variance against Lemma 2; the
+    Monte Carlo mean and MSE inside their Bonferroni 99.9% intervals; the row-normalised output
+    biased at the smallest m (its interval excludes 0), the bias shrinking with m.
     """
-    x = sp.Matrix(sp.symbols("x_1:3", real=True))
-    y = sp.Matrix(sp.symbols("y_1:3", real=True))
-    omega = sp.symbols("omega_1:3", real=True)
-    mean, second = exact_performer.feature_moments(x, y, omega)
-    target = sp.exp(x.dot(y)) if claimed_mean is None else claimed_mean(x, y)
-    unbiased = sp.expand(sp.powsimp(sp.expand(mean - target))) == 0
-    variance = sp.expand(sp.powsimp(sp.expand(second - mean**2 - _favor_mse(x, y, 1)))) == 0
-    mgf = exact_performer.completed_square()
-    # Monte Carlo
-    rng = ctx.rng("performer-unbiased")
-    d = 4
-    xv, yv = np.array([0.4, -0.2, 0.3, 0.1]), np.array([0.3, 0.2, -0.1, 0.4])
-    sm = math.exp(float(xv @ yv))
-    exact_mse = lambda m: float(_favor_mse(sp.Matrix(xv.tolist()), sp.Matrix(yv.tolist()), m))
-    features = (1, 8) if ctx.quick else (1, 4, 16, 64)
-    draws = 2000 if ctx.quick else 20000
-    z = z_value(0.999, tests=3 * len(features))
-    q = np.array([1.0, 0.5, -0.5, 0.2])
-    K = np.array([[1.0, 0.0, 0.0, 0.0], [0.0, 1.0, 0.0, 0.0], [-0.5, 0.5, 1.0, 0.0]])
-    V = np.array([[1.0], [0.0], [-1.0]])
-    softmax_out = float((np.asarray(numeric_softmax(q @ K.T / 1.0)) @ V)[0])
-    rows = []
-    for m in features:
-        omega_draws = rng.standard_normal((draws, m, d))
-        est = numeric_performer.kernel_estimate(xv, yv, omega_draws)
-        sq = (est - sm) ** 2
-        out = numeric_performer.favor_attention(q[None, :], K, V, omega_draws)[..., 0, 0]
-        rows.append({"m": m, "mean": float(est.mean()), "mean half-width": z * float(est.std()) / math.sqrt(draws),
-                     "MSE": float(sq.mean()), "MSE half-width": z * float(sq.std()) / math.sqrt(draws),
-                     "exact MSE": exact_mse(m), "bias": float(out.mean()) - softmax_out,
-                     "bias half-width": z * float(out.std()) / math.sqrt(draws)})
-    mean_in = all(abs(r["mean"] - sm) <= r["mean half-width"] for r in rows)
-    mse_in = all(abs(r["MSE"] - r["exact MSE"]) <= r["MSE half-width"] for r in rows)
-    biased = abs(rows[0]["bias"]) > rows[0]["bias half-width"]
-    shrinks = abs(rows[-1]["bias"]) < abs(rows[0]["bias"])
-    facts = {"Gaussian MGF (completed square)": mgf, "E[φ(x)ᵀφ(y)] = exp(xᵀy) (exact)": unbiased,
+    r = performer.study(partial(ctx.rng, "performer-unbiased"), quick=ctx.quick)
+    e, rows = r.exact, r.rows
+    target = sp.exp(e.x.dot(e.y)) if claimed_mean is None else claimed_mean(e.x, e.y)
+    unbiased = sp.expand(sp.powsimp(sp.expand(e.mean - target))) == 0
+    variance = sp.expand(sp.powsimp(sp.expand(e.second - e.mean**2 - e.lemma2))) == 0
+    facts = {"Gaussian MGF (completed square)": e.completed_square, "E[φ(x)ᵀφ(y)] = exp(xᵀy) (exact)": unbiased,
              "Var = e^{‖x+y‖²}SM²(1 − e^{−‖x+y‖²}) (exact)": variance,
-             "Monte Carlo mean within its CI of exp(xᵀy)": mean_in, "Monte Carlo MSE within its CI of Lemma 2": mse_in,
-             "normalised output biased at the smallest m": biased, "its bias shrinks with m": shrinks}
-    ok = all(facts.values())
-
-    def figure():
-        return performer_figure(features, [r["exact MSE"] for r in rows], [r["MSE"] for r in rows],
-                                [r["MSE half-width"] for r in rows], [r["bias"] for r in rows],
-                                [r["bias half-width"] for r in rows])
-
+             "Monte Carlo mean within its CI of exp(xᵀy)": all(abs(w.mean - r.kernel) <= w.mean_half_width for w in rows),
+             "Monte Carlo MSE within its CI of Lemma 2": all(abs(w.mse - w.exact_mse) <= w.mse_half_width for w in rows),
+             "normalised output biased at the smallest m": abs(rows[0].bias) > rows[0].bias_half_width,
+             "its bias shrinks with m": abs(rows[-1].bias) < abs(rows[0].bias)}
+    first, last = rows[0], rows[-1]
     return Evidence(
-        "performer-unbiased", statement("performer-unbiased"), _verdict(ok),
+        "performer-unbiased", statement("performer-unbiased"), verdict(facts),
         method=("symbolic proof (Gaussian MGF by the completed square; d = 2, symbolic x, y) + Monte Carlo "
-                f"({draws} draws of Ω per m = {', '.join(map(str, features))}, d = 4, Bonferroni 99.9% intervals)"),
-        summary=(f"E[Z] = {_plain(mean)} ({'=' if unbiased else '≠'} exp(xᵀy)), Var {'=' if variance else '≠'} Lemma 2; "
-                 f"exp(xᵀy) = {sm:.4f}: "
-                 + "; ".join(f"m = {r['m']}: mean {r['mean']:.4f} ± {r['mean half-width']:.4f}, MSE {r['MSE']:.4f} ± "
-                             f"{r['MSE half-width']:.4f} (exact {r['exact MSE']:.4f})" for r in rows)
-                 + f"; normalised output − softmax output: {rows[0]['bias']:+.4f} ± {rows[0]['bias half-width']:.4f} at "
-                 f"m = {rows[0]['m']}, {rows[-1]['bias']:+.4f} ± {rows[-1]['bias half-width']:.4f} at m = {rows[-1]['m']}"
-                 + failed_clause(facts)),
-        conditions=("ω_i i.i.d. N(0, I_d) (FAVOR+'s orthogonal features lower the MSE further; not checked here)",
-                    "only the kernel estimate is unbiased: the Performer's output divides two estimates, and "
-                    "E[ratio] ≠ ratio of expectations — it is biased, consistently (the bias shrinks as m grows)",
-                    "the MSE grows like e^{‖x+y‖²}: large queries and keys need many features"),
-        details={**facts, "E[Z]": mean, "E[Z²]": second, "exp(x·y)": sm, "softmax output": softmax_out, "rows": rows},
-        equations=(("positive feature", sp.Eq(tex(r"\varphi_\omega(x)"), exact_performer.positive_feature(x, omega),
+                f"({r.draws} draws of Ω per m = {', '.join(map(str, r.features))}, d = 4, Bonferroni 99.9% intervals)"),
+        summary=(f"E[Z] = {_plain(e.mean)} ({'=' if unbiased else '≠'} exp(xᵀy)), Var {'=' if variance else '≠'} Lemma 2; "
+                 f"exp(xᵀy) = {r.kernel:.4f}: "
+                 + "; ".join(f"m = {w.m}: mean {w.mean:.4f} ± {w.mean_half_width:.4f}, MSE {w.mse:.4f} ± "
+                             f"{w.mse_half_width:.4f} (exact {w.exact_mse:.4f})" for w in rows)
+                 + f"; normalised output − softmax output: {first.bias:+.4f} ± {first.bias_half_width:.4f} at "
+                 f"m = {first.m}, {last.bias:+.4f} ± {last.bias_half_width:.4f} at m = {last.m}" + failed_clause(facts)),
+        conditions=PERFORMER_CONDITIONS,
+        details={**facts, "E[Z]": e.mean, "E[Z²]": e.second, "exp(x·y)": r.kernel, "softmax output": r.softmax_output,
+                 "rows": list(rows)},
+        equations=(("positive feature", sp.Eq(tex(r"\varphi_\omega(x)"), exact_performer.positive_feature(e.x, e.omega),
                                               evaluate=False)),
-                   ("unbiased", sp.Eq(tex(r"E[\varphi_\omega(x)\varphi_\omega(y)]"), mean, evaluate=False)),
-                   ("MSE (Lemma 2, m features)", sp.Eq(tex(r"\mathrm{MSE}_m"), _favor_mse(x, y, sp.Symbol("m")),
+                   ("unbiased", sp.Eq(tex(r"E[\varphi_\omega(x)\varphi_\omega(y)]"), e.mean, evaluate=False)),
+                   ("MSE (Lemma 2, m features)", sp.Eq(tex(r"\mathrm{MSE}_m"), performer.lemma2_mse(e.x, e.y, sp.Symbol("m")),
                                                        evaluate=False))),
-        figures={"performer-unbiased": figure},
+        figures={"performer-unbiased": partial(performer_figure, r.features, [w.exact_mse for w in rows],
+                                               [w.mse for w in rows], [w.mse_half_width for w in rows],
+                                               [w.bias for w in rows], [w.bias_half_width for w in rows])},
     )
+
+
+PERFORMER_CONDITIONS = (
+    "ω_i i.i.d. N(0, I_d) (FAVOR+'s orthogonal features lower the MSE further; not checked here)",
+    "only the kernel estimate is unbiased: the Performer's output divides two estimates, and "
+    "E[ratio] ≠ ratio of expectations — it is biased, consistently (the bias shrinks as m grows)",
+    "the MSE grows like e^{‖x+y‖²}: large queries and keys need many features")
 
 
 def check_linear_attention_rnn(ctx: CheckContext, *, claimed_keys: str = "j ≤ i") -> Evidence:
     """Katharopoulos et al.: causal linear attention = its recurrent form ``y_i = φ_i S_i / φ_i z_i`` exactly.
 
-    Exact (n = 3 quick, 4 full; feature and value width 2; positive symbolic features, symbolic
-    values): :func:`attnsym.symbolic.linear_attention.causal_linear_attention` and
-    :func:`~attnsym.symbolic.linear_attention.recurrent_linear_attention` against each other and
-    against the definition ``Σ_{j ≤ i}(φ_i·ψ_j)v_j / Σ_{j ≤ i} φ_i·ψ_j`` written here
-    (``claimed_keys="all"`` sums over every j: false). Numeric: the float64 twins with
-    ``φ = elu + 1`` on random q, k, v.
+    A verdict on :func:`attnsym.studies.linear_attention.study`: both exact forms against the
+    definition ``Σ_{j ≤ i}(φ_i·ψ_j)v_j / Σ_{j ≤ i} φ_i·ψ_j`` written here (``claimed_keys="all"``
+    sums over every j: false); the float64 twins with ``φ = elu + 1`` against each other.
     """
-    n, r, dv = (3, 2, 2) if ctx.quick else (4, 2, 2)
-    Phi = sp.Matrix(n, r, lambda i, c: sp.Symbol(f"phi_{i + 1}{c + 1}", positive=True))
-    Psi = sp.Matrix(n, r, lambda i, c: sp.Symbol(f"psi_{i + 1}{c + 1}", positive=True))
-    V = sp.Matrix(n, dv, lambda i, c: sp.Symbol(f"v_{i + 1}{c + 1}", real=True))
+    r = linear_attention.study(partial(ctx.rng, "linear-attention-rnn"), quick=ctx.quick)
+    e, n = r.exact, r.exact.n
     keys = (lambda i: range(i + 1)) if claimed_keys == "j ≤ i" else (lambda i: range(n))
-    sim = lambda i, j: (Phi[i, :] * Psi[j, :].T)[0, 0]
-    definition = sp.Matrix(n, dv, lambda i, c: sum(sim(i, j) * V[j, c] for j in keys(i)) / sum(sim(i, j) for j in keys(i)))
-    parallel = exact_linear.causal_linear_attention(Phi, Psi, V)
-    recurrent = exact_linear.recurrent_linear_attention(Phi, Psi, V)
+    sim = lambda i, j: (e.Phi[i, :] * e.Psi[j, :].T)[0, 0]
+    definition = sp.Matrix(n, e.V.shape[1], lambda i, c: sum(sim(i, j) * e.V[j, c] for j in keys(i))
+                           / sum(sim(i, j) for j in keys(i)))
     same = lambda A, B: A.shape == B.shape and all(sp.cancel(a - b) == 0 for a, b in zip(A, B, strict=True))
-    parallel_ok, recurrent_ok = same(parallel, definition), same(recurrent, definition)
-    rng = ctx.rng("linear-attention-rnn")
-    m, d = (64, 8) if ctx.quick else (512, 16)
-    Q, K, Vn = (rng.standard_normal((m, d)) for _ in range(3))
-    fq, fk = numeric_linear.elu_feature_map(Q), numeric_linear.elu_feature_map(K)
-    par = numeric_linear.causal_linear_attention(fq, fk, Vn)
-    rec = numeric_linear.recurrent_linear_attention(fq, fk, Vn)
-    numeric_gap = float(np.max(np.abs(par - rec)) / np.max(np.abs(par)))
-    first = float(np.max(np.abs(par[0] - Vn[0])))  # the first query sees only itself
-    # φ = identity (not positive): the algebra is unchanged, but the "weights" are no longer a distribution
-    W_id = np.tril(Q @ K.T)
-    negative = float(np.mean(W_id[np.tril_indices(m)] < 0))
-    smallest_denominator = float(np.min(np.abs(W_id.sum(axis=1))))
+    parallel_ok, recurrent_ok = same(e.parallel, definition), same(e.recurrent, definition)
     facts = {f"parallel form = definition (n = {n}, exact)": parallel_ok,
              f"recurrent form = definition (n = {n}, exact)": recurrent_ok,
-             "float64 forms agree (1e-12, φ = elu + 1)": numeric_gap <= 1e-12, "y_1 = v_1 (float64)": first <= 1e-12}
-    ok = all(facts.values())
-    shown = 16
-    W = np.tril(fq[:shown] @ fk[:shown].T)
-    W = W / W.sum(axis=1, keepdims=True)
-    par_shown, rec_shown = par[:shown, 0].copy(), rec[:shown, 0].copy()
-
-    def figure():
-        return linear_rnn_figure(W, par_shown, rec_shown)
-
-    state = r * dv + r
+             "float64 forms agree (1e-12, φ = elu + 1)": r.numeric_gap <= 1e-12, "y_1 = v_1 (float64)": r.first_gap <= 1e-12}
+    state = linear_attention.FEATURES * linear_attention.VALUE_WIDTH + linear_attention.FEATURES
     return Evidence(
-        "linear-attention-rnn", statement("linear-attention-rnn"), _verdict(ok),
+        "linear-attention-rnn", statement("linear-attention-rnn"), verdict(facts),
         method=(f"symbolic proof (n = {n}, positive symbolic features, symbolic values; both forms against the "
-                f"definition) + numeric check (float64, n = {m}, d = {d}, φ = elu + 1)"),
+                f"definition) + numeric check (float64, n = {r.m}, d = {r.d}, φ = elu + 1)"),
         summary=(f"n = {n}: parallel {'=' if parallel_ok else '≠'} definition, recurrent "
-                 f"{'=' if recurrent_ok else '≠'} definition exactly (keys {claimed_keys}); float64 n = {m}: largest "
-                 f"relative gap {numeric_gap:.1e}, |y_1 − v_1| = {first:.1e}; with φ = identity {negative:.0%} of the "
-                 f"causal similarities are negative (smallest |denominator| {smallest_denominator:.2g}); the state has "
-                 f"r(d_v + 1) = {state} numbers at every step (r = d_v = 2)" + failed_clause(facts)),
+                 f"{'=' if recurrent_ok else '≠'} definition exactly (keys {claimed_keys}); float64 n = {r.m}: largest "
+                 f"relative gap {r.numeric_gap:.1e}, |y_1 − v_1| = {r.first_gap:.1e}; with φ = identity "
+                 f"{r.negative_share:.0%} of the causal similarities are negative (smallest |denominator| "
+                 f"{r.smallest_denominator:.2g}); the state has r(d_v + 1) = {state} numbers at every step (r = d_v = 2)"
+                 + failed_clause(facts)),
         conditions=("the identity is algebraic: it holds for any feature map whose denominators do not vanish; a "
                     "positive φ (elu + 1 in the paper) is what makes the weights a distribution and the denominators "
                     "positive (with φ = identity many similarities are negative)",
                     "causal masking: the recurrence reads tokens 1 … i; the non-causal form needs all keys first",
                     "in floating point the two orders of summation differ by rounding only"),
-        details={**facts, "numeric gap": numeric_gap, "parallel (exact)": parallel, "state size": state,
-                 "negative similarities with φ = identity": negative,
-                 "smallest |denominator| with φ = identity": smallest_denominator},
+        details={**facts, "numeric gap": r.numeric_gap, "parallel (exact)": e.parallel, "state size": state,
+                 "negative similarities with φ = identity": r.negative_share,
+                 "smallest |denominator| with φ = identity": r.smallest_denominator},
         equations=(("recurrent form", sp.Eq(tex(r"y_i"), tex(r"\varphi_i S_i / (\varphi_i z_i)"), evaluate=False)),
                    ("state update", sp.Eq(tex(r"S_i"), tex(r"S_{i-1} + \psi_i^\top v_i"), evaluate=False))),
-        figures={"linear-attention-rnn": figure},
+        figures={"linear-attention-rnn": partial(linear_rnn_figure, r.weights.tolist(), r.parallel_shown.tolist(),
+                                                 r.recurrent_shown.tolist())},
     )
 
 
 def check_mup_scaling(ctx: CheckContext, *, claimed_variance=None) -> Evidence:
     """Correlated q, k (correlation ρ): ``E[q·k] = ρd``, ``Var = d(1 + ρ²)``; 1/√d logits grow like ρ√d, 1/d ones stay Θ(1).
 
-    Exact: :func:`attnsym.symbolic.mup.correlated_dot_moments` (Gaussian moments, symbolic ρ and d)
-    against ``ρd`` and ``d(1 + ρ²)`` (``claimed_variance(ρ, d)`` replaces the latter for a false
-    variant); at ρ = 0 and ρ = 1 against attnsym's independent moment engine
-    (:func:`attnsym.symbolic.stats.dot_product_moments`: ``d`` and, for q = k, ``2d``); the limits of
-    the scaled logits. Monte Carlo: sampled logits at ρ = 1/2 for several d, means and variances
-    inside Bonferroni 99.9% intervals of the exact values.
+    A verdict on :func:`attnsym.studies.mup.study`: the exact moments against ``ρd`` and
+    ``d(1 + ρ²)`` (``claimed_variance(ρ, d)`` replaces the latter for a false variant), against
+    attnsym's independent moment engine at ρ = 0 and ρ = 1, the limits of the scaled logits, and
+    the sampled logits at ρ = 1/2 inside Bonferroni 99.9% intervals of the exact values.
     """
-    rho, d = sp.Symbol("rho", positive=True), sp.Symbol("d", positive=True, integer=True)
-    mean, var = exact_mup.correlated_dot_moments(rho, d)
+    r = mup.study(partial(ctx.rng, "mup-scaling"), quick=ctx.quick)
+    e, rho, d = r.exact, r.exact.rho, r.exact.d
     claimed = d * (1 + rho**2) if claimed_variance is None else claimed_variance(rho, d)
-    moments_ok = sp.expand(mean - rho * d) == 0 and sp.expand(var - claimed) == 0
-    independent, same = dot_product_moments(), dot_product_moments(same=True)
-    ends_ok = (sp.expand(var.subs(rho, 0) - independent.variance.subs(sp.Symbol("d", positive=True, integer=True), d))
-               == 0 and sp.expand(var.subs(rho, 1) - same.variance) == 0 and mean.subs(rho, 0) == independent.mean)
-    sqrt_mean, sqrt_var = mean / sp.sqrt(d), sp.expand(var / d)
-    mup_mean, mup_var = sp.expand(mean / d), sp.expand(var / d**2)
-    limits = {"1/√d mean": sp.limit(sqrt_mean, d, sp.oo), "1/√d variance": sp.limit(sqrt_var, d, sp.oo),
-              "1/d mean": sp.limit(mup_mean, d, sp.oo), "1/d variance": sp.limit(mup_var, d, sp.oo)}
-    limits_ok = (limits["1/√d mean"] == sp.oo and limits["1/√d variance"] == 1 + rho**2
-                 and limits["1/d mean"] == rho and limits["1/d variance"] == 0)
-    r = 0.5
-    rng = ctx.rng("mup-scaling")
-    dims = (64, 512) if ctx.quick else (16, 64, 256, 1024, 4096)
-    samples = 1000 if ctx.quick else 2000
-    z = z_value(0.999, tests=4 * len(dims))  # two scales of the same draws: Bonferroni over all four intervals
-    rows = []
-    for dim in dims:
-        raw = numeric_mup.correlated_logits(rng, dim, samples, r, 1.0)  # q·k; both scales of the same draws
-        for label, c in (("1/√d", 1 / math.sqrt(dim)), ("1/d", 1 / dim)):
-            x = c * raw
-            em = float((mean * c).subs({rho: sp.Rational(1, 2), d: dim}))
-            ev = float((var * c**2).subs({rho: sp.Rational(1, 2), d: dim}))
-            s2 = float(x.var(ddof=1))
-            m4 = float(np.mean((x - x.mean()) ** 4))
-            rows.append({"d": dim, "scale": label, "mean": float(x.mean()), "exact mean": em,
-                         "mean half-width": z * math.sqrt(s2 / samples), "variance": s2, "exact variance": ev,
-                         "variance half-width": z * math.sqrt(max(m4 - s2 * s2, 0.0) / samples)})
-    sampled_ok = all(abs(w["mean"] - w["exact mean"]) <= w["mean half-width"]
-                     and abs(w["variance"] - w["exact variance"]) <= w["variance half-width"] for w in rows)
-    facts = {"E[q·k] = ρd, Var = d(1 + ρ²) (exact)": moments_ok,
-             "ρ = 0 and ρ = 1 agree with the independent moment engine": ends_ok,
-             "limits: 1/√d mean → ∞, 1/d mean → ρ, variance → 0": limits_ok,
-             "sampled means and variances inside their intervals": sampled_ok}
-    ok = all(facts.values())
-    grid = np.unique(np.logspace(1, 4, 40).astype(int))
-    at_grid = sp.lambdify(d, [e.subs(rho, sp.Rational(1, 2)) for e in (sqrt_mean, sqrt_var, mup_mean, mup_var)], "numpy")
-    values = [np.broadcast_to(np.asarray(v, dtype=float), grid.shape) for v in at_grid(grid.astype(float))]
-    curves = {"1/√d": (values[0].tolist(), np.sqrt(values[1]).tolist()),
-              "1/d": (values[2].tolist(), np.sqrt(values[3]).tolist())}
-    sampled = {k: ([w["d"] for w in rows if w["scale"] == k], [w["mean"] for w in rows if w["scale"] == k])
+    facts = {"E[q·k] = ρd, Var = d(1 + ρ²) (exact)": (sp.expand(e.mean - rho * d) == 0
+                                                       and sp.expand(e.variance - claimed) == 0),
+             "ρ = 0 and ρ = 1 agree with the independent moment engine": (
+                 sp.expand(e.variance.subs(rho, 0) - e.independent_variance) == 0
+                 and sp.expand(e.variance.subs(rho, 1) - e.same_variance) == 0 and e.mean.subs(rho, 0) == e.independent_mean),
+             "limits: 1/√d mean → ∞, 1/d mean → ρ, variance → 0": (
+                 e.sqrt_mean_limit == sp.oo and e.sqrt_variance_limit == 1 + rho**2 and e.mup_mean_limit == rho
+                 and e.mup_variance_limit == 0),
+             "sampled means and variances inside their intervals": all(w.inside for w in r.sampled)}
+    sampled = {k: ([w.d for w in r.sampled if w.scale == k], [w.mean for w in r.sampled if w.scale == k])
                for k in ("1/√d", "1/d")}
-
-    def figure():
-        return mup_figure(grid, curves, sampled, rho=r)
-
-    biggest = [w for w in rows if w["d"] == dims[-1]]
     return Evidence(
-        "mup-scaling", statement("mup-scaling"), _verdict(ok),
+        "mup-scaling", statement("mup-scaling"), verdict(facts),
         method=("symbolic proof (Gaussian moments of a correlated pair, symbolic ρ and d; limits) + Monte Carlo "
-                f"(ρ = 1/2, d = {', '.join(map(str, dims))}, {samples} samples each, Bonferroni 99.9% intervals)"),
-        summary=(f"E[q·k] = {_plain(mean)}, Var[q·k] = {_plain(var)} (claimed {_plain(claimed)}); ρ = 0: "
-                 f"{_plain(var.subs(rho, 0))}, ρ = 1: {_plain(var.subs(rho, 1))}; as d → ∞ the 1/√d logit's mean → "
-                 f"{_plain(limits['1/√d mean'])} (variance → {_plain(limits['1/√d variance'])}), the 1/d logit's mean "
-                 f"→ {_plain(limits['1/d mean'])} (variance → {_plain(limits['1/d variance'])}); sampled at ρ = 1/2, "
-                 f"d = {dims[-1]}: "
-                 + ", ".join(f"{w['scale']} mean {w['mean']:.3f} ± {w['mean half-width']:.3f} (exact "
-                             f"{w['exact mean']:.3f}), variance {w['variance']:.4f} (exact {w['exact variance']:.4f})"
-                             for w in biggest) + failed_clause(facts)),
-        conditions=("each coordinate pair (q_i, k_i) jointly Gaussian with unit variances and correlation ρ, pairs "
-                    "independent across i: with other laws Var[q_i k_i] = E[q_i²k_i²] − ρ² depends on the fourth "
-                    "moments (for example d(1 − ρ²) when a Rademacher z replaces the Gaussian one)",
-                    "at initialisation q and k are nearly independent (ρ ≈ 0) and 1/√d is the right scale "
-                    "(variance-scaling); μP's 1/d is for the correlation that training builds"),
-        details={**facts, "mean": mean, "variance": var, "limits": limits, "rows": rows},
-        equations=(("mean", sp.Eq(tex(r"E[q \cdot k]"), mean, evaluate=False)),
-                   ("variance", sp.Eq(tex(r"\operatorname{Var}[q \cdot k]"), var, evaluate=False))),
-        figures={"mup-scaling": figure},
+                f"(ρ = 1/2, d = {', '.join(map(str, r.sizes.dims))}, {r.sizes.samples} samples each, Bonferroni 99.9% "
+                "intervals)"),
+        summary=_mup_summary(r, claimed) + failed_clause(facts),
+        conditions=MUP_CONDITIONS,
+        details={**facts, "mean": e.mean, "variance": e.variance,
+                 "limits": {"1/√d mean": e.sqrt_mean_limit, "1/√d variance": e.sqrt_variance_limit,
+                            "1/d mean": e.mup_mean_limit, "1/d variance": e.mup_variance_limit},
+                 "rows": list(r.sampled)},
+        equations=(("mean", sp.Eq(tex(r"E[q \cdot k]"), e.mean, evaluate=False)),
+                   ("variance", sp.Eq(tex(r"\operatorname{Var}[q \cdot k]"), e.variance, evaluate=False))),
+        figures={"mup-scaling": partial(mup_figure, r.grid.tolist(), r.curves, sampled, rho=float(mup.RHO))},
     )
+
+
+def _mup_summary(r: mup.MupResult, claimed: sp.Expr) -> str:
+    e, rho = r.exact, r.exact.rho
+    return (f"E[q·k] = {_plain(e.mean)}, Var[q·k] = {_plain(e.variance)} (claimed {_plain(claimed)}); ρ = 0: "
+            f"{_plain(e.variance.subs(rho, 0))}, ρ = 1: {_plain(e.variance.subs(rho, 1))}; as d → ∞ the 1/√d logit's "
+            f"mean → {_plain(e.sqrt_mean_limit)} (variance → {_plain(e.sqrt_variance_limit)}), the 1/d logit's mean → "
+            f"{_plain(e.mup_mean_limit)} (variance → {_plain(e.mup_variance_limit)}); sampled at ρ = 1/2, d = "
+            f"{r.sizes.dims[-1]}: "
+            + ", ".join(f"{w.scale} mean {w.mean:.3f} ± {w.mean_half_width:.3f} (exact {w.exact_mean:.3f}), variance "
+                        f"{w.variance:.4f} (exact {w.exact_variance:.4f})"
+                        for w in r.sampled if w.d == r.sizes.dims[-1]))
+
+
+MUP_CONDITIONS = (
+    "each coordinate pair (q_i, k_i) jointly Gaussian with unit variances and correlation ρ, pairs "
+    "independent across i: with other laws Var[q_i k_i] = E[q_i²k_i²] − ρ² depends on the fourth "
+    "moments (for example d(1 − ρ²) when a Rademacher z replaces the Gaussian one)",
+    "at initialisation q and k are nearly independent (ρ ≈ 0) and 1/√d is the right scale "
+    "(variance-scaling); μP's 1/d is for the correlation that training builds")
 
 
 #: the claims of this module, for the registry (:mod:`attnsym.claims.builtin` lists the modules)

@@ -12,6 +12,7 @@ in :mod:`attnsym.plots.rope_alibi` call the same experiments.
 from __future__ import annotations
 
 from functools import partial
+from typing import cast
 
 import numpy as np
 import sympy as sp
@@ -19,17 +20,9 @@ import sympy as sp
 from ... import plots
 from ..._checks import one_of
 from ...errors import SpecError
-from ...graphs import routing_graph
-from ...numeric import alibi_slopes, apply_rope, scores, sinusoidal_positions, softmax
 from ...numeric.paper_formulas import alibi_paper_slopes
-from ...numeric.position_experiments import (
-    rope_abel_bound,
-    rope_decay_bound,
-    rope_relative_scores,
-)
-from ...spec import DEFAULT_POSITION_BASE, AttentionSpec
 from ...studies import alibi as alibi_study
-from ...symbolic.rope_proofs import prove_rope_relative, prove_shift_invariance
+from ...studies import positions as position_study
 from ...testing import TOLERANCES
 from .._evidence import CheckContext, Evidence, tex
 from .._verdict import failed_clause, verdict
@@ -38,32 +31,10 @@ from ..catalogue import builtin_claim, statement
 __all__ = ["check_alibi_recency", "check_rope_long_range_decay", "check_rope_relative", "check_rope_shift_invariance"]
 
 _TOL = TOLERANCES["float64"]
-#: RoFormer's setting for the decay figure (d = 128 rotated coordinates, the default base)
-DECAY_D = 128
 SEE_ALSO_SHIFT = ("permutation-equivariance: without positions attention is permutation-equivariant; RoPE keeps only "
                   "the shift (translation) part of that symmetry",
                   "no-locality-bias: RoPE and ALiBi make the layer shift-equivariant like a convolution, yet every "
                   "output still depends on every token (no window), so the locality bias stays absent")
-
-
-def _sinusoidal_scores(X, W_Q, W_K, offset: int, base: int = DEFAULT_POSITION_BASE):
-    n, d = X.shape
-    pe = sinusoidal_positions(n + offset, d, base)[offset:]
-    return scores((X + pe) @ W_Q, (X + pe) @ W_K)
-
-
-def _scores_at(X, W_Q, W_K, spec: AttentionSpec, offset: int):
-    """One head's scaled scores of tokens ``X`` placed at positions ``offset … offset + n − 1``."""
-    if spec.positions == "sinusoidal":
-        return _sinusoidal_scores(X, W_Q, W_K, offset, spec.position_base) * spec.scale_float
-    Q, K = X @ W_Q, X @ W_K
-    p = np.arange(X.shape[0]) + offset
-    if spec.positions == "rope":
-        Q, K = apply_rope(Q, spec, p), apply_rope(K, spec, p)
-    S = scores(Q, K, spec.scale_float)
-    if spec.positions == "alibi":
-        S = S - alibi_slopes(spec.heads)[0] * np.abs(p[:, None] - p[None, :])
-    return S
 
 
 # ----------------------------------------------------------------------------- rope-relative
@@ -73,65 +44,40 @@ RELATIVE_STATEMENT = statement("rope-relative")
 def check_rope_relative(ctx: CheckContext, *, positions: str = "rope") -> Evidence:
     """Check that the score of a query at ``m`` and a key at ``n`` depends on ``m − n`` only.
 
-    ``positions="rope"`` (the claim): exact proof for symbolic ``m, n`` in both pairings and
-    with partial rotary, then a numeric check that the same tokens moved by a common offset
-    keep their scores and that the scores equal ``g(q, k, n − m)``. ``positions="sinusoidal"``
-    (a false variant): the same question for absolute sinusoids added to ``X``.
+    A verdict on :func:`attnsym.studies.positions.relative_study`. ``positions="rope"`` (the claim):
+    exact proofs for symbolic ``m, n`` in both pairings and with partial rotary, the same tokens moved
+    by a common offset keep their scores, and the scores equal ``g(q, k, n − m)``.
+    ``positions="sinusoidal"`` (a false variant): the same question for absolute sinusoids added to ``X``.
     """
     if positions not in ("rope", "sinusoidal"):
         raise SpecError(f"positions must be 'rope' or 'sinusoidal' (got {positions!r})")
-    rng = ctx.rng("rope-relative", positions)
-    proofs = []
-    if positions == "rope":
-        variants = [dict(d_model=2), dict(d_model=4), dict(d_model=4, rope_pairing="interleaved")]
-        if not ctx.quick:
-            variants += [dict(d_model=8, rotary_pct=0.5), dict(d_model=6, position_base=100)]
-        for kw in variants:
-            proof = prove_rope_relative(AttentionSpec(n=2, positions="rope", **kw))
-            proofs.append({"spec": AttentionSpec(n=2, positions="rope", **kw).describe(), "proved": proof.holds})
-        symbolic_ok = all(p["proved"] for p in proofs)
-        main = prove_rope_relative(AttentionSpec(n=2, d_model=2, positions="rope"))
-        equation = ("RoPE score of q at m and k at n (d_k = 2)", sp.Eq(main.lhs, main.rhs, evaluate=False))
-    else:
-        proof = prove_shift_invariance(AttentionSpec(n=2, d_model=2, positions="sinusoidal"))
-        symbolic_ok = proof.holds
-        proofs.append({"spec": proof.spec.describe(), "proved": proof.holds})
-        equation = ("score at positions t, t + 1 minus the score at 0, 1 (sinusoids, n = 2, d_model = 2)",
-                    sp.Eq(tex(r"s_{12}(t) - s_{12}(0)"), proof.residual, evaluate=False))
-    n, d = (16, 8) if ctx.quick else (64, 32)
-    spec = AttentionSpec(n=n, d_model=d, positions=positions)
-    X = rng.standard_normal((n, d))
-    W_Q, W_K = rng.standard_normal((2, d, d)) / np.sqrt(d)
-    S0 = _scores_at(X, W_Q, W_K, spec, 0)
-    shifts = {t: float(np.max(np.abs(_scores_at(X, W_Q, W_K, spec, t) - S0))) for t in (1, 17, 1000)}
-    tol = _TOL.atol + 1e3 * np.finfo(float).eps * 1000 * float(np.max(np.abs(S0)))  # angles up to ~1000 rad
+    r = position_study.relative_study(partial(ctx.rng, "rope-relative"), quick=ctx.quick, positions=positions)
+    symbolic_ok = all(r.proofs.values())
+    tol = _TOL.atol + 1e3 * np.finfo(float).eps * 1000 * r.largest_score  # angles up to ~1000 rad
     facts = {f"{positions} scores depend on m − n only (symbolic)": symbolic_ok,
-             "float64 scores unchanged by a shift of every position": all(v <= tol for v in shifts.values())}
-    g_error = None
-    if positions == "rope":  # every score equals g(q_m, k_n, n − m)
-        Q, K = X @ W_Q, X @ W_K
-        g = np.array([[rope_relative_scores(Q[i], K[j], spec, [j - i])[0] for j in range(n)] for i in range(n)])
-        g_error = float(np.max(np.abs(g * spec.scale_float - S0)))
-        facts["every float64 score = g(q_m, k_n, n − m)"] = g_error <= tol
+             "float64 scores unchanged by a shift of every position": all(v <= tol for v in r.shifts.values())}
+    if r.g_error is not None:  # RoPE: every score equals g(q_m, k_n, n − m)
+        facts["every float64 score = g(q_m, k_n, n − m)"] = bool(r.g_error <= tol)
+    equation = (("RoPE score of q at m and k at n (d_k = 2)", sp.Eq(r.main.lhs, r.main.rhs, evaluate=False))
+                if positions == "rope" else
+                ("score at positions t, t + 1 minus the score at 0, 1 (sinusoids, n = 2, d_model = 2)",
+                 sp.Eq(tex(r"s_{12}(t) - s_{12}(0)"), r.main.residual, evaluate=False)))
     return Evidence(
         "rope-relative", RELATIVE_STATEMENT,
         verdict(facts),
         method=f"symbolic proof (symbolic m, n) + numeric check (float64, tolerance {tol:.1e})",
         summary=(f"{positions}: scores depend on m − n only: {'proved' if symbolic_ok else 'disproved'} "
                  f"symbolically; moving the tokens by t = 1, 17, 1000 changes scores by at most "
-                 f"{max(shifts.values()):.1e}" + failed_clause(facts)),
+                 f"{max(r.shifts.values()):.1e}" + failed_clause(facts)),
         conditions=("the positions enter through RoPE's rotations only (nothing added to X); with absolute sinusoids "
                     "added to X the scores depend on m and n separately",
                     "g also depends on the queries and keys themselves; the claim is about the position dependence"),
-        details={"proofs": proofs, "max |S(t) − S(0)| by offset t": shifts,
-                 "max |S − g(q, k, n − m)|": g_error, "tokens": n, "d_model": d},
+        details={"proofs": [{"spec": spec, "proved": ok} for spec, ok in r.proofs.items()],
+                 "max |S(t) − S(0)| by offset t": r.shifts, "max |S − g(q, k, n − m)|": r.g_error, "tokens": r.n,
+                 "d_model": r.d},
         equations=(equation,),
-        figures={"frequencies": _frequencies_figure},
+        figures={"frequencies": plots.rope_frequencies_figure},
     )
-
-
-def _frequencies_figure():
-    return plots.rope_frequencies_figure()
 
 
 # ----------------------------------------------------------------------------- rope-shift-invariance
@@ -141,72 +87,38 @@ SHIFT_STATEMENT = statement("rope-shift-invariance")
 def check_rope_shift_invariance(ctx: CheckContext, *, positions: str = "rope") -> Evidence:
     """Check that adding one offset to every position leaves scores, weights and routing graphs unchanged.
 
-    Exact for a symbolic offset ``t`` (:func:`attnsym.symbolic.prove_shift_invariance`), then
-    numerically on a multi-head layer: the routing graphs at offset 0 and ``t`` are compared
-    edge by edge. ``positions="sinusoidal"`` is the false variant.
+    A verdict on :func:`attnsym.studies.positions.shift_study`: exact for a symbolic offset ``t``,
+    then on float64 causal weights and their routing graphs, compared edge by edge.
+    ``positions="sinusoidal"`` is the false variant.
     """
     positions = one_of("positions", positions, ("rope", "alibi", "sinusoidal", None))
-    rng = ctx.rng("rope-shift-invariance", str(positions))
-    sym_spec = AttentionSpec(n=3, d_model=2 if ctx.quick else 4, positions=positions, causal=False)
-    proof = prove_shift_invariance(sym_spec)
-    others = {}
-    if not ctx.quick:
-        for kind in ("rope", "alibi", None, "sinusoidal"):
-            if kind != positions:
-                others[str(kind)] = prove_shift_invariance(AttentionSpec(n=3, d_model=2, positions=kind)).holds
-    n, d = (12, 8) if ctx.quick else (48, 16)
-    spec = AttentionSpec(n=n, d_model=d, positions=positions)
-    X = rng.standard_normal((n, d))
-    W_Q, W_K = rng.standard_normal((2, d, d)) / np.sqrt(d)
-    allowed = np.tril(np.ones((n, n), dtype=bool))
-    A0 = softmax(_scores_at(X, W_Q, W_K, spec, 0), allowed=allowed)
-    graphs_same, max_dA = True, 0.0
-    for t in (1, 5, 250):  # 250: the offset the figure shows
-        At = softmax(_scores_at(X, W_Q, W_K, spec, t), allowed=allowed)
-        max_dA = max(max_dA, float(np.max(np.abs(At - A0))))
-        G0, Gt = routing_graph(A0), routing_graph(At)
-        same_edges = set(G0.edges) == set(Gt.edges)
-        graphs_same = graphs_same and same_edges and all(
-            abs(G0.edges[e]["weight"] - Gt.edges[e]["weight"]) <= 1e-9 for e in G0.edges)
-    # the permutation part of the symmetry is gone: permuted tokens at the same positions route differently
-    perm = rng.permutation(n)
-    A_perm = softmax(_scores_at(X[perm], W_Q, W_K, spec, 0), allowed=None)
-    A_full = softmax(_scores_at(X, W_Q, W_K, spec, 0), allowed=None)
-    perm_gap = float(np.max(np.abs(A_perm - A_full[perm][:, perm])))
+    r = position_study.shift_study(partial(ctx.rng, "rope-shift-invariance"), quick=ctx.quick, positions=positions)
+    proof = r.proof
     facts = {f"{positions} scores at p + t = at p (symbolic t)": proof.holds,
-             "float64 causal weights unchanged by the offset": max_dA <= 1e-9,
-             "routing graphs identical under the offset": graphs_same}
-    far = 250
-
-    def figure():
-        panels = {}
-        for kind in (positions, "sinusoidal" if positions != "sinusoidal" else "rope"):
-            other = spec.replace(positions=kind)
-            for t in (0, far):
-                panels[f"{kind}: positions {t} … {t + n - 1}"] = softmax(_scores_at(X, W_Q, W_K, other, t),
-                                                                      allowed=allowed)
-        return plots.shift_figure(panels)
+             "float64 causal weights unchanged by the offset": r.max_change <= 1e-9,
+             "routing graphs identical under the offset": r.graphs_same}
     return Evidence(
         "rope-shift-invariance", SHIFT_STATEMENT,
         verdict(facts, passing="holds-under-conditions"),
         method="symbolic proof (symbolic offset t) + numeric check (float64) + graph computation (routing graphs)",
         summary=(f"{positions} positions: scores at p + t equal scores at p for symbolic t: "
-                 f"{'proved' if proof.holds else 'disproved'}; causal weights move by at most {max_dA:.1e} "
-                 f"for t = 1, 5, 250; routing graphs {'identical' if graphs_same else 'differ'}; "
-                 f"permuting tokens changes the routing by {perm_gap:.2f} (no permutation symmetry)" + failed_clause(facts)),
+                 f"{'proved' if proof.holds else 'disproved'}; causal weights move by at most {r.max_change:.1e} "
+                 f"for t = 1, 5, {position_study.FAR_OFFSET}; routing graphs {'identical' if r.graphs_same else 'differ'}; "
+                 f"permuting tokens changes the routing by {r.permutation_gap:.2f} (no permutation symmetry)"
+                 + failed_clause(facts)),
         conditions=("no absolute positions added to X: with sinusoids added the routing changes with the offset",
                     "the mask stays with the token indices (a causal window moved with the tokens)",
                     "equivariance under shifts of the whole sequence, not under permutations",
                     *SEE_ALSO_SHIFT),
-        details={"symbolic (n = 3, symbolic offset t)": proof.holds, "other schemes (symbolic)": others,
-                 "max |A(t) − A(0)|": max_dA, "routing graphs identical": graphs_same,
-                 "max |A(PX) − P A(X) Pᵀ|": perm_gap,
+        details={"symbolic (n = 3, symbolic offset t)": proof.holds, "other schemes (symbolic)": r.others,
+                 "max |A(t) − A(0)|": r.max_change, "routing graphs identical": r.graphs_same,
+                 "max |A(PX) − P A(X) Pᵀ|": r.permutation_gap,
                  "see also": ["permutation-equivariance", "no-locality-bias"]},
         equations=((("a score at the shifted positions t, t + 1 (it reduces to the score at 0, 1)",
-                     sp.Eq(tex(r"s_{1,2}(t)"), proof.lhs[0, 1], evaluate=False))
+                     sp.Eq(tex(r"s_{1,2}(t)"), cast(sp.Matrix, proof.lhs)[0, 1], evaluate=False))
                     if proof.holds else ("a score that changes with t: s(t) − s(0)",
                                          sp.Eq(tex("s(t) - s(0)"), proof.residual, evaluate=False))),),
-        figures={"shift": figure},
+        figures={"shift": partial(plots.shift_figure, r.panels)},
     )
 
 
@@ -217,65 +129,49 @@ DECAY_STATEMENT = statement("rope-long-range-decay")
 def check_rope_long_range_decay(ctx: CheckContext, *, subject: str = "bound") -> Evidence:
     """Check RoFormer's long-range decay: the relative upper bound falls as ``|m − n|`` grows.
 
-    ``subject="bound"`` (the claim): the bound at 0 is ``(d/2 + 1)/2`` exactly, far distances
-    are a fraction of it, and the Abel-summation inequality holds for random ``q, k`` at every
-    distance. The false variants: ``"monotone"`` (the bound never increases) and
-    ``"random-scores"`` (the scores of independent random ``q, k`` decay).
+    A verdict on :func:`attnsym.studies.positions.decay_study`. ``subject="bound"`` (the claim): the
+    bound at 0 is ``(d/2 + 1)/2`` exactly, far distances are a fraction of it, and the Abel-summation
+    inequality holds for random ``q, k`` at every distance. The false variants: ``"monotone"`` (the
+    bound never increases) and ``"random-scores"`` (the scores of independent random ``q, k`` decay).
     """
     if subject not in ("bound", "monotone", "random-scores"):
         raise SpecError(f"subject must be 'bound', 'monotone' or 'random-scores' (got {subject!r})")
-    rng = ctx.rng("rope-long-range-decay")
-    spec = AttentionSpec(n=1, d_model=DECAY_D, positions="rope")
-    distance = np.arange(257)
-    bound = rope_decay_bound(spec, distance)
-    at_zero_exact = bool(abs(bound[0] - (DECAY_D / 2 + 1) / 2) <= 1e-12)
-    far = float(np.mean(bound[192:]) / bound[0])
-    increases = int(np.sum(np.diff(bound) > 1e-12))
-    samples = 400 if ctx.quick else 4000
-    q, k = rng.standard_normal((2, samples, DECAY_D))
-    s = rope_relative_scores(q, k, spec, distance)
-    ratio = float(np.max(np.abs(s) / rope_abel_bound(q, k, spec, distance)))
-    near, far_std = float(np.std(s[:, :8])), float(np.std(s[:, 192:]))
-    same = rope_relative_scores(q, q, spec, distance).mean(axis=0) / DECAY_D
+    r = position_study.decay_study(partial(ctx.rng, "rope-long-range-decay"), quick=ctx.quick)
+    D, bound, far, increases = position_study.DECAY_D, r.bound, r.far_fraction, r.increases
+    at_zero_exact = bool(abs(bound[0] - (D / 2 + 1) / 2) <= 1e-12)
+    within = r.abel_ratio <= 1 + 1e-12
     if subject == "random-scores":  # their spread far away would have to be well below the spread nearby
-        facts = {"random scores spread less far away than nearby": far_std < 0.5 * near}
+        facts = {"random scores spread less far away than nearby": r.far_spread < 0.5 * r.near_spread}
     else:
         facts = {"bound(0) = (d/2 + 1)/2": at_zero_exact, "far bound < 0.3 × bound(0)": far < 0.3,
-                 "|score| ≤ the Abel bound": ratio <= 1 + 1e-12}
+                 "|score| ≤ the Abel bound": within}
         if subject == "monotone":
             facts["the bound never increases"] = increases == 0
-
-    def figure():
-        return plots.rope_decay_figure(d_k=DECAY_D, seed=ctx.seed, samples=500 if ctx.quick else 2000)
-
     return Evidence(
         "rope-long-range-decay", DECAY_STATEMENT,
         verdict(facts, passing="holds-under-conditions" if subject == "bound" else "holds"),
-        method=f"numeric computation of the bound (float64) + Monte Carlo ({samples} random q, k)",
-        summary=(f"bound(0) = {bound[0]:g} {'=' if at_zero_exact else '≠'} (d/2 + 1)/2 = {(DECAY_D / 2 + 1) / 2:g}; "
-                 f"mean bound over |m − n| ∈ [192, 256] = {far:.2f} × bound(0); "
-                 f"|score| {'≤' if ratio <= 1 + 1e-12 else 'exceeds the'} Abel bound "
-                 f"{'for every sample' if ratio <= 1 + 1e-12 else 'for some samples'} (max ratio {ratio:.2f}); "
-                 f"the bound rises again at "
-                 f"{increases} of 256 steps; std of random scores {near:.1f} near vs {far_std:.1f} far"
-                 + failed_clause(facts)),
+        method=f"numeric computation of the bound (float64) + Monte Carlo ({r.samples} random q, k)",
+        summary=(f"bound(0) = {bound[0]:g} {'=' if at_zero_exact else '≠'} (d/2 + 1)/2 = {(D / 2 + 1) / 2:g}; "
+                 f"mean bound over |m − n| ∈ [192, 256] = {far:.2f} × bound(0); |score| "
+                 f"{'≤' if within else 'exceeds the'} Abel bound {'for every sample' if within else 'for some samples'} "
+                 f"(max ratio {r.abel_ratio:.2f}); the bound rises again at {increases} of 256 steps; std of random "
+                 f"scores {r.near_spread:.1f} near vs {r.far_spread:.1f} far" + failed_clause(facts)),
         conditions=("only an upper bound: for independent random q, k the scores do not decay (their spread is the "
-                    f"same near and far, {near:.1f} vs {far_std:.1f}); the mean of q·R(Δθ)q (key equal to the query) "
-                    f"decays, to {same[-1]:.2f} of its value at 0",
+                    f"same near and far, {r.near_spread:.1f} vs {r.far_spread:.1f}); the mean of q·R(Δθ)q (key equal "
+                    f"to the query) decays, to {r.same_key[-1]:.2f} of its value at 0",
                     f"the decay is not monotone: the bound has ripples (it increases at {increases} of 256 steps)",
                     "the bound covers the rotated coordinates; with rotary_pct < 1 the pass-through coordinates add "
                     "a distance-independent term",
-                    f"θ_i = {spec.position_base}^(−2i/d) with d = {DECAY_D}, as in the paper; other bases move the "
-                    "curve"),
+                    f"θ_i = {r.spec.position_base}^(−2i/d) with d = {D}, as in the paper; other bases move the curve"),
         details={"bound at 0, 10, 100, 256": [float(bound[i]) for i in (0, 10, 100, 256)],
-                 "far/zero ratio": far, "increases": increases, "max |score| / Abel bound": ratio,
-                 "std of random scores (near, far)": [near, far_std],
-                 "mean q·R q / d at 0, 100, 256": [float(same[i]) for i in (0, 100, 256)]},
+                 "far/zero ratio": far, "increases": increases, "max |score| / Abel bound": r.abel_ratio,
+                 "std of random scores (near, far)": [r.near_spread, r.far_spread],
+                 "mean q·R q / d at 0, 100, 256": [float(r.same_key[i]) for i in (0, 100, 256)]},
         equations=(("RoFormer (§3.4.3): Abel summation",
                     sp.Le(tex(r"\left|\sum_i h_i e^{\mathrm{i}(m-n)\theta_i}\right|"),
                           tex(r"\max_i |h_{i+1}-h_i| \sum_{j=1}^{d/2} |S_j|,\quad S_j = \sum_{i<j} "
                               r"e^{\mathrm{i}(m-n)\theta_i}"), evaluate=False)),),
-        figures={"decay": figure},
+        figures={"decay": partial(plots.rope_decay_figure, d_k=D, seed=ctx.seed, samples=500 if ctx.quick else 2000)},
     )
 
 
