@@ -331,9 +331,13 @@ def test_softmax_jacobian_bad_n():
 
 # ------------------------------------------------------------------------------ hypernetwork view
 @pytest.mark.parametrize(
-    "spec", [AttentionSpec(n=2, d_model=2), AttentionSpec(n=2, d_model=2, heads=2, causal=True)], ids=["one", "two-heads"]
+    "spec", [AttentionSpec(n=2, d_model=2), AttentionSpec(n=2, d_model=2, heads=2, causal=True),
+             AttentionSpec(n=2, d_model=2, positions="rope"), AttentionSpec(n=2, d_model=2, positions="alibi"),
+             AttentionSpec(n=2, d_model=2, positions="sinusoidal")],
+    ids=["one", "two-heads", "rope", "alibi", "sinusoidal"],
 )
 def test_attention_jacobian_is_frozen_plus_routing(spec):
+    # with RoPE the scores read rotated queries and keys: dS/dX rotates W_Q, W_K as at each row's position
     jac = attention_input_jacobian(spec)
     rewrite = AtomRewriter()
     for f, r, t in zip(jac.frozen, jac.routing, jac.total, strict=True):

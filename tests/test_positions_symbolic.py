@@ -11,6 +11,8 @@ import sympy as sp
 import attnsym as at
 from attnsym.errors import ShapeError, SpecError
 from attnsym.spec import alibi_slope_exponents
+from attnsym.symbolic.position_hooks import position_hooks
+from attnsym.symbolic.position_steps import score_positions
 from attnsym.symbolic.positions import alibi_bias, alibi_slopes, apply_rope, rope_frequencies, rope_rotation
 from attnsym.symbolic.rope_proofs import prove_rope_relative, prove_shift_invariance
 from attnsym.tolerances import TOLERANCES
@@ -290,3 +292,33 @@ def test_trig_reduction_with_constants_as_generators_agrees_with_the_exact_domai
     residual = _reduce_trig(fails)
     assert residual != 0 and sp.simplify(residual - sp.expand(sp.expand_trig(fails))) == 0
     assert sp.sqrt(2) in residual.atoms(sp.Pow)  # the constant is back, not a generator symbol
+
+
+# ----------------------------------------------------------------------------- the position hooks
+@pytest.mark.parametrize("positions", [None, "sinusoidal", "rope", "alibi"])
+def test_the_hooks_of_a_scheme_are_the_pieces_of_its_forward_pass(positions):
+    spec = at.AttentionSpec(n=3, d_model=4, heads=2, causal=True, positions=positions)
+    hooks, sym = position_hooks(spec), at.symbolic.attention(spec)
+    assert hooks.adds_vectors == spec.adds_position_vectors == (sym.PE is not None)
+    assert hooks.encode_inputs(sym.X) == sym.X_in
+    assert hooks.score_biases() == sym.B_heads
+    assert hooks.rotates == (sym.Q_rot_heads is not None)
+    rotated = [hooks.rotate(q) for q in sym.Q_heads]
+    assert tuple(rotated) == (sym.Q_rot_heads or sym.Q_heads)
+    # the adjoint undoes the rotation (checked on numbers, to 1e-12)
+    M = sp.ImmutableMatrix([[1, 2], [3, -4], [sp.Rational(1, 2), 6]])
+    back = hooks.rotate(hooks.rotate(M), adjoint=True)
+    assert max(abs(float(e)) for e in (back - M).evalf(30)) < 1e-12
+    assert bool(hooks.rotation_planes(spec.heads)) == hooks.rotates
+    q, k = (sp.ImmutableMatrix(3, 4, lambda i, j, t=t: sp.Symbol(f"{t}_{{{i + 1},{j + 1}}}", real=True)) for t in "qk")
+    pieces = score_positions(spec, q, k)
+    titles = [s["title"] for s in pieces.steps]
+    assert titles == {"rope": ["Rotary position embedding", "Scores depend on relative positions"],
+                      "alibi": ["Linear biases (ALiBi)"]}.get(positions, [])
+    assert pieces.biases == sym.B_heads and (pieces.q != q) == hooks.rotates
+    assert pieces.bias_tex == (" + B_h" if hooks.biases_scores else "")
+
+
+def test_position_hooks_refuse_what_is_not_a_spec():
+    with pytest.raises(SpecError, match="spec must be an AttentionSpec"):
+        position_hooks("rope")

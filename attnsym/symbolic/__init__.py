@@ -33,6 +33,7 @@ from .naming import entry_name, input_symbols
 from .online_softmax import prove_online_softmax
 from .opcount import attention_opcount, decode_step_opcount
 from .operations import matmul, row_softmax, scores
+from .position_hooks import PositionHooks, position_hooks
 from .positions import (
     SinusoidalShiftProof,
     alibi_bias,
@@ -59,6 +60,7 @@ __all__ = [
     "GradientResult",
     "InputJacobian",
     "MatrixGradients",
+    "PositionHooks",
     "RelativeProof",
     "SinusoidalShiftProof",
     "SoftmaxJacobian",
@@ -91,6 +93,7 @@ __all__ = [
     "matrix_gradients",
     "mlp",
     "mlp_input_jacobian",
+    "position_hooks",
     "prove_gelu",
     "prove_online_softmax",
     "prove_qk_symmetry_condition",

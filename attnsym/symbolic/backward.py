@@ -34,7 +34,8 @@ the result type is :class:`~attnsym.symbolic.GradientResult`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import sympy as sp
@@ -47,7 +48,7 @@ from .gradient_result import GradientResult
 from .matrices import attention, exact_number
 from .matrix_calculus import matrix_gradients
 from .operations import matmul
-from .positions import alibi_bias, rope_frequencies, sinusoidal_positions
+from .position_hooks import Plane, PositionHooks, position_hooks
 
 __all__ = ["gradients"]
 
@@ -126,147 +127,192 @@ def gradients(spec: AttentionSpec, wrt: str | Sequence[str] | None = None, *, lo
 
 
 # ---------------------------------------------------------------------------------------------- closed form
+@dataclass
+class _Forward:
+    """The forward values of the gradient program, tape symbols or inputs (shapes as in the module docstring)."""
+
+    X_in: sp.ImmutableMatrix
+    Q: sp.ImmutableMatrix  # rotated, with RoPE: what the scores read
+    K: sp.ImmutableMatrix
+    V: sp.ImmutableMatrix
+    Q_pre: sp.ImmutableMatrix  # before the rotation (the projections)
+    K_pre: sp.ImmutableMatrix
+    c: sp.Expr  # the score scale
+    cap: sp.Expr | None  # the soft cap t, or None
+    heads: list[_Head]
+    Z: sp.ImmutableMatrix
+    Y: sp.ImmutableMatrix
+
+
+@dataclass
+class _Head:
+    """One head of the program: its columns of ``Q`` (``qk``), ``K`` (``kc``), ``V`` (``vc``) and its ``S``, ``A``, ``Z``."""
+
+    qk: range
+    kc: range
+    vc: range
+    S: list[list[Any]]  # None where masked
+    A: list[list[Any]]  # 0 where masked
+    Z: list[list[Any]]
+
+
 def _closed_form_program(spec: AttentionSpec, inputs: Mapping[str, sp.ImmutableMatrix], loss: Loss,
                          wrt: Sequence[str]) -> tuple[Tape, dict[str, sp.ImmutableMatrix], dict[str, Any]]:
     """Forward and backward passes as one straight-line program; returns tape, gradients, forward."""
     tape = Tape()
-    n, m, h, dk, dv = spec.n, spec.d_model, spec.heads, spec.d_k, spec.d_v
-    allowed = spec.allowed
-    ok = (lambda i, j: True) if allowed is None else (lambda i, j: allowed[i][j])
-    X = inputs["X"]
-    W_Q, W_K, W_V = inputs["W_Q"], inputs["W_K"], inputs["W_V"]
-    W_O = inputs.get("W_O")
-    b = {k: inputs.get(f"b_{k}") for k in "QKVO"}
-    add = sp.Add
-
-    # ---- forward
-    if spec.positions == "sinusoidal":
-        PE = sinusoidal_positions(n, m, spec.position_base)
-        X_in = tape.emit_matrix(n, m, lambda i, j: X[i, j] + PE[i, j])
-    else:
-        X_in = X
-
-    def project(W, bias):
-        cols = W.shape[1]
-        return tape.emit_matrix(n, cols, lambda i, j: add(*[X_in[i, k] * W[k, j] for k in range(m)],
-                                                          *([bias[0, j]] if bias is not None else [])))
-
-    Q, K, V = project(W_Q, b["Q"]), project(W_K, b["K"]), project(W_V, b["V"])
-    planes = _rope_planes(spec)  # RoPE: each head's queries and keys rotated by their position
-    k_planes = _rope_planes(spec, spec.kv_heads)
-    if planes:
-        Q_pre, K_pre = Q, K
-        Q, K = _rotate(tape, Q_pre, planes, adjoint=False), _rotate(tape, K_pre, k_planes, adjoint=False)
-    bias = [alibi_bias(spec, hh) for hh in range(h)] if spec.positions == "alibi" else None
-    c = tape.emit(spec.scale_expr)
-    cap = None if spec.softcap is None else exact_number(spec.softcap)
-    zero = sp.Integer(0)
-    heads = []
-    for hh in range(h):
-        kv = spec.kv_head_of(hh)  # grouped-query attention: the key/value block this head reads
-        qk = range(hh * dk, (hh + 1) * dk)
-        kc = range(kv * dk, (kv + 1) * dk)
-        vc = range(kv * dv, (kv + 1) * dv)
-        raw = [[tape.emit(c * add(*[Q[i, k] * K[j, kk] for k, kk in zip(qk, kc, strict=True)])
-                          + (bias[hh][i, j] if bias else 0)) if ok(i, j) else None for j in range(n)] for i in range(n)]
-        S = raw if cap is None else [[tape.emit(cap * sp.tanh(s / cap)) if s is not None else None for s in row]
-                                     for row in raw]
-        E = [[tape.emit(sp.exp(S[i][j])) if ok(i, j) else None for j in range(n)] for i in range(n)]
-        A = []
-        for i in range(n):
-            keys = [j for j in range(n) if ok(i, j)]
-            r = tape.emit(add(*[E[i][j] for j in keys])) if keys else None
-            if len(keys) > 1:
-                tape.softmax_rows.append(([S[i][j] for j in keys], [E[i][j] for j in keys]))
-            A.append([tape.emit(E[i][j] / r) if ok(i, j) else zero for j in range(n)])
-        Z = [[tape.emit(add(*[A[i][j] * V[j, cc] for j in range(n) if ok(i, j)])) for cc in vc] for i in range(n)]
-        heads.append({"qk": qk, "kc": kc, "vc": vc, "S": S, "A": A, "Z": Z})
-    Z = Matrix(n, h * dv, lambda i, j: heads[j // dv]["Z"][i][j % dv])
-    if W_O is not None:
-        Y = tape.emit_matrix(n, m, lambda i, j: add(*[Z[i, k] * W_O[k, j] for k in range(h * dv)],
-                                                    *([b["O"][0, j]] if b["O"] is not None else [])))
-    else:
-        Y = Z
-
-    # ---- upstream gradient dL/dY on the tape
-    if loss.upstream is not None:
+    hooks = position_hooks(spec)
+    fwd = _forward_program(tape, spec, inputs, hooks)
+    if loss.upstream is not None:  # the upstream gradient dL/dY on the tape
         G = loss.upstream
     else:
-        to_tape = dict(zip(loss.y, Y, strict=True))
-        G = tape.emit_matrix(n, spec.d_out, lambda i, j: loss.G[i, j].xreplace(to_tape))
+        to_tape = dict(zip(loss.y, fwd.Y, strict=True))
+        G = tape.emit_matrix(spec.n, spec.d_out, lambda i, j: loss.G[i, j].xreplace(to_tape))
+    grads = _backward_program(tape, spec, inputs, hooks, fwd, G, set(wrt))
+    forward = {"X_in": fwd.X_in, "Q": fwd.Q_pre, "K": fwd.K_pre, "V": fwd.V, "Z": fwd.Z, "Y": fwd.Y, "G": G,
+               "A_heads": tuple(Matrix(hd.A) for hd in fwd.heads)}
+    return tape, {name: grads[name] for name in wrt}, forward
 
-    # ---- backward
-    want = set(wrt)
+
+def _allowed(spec: AttentionSpec) -> Callable[[int, int], bool]:
+    """``ok(i, j)``: may query ``i`` attend to key ``j``."""
+    allowed = spec.allowed
+    return (lambda i, j: True) if allowed is None else (lambda i, j: allowed[i][j])
+
+
+def _forward_program(tape: Tape, spec: AttentionSpec, inputs: Mapping[str, sp.ImmutableMatrix],
+                     hooks: PositionHooks) -> _Forward:
+    """The forward pass on the tape: ``X_in`` (hook (a)), projections, rotation (hook (b)), heads, output."""
+    n, m, h, dv = spec.n, spec.d_model, spec.heads, spec.d_v
+    X = inputs["X"]
+    PE = hooks.position_vectors()
+    X_in = X if PE is None else tape.emit_matrix(n, m, lambda i, j: X[i, j] + PE[i, j])
+
+    def project(W, bias):
+        return tape.emit_matrix(n, W.shape[1], lambda i, j: sp.Add(*[X_in[i, k] * W[k, j] for k in range(m)],
+                                                                   *([bias[0, j]] if bias is not None else [])))
+
+    Q_pre, K_pre, V = (project(inputs[f"W_{t}"], inputs.get(f"b_{t}")) for t in "QKV")
+    # hook (b): each head's queries and keys rotated by their position
+    Q = _rotate(tape, Q_pre, hooks.rotation_planes(spec.heads), adjoint=False)
+    K = _rotate(tape, K_pre, hooks.rotation_planes(spec.kv_heads), adjoint=False)
+    c = tape.emit(spec.scale_expr)
+    cap = None if spec.softcap is None else exact_number(spec.softcap)
+    biases = hooks.score_biases()  # hook (c)
+    heads = [_head_forward(tape, spec, hh, Q, K, V, c, cap, None if biases is None else biases[hh]) for hh in range(h)]
+    Z = Matrix(n, h * dv, lambda i, j: heads[j // dv].Z[i][j % dv])
+    W_O, b_O = inputs.get("W_O"), inputs.get("b_O")
+    Y = Z if W_O is None else tape.emit_matrix(n, m, lambda i, j: sp.Add(
+        *[Z[i, k] * W_O[k, j] for k in range(h * dv)], *([b_O[0, j]] if b_O is not None else [])))
+    return _Forward(X_in=X_in, Q=Q, K=K, V=V, Q_pre=Q_pre, K_pre=K_pre, c=c, cap=cap, heads=heads, Z=Z, Y=Y)
+
+
+def _head_forward(tape: Tape, spec: AttentionSpec, hh: int, Q: sp.ImmutableMatrix, K: sp.ImmutableMatrix,
+                  V: sp.ImmutableMatrix, c: sp.Expr, cap: sp.Expr | None, bias: sp.ImmutableMatrix | None) -> _Head:
+    """Scores (plus ``bias``, soft-capped), softmax weights and output of head ``hh``, each entry on the tape."""
+    n, dk, dv = spec.n, spec.d_k, spec.d_v
+    ok, add, zero = _allowed(spec), sp.Add, sp.Integer(0)
+    kv = spec.kv_head_of(hh)  # grouped-query attention: the key/value block this head reads
+    qk, kc, vc = range(hh * dk, (hh + 1) * dk), range(kv * dk, (kv + 1) * dk), range(kv * dv, (kv + 1) * dv)
+    raw = [[tape.emit(c * add(*[Q[i, k] * K[j, kk] for k, kk in zip(qk, kc, strict=True)])
+                      + (bias[i, j] if bias is not None else 0)) if ok(i, j) else None for j in range(n)]
+           for i in range(n)]
+    S = raw if cap is None else [[tape.emit(cap * sp.tanh(s / cap)) if s is not None else None for s in row]
+                                 for row in raw]
+    E = [[tape.emit(sp.exp(S[i][j])) if ok(i, j) else None for j in range(n)] for i in range(n)]
+    A = []
+    for i in range(n):
+        keys = [j for j in range(n) if ok(i, j)]
+        if not keys:  # a query that may attend to nothing: an all-zero row
+            A.append([zero] * n)
+            continue
+        r = tape.emit(add(*[E[i][j] for j in keys]))
+        if len(keys) > 1:
+            tape.softmax_rows.append(([S[i][j] for j in keys], [E[i][j] for j in keys]))
+        A.append([tape.emit(E[i][j] / r) if ok(i, j) else zero for j in range(n)])
+    Z = [[tape.emit(add(*[A[i][j] * V[j, cc] for j in range(n) if ok(i, j)])) for cc in vc] for i in range(n)]
+    return _Head(qk=qk, kc=kc, vc=vc, S=S, A=A, Z=Z)
+
+
+def _backward_program(tape: Tape, spec: AttentionSpec, inputs: Mapping[str, sp.ImmutableMatrix],
+                      hooks: PositionHooks, fwd: _Forward, G: sp.ImmutableMatrix, want: set[str]
+                      ) -> dict[str, sp.ImmutableMatrix]:
+    """The gradients named in ``want``, from the upstream gradient ``G``, on the tape."""
+    n, m, h, dk, dv = spec.n, spec.d_model, spec.heads, spec.d_k, spec.d_v
+    add, zero = sp.Add, sp.Integer(0)
+    W_O = inputs.get("W_O")
     grads: dict[str, sp.ImmutableMatrix] = {}
     if "W_O" in want:
-        grads["W_O"] = tape.emit_matrix(h * dv, m, lambda k, j: add(*[Z[i, k] * G[i, j] for i in range(n)]))
+        grads["W_O"] = tape.emit_matrix(h * dv, m, lambda k, j: add(*[fwd.Z[i, k] * G[i, j] for i in range(n)]))
     if "b_O" in want:
         grads["b_O"] = tape.emit_matrix(1, m, lambda _, j: add(*[G[i, j] for i in range(n)]))
     need_v = bool(want & {"X", "W_V", "b_V"})
     need_qk = bool(want & {"X", "W_Q", "W_K", "b_Q", "b_K"})
-    if need_v or need_qk:
-        if W_O is not None:
-            dZ = tape.emit_matrix(n, h * dv, lambda i, k: add(*[G[i, j] * W_O[k, j] for j in range(m)]))
-        else:
-            dZ = G
-        dQ = [[zero] * (h * dk) for _ in range(n)]
-        dK = [[zero] * (spec.kv_heads * dk) for _ in range(n)]
-        dV = [[zero] * (spec.kv_heads * dv) for _ in range(n)]
-        for hh, hd in enumerate(heads):
-            qk, kc, vc, A = hd["qk"], hd["kc"], hd["vc"], hd["A"]
-            zc = range(hh * dv, (hh + 1) * dv)  # this head's columns of Z (and of dZ)
-            if need_v:  # a key/value head sums the gradients of the query heads it serves
-                for j in range(n):
-                    for cc, zz in zip(vc, zc, strict=True):
-                        dV[j][cc] = tape.emit(dV[j][cc] + add(*[A[i][j] * dZ[i, zz] for i in range(n) if ok(i, j)]))
-            if need_qk:
-                dA = [[tape.emit(add(*[dZ[i, zz] * V[j, cc] for cc, zz in zip(vc, zc, strict=True)])) if ok(i, j)
-                       else zero for j in range(n)] for i in range(n)]
-                rho = [tape.emit(add(*[dA[i][j] * A[i][j] for j in range(n) if ok(i, j)])) for i in range(n)]
-                dS = [[tape.emit(A[i][j] * (dA[i][j] - rho[i])) if ok(i, j) else zero for j in range(n)]
-                      for i in range(n)]
-                if cap is not None:  # through t·tanh(s/t): times 1 − tanh²(s/t) = 1 − (S/t)²
-                    S = hd["S"]
-                    dS = [[tape.emit(dS[i][j] * (1 - (S[i][j] / cap) ** 2)) if ok(i, j) else zero for j in range(n)]
-                          for i in range(n)]
-                for i in range(n):
-                    for k, kk in zip(qk, kc, strict=True):
-                        dQ[i][k] = tape.emit(c * add(*[dS[i][j] * K[j, kk] for j in range(n) if ok(i, j)]))
-                for j in range(n):
-                    for k, kk in zip(qk, kc, strict=True):
-                        dK[j][kk] = tape.emit(dK[j][kk] + c * add(*[dS[i][j] * Q[i, k] for i in range(n) if ok(i, j)]))
-        dQm, dKm, dVm = Matrix(dQ), Matrix(dK), Matrix(dV)
-        if planes and need_qk:  # through the rotation: the transpose R(p θ)ᵀ, row by row
-            dQm, dKm = _rotate(tape, dQm, planes, adjoint=True), _rotate(tape, dKm, k_planes, adjoint=True)
-        for name, dP, W in (("Q", dQm, W_Q), ("K", dKm, W_K), ("V", dVm, W_V)):
-            if f"W_{name}" in want:
-                grads[f"W_{name}"] = tape.emit_matrix(
-                    m, W.shape[1], lambda k, j, dP=dP: add(*[X_in[i, k] * dP[i, j] for i in range(n)]))
-            if f"b_{name}" in want:
-                grads[f"b_{name}"] = tape.emit_matrix(1, W.shape[1], lambda _, j, dP=dP: add(*[dP[i, j] for i in range(n)]))
-        if "X" in want:
-            grads["X"] = tape.emit_matrix(n, m, lambda i, k: add(
-                *[dQm[i, j] * W_Q[k, j] for j in range(h * dk)] if need_qk else [],
-                *[dKm[i, j] * W_K[k, j] for j in range(spec.kv_heads * dk)] if need_qk else [],
-                *[dVm[i, j] * W_V[k, j] for j in range(spec.kv_heads * dv)]))
-    if planes:
-        Q, K = Q_pre, K_pre
-    forward = {"X_in": X_in, "Q": Q, "K": K, "V": V, "Z": Z, "Y": Y, "G": G,
-               "A_heads": tuple(Matrix(hd["A"]) for hd in heads)}
-    return tape, {name: grads[name] for name in wrt}, forward
+    if not (need_v or need_qk):
+        return grads
+    dZ = G if W_O is None else tape.emit_matrix(n, h * dv, lambda i, k: add(*[G[i, j] * W_O[k, j] for j in range(m)]))
+    dQ = [[zero] * (h * dk) for _ in range(n)]
+    dK = [[zero] * (spec.kv_heads * dk) for _ in range(n)]
+    dV = [[zero] * (spec.kv_heads * dv) for _ in range(n)]
+    for hh, hd in enumerate(fwd.heads):
+        _head_backward(tape, spec, fwd, hd, range(hh * dv, (hh + 1) * dv), dZ, dQ, dK, dV,
+                       need_v=need_v, need_qk=need_qk)
+    dQm, dKm, dVm = Matrix(dQ), Matrix(dK), Matrix(dV)
+    if need_qk:  # hook (b) backwards: the transpose R(p θ)ᵀ, row by row
+        dQm = _rotate(tape, dQm, hooks.rotation_planes(spec.heads), adjoint=True)
+        dKm = _rotate(tape, dKm, hooks.rotation_planes(spec.kv_heads), adjoint=True)
+    X_in = fwd.X_in
+    for name, dP in (("Q", dQm), ("K", dKm), ("V", dVm)):
+        cols = inputs[f"W_{name}"].shape[1]
+        if f"W_{name}" in want:
+            grads[f"W_{name}"] = tape.emit_matrix(
+                m, cols, lambda k, j, dP=dP: add(*[X_in[i, k] * dP[i, j] for i in range(n)]))
+        if f"b_{name}" in want:
+            grads[f"b_{name}"] = tape.emit_matrix(1, cols, lambda _, j, dP=dP: add(*[dP[i, j] for i in range(n)]))
+    if "X" in want:
+        W_Q, W_K, W_V = inputs["W_Q"], inputs["W_K"], inputs["W_V"]
+        grads["X"] = tape.emit_matrix(n, m, lambda i, k: add(
+            *[dQm[i, j] * W_Q[k, j] for j in range(h * dk)] if need_qk else [],
+            *[dKm[i, j] * W_K[k, j] for j in range(spec.kv_heads * dk)] if need_qk else [],
+            *[dVm[i, j] * W_V[k, j] for j in range(spec.kv_heads * dv)]))
+    return grads
 
 
-def _rope_planes(spec: AttentionSpec, heads: int | None = None) -> list[tuple[int, int, sp.Expr]]:
-    """RoPE's planes over ``heads`` heads (default all query heads) as ``(a, b, θ)`` column pairs (empty without RoPE)."""
-    if spec.positions != "rope":
-        return []
-    theta = rope_frequencies(spec)
-    count = spec.heads if heads is None else heads
-    return [(hh * spec.d_k + a, hh * spec.d_k + b, theta[i]) for hh in range(count) for a, b, i in spec.rope_pairs]
+def _head_backward(tape: Tape, spec: AttentionSpec, fwd: _Forward, hd: _Head, zc: range, dZ: sp.ImmutableMatrix,
+                   dQ: list[list[Any]], dK: list[list[Any]], dV: list[list[Any]], *, need_v: bool,
+                   need_qk: bool) -> None:
+    """Add one head's share to ``dQ``, ``dK``, ``dV`` (in place); ``zc`` are its columns of ``Z`` (and ``dZ``)."""
+    n, c, cap = spec.n, fwd.c, fwd.cap
+    ok, add, zero = _allowed(spec), sp.Add, sp.Integer(0)
+    Q, K, V, A = fwd.Q, fwd.K, fwd.V, hd.A
+    if need_v:  # a key/value head sums the gradients of the query heads it serves
+        for j in range(n):
+            for cc, zz in zip(hd.vc, zc, strict=True):
+                dV[j][cc] = tape.emit(dV[j][cc] + add(*[A[i][j] * dZ[i, zz] for i in range(n) if ok(i, j)]))
+    if not need_qk:
+        return
+    dA = [[tape.emit(add(*[dZ[i, zz] * V[j, cc] for cc, zz in zip(hd.vc, zc, strict=True)])) if ok(i, j)
+           else zero for j in range(n)] for i in range(n)]
+    rho = [tape.emit(add(*[dA[i][j] * A[i][j] for j in range(n) if ok(i, j)])) for i in range(n)]
+    dS = [[tape.emit(A[i][j] * (dA[i][j] - rho[i])) if ok(i, j) else zero for j in range(n)] for i in range(n)]
+    if cap is not None:  # through t·tanh(s/t): times 1 − tanh²(s/t) = 1 − (S/t)²
+        S = hd.S
+        dS = [[tape.emit(dS[i][j] * (1 - (S[i][j] / cap) ** 2)) if ok(i, j) else zero for j in range(n)]
+              for i in range(n)]
+    for i in range(n):
+        for k, kk in zip(hd.qk, hd.kc, strict=True):
+            dQ[i][k] = tape.emit(c * add(*[dS[i][j] * K[j, kk] for j in range(n) if ok(i, j)]))
+    for j in range(n):
+        for k, kk in zip(hd.qk, hd.kc, strict=True):
+            dK[j][kk] = tape.emit(dK[j][kk] + c * add(*[dS[i][j] * Q[i, k] for i in range(n) if ok(i, j)]))
 
 
-def _rotate(tape: Tape, M, planes, *, adjoint: bool) -> sp.ImmutableMatrix:
-    """Row ``p`` of ``M`` turned by ``R(p θ)`` (``adjoint``: by its transpose), each new entry on the tape."""
+def _rotate(tape: Tape, M: sp.ImmutableMatrix, planes: list[Plane], *, adjoint: bool) -> sp.ImmutableMatrix:
+    """Row ``p`` of ``M`` turned by ``R(p θ)`` (``adjoint``: by its transpose), each new entry on the tape.
+
+    ``planes`` are :meth:`~attnsym.symbolic.position_hooks.PositionHooks.rotation_planes`; none: ``M`` itself.
+    """
+    if not planes:
+        return M
     rows = [list(M.row(p)) for p in range(M.shape[0])]
     sign = -1 if adjoint else 1
     for p, row in enumerate(rows):
@@ -285,7 +331,7 @@ def _matrix_route(spec: AttentionSpec, inputs, loss: Loss, wrt) -> dict[str, sp.
     n, m, dk, dv = spec.n, spec.d_model, spec.d_k, spec.d_v
     G = loss.upstream if loss.upstream is not None else loss.G.xreplace(dict(zip(loss.y, sym.Y, strict=True)))
     grads: dict[str, sp.ImmutableMatrix] = {}
-    if spec.output_projection:
+    if sym.W_O is not None:
         grads["W_O"] = matmul(sym.Z.T, G)
         if "b_O" in spec.bias_names:
             grads["b_O"] = Matrix(1, m, lambda _, j: sp.Add(*G[:, j]))
@@ -299,7 +345,7 @@ def _matrix_route(spec: AttentionSpec, inputs, loss: Loss, wrt) -> dict[str, sp.
         qk, vc = list(range(h * dk, (h + 1) * dk)), list(range(h * dv, (h + 1) * dv))
         values = {"X": sym.X, "W_Q": sym.W_Q[:, qk], "W_K": sym.W_K[:, qk], "W_V": sym.W_V[:, vc],
                   "A": sym.A_heads[h], "G": dZ[:, vc]}
-        if spec.bias:
+        if sym.b_Q is not None and sym.b_K is not None and sym.b_V is not None:  # spec.bias: all three
             values.update(b_Q=sym.b_Q[:, qk], b_K=sym.b_K[:, qk], b_V=sym.b_V[:, vc])
         if spec.adds_position_vectors:
             values["PE"] = sym.PE

@@ -29,15 +29,15 @@ larger sizes.
 
 from __future__ import annotations
 
-import math
-import numbers
 from dataclasses import dataclass
 from typing import Any
 
 from .._checks import instance_of, one_of
 from .._limits import DEFAULT_MAX_GRADIENT_TERMS, DEFAULT_MAX_TERMS
-from ..errors import SizeLimitError, SpecError
+from ..errors import SpecError
 from ..spec import AttentionSpec
+from ._guard import approx, enforce_limit
+from .position_hooks import position_hooks
 
 __all__ = [
     "DEFAULT_MAX_GRADIENT_TERMS",
@@ -93,76 +93,8 @@ class SymbolicCost:
         attnsym.errors.SizeLimitError: symbolic attention for n=64, d_model=64, ... would build about 1.4e+11 terms ...
         """
         enforce_limit(self.total, max_terms, what=f"{what} for {self.spec.describe()}",
-                      detail=f"A: {_approx(self.terms_A)}, Y: {_approx(self.terms_Y)}")
+                      detail=f"A: {approx(self.terms_A)}, Y: {approx(self.terms_Y)}")
         return self
-
-
-def _check_max_terms(max_terms) -> float:
-    if max_terms is None:
-        return DEFAULT_MAX_TERMS
-    if isinstance(max_terms, bool) or not isinstance(max_terms, numbers.Real) or not max_terms > 0:
-        raise SpecError(f"max_terms must be a positive number, or None for the default {DEFAULT_MAX_TERMS} (got {max_terms!r})")
-    return max_terms
-
-
-def enforce_limit(terms: float, max_terms: float | None = None, *, what: str, detail: str = "",
-                  alternative: str = "attnsym.numeric") -> None:
-    """Raise :class:`SizeLimitError` if an estimated term count exceeds the limit.
-
-    Shared by every symbolic builder (forward pass, gradients), so all of them refuse in
-    the same words.
-
-    Parameters
-    ----------
-    terms : float
-        The estimate.
-    max_terms : float, optional
-        The limit; ``None`` means :data:`DEFAULT_MAX_TERMS`, ``float("inf")`` disables it.
-    what : str
-        What was asked for, e.g. ``"symbolic gradients for n=8, d_model=8"``.
-    detail : str, optional
-        A breakdown of the estimate.
-    alternative : str, default "attnsym.numeric"
-        Where to get numbers instead.
-
-    Examples
-    --------
-    >>> enforce_limit(10, what="a test")
-    >>> enforce_limit(10**7, what="a test")
-    Traceback (most recent call last):
-    ...
-    attnsym.errors.SizeLimitError: a test would build about 1e+07 terms, above the limit max_terms=500000; ...
-    """
-    limit = _check_max_terms(max_terms)
-    if terms > limit:
-        limit_text = "inf" if math.isinf(limit) else f"{limit:g}" if isinstance(limit, float) else str(limit)
-        extra = f" ({detail})" if detail else ""
-        raise SizeLimitError(
-            f"{what} would build about {_approx(terms)} terms{extra}, above the limit max_terms={limit_text}; "
-            f"symbolic work is meant for small sizes (n, d_model <= 4-6). Pass max_terms={_suggest(terms)} "
-            f"(--max-terms on the command line) to build it anyway (it may take very long), "
-            f"or use {alternative} for numbers at this size."
-        )
-
-
-def _approx(value: float) -> str:
-    """``value`` to two significant digits (``1.4e+11``), also for integers beyond the float range.
-
-    >>> _approx(123456), _approx(10**400)
-    ('1.2e+05', '1e+400')
-    """
-    try:
-        return f"{value:.2g}"
-    except OverflowError:
-        digits = str(int(value))
-        return f"{digits[0]}e+{len(digits) - 1}"
-
-
-def _suggest(terms: float) -> str:
-    exponent = math.ceil(math.log10(max(terms, 1)))
-    if exponent > 300:
-        return 'float("inf")'
-    return str(10**exponent) if exponent <= 12 else f"1e{exponent}"
 
 
 def estimate_cost(spec: AttentionSpec) -> SymbolicCost:
@@ -192,15 +124,17 @@ def estimate_cost(spec: AttentionSpec) -> SymbolicCost:
     if not isinstance(spec, AttentionSpec):
         raise SpecError(f"spec must be an AttentionSpec (got {spec!r} of type {type(spec).__name__})")
     n, m = spec.n, spec.d_model
-    t_in = (2 * m if spec.adds_position_vectors else m) + (1 if spec.bias else 0)
+    hooks = position_hooks(spec)
+    t_in = hooks.input_terms(m) + (1 if spec.bias else 0)
     t_norm = (spec.d_k + 1) * t_in + 2 if spec.qk_norm else t_in  # x g / sqrt(Σ x² / d_k + eps): the row's squares
-    t_qk = 2 * t_norm + 2 if spec.positions == "rope" else t_norm
-    t_s = 2 * spec.d_k * t_qk + (1 if spec.positions == "alibi" else 0) + (2 if spec.softcap is not None else 0)
+    t_qk = hooks.query_key_terms(t_norm)
+    t_s = 2 * spec.d_k * t_qk + hooks.score_terms() + (2 if spec.softcap is not None else 0)
     # a window only removes keys: the counts below (of the causal or full pattern) bound it from above
     # rows allow k_i keys; only the sums s1 = Σ k_i, s2 = Σ k_i² and max k_i enter, in closed form
     # (O(1) in n) without an explicit mask: k_i = n, or k_i = i + 1 when causal
-    if spec.mask is not None:
-        keys = [sum(row) for row in spec.allowed]  # the given (n, n) mask is already this big
+    allowed = spec.allowed if spec.mask is not None else None
+    if allowed is not None:
+        keys = [sum(row) for row in allowed]  # the given (n, n) mask is already this big
         s1, s2, k_max = sum(keys), sum(k * k for k in keys), max(keys)
     elif spec.causal:
         s1, s2, k_max = n * (n + 1) // 2, n * (n + 1) * (2 * n + 1) // 6, n
@@ -265,9 +199,9 @@ def check_gradient_spec(spec: Any, method: str = "closed_form") -> AttentionSpec
     """``spec`` if ``method`` can differentiate it (RoPE: not the ``"matrix"`` route, whose identities have no rotation)."""
     instance_of("spec", spec, AttentionSpec)
     one_of("method", method, GRADIENT_METHODS)
-    if spec.positions == "rope" and method == "matrix":
+    if method == "matrix" and position_hooks(spec).rotates:
         raise SpecError("method='matrix' has no rotation in its MatrixSymbol identities, so it does not support "
-                        "positions='rope'; use method='closed_form' or 'elementwise'")
+                        f"positions={spec.positions!r}; use method='closed_form' or 'elementwise'")
     if method == "matrix":
         unsupported = [f"{name}={value!r}" for name, value, plain in (
             ("kv_heads", spec.kv_heads, spec.heads), ("softcap", spec.softcap, None), ("qk_norm", spec.qk_norm, False))

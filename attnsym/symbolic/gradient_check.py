@@ -112,7 +112,7 @@ def check_gradients(spec: AttentionSpec, wrt: str | Sequence[str] | None = None,
     element = gradients(spec, wrt, loss=loss, method=against, max_terms=max_terms)
     entries = sum(len(closed.inputs[k]) for k in closed.wrt)
     rng = random.Random(seed)
-    envs = [{}] if how == "identity" else []
+    envs: list[dict[sp.Symbol, sp.Expr]] = [{}] if how == "identity" else []
     for _ in range(points if how == "points" else 0):
         values = {name: [[Fraction(rng.randint(-9, 9), rng.randint(1, 5)) for _ in range(m.shape[1])]
                          for _ in range(m.shape[0])] for name, m in closed.arguments.items()}

@@ -60,10 +60,17 @@ class GradientResult(Mapping):
     def __getitem__(self, name: str) -> sp.ImmutableMatrix:
         if name not in self.wrt:
             raise KeyError(f"no gradient for {name!r}; this result has {list(self.wrt)}")
-        if name not in self._explicit:
-            program = self._program_outputs[name]
-            self._explicit[name] = Matrix(*program.shape, self._tape.explicit(list(program)))
+        if name not in self._explicit:  # the closed form: written out on first access
+            tape, outputs = self._closed_form()
+            program = outputs[name]
+            self._explicit[name] = Matrix(*program.shape, tape.explicit(list(program)))
         return self._explicit[name]
+
+    def _closed_form(self) -> tuple[Tape, dict[str, sp.ImmutableMatrix]]:
+        """The closed form's program and its outputs (the other routes fill ``_explicit`` instead)."""
+        if self._tape is None or self._program_outputs is None:
+            raise AssertionError(f"internal: the {self.method} route has no straight-line program")
+        return self._tape, self._program_outputs
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.wrt)
@@ -85,8 +92,8 @@ class GradientResult(Mapping):
         """
         if self._tape is None:
             return []
-        outs = [e for name in self.wrt for e in self._program_outputs[name]]
-        return self._tape.needed(outs)
+        tape, outputs = self._closed_form()
+        return tape.needed([e for name in self.wrt for e in outputs[name]])
 
     @property
     def program_outputs(self) -> dict[str, sp.ImmutableMatrix]:
@@ -123,8 +130,8 @@ class GradientResult(Mapping):
         """
         env = exact_values(self.arguments, values)
         if self._tape is not None:
-            outs = [e for name in self.wrt for e in self._program_outputs[name]]
-            flat = self._tape.evaluate(outs, env)
+            tape, outputs = self._closed_form()
+            flat = tape.evaluate([e for name in self.wrt for e in outputs[name]], env)
         else:
             flat = [memo_replace(e, env, {}) for name in self.wrt for e in self[name]]
         result, start = {}, 0

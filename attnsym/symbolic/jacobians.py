@@ -22,6 +22,7 @@ the second the extra term an MLP lacks: the weights themselves move with the inp
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import sympy as sp
@@ -30,8 +31,9 @@ from .._checks import positive_int
 from ..errors import SpecError
 from ..spec import AttentionSpec
 from .cost import enforce_limit, estimate_cost
-from .matrices import attention
+from .matrices import SymbolicAttention, attention
 from .mlp import _sizes, mlp
+from .position_hooks import PositionHooks, position_hooks
 
 __all__ = [
     "InputJacobian",
@@ -251,6 +253,21 @@ def attention_input_jacobian(spec: AttentionSpec, *, weights: str = "explicit",
     [0, 0],
     [0, 0]])
     """
+    _check_input_jacobian(spec, weights, max_terms)
+    sym = attention(spec, max_terms=float("inf"))
+    hooks = position_hooks(spec)
+    n, m, d_out = spec.n, spec.d_model, spec.d_out
+    frozen = [[sp.Integer(0)] * (n * m) for _ in range(n * d_out)]
+    routing = [[sp.Integer(0)] * (n * m) for _ in range(n * d_out)]
+    for h in range(spec.heads):
+        _add_head(spec, sym, hooks, h, weights, frozen, routing)
+    x, Y = list(sym.X), list(sym.Y)
+    total = Matrix(n * d_out, n * m, lambda r, q: Y[r].diff(x[q]))
+    return InputJacobian(spec=spec, frozen=Matrix(frozen), routing=Matrix(routing), total=total)
+
+
+def _check_input_jacobian(spec: AttentionSpec, weights: str, max_terms: float | None) -> None:
+    """Refuse, before anything is built, what :func:`attention_input_jacobian` cannot write or is too large."""
     if not isinstance(spec, AttentionSpec):
         raise SpecError(f"spec must be an AttentionSpec (got {spec!r} of type {type(spec).__name__})")
     if weights not in ("explicit", "symbols"):
@@ -265,52 +282,67 @@ def attention_input_jacobian(spec: AttentionSpec, *, weights: str = "explicit",
         raise SpecError(f"attention_input_jacobian writes dS/dX for plain bilinear scores, one key block per head "
                         f"(got {', '.join(unsupported)}); differentiate attnsym.symbolic.attention(spec).Y elementwise")
     spec.refuse_variants("attention_input_jacobian", implemented=("chunk",))
-    sym = attention(spec, max_terms=float("inf"))
-    n, m, d_out = spec.n, spec.d_model, spec.d_out
-    c = spec.scale_expr
-    x = list(sym.X)
-    W_O = sym.W_O
+
+
+def _head_weights(spec: AttentionSpec, A: sp.ImmutableMatrix, h: int, weights: str) -> sp.ImmutableMatrix:
+    r"""Head ``h``'s weights: ``A`` written out, or the symbols ``\alpha_{i,j}`` where ``A`` is not 0."""
+    if weights != "symbols":
+        return A
+    n, tag = spec.n, "" if spec.heads == 1 else f"^{{({h + 1})}}"
+    return Matrix(n, n, lambda i, j: sp.Symbol(rf"\alpha{tag}_{{{i + 1},{j + 1}}}", positive=True) if A[i, j] != 0 else 0)
+
+
+def _score_derivative(spec: AttentionSpec, sym: SymbolicAttention, hooks: PositionHooks,
+                      h: int) -> Callable[[int, int, int, int], sp.Expr]:
+    r"""``dS(i, l, k, j)`` = :math:`\partial S_h[i, l] / \partial X[k, j]` of ``S_h = c \tilde Q_h \tilde K_h^\top``.
+
+    Row ``p`` of ``\tilde Q_h`` is the rotated (hook (b)) row ``x_p W_Q^{(h)}``, so its derivative in
+    ``x_p`` is ``W_Q^{(h)}`` with every row rotated as at position ``p``; the score bias (hook (c)) and
+    added vectors (hook (a)) are constant in ``X``.
+    """
+    n, m, d_k, c = spec.n, spec.d_model, spec.d_k, spec.scale_expr
+    cols = list(range(h * d_k, (h + 1) * d_k))
+    W_Qh, W_Kh = sym.W_Q[:, cols], sym.W_K[:, cols]
+    W_Q_at = [hooks.rotate(W_Qh, [p] * m) for p in range(n)]  # ∂(Q~ row p)/∂(x_p): (m, d_k)
+    W_K_at = [hooks.rotate(W_Kh, [p] * m) for p in range(n)]
+    Qh = sym.Q_rot_heads[h] if sym.Q_rot_heads is not None else sym.Q_heads[h]
+    Kh = sym.K_rot_heads[h] if sym.K_rot_heads is not None else sym.K_heads[h]
+
+    def dS(i: int, mm: int, k: int, j: int) -> sp.Expr:
+        term = sp.Integer(0)
+        if i == k:
+            term += sp.Add(*[W_Q_at[i][j, t] * Kh[mm, t] for t in range(d_k)])
+        if mm == k:
+            term += sp.Add(*[Qh[i, t] * W_K_at[mm][j, t] for t in range(d_k)])
+        return c * term
+
+    return dS
+
+
+def _add_head(spec: AttentionSpec, sym: SymbolicAttention, hooks: PositionHooks, h: int, weights: str,
+              frozen: list[list[sp.Expr]], routing: list[list[sp.Expr]]) -> None:
+    """Add head ``h``'s share of the frozen and the routing term to ``frozen`` and ``routing`` (in place)."""
+    n, m, d_out, d_v = spec.n, spec.d_model, spec.d_out, spec.d_v
     allowed = spec.allowed
-    ok = (lambda i, j: True) if allowed is None else (lambda i, j: allowed[i][j])
-
-    frozen = [[sp.Integer(0)] * (n * m) for _ in range(n * d_out)]
-    routing = [[sp.Integer(0)] * (n * m) for _ in range(n * d_out)]
-    for h in range(spec.heads):
-        A, Qh, Kh, Vh = sym.A_heads[h], sym.Q_heads[h], sym.K_heads[h], sym.V_heads[h]
-        if weights == "symbols":
-            tag = "" if spec.heads == 1 else f"^{{({h + 1})}}"
-            A = Matrix(n, n, lambda i, j, tag=tag, A=A: sp.Symbol(rf"\alpha{tag}_{{{i + 1},{j + 1}}}", positive=True)
-                       if A[i, j] != 0 else 0)
-        cols = range(h * spec.d_k, (h + 1) * spec.d_k)
-        vcols = range(h * spec.d_v, (h + 1) * spec.d_v)
-        W_Qh, W_Kh, W_Vh = sym.W_Q[:, list(cols)], sym.W_K[:, list(cols)], sym.W_V[:, list(vcols)]
-        W_Oh = sp.eye(spec.d_v) if W_O is None else W_O[list(vcols), :]
-        out_cols = range(d_out) if W_O is not None else vcols  # columns of Y this head writes to
-        VW = Vh * W_Oh  # (n, d_out or d_v)
-        WVW = W_Vh * W_Oh  # (m, d_out or d_v)
-
-        def dS(i, mm, k, j, W_Qh=W_Qh, W_Kh=W_Kh, Qh=Qh, Kh=Kh):  # ∂S_h[i, mm] / ∂X[k, j]
-            term = sp.Integer(0)
-            if i == k:
-                term += sp.Add(*[W_Qh[j, t] * Kh[mm, t] for t in range(spec.d_k)])
-            if mm == k:
-                term += sp.Add(*[Qh[i, t] * W_Kh[j, t] for t in range(spec.d_k)])
-            return c * term
-
-        for i in range(n):
-            keys = [key for key in range(n) if ok(i, key)]
-            for oc_index, oc in enumerate(out_cols):
-                row = i * d_out + oc
-                for k in range(n):
-                    for j in range(m):
-                        col = k * m + j
-                        frozen[row][col] += A[i, k] * WVW[j, oc_index]
-                        dA = [sp.Add(*[A[i, key] * ((1 if key == mm else 0) - A[i, mm]) * dS(i, mm, k, j) for mm in keys])
-                              for key in keys]
-                        routing[row][col] += sp.Add(*[da * VW[key, oc_index] for da, key in zip(dA, keys, strict=True)])
-    Y = list(sym.Y)
-    total = Matrix(n * d_out, n * m, lambda r, q: Y[r].diff(x[q]))
-    return InputJacobian(spec=spec, frozen=Matrix(frozen), routing=Matrix(routing), total=total)
+    A = _head_weights(spec, sym.A_heads[h], h, weights)
+    vcols = list(range(h * d_v, (h + 1) * d_v))
+    W_O = sym.W_O
+    W_Oh = sp.eye(d_v) if W_O is None else W_O[vcols, :]
+    out_cols = range(d_out) if W_O is not None else vcols  # columns of Y this head writes to
+    VW = sym.V_heads[h] * W_Oh  # (n, d_out or d_v)
+    WVW = sym.W_V[:, vcols] * W_Oh  # (m, d_out or d_v)
+    dS = _score_derivative(spec, sym, hooks, h)
+    for i in range(n):
+        keys = [key for key in range(n) if allowed is None or allowed[i][key]]
+        for oc_index, oc in enumerate(out_cols):
+            row = i * d_out + oc
+            for k in range(n):
+                for j in range(m):
+                    col = k * m + j
+                    frozen[row][col] += A[i, k] * WVW[j, oc_index]
+                    dA = [sp.Add(*[A[i, key] * ((1 if key == mm else 0) - A[i, mm]) * dS(i, mm, k, j) for mm in keys])
+                          for key in keys]
+                    routing[row][col] += sp.Add(*[da * VW[key, oc_index] for da, key in zip(dA, keys, strict=True)])
 
 
 def mlp_input_jacobian(spec_or_sizes, *, bias: bool = False, max_terms: float | None = None) -> sp.ImmutableMatrix:

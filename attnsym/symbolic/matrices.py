@@ -39,7 +39,7 @@ from ._compile import Argument, Output, Program, compile_program
 from .cost import estimate_cost
 from .naming import input_symbols
 from .operations import matmul, ones_times, row_softmax, scores, sink_softmax
-from .positions import alibi_bias, apply_rope, sinusoidal_positions
+from .position_hooks import position_hooks
 
 # matmul, row_softmax and scores live in .operations; they stay importable from here as before
 __all__ = ["SymbolicAttention", "attention", "exact_number", "matmul", "rms_norm_rows", "row_softmax", "scores",
@@ -204,7 +204,7 @@ class SymbolicAttention:
                     replacements[sym] = val
         if not replacements:
             return self
-        changes = {}
+        changes: dict[str, Any] = {}
         for field in dataclasses.fields(self):
             if field.name == "spec":
                 continue
@@ -360,70 +360,101 @@ def attention(spec: AttentionSpec, *, max_terms: float | None = None) -> Symboli
         raise SpecError(f"spec must be an AttentionSpec (got {spec!r} of type {type(spec).__name__})")
     spec.refuse_variants("attnsym.symbolic.attention", implemented=("chunk", "sink", "qk_norm_scope", "qk_norm_offset"))
     estimate_cost(spec).check(max_terms)
-    n, m, h, d_k, d_v = spec.n, spec.d_model, spec.heads, spec.d_k, spec.d_v
-
-    X = input_symbols("X", (n, m))
-    PE = sinusoidal_positions(n, m, spec.position_base) if spec.adds_position_vectors else None
+    hooks = position_hooks(spec)
+    X = input_symbols("X", (spec.n, spec.d_model))
+    PE = hooks.position_vectors()  # hook (a): vectors added to the tokens
     X_in = X if PE is None else Matrix(X + PE)
-    shapes = spec.shapes
-    W_Q, W_K, W_V = (input_symbols(name, shapes[name]) for name in ("W_Q", "W_K", "W_V"))
-    W_O = input_symbols("W_O", shapes["W_O"]) if spec.output_projection else None
-    b_Q, b_K, b_V, b_O = (input_symbols(name, shapes[name]) if name in spec.bias_names else None
-                          for name in ("b_Q", "b_K", "b_V", "b_O"))
-    g_Q, g_K = (input_symbols(name, shapes[name]) if spec.qk_norm else None for name in ("g_Q", "g_K"))
-    sinks = input_symbols("s_sink", shapes["s_sink"]) if spec.sink else None
-
-    def project(W, b):
-        out = matmul(X_in, W)
-        return out if b is None else Matrix(out + ones_times(b, n))
-
-    Q, K, V = project(W_Q, b_Q), project(W_K, b_K), project(W_V, b_V)
-    Q_heads = tuple(Matrix(Q[:, k * d_k:(k + 1) * d_k]) for k in range(h))
-    kv = [spec.kv_head_of(hh) for hh in range(h)]  # the key/value block each query head reads
-    K_heads = tuple(Matrix(K[:, kv[hh] * d_k:(kv[hh] + 1) * d_k]) for hh in range(h))
-    V_heads = tuple(Matrix(V[:, kv[hh] * d_v:(kv[hh] + 1) * d_v]) for hh in range(h))
-    Q_norm = K_norm = Q_rot = K_rot = B_heads = pi_heads = None
-    if spec.qk_norm:  # RMSNorm of each row of each head (Qwen3) or of the whole row (OLMo 2), before RoPE
-        offset = exact_number(spec.qk_norm_offset, "qk_norm_offset")
-        gQ, gK = (Matrix(g + offset * sp.ones(*g.shape)) if offset else g for g in (g_Q, g_K))
-        if spec.qk_norm_scope == "whole_projection":
-            Qn, Kn = rms_norm_rows(Q, gQ, spec.qk_norm_eps), rms_norm_rows(K, gK, spec.qk_norm_eps)
-            Q_norm = tuple(Matrix(Qn[:, k * d_k:(k + 1) * d_k]) for k in range(h))
-            K_norm = tuple(Matrix(Kn[:, kv[hh] * d_k:(kv[hh] + 1) * d_k]) for hh in range(h))
-        else:
-            Q_norm = tuple(rms_norm_rows(q, gQ, spec.qk_norm_eps) for q in Q_heads)
-            K_norm = tuple(rms_norm_rows(k, gK, spec.qk_norm_eps) for k in K_heads)
+    p = _parameters(spec)
+    Q, K, V = (_project(X_in, p[f"W_{t}"], p[f"b_{t}"]) for t in "QKV")
+    Q_heads, K_heads, V_heads = _head_blocks(spec, Q, K, V)
+    Q_norm, K_norm = _qk_norm(spec, Q, K, p["g_Q"], p["g_K"])
     Q_used, K_used = Q_norm or Q_heads, K_norm or K_heads
-    if spec.positions == "rope":  # rotate each head's queries and keys by their positions
-        Q_rot = tuple(apply_rope(q, spec) for q in Q_used)
-        K_rot = tuple(apply_rope(k, spec) for k in K_used)
+    Q_rot = K_rot = None
+    if hooks.rotates:  # hook (b): each head's queries and keys rotated by their positions
+        Q_rot, K_rot = tuple(hooks.rotate(q) for q in Q_used), tuple(hooks.rotate(k) for k in K_used)
+    B_heads = hooks.score_biases()  # hook (c): a bias on the scores
+    S_heads = _scores(spec, Q_rot or Q_used, K_rot or K_used, B_heads)
+    A_heads, pi_heads = _weights(spec, S_heads, p["s_sink"])
+    Z_heads = tuple(matmul(a, v) for a, v in zip(A_heads, V_heads, strict=True))
+    Z = Matrix(sp.Matrix.hstack(*Z_heads))
+    Y = Z if p["W_O"] is None else _project(Z, p["W_O"], p["b_O"])
+    return SymbolicAttention(
+        spec=spec, X=X, PE=PE, X_in=X_in, W_Q=p["W_Q"], W_K=p["W_K"], W_V=p["W_V"], W_O=p["W_O"], b_Q=p["b_Q"],
+        b_K=p["b_K"], b_V=p["b_V"], b_O=p["b_O"], Q=Q, K=K, V=V, Q_heads=Q_heads, K_heads=K_heads, V_heads=V_heads,
+        S_heads=S_heads, A_heads=A_heads, Z_heads=Z_heads, Z=Z, Y=Y, Q_rot_heads=Q_rot, K_rot_heads=K_rot,
+        B_heads=B_heads, g_Q=p["g_Q"], g_K=p["g_K"], Q_norm_heads=Q_norm, K_norm_heads=K_norm, s_sink=p["s_sink"],
+        sink_mass_heads=pi_heads,
+    )
+
+
+def _parameters(spec: AttentionSpec) -> dict[str, sp.ImmutableMatrix | None]:
+    """The layer's parameter symbols by name (``W_Q`` … ``s_sink``), ``None`` for those the spec does not have."""
+    shapes = spec.shapes
+    present = {"W_Q": True, "W_K": True, "W_V": True, "W_O": spec.output_projection,
+               **{name: name in spec.bias_names for name in ("b_Q", "b_K", "b_V", "b_O")},
+               "g_Q": spec.qk_norm, "g_K": spec.qk_norm, "s_sink": spec.sink}
+    return {name: input_symbols(name, shapes[name]) if there else None for name, there in present.items()}
+
+
+def _project(M: sp.ImmutableMatrix, W: sp.ImmutableMatrix | None, b: sp.ImmutableMatrix | None) -> sp.ImmutableMatrix:
+    """``M W + 1 b`` (``b`` optional): a projection of the rows of ``M``."""
+    out = matmul(M, W)
+    return out if b is None else Matrix(out + ones_times(b, M.shape[0]))
+
+
+def _blocks(M: sp.ImmutableMatrix, width: int, blocks: list[int]) -> tuple[sp.ImmutableMatrix, ...]:
+    """The column blocks ``blocks`` of ``M``, each ``width`` wide."""
+    return tuple(Matrix(M[:, b * width:(b + 1) * width]) for b in blocks)
+
+
+def _head_blocks(spec: AttentionSpec, Q: sp.ImmutableMatrix, K: sp.ImmutableMatrix,
+                 V: sp.ImmutableMatrix | None = None) -> tuple[tuple[sp.ImmutableMatrix, ...], ...]:
+    """Each query head's column block of ``Q``, and the ``K`` (and ``V``) block of the key/value head it reads."""
+    queries = list(range(spec.heads))
+    kv = [spec.kv_head_of(hh) for hh in queries]  # grouped-query attention: the block each query head reads
+    qk = (_blocks(Q, spec.d_k, queries), _blocks(K, spec.d_k, kv))
+    return qk if V is None else (*qk, _blocks(V, spec.d_v, kv))
+
+
+def _qk_norm(spec: AttentionSpec, Q: sp.ImmutableMatrix, K: sp.ImmutableMatrix, g_Q: sp.ImmutableMatrix | None,
+             g_K: sp.ImmutableMatrix | None) -> tuple[tuple[sp.ImmutableMatrix, ...] | None, ...]:
+    """The QK-normed head blocks (before any rotation), or ``(None, None)`` without QK-norm.
+
+    RMSNorm of each row of each head (Qwen3), or of the whole row before the split (OLMo 2,
+    ``qk_norm_scope="whole_projection"``), with the gains ``qk_norm_offset + g``.
+    """
+    if g_Q is None or g_K is None:
+        return None, None
+    offset = exact_number(spec.qk_norm_offset, "qk_norm_offset")
+    gQ, gK = (Matrix(g + offset * sp.ones(*g.shape)) if offset else g for g in (g_Q, g_K))
+    eps = spec.qk_norm_eps
+    if spec.qk_norm_scope == "whole_projection":
+        return _head_blocks(spec, rms_norm_rows(Q, gQ, eps), rms_norm_rows(K, gK, eps))
+    Q_heads, K_heads = _head_blocks(spec, Q, K)
+    return tuple(rms_norm_rows(q, gQ, eps) for q in Q_heads), tuple(rms_norm_rows(k, gK, eps) for k in K_heads)
+
+
+def _scores(spec: AttentionSpec, Q_heads: tuple[sp.ImmutableMatrix, ...], K_heads: tuple[sp.ImmutableMatrix, ...],
+            B_heads: tuple[sp.ImmutableMatrix, ...] | None) -> tuple[sp.ImmutableMatrix, ...]:
+    """Every head's scores ``c Q Kᵀ`` (``-oo`` where masked), plus the bias ``B_h``, then the soft cap."""
     allowed = spec.allowed
-    scale = spec.scale_expr
-    S_heads = tuple(scores(q, k, scale, allowed) for q, k in zip(Q_rot or Q_used, K_rot or K_used, strict=True))
-    if spec.positions == "alibi":  # -oo (masked) + bias stays -oo
-        B_heads = tuple(alibi_bias(spec, hh) for hh in range(h))
+    S_heads = tuple(scores(q, k, spec.scale_expr, allowed) for q, k in zip(Q_heads, K_heads, strict=True))
+    if B_heads is not None:  # -oo (masked) + bias stays -oo
         S_heads = tuple(Matrix(s + b) for s, b in zip(S_heads, B_heads, strict=True))
     if spec.softcap is not None:  # t·tanh(s/t) on every allowed score; masked ones stay -oo
         S_heads = tuple(softcap_scores(s, spec.softcap) for s in S_heads)
+    return S_heads
+
+
+def _weights(spec: AttentionSpec, S_heads: tuple[sp.ImmutableMatrix, ...], sinks: sp.ImmutableMatrix | None
+             ) -> tuple[tuple[sp.ImmutableMatrix, ...], tuple[sp.ImmutableMatrix, ...] | None]:
+    """Every head's row-softmax weights, and with a sink its mass ``π`` per row (``None`` without one)."""
+    allowed = spec.allowed
     if sinks is None:
-        A_heads = tuple(row_softmax(s, allowed) for s in S_heads)
-    else:  # the sink logit of head h in every row's denominator; its mass π kept apart
-        pairs = [sink_softmax(s, sinks[0, hh], allowed) for hh, s in enumerate(S_heads)]
-        A_heads, pi_heads = tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
-    Z_heads = tuple(matmul(a, v) for a, v in zip(A_heads, V_heads, strict=True))
-    Z = Matrix(sp.Matrix.hstack(*Z_heads))
-    if W_O is None:
-        Y = Z
-    else:
-        Y = matmul(Z, W_O)
-        if b_O is not None:
-            Y = Matrix(Y + ones_times(b_O, n))
-    return SymbolicAttention(
-        spec=spec, X=X, PE=PE, X_in=X_in, W_Q=W_Q, W_K=W_K, W_V=W_V, W_O=W_O, b_Q=b_Q, b_K=b_K, b_V=b_V, b_O=b_O,
-        Q=Q, K=K, V=V, Q_heads=Q_heads, K_heads=K_heads, V_heads=V_heads, S_heads=S_heads, A_heads=A_heads,
-        Z_heads=Z_heads, Z=Z, Y=Y, Q_rot_heads=Q_rot, K_rot_heads=K_rot, B_heads=B_heads, g_Q=g_Q, g_K=g_K,
-        Q_norm_heads=Q_norm, K_norm_heads=K_norm, s_sink=sinks, sink_mass_heads=pi_heads,
-    )
+        return tuple(row_softmax(s, allowed) for s in S_heads), None
+    # the sink logit of head h in every row's denominator; its mass π kept apart
+    pairs = [sink_softmax(s, sinks[0, hh], allowed) for hh, s in enumerate(S_heads)]
+    return tuple(p[0] for p in pairs), tuple(p[1] for p in pairs)
 
 
 def exact_number(value: Any, name: str = "value") -> sp.Expr:

@@ -40,7 +40,7 @@ def _sizes(spec_or_sizes) -> tuple[int, int, int]:
         sizes = tuple(spec_or_sizes)
     except TypeError:
         sizes = ()
-    ok = len(sizes) in (2, 3) and all(isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= 1
+    ok = len(sizes) in (2, 3) and all(isinstance(v, numbers.Integral) and not isinstance(v, bool) and int(v) >= 1
                                       for v in sizes)
     if not ok:
         raise SpecError(

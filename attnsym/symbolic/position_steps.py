@@ -7,16 +7,20 @@ them into steps, so this module needs nothing above :mod:`attnsym.symbolic`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 import sympy as sp
 
 from .._exact import exact_matrix
 from ..spec import AttentionSpec
 from .matrices import rms_norm_rows
 from .naming import input_symbols
+from .position_hooks import position_hooks
 from .positions import alibi_bias, alibi_slopes, apply_rope, rope_frequencies
 from .rope_proofs import prove_rope_relative
 
-__all__ = ["alibi_steps", "qk_norm_steps", "rope_steps", "softcap_step_words"]
+__all__ = ["ScorePositions", "alibi_steps", "qk_norm_steps", "rope_steps", "score_positions", "softcap_step_words"]
 
 
 def _head(letter: str, head: int, multi: bool) -> str:
@@ -34,6 +38,80 @@ def _pairing_words(spec: AttentionSpec) -> str:
         f"; only the first {spec.rotary_dims} of the {spec.d_k} coordinates of each head are rotated "
         f"(rotary_pct = {spec.rotary_pct}), the others pass through")
     return pairs + rest
+
+
+@dataclass(frozen=True)
+class ScorePositions:
+    r"""What a position scheme puts between the projections and the scores of a forward derivation.
+
+    Attributes
+    ----------
+    steps : tuple of dict
+        The scheme's steps (fields of :class:`attnsym.derivation.Step`): the rotation and the
+        relative-position identity (RoPE), the bias matrices (ALiBi), none otherwise.
+    q, k : SymPy matrices
+        The entry symbols the scores read: the given ones, or ``\tilde{q}_{i,j}``,
+        ``\tilde{k}_{i,j}`` after a rotation.
+    qk_tex : str
+        Written before ``Q`` and ``K`` in the scores' formula (``"\tilde "`` after a rotation).
+    bias_tex : str
+        Written after ``Q Kᵀ`` in the scores' formula (``" + B"``, ``" + B_h"`` with a bias).
+    biases : tuple of SymPy matrices or None
+        Each head's score bias ``B_h`` (the ``B_heads`` of :func:`~attnsym.symbolic.attention`).
+    """
+
+    steps: tuple[dict[str, Any], ...]
+    q: sp.ImmutableMatrix
+    k: sp.ImmutableMatrix
+    qk_tex: str = ""
+    bias_tex: str = ""
+    biases: tuple[sp.ImmutableMatrix, ...] | None = None
+
+
+def _entry_symbols(letter: str, shape: tuple[int, int]) -> sp.ImmutableMatrix:
+    return sp.ImmutableMatrix(*shape, lambda i, j: sp.Symbol(f"{letter}_{{{i + 1},{j + 1}}}", real=True))
+
+
+def score_positions(spec: AttentionSpec, q: sp.MatrixBase, k: sp.MatrixBase) -> ScorePositions:
+    r"""The position steps between a derivation's projections (or QK-norm) and its scores, by the spec's hooks.
+
+    Hook (b) (a rotation, RoPE) gives :func:`rope_steps` and scores in the rotated entries;
+    hook (c) (a score bias, ALiBi) gives :func:`alibi_steps` and the bias matrices; hook (a)
+    (vectors added to ``X``) acts before the projections, so it adds nothing here. See
+    :mod:`attnsym.symbolic.position_hooks`.
+
+    Parameters
+    ----------
+    spec : AttentionSpec
+    q, k : (n, heads·d_k), (n, kv_heads·d_k) SymPy matrices
+        The entry symbols of the previous steps' ``Q`` and ``K``.
+
+    Examples
+    --------
+    >>> q = sp.Matrix(2, 2, sp.symbols("q1:3(1:3)")); k = sp.Matrix(2, 2, sp.symbols("k1:3(1:3)"))
+    >>> rope = score_positions(AttentionSpec(n=2, d_model=2, positions="rope"), q, k)
+    >>> [s["title"] for s in rope.steps], rope.q[0, 0], rope.qk_tex
+    (['Rotary position embedding', 'Scores depend on relative positions'], \tilde{q}_{1,1}, '\\tilde ')
+    >>> alibi = score_positions(AttentionSpec(n=2, d_model=4, heads=2, positions="alibi"), q, k)
+    >>> [s["title"] for s in alibi.steps], alibi.bias_tex, alibi.biases[1]
+    (['Linear biases (ALiBi)'], ' + B_h', Matrix([
+    [     0, -1/256],
+    [-1/256,      0]]))
+    >>> score_positions(AttentionSpec(n=2, d_model=2), q, k).steps
+    ()
+    """
+    hooks = position_hooks(spec)
+    q, k = exact_matrix("q", q), exact_matrix("k", k)
+    steps: list[dict[str, Any]] = []
+    qk_tex = bias_tex = ""
+    if hooks.rotates:
+        steps += rope_steps(spec, q, k)
+        q, k, qk_tex = _entry_symbols(r"\tilde{q}", q.shape), _entry_symbols(r"\tilde{k}", k.shape), r"\tilde "
+    biases = hooks.score_biases()
+    if biases is not None:
+        steps += alibi_steps(spec)
+        bias_tex = " + B" + ("_h" if spec.heads > 1 else "")
+    return ScorePositions(steps=tuple(steps), q=q, k=k, qk_tex=qk_tex, bias_tex=bias_tex, biases=biases)
 
 
 def rope_steps(spec: AttentionSpec, q: sp.MatrixBase, k: sp.MatrixBase) -> list[dict]:
@@ -64,7 +142,8 @@ def rope_steps(spec: AttentionSpec, q: sp.MatrixBase, k: sp.MatrixBase) -> list[
     """
     n, dk = spec.n, spec.d_k
     q, k = exact_matrix("q", q), exact_matrix("k", k)
-    rotated_q, rotated_k = [], []
+    rotated_q: list[sp.Eq] = []
+    rotated_k: list[sp.Eq] = []
     for letter, M, out, count in (("Q", q, rotated_q, spec.heads), ("K", k, rotated_k, spec.kv_heads)):
         for hh in range(count):  # keys: one block per key/value head (grouped-query attention)
             cols = slice(hh * dk, (hh + 1) * dk)

@@ -25,7 +25,7 @@ from .._checks import integer_at_least, is_int, positive_int
 from .._exact import exact, exact_matrix
 from ..errors import ShapeError, SpecError
 from ..spec import DEFAULT_POSITION_BASE, AttentionSpec, alibi_slope_exponents, require_rope_spec
-from .cost import enforce_limit
+from ._guard import enforce_limit
 
 __all__ = [
     "SinusoidalShiftProof",
@@ -489,7 +489,7 @@ def alibi_bias(spec: AttentionSpec, head: int, positions=None) -> sp.ImmutableMa
     [-1/16,     0, -1/16],
     [ -1/8, -1/16,     0]])
     """
-    if not isinstance(spec, AttentionSpec) or spec.positions != "alibi":
+    if not isinstance(spec, AttentionSpec) or not spec.alibi_slope_exponents:  # empty unless positions='alibi'
         got = spec.positions if isinstance(spec, AttentionSpec) else type(spec).__name__
         raise SpecError(f"spec must be an AttentionSpec with positions='alibi' (got {got!r})")
     if not isinstance(head, numbers.Integral) or isinstance(head, bool) or not 0 <= head < spec.heads:

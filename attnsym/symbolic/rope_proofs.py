@@ -26,7 +26,8 @@ from ..spec import AttentionSpec
 from .matrices import attention, softcap_scores
 from .naming import input_symbols
 from .operations import scores
-from .positions import alibi_bias, apply_rope, rope_rotation, sinusoidal_positions
+from .position_hooks import position_hooks
+from .positions import rope_rotation
 
 __all__ = ["RelativeProof", "prove_rope_relative", "prove_shift_invariance"]
 
@@ -130,7 +131,7 @@ def prove_rope_relative(spec: AttentionSpec) -> RelativeProof:
     >>> proof.relative  # g(q, k, Δ) with Δ = n - m
     k_{1,1}*(q_{1,1}*cos(Delta) + q_{1,2}*sin(Delta)) + k_{1,2}*(-q_{1,1}*sin(Delta) + q_{1,2}*cos(Delta))
     """
-    if not isinstance(spec, AttentionSpec) or spec.positions != "rope":
+    if not isinstance(spec, AttentionSpec) or not position_hooks(spec).rotates:
         raise SpecError(f"spec must be an AttentionSpec with positions='rope' (got {spec!r})")
     m, n = sp.symbols("m n", integer=True)
     q = input_symbols("Q", (1, spec.d_k)).T  # (d_k, 1)
@@ -152,13 +153,14 @@ def _shifted_scores(spec: AttentionSpec, offset: sp.Expr) -> tuple[tuple[sp.Immu
     """
     n, dk = spec.n, spec.d_k
     scale, allowed = spec.scale_expr, spec.allowed
+    hooks = position_hooks(spec)
     shifted, plain = [], []
-    if spec.positions == "sinusoidal":
+    if hooks.adds_vectors:  # hook (a): the vectors enter before the projections
         if spec.qk_norm:
             raise SpecError("the sinusoidal shift proof writes the scores in X and W without a QK-norm "
                             "(got qk_norm=True)")
         sym = attention(spec)
-        X_t = sym.X + sinusoidal_positions(n, spec.d_model, spec.position_base, offset=offset)
+        X_t = hooks.encode_inputs(sym.X, offset=offset)
         Q_t, K_t = X_t * sym.W_Q, X_t * sym.W_K
         for hh in range(spec.heads):
             cols, kv = slice(hh * dk, (hh + 1) * dk), spec.kv_head_of(hh)
@@ -167,16 +169,13 @@ def _shifted_scores(spec: AttentionSpec, offset: sp.Expr) -> tuple[tuple[sp.Immu
             plain.append(sym.S_heads[hh])
         return tuple(shifted), tuple(plain)
     Q, K = input_symbols("Q", (n, dk)), input_symbols("K", (n, dk))
-    for hh in range(spec.heads):
-        if spec.positions == "rope":
-            at_t = [offset + p for p in range(n)]
-            S_t = scores(apply_rope(Q, spec, at_t), apply_rope(K, spec, at_t), scale, allowed)
-            S = scores(apply_rope(Q, spec), apply_rope(K, spec), scale, allowed)
-        else:  # no positions, or ALiBi, whose bias is written at the shifted positions
-            S_t = S = scores(Q, K, scale, allowed)
-            if spec.positions == "alibi":
-                S_t = sp.ImmutableMatrix(S + alibi_bias(spec, hh, positions=[offset + p for p in range(n)]))
-                S = sp.ImmutableMatrix(S + alibi_bias(spec, hh))
+    at_t = [offset + p for p in range(n)]
+    for hh in range(spec.heads):  # hooks (b) and (c): rotations and biases at the shifted positions
+        S_t = scores(hooks.rotate(Q, at_t), hooks.rotate(K, at_t), scale, allowed)
+        S = scores(hooks.rotate(Q), hooks.rotate(K), scale, allowed)
+        bias_t, bias = hooks.score_bias(hh, at_t), hooks.score_bias(hh)
+        if bias_t is not None and bias is not None:
+            S_t, S = sp.ImmutableMatrix(S_t + bias_t), sp.ImmutableMatrix(S + bias)
         shifted.append(S_t)
         plain.append(S)
     return tuple(shifted), tuple(plain)
