@@ -368,8 +368,63 @@
     g.appendChild(svg("rect", { x: x, y: y, width: width, height: 10, fill: "none", stroke: "#adb5bd", "stroke-width": 0.5 }));
     g.appendChild(svg("text", { x: x, y: y + 22, "font-size": 11, text: "0" }));
     g.appendChild(svg("text", { x: x + width, y: y + 22, "font-size": 11, "text-anchor": "end", text: fmt(max) }));
-    g.appendChild(svg("text", { x: x + width + 8, y: y + 9, "font-size": 11, "class": "axis", text: label }));
+    g.appendChild(svg("text", { x: x + width + 8, y: y + 9, "font-size": 11, "class": "axis", text: label,
+      "data-wrap": Math.max(60, Number(root.getAttribute("viewBox").split(" ")[2]) - x - width - 12) }));
     root.appendChild(g);
+  }
+
+  // ------------------------------------------------------------------ SVG text that fits its drawing
+  // A drawing's caption (its first text.caption, at the top) and its notes (text[data-wrap]: the widest each may be)
+  // wrap onto more lines instead of running past the drawing's edge, and the drawing grows to hold them; the words
+  // are measured in the page's font, with a margin for the export's Helvetica or Arial.
+  var MEASURE = document.createElement("canvas").getContext("2d");
+  function textWidth(s, size, bold) {
+    MEASURE.font = (bold ? "600 " : "") + size + 'px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
+    return MEASURE.measureText(s).width * 1.08;
+  }
+  function wrapWords(s, size, bold, max) {
+    var lines = [], line = "";
+    String(s).split(" ").forEach(function (w) {
+      var next = line ? line + " " + w : w;
+      if (line && textWidth(next, size, bold) > max) { lines.push(line); line = w; } else line = next;
+    });
+    if (line) lines.push(line);
+    return lines;
+  }
+  function setLines(t, lines, size) {  // the words kept: each line but the last ends with its space
+    var x = t.getAttribute("x");
+    t.textContent = "";
+    lines.forEach(function (line, k) {
+      t.appendChild(svg("tspan", { x: x, dy: k ? (1.25 * size).toFixed(1) : null, text: line + (k < lines.length - 1 ? " " : "") }));
+    });
+  }
+  function fitText(root) {
+    var box = root.getAttribute("viewBox").split(" ").map(Number), W = box[2], H = box[3], shift = 0, cap = null;
+    for (var c = root.firstChild; c && !cap; c = c.nextSibling) if (c.tagName === "text" && c.classList.contains("caption")) cap = c;
+    if (cap) {
+      var size = Number(cap.getAttribute("font-size"));
+      var room = cap.getAttribute("text-anchor") === "middle" ? W - 8 : W - Number(cap.getAttribute("x")) - 4;
+      var lines = wrapWords(cap.textContent, size, true, room);
+      if (lines.length > 1) {
+        setLines(cap, lines, size);
+        shift = (lines.length - 1) * 1.25 * size;
+        var body = svg("g", { transform: "translate(0 " + shift.toFixed(1) + ")", "class": "drawing" });
+        Array.prototype.slice.call(root.childNodes).forEach(function (k) { if (k !== cap && k.tagName !== "title") body.appendChild(k); });
+        root.appendChild(body);
+      }
+    }
+    var bottom = H + shift;
+    Array.prototype.forEach.call(root.querySelectorAll("text[data-wrap]"), function (t) {
+      var size = Number(t.getAttribute("font-size")), lines = wrapWords(t.textContent, size, false, Number(t.getAttribute("data-wrap")));
+      if (lines.length > 1) setLines(t, lines, size);
+      bottom = Math.max(bottom, shift + Number(t.getAttribute("y")) + (lines.length - 1) * 1.25 * size + 6);
+    });
+    if (bottom !== H) {
+      bottom = Math.ceil(bottom);
+      root.setAttribute("viewBox", "0 0 " + W + " " + bottom);
+      root.setAttribute("height", bottom);
+    }
+    return root;
   }
 
   // keyboard on a grid (roving tabindex): one cell of each grid is a tab stop; the arrows, Home/End and
@@ -495,7 +550,7 @@
     root.appendChild(ring);  // the keyboard's focus ring, above every cell
     gridKeys(root, grid, n, m, function (i, j) { return root.querySelector('rect.cell[data-i="' + i + '"][data-j="' + j + '"]'); }, act);
     legend(root, left, top + n * g.cell + 14, Math.min(140, Math.max(80, m * g.cell)), max, opts.legendLabel || "colour: 0 to the view's largest value");
-    return root;
+    return fitText(root);
   }
 
   function bipartite(M, left, right, opts) {  // edge left j -> right i with weight M[i][j]
@@ -541,11 +596,11 @@
       });
     });
     var foot = H - 16;
-    root.appendChild(svg("text", { x: 4, y: foot, "font-size": 11, "class": "axis",
+    root.appendChild(svg("text", { x: 4, y: foot, "font-size": 11, "class": "axis", "data-wrap": W - 8,
       text: opts.fixed ? "each line: a position reads itself with weight 1" :
         "width and opacity: weight, 0 to " + fmt(maxAbs) + (threshold > 0 ? "; edges below " + threshold.toFixed(2) + " hidden" : "") +
         (opts.signed ? "; blue positive, red negative" : "") + " (" + drawn + " edges)" }));
-    return root;
+    return fitText(root);
   }
 
   // ------------------------------------------------------------------ routing: controls
@@ -850,7 +905,7 @@
       (on.length ? "head" + (on.length > 1 ? "s " : " ") + on.map(function (h) { return h + 1; }).join(", ") : "no head"));
     var node = svg("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img", "class": "graph headview fixed-size",
       "aria-label": "head view of " + inp.name + ", " + caption });
-    var title = small ? caption : inp.name.slice(0, 60) + " · " + caption;  // a phone's drawing is narrow: no clipped caption
+    var title = small ? caption : inp.name + " · " + caption;  // a phone's drawing is narrow: the caption alone
     node.appendChild(svg("title", { text: title }));
     node.appendChild(svg("text", { x: 4, y: 15, "font-size": 12, "class": "caption", text: title }));
     node.appendChild(svg("text", { x: 4, y: 34, "font-size": 12, "class": "axis", text: "attending token i" }));
@@ -893,6 +948,7 @@
         node.appendChild(label);
       });
     });
+    fitText(node);
     if (hv.pinned && hv.focus) isolate(hv.focus[0], hv.focus[1]);
     var foot = el("p", { "class": "muted small" }, "Line opacity: the weight on the page's one scale, 0 to 1 (as the overview); weights below " +
       HEADVIEW_MIN + " are not drawn (" + drawn + " lines). Hover a token to see only its lines; tap or Enter pins them.");
@@ -949,7 +1005,7 @@
       node.appendChild(svg("text", { x: xl - 4, y: y(k) + 4, "font-size": 12, "text-anchor": "end", "class": k === position ? "selected" : null, text: t }));
       node.appendChild(svg("text", { x: xr + 4, y: y(k) + 4, "font-size": 12, "class": k === position ? "selected" : null, text: t }));
     });
-    return node;
+    return fitText(node);
   }
   function renderStory() {
     var root = byId("story-lines");
