@@ -599,3 +599,27 @@ def test_no_svg_caption_or_note_runs_past_its_drawing(browser, phone, long_page)
     with headless.chromium(1440, 900) as driver:
         headless.load(driver, long_page[1])
         assert _views_fit(driver) == ["attention", "rollout"]
+
+
+def test_a_toy_page_never_opens_silently_on_a_sink_head(tmp_path):
+    """Toy data only: the headline opens on the most different head that is no sink (seed 23: head 1, not the end-token
+    sink at head 2); where every head is a sink, the headline calls it one."""
+    from attnsym.explorer import ContrastData, MlpData, routing_input
+
+    toy_page = write_page(page_data(evidence=(), derivations=False, seed=23), tmp_path / "toy.html")
+    n, tokens = 4, ["a", "b", "c", "d"]
+    parked = np.full((1, 1, n, n), 0.1)
+    parked[..., 0] = 0.7  # every query parks on the first token: a first-token sink
+    mlp = MlpData("feed-forward (tokens)", tuple(tokens), tuple(tokens), np.eye(n), "fixed")
+    inputs = [routing_input(f"input {k}", "hand-made rows", tokens, parked, mlp, flow=False) for k in (1, 2)]
+    rows = {"heads": parked[:, :, 2], "mean": parked[:, 0, 2], "max": parked[:, 0, 2]}
+    contrast = ContrastData("c", (0, 1), (2, 2), np.array([[0.0]]), "distance", (rows, rows))
+    sink_page = write_page(page_data(evidence=(), inputs=inputs, contrasts=[contrast], toy=False, derivations=False),
+                           tmp_path / "sink.html")
+    with headless.chromium(1440, 900) as driver:
+        headless.load(driver, toy_page)
+        headline = driver.execute_script("return document.getElementById('headline').textContent")
+        assert headline.startswith("Layer 1, head 1:") and "sink" not in headline
+        headless.load(driver, sink_page)
+        headline = driver.execute_script("return document.getElementById('headline').textContent")
+        assert "parks its attention on “a” (0.700), the first token: a sink head (first-token)" in headline

@@ -973,9 +973,21 @@
   }
   function isSink(inp, j) { return !!(inp.sinks && inp.sinks[j]); }
   function topKey(row) { var best = 0; row.forEach(function (w, j) { if (w > row[best]) best = j; }); return best; }
-  function readsPhrase(inp, row) {  // "reads “ate” (0.41)" or, for a sink, "parks its attention on [CLS] (0.93): reads nothing"
-    var j = topKey(row), w = fmt(row[j]);
+  // the sink label of a head whose largest weight is on that label's key: first-token on the first, end-token on the last
+  function sinkLabel(inp, layer, head, j) {
+    var hc = layer === undefined ? null : headClass(inp, layer, head);
+    if (!hc) return null;
+    if (j === 0 && hc.labels.indexOf("first-token") >= 0) return "first-token";
+    if (j === inp.tokens.length - 1 && hc.labels.indexOf("end-token") >= 0) return "end-token";
+    return null;
+  }
+  // "reads “ate” (0.41)"; a sink's key: "parks its attention on [CLS] (0.93): a sink, it reads nothing"; a head that
+  // attnsym.heads labels a sink (toy data has no special tokens), on that sink's key: "… a sink head (first-token)"
+  function readsPhrase(inp, row, layer, head) {
+    var j = topKey(row), w = fmt(row[j]), label = isSink(inp, j) ? null : sinkLabel(inp, layer, head, j);
     return isSink(inp, j) ? "parks its attention on " + inp.tokens[j] + " (" + w + "): a sink, it reads nothing" :
+      label ? "parks its attention on “" + inp.tokens[j] + "” (" + w + "), the " + (label === "first-token" ? "first" : "last") +
+        " token: a sink head (" + label + ")" :
       "reads “" + inp.tokens[j] + "” (" + w + ")";
   }
   function sameRead(a, r1, b, r2) { return String(a.tokens[topKey(r1)]).toLowerCase() === String(b.tokens[topKey(r2)]).toLowerCase(); }
@@ -1044,9 +1056,9 @@
       el("figure", { "class": "mini-card" }, [miniGraph(a, c.positions[0], self1, "MLP: fixed", true),
         el("figcaption", { text: "“" + w1 + "” reads only itself, in every sentence: the feed-forward block's token graph is fixed." })]),
       el("figure", { "class": "mini-card" }, [miniGraph(a, c.positions[0], r1, "attention: sentence 1", false),
-        el("figcaption", { text: "“" + w1 + "” " + readsPhrase(a, r1) + "." })]),
+        el("figcaption", { text: "“" + w1 + "” " + readsPhrase(a, r1, layer, head) + "." })]),
       el("figure", { "class": "mini-card" }, [miniGraph(b, c.positions[1], r2, "attention: sentence 2", false),
-        el("figcaption", { text: "“" + w2 + "” " + readsPhrase(b, r2) + "." })])]));
+        el("figcaption", { text: "“" + w2 + "” " + readsPhrase(b, r2, layer, head) + "." })])]));
     var pick = el("select", { id: "pick-word", "aria-label": "word", onchange: function () {
       state.contrast = Number(pick.value); state.cell = null; var x = DATA.contrasts[state.contrast];
       state.input = x.inputs[0]; state.view = "attention"; state.layer = x.cell[0]; state.head = String(x.cell[1]); state.hv = null;
@@ -1057,8 +1069,8 @@
         (/^toy:/.test(src) ? " (toy: random vectors)" : "")];
     }), state.contrast);
     root.appendChild(el("p", { "class": "headline", id: "headline" }, [
-      "Layer " + (layer + 1) + ", head " + (head + 1) + ": in sentence 1 “" + w1 + "” " + readsPhrase(a, r1) +
-      "; in sentence 2 it " + readsPhrase(b, r2) + "." + (maxOf(c.distance) === 0 ?
+      "Layer " + (layer + 1) + ", head " + (head + 1) + ": in sentence 1 “" + w1 + "” " + readsPhrase(a, r1, layer, head) +
+      "; in sentence 2 it " + readsPhrase(b, r2, layer, head) + "." + (maxOf(c.distance) === 0 ?
         " Same weights and, before “" + c.word + "”, the same tokens: a word reads only what it can see, so here it routes the same at every head." :
         sameRead(a, r1, b, r2) ?
         " Same weights; at this head both read the same word (the grid below shows where they differ)." :
