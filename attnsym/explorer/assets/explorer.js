@@ -398,6 +398,12 @@
       t.appendChild(svg("tspan", { x: x, dy: k ? (1.25 * size).toFixed(1) : null, text: line + (k < lines.length - 1 ? " " : "") }));
     });
   }
+  // an input's name in a caption: whole up to 80 characters (the caption wraps), a long text's first words and " …"
+  function captionName(name) {
+    if (name.length <= 80) return name;
+    var cut = name.slice(0, 80), space = cut.lastIndexOf(" ");
+    return (space > 40 ? cut.slice(0, space) : cut) + " …";
+  }
   function fitText(root) {
     var box = root.getAttribute("viewBox").split(" ").map(Number), W = box[2], H = box[3], shift = 0, cap = null;
     for (var c = root.firstChild; c && !cap; c = c.nextSibling) if (c.tagName === "text" && c.classList.contains("caption")) cap = c;
@@ -741,13 +747,13 @@
     function files(view) { return function () { return fileName(view + (attention ? "" : "-" + state.view), inp.name, layer, head); }; }
     var max = maxOf(M);
     views.appendChild(card("view-heatmap", "Heatmap: " + describe(), heatmap(M, tokens, tokens, {
-      title: inp.name.slice(0, 40) + " · " + describe(), selected: sel, max: max, grid: "routing",
+      title: captionName(inp.name) + " · " + describe(), selected: sel, max: max, grid: "routing",
       rowTitle: attention ? "query i ↓" : "output i ↓", colTitle: attention ? "key j →" : "input j →",
       legendLabel: "0 to this view's largest",
       onlabel: pin, onhover: function (i) { hover(i); } }), files("heatmap"), exportData));
     if (tokens.length > 24) views.lastChild.className += " wide";  // a long text's heatmap takes the whole row
     views.appendChild(card("view-graph", "Routing graph", bipartite(M, tokens, tokens, {
-      title: inp.name.slice(0, 40) + " · " + describe(), leftLabel: attention ? "keys j" : "inputs j",
+      title: captionName(inp.name) + " · " + describe(), leftLabel: attention ? "keys j" : "inputs j",
       rightLabel: attention ? "queries i" : "outputs i", selected: sel, threshold: state.threshold, onnode: pin }),
       files("graph"), exportData));
     var mlp = inp.mlp, W = mlp.W;
@@ -905,7 +911,7 @@
       (on.length ? "head" + (on.length > 1 ? "s " : " ") + on.map(function (h) { return h + 1; }).join(", ") : "no head"));
     var node = svg("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img", "class": "graph headview fixed-size",
       "aria-label": "head view of " + inp.name + ", " + caption });
-    var title = small ? caption : inp.name + " · " + caption;  // a phone's drawing is narrow: the caption alone
+    var title = small ? caption : captionName(inp.name) + " · " + caption;  // a phone's drawing is narrow: the caption alone
     node.appendChild(svg("title", { text: title }));
     node.appendChild(svg("text", { x: 4, y: 15, "font-size": 12, "class": "caption", text: title }));
     node.appendChild(svg("text", { x: 4, y: 34, "font-size": 12, "class": "axis", text: "attending token i" }));
@@ -1144,9 +1150,35 @@
         claim ? el("a", { href: "#claim-variance-scaling", onclick: function (ev) { ev.preventDefault(); openClaim("variance-scaling"); },
           text: "The claim, checked: " + claim.verdict + "." }) : el("span", { "class": "muted", text: "(claims not checked on this page)" })])]));
   }
+  // the results the page was given (the tour's: what was validated, to what precision, the claims), first and in words
+  function renderFindings(root) {
+    root.appendChild(el("h3", { "class": "findings-title", text: "Results" }));
+    root.appendChild(el("ul", { "class": "findings", "aria-label": "results" }, DATA.results.map(function (r) {
+      var title = el("strong", { text: (r.status === "ok" ? "✓ " : (r.status === "bad" ? "✗ " : "")) + r.title });
+      return el("li", { "class": "finding " + r.status }, [r.target ? el("a", { href: r.target }, title) : title, ": " + r.text]);
+    })));
+  }
+  function figureId(path) { return "figure-" + String(path).replace(/\.png$/, "").replace(/[^A-Za-z0-9]+/g, "-"); }
+  function renderFigures() {  // the figures shown with their captions; the files folded below them
+    if (!DATA.figures.length && !DATA.files.length) return;
+    byId("figures").hidden = false;
+    byId("nav-figures").hidden = false;
+    byId("figures-note").hidden = !DATA.figures.length;
+    var grid = byId("figure-grid");
+    DATA.figures.forEach(function (f) {
+      grid.appendChild(el("figure", { "class": "tour-figure", id: figureId(f.path) }, [
+        el("a", { href: f.path, "class": "figure-link" }, el("img", { src: f.src, alt: f.caption })),
+        el("figcaption", null, [el("a", { href: f.path, "class": "path", text: f.path }), ": " + f.caption])]));
+    });
+    byId("files-fold").hidden = !DATA.files.length;
+    byId("files-summary").textContent = "All " + DATA.files.length + " files written beside this page (links)";
+    var list = byId("file-list");
+    DATA.files.forEach(function (f) { list.appendChild(el("li", null, [el("a", { href: f.path, text: f.path }), " — " + f.what])); });
+  }
   function renderResults() {
     var root = byId("results-strip"), items = [];
     root.textContent = "";
+    if (DATA.results.length) { renderFindings(root); return; }
     if (DATA.claims.length) {
       var ok = DATA.claims.filter(function (c) { return c.as_expected; }).length;
       items.push(el("a", { href: "#claims", "class": "result" + (ok === DATA.claims.length ? " ok" : " bad") },
@@ -1159,9 +1191,6 @@
     }
     (DATA.contrasts.length ? DATA.contrasts[state.contrast].facts : []).filter(function (f) { return f[0] === "same weights"; }).forEach(function (f) {
       items.push(el("span", { "class": "result " + (/NOT/.test(f[1]) ? "bad" : "ok") }, [el("strong", { text: "Same weights" }), ": " + f[1]]));
-    });
-    Object.keys(DATA.meta).filter(function (k) { return /^summary /.test(k); }).forEach(function (k) {
-      items.push(el("span", { "class": "result" }, String(DATA.meta[k])));
     });
     if (items.length) root.appendChild(el("div", { "class": "results", role: "list", "aria-label": "results" }, items.map(function (x) { x.setAttribute("role", "listitem"); return x; })));
   }
@@ -1200,13 +1229,7 @@
     }
     renderRouting();
     renderResults();
-    if (DATA.files.length) {
-      var files = byId("files");
-      files.hidden = false;
-      files.appendChild(el("ul", null, DATA.files.map(function (f) {
-        return el("li", null, [el("a", { href: f.path, text: f.path }), " — " + f.what]);
-      })));
-    }
+    renderFigures();
     var meta = byId("meta");
     Object.keys(DATA.meta).forEach(function (k) { meta.appendChild(el("span", { text: k + ": " + DATA.meta[k] })); });
     timings.ready = performance.now();
