@@ -234,3 +234,20 @@ def test_a_toy_contrast_opens_on_the_most_different_head_that_is_no_sink():
         for c in contrasts:
             allowed = np.where(sink, -np.inf, c.distance) if not sink.all() else c.distance
             assert c.distance[c.cell] == allowed.max() and (sink.all() or not sink[c.cell])
+
+
+def test_results_and_figures_of_a_page_are_checked_and_inlined():
+    from attnsym.explorer import PageData
+
+    png = b"\x89PNG\r\n\x1a\n" + b"\0" * 8
+    data = PageData(results=[("3 claims checked", "every verdict as expected", "ok", "#claims")],
+                    figures=[("figures/a.png", "a figure", png)]).to_dict()
+    assert data["results"] == [{"title": "3 claims checked", "text": "every verdict as expected", "status": "ok",
+                                "target": "#claims"}]
+    assert data["figures"][0]["src"].startswith("data:image/png;base64,iVBORw0KGgo")
+    with pytest.raises(SpecError, match="status must be one of ok, bad, info"):
+        PageData(results=[("x", "y", "passed", "")])
+    with pytest.raises(SpecError, match="target must be an anchor"):
+        PageData(results=[("x", "y", "ok", "claims")])
+    with pytest.raises(SpecError, match="must be PNG bytes"):
+        PageData(figures=[("a.svg", "an SVG", b"<svg/>")])
