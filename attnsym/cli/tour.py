@@ -398,9 +398,9 @@ def findings(result: TourResult) -> list[TourFinding]:
         agree = "agree" if f["validation_passed"] else "DISAGREE"
         out.append(TourFinding(
             "Derivation validated" if f["validation_passed"] else "Derivation NOT validated",
-            f"the forward and backward passes derived exactly by SymPy (n = 2, d = 2; {f.get('forward_steps', 0)} and "
-            f"{f.get('gradients_steps', 0)} steps) and the independent numeric ones {agree} to "
-            f"{f['validation_max_abs']:.1e} at random inputs", bool(f["validation_passed"]),
+            f"the forward and backward passes derived exactly by SymPy ({f.get('forward_steps', 0)} and "
+            f"{f.get('gradients_steps', 0)} steps, n = 2, d = 2) and the independent numeric ones {agree} to "
+            f"{f['validation_max_abs']:.1e}", bool(f["validation_passed"]),
             "#derivations"))
     if "claims" in f:
         counts = ", ".join(f"{v} {k}" for k, v in sorted(f["verdicts"].items()))
