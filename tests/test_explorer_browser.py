@@ -225,10 +225,10 @@ def test_svg_export_is_valid_svg_with_its_caption_and_legend(browser, view):
     root = ET.fromstring(text.encode("utf-8"))
     assert root.tag == f"{SVG}svg"
     assert root.get("viewBox") and root.find(f"{SVG}title") is not None
-    caption = [t for t in root.iter(f"{SVG}text") if t.get("class") == "caption"]
-    assert caption and caption[0].text == root.find(f"{SVG}title").text
+    caption = ["".join(t.itertext()) for t in root.iter(f"{SVG}text") if t.get("class") == "caption"]
+    assert caption and caption[0] == root.find(f"{SVG}title").text  # whole, on as many lines as it needs
     shown = browser.execute_script("return document.querySelector('#' + arguments[0] + ' svg text.caption').textContent", view)
-    assert caption[0].text == shown
+    assert caption[0] == shown
     if view in ("view-heatmap", "view-contrast-grid"):
         assert root.find(f".//{SVG}g[@class='legend']") is not None
     shapes = root.findall(f".//{SVG}rect") + root.findall(f".//{SVG}line")
@@ -559,3 +559,67 @@ def test_keyboard_moves_over_the_overview_and_enter_opens_a_head(browser, data):
     chosen = browser.find_elements(By.CSS_SELECTOR, '#overview-grid button.thumb.chosen[tabindex="0"]')
     assert [c.get_attribute("data-head") for c in chosen] == [str(heads)]
     _choose(browser, "pick-head", 0)
+
+
+_CLIPPED_TEXT = """
+const out = [];
+document.querySelectorAll('svg').forEach(s => {
+  if (s.parentElement.closest('svg')) return;
+  const r = s.getBoundingClientRect();
+  if (!r.width) return;
+  s.querySelectorAll('text').forEach(t => {
+    const b = t.getBoundingClientRect();
+    if (b.width && (b.left < r.left - 1 || b.right > r.right + 1 || b.top < r.top - 1 || b.bottom > r.bottom + 1))
+      out.push((s.closest('[id]') || {}).id + ': ' + t.textContent);
+  });
+});
+return out;"""
+
+
+def _views_fit(driver):
+    """Every routing view in turn: no SVG text outside its drawing, no caption cut short with an ellipsis."""
+    views = driver.execute_script("return Array.from(document.getElementById('pick-view').options, o => o.value)")
+    for view in views:
+        _choose(driver, "pick-view", view)
+        assert driver.execute_script(_CLIPPED_TEXT) == [], view
+        captions = driver.execute_script("return Array.from(document.querySelectorAll('svg text.caption'), t => t.textContent)")
+        assert captions and not any("…" in c for c in captions), view
+    _choose(driver, "pick-view", "attention")
+    return views
+
+
+def test_no_svg_caption_or_note_runs_past_its_drawing(browser, phone, long_page):
+    """Captions and notes wrap inside their drawing: "toy input 1 (random vectors) · attention flow over 1 layer(s),
+    heads averaged" and "… blue positive, red negative (64 edges)" ran past its edge, at both widths and on 64 tokens."""
+    for driver in (browser, phone):
+        _choose(driver, "pick-input", 0)
+        assert _views_fit(driver) == ["attention", "rollout", "flow"]
+    wrapped = browser.execute_script("return document.querySelectorAll('#view-mlp svg text[data-wrap] tspan').length")
+    assert wrapped >= 2  # the MLP's note is longer than its drawing is wide: it takes two lines
+    with headless.chromium(1440, 900) as driver:
+        headless.load(driver, long_page[1])
+        assert _views_fit(driver) == ["attention", "rollout"]
+
+
+def test_a_toy_page_never_opens_silently_on_a_sink_head(tmp_path):
+    """Toy data only: the headline opens on the most different head that is no sink (seed 23: head 1, not the end-token
+    sink at head 2); where every head is a sink, the headline calls it one."""
+    from attnsym.explorer import ContrastData, MlpData, routing_input
+
+    toy_page = write_page(page_data(evidence=(), derivations=False, seed=23), tmp_path / "toy.html")
+    n, tokens = 4, ["a", "b", "c", "d"]
+    parked = np.full((1, 1, n, n), 0.1)
+    parked[..., 0] = 0.7  # every query parks on the first token: a first-token sink
+    mlp = MlpData("feed-forward (tokens)", tuple(tokens), tuple(tokens), np.eye(n), "fixed")
+    inputs = [routing_input(f"input {k}", "hand-made rows", tokens, parked, mlp, flow=False) for k in (1, 2)]
+    rows = {"heads": parked[:, :, 2], "mean": parked[:, 0, 2], "max": parked[:, 0, 2]}
+    contrast = ContrastData("c", (0, 1), (2, 2), np.array([[0.0]]), "distance", (rows, rows))
+    sink_page = write_page(page_data(evidence=(), inputs=inputs, contrasts=[contrast], toy=False, derivations=False),
+                           tmp_path / "sink.html")
+    with headless.chromium(1440, 900) as driver:
+        headless.load(driver, toy_page)
+        headline = driver.execute_script("return document.getElementById('headline').textContent")
+        assert headline.startswith("Layer 1, head 1:") and "sink" not in headline
+        headless.load(driver, sink_page)
+        headline = driver.execute_script("return document.getElementById('headline').textContent")
+        assert "parks its attention on “a” (0.700), the first token: a sink head (first-token)" in headline

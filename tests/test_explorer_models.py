@@ -327,28 +327,13 @@ def test_no_raw_markup_in_any_visible_text(real_browser):
     driver.execute_script("document.querySelectorAll('details').forEach(d => d.open = false)")
 
 
-#: per visible text node at 390 px: its rendered font size (an SVG's text scaled by its drawing), and where it is
-SMALL_TEXT = r"""const out = [], walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
-for (let t = walk.nextNode(); t; t = walk.nextNode()) {
-  if (!/[^\s\u200b]/.test(t.textContent)) continue;  // KaTeX's struts: zero-width spaces
-  const e = t.parentElement, r = e.getBoundingClientRect();
-  if (!r.width || !r.height || e.closest('[hidden], details:not([open]) > :not(summary), .katex-mathml')) continue;
-  let size = parseFloat(getComputedStyle(e).fontSize);
-  const s = e.closest('svg');
-  if (s && s.getScreenCTM()) size *= s.getScreenCTM().a;
-  if (size < 11 - 1e-6) out.push([size, t.textContent.trim().slice(0, 30), e.tagName]);
-}
-return out;"""
-
-
 @browser_missing
 def test_a_phone_shows_no_text_below_11_px_and_never_scrolls_sideways(full_page):
     _, page = full_page
     with headless.chromium(390, 844) as driver:
         headless.load(driver, page)
         driver.execute_script("document.querySelectorAll('details').forEach(d => d.open = true)")
-        small = driver.execute_script(SMALL_TEXT)
-        assert small == []
+        assert headless.text_below(driver, 11) == []
         assert driver.execute_script("return document.documentElement.scrollWidth <= innerWidth && innerWidth == 390")
 
 

@@ -15,6 +15,7 @@ import pytest
 import attnsym as at
 from attnsym.cli import main
 from attnsym.cli.tour import SECTIONS, _check_folder
+from attnsym.explorer import headless
 from attnsym.graphs import read
 from attnsym.tolerances import TOLERANCES
 
@@ -64,9 +65,9 @@ def test_tour_succeeds_and_summarises(tour):
     assert status == 0, stdout
     assert str(folder) in stdout
     assert "index.html" in stdout
-    assert re.search(r"checked \d+ claims", stdout)
-    assert "the MLP graph is identical" in stdout
-    assert "numeric forward and backward passes agree" in stdout
+    assert re.search(r"\d+ claims checked: every verdict as expected", stdout)
+    assert "the MLP graph is identical for both" in stdout
+    assert re.search(r"derived exactly by SymPy .* and the independent numeric ones agree to \d\.\de-\d+", stdout)
 
 
 @pytest.mark.parametrize("name", PROMISED)
@@ -166,6 +167,11 @@ def test_index_html_is_self_contained_and_its_links_resolve(tour):
     for target in targets:
         assert (folder / target).is_file(), f"index.html links to missing {target}"
     assert any(c["figures"] for c in data["claims"])
+    shown = {f["path"]: f["src"] for f in data["figures"]}  # the tour's own figures, inlined byte for byte
+    drawn = [p.relative_to(folder).as_posix() for p in folder.rglob("*.png")]
+    assert sorted(shown) == sorted(d for d in drawn if not d.startswith("claims/"))
+    for path, src in shown.items():
+        assert src == "data:image/png;base64," + base64.b64encode((folder / path).read_bytes()).decode("ascii")
 
 
 def test_derivations_are_markdown_math_and_standalone_latex(tour):
@@ -284,8 +290,71 @@ def test_tour_has_the_causal_section_or_says_how_to_install_it(tour):
     if CAUSAL_MODEL not in PACKAGED:
         pytest.skip(f"this attnsym cannot open {CAUSAL_MODEL}")
     if CAUSAL_MODEL in available():
-        assert f"a causal model ({CAUSAL_MODEL}): after {CAUSAL_PROMPT!r} it predicts ' Paris'" in stdout
+        assert f"A causal model ({CAUSAL_MODEL}): after {CAUSAL_PROMPT!r} it predicts ' Paris'" in stdout
         assert (folder / "causal-model" / "report.md").is_file()
         assert "causal-model/report.md" in (folder / "index.md").read_text()
     else:
         assert CAUSAL_INSTALL in stdout and not (folder / "causal-model").exists()
+
+
+def test_index_md_opens_on_the_results_and_folds_each_sections_files(tour):
+    folder, _, _ = tour
+    text = (folder / "index.md").read_text(encoding="utf-8")
+    results = text.index("## Results")
+    assert results < text.index("**The set-up**") < text.index("\n## ", results + 1)
+    block = text[results:text.index("**The set-up**")]
+    assert "✓ **Derivation validated**" in block and re.search(r"numeric ones agree to \d\.\de-\d+", block)
+    assert re.search(r"✓ \*\*\d+ claims checked\*\*: every verdict as expected", block)
+    assert "✓ **MLP graph identical, attention graphs differ**" in block
+    assert text.count("<details>") == text.count("</details>") >= 4
+    folded = False
+    for line in text.splitlines():  # every file link inside a fold
+        folded = {"<details>": True, "</details>": False}.get(line, folded)
+        if line.startswith("- ["):
+            assert folded, line
+
+
+browser = pytest.mark.skipif(headless.browser_available() is not None, reason=str(headless.browser_available()))
+
+
+@browser
+@pytest.mark.parametrize("size", [(1440, 900), (390, 844)])
+def test_index_html_shows_the_results_first_and_its_figures_with_their_files_folded(tour, size):
+    """The tour's page: what was validated (to what precision), the claims as expected and the MLP graph identical, as
+    readable results on the first screen (after the story on a phone); its figures shown with their captions; the
+    files folded; nothing under 11 px and no sideways scroll at 390 px; no request leaves the page."""
+    folder, _, _ = tour
+    with headless.chromium(*size) as driver:
+        headless.requests_made(driver)
+        headless.load(driver, folder / "index.html")
+        driver.execute_script("window.scrollTo(0, 0)")
+        findings = driver.execute_script(
+            "return Array.from(document.querySelectorAll('#results-strip li.finding'), li => [li.className, li.innerText,"
+            " parseFloat(getComputedStyle(li).fontSize), li.getBoundingClientRect().top + scrollY])")
+        text = [f[1] for f in findings]
+        assert text[0].startswith("✓ Derivation validated: ") and re.search(r"numeric ones agree to \d\.\de-\d+", text[0])
+        assert re.match(r"✓ \d+ claims checked: every verdict as expected", text[1])
+        assert text[2].startswith("✓ MLP graph identical, attention graphs differ: ")
+        assert all(f[0] in ("finding ok", "finding info") for f in findings) and all(f[2] >= 13 for f in findings)
+        if size[0] == 1440:
+            assert findings[0][3] < 900  # on the first screen
+        footer = driver.execute_script("return document.getElementById('meta').innerText")
+        assert "summary" not in footer and "claims checked" not in footer
+        figures = driver.execute_script(
+            "return Array.from(document.querySelectorAll('#figure-grid figure.tour-figure'), f => [f.id,"
+            " f.querySelector('img').naturalWidth, f.querySelector('img').getAttribute('src').slice(0, 22),"
+            " f.querySelector('figcaption').innerText, f.querySelector('a').getAttribute('href')])")
+        written = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*.png")
+                         if p.relative_to(folder).parts[0] != "claims")
+        assert sorted(f[4] for f in figures) == written and len(written) >= 9
+        for _, width, src, caption, path in figures:
+            assert width > 100 and src == "data:image/png;base64," and caption.startswith(path + ": ") and len(caption) > 30
+        assert figures[0][4] == "graphs/routing.png" and figures[0][0] == "figure-graphs-routing"
+        fold = driver.execute_script("const d = document.getElementById('files-fold');"
+                                     "return [d.open, d.querySelector('summary').innerText, d.querySelectorAll('li a').length]")
+        assert fold[0] is False and fold[1].startswith("All ") and fold[2] >= len(PROMISED) - 1
+        if size[0] == 390:
+            driver.execute_script("document.getElementById('files-fold').open = true")
+            assert headless.text_below(driver, 11) == []
+            assert driver.execute_script("return document.documentElement.scrollWidth <= innerWidth")
+        assert headless.network_requests(headless.requests_made(driver)) == []

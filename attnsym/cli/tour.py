@@ -29,7 +29,7 @@ from ..numeric import attention, random_inputs
 from ..spec import AttentionSpec
 from .route import causal_tour_section, tour_section
 
-__all__ = ["SECTIONS", "TourEntry", "TourResult", "write_tour"]
+__all__ = ["SECTIONS", "TourEntry", "TourFinding", "TourResult", "findings", "write_tour"]
 
 #: The one layer of the tour's heatmaps and routing graphs, and the words that label its positions.
 TOUR_TOKENS: tuple[str, ...] = ("the", "cat", "sat", "on", "the", "mat")
@@ -262,14 +262,19 @@ def _real_model(t: _Tour) -> None:  # the models section (cli/route.py); skipped
     written = tour_section(t.folder / "real-model", overwrite=t.overwrite)
     if written is not None:
         t.result.entries += [TourEntry("real-model", f"real-model/{rel}", what) for rel, what in written.entries]
-        t.result.facts["real_model"] = written.facts["summary"]
+        f = written.facts
+        t.result.facts["real_model"] = {key: f[key] for key in ("model", "texts", "words", "mean_role_distance",
+                                                                "max_role_distance", "most_different", "weights_identical")
+                                        if key in f}
 
 
 def _causal_model(t: _Tour) -> None:  # the causal section (cli/route.py): a line on installing it when absent
     written = causal_tour_section(t.folder / "causal-model", overwrite=t.overwrite)
     if written is not None:
         t.result.entries += [TourEntry("causal-model", f"causal-model/{rel}", what) for rel, what in written.entries]
-        t.result.facts["causal_model"] = written.facts["summary"]
+        f = written.facts
+        t.result.facts["causal_model"] = ({key: f[key] for key in ("model", "prompt", "next", "first_top", "readers", "sink",
+                                                                   "previous")} if "next" in f else f["summary"])
 
 
 STEPS: tuple[tuple[str, Callable[[_Tour], None]], ...] = (
@@ -363,18 +368,95 @@ def markdown_text(text: str) -> str:
     return str(text).translate(_MARKDOWN_SPECIAL)
 
 
+@dataclass(frozen=True)
+class TourFinding:
+    """One result of the tour, for the CLI's summary, index.md and index.html: a title, a sentence, passed or not.
+
+    ``ok`` is True (checked and passed), False (checked and failed) or None (a fact, nothing to pass);
+    ``target`` is the anchor of index.html that shows it.
+    """
+
+    title: str
+    text: str
+    ok: bool | None = None
+    target: str = ""
+
+    @property
+    def status(self) -> str:
+        """``"ok"``, ``"bad"`` or ``"info"`` (:data:`attnsym.explorer.data.RESULT_STATUSES`)."""
+        return "info" if self.ok is None else ("ok" if self.ok else "bad")
+
+    def line(self) -> str:
+        return f"{self.title}: {self.text}"
+
+
+def findings(result: TourResult) -> list[TourFinding]:
+    """What the tour checked and found, from its facts, most telling first (checks, then the models)."""
+    f = result.facts
+    out = []
+    if "validation_passed" in f:
+        agree = "agree" if f["validation_passed"] else "DISAGREE"
+        out.append(TourFinding(
+            "Derivation validated" if f["validation_passed"] else "Derivation NOT validated",
+            f"the forward and backward passes derived exactly by SymPy ({f.get('forward_steps', 0)} and "
+            f"{f.get('gradients_steps', 0)} steps, n = 2, d = 2) and the independent numeric ones {agree} to "
+            f"{f['validation_max_abs']:.1e}", bool(f["validation_passed"]),
+            "#derivations"))
+    if "claims" in f:
+        counts = ", ".join(f"{v} {k}" for k, v in sorted(f["verdicts"].items()))
+        unexpected = f["unexpected"]
+        out.append(TourFinding(
+            f"{f['claims']} claims checked", (f"every verdict as expected ({counts})" if not unexpected else
+                                             f"NOT as expected: {', '.join(unexpected)} ({counts})"),
+            not unexpected, "#claims"))
+    if "routing_distance" in f:
+        mlp = "is identical for both" if f.get("mlp_identical") else "DIFFERS"
+        out.append(TourFinding(
+            "MLP graph identical, attention graphs differ" if f.get("mlp_identical") else "MLP graph DIFFERS",
+            f"same weights, two random inputs: the MLP graph {mlp}; routing distance between the attention graphs "
+            f"{f['routing_distance']:.3f} (mean over heads)", bool(f.get("mlp_identical")), "#figure-graphs-routing"))
+    real = f.get("real_model")
+    if real:
+        layer, head = real["most_different"]
+        (t1, t2), (w1, w2) = real["texts"], real["words"]
+        same = "identical" if real["weights_identical"] else "NOT identical"
+        out.append(TourFinding(
+            f"A real model ({real['model']})",
+            f"'{w1}' in {t1!r} and '{w2}' in {t2!r} are routed differently by the same weights (mean role distance "
+            f"{real['mean_role_distance']:.3f}, largest {real['max_role_distance']:.3f} at layer {layer + 1}, head "
+            f"{head + 1}); the weights are {same}", bool(real["weights_identical"])))
+    causal = f.get("causal_model")
+    if isinstance(causal, dict):
+        (token, p), reader = causal["next"][0], causal["readers"][0]
+        sink, previous = causal["sink"], causal["previous"]
+        out.append(TourFinding(
+            f"A causal model ({causal['model']})",
+            f"after {causal['prompt']!r} it predicts {token!r} ({p:.2f}), the most probable token from "
+            f"{causal['first_top'] or 'no layer'} on; layer {reader['layer']}, head {reader['head']} writes the most into "
+            f"the last position; its strongest sink head is layer {sink['layer']}, head {sink['head']}, its strongest "
+            f"previous-token head layer {previous['layer']}, head {previous['head']}"))
+    elif causal:  # not installed: how to install it (a sentence, no code markup)
+        out.append(TourFinding("A causal model", causal.replace("`", "")))
+    return out
+
+
 def _index_markdown(result: TourResult) -> str:
     lines = ["# attnsym tour", "",
              "Everything below was written by `attnsym tour` "
              f"(seed {result.facts.get('seed', 0)}{', quick' if result.facts.get('quick') else ''}). "
              "Self-attention computes its mixing matrix from the data, A(X) = softmax(Q Kᵀ/√d_k), then "
-             "applies it, Y = A(X) V: an MLP's y = W x becomes y = W(x) x.", "",
-             "**The set-up** of the routing graphs and the heatmaps: " + SETUP_NOTE, ""]
+             "applies it, Y = A(X) V: an MLP's y = W x becomes y = W(x) x.", ""]
+    found = findings(result)
+    if found:
+        lines += ["## Results", ""]
+        for r in found:
+            mark = {"ok": "✓ ", "bad": "✗ ", "info": ""}[r.status]
+            lines.append(f"- {mark}**{markdown_text(r.title)}**: {markdown_text(r.text)}")
+        lines.append("")
+    lines += ["**The set-up** of the routing graphs and the heatmaps: " + SETUP_NOTE, ""]
     for folder, heading, blurb in SECTIONS:
         entries = [e for e in result.entries if e.section == folder]
         if not entries:
-            if folder == "causal-model" and "causal_model" in result.facts:  # not installed: how to install it
-                lines += [f"## {heading}", "", markdown_text(result.facts["causal_model"]) + ".", ""]
             continue
         lines += [f"## {heading}", "", blurb, ""]
         if folder == "claims" and result.facts.get("claim_rows"):
@@ -384,35 +466,29 @@ def _index_markdown(result: TourResult) -> str:
                 lines.append(f"| `{row['claim']}` | {verdict} | {markdown_text(row['summary'])} |")
             lines.append("")
         for entry in entries:
-            lines.append(f"- [{entry.path}]({entry.path}) — {markdown_text(entry.what)}")
-        lines.append("")
-        for entry in entries:
             if entry.path.endswith(".png") and folder != "claims":
-                lines += [f"![{markdown_text(entry.what)}]({entry.path})", ""]
+                lines += [f"![{markdown_text(entry.what)}]({entry.path})", "", f"*{markdown_text(entry.what)}*", ""]
+        lines += ["<details>", f"<summary>The {len(entries)} files of this section</summary>", ""]
+        for entry in entries:
+            lines.append(f"- [{entry.path}]({entry.path}) — {markdown_text(entry.what)}")
+        lines += ["", "</details>", ""]
     return "\n".join(lines)
 
 
 def summary_lines(result: TourResult) -> list[str]:
-    """A few lines saying what the tour verified (used by the CLI and index.html)."""
-    f = result.facts
-    lines = [f[k] for k in ("real_model", "causal_model") if k in f]
-    if "forward_steps" in f:
-        lines.append(f"derived the forward pass ({f['forward_steps']} steps) and the gradients "
-                     f"({f.get('gradients_steps', 0)} steps) for n=2, d=2 exactly with SymPy")
-    if "validation_passed" in f:
-        verdict = "agree" if f["validation_passed"] else "DISAGREE"
-        lines.append(f"symbolic and independent numeric forward and backward passes {verdict} "
-                     f"(largest difference {f['validation_max_abs']:.1e})")
-    if "claims" in f:
-        counts = ", ".join(f"{v} {k}" for k, v in sorted(f["verdicts"].items()))
-        unexpected = f["unexpected"]
-        lines.append(f"checked {f['claims']} claims: {counts}; "
-                     + ("every verdict as expected" if not unexpected else f"NOT as expected: {', '.join(unexpected)}"))
-    if "routing_distance" in f:
-        mlp = "is identical" if f.get("mlp_identical") else "DIFFERS"
-        lines.append(f"same weights, two inputs: routing distance between the attention graphs "
-                     f"{f['routing_distance']:.3f}, while the MLP graph {mlp}")
-    return lines
+    """A few lines saying what the tour verified (the CLI prints them; index.md and index.html show the same findings)."""
+    return [r.line() for r in findings(result)]
+
+
+#: the tour's figures shown on index.html, in this order of sections (the claims' figures are inside their claims)
+_FIGURE_SECTIONS = ("graphs", "real-model", "figures")
+
+
+def _page_figures(folder: Path, result: TourResult) -> list[tuple[str, str, bytes]]:
+    """The tour's PNGs outside the claims, as (path, caption, bytes), read back from what was written."""
+    shown = [e for e in result.entries if e.path.endswith(".png") and e.section in _FIGURE_SECTIONS]
+    shown.sort(key=lambda e: _FIGURE_SECTIONS.index(e.section))
+    return [(e.path, e.what, (folder / e.path).read_bytes()) for e in shown]
 
 
 # ----------------------------------------------------------------------------- driver
@@ -453,11 +529,12 @@ def write_tour(folder: str | Path = "attnsym-tour", *, seed: int = 0, quick: boo
         tour.result.facts.update(seed=seed, quick=quick)
         _run_steps(tour, on_step)
         result = tour.result
-        summary = summary_lines(result)
         atomic_write(stage / "index.md", _index_markdown(result), overwrite=force)
         from ..explorer import write_tour_page  # lazy: the explorer (claims, models) +1.2 s CPU over `attnsym --help`
 
-        write_tour_page(stage / "index.html", evidence=tour.evidence, seed=seed, quick=quick, summary=summary,
+        write_tour_page(stage / "index.html", evidence=tour.evidence, seed=seed, quick=quick,
+                        results=[(r.title, r.text, r.status, r.target) for r in findings(result)],
+                        figures=_page_figures(stage, result),
                         files=[(e.path, e.what) for e in result.entries] + [("index.md", "this index as Markdown")],
                         overwrite=force)
     result.folder = folder

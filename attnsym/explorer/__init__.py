@@ -100,9 +100,9 @@ def page_data(*, evidence: Sequence[Any] | None = None, inputs: Sequence[Routing
 
 
 def write_tour_page(path: str | os.PathLike, *, evidence: Sequence[Any], seed: int, quick: bool,
-                    files: Sequence[tuple[str, str]] = (), summary: Sequence[str] = (),
-                    overwrite: bool = False) -> Path:
-    """The tour's ``index.html``: the explorer page for the tour's evidence, listing the tour's files.
+                    files: Sequence[tuple[str, str]] = (), results: Sequence[tuple[str, str, str, str]] = (),
+                    figures: Sequence[tuple[str, str, bytes]] = (), overwrite: bool = False) -> Path:
+    """The tour's ``index.html``: the explorer page for the tour's evidence, with the tour's results, figures and files.
 
     When the packaged model is installed, the sources' example comes first: "apple" in two
     sentences (:data:`attnsym.models.evidence.APPLE`) routed by all-MiniLM-L6-v2.
@@ -116,13 +116,15 @@ def write_tour_page(path: str | os.PathLike, *, evidence: Sequence[Any], seed: i
     seed, quick : int, bool
         As the tour was run.
     files : sequence of (str, str)
-        The tour's files, relative to the page, and what each shows.
-    summary : sequence of str
-        The tour's summary lines, shown in the page's footer.
+        The tour's files, relative to the page, and what each shows (listed under a fold).
+    results : sequence of (str, str, str, str)
+        What the tour checked (:attr:`PageData.results`), shown on the first screen.
+    figures : sequence of (str, str, bytes)
+        The tour's figures (path, caption, PNG), shown with their captions (:attr:`PageData.figures`).
     overwrite : bool, default False
         Replace an existing page.
     """
-    meta = {f"summary {k + 1}": line for k, line in enumerate(summary)}
+    meta: dict[str, Any] = {}
     inputs, contrasts = [], []
     model = packaged_model()
     if model is not None:  # the sources' example on a real model, first
@@ -131,5 +133,5 @@ def write_tour_page(path: str | os.PathLike, *, evidence: Sequence[Any], seed: i
         meta["model"] = model.name
     data = page_data(evidence=evidence, inputs=inputs, contrasts=contrasts, seed=seed, quick=quick,
                      title="attnsym tour", meta=meta)
-    data = replace(data, files=tuple(files))
+    data = replace(data, files=tuple(files), results=tuple(results), figures=tuple(figures))
     return write_page(data, path, overwrite=overwrite)

@@ -31,14 +31,17 @@ from .data import ContrastData, MlpData, RoutingInput
 
 __all__ = [
     "FIGURE_DPI",
+    "SINK_CLASSES",
     "TOY_SOURCE",
     "TOY_TOKENS",
     "check_claims",
     "claims_section",
     "derivation_entry",
     "derivation_section",
+    "headline_head",
     "heads_entry",
     "routing_input",
+    "sink_heads",
     "toy_routing",
 ]
 
@@ -217,6 +220,44 @@ def _row_distance(A1: np.ndarray, A2: np.ndarray, p: int) -> np.ndarray:
     return np.array([[node_changes(A1[layer, h], A2[layer, h]).row_tv[p] for h in range(H)] for layer in range(L)])
 
 
+#: the head classes that name a sink: a head parking its queries on the first or the last token (attnsym.heads)
+SINK_CLASSES = ("first-token", "end-token")
+
+
+def sink_heads(inp: RoutingInput) -> np.ndarray:
+    """Per layer and head, whether :mod:`attnsym.heads` labels the head a sink (first-token or end-token) on ``inp``.
+
+    >>> A = np.zeros((1, 2, 3, 3)); A[0, 0, :, 0] = 1; A[0, 1] = np.eye(3)
+    >>> mlp = MlpData("identity", ("a", "b", "c"), ("a", "b", "c"), np.eye(3), "fixed")
+    >>> sink_heads(routing_input("demo", "hand-made", ["a", "b", "c"], A, mlp)).tolist()
+    [[True, False]]
+    """
+    out = np.zeros((inp.layers, inp.heads), dtype=bool)
+    for h in inp.head_classes["heads"]:
+        out[h["layer"] - 1, h["head"] - 1] = any(label in SINK_CLASSES for label in h["labels"])
+    return out
+
+
+def headline_head(distance: Any, inputs: Sequence[RoutingInput]) -> tuple[int, int]:
+    """The head a contrast opens on when no model chose one: the largest ``distance`` among the heads that no input's
+    head classes call a sink (a sink differs between two inputs only in where it parks); every head a sink: the
+    largest distance, and the page's headline calls the sink a sink.
+
+    >>> A = np.zeros((1, 2, 3, 3)); A[0, 0, :, 0] = 1; A[0, 1] = np.eye(3)
+    >>> mlp = MlpData("identity", ("a", "b", "c"), ("a", "b", "c"), np.eye(3), "fixed")
+    >>> headline_head(np.array([[0.9, 0.2]]), [routing_input("demo", "hand-made", ["a", "b", "c"], A, mlp)])
+    (0, 1)
+    """
+    d = np.asarray(distance, dtype=np.float64)
+    sink = np.zeros(d.shape, dtype=bool)
+    for inp in inputs:
+        sink |= sink_heads(inp)
+    if not sink.all():
+        d = np.where(sink, -np.inf, d)
+    layer, head = np.unravel_index(int(np.argmax(d)), d.shape)
+    return int(layer), int(head)
+
+
 def toy_routing(seed: int = 0, *, spec: AttentionSpec | None = None,
                 tokens: Sequence[str] = TOY_TOKENS) -> tuple[list[RoutingInput], list[ContrastData]]:
     """Two random inputs through the same random weights of a small spec, and their contrast.
@@ -225,7 +266,8 @@ def toy_routing(seed: int = 0, *, spec: AttentionSpec | None = None,
     :func:`attnsym.numeric.attention` computes the weights of every head. The MLP graph is the
     dense layer made of the same weights (:func:`attnsym.graphs.dense_weight`: ``W_V W_O``),
     the contrast is every position's row total-variation distance
-    (:func:`attnsym.graphs.node_changes`) per head.
+    (:func:`attnsym.graphs.node_changes`) per head, opened on the most different head that is no sink
+    (:func:`headline_head`).
 
     Returns
     -------
@@ -267,9 +309,9 @@ def toy_routing(seed: int = 0, *, spec: AttentionSpec | None = None,
         if word in seen:
             continue
         seen.add(word)
+        distance = _row_distance(inputs[0].attention, inputs[1].attention, p)
         contrasts.append(ContrastData(
-            word=word, inputs=(0, 1), positions=(p, p),
-            distance=_row_distance(inputs[0].attention, inputs[1].attention, p),
+            word=word, inputs=(0, 1), positions=(p, p), distance=distance, cell=headline_head(distance, inputs),
             metric="total-variation distance between the word's two attention rows (0 same, 1 disjoint)",
             rows=tuple({"heads": i.attention[:, :, p, :], "mean": i.fused["mean"][:, p, :],
                         "max": i.fused["max"][:, p, :]} for i in inputs),

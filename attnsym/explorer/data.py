@@ -28,6 +28,7 @@ Shapes (``L`` layers, ``H`` heads, ``n`` tokens)::
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,8 +38,8 @@ import numpy as np
 
 from ..errors import ShapeError, SpecError
 
-__all__ = ["DENSE_MAX_WEIGHTS", "MAX_PAGE_BYTES", "TOP_K", "ContrastData", "MlpData", "PageData", "RoutingInput",
-           "encode_array", "top_k_rows"]
+__all__ = ["DENSE_MAX_WEIGHTS", "MAX_PAGE_BYTES", "RESULT_STATUSES", "TOP_K", "ContrastData", "MlpData", "PageData",
+           "RoutingInput", "encode_array", "top_k_rows"]
 
 #: an input holding more weights than this is stored bounded (each row's TOP_K largest weights)
 DENSE_MAX_WEIGHTS = 1_500_000
@@ -48,6 +49,9 @@ TOP_K = 8
 
 #: write_page refuses a page larger than this many bytes unless its max_bytes is raised
 MAX_PAGE_BYTES = 200_000_000
+
+#: how a result line of the page is marked (in words and by its border): passed, failed, or a plain fact
+RESULT_STATUSES = ("ok", "bad", "info")
 
 #: decimals the page prints attention weights with (hover, click, tables)
 WEIGHT_DECIMALS = 3
@@ -309,8 +313,15 @@ class PageData:
     inputs : list of RoutingInput
     contrasts : list of ContrastData
     files : list of (str, str)
-        Files beside the page (relative path, what it shows), listed at its end as links
+        Files beside the page (relative path, what it shows), listed as links under a fold
         (the tour's folder); a link is followed only when clicked, nothing is fetched.
+    results : list of (str, str, str, str)
+        What was checked, first on the page (the tour's results): title, one sentence, status
+        (``"ok"``, ``"bad"`` or ``"info"``: said in words too, never by colour alone) and the
+        page's anchor that shows it (``"#claims"``) or ``""``.
+    figures : list of (str, str, bytes)
+        Figures shown on the page (the tour's): the file's relative path, its caption, its PNG
+        (inlined as a ``data:`` URI; the page still fetches nothing).
     meta : dict
         Plain facts shown in the page's footer (version, seed, what was computed).
     max_weights : int
@@ -325,8 +336,18 @@ class PageData:
     files: Sequence[tuple[str, str]] = ()
     meta: dict[str, Any] = field(default_factory=dict)
     max_weights: int = DENSE_MAX_WEIGHTS
+    results: Sequence[tuple[str, str, str, str]] = ()
+    figures: Sequence[tuple[str, str, bytes]] = ()
 
     def __post_init__(self) -> None:
+        for title, _, status, target in self.results:
+            if status not in RESULT_STATUSES:
+                raise SpecError(f"result {title!r}: status must be one of {', '.join(RESULT_STATUSES)} (got {status!r})")
+            if target and not target.startswith("#"):
+                raise SpecError(f"result {title!r}: target must be an anchor of the page such as '#claims' (got {target!r})")
+        for path, _, png in self.figures:
+            if not bytes(png[:8]) == b"\x89PNG\r\n\x1a\n":
+                raise SpecError(f"figure {path!r} must be PNG bytes (got {bytes(png[:8])!r}...)")
         for c in self.contrasts:
             for k, (index, position) in enumerate(zip(c.inputs, c.positions, strict=True)):
                 if not 0 <= index < len(self.inputs):
@@ -346,6 +367,9 @@ class PageData:
             "inputs": [i.to_dict(self.max_weights) for i in self.inputs],
             "contrasts": [c.to_dict() for c in self.contrasts],
             "files": [{"path": str(p), "what": str(w)} for p, w in self.files],
+            "results": [{"title": str(t), "text": str(x), "status": s, "target": g} for t, x, s, g in self.results],
+            "figures": [{"path": str(p), "caption": str(c),
+                         "src": "data:image/png;base64," + base64.b64encode(png).decode("ascii")} for p, c, png in self.figures],
             "meta": dict(self.meta),
         }
 

@@ -27,7 +27,7 @@ from ..claims import verify_all
 from . import write_tour_page
 
 __all__ = ["BLOCKED", "NETWORK_SCHEMES", "browser_available", "chromium", "load", "network_requests", "requests_made",
-           "screenshots", "wait_for_request"]
+           "screenshots", "text_below", "wait_for_request"]
 
 #: URL patterns the DevTools protocol refuses to load
 BLOCKED = ["http://*", "https://*", "ws://*", "wss://*", "ftp://*"]
@@ -133,6 +133,25 @@ def load(driver: Any, path: str | Path, *, timeout: float = 120.0) -> float:
     WebDriverWait(driver, timeout).until(
         lambda d: d.execute_script("return document.body && document.body.getAttribute('data-ready') === 'true'"))
     return time.perf_counter() - start
+
+
+#: per visible text node: its rendered font size (an SVG's text scaled by its drawing), and where it is
+_SMALL_TEXT = r"""const out = [], walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+for (let t = walk.nextNode(); t; t = walk.nextNode()) {
+  if (!/[^\s\u200b]/.test(t.textContent)) continue;  // KaTeX's struts: zero-width spaces
+  const e = t.parentElement, r = e.getBoundingClientRect();
+  if (!r.width || !r.height || e.closest('[hidden], details:not([open]) > :not(summary), .katex-mathml')) continue;
+  let size = parseFloat(getComputedStyle(e).fontSize);
+  const s = e.closest('svg');
+  if (s && s.getScreenCTM()) size *= s.getScreenCTM().a;
+  if (size < arguments[0] - 1e-6) out.push([size, t.textContent.trim().slice(0, 30), e.tagName]);
+}
+return out;"""
+
+
+def text_below(driver: Any, px: float) -> list[list[Any]]:
+    """Every visible text of the loaded page drawn smaller than ``px`` pixels: [size, its first 30 characters, its tag]."""
+    return driver.execute_script(_SMALL_TEXT, px)
 
 
 def screenshots(page: str | Path, folder: str | Path) -> dict[str, Path]:

@@ -75,7 +75,8 @@ _SKELETON = """<!DOCTYPE html>
 <header class="top"><h1>{heading}</h1>
 <nav aria-label="sections"><a href="#story">Story</a><a href="#headview">Head view</a>
 <a href="#overview">All heads</a>
-<a href="#routing">Routing</a><a href="#claims">Claims</a><a href="#derivations">Derivations</a></nav>
+<a href="#routing">Routing</a><a href="#figures" id="nav-figures" hidden>Figures</a><a href="#claims">Claims</a>
+<a href="#derivations">Derivations</a></nav>
 </header>
 <main>
 <section class="part" id="story" aria-labelledby="h-story">
@@ -132,6 +133,13 @@ As in the authors' code each output's row is normalised to sum to 1.</p>
 &Acirc; = &frac12;A + &frac12;I, rows re-normalised to 1, before multiplying or building the network.</p>
 </div>
 </section>
+<section class="part" id="figures" aria-labelledby="h-figures" hidden>
+<h2 id="h-figures">Figures</h2>
+<p id="figures-note">Drawn beside this page; click a figure to open its file at full size.</p>
+<div id="figure-grid" class="figure-grid"></div>
+<details id="files-fold"><summary id="files-summary">Every file written beside this page</summary>
+<ul id="file-list"></ul></details>
+</section>
 <section class="part" id="claims" aria-labelledby="h-claims">
 <h2 id="h-claims">Claims</h2>
 <p>Each claim made about self-attention, checked symbolically, numerically or by Monte Carlo. Open a claim for its
@@ -146,7 +154,6 @@ evidence, conditions and figures.</p>
 <div id="derivation-list"></div>
 </details>
 </section>
-<section class="part" id="files" hidden><h2>Files</h2><p>Every file written beside this page.</p></section>
 <footer id="meta"></footer>
 </main>
 <script type="application/json" id="attnsym-data">{data}</script>

@@ -234,13 +234,15 @@ def draw_contrast(c, *, head: int = 0, tokens=None, layout: str = "columns", top
     mlp_scale = max(abs(w) for _, _, w in c.mlp1.edges(data="weight")) if c.mlp1.number_of_edges() else 1.0
     mlp1 = c.mlp1 if k_mlp is None else _pruned_mlp(c.mlp1, k_mlp)
     mlp2 = c.mlp2 if k_mlp is None else _pruned_mlp(c.mlp2, k_mlp)
-    draw_routing(mlp1, ax=axes[0, 0], title=f"MLP, input 1\nnodes: the {d_in} features of a token, y = x W",
-                 color="C2", layout=layout, scale=mlp_scale)
+    # both panels of a row say what they draw: the left one names the nodes and says what was pruned as the right one does
+    draw_routing(mlp1, ax=axes[0, 0], title=f"MLP, input 1 (y = x W; nodes: the {d_in} features of a token)\n"
+                 + pruned(k_mlp, "output"), color="C2", layout=layout, scale=mlp_scale)
     draw_routing(mlp2, ax=axes[0, 1], title=("MLP, input 2: the same graph" if c.mlp_identical else "MLP, input 2")
                  + "\n" + pruned(k_mlp, "output"), color="C2", layout=layout, scale=mlp_scale)
     head_name = f" head {head + 1}," if heads > 1 else ""
     draw_routing(routing_graph(A1, tokens=labels, top_k=k_att), ax=axes[1, 0],
-                 title=f"attention{head_name} input 1\nnodes: the {n} tokens, weights A(X)", layout=layout, scale=1.0)
+                 title=f"attention{head_name} input 1 (nodes: the {n} tokens, weights A(X))\n" + pruned(k_att, "query"),
+                 layout=layout, scale=1.0)
     distance = c.head_distances[head] if len(c.head_distances) > 1 else c.attention_distance
     draw_routing(routing_graph(A2, tokens=labels, top_k=k_att), ax=axes[1, 1],
                  title=f"attention{head_name} input 2 (distance {distance:.3f})\n" + pruned(k_att, "query"),

@@ -57,7 +57,7 @@ once (`attnsym.explorer.PageData`); the page's script only displays it.
 ```console
 $ attnsym explore "I ate an apple for lunch" "I bought an Apple phone today" --word apple -o apple.html
 $ attnsym explore --model path/to/hf-folder "Hello world" "Hello there" -o page.html --no-claims
-$ attnsym tour            # attnsym-tour/index.html is the explorer page of the whole tour
+$ attnsym tour            # attnsym-tour/index.html: the explorer page with the tour's results and figures
 ```
 
 A page built from your sentences shows only them (the toy spec's random inputs only with
@@ -151,7 +151,10 @@ JSON and CSV exports hold the numbers shown; rollout and flow show
 screen's story lines, headline and results strip at 1440 × 900 and 390 × 844; no toy contrast on
 a page built from the user's sentences; each view's source label; hovering a token in the head
 view shows only its lines; no raw markup (backticks, `**`, `_{{`, `sqrt(`) in any visible text;
-no visible text under 11 px at 390 px.
+no visible text under 11 px at 390 px; no SVG caption or note running past its drawing (they wrap);
+a toy page's headline never silently on a sink head. `tests/test_tour.py` opens the tour's page:
+its results (what was validated, to what precision, the claims as expected, the MLP graph
+identical) on the first screen, every figure of the tour shown with its caption, the files folded.
 """
 
 with mkdocs_gen_files.open("explorer.md", "w") as handle:

@@ -368,8 +368,69 @@
     g.appendChild(svg("rect", { x: x, y: y, width: width, height: 10, fill: "none", stroke: "#adb5bd", "stroke-width": 0.5 }));
     g.appendChild(svg("text", { x: x, y: y + 22, "font-size": 11, text: "0" }));
     g.appendChild(svg("text", { x: x + width, y: y + 22, "font-size": 11, "text-anchor": "end", text: fmt(max) }));
-    g.appendChild(svg("text", { x: x + width + 8, y: y + 9, "font-size": 11, "class": "axis", text: label }));
+    g.appendChild(svg("text", { x: x + width + 8, y: y + 9, "font-size": 11, "class": "axis", text: label,
+      "data-wrap": Math.max(60, Number(root.getAttribute("viewBox").split(" ")[2]) - x - width - 12) }));
     root.appendChild(g);
+  }
+
+  // ------------------------------------------------------------------ SVG text that fits its drawing
+  // A drawing's caption (its first text.caption, at the top) and its notes (text[data-wrap]: the widest each may be)
+  // wrap onto more lines instead of running past the drawing's edge, and the drawing grows to hold them; the words
+  // are measured in the page's font, with a margin for the export's Helvetica or Arial.
+  var MEASURE = document.createElement("canvas").getContext("2d");
+  function textWidth(s, size, bold) {
+    MEASURE.font = (bold ? "600 " : "") + size + 'px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
+    return MEASURE.measureText(s).width * 1.08;
+  }
+  function wrapWords(s, size, bold, max) {
+    var lines = [], line = "";
+    String(s).split(" ").forEach(function (w) {
+      var next = line ? line + " " + w : w;
+      if (line && textWidth(next, size, bold) > max) { lines.push(line); line = w; } else line = next;
+    });
+    if (line) lines.push(line);
+    return lines;
+  }
+  function setLines(t, lines, size) {  // the words kept: each line but the last ends with its space
+    var x = t.getAttribute("x");
+    t.textContent = "";
+    lines.forEach(function (line, k) {
+      t.appendChild(svg("tspan", { x: x, dy: k ? (1.25 * size).toFixed(1) : null, text: line + (k < lines.length - 1 ? " " : "") }));
+    });
+  }
+  // an input's name in a caption: whole up to 80 characters (the caption wraps), a long text's first words and " …"
+  function captionName(name) {
+    if (name.length <= 80) return name;
+    var cut = name.slice(0, 80), space = cut.lastIndexOf(" ");
+    return (space > 40 ? cut.slice(0, space) : cut) + " …";
+  }
+  function fitText(root) {
+    var box = root.getAttribute("viewBox").split(" ").map(Number), W = box[2], H = box[3], shift = 0, cap = null;
+    for (var c = root.firstChild; c && !cap; c = c.nextSibling) if (c.tagName === "text" && c.classList.contains("caption")) cap = c;
+    if (cap) {
+      var size = Number(cap.getAttribute("font-size"));
+      var room = cap.getAttribute("text-anchor") === "middle" ? W - 8 : W - Number(cap.getAttribute("x")) - 4;
+      var lines = wrapWords(cap.textContent, size, true, room);
+      if (lines.length > 1) {
+        setLines(cap, lines, size);
+        shift = (lines.length - 1) * 1.25 * size;
+        var body = svg("g", { transform: "translate(0 " + shift.toFixed(1) + ")", "class": "drawing" });
+        Array.prototype.slice.call(root.childNodes).forEach(function (k) { if (k !== cap && k.tagName !== "title") body.appendChild(k); });
+        root.appendChild(body);
+      }
+    }
+    var bottom = H + shift;
+    Array.prototype.forEach.call(root.querySelectorAll("text[data-wrap]"), function (t) {
+      var size = Number(t.getAttribute("font-size")), lines = wrapWords(t.textContent, size, false, Number(t.getAttribute("data-wrap")));
+      if (lines.length > 1) setLines(t, lines, size);
+      bottom = Math.max(bottom, shift + Number(t.getAttribute("y")) + (lines.length - 1) * 1.25 * size + 6);
+    });
+    if (bottom !== H) {
+      bottom = Math.ceil(bottom);
+      root.setAttribute("viewBox", "0 0 " + W + " " + bottom);
+      root.setAttribute("height", bottom);
+    }
+    return root;
   }
 
   // keyboard on a grid (roving tabindex): one cell of each grid is a tab stop; the arrows, Home/End and
@@ -495,7 +556,7 @@
     root.appendChild(ring);  // the keyboard's focus ring, above every cell
     gridKeys(root, grid, n, m, function (i, j) { return root.querySelector('rect.cell[data-i="' + i + '"][data-j="' + j + '"]'); }, act);
     legend(root, left, top + n * g.cell + 14, Math.min(140, Math.max(80, m * g.cell)), max, opts.legendLabel || "colour: 0 to the view's largest value");
-    return root;
+    return fitText(root);
   }
 
   function bipartite(M, left, right, opts) {  // edge left j -> right i with weight M[i][j]
@@ -541,11 +602,11 @@
       });
     });
     var foot = H - 16;
-    root.appendChild(svg("text", { x: 4, y: foot, "font-size": 11, "class": "axis",
+    root.appendChild(svg("text", { x: 4, y: foot, "font-size": 11, "class": "axis", "data-wrap": W - 8,
       text: opts.fixed ? "each line: a position reads itself with weight 1" :
         "width and opacity: weight, 0 to " + fmt(maxAbs) + (threshold > 0 ? "; edges below " + threshold.toFixed(2) + " hidden" : "") +
         (opts.signed ? "; blue positive, red negative" : "") + " (" + drawn + " edges)" }));
-    return root;
+    return fitText(root);
   }
 
   // ------------------------------------------------------------------ routing: controls
@@ -686,13 +747,13 @@
     function files(view) { return function () { return fileName(view + (attention ? "" : "-" + state.view), inp.name, layer, head); }; }
     var max = maxOf(M);
     views.appendChild(card("view-heatmap", "Heatmap: " + describe(), heatmap(M, tokens, tokens, {
-      title: inp.name.slice(0, 40) + " · " + describe(), selected: sel, max: max, grid: "routing",
+      title: captionName(inp.name) + " · " + describe(), selected: sel, max: max, grid: "routing",
       rowTitle: attention ? "query i ↓" : "output i ↓", colTitle: attention ? "key j →" : "input j →",
       legendLabel: "0 to this view's largest",
       onlabel: pin, onhover: function (i) { hover(i); } }), files("heatmap"), exportData));
     if (tokens.length > 24) views.lastChild.className += " wide";  // a long text's heatmap takes the whole row
     views.appendChild(card("view-graph", "Routing graph", bipartite(M, tokens, tokens, {
-      title: inp.name.slice(0, 40) + " · " + describe(), leftLabel: attention ? "keys j" : "inputs j",
+      title: captionName(inp.name) + " · " + describe(), leftLabel: attention ? "keys j" : "inputs j",
       rightLabel: attention ? "queries i" : "outputs i", selected: sel, threshold: state.threshold, onnode: pin }),
       files("graph"), exportData));
     var mlp = inp.mlp, W = mlp.W;
@@ -850,7 +911,7 @@
       (on.length ? "head" + (on.length > 1 ? "s " : " ") + on.map(function (h) { return h + 1; }).join(", ") : "no head"));
     var node = svg("svg", { viewBox: "0 0 " + W + " " + H, width: W, height: H, role: "img", "class": "graph headview fixed-size",
       "aria-label": "head view of " + inp.name + ", " + caption });
-    var title = small ? caption : inp.name.slice(0, 60) + " · " + caption;  // a phone's drawing is narrow: no clipped caption
+    var title = small ? caption : captionName(inp.name) + " · " + caption;  // a phone's drawing is narrow: the caption alone
     node.appendChild(svg("title", { text: title }));
     node.appendChild(svg("text", { x: 4, y: 15, "font-size": 12, "class": "caption", text: title }));
     node.appendChild(svg("text", { x: 4, y: 34, "font-size": 12, "class": "axis", text: "attending token i" }));
@@ -893,6 +954,7 @@
         node.appendChild(label);
       });
     });
+    fitText(node);
     if (hv.pinned && hv.focus) isolate(hv.focus[0], hv.focus[1]);
     var foot = el("p", { "class": "muted small" }, "Line opacity: the weight on the page's one scale, 0 to 1 (as the overview); weights below " +
       HEADVIEW_MIN + " are not drawn (" + drawn + " lines). Hover a token to see only its lines; tap or Enter pins them.");
@@ -917,9 +979,21 @@
   }
   function isSink(inp, j) { return !!(inp.sinks && inp.sinks[j]); }
   function topKey(row) { var best = 0; row.forEach(function (w, j) { if (w > row[best]) best = j; }); return best; }
-  function readsPhrase(inp, row) {  // "reads “ate” (0.41)" or, for a sink, "parks its attention on [CLS] (0.93): reads nothing"
-    var j = topKey(row), w = fmt(row[j]);
+  // the sink label of a head whose largest weight is on that label's key: first-token on the first, end-token on the last
+  function sinkLabel(inp, layer, head, j) {
+    var hc = layer === undefined ? null : headClass(inp, layer, head);
+    if (!hc) return null;
+    if (j === 0 && hc.labels.indexOf("first-token") >= 0) return "first-token";
+    if (j === inp.tokens.length - 1 && hc.labels.indexOf("end-token") >= 0) return "end-token";
+    return null;
+  }
+  // "reads “ate” (0.41)"; a sink's key: "parks its attention on [CLS] (0.93): a sink, it reads nothing"; a head that
+  // attnsym.heads labels a sink (toy data has no special tokens), on that sink's key: "… a sink head (first-token)"
+  function readsPhrase(inp, row, layer, head) {
+    var j = topKey(row), w = fmt(row[j]), label = isSink(inp, j) ? null : sinkLabel(inp, layer, head, j);
     return isSink(inp, j) ? "parks its attention on " + inp.tokens[j] + " (" + w + "): a sink, it reads nothing" :
+      label ? "parks its attention on “" + inp.tokens[j] + "” (" + w + "), the " + (label === "first-token" ? "first" : "last") +
+        " token: a sink head (" + label + ")" :
       "reads “" + inp.tokens[j] + "” (" + w + ")";
   }
   function sameRead(a, r1, b, r2) { return String(a.tokens[topKey(r1)]).toLowerCase() === String(b.tokens[topKey(r2)]).toLowerCase(); }
@@ -949,7 +1023,7 @@
       node.appendChild(svg("text", { x: xl - 4, y: y(k) + 4, "font-size": 12, "text-anchor": "end", "class": k === position ? "selected" : null, text: t }));
       node.appendChild(svg("text", { x: xr + 4, y: y(k) + 4, "font-size": 12, "class": k === position ? "selected" : null, text: t }));
     });
-    return node;
+    return fitText(node);
   }
   function renderStory() {
     var root = byId("story-lines");
@@ -988,9 +1062,9 @@
       el("figure", { "class": "mini-card" }, [miniGraph(a, c.positions[0], self1, "MLP: fixed", true),
         el("figcaption", { text: "“" + w1 + "” reads only itself, in every sentence: the feed-forward block's token graph is fixed." })]),
       el("figure", { "class": "mini-card" }, [miniGraph(a, c.positions[0], r1, "attention: sentence 1", false),
-        el("figcaption", { text: "“" + w1 + "” " + readsPhrase(a, r1) + "." })]),
+        el("figcaption", { text: "“" + w1 + "” " + readsPhrase(a, r1, layer, head) + "." })]),
       el("figure", { "class": "mini-card" }, [miniGraph(b, c.positions[1], r2, "attention: sentence 2", false),
-        el("figcaption", { text: "“" + w2 + "” " + readsPhrase(b, r2) + "." })])]));
+        el("figcaption", { text: "“" + w2 + "” " + readsPhrase(b, r2, layer, head) + "." })])]));
     var pick = el("select", { id: "pick-word", "aria-label": "word", onchange: function () {
       state.contrast = Number(pick.value); state.cell = null; var x = DATA.contrasts[state.contrast];
       state.input = x.inputs[0]; state.view = "attention"; state.layer = x.cell[0]; state.head = String(x.cell[1]); state.hv = null;
@@ -1001,8 +1075,8 @@
         (/^toy:/.test(src) ? " (toy: random vectors)" : "")];
     }), state.contrast);
     root.appendChild(el("p", { "class": "headline", id: "headline" }, [
-      "Layer " + (layer + 1) + ", head " + (head + 1) + ": in sentence 1 “" + w1 + "” " + readsPhrase(a, r1) +
-      "; in sentence 2 it " + readsPhrase(b, r2) + "." + (maxOf(c.distance) === 0 ?
+      "Layer " + (layer + 1) + ", head " + (head + 1) + ": in sentence 1 “" + w1 + "” " + readsPhrase(a, r1, layer, head) +
+      "; in sentence 2 it " + readsPhrase(b, r2, layer, head) + "." + (maxOf(c.distance) === 0 ?
         " Same weights and, before “" + c.word + "”, the same tokens: a word reads only what it can see, so here it routes the same at every head." :
         sameRead(a, r1, b, r2) ?
         " Same weights; at this head both read the same word (the grid below shows where they differ)." :
@@ -1076,9 +1150,35 @@
         claim ? el("a", { href: "#claim-variance-scaling", onclick: function (ev) { ev.preventDefault(); openClaim("variance-scaling"); },
           text: "The claim, checked: " + claim.verdict + "." }) : el("span", { "class": "muted", text: "(claims not checked on this page)" })])]));
   }
+  // the results the page was given (the tour's: what was validated, to what precision, the claims), first and in words
+  function renderFindings(root) {
+    root.appendChild(el("h3", { "class": "findings-title", text: "Results" }));
+    root.appendChild(el("ul", { "class": "findings", "aria-label": "results" }, DATA.results.map(function (r) {
+      var title = el("strong", { text: (r.status === "ok" ? "✓ " : (r.status === "bad" ? "✗ " : "")) + r.title });
+      return el("li", { "class": "finding " + r.status }, [r.target ? el("a", { href: r.target }, title) : title, ": " + r.text]);
+    })));
+  }
+  function figureId(path) { return "figure-" + String(path).replace(/\.png$/, "").replace(/[^A-Za-z0-9]+/g, "-"); }
+  function renderFigures() {  // the figures shown with their captions; the files folded below them
+    if (!DATA.figures.length && !DATA.files.length) return;
+    byId("figures").hidden = false;
+    byId("nav-figures").hidden = false;
+    byId("figures-note").hidden = !DATA.figures.length;
+    var grid = byId("figure-grid");
+    DATA.figures.forEach(function (f) {
+      grid.appendChild(el("figure", { "class": "tour-figure", id: figureId(f.path) }, [
+        el("a", { href: f.path, "class": "figure-link" }, el("img", { src: f.src, alt: f.caption })),
+        el("figcaption", null, [el("a", { href: f.path, "class": "path", text: f.path }), ": " + f.caption])]));
+    });
+    byId("files-fold").hidden = !DATA.files.length;
+    byId("files-summary").textContent = "All " + DATA.files.length + " files written beside this page (links)";
+    var list = byId("file-list");
+    DATA.files.forEach(function (f) { list.appendChild(el("li", null, [el("a", { href: f.path, text: f.path }), " — " + f.what])); });
+  }
   function renderResults() {
     var root = byId("results-strip"), items = [];
     root.textContent = "";
+    if (DATA.results.length) { renderFindings(root); return; }
     if (DATA.claims.length) {
       var ok = DATA.claims.filter(function (c) { return c.as_expected; }).length;
       items.push(el("a", { href: "#claims", "class": "result" + (ok === DATA.claims.length ? " ok" : " bad") },
@@ -1091,9 +1191,6 @@
     }
     (DATA.contrasts.length ? DATA.contrasts[state.contrast].facts : []).filter(function (f) { return f[0] === "same weights"; }).forEach(function (f) {
       items.push(el("span", { "class": "result " + (/NOT/.test(f[1]) ? "bad" : "ok") }, [el("strong", { text: "Same weights" }), ": " + f[1]]));
-    });
-    Object.keys(DATA.meta).filter(function (k) { return /^summary /.test(k); }).forEach(function (k) {
-      items.push(el("span", { "class": "result" }, String(DATA.meta[k])));
     });
     if (items.length) root.appendChild(el("div", { "class": "results", role: "list", "aria-label": "results" }, items.map(function (x) { x.setAttribute("role", "listitem"); return x; })));
   }
@@ -1132,13 +1229,7 @@
     }
     renderRouting();
     renderResults();
-    if (DATA.files.length) {
-      var files = byId("files");
-      files.hidden = false;
-      files.appendChild(el("ul", null, DATA.files.map(function (f) {
-        return el("li", null, [el("a", { href: f.path, text: f.path }), " — " + f.what]);
-      })));
-    }
+    renderFigures();
     var meta = byId("meta");
     Object.keys(DATA.meta).forEach(function (k) { meta.appendChild(el("span", { text: k + ": " + DATA.meta[k] })); });
     timings.ready = performance.now();
