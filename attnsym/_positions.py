@@ -235,6 +235,21 @@ class RopeScaling:
             return math.sqrt(1 + math.log(self.factor) / math.log(float(self.original_max_position_embeddings or 0)))
         return 1.0
 
+    @property
+    def latent_score_scale(self) -> float:
+        """The factor multi-head latent attention (DeepSeek V2/V3) puts on its whole softmax scale,
+        ``m(factor, mscale_all_dim)²`` when ``mscale_all_dim`` is set, else 1 — transformers'
+        ``yarn_apply_mscale``: the rotated coordinates already carry :attr:`attention_scale`; this one
+        scales every coordinate's score.
+
+        >>> RopeScaling("yarn", 40.0, original_max_position_embeddings=4096, mscale=1.0,
+        ...             mscale_all_dim=1.0).latent_score_scale  # (0.1 ln 40 + 1)²
+        1.8738...
+        """
+        if not self.mscale_all_dim:
+            return 1.0
+        return _yarn_mscale(self.factor, self.mscale_all_dim) ** 2
+
     def uses_long_factors(self, seq_len: int) -> bool:
         """``"longrope"``: whether a sequence of ``seq_len`` tokens takes ``long_factor`` (``seq_len > L``)."""
         return self.rope_type == "longrope" and seq_len > int(self.original_max_position_embeddings or 0)

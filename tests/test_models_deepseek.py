@@ -40,6 +40,7 @@ from attnsym.models.plan import Norm
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
+ROPE_INIT_FUNCTIONS = pytest.importorskip("transformers.modeling_rope_utils").ROPE_INIT_FUNCTIONS
 
 pytestmark = pytest.mark.oracle
 
@@ -53,6 +54,11 @@ KW = dict(hidden_size=32, num_attention_heads=4, num_key_value_heads=4, intermed
 VARIANTS = {
     "q_latent": dict(q_lora_rank=24, rope_interleave=True, norm_topk_prob=True),
     "q_proj": dict(q_lora_rank=None, rope_interleave=False, norm_topk_prob=False),
+    # YaRN as DeepSeek ships it, factor and original length small enough to bite at 9 tokens: the rotated
+    # coordinates carry m(f, mscale)/m(f, mscale_all_dim) and every score m(f, mscale_all_dim)²
+    "yarn": dict(q_lora_rank=24, rope_interleave=True, norm_topk_prob=True,
+                 rope_parameters={"rope_type": "yarn", "rope_theta": 10000.0, "factor": 4.0, "mscale": 0.9,
+                                  "mscale_all_dim": 0.7, "original_max_position_embeddings": 4}),
 }
 IDS = np.array([[2, 3, 4, 5, 6, 20, 12, 13, 14], [7, 8, 9, 10, 11, 1, 1, 1, 1]])
 MASK = (IDS != 1).astype(np.int64)
@@ -61,7 +67,7 @@ MASK = (IDS != 1).astype(np.int64)
 @functools.cache
 def checkpoint(name: str):
     """``(folder, hf)``: the random checkpoint of ``name``, noise on every parameter and on the correction bias."""
-    config = transformers.DeepseekV3Config(**KW, **VARIANTS[name])
+    config = transformers.DeepseekV3Config(**{**KW, **VARIANTS[name]})
     config._attn_implementation = "eager"
     torch.manual_seed(0)
     hf = transformers.DeepseekV3Model(config).eval()
@@ -100,8 +106,10 @@ def reference(name: str):
         ref = type(hf).from_pretrained(folder, dtype=torch.float64, attn_implementation="eager",
                                        experts_implementation="eager").eval()
         rotary = ref.rotary_emb
+        init = rotary.compute_default_rope_parameters if rotary.rope_type == "default" else ROPE_INIT_FUNCTIONS[
+            rotary.rope_type]
         with constructors():
-            inv_freq, _ = rotary.compute_default_rope_parameters(rotary.config)
+            inv_freq, rotary.attention_scaling = init(rotary.config)  # YaRN's frequencies and factor in float64
         rotary.inv_freq = rotary.original_inv_freq = inv_freq.to(torch.float64)
         out = ref(input_ids=torch.as_tensor(IDS), attention_mask=torch.as_tensor(MASK), output_attentions=True,
                   output_hidden_states=True)
@@ -216,10 +224,9 @@ def _config(**changes) -> Path:
 
 
 def test_what_it_cannot_run_exactly_is_refused_by_key(capsys):
-    yarn = {"rope_type": "yarn", "factor": 40.0, "rope_theta": 10000.0, "mscale_all_dim": 1.0,
-            "original_max_position_embeddings": 16}
-    with pytest.raises(UnsupportedModelError, match=r"rope_parameters\.rope_type='yarn'"):
-        read_config(_config(rope_parameters=yarn))
+    linear = {"rope_type": "linear", "factor": 4.0, "rope_theta": 10000.0}
+    with pytest.raises(UnsupportedModelError, match=r"rope_parameters\.rope_type='linear'"):
+        read_config(_config(rope_parameters=linear))
     with pytest.raises(UnsupportedModelError, match=r"rope_scaling\.rope_type='linear'"):
         read_config(_config(rope_parameters=None, rope_theta=10000.0, rope_scaling={"type": "linear", "factor": 2.0}))
     with pytest.raises(UnsupportedModelError, match="num_key_value_heads"):
@@ -232,7 +239,7 @@ def test_what_it_cannot_run_exactly_is_refused_by_key(capsys):
         read_config(_config(n_group=3))
     with pytest.raises(ModelError, match="'num_experts_per_tok' = 5 at most the 4 experts"):
         read_config(_config(num_experts_per_tok=5))
-    folder = _config(rope_parameters=yarn).parent
+    folder = _config(rope_parameters=linear).parent
     assert main(["layers", "--model", str(folder)]) == 2
     err = capsys.readouterr().err
     assert "rope_parameters.rope_type" in err and "Traceback" not in err

@@ -21,7 +21,7 @@ from ..models.errors import ModelError, TextError
 from ..models.forward import forward_streamed
 from ..numeric.layer import BoundLayer
 from .result import STATISTICS, HeadStats
-from .stream import DEFAULT_BLOCK, ROW_STATISTICS, stream_layer
+from .stream import DEFAULT_BLOCK, ROW_STATISTICS, SPREAD_STATISTICS, LayerRows, stream_layer
 
 __all__ = ["head_stats", "induction_probe", "revision", "text_ids"]
 
@@ -107,12 +107,15 @@ def _progress_bar(show: bool | None, layers: int):
 def head_stats(model, text_or_ids: str | Sequence[int], *, per_row: bool = False,
                induction: InductionScores | bool | None = True, block: int = DEFAULT_BLOCK, threads: int | None = None,
                progress: bool | None = None, map_of: tuple[int, int] | None = None,
-               map_to: str | os.PathLike | None = None) -> HeadStats:
+               map_to: str | os.PathLike | None = None, spread: bool = False) -> HeadStats:
     """Exact statistics of every head on one text, in one streamed pass: no ``n × n`` map is kept.
 
     Each layer runs as in :meth:`Model.forward` (the same embedding, norms, projections, RoPE and
     MLP), but its attention goes through :func:`attnsym.audits.stream.stream_layer`, which
-    measures every head while it computes ``A V`` block by block (the online softmax).
+    measures every head while it computes ``A V`` block by block (the online softmax). A layer
+    with a learned sink (gpt-oss) has it in each row's normaliser: ``sink_mass`` is its mean
+    ``π``, and the other statistics are over the keys, whose weights sum to ``1 − π`` (as the
+    dense route's; :mod:`attnsym.audits.stream`).
 
     Parameters
     ----------
@@ -136,6 +139,10 @@ def head_stats(model, text_or_ids: str | Sequence[int], *, per_row: bool = False
         Write this head's full ``(n, n)`` weights to ``map_to``, a ``.npy`` file (float32, a
         memory map: the map never sits in memory). Refused if the file exists.
     map_to : path, optional
+    spread : bool, default False
+        With ``per_row``: also the per-row statistics of the scores themselves
+        (:data:`attnsym.audits.stream.SPREAD_STATISTICS`: allowed keys, centred ℓ2 norm, range),
+        what the entropy and dispersion bounds take.
 
     Returns
     -------
@@ -148,7 +155,7 @@ def head_stats(model, text_or_ids: str | Sequence[int], *, per_row: bool = False
     ModelError
         A model not on the NumPy backend.
     SpecError
-        A bad ``block``, ``threads``, ``map_of`` / ``map_to``.
+        A bad ``block``, ``threads``, ``map_of`` / ``map_to``, ``spread`` without ``per_row``.
 
     Examples
     --------
@@ -160,49 +167,74 @@ def head_stats(model, text_or_ids: str | Sequence[int], *, per_row: bool = False
     >>> sorted(r)[:4], round(r["self_mass"] + 0.0, 3) >= 0
     (['duplicate_mass', 'entropy', 'first_token_mass', 'head'], True)
     """
-    per_row = boolean("per_row", per_row)
+    per_row, spread, block, threads = _options(model, per_row, spread, block, threads)
+    ids = _ids(model, text_or_ids)
+    n, L = int(ids.size), len(model.config.blocks)
+    target = _map_target(map_of, map_to, L, model.config, n)
+    collect = _Collector(L, model.config.blocks[0].attention.heads, n, per_row, spread)
+    with _progress_bar(progress, L) as bar, threadpool_limits(limits=1, user_api="blas"):
+        def core(k: int, layer: BoundLayer, Qh, Kh, Vh):
+            task = bar.add_task(f"layer {k + 1}/{L}", total=-(-n // block))
+            head_map = None if target is None or target[0] != k else (target[1], target[2])
+            Z, layer_rows = stream_layer(layer, Qh, Kh, Vh, block=block, threads=threads, spread=spread,
+                                         on_block=lambda: bar.advance(task), head_map=head_map)
+            bar.remove_task(task)
+            collect(k, layer_rows)
+            return Z
+
+        forward_streamed(model.config, model.weights, ids[None, :], core)
+    if target is not None:
+        target[2].flush()
+        target = None  # its last reference: the memory map closes before it is moved into place
+        os.replace(_temp_name(Path(map_to)), Path(map_to))
+    _induction_columns(model, collect.means, induction)
+    for v in collect.means.values():
+        v.setflags(write=False)
+    return HeadStats(model=model.name, revision=revision(model), tokens=n, means=collect.means, rows=collect.rows)
+
+
+def _options(model, per_row, spread, block, threads) -> tuple[bool, bool, int, int]:
+    """The checked ``per_row``, ``spread``, ``block`` and ``threads`` (default: the CPUs this process may use, ≤ 8)."""
+    per_row, spread = boolean("per_row", per_row), boolean("spread", spread)
+    if spread and not per_row:
+        raise SpecError("spread=True gives per-row arrays: pass per_row=True with it")
     block = positive_int("block", block)
     if threads is None:
         threads = max(1, min(8, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1))
     threads = positive_int("threads", threads)
     if not isinstance(model.weights.word, np.ndarray):
         raise ModelError(f"head_stats runs on NumPy weights; load {model.name} with backend='numpy'")
-    ids = _ids(model, text_or_ids)
-    n, plan = int(ids.size), model.config
-    L, H = len(plan.blocks), plan.blocks[0].attention.heads
-    target = _map_target(map_of, map_to, L, plan, n)
-    means = {name: np.full((L, H), np.nan) for name in STATISTICS}
-    means["sink_mass"][:] = 0.0
-    rows = {name: np.full((L, H, n), np.nan) for name in ROW_STATISTICS} if per_row else None
-    with _progress_bar(progress, L) as bar, threadpool_limits(limits=1, user_api="blas"):
-        def core(k: int, layer: BoundLayer, Qh, Kh, Vh):
-            task = bar.add_task(f"layer {k + 1}/{L}", total=-(-n // block))
-            head_map = None if target is None or target[0] != k else (target[1], target[2])
-            Z, layer_rows = stream_layer(layer, Qh, Kh, Vh, block=block, threads=threads,
-                                         on_block=lambda: bar.advance(task), head_map=head_map)
-            bar.remove_task(task)
-            for name, v in layer_rows.means().items():
-                means[name][k] = v[0]
-            if rows is not None:
-                for name, v in layer_rows.values.items():
-                    rows[name][k] = v[0]
-            return Z
+    return per_row, spread, block, threads
 
-        forward_streamed(plan, model.weights, ids[None, :], core)
-    if target is not None:
-        target[2].flush()
-        del target  # the memory map closed before it is moved into place
-        os.replace(_temp_name(Path(map_to)), Path(map_to))
+
+class _Collector:
+    """Each layer's means (and per-row arrays) as its streamed pass ends."""
+
+    def __init__(self, L: int, H: int, n: int, per_row: bool, spread: bool) -> None:
+        self.means = {name: np.full((L, H), np.nan) for name in STATISTICS}
+        names = ROW_STATISTICS + (SPREAD_STATISTICS if spread else ())
+        self.rows = {name: np.full((L, H, n), np.nan) for name in names} if per_row else None
+
+    def __call__(self, k: int, layer_rows: LayerRows) -> None:
+        for name, v in layer_rows.means().items():
+            if name in self.means:
+                self.means[name][k] = v[0]
+        if self.rows is not None:
+            for name, v in layer_rows.values.items():
+                self.rows[name][k] = v[0]
+
+
+def _induction_columns(model, means: dict[str, np.ndarray], induction) -> None:
+    """Fill ``induction_mass`` and ``duplicate_mass`` from the probe (``induction``: True, False or the scores)."""
     probe = induction_probe(model) if induction is True else (induction or None)
-    if probe is not None:
-        if not isinstance(probe, InductionScores) or probe.induction.shape != (L, H):
-            raise SpecError(f"induction must be True, False or InductionScores of this model's {L} x {H} heads "
-                            f"(got {type(probe).__name__})")
-        means["induction_mass"] = np.array(probe.induction, dtype=np.float64)
-        means["duplicate_mass"] = np.array(probe.duplicate, dtype=np.float64)
-    for v in means.values():
-        v.setflags(write=False)
-    return HeadStats(model=model.name, revision=revision(model), tokens=n, means=means, rows=rows)
+    if probe is None:
+        return
+    shape = means["entropy"].shape
+    if not isinstance(probe, InductionScores) or probe.induction.shape != shape:
+        raise SpecError(f"induction must be True, False or InductionScores of this model's {shape[0]} x {shape[1]} "
+                        f"heads (got {type(probe).__name__})")
+    means["induction_mass"] = np.array(probe.induction, dtype=np.float64)
+    means["duplicate_mass"] = np.array(probe.duplicate, dtype=np.float64)
 
 
 def _temp_name(path: Path) -> Path:

@@ -4,15 +4,16 @@ Every fact of the layer is data in its :class:`~attnsym.AttentionSpec`: the late
 (``kv_latent_rank`` = ``kv_lora_rank``, ``q_latent_rank`` = ``q_lora_rank`` or None), the head
 widths (``d_k = qk_nope_head_dim + qk_rope_head_dim``, ``d_v = v_head_dim``), the rotary width
 (``rotary_pct`` so that exactly ``qk_rope_head_dim`` coordinates rotate, in interleaved pairs when
-``rope_interleave``) and the scale ``d_k^(-1/2)``; the block adds the latents' RMSNorm (epsilon
-1e-6 whatever ``rms_norm_eps`` says: transformers builds ``q_a_layernorm`` and ``kv_a_layernorm``
+``rope_interleave``; YaRN as DeepSeek ships it) and the scale ``d_k^(-1/2)`` (times YaRN's
+``m(factor, mscale_all_dim)²``, :attr:`~attnsym.spec.RopeScaling.latent_score_scale`); the block
+adds the latents' RMSNorm (epsilon 1e-6 whatever ``rms_norm_eps`` says: transformers builds ``q_a_layernorm`` and ``kv_a_layernorm``
 with the default) and, from layer ``first_k_dense_replace`` on, the mixture of experts
 (:class:`~attnsym.models.plan.Experts` ``"sigmoid_group"``: sigmoid scores, a score correction
 bias for the choice, group-limited top-k, shared experts). The forward pass expands the latents
 (:func:`attnsym.models.forward.projections`).
 
-RoPE scaling (YaRN, whose ``mscale`` also changes DeepSeek's softmax scale) is refused by name,
-as are attention biases and grouped key/value heads: a plan is whole or not made.
+RoPE scalings other than YaRN are refused by name, as are attention biases and grouped key/value
+heads: a plan is whole or not made.
 
 >>> from pathlib import Path
 >>> raw = {"model_type": "deepseek_v3", "hidden_size": 32, "num_attention_heads": 4, "intermediate_size": 64,
@@ -63,16 +64,16 @@ def rotary_fraction(rotary: int, d_k: int) -> float:
     return pct
 
 
-def _rope_unscaled(raw: dict[str, Any], path: Path) -> int | float:
-    """``rope_theta``, refusing any RoPE scaling by the key that sets it (YaRN changes DeepSeek's scale too)."""
+def _rope_of_mla(raw: dict[str, Any], path: Path) -> tuple[int | float, dict[str, Any] | None]:
+    """``(rope_theta, rope_scaling)``: unscaled RoPE or YaRN (what DeepSeek ships), any other scaling refused by the
+    key that sets it (transformers would also put YaRN's ``mscale_all_dim`` on its softmax scale)."""
     for key in ("rope_parameters", "rope_scaling"):
         value = raw.get(key)
         if isinstance(value, dict):
             kind = value.get("rope_type", value.get("type", "default"))
-            if kind != "default":
-                _refuse(path, f"{key}.rope_type", kind, "attnsym runs deepseek_v3 with unscaled RoPE only ('default'; "
-                        "YaRN and its mscale are not implemented for it yet)")
-    return _rope(raw, path)[0]
+            if kind not in ("default", "yarn"):
+                _refuse(path, f"{key}.rope_type", kind, "attnsym runs deepseek_v3 with unscaled RoPE or YaRN")
+    return _rope(raw, path)
 
 
 def _experts(raw: dict[str, Any], path: Path, ffn: int) -> Experts:
@@ -111,11 +112,14 @@ def _deepseek_v3(raw: dict[str, Any], path: Path) -> ModelPlan:
                          "deepseek_v3 (the width of the rotary key)")
     d_k = rope + nope
     q_rank = None if raw.get("q_lora_rank") is None else _positive(raw, "q_lora_rank", path)
+    theta, scaling = _rope_of_mla(raw, path)
     spec = decoder_spec(path, n=z["max_positions"], d_model=z["width"], heads=z["heads"], d_k=d_k,
-                 d_v=_positive(raw, "v_head_dim", path), positions="rope", position_base=_rope_unscaled(raw, path),
+                 d_v=_positive(raw, "v_head_dim", path), positions="rope", position_base=theta, rope_scaling=scaling,
                  rotary_pct=rotary_fraction(rope, d_k),
                  rope_pairing="interleaved" if _flag(raw, "rope_interleave", path, True) else "rotate_half",
                  scale=float(d_k) ** -0.5, kv_latent_rank=_positive(raw, "kv_lora_rank", path), q_latent_rank=q_rank)
+    if spec.rope_scaling is not None:  # YaRN's mscale_all_dim scales every coordinate's score (yarn_apply_mscale)
+        spec = spec.replace(scale=spec.scale * spec.rope_scaling.latent_score_scale)
     dense = _get(raw, "first_k_dense_replace", int, path, 3)  # transformers' default: three dense layers
     if dense < 0:
         raise ModelError(f"{path}: 'first_k_dense_replace' must be a non-negative integer (got {dense})")
@@ -140,7 +144,8 @@ OPTIONS_MLA: dict[str, tuple[str, str]] = {
                     "kv_lora_rank, q_lora_rank (or null: q_proj), qk_nope_head_dim, qk_rope_head_dim, v_head_dim, "
                     "rope_interleave, first_k_dense_replace, moe_intermediate_size, n_routed_experts, "
                     "num_experts_per_tok, n_group, topk_group, routed_scaling_factor, norm_topk_prob, "
-                    "n_shared_experts; RoPE scaling (YaRN) and attention_bias are refused"),
+                    "n_shared_experts, rope_parameters (YaRN, its mscale_all_dim also on the softmax scale); other "
+                    "RoPE scalings and attention_bias are refused"),
 }
 
 _ATTN, _MLP = "layers.{i}.self_attn.", "layers.{i}.mlp."
