@@ -6,8 +6,8 @@ widths (``d_k = qk_nope_head_dim + qk_rope_head_dim``, ``d_v = v_head_dim``), th
 (``rotary_pct`` so that exactly ``qk_rope_head_dim`` coordinates rotate, in interleaved pairs when
 ``rope_interleave``; YaRN as DeepSeek ships it) and the scale ``d_k^(-1/2)`` (times YaRN's
 ``m(factor, mscale_all_dim)²``, :attr:`~attnsym.spec.RopeScaling.latent_score_scale`); the block
-adds the latents' RMSNorm (epsilon 1e-6 whatever ``rms_norm_eps`` says: transformers builds ``q_a_layernorm`` and ``kv_a_layernorm``
-with the default) and, from layer ``first_k_dense_replace`` on, the mixture of experts
+adds the latents' RMSNorm (epsilon 1e-6 whatever ``rms_norm_eps`` says: transformers builds
+``q_a_layernorm`` and ``kv_a_layernorm`` with the default) and, from layer ``first_k_dense_replace`` on, the mixture of experts
 (:class:`~attnsym.models.plan.Experts` ``"sigmoid_group"``: sigmoid scores, a score correction
 bias for the choice, group-limited top-k, shared experts). The forward pass expands the latents
 (:func:`attnsym.models.forward.projections`).
