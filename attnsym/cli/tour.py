@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -146,7 +146,9 @@ def _derivations(t: _Tour) -> None:
     from ..validation import validate
 
     spec = AttentionSpec(n=2, d_model=2)
-    for what, label in (("forward", "forward pass"), ("gradients", "gradients (backward pass)")):
+    parts: tuple[tuple[Literal["forward", "gradients"], str], ...] = (("forward", "forward pass"),
+                                                                      ("gradients", "gradients (backward pass)"))
+    for what, label in parts:
         derivation = derive(spec, what=what)
         t.write("derivations", f"{what}.md", derivation.to_markdown(),
                 f"{derivation.title}: the {label}, {len(derivation.steps)} titled steps (Markdown with $$ math)")

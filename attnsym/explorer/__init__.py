@@ -125,7 +125,8 @@ def write_tour_page(path: str | os.PathLike, *, evidence: Sequence[Any], seed: i
         Replace an existing page.
     """
     meta: dict[str, Any] = {}
-    inputs, contrasts = [], []
+    inputs: list[RoutingInput] = []
+    contrasts: list[ContrastData] = []
     model = packaged_model()
     if model is not None:  # the sources' example on a real model, first
         text1, text2, word = APPLE

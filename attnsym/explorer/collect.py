@@ -233,7 +233,7 @@ def sink_heads(inp: RoutingInput) -> np.ndarray:
     [[True, False]]
     """
     out = np.zeros((inp.layers, inp.heads), dtype=bool)
-    for h in inp.head_classes["heads"]:
+    for h in ({} if inp.head_classes is None else inp.head_classes).get("heads", ()):
         out[h["layer"] - 1, h["head"] - 1] = any(label in SINK_CLASSES for label in h["labels"])
     return out
 
@@ -256,6 +256,11 @@ def headline_head(distance: Any, inputs: Sequence[RoutingInput]) -> tuple[int, i
         d = np.where(sink, -np.inf, d)
     layer, head = np.unravel_index(int(np.argmax(d)), d.shape)
     return int(layer), int(head)
+
+
+def _word_rows(inp: RoutingInput, p: int) -> dict[str, np.ndarray]:
+    """Position ``p``'s attention rows of one input: every head's, and the heads' mean and max."""
+    return {"heads": inp.attention[:, :, p, :], "mean": inp.fused["mean"][:, p, :], "max": inp.fused["max"][:, p, :]}
 
 
 def toy_routing(seed: int = 0, *, spec: AttentionSpec | None = None,
@@ -289,7 +294,7 @@ def toy_routing(seed: int = 0, *, spec: AttentionSpec | None = None,
     if len(tokens) != spec.n:
         raise SpecError(f"tokens must have spec.n = {spec.n} labels (got {len(tokens)})")
     drawn = random_inputs(spec, seed, batch=(2,))
-    weights = {name: drawn[name] for name in spec.parameter_names}
+    weights: dict[str, Any] = {name: drawn[name] for name in spec.parameter_names}
     X1, X2 = drawn["X"]
     W = dense_weight(weights, spec)  # (d_model, d_model): y = x W, so out j reads in i with W[i, j]
     features = tuple(f"x{j + 1}" for j in range(W.shape[0]))
@@ -313,8 +318,7 @@ def toy_routing(seed: int = 0, *, spec: AttentionSpec | None = None,
         contrasts.append(ContrastData(
             word=word, inputs=(0, 1), positions=(p, p), distance=distance, cell=headline_head(distance, inputs),
             metric="total-variation distance between the word's two attention rows (0 same, 1 disjoint)",
-            rows=tuple({"heads": i.attention[:, :, p, :], "mean": i.fused["mean"][:, p, :],
-                        "max": i.fused["max"][:, p, :]} for i in inputs),
+            rows=(_word_rows(inputs[0], p), _word_rows(inputs[1], p)),
             note="The same weights for both inputs: only the input X changed.",
         ))
     return inputs, contrasts

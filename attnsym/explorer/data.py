@@ -212,7 +212,7 @@ class RoutingInput:
     def to_dict(self, max_weights: int = DENSE_MAX_WEIGHTS) -> dict[str, Any]:
         bounded = self.bounded(max_weights)
         encode = top_k_rows if bounded else encode_array
-        stored = {
+        stored: dict[str, Any] = {
             "attention": encode(self.attention),
             "fused": {k: encode(v) for k, v in self.fused.items()},
             "rollout": None if self.rollout is None else encode(self.rollout),

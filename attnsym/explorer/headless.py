@@ -66,6 +66,7 @@ def chromium(width: int = 1280, height: int = 900) -> Iterator[Any]:
     from selenium.webdriver.chrome.service import Service
 
     browser, driver_path = _binaries()
+    assert browser is not None and driver_path is not None  # browser_available() said so
     profile = tempfile.mkdtemp(prefix="attnsym-chromium-")
     options = webdriver.ChromeOptions()
     for flag in _FLAGS:

@@ -121,8 +121,8 @@ def headline_cell(c: TokenContrast) -> tuple[int, int]:
     if not ok.any():
         layer, head = c.most_different()
         return int(layer), int(head)
-    layer, head = np.unravel_index(int(np.argmax(np.where(ok, d * weight, -np.inf))), d.shape)
-    return int(layer), int(head)
+    best = np.unravel_index(int(np.argmax(np.where(ok, d * weight, -np.inf))), d.shape)
+    return int(best[0]), int(best[1])
 
 
 def common_word(route1: Route, route2: Route) -> str | None:
@@ -152,11 +152,13 @@ def _contrast_facts(c: TokenContrast) -> tuple[tuple[str, str], ...]:
 
 def _contrast_data(c: TokenContrast, inputs: tuple[int, int]) -> ContrastData:
     rows = [np.asarray(r) for r in c.rows]
+    shares = (np.asarray(c.shares[0]), np.asarray(c.shares[1]))
     return ContrastData(
         word=c.token, inputs=inputs, positions=(c.words[0].positions[0], c.words[1].positions[0]),
         distance=np.asarray(c.role_distance), metric=ROLE_METRIC,
-        rows=tuple({"heads": r, "mean": r.mean(axis=1), "max": r.max(axis=1)} for r in rows),
-        shares=tuple(np.asarray(s) for s in c.shares), roles=ROLES,
+        rows=({"heads": rows[0], "mean": rows[0].mean(axis=1), "max": rows[0].max(axis=1)},
+              {"heads": rows[1], "mean": rows[1].mean(axis=1), "max": rows[1].max(axis=1)}),
+        shares=shares, roles=ROLES,
         note=(f"'{c.words[0].text}' and '{c.words[1].text}' ({c.pieces} of their word pieces); the projection and "
               f"feed-forward weights applied to them are {'identical' if c.weights_identical else 'NOT identical'} "
               f"in both sentences ({len(c.weight_digests)} layers fingerprinted)."),
@@ -197,7 +199,8 @@ def model_routing(model: Model, texts: Sequence[str], *, word: str | None = None
     if word is not None and len(texts) < 2:
         raise SpecError(f"word={word!r} needs two sentences to contrast (got {len(texts)})")
     source = f"{model.name} ({model.config.describe()})"
-    routes: list[Any] = model.route(texts)
+    routed = model.route(texts)
+    routes: list[Any] = routed if isinstance(routed, list) else [routed]
     contrasts = []
     if len(texts) >= 2:
         chosen = word if word is not None else common_word(routes[0], routes[1])

@@ -274,17 +274,17 @@ def two_token_figure(routings: Sequence[Sequence[float]], static: Sequence[float
     """
     from matplotlib.figure import Figure
 
-    routings = np.asarray(routings, dtype=float)
+    rows = np.asarray(routings, dtype=float)
     fig = Figure(figsize=(9.0, 3.8), layout="constrained")
     ax_att, ax_mlp = fig.subplots(1, 2, sharey=True)
     x = np.arange(2)
-    width = 0.8 / len(routings)
-    for k, row in enumerate(routings):
+    width = 0.8 / len(rows)
+    for k, row in enumerate(rows):
         ax_att.bar(x + k * width, row, width, label=f"input {k + 1}")
         ax_mlp.bar(x + k * width, static, width, label=f"input {k + 1}")
     for ax, title in ((ax_att, "attention: weights computed from the input"),
                       (ax_mlp, "static mixer: the same weights for every input")):
-        ax.set_xticks(x + width * (len(routings) - 1) / 2, ["token 1", "token 2"])
+        ax.set_xticks(x + width * (len(rows) - 1) / 2, ["token 1", "token 2"])
         ax.set_ylim(0, 1)
         ax.set_title(title, fontsize=10)
         ax.legend(fontsize=9)
