@@ -48,7 +48,7 @@ def revision(model) -> str:
     for a in arrays:
         a = np.ascontiguousarray(np.asarray(a))
         digest.update(f"{a.dtype.str}{a.shape}".encode())
-        digest.update(memoryview(a.reshape(-1)).cast("B"))  # 1-D: an empty array casts too
+        digest.update(a.reshape(-1).data.cast("B"))  # its memoryview; 1-D: an empty array casts too
     _REVISIONS[key] = (weakref.ref(model), digest.hexdigest())
     return digest.hexdigest()
 
@@ -104,7 +104,7 @@ def _progress_bar(show: bool | None, layers: int):
                     disable=not show, console=None)
 
 
-def head_stats(model, text_or_ids: str | Sequence[int], *, per_row: bool = False,
+def head_stats(model, text_or_ids: str | Sequence[int] | np.ndarray, *, per_row: bool = False,
                induction: InductionScores | bool | None = True, block: int = DEFAULT_BLOCK, threads: int | None = None,
                progress: bool | None = None, map_of: tuple[int, int] | None = None,
                map_to: str | os.PathLike | None = None) -> HeadStats:
@@ -118,7 +118,7 @@ def head_stats(model, text_or_ids: str | Sequence[int], *, per_row: bool = False
     ----------
     model : Model
         A loaded model (NumPy backend), any family.
-    text_or_ids : str or sequence of int
+    text_or_ids : str or sequence of int or 1-D integer array
         A text (tokenized with special tokens, refused past the model's positions) or token ids.
     per_row : bool, default False
         Also keep the per-row arrays (``HeadStats.rows``).
@@ -190,9 +190,10 @@ def head_stats(model, text_or_ids: str | Sequence[int], *, per_row: bool = False
 
         forward_streamed(plan, model.weights, ids[None, :], core)
     if target is not None:
+        path = target[3]
         target[2].flush()
         del target  # the memory map closed before it is moved into place
-        os.replace(_temp_name(Path(map_to)), Path(map_to))
+        os.replace(_temp_name(path), path)
     probe = induction_probe(model) if induction is True else (induction or None)
     if probe is not None:
         if not isinstance(probe, InductionScores) or probe.induction.shape != (L, H):
@@ -209,8 +210,8 @@ def _temp_name(path: Path) -> Path:
     return path.with_name(f".{path.name}.attnsym-{os.getpid()}.tmp")
 
 
-def _map_target(map_of, map_to, L: int, plan, n: int):
-    """``(layer, head, memory map)`` for ``map_of`` / ``map_to``, or None."""
+def _map_target(map_of, map_to, L: int, plan, n: int) -> tuple[int, int, np.memmap, Path] | None:
+    """``(layer, head, memory map, path)`` for ``map_of`` / ``map_to``, or None."""
     if map_of is None and map_to is None:
         return None
     if map_of is None or map_to is None:
@@ -227,4 +228,4 @@ def _map_target(map_of, map_to, L: int, plan, n: int):
         raise SpecError(f"map_to must be a .npy file (got {str(path)!r})")
     refuse_existing([path], overwrite=False)
     out = np.lib.format.open_memmap(_temp_name(path), mode="w+", dtype=np.float32, shape=(n, n))
-    return k, h, out
+    return k, h, out, path
