@@ -48,7 +48,7 @@ def revision(model) -> str:
     for a in arrays:
         a = np.ascontiguousarray(np.asarray(a))
         digest.update(f"{a.dtype.str}{a.shape}".encode())
-        digest.update(memoryview(a.reshape(-1)).cast("B"))  # 1-D: an empty array casts too
+        digest.update(a.reshape(-1).data.cast("B"))  # its memoryview; 1-D: an empty array casts too
     _REVISIONS[key] = (weakref.ref(model), digest.hexdigest())
     return digest.hexdigest()
 
@@ -104,7 +104,7 @@ def _progress_bar(show: bool | None, layers: int):
                     disable=not show, console=None)
 
 
-def head_stats(model, text_or_ids: str | Sequence[int], *, per_row: bool = False,
+def head_stats(model, text_or_ids: str | Sequence[int] | np.ndarray, *, per_row: bool = False,
                induction: InductionScores | bool | None = True, block: int = DEFAULT_BLOCK, threads: int | None = None,
                progress: bool | None = None, map_of: tuple[int, int] | None = None,
                map_to: str | os.PathLike | None = None, spread: bool = False) -> HeadStats:
@@ -186,6 +186,7 @@ def head_stats(model, text_or_ids: str | Sequence[int], *, per_row: bool = False
     if target is not None:
         target[2].flush()
         target = None  # its last reference: the memory map closes before it is moved into place
+        assert map_to is not None  # a target is made only with map_to
         os.replace(_temp_name(Path(map_to)), Path(map_to))
     _induction_columns(model, collect.means, induction)
     for v in collect.means.values():

@@ -132,7 +132,11 @@ def audit(model, texts_or_path: Sequence[str] | str | os.PathLike, out: str | os
     todo = [k for k in range(len(corpus)) if k not in done]
     with _bar(progress) as bar:
         task = bar.add_task("audit", total=len(corpus), completed=len(done))
-        write = lambda r: (store.write(r, corpus.ids[r.index]), bar.advance(task))
+
+        def write(r: TextResult) -> None:
+            store.write(r, corpus.ids[r.index])
+            bar.advance(task)
+
         if executor == "serial":
             for k in todo:
                 write(measure(src, k, corpus.texts[k], too_long, block))
@@ -160,7 +164,7 @@ def _run(executor, jobs, src: ModelSource, corpus: Corpus, todo: list[int], too_
     if jobs is None:
         jobs = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     jobs = positive_int("jobs", jobs)
-    pool: Executor = _default_pool(jobs) if own else executor  # type: ignore[assignment]
+    pool: Executor = _default_pool(jobs) if own else executor
     lost: dict[int, int] = {}
     queue = list(reversed(todo))
     running: dict[Future, int] = {}

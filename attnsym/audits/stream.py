@@ -155,7 +155,7 @@ class _Accumulator:
 
 
 #: a finite stand-in for -inf scores after the exponential, so that 0 · s stays 0
-_LOW = {np.dtype(np.float32): np.float32(-1e30), np.dtype(np.float64): -1e300}
+_LOW: dict[np.dtype, np.floating] = {np.dtype(np.float32): np.float32(-1e30), np.dtype(np.float64): np.float64(-1e300)}
 
 
 class _Distances:

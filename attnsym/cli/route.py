@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -122,11 +123,10 @@ def write_route(folder: str | Path, model, texts: Sequence[str], token: str | No
                                    numbering="layer, head and text_number from 1; node index from 0 (the row of A)")
                     plan.append((f"text{k}/graphs/layer{layer + 1}-head{head + 1}.{fmt}", G,
                                  f"routing graph of text {k}, layer {layer + 1}, head {head + 1}"))
-        plan.append((f"text{k}/heatmaps.png", _png(lambda r=r: plots.attention_grid_figure(r)),
+        plan.append((f"text{k}/heatmaps.png", _png(partial(plots.attention_grid_figure, r)),
                      f"text {k}: attention of every layer and head (rows queries, columns keys)"))
         plan.append((f"text{k}/rollout-flow.png",
-                     _png(lambda r=r, roll=roll, fl=fl, outs=outs: plots.rollout_flow_figure(
-                         r, roll, fl, head=head_fusion, outputs=outs)),
+                     _png(partial(plots.rollout_flow_figure, r, roll, fl, head=head_fusion, outputs=outs)),
                      f"text {k}: attention rollout{' and flow' if flow else ''} (heads: {head_fusion})"))
         plan.append((f"text{k}/route.json", lambda r=r: json.dumps(r.as_dict(), indent=1, allow_nan=False),
                      f"text {k}: tokens, offsets, attention and scores as JSON"))

@@ -20,6 +20,7 @@ import numbers
 import os
 import sys
 import warnings
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -97,7 +98,8 @@ def check_row_sums(A: np.ndarray, name: str = "A", *, atol: float = ROW_SUM_ATOL
 def _caller_level() -> int:
     """The ``stacklevel`` that points a warning at the first frame outside attnsym.graphs."""
     here = os.path.dirname(os.path.abspath(__file__))
-    frame, level = sys._getframe(1), 1
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None and os.path.dirname(os.path.abspath(frame.f_code.co_filename)) == here:
         frame, level = frame.f_back, level + 1
     return level

@@ -75,13 +75,15 @@ _UNESCAPE = {"n": "\n", "r": "\r", '"': '"', "\\": "\\", "l": "\n"}
 
 
 def _tokens(text: str) -> list[tuple[str, Any]]:
-    out, pos = [], 0
+    out: list[tuple[str, Any]] = []
+    pos = 0
     while pos < len(text):
         m = _DOT_TOKEN.match(text, pos)
         if m is None:
             raise GraphFormatError(f"DOT: cannot read {text[pos:pos + 20]!r} at character {pos}")
         pos = m.end()
         kind = m.lastgroup
+        assert kind is not None, "every alternative of _DOT_TOKEN is a named group"
         if kind == "ws":
             continue
         if kind == "html":
@@ -133,7 +135,7 @@ def parse_dot(text: str) -> nx.Graph:
     if peek()[0] in ("id", "string"):
         take()  # graph name (not kept)
     take("punct", "{")
-    defaults = {"node": {}, "edge": {}}
+    defaults: dict[str, dict[str, Any]] = {"node": {}, "edge": {}}
 
     def attr_list() -> dict:
         attrs = {}

@@ -64,7 +64,7 @@ def graphml_text(H: nx.Graph) -> str:
         _graphml_keys(data.items(), "node", keys, head)
     # distinct (name, type) pairs first: one cheap pass over a possibly million-edge graph
     seen = {(k, type(v)) for nbrs in H._adj.values() for data in nbrs.values() for k, v in data.items()}
-    first = {}
+    first: dict[str, list[Any]] = {}
     for name, kind in sorted(seen, key=lambda pair: (pair[0], pair[1].__name__)):
         first.setdefault(name, []).append(kind(0) if kind is not str else "")
     for name, samples in first.items():

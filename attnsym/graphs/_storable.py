@@ -113,7 +113,7 @@ def check_text_ids(H: nx.Graph, fmt: str) -> None:
 
 
 #: attribute names a format uses for itself (they would be dropped or misread on the way back)
-_RESERVED = {
+_RESERVED: dict[str, dict[str, set[str]]] = {
     "json": {"node": {"id"}, "edge": {"source", "target", "key"}, "graph": set()},
     "gexf": {"node": {"id", "key", "viz", "start", "end", "spells", "pid", "parents"},
              "edge": {"viz", "start", "end", "spells", "key", "type", "networkx_key"}, "graph": set()},

@@ -90,7 +90,8 @@ def path_length_figure(
         ax.set_title(title)
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=9)
-    what = {("path",): "maximum path length", ("depth",): "sequential operations"}.get(panels, "both columns")
+    titles: dict[tuple[str, ...], str] = {("path",): "maximum path length", ("depth",): "sequential operations"}
+    what = titles.get(panels, "both columns")
     fig.suptitle(f"Table 1 of Vaswani et al. (2017), {what}, from graphs" + ("" if len(panels) == 1 else
                  ": self-attention is O(1) in both"))
     return fig
@@ -122,28 +123,28 @@ def memory_growth_figure(ns: Sequence[int], plain_bytes: Sequence[float], blockw
     """
     from matplotlib.figure import Figure
 
-    ns = np.asarray(ns, dtype=float)
+    sizes = np.asarray(ns, dtype=float)
     with_time = plain_seconds is not None and blockwise_seconds is not None
     fig = Figure(figsize=(11.0 if with_time else 6.0, 4.4), layout="constrained")
-    axes = fig.subplots(1, 2 if with_time else 1)
-    ax = axes[0] if with_time else axes
+    axes = fig.subplots(1, 2 if with_time else 1, squeeze=False)[0]
+    ax = axes[0]
     plain = np.asarray(plain_bytes, float) / 2**20
     lean = np.asarray(blockwise_bytes, float) / 2**20
-    ax.loglog(ns, plain, "o-", color="C3", label=f"plain (stores A): ∝ n^{_slope(ns, plain):.1f}")
-    ax.loglog(ns, lean, "s-", color="C0", label=f"blockwise (online softmax): ∝ n^{_slope(ns, lean):.1f}")
-    ax.loglog(ns, 8 * ns**2 / 2**20, ":", color="grey", label="one n×n float64 map: ∝ n²")
-    _plain_log_ticks(ax, ns)
-    ax.set_xlabel(f"sequence length n ({len(ns)} sizes measured)")
+    ax.loglog(sizes, plain, "o-", color="C3", label=f"plain (stores A): ∝ n^{_slope(sizes, plain):.1f}")
+    ax.loglog(sizes, lean, "s-", color="C0", label=f"blockwise (online softmax): ∝ n^{_slope(sizes, lean):.1f}")
+    ax.loglog(sizes, 8 * sizes**2 / 2**20, ":", color="grey", label="one n×n float64 map: ∝ n²")
+    _plain_log_ticks(ax, sizes)
+    ax.set_xlabel(f"sequence length n ({len(sizes)} sizes measured)")
     ax.set_ylabel("peak traced memory (MiB)")
     ax.set_title("Memory of one attention call")
     ax.legend(fontsize=9, loc="upper left")
     if with_time:
         ax2 = axes[1]
-        ax2.loglog(ns, plain_seconds, "o-", color="C3", label="plain")
-        ax2.loglog(ns, blockwise_seconds, "s-", color="C0", label="blockwise")
+        ax2.loglog(sizes, plain_seconds, "o-", color="C3", label="plain")
+        ax2.loglog(sizes, blockwise_seconds, "s-", color="C0", label="blockwise")
         t0 = float(np.asarray(plain_seconds, float)[-1])
-        ax2.loglog(ns, t0 * (ns / ns[-1]) ** 2, ":", color="grey", label="∝ n²")
-        _plain_log_ticks(ax2, ns)
+        ax2.loglog(sizes, t0 * (sizes / sizes[-1]) ** 2, ":", color="grey", label="∝ n²")
+        _plain_log_ticks(ax2, sizes)
         ax2.set_xlabel("sequence length n")
         ax2.set_ylabel("median wall time (s)")
         ax2.set_title("Time (reported, not judged)")
@@ -164,7 +165,7 @@ def _plain_log_ticks(ax, ns) -> None:
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_major_formatter(FormatStrFormatter("%g"))
-    ax.yaxis.set_minor_locator(LogLocator(base=10, subs=np.arange(2, 10) / 1.0))
+    ax.yaxis.set_minor_locator(LogLocator(base=10, subs=[float(k) for k in range(2, 10)]))
     ax.yaxis.set_minor_formatter(NullFormatter())
 
 
@@ -179,13 +180,13 @@ def decode_cost_figure(t: Sequence[int], mul_cached: Sequence[int], mul_recomput
     """
     from matplotlib.figure import Figure
 
-    t = np.asarray(t, dtype=float)
+    tokens = np.asarray(t, dtype=float)
     cached, recompute = np.asarray(mul_cached, dtype=float), np.asarray(mul_recompute, dtype=float)
     fig = Figure(figsize=(10.0, 4.2), layout="constrained")
     ax_lin, ax_log = fig.subplots(1, 2)
     for ax in (ax_lin, ax_log):
-        ax.plot(t, recompute, "o-", color="C3", label="recompute the prefix (∝ t²)")
-        ax.plot(t, cached, "s-", color="C0", label="K/V cache (∝ t)")
+        ax.plot(tokens, recompute, "o-", color="C3", label="recompute the prefix (∝ t²)")
+        ax.plot(tokens, cached, "s-", color="C0", label="K/V cache (∝ t)")
         ax.set_xlabel("token t")
         ax.grid(True, alpha=0.3)
     ax_lin.set_ylabel("multiplications in this step")
@@ -193,7 +194,7 @@ def decode_cost_figure(t: Sequence[int], mul_cached: Sequence[int], mul_recomput
     ax_lin.legend(fontsize=9, loc="upper left")
     ax_log.set_yscale("log")
     ax_log.set_title("log axis: the cached cost grows too, linearly in t")
-    ax_log.annotate(f"at t = {t[-1]:g}: {recompute[-1] / cached[-1]:.1f}× fewer with the cache",
+    ax_log.annotate(f"at t = {tokens[-1]:g}: {recompute[-1] / cached[-1]:.1f}× fewer with the cache",
                     (0.98, 0.04), xycoords="axes fraction", ha="right", va="bottom", fontsize=9)
     fig.suptitle("Cost of generating token t, with and without a K/V cache")
     return fig

@@ -15,6 +15,7 @@ from ._base import as_numpy, new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
+    from matplotlib.image import AxesImage
 
 __all__ = ["attention_heatmap", "random_attention"]
 
@@ -102,7 +103,7 @@ def attention_heatmap(
     width = max(4.6 * cols + 1.2, 6.0)
     fig = new_figure((width, 4.4 * rows + 0.6))
     axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
-    image = None
+    image: AxesImage | None = None
     for h, ax in enumerate(axes):
         if h >= heads:
             ax.set_visible(False)
@@ -138,6 +139,7 @@ def attention_heatmap(
     note = f"{label} (colour scale {vmin:g} … {vmax:.3g}, the largest shown)"
     if allowed is not None:
         note += "\ngrey hatched ×: masked, may not attend"
+    assert image is not None, "heads >= 1: an empty stack already failed at shown.min()"
     fig.colorbar(image, ax=axes[:heads].tolist(), label=note, shrink=0.9)
     fig.suptitle(title or r"Attention weights $A = \mathrm{softmax}(QK^\top/\sqrt{d_k})$, rows sum to 1"
                  + (", heads from 1" if heads > 1 else ""))
@@ -169,7 +171,9 @@ def random_attention(spec: Any = None, *, seed: int = 0, input_seed: int | None 
     """
     spec = spec if spec is not None else AttentionSpec(n=6, d_model=8, heads=2)
     values = random_inputs(spec, seed, input_seed=input_seed)
-    _, A = attention(values["X"], spec=spec, **{name: values[name] for name in spec.parameter_names})
+    # W_Q, …, b_O as keyword arguments (mixed with attention's int/bool/str options, so not dict[str, ndarray])
+    weights: dict[str, Any] = {name: values[name] for name in spec.parameter_names}
+    _, A = attention(values["X"], spec=spec, **weights)
     tokens = ["the", "cat", "sat", "on", "the", "mat", "and", "purred"]
     labels = tokens[: spec.n] if spec.n <= len(tokens) else [str(i + 1) for i in range(spec.n)]
     return np.asarray(A), labels

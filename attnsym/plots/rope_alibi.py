@@ -106,6 +106,8 @@ def alibi_bias_figure(*, heads: int = 8, n: int = 16, show_heads: int = 4, weigh
     weights = np.asarray(weights, dtype=float)
     if weights.shape != (heads, n):
         raise ShapeError(f"weights must have shape (heads, n) = ({heads}, {n}) (got {weights.shape})")
+    from matplotlib.ticker import MaxNLocator
+
     fig = new_figure((11.0, 7.0))
     grid = fig.add_gridspec(2, show)
     i, j = np.arange(n)[:, None], np.arange(n)[None, :]
@@ -116,8 +118,10 @@ def alibi_bias_figure(*, heads: int = 8, n: int = 16, show_heads: int = 4, weigh
         bias = np.where(j <= i, -slopes[h] * (i - j), np.nan)
         image = ax.imshow(bias, cmap="viridis", interpolation="nearest", vmin=-slopes.max() * (n - 1), vmax=0)
         ax.set_title(rf"head {h + 1}: $m = 2^{{-{exponents[h]}}}$")
-        ax.xaxis.get_major_locator().set_params(integer=True)
-        ax.yaxis.get_major_locator().set_params(integer=True)
+        for axis in (ax.xaxis, ax.yaxis):
+            locator = axis.get_major_locator()
+            if isinstance(locator, MaxNLocator):  # imshow's default AutoLocator is one
+                locator.set_params(integer=True)
         ax.set_xlabel("key j")
         if col == 0:
             ax.set_ylabel("query i")

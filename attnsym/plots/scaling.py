@@ -281,14 +281,14 @@ def saturation_gradient_figure(
     """
     from matplotlib.figure import Figure
 
-    d, ju, js = (np.asarray(v, dtype=float) for v in (d, jacobian_unscaled, jacobian_scaled))
+    dims, ju, js = (np.asarray(v, dtype=float) for v in (d, jacobian_unscaled, jacobian_scaled))
     fig = Figure(figsize=(11.0, 4.6), layout="constrained")
     ax, ax2 = fig.subplots(1, 2)
-    ax.plot(d, ju, "o-", color="C3", label="unscaled: mean")
-    ax.plot(d, js, "s-", color="C0", label="scaled by 1/√d: mean")
+    ax.plot(dims, ju, "o-", color="C3", label="unscaled: mean")
+    ax.plot(dims, js, "s-", color="C0", label="scaled by 1/√d: mean")
     if jacobian_median_unscaled is not None and jacobian_median_scaled is not None:
-        ax.plot(d, np.asarray(jacobian_median_unscaled, dtype=float), "o--", color="C3", alpha=0.6, label="unscaled: median")
-        ax.plot(d, np.asarray(jacobian_median_scaled, dtype=float), "s--", color="C0", alpha=0.6, label="scaled: median")
+        ax.plot(dims, np.asarray(jacobian_median_unscaled, dtype=float), "o--", color="C3", alpha=0.6, label="unscaled: median")
+        ax.plot(dims, np.asarray(jacobian_median_scaled, dtype=float), "s--", color="C0", alpha=0.6, label="scaled: median")
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("dimension d")

@@ -82,6 +82,8 @@ def plain_log_labels(fig: Figure) -> None:
                 if type(old) is not LogFormatterSciNotation:
                     continue
                 # LogFormatter has setters but no getters for its base and linthresh
-                new = PlainLogFormatter(base=old._base, labelOnlyBase=old.labelOnlyBase,
-                                        minor_thresholds=old.minor_thresholds, linthresh=old._linthresh)
+                # (the stubs leave out those private attributes, which hold the values the setters set)
+                new = PlainLogFormatter(base=old._base,  # type: ignore[attr-defined]
+                                        labelOnlyBase=old.labelOnlyBase, minor_thresholds=old.minor_thresholds,
+                                        linthresh=old._linthresh)  # type: ignore[attr-defined]
                 setter(new)
