@@ -19,7 +19,9 @@ expanded from a latent of 64; d_k = 32 + 16 rotary, d_v = 24; 8 experts in 4 gro
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -57,6 +59,11 @@ VARIANTS = {
         num_key_value_heads=8, head_dim=16, kv_lora_rank=64, q_lora_rank=96, qk_nope_head_dim=32, qk_rope_head_dim=16,
         v_head_dim=24, moe_intermediate_size=128, n_routed_experts=8, num_experts_per_tok=2, n_group=4, topk_group=2,
         first_k_dense_replace=1, n_shared_experts=1, rope_parameters={"rope_type": "default", "rope_theta": 10000.0})),
+    # the output gate, 1 + w norms, partial rotary, softmax-routed experts with a gated shared expert
+    "qwen3_next": ("Qwen3NextConfig", "Qwen3NextModel", dict(
+        layer_types=["full_attention"] * 4, num_experts=8, num_experts_per_tok=2, moe_intermediate_size=128,
+        shared_expert_intermediate_size=256, decoder_sparse_step=1, mlp_only_layers=[0],
+        rope_parameters={"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.25})),
 }
 TEXT = " ".join((FAMILY_WORDS[2:] * 7)[:128])
 
@@ -71,6 +78,7 @@ def checkpoint(name: str):
         for p in hf.parameters():
             p.add_(0.02 * torch.randn_like(p))
     folder = Path(tempfile.mkdtemp(prefix=f"attnsym-bench-{name}-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     hf.save_pretrained(folder, safe_serialization=True)
     family_tokenizer(folder)
     return folder, hf

@@ -180,3 +180,18 @@ def decoder_family(name: str):
 
 #: the same builder, by the name the tests of every family use (BERT and GPT-2 are no decoder families)
 family_model = decoder_family
+
+
+def padded_gaps(out, reference_out, mask) -> tuple[float, float]:
+    """The largest differences of a forward pass's attention and hidden states from a reference's
+    ``(A, H)`` (stacked over layers), over the real (unpadded) tokens of each row of ``mask``."""
+    import numpy as np
+
+    A, H = reference_out
+    worst_a = worst_h = 0.0
+    for b in range(len(mask)):
+        real = np.flatnonzero(mask[b])
+        pairs = (slice(None), b, slice(None), real[:, None], real)
+        worst_a = max(worst_a, float(np.abs(np.asarray(out.attention)[pairs] - A[pairs]).max()))
+        worst_h = max(worst_h, float(np.abs(np.asarray(out.hidden_states)[:, b, real] - H[:, b, real]).max()))
+    return worst_a, worst_h

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from models_support import family_tokenizer, scratch_folder
+from models_support import family_tokenizer, padded_gaps, scratch_folder
 from test_models_float64_reference import _float32_steps_in_float64
 
 from attnsym import heads as hd
@@ -118,14 +118,7 @@ def reference(name: str):
 
 def _errors(out, name: str) -> tuple[float, float]:
     """The largest differences from :func:`reference` over the real tokens: attention, hidden states."""
-    A, H = reference(name)
-    worst_a = worst_h = 0.0
-    for b in range(len(IDS)):
-        real = np.flatnonzero(MASK[b])
-        pairs = (slice(None), b, slice(None), real[:, None], real)
-        worst_a = max(worst_a, float(np.abs(np.asarray(out.attention)[pairs] - A[pairs]).max()))
-        worst_h = max(worst_h, float(np.abs(np.asarray(out.hidden_states)[:, b, real] - H[:, b, real]).max()))
-    return worst_a, worst_h
+    return padded_gaps(out, reference(name), MASK)
 
 
 @functools.cache

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from models_support import family_tokenizer
+from models_support import family_tokenizer, padded_gaps
 from test_models_float64_reference import _float32_steps_in_float64
 
 from attnsym import models
@@ -116,16 +116,7 @@ def float64_reference(folder: Path, hf, ids, mask):
     return torch.stack(out.attentions).numpy(), torch.stack(out.hidden_states).numpy()
 
 
-def errors(out, reference_out, mask) -> tuple[float, float]:
-    """The largest differences of attention and hidden states over the real (unpadded) tokens."""
-    A, H = reference_out
-    worst_a = worst_h = 0.0
-    for b in range(len(mask)):
-        real = np.flatnonzero(mask[b])
-        pairs = (slice(None), b, slice(None), real[:, None], real)
-        worst_a = max(worst_a, float(np.abs(np.asarray(out.attention)[pairs] - A[pairs]).max()))
-        worst_h = max(worst_h, float(np.abs(np.asarray(out.hidden_states)[:, b, real] - H[:, b, real]).max()))
-    return worst_a, worst_h
+errors = padded_gaps  # the largest attention and hidden-state gaps over the real tokens
 
 
 @pytest.mark.parametrize("name", list(VARIANTS))
