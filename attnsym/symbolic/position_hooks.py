@@ -43,7 +43,8 @@ from typing import ClassVar
 
 import sympy as sp
 
-from ..errors import SpecError
+from .._exact import exact_matrix
+from ..errors import ShapeError, SpecError
 from ..spec import AttentionSpec
 from .positions import alibi_bias, apply_rope, rope_frequencies, sinusoidal_positions
 
@@ -85,7 +86,14 @@ class PositionHooks:
         return None
 
     def encode_inputs(self, X: sp.MatrixBase, offset: int | sp.Expr = 0) -> sp.ImmutableMatrix:
-        """The projections' input ``X_in``: ``X + PE`` when the scheme adds vectors, else ``X``."""
+        """The projections' input ``X_in``: ``X + PE`` when the scheme adds vectors, else ``X``.
+
+        ``X`` is an ``(n, d_model)`` SymPy matrix or array-like of numbers (a string is refused, never parsed).
+        """
+        X = exact_matrix("X", X)
+        shape = (self.spec.n, self.spec.d_model)
+        if X.shape != shape:
+            raise ShapeError(f"X must have shape (n, d_model) = {shape} (got {X.shape})")
         PE = self.position_vectors(offset)
         return Matrix(X) if PE is None else Matrix(X + PE)
 
