@@ -44,7 +44,7 @@ from .symbolic._backward_steps import gradient_steps
 from .symbolic.matrices import SymbolicAttention, attention, softcap_scores
 from .symbolic.mlp import mlp
 from .symbolic.operations import matmul, ones_times, row_softmax, scores
-from .symbolic.position_steps import alibi_steps, qk_norm_steps, rope_steps, softcap_step_words
+from .symbolic.position_steps import qk_norm_steps, score_positions, softcap_step_words
 from .symbolic.steps import Step
 
 __all__ = ["Derivation", "Step", "derive"]
@@ -259,17 +259,14 @@ def _projection_steps(f: _Forward) -> list[Step]:
 def _query_key_steps(f: _Forward) -> tuple[list[Step], sp.ImmutableMatrix, sp.ImmutableMatrix, str]:
     """The QK-norm and RoPE steps, and the query and key entries the scores are written in (with their accent)."""
     spec, shape_q, shape_k = f.spec, f.sym.Q.shape, f.sym.K.shape
-    q, k, accent = _entries("q", shape_q), _entries("k", shape_k), ""
+    q, k = _entries("q", shape_q), _entries("k", shape_k)
     steps: list[Step] = []
     if spec.qk_norm:  # normalised queries and keys (before any rotation)
         steps.extend(Step(**fields) for fields in qk_norm_steps(spec, q, k))
         q, k = _entries(r"\hat{q}", shape_q), _entries(r"\hat{k}", shape_k)
-    if spec.positions == "rope":  # rotated queries and keys, then the scores in their entries
-        steps.extend(Step(**fields) for fields in rope_steps(spec, q, k))
-        q, k, accent = _entries(r"\tilde{q}", shape_q), _entries(r"\tilde{k}", shape_k), r"\tilde "
-    if spec.positions == "alibi":
-        steps.extend(Step(**fields) for fields in alibi_steps(spec))
-    return steps, q, k, accent
+    positions = score_positions(spec, q, k)  # the position hooks' steps: rotation (RoPE), score bias (ALiBi)
+    steps.extend(Step(**fields) for fields in positions.steps)
+    return steps, positions.q, positions.k, positions.qk_tex
 
 
 def _score_step(f: _Forward, q: sp.MatrixBase, k: sp.MatrixBase, accent: str) -> Step:
