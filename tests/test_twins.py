@@ -25,7 +25,7 @@ TOL64 = TOLERANCES["float64"]
 TWIN_MODULES = ("positions", "activations", "jacobians")
 #: numeric functions of a twin module that are another implementation of a twin, not a formula of their own:
 #: each is tied to that twin on values (gelu_float32: tests/test_models.py, test_float32_gelu_is_tied_to_numeric_gelu)
-IMPLEMENTATIONS = {"gelu_float32": "gelu"}
+IMPLEMENTATIONS = {"gelu_float32": "gelu", "gelu_tanh_unchecked": "gelu_tanh"}
 
 
 @pytest.mark.parametrize("module", TWIN_MODULES)

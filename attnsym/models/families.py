@@ -12,7 +12,7 @@ by transformers 4) and ``rope_parameters`` (transformers 5, which holds ``rope_t
 
 >>> sorted(FAMILIES)  # doctest: +NORMALIZE_WHITESPACE
 ['bert', 'bloom', 'deepseek_v3', 'gemma2', 'gemma3_text', 'gpt2', 'gpt_neox', 'gpt_oss', 'llama', 'llama4_text',
- 'mistral', 'olmo2', 'phi3', 'qwen2', 'qwen3', 'smollm3']
+ 'mistral', 'olmo2', 'phi3', 'qwen2', 'qwen3', 'qwen3_next', 'smollm3']
 """
 
 from __future__ import annotations

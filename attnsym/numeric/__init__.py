@@ -17,7 +17,8 @@ validated against (:func:`attnsym.validate`) and as the engine for long sequence
   (:mod:`~attnsym.numeric.activations`).
 * the pieces of a real model's block (:mod:`attnsym.models`): :func:`layer_norm`, :func:`rms_norm`
   (:mod:`~attnsym.numeric.norms`; the one RMSNorm of the block norms and of QK-norm) and
-  :func:`gelu_float32`, the exact GELU of float32 NumPy arrays.
+  :func:`gelu_float32`, the exact GELU of float32 NumPy arrays; :func:`gelu_tanh_unchecked`, the tanh
+  approximation as a forward pass computes it.
 * :func:`random_inputs` — random ``X``, weights, biases and ``G`` for a spec, the one sampling rule
   (:mod:`~attnsym.numeric.sampling`).
 * :func:`array_namespace` — which library runs a call (see :mod:`attnsym.numeric.backend`).
@@ -26,7 +27,7 @@ validated against (:func:`attnsym.validate`) and as the engine for long sequence
   locality (:mod:`attnsym.numeric.conv`).
 """
 
-from .activations import gelu, gelu_float32, gelu_tanh, silu
+from .activations import gelu, gelu_float32, gelu_tanh, gelu_tanh_unchecked, silu
 from .backend import array_namespace, cupy_usable
 from .backward import attention_vjp
 from .conv import conv1d, shift_tokens
@@ -62,6 +63,7 @@ __all__ = [
     "gelu",
     "gelu_float32",
     "gelu_tanh",
+    "gelu_tanh_unchecked",
     "head_attention",
     "layer_norm",
     "random_inputs",

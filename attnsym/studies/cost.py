@@ -31,6 +31,7 @@ from functools import partial
 import numpy as np
 import sympy as sp
 
+from .._exact import exact
 from ..numeric import attention
 from ..numeric.flopcount import contraction_multiplications, decode_step_multiplications
 from ..numeric.kvcache import causal_decode
@@ -319,7 +320,8 @@ def decode_cost(rng: Streams, *, quick: bool) -> DecodeCost:
         exact=close(fast.Y, full) and close(slow.Y, full), t=t, cached_count=cached, uncached_count=uncached,
         cached_count_width_d=width_d, last_row_count=last_row, probe=probe, steps=steps,
         counter_matches_brute=all((steps[tt - 1].cached, steps[tt - 1].uncached) == brute[tt] for tt in probe),
-        closed_form_matches_brute=all((int(cached["mul"].subs(t, tt)), int(uncached["mul"].subs(t, tt))) == brute[tt]
-                                      for tt in probe),
+        closed_form_matches_brute=all(
+            (int(cached["mul"].subs(t, exact("t", tt))), int(uncached["mul"].subs(t, exact("t", tt)))) == brute[tt]
+            for tt in probe),
         cache_shape=fast.cache_shape, bidirectional_change=max_abs(Y_long[:-1], Y_short),
         causal_prefix_unchanged=prefix_unchanged(True), bidirectional_prefix_unchanged=prefix_unchanged(False))

@@ -130,7 +130,8 @@ def _sampled(e: MupExact, rng: np.random.Generator, sizes: MupSizes) -> tuple[Sa
 
 def study(rng: Streams, *, quick: bool) -> MupResult:
     """The exact moments and limits, the sampled logits at ρ = 1/2, and the figure's curves. ``rng()`` draws q, k."""
-    sizes, e = MupSizes.of(quick), _exact()
+    sizes = MupSizes.of(quick)
+    e = _exact()
     d = e.d
     grid = np.unique(np.logspace(1, 4, 40).astype(int))
     forms = (e.mean / sp.sqrt(d), sp.expand(e.variance / d), sp.expand(e.mean / d), sp.expand(e.variance / d**2))

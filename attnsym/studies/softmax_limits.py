@@ -92,7 +92,7 @@ def dispersion_study(rng: Streams, *, quick: bool, gap: float, sizes: Sequence[i
     generator, below = rng(), {}
     for size in (10, 100, 1000) if quick else (10, 100, 1000, 10000):  # any logits inside an interval of width gap
         Z = generator.uniform(0.0, float(gap), size=(200, size))
-        below[size] = float(np.asarray(softmax(Z)).max()) <= float(top.subs({n: size, D: exact_gap})) + 1e-15
+        below[size] = float(np.asarray(softmax(Z)).max()) <= float(top.subs({n: exact("n", size), D: exact_gap})) + 1e-15
     curve_n = np.unique(np.logspace(0, 6, 61).astype(int))
     gaps = (1.0, 3.0, float(gap), 10.0) if float(gap) not in (1.0, 3.0, 10.0) else (1.0, 3.0, 10.0)
     curves = {g: [float(1 / (1 + (m - 1) * math.exp(-g))) for m in curve_n] for g in gaps}

@@ -15,6 +15,7 @@ from functools import partial
 import numpy as np
 import sympy as sp
 
+from ..._exact import exact_subs
 from ...plots.literature import length_scaling_figure, sink_figure, softcap_figure
 from ...studies import length_scaling, sink
 from ...studies import softcap as softcap_study
@@ -44,7 +45,7 @@ def check_softcap_facts(ctx: CheckContext, *, cap: int = 50, claimed_bound=None)
     ell, c, values, steps = r.ell, r.c, r.values, np.diff(r.values)
     error, bound = np.abs(r.grid - values), bound_of(np.abs(r.grid), cap)
     ex = SOFTCAP_EXAMPLE
-    at = {ell: sp.Float(ex["logit"], 30), c: ex["cap"]}
+    at = exact_subs("the soft-cap example", {ell: sp.Float(ex["logit"], 30), c: ex["cap"]}, (ell, c))
     ex_error, ex_bound = float(ex["logit"] - r.f.subs(at)), float(bound_of(float(ex["logit"]), float(ex["cap"])))
     facts = {"slope = 1 − tanh²(ℓ/c) ∈ (0, 1] (exact)": sp.simplify(r.slope - (1 - sp.tanh(ell / c) ** 2)) == 0,
              "limits ±c (exact)": sp.simplify(r.limits[0] - c) == 0 and sp.simplify(r.limits[1] + c) == 0,
