@@ -19,7 +19,9 @@ from ._base import as_numpy, legend_below, new_figure
 if TYPE_CHECKING:  # pragma: no cover
     from matplotlib.figure import Figure
 
-__all__ = ["alibi_bias_figure", "rope_decay_figure", "rope_frequencies_figure", "shift_figure"]
+    from ..studies.positions import DecayResult
+
+__all__ = ["alibi_bias_figure", "decay_result_figure", "rope_decay_figure", "rope_frequencies_figure", "shift_figure"]
 
 
 def _rope_spec(d_k: int, base: int, pairing: str = "rotate_half") -> AttentionSpec:
@@ -177,20 +179,40 @@ def rope_decay_figure(*, d_k: int = 128, base: int = DEFAULT_POSITION_BASE, max_
         raise SpecError(f"max_distance must be at least 1 (got {max_distance!r})")
     spec = _rope_spec(d_k, base)
     distance = np.arange(max_distance + 1)
-    bound = rope_decay_bound(spec, distance)
     rng = np.random.default_rng(seed)
     q, k = rng.standard_normal((2, samples, d_k))
-    same = rope_relative_scores(q, q, spec, distance)  # (samples, D)
-    independent = rope_relative_scores(q, k, spec, distance)
+    same = rope_relative_scores(q, q, spec, distance).mean(axis=0) / d_k
+    spread = rope_relative_scores(q, k, spec, distance).std(axis=0) / np.sqrt(d_k)
+    return _decay_panels(rope_decay_bound(spec, distance), same, spread, d_k, base, samples)
+
+
+def decay_result_figure(result: DecayResult) -> Figure:
+    """:func:`rope_decay_figure` of the ``rope-long-range-decay`` claim's own study: the bound, the mean score of a
+    key equal to its query and the spread of random scores that the claim judged.
+
+    Examples
+    --------
+    >>> from attnsym.studies.positions import decay_study
+    >>> r = decay_study(lambda: np.random.default_rng(0), quick=True)
+    >>> float(decay_result_figure(r).axes[0].get_lines()[0].get_ydata()[0])  # (d/2 + 1) / 2 at distance 0, d = 128
+    32.5
+    """
+    return _decay_panels(result.bound, result.same_key, result.spread, result.spec.d_k,
+                         result.spec.position_base, result.samples)
+
+
+def _decay_panels(bound, same, spread, d_k: int, base, samples: int) -> Figure:
+    """The two panels of :func:`rope_decay_figure` from the bound, the mean ``q·R q / d`` and the std of
+    ``q·R k / √d`` per distance (0, 1, …)."""
+    distance = np.arange(len(bound))
     fig = new_figure((11.0, 4.6))
     ax, ax_s = fig.subplots(1, 2)
     ax.plot(distance, bound, color="C0")
     ax.set_xlabel("relative distance |m − n|")
     ax.set_ylabel("relative upper bound")
-    ax.set_title(rf"RoFormer bound $\frac{{1}}{{d/2}}\sum_j |S_j|$, $d = {d_k}$, base {base}")
-    ax_s.plot(distance, same.mean(axis=0) / d_k, color="C1", label=r"mean $q^\top R(\Delta\theta) q\,/\,d$ (key = query)")
-    ax_s.plot(distance, independent.std(axis=0) / np.sqrt(d_k), color="C2",
-              label=r"std $q^\top R(\Delta\theta) k\,/\sqrt{d}$ (independent q, k)")
+    ax.set_title(rf"RoFormer bound $\frac{{1}}{{d/2}}\sum_j |S_j|$, $d = {d_k}$, base {base:g}")
+    ax_s.plot(distance, same, color="C1", label=r"mean $q^\top R(\Delta\theta) q\,/\,d$ (key = query)")
+    ax_s.plot(distance, spread, color="C2", label=r"std $q^\top R(\Delta\theta) k\,/\sqrt{d}$ (independent q, k)")
     ax_s.plot(distance, bound / bound[0], color="C0", ls="--", label="bound / bound(0)")
     ax_s.axhline(0, color="0.7", lw=0.8)
     ax_s.set_xlabel("relative distance |m − n|")

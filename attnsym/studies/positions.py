@@ -158,7 +158,7 @@ def shift_study(rng: Streams, *, quick: bool, positions: str | None) -> ShiftRes
 class DecayResult:
     """What :func:`decay_study` found (d = 128, distances 0 … 256): the bound per distance, the largest ``|score|`` over
     the Abel bound for random q, k, the spread of their scores near (distance < 8) and far (≥ 192), and the mean of
-    ``q·R(Δθ)q / d`` per distance."""
+    ``q·R(Δθ)q / d`` and the spread (std) of the random scores ``q·R(Δθ)k / √d`` per distance."""
 
     spec: AttentionSpec
     samples: int
@@ -167,6 +167,7 @@ class DecayResult:
     near_spread: float
     far_spread: float
     same_key: np.ndarray
+    spread: np.ndarray
 
     @property
     def far_fraction(self) -> float:
@@ -188,4 +189,5 @@ def decay_study(rng: Streams, *, quick: bool) -> DecayResult:
     s = rope_relative_scores(q, k, spec, distance)  # (samples, distances)
     return DecayResult(spec, samples, np.asarray(rope_decay_bound(spec, distance)),
                        float(np.max(np.abs(s) / rope_abel_bound(q, k, spec, distance))), float(np.std(s[:, :8])),
-                       float(np.std(s[:, 192:])), rope_relative_scores(q, q, spec, distance).mean(axis=0) / DECAY_D)
+                       float(np.std(s[:, 192:])), rope_relative_scores(q, q, spec, distance).mean(axis=0) / DECAY_D,
+                       s.std(axis=0) / np.sqrt(DECAY_D))

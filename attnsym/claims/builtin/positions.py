@@ -21,6 +21,7 @@ from ... import plots
 from ..._checks import one_of
 from ...errors import SpecError
 from ...numeric.paper_formulas import alibi_paper_slopes
+from ...plots.rope_alibi import decay_result_figure
 from ...studies import alibi as alibi_study
 from ...studies import positions as position_study
 from ...testing import TOLERANCES
@@ -171,7 +172,7 @@ def check_rope_long_range_decay(ctx: CheckContext, *, subject: str = "bound") ->
                     sp.Le(tex(r"\left|\sum_i h_i e^{\mathrm{i}(m-n)\theta_i}\right|"),
                           tex(r"\max_i |h_{i+1}-h_i| \sum_{j=1}^{d/2} |S_j|,\quad S_j = \sum_{i<j} "
                               r"e^{\mathrm{i}(m-n)\theta_i}"), evaluate=False)),),
-        figures={"decay": partial(plots.rope_decay_figure, d_k=D, seed=ctx.seed, samples=500 if ctx.quick else 2000)},
+        figures={"decay": partial(decay_result_figure, r)},  # the study the verdict judged
     )
 
 
