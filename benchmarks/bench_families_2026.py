@@ -19,12 +19,8 @@ expanded from a latent of 64; d_k = 32 + 16 rotary, d_v = 24; 8 experts in 4 gro
 
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
 import sys
-import tempfile
-from pathlib import Path
 
 from _common import ROOT, environment_report, load_average, load_warning, median_time, write_section
 
@@ -34,7 +30,7 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import torch
 import transformers
-from models_support import FAMILY_WORDS, family_tokenizer
+from models_support import FAMILY_WORDS, save_random
 from threadpoolctl import threadpool_limits
 
 from attnsym import models
@@ -70,18 +66,8 @@ TEXT = " ".join((FAMILY_WORDS[2:] * 7)[:128])
 
 def checkpoint(name: str):
     config_cls, model_cls, extra = VARIANTS[name]
-    config = getattr(transformers, config_cls)(**{**KW, **extra})
-    config._attn_implementation = "eager"
-    torch.manual_seed(0)
-    hf = getattr(transformers, model_cls)(config).eval()
-    with torch.no_grad():
-        for p in hf.parameters():
-            p.add_(0.02 * torch.randn_like(p))
-    folder = Path(tempfile.mkdtemp(prefix=f"attnsym-bench-{name}-"))
-    atexit.register(shutil.rmtree, folder, ignore_errors=True)
-    hf.save_pretrained(folder, safe_serialization=True)
-    family_tokenizer(folder)
-    return folder, hf
+    return save_random(getattr(transformers, config_cls)(**{**KW, **extra}), model_cls, seed=0, noise=0.02,
+                       prefix=f"attnsym-bench-{name}-")
 
 
 def main(write: bool = True, families: list[str] | None = None, repeat: int = 7) -> None:

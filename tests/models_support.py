@@ -150,7 +150,6 @@ def random_checkpoint(config_cls: str, model_cls: str, extra: dict, *, seed: int
     noise is added to every parameter because RMSNorm gains are 1 and biases 0 at init, which would hide a
     wrong gain or bias.
     """
-    torch = pytest.importorskip("torch")
     transformers = pytest.importorskip("transformers")
     no_gqa = ("GPTNeoXConfig", "BertConfig")
     kw = {k: v for k, v in FAMILY_KW.items() if k != "num_key_value_heads" or config_cls not in no_gqa}
@@ -158,13 +157,21 @@ def random_checkpoint(config_cls: str, model_cls: str, extra: dict, *, seed: int
         kw = dict(hidden_size=30, n_layer=2, n_head=6, vocab_size=100, pad_token_id=1)
     if config_cls == "GPT2Config":  # its own names
         kw = dict(n_embd=32, n_layer=2, n_head=4, n_inner=64, n_positions=64, vocab_size=100, pad_token_id=1)
-    config = getattr(transformers, config_cls)(**kw, **extra)
+    return save_random(getattr(transformers, config_cls)(**kw, **extra), model_cls, seed=seed, noise=0.2, prefix=prefix)
+
+
+def save_random(config, model_cls: str, *, seed: int, noise: float, prefix: str):
+    """``(folder, hf)``: transformers' ``model_cls`` built from ``config`` with eager attention after
+    ``torch.manual_seed(seed)``, ``noise`` times standard normal noise added to every parameter, saved
+    (safetensors) beside the :func:`family_tokenizer` into a :func:`scratch_folder` named ``prefix``."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
     config._attn_implementation = "eager"
     torch.manual_seed(seed)
     hf = getattr(transformers, model_cls)(config).eval()
     with torch.no_grad():
         for p in hf.parameters():
-            p.add_(0.2 * torch.randn_like(p))
+            p.add_(noise * torch.randn_like(p))
     folder = scratch_folder(prefix)
     hf.save_pretrained(folder, safe_serialization=True)
     family_tokenizer(folder)

@@ -17,7 +17,7 @@ import json
 
 import numpy as np
 import pytest
-from models_support import family_tokenizer, scratch_folder
+from models_support import save_random
 from test_models_rope_scaling import IDS, KW, MASK, errors, float64_reference
 
 from attnsym import models
@@ -38,17 +38,8 @@ QWEN3_NEXT = dict(head_dim=8, layer_types=["full_attention"] * 2, num_experts=4,
 @functools.cache
 def checkpoint(norm_topk_prob: bool):
     """``(folder, hf)``: a random Qwen3-Next saved with transformers, noise on every parameter."""
-    config = transformers.Qwen3NextConfig(**KW, **QWEN3_NEXT, norm_topk_prob=norm_topk_prob)
-    config._attn_implementation = "eager"
-    torch.manual_seed(0)
-    hf = transformers.Qwen3NextModel(config).eval()
-    with torch.no_grad():
-        for p in hf.parameters():
-            p.add_(0.3 * torch.randn_like(p))
-    folder = scratch_folder("attnsym-qwen3_next-")
-    hf.save_pretrained(folder, safe_serialization=True)
-    family_tokenizer(folder)
-    return folder, hf
+    return save_random(transformers.Qwen3NextConfig(**KW, **QWEN3_NEXT, norm_topk_prob=norm_topk_prob), "Qwen3NextModel",
+                       seed=0, noise=0.3, prefix="attnsym-qwen3_next-")
 
 
 @pytest.mark.parametrize("norm_topk_prob", [True, False])

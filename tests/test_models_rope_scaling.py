@@ -20,12 +20,11 @@ from __future__ import annotations
 
 import functools
 import json
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
-from models_support import family_tokenizer, padded_gaps
+from models_support import padded_gaps, save_random, scratch_folder
 from test_models_float64_reference import _float32_steps_in_float64
 
 from attnsym import models
@@ -70,17 +69,8 @@ MASK = (IDS != 1).astype(np.int64)
 def checkpoint(name: str):
     """``(folder, hf)``: the random checkpoint of ``name`` saved with transformers, noise on every parameter."""
     config_cls, model_cls, extra = VARIANTS[name]
-    config = getattr(transformers, config_cls)(**{**KW, **extra})
-    config._attn_implementation = "eager"
-    torch.manual_seed(0)
-    hf = getattr(transformers, model_cls)(config).eval()
-    with torch.no_grad():
-        for p in hf.parameters():
-            p.add_(0.2 * torch.randn_like(p))
-    folder = Path(tempfile.mkdtemp(prefix=f"attnsym-{name}-"))
-    hf.save_pretrained(folder, safe_serialization=True)
-    family_tokenizer(folder)
-    return folder, hf
+    return save_random(getattr(transformers, config_cls)(**{**KW, **extra}), model_cls, seed=0, noise=0.2,
+                       prefix=f"attnsym-{name}-")
 
 
 def reference(name: str, ids, mask):
@@ -144,7 +134,7 @@ def test_the_reference_sees_the_scaling():
     folder, _ = checkpoint("phi3-longrope")
     plain = json.loads((folder / "config.json").read_text())
     plain["rope_parameters"] = {"rope_type": "default", "rope_theta": 10000.0, "partial_rotary_factor": 0.5}
-    other = Path(tempfile.mkdtemp(prefix="attnsym-phi3-plain-"))
+    other = scratch_folder("attnsym-phi3-plain-")
     for f in folder.iterdir():
         (other / f.name).write_bytes(f.read_bytes())
     (other / "config.json").write_text(json.dumps(plain))
