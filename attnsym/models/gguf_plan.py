@@ -38,44 +38,37 @@ import numpy as np
 
 from .errors import ModelError, UnsupportedModelError
 from .families import read_plan
-from .keys import MAX_SIZE
+from .gguf_keys import (
+    DECODER_NAMES,
+    HARMLESS_KEYS,
+    LM_HEAD,
+    layer_norm_eps,
+    llama_like,
+    read_key,
+    read_number,
+    read_size,
+    refuse,
+)
 from .plan import Layout, ModelPlan, Norm
 
 __all__ = ["ARCHITECTURES", "GGUF_NAMES", "GGUFPlan", "plan_from_metadata", "unpermute_qk_rows"]
 
 
-#: GGUF tensor names of the LLaMA-style roles (``{i}`` the block)
-_DECODER_NAMES: dict[str, str] = {
-    "embed": "token_embd.weight", "final_norm": "output_norm.weight", "lm_head": "output.weight",
-    "attn_norm": "blk.{i}.attn_norm.weight", "mlp_norm": "blk.{i}.ffn_norm.weight",
-    "W_Q": "blk.{i}.attn_q.weight", "b_Q": "blk.{i}.attn_q.bias",
-    "W_K": "blk.{i}.attn_k.weight", "b_K": "blk.{i}.attn_k.bias",
-    "W_V": "blk.{i}.attn_v.weight", "b_V": "blk.{i}.attn_v.bias",
-    "W_O": "blk.{i}.attn_output.weight", "b_O": "blk.{i}.attn_output.bias",
-    "g_Q": "blk.{i}.attn_q_norm.weight", "g_K": "blk.{i}.attn_k_norm.weight",
-    "W_gate": "blk.{i}.ffn_gate.weight", "W_up": "blk.{i}.ffn_up.weight", "b_up": "blk.{i}.ffn_up.bias",
-    "W_down": "blk.{i}.ffn_down.weight", "b_down": "blk.{i}.ffn_down.bias",
-    "W_QKV": "blk.{i}.attn_qkv.weight", "b_QKV": "blk.{i}.attn_qkv.bias",
-    "position": "position_embd.weight", "token_type": "token_types.weight", "embed_norm": "token_embd_norm.weight",
-}
-
 #: family -> role -> GGUF tensor name; GGUF stores every matrix ``(d_out, d_in)`` (GPT-2's Conv1D
 #: weights are transposed by the converter) and fused q|k|v as rows ``[Q; K; V]`` (the converter
 #: regroups GPT-NeoX's and BLOOM's per-head rows), so all read as ``transposed`` with ``columns`` q|k|v
 GGUF_NAMES: dict[str, dict[str, str]] = {
-    **{family: _DECODER_NAMES for family in ("llama", "mistral", "qwen2", "qwen3", "gpt2", "gpt_neox", "bloom")},
-    "gemma2": _DECODER_NAMES | {"post_attn_norm": "blk.{i}.post_attention_norm.weight",
+    **{family: DECODER_NAMES for family in ("llama", "mistral", "qwen2", "qwen3", "gpt2", "gpt_neox", "bloom")},
+    "gemma2": DECODER_NAMES | {"post_attn_norm": "blk.{i}.post_attention_norm.weight",
                                 "post_mlp_norm": "blk.{i}.post_ffw_norm.weight"},
-    "phi3": _DECODER_NAMES | {"W_gate_up": "blk.{i}.ffn_up.weight"},
-    "gemma3_text": _DECODER_NAMES | {"post_attn_norm": "blk.{i}.post_attention_norm.weight",
+    "phi3": DECODER_NAMES | {"W_gate_up": "blk.{i}.ffn_up.weight"},
+    "gemma3_text": DECODER_NAMES | {"post_attn_norm": "blk.{i}.post_attention_norm.weight",
                                      "post_mlp_norm": "blk.{i}.post_ffw_norm.weight"},
-    "bert": _DECODER_NAMES | {"attn_norm": "blk.{i}.attn_output_norm.weight",
+    "bert": DECODER_NAMES | {"attn_norm": "blk.{i}.attn_output_norm.weight",
                               "mlp_norm": "blk.{i}.layer_output_norm.weight"},
 }
 _FUSED = ("gpt2", "gpt_neox", "bloom", "phi3")
 
-#: the LM head (an untied model's ``output.weight``): the plan reads it as ties are decided by its presence
-LM_HEAD = _DECODER_NAMES["lm_head"]
 
 
 @dataclass(frozen=True)
@@ -115,93 +108,10 @@ def unpermute_qk_rows(W: np.ndarray, heads: int) -> np.ndarray:
     return np.ascontiguousarray(W.reshape(heads, d, *W.shape[1:])[:, order].reshape(W.shape))
 
 
-# ---------------------------------------------------------------------------------------------- reading keys
-_MISSING = object()
-
-
-def _key(meta: dict[str, Any], key: str, kind: type | tuple[type, ...], path: Path, default: Any = _MISSING) -> Any:
-    """``meta[key]``, checked to be of ``kind`` (a bool is no number); missing -> ``default`` or a ModelError naming it."""
-    if key not in meta:
-        if default is _MISSING:
-            raise ModelError(f"{path}: the GGUF metadata has no {key!r}, which this architecture needs")
-        return default
-    value = meta[key]
-    if isinstance(value, bool) != (kind is bool) or not isinstance(value, kind):
-        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
-        name = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise ModelError(f"{path}: GGUF key {key!r} must be a {name} (got {shown})")
-    return value
-
-
-def _size(meta: dict[str, Any], key: str, path: Path, default: Any = _MISSING) -> Any:
-    value = _key(meta, key, int, path, default)
-    if value is not default and not 1 <= value <= MAX_SIZE:
-        raise ModelError(f"{path}: GGUF key {key!r} must be a positive integer at most {MAX_SIZE} (got {value})")
-    return value
-
-
-def _number(meta: dict[str, Any], key: str, path: Path, default: Any = _MISSING) -> Any:
-    return _key(meta, key, (int, float), path, default)
-
-
-def _refuse(path: Path, key: str, value: Any, why: str) -> None:
-    raise UnsupportedModelError(f"{path}: GGUF key {key}={value!r} is not supported ({why})")
-
-
-# ---------------------------------------------------------------------------------------------- per architecture
-#: keys of every architecture that describe the file, not the maths (read elsewhere or irrelevant)
-_HARMLESS = ("context_length", "vocab_size", "rope.scaling.finetuned", "pooling_type")
-
-
-def _rope_scaling(meta: dict[str, Any], a: str, path: Path) -> dict[str, Any] | None:
-    kind = _key(meta, f"{a}.rope.scaling.type", str, path, "none")
-    if kind == "none":
-        return None
-    if kind != "linear":
-        _refuse(path, f"{a}.rope.scaling.type", kind, "attnsym implements GGUF rope scaling 'none' and 'linear'")
-    return {"rope_type": "linear", "factor": float(_number(meta, f"{a}.rope.scaling.factor", path))}
-
-
-def _llama_like(meta: dict[str, Any], a: str, path: Path, tensors: dict[str, tuple[int, ...]],
-                partial_rotary: bool = False) -> dict[str, Any]:
-    """``llama``, ``qwen2``, ``qwen3``, ``gemma2``, ``phi3``: the LLaMA-layout keys (``partial_rotary``: a
-    ``rope.dimension_count`` below the head width is ``partial_rotary_factor``, as Phi-3 reads it)."""
-    heads = _size(meta, f"{a}.attention.head_count", path)
-    width = _size(meta, f"{a}.embedding_length", path)
-    head_dim = _size(meta, f"{a}.attention.key_length", path, None)
-    if head_dim is None:
-        head_dim = width // heads if width % heads == 0 else None
-    value_dim = _size(meta, f"{a}.attention.value_length", path, head_dim)
-    if value_dim != head_dim:
-        _refuse(path, f"{a}.attention.value_length", value_dim, f"attnsym runs value heads as wide as key heads "
-                f"({head_dim})")
-    rotary = _size(meta, f"{a}.rope.dimension_count", path, head_dim)
-    if rotary != head_dim and not (partial_rotary and head_dim and rotary < head_dim):
-        _refuse(path, f"{a}.rope.dimension_count", rotary, f"attnsym runs {a} with rotary on the whole head "
-                f"({head_dim} dimensions)")
-    raw: dict[str, Any] = {
-        "hidden_size": width, "num_attention_heads": heads,
-        "num_key_value_heads": _size(meta, f"{a}.attention.head_count_kv", path, heads),
-        "num_hidden_layers": _size(meta, f"{a}.block_count", path),
-        "intermediate_size": _size(meta, f"{a}.feed_forward_length", path),
-        "max_position_embeddings": _size(meta, f"{a}.context_length", path),
-        "rms_norm_eps": float(_number(meta, f"{a}.attention.layer_norm_rms_epsilon", path)),
-        "rope_theta": float(_number(meta, f"{a}.rope.freq_base", path, 10000.0)),
-        "rope_scaling": _rope_scaling(meta, a, path),
-        "attention_bias": "blk.0.attn_q.bias" in tensors,
-        "tie_word_embeddings": LM_HEAD not in tensors,
-    }
-    if head_dim is not None:
-        raw["head_dim"] = head_dim
-    if rotary != head_dim and head_dim:
-        raw["partial_rotary_factor"] = rotary / head_dim
-    return raw
-
-
 def _llama(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]]) -> dict[str, Any]:
     """LLaMA; with ``llama.attention.sliding_window`` a Mistral-style file (its window in every layer)."""
-    raw = _llama_like(meta, "llama", path, tensors)
-    window = _size(meta, "llama.attention.sliding_window", path, None)
+    raw = llama_like(meta, "llama", path, tensors)
+    window = read_size(meta, "llama.attention.sliding_window", path, None)
     if window is not None:
         return raw | {"model_type": "mistral", "sliding_window": window}
     return raw | {"model_type": "llama"}
@@ -209,7 +119,7 @@ def _llama(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]]
 
 def _qwen(a: str) -> Callable[[dict[str, Any], Path, dict[str, tuple[int, ...]]], dict[str, Any]]:
     def build(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]]) -> dict[str, Any]:
-        raw = _llama_like(meta, a, path, tensors) | {"model_type": a}
+        raw = llama_like(meta, a, path, tensors) | {"model_type": a}
         raw.pop("attention_bias")  # Qwen 2 always has q/k/v biases, Qwen 3 none: the family decides
         return raw
     return build
@@ -217,26 +127,26 @@ def _qwen(a: str) -> Callable[[dict[str, Any], Path, dict[str, tuple[int, ...]]]
 
 def _gemma2(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]]) -> dict[str, Any]:
     """Gemma 2: llama.cpp scales queries by ``1/sqrt(head_dim)``, or ``1/sqrt(width/heads)`` for the 46-layer 27B."""
-    raw = _llama_like(meta, "gemma2", path, tensors)
+    raw = llama_like(meta, "gemma2", path, tensors)
     layers, heads, width = raw["num_hidden_layers"], raw["num_attention_heads"], raw["hidden_size"]
     raw.pop("attention_bias")
     return raw | {"model_type": "gemma2", "hidden_activation": "gelu_pytorch_tanh",
                   "query_pre_attn_scalar": width // heads if layers == 46 else raw["head_dim"],
-                  "sliding_window": _size(meta, "gemma2.attention.sliding_window", path),
-                  "attn_logit_softcapping": _number(meta, "gemma2.attn_logit_softcapping", path, None),
-                  "final_logit_softcapping": _number(meta, "gemma2.final_logit_softcapping", path, None)}
+                  "sliding_window": read_size(meta, "gemma2.attention.sliding_window", path),
+                  "attn_logit_softcapping": read_number(meta, "gemma2.attn_logit_softcapping", path, None),
+                  "final_logit_softcapping": read_number(meta, "gemma2.final_logit_softcapping", path, None)}
 
 
 def _gemma3(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]]) -> dict[str, Any]:
     """Gemma 3 (text): five sliding layers to one global (llama.cpp's rule, ``sliding_window_pattern`` 6), the
     global layers with ``rope.freq_base`` and its scaling, the local ones with base 10 000 (llama.cpp's constant);
     queries scaled as Gemma 2's (``1/sqrt(width/heads)`` for the 62-layer 27B)."""
-    raw = _llama_like(meta, "gemma3", path, tensors)
+    raw = llama_like(meta, "gemma3", path, tensors)
     layers, heads, width = raw["num_hidden_layers"], raw["num_attention_heads"], raw["hidden_size"]
     raw.pop("attention_bias")
     return raw | {"model_type": "gemma3_text", "hidden_activation": "gelu_pytorch_tanh",
                   "query_pre_attn_scalar": width // heads if layers == 62 else raw["head_dim"],
-                  "sliding_window": _size(meta, "gemma3.attention.sliding_window", path),
+                  "sliding_window": read_size(meta, "gemma3.attention.sliding_window", path),
                   "rope_local_base_freq": 10000.0}
 
 
@@ -249,56 +159,52 @@ def _phi3(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]])
         if name in tensors:
             raise UnsupportedModelError(f"{path}: the GGUF file holds a {name!r} tensor (Phi-3's LongRoPE factors), "
                                         "which attnsym does not read from GGUF files; load the Hugging Face folder")
-    raw = _llama_like(meta, "phi3", path, tensors, partial_rotary=True) | {"model_type": "phi3"}
+    raw = llama_like(meta, "phi3", path, tensors, partial_rotary=True) | {"model_type": "phi3"}
     raw.pop("attention_bias")
-    window = _size(meta, "phi3.attention.sliding_window", path, None)
+    window = read_size(meta, "phi3.attention.sliding_window", path, None)
     return raw | ({} if window is None else {"sliding_window": window})
 
 
-def _layer_norm_eps(meta: dict[str, Any], a: str, path: Path) -> float:
-    return float(_number(meta, f"{a}.attention.layer_norm_epsilon", path))
-
-
 def _gpt2(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]]) -> dict[str, Any]:
-    return {"model_type": "gpt2", "n_embd": _size(meta, "gpt2.embedding_length", path),
-            "n_layer": _size(meta, "gpt2.block_count", path), "n_head": _size(meta, "gpt2.attention.head_count", path),
-            "n_inner": _size(meta, "gpt2.feed_forward_length", path),
-            "n_positions": _size(meta, "gpt2.context_length", path),
-            "layer_norm_epsilon": _layer_norm_eps(meta, "gpt2", path), "activation_function": "gelu_new"}
+    return {"model_type": "gpt2", "n_embd": read_size(meta, "gpt2.embedding_length", path),
+            "n_layer": read_size(meta, "gpt2.block_count", path), "n_head": read_size(meta, "gpt2.attention.head_count", path),
+            "n_inner": read_size(meta, "gpt2.feed_forward_length", path),
+            "n_positions": read_size(meta, "gpt2.context_length", path),
+            "layer_norm_epsilon": layer_norm_eps(meta, "gpt2", path), "activation_function": "gelu_new"}
 
 
 def _gptneox(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]]) -> dict[str, Any]:
     a = "gptneox"
-    width, heads = _size(meta, f"{a}.embedding_length", path), _size(meta, f"{a}.attention.head_count", path)
-    rotary = _size(meta, f"{a}.rope.dimension_count", path)
+    width, heads = read_size(meta, f"{a}.embedding_length", path), read_size(meta, f"{a}.attention.head_count", path)
+    rotary = read_size(meta, f"{a}.rope.dimension_count", path)
     return {"model_type": "gpt_neox", "hidden_size": width, "num_attention_heads": heads,
-            "num_hidden_layers": _size(meta, f"{a}.block_count", path),
-            "intermediate_size": _size(meta, f"{a}.feed_forward_length", path),
-            "max_position_embeddings": _size(meta, f"{a}.context_length", path),
+            "num_hidden_layers": read_size(meta, f"{a}.block_count", path),
+            "intermediate_size": read_size(meta, f"{a}.feed_forward_length", path),
+            "max_position_embeddings": read_size(meta, f"{a}.context_length", path),
             "rotary_pct": rotary / (width // heads) if width % heads == 0 else 1.0,
-            "rotary_emb_base": float(_number(meta, f"{a}.rope.freq_base", path, 10000.0)),
-            "use_parallel_residual": _key(meta, f"{a}.use_parallel_residual", bool, path, True),
-            "layer_norm_eps": _layer_norm_eps(meta, a, path), "tie_word_embeddings": LM_HEAD not in tensors}
+            "rotary_emb_base": float(read_number(meta, f"{a}.rope.freq_base", path, 10000.0)),
+            "use_parallel_residual": read_key(meta, f"{a}.use_parallel_residual", bool, path, True),
+            "layer_norm_eps": layer_norm_eps(meta, a, path), "tie_word_embeddings": LM_HEAD not in tensors}
 
 
 def _bloom(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]]) -> dict[str, Any]:
-    return {"model_type": "bloom", "hidden_size": _size(meta, "bloom.embedding_length", path),
-            "n_head": _size(meta, "bloom.attention.head_count", path), "n_layer": _size(meta, "bloom.block_count", path),
-            "seq_length": _size(meta, "bloom.context_length", path, 2048),
-            "layer_norm_epsilon": _layer_norm_eps(meta, "bloom", path)}
+    return {"model_type": "bloom", "hidden_size": read_size(meta, "bloom.embedding_length", path),
+            "n_head": read_size(meta, "bloom.attention.head_count", path), "n_layer": read_size(meta, "bloom.block_count", path),
+            "seq_length": read_size(meta, "bloom.context_length", path, 2048),
+            "layer_norm_epsilon": layer_norm_eps(meta, "bloom", path)}
 
 
 def _bert(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]]) -> dict[str, Any]:
-    if _key(meta, "bert.attention.causal", bool, path, False):
-        _refuse(path, "bert.attention.causal", True, "attnsym runs BERT as a bidirectional encoder")
+    if read_key(meta, "bert.attention.causal", bool, path, False):
+        refuse(path, "bert.attention.causal", True, "attnsym runs BERT as a bidirectional encoder")
     types = tensors.get("token_types.weight", (2,))
-    return {"model_type": "bert", "hidden_size": _size(meta, "bert.embedding_length", path),
-            "num_attention_heads": _size(meta, "bert.attention.head_count", path),
-            "num_hidden_layers": _size(meta, "bert.block_count", path),
-            "intermediate_size": _size(meta, "bert.feed_forward_length", path),
-            "max_position_embeddings": _size(meta, "bert.context_length", path),
+    return {"model_type": "bert", "hidden_size": read_size(meta, "bert.embedding_length", path),
+            "num_attention_heads": read_size(meta, "bert.attention.head_count", path),
+            "num_hidden_layers": read_size(meta, "bert.block_count", path),
+            "intermediate_size": read_size(meta, "bert.feed_forward_length", path),
+            "max_position_embeddings": read_size(meta, "bert.context_length", path),
             "type_vocab_size": int(types[0]) if types else 2, "hidden_act": "gelu",
-            "layer_norm_eps": _layer_norm_eps(meta, "bert", path)}
+            "layer_norm_eps": layer_norm_eps(meta, "bert", path)}
 
 
 #: GGUF ``general.architecture`` -> (its ``config.json`` dict builder, the keys under ``<arch>.`` it reads)
@@ -376,21 +282,21 @@ def plan_from_metadata(meta: dict[str, Any], tensors: dict[str, tuple[int, ...]]
     attnsym.models.errors.UnsupportedModelError: m.gguf: GGUF key llama.expert_count=8 is not supported (attnsym
     does not read it, and it may change the model)
     """
-    arch = _key(meta, "general.architecture", str, path)
+    arch = read_key(meta, "general.architecture", str, path)
     if arch not in ARCHITECTURES:
         raise UnsupportedModelError(f"{path}: GGUF architecture {arch!r} is not supported; attnsym reads "
                                     f"{', '.join(map(repr, ARCHITECTURES))}")
     build, understood = ARCHITECTURES[arch]
-    known = set(understood) | set(_HARMLESS)
+    known = set(understood) | set(HARMLESS_KEYS)
     for key in sorted(meta):
         if key.startswith(arch + ".") and key[len(arch) + 1:] not in known:
-            _refuse(path, key, meta[key], "attnsym does not read it, and it may change the model")
+            refuse(path, key, meta[key], "attnsym does not read it, and it may change the model")
     if "rope_freqs.weight" in tensors:
         raise UnsupportedModelError(f"{path}: the GGUF file holds a 'rope_freqs.weight' tensor (per-frequency RoPE "
                                     "factors, e.g. llama3 scaling), which attnsym does not implement for GGUF files")
     raw = build(meta, path, tensors)
     embed = tensors.get("token_embd.weight")
-    vocab = _size(meta, f"{arch}.vocab_size", path, None)
+    vocab = read_size(meta, f"{arch}.vocab_size", path, None)
     if vocab is None:
         if embed is None or len(embed) != 2:
             raise ModelError(f"{path}: the GGUF file has no 2-D 'token_embd.weight' tensor and no {arch}.vocab_size")

@@ -1,0 +1,137 @@
+"""Reading a GGUF file's metadata: typed key readers and the LLaMA-layout keys every decoder shares.
+
+The per-architecture translators (:mod:`attnsym.models.gguf_plan` and the modules it registers)
+read llama.cpp's keys through these functions, so a missing key, a key of the wrong type and a
+key attnsym refuses are reported the same way for every architecture: one
+:class:`~attnsym.models.ModelError` naming the key, or an
+:class:`~attnsym.models.UnsupportedModelError` naming the key and its value.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from .errors import ModelError, UnsupportedModelError
+from .keys import MAX_SIZE
+
+__all__ = ["DECODER_NAMES", "HARMLESS_KEYS", "LM_HEAD", "MISSING", "layer_norm_eps", "llama_like", "read_key",
+           "read_number", "read_size", "refuse", "rope_scaling"]
+
+
+#: GGUF tensor names of the LLaMA-style roles (``{i}`` the block)
+DECODER_NAMES: dict[str, str] = {
+    "embed": "token_embd.weight", "final_norm": "output_norm.weight", "lm_head": "output.weight",
+    "attn_norm": "blk.{i}.attn_norm.weight", "mlp_norm": "blk.{i}.ffn_norm.weight",
+    "W_Q": "blk.{i}.attn_q.weight", "b_Q": "blk.{i}.attn_q.bias",
+    "W_K": "blk.{i}.attn_k.weight", "b_K": "blk.{i}.attn_k.bias",
+    "W_V": "blk.{i}.attn_v.weight", "b_V": "blk.{i}.attn_v.bias",
+    "W_O": "blk.{i}.attn_output.weight", "b_O": "blk.{i}.attn_output.bias",
+    "g_Q": "blk.{i}.attn_q_norm.weight", "g_K": "blk.{i}.attn_k_norm.weight",
+    "W_gate": "blk.{i}.ffn_gate.weight", "W_up": "blk.{i}.ffn_up.weight", "b_up": "blk.{i}.ffn_up.bias",
+    "W_down": "blk.{i}.ffn_down.weight", "b_down": "blk.{i}.ffn_down.bias",
+    "W_QKV": "blk.{i}.attn_qkv.weight", "b_QKV": "blk.{i}.attn_qkv.bias",
+    "position": "position_embd.weight", "token_type": "token_types.weight", "embed_norm": "token_embd_norm.weight",
+}
+
+#: the LM head (an untied model's ``output.weight``): the plan reads it as ties are decided by its presence
+LM_HEAD = DECODER_NAMES["lm_head"]
+
+
+# ---------------------------------------------------------------------------------------------- reading keys
+MISSING = object()
+
+
+def read_key(meta: dict[str, Any], key: str, kind: type | tuple[type, ...], path: Path, default: Any = MISSING) -> Any:
+    """``meta[key]``, checked to be of ``kind`` (a bool is no number); missing -> ``default`` or a ModelError naming it."""
+    if key not in meta:
+        if default is MISSING:
+            raise ModelError(f"{path}: the GGUF metadata has no {key!r}, which this architecture needs")
+        return default
+    value = meta[key]
+    if isinstance(value, bool) != (kind is bool) or not isinstance(value, kind):
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        name = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise ModelError(f"{path}: GGUF key {key!r} must be a {name} (got {shown})")
+    return value
+
+
+def read_size(meta: dict[str, Any], key: str, path: Path, default: Any = MISSING) -> Any:
+    """``meta[key]`` as a size: an integer from 1 to ``MAX_SIZE`` (or ``default`` when missing and given).
+
+    >>> read_size({"llama.block_count": 30}, "llama.block_count", Path("m.gguf"))
+    30
+    >>> read_size({"llama.block_count": 0}, "llama.block_count", Path("m.gguf"))
+    Traceback (most recent call last):
+    ...
+    attnsym.models.errors.ModelError: m.gguf: GGUF key 'llama.block_count' must be a positive integer at most ...
+    """
+    value = read_key(meta, key, int, path, default)
+    if value is not default and not 1 <= value <= MAX_SIZE:
+        raise ModelError(f"{path}: GGUF key {key!r} must be a positive integer at most {MAX_SIZE} (got {value})")
+    return value
+
+
+def read_number(meta: dict[str, Any], key: str, path: Path, default: Any = MISSING) -> Any:
+    """``meta[key]`` as an int or a float (a bool is refused), or ``default`` when missing and given."""
+    return read_key(meta, key, (int, float), path, default)
+
+
+def refuse(path: Path, key: str, value: Any, why: str) -> None:
+    """Raise :class:`~attnsym.models.UnsupportedModelError` naming the GGUF key, its value and why it is refused."""
+    raise UnsupportedModelError(f"{path}: GGUF key {key}={value!r} is not supported ({why})")
+
+
+#: keys of every architecture that describe the file, not the maths (read elsewhere or irrelevant)
+HARMLESS_KEYS = ("context_length", "vocab_size", "rope.scaling.finetuned", "pooling_type")
+
+
+def rope_scaling(meta: dict[str, Any], a: str, path: Path) -> dict[str, Any] | None:
+    """The ``rope_scaling`` dict of ``config.json`` from ``<a>.rope.scaling.*``: None, or linear with its factor."""
+    kind = read_key(meta, f"{a}.rope.scaling.type", str, path, "none")
+    if kind == "none":
+        return None
+    if kind != "linear":
+        refuse(path, f"{a}.rope.scaling.type", kind, "attnsym implements GGUF rope scaling 'none' and 'linear'")
+    return {"rope_type": "linear", "factor": float(read_number(meta, f"{a}.rope.scaling.factor", path))}
+
+
+def llama_like(meta: dict[str, Any], a: str, path: Path, tensors: dict[str, tuple[int, ...]],
+               partial_rotary: bool = False) -> dict[str, Any]:
+    """``llama``, ``qwen2``, ``qwen3``, ``gemma2``, ``phi3``: the LLaMA-layout keys (``partial_rotary``: a
+    ``rope.dimension_count`` below the head width is ``partial_rotary_factor``, as Phi-3 reads it)."""
+    heads = read_size(meta, f"{a}.attention.head_count", path)
+    width = read_size(meta, f"{a}.embedding_length", path)
+    head_dim = read_size(meta, f"{a}.attention.key_length", path, None)
+    if head_dim is None:
+        head_dim = width // heads if width % heads == 0 else None
+    value_dim = read_size(meta, f"{a}.attention.value_length", path, head_dim)
+    if value_dim != head_dim:
+        refuse(path, f"{a}.attention.value_length", value_dim, f"attnsym runs value heads as wide as key heads "
+               f"({head_dim})")
+    rotary = read_size(meta, f"{a}.rope.dimension_count", path, head_dim)
+    if rotary != head_dim and not (partial_rotary and head_dim and rotary < head_dim):
+        refuse(path, f"{a}.rope.dimension_count", rotary, f"attnsym runs {a} with rotary on the whole head "
+               f"({head_dim} dimensions)")
+    raw: dict[str, Any] = {
+        "hidden_size": width, "num_attention_heads": heads,
+        "num_key_value_heads": read_size(meta, f"{a}.attention.head_count_kv", path, heads),
+        "num_hidden_layers": read_size(meta, f"{a}.block_count", path),
+        "intermediate_size": read_size(meta, f"{a}.feed_forward_length", path),
+        "max_position_embeddings": read_size(meta, f"{a}.context_length", path),
+        "rms_norm_eps": float(read_number(meta, f"{a}.attention.layer_norm_rms_epsilon", path)),
+        "rope_theta": float(read_number(meta, f"{a}.rope.freq_base", path, 10000.0)),
+        "rope_scaling": rope_scaling(meta, a, path),
+        "attention_bias": "blk.0.attn_q.bias" in tensors,
+        "tie_word_embeddings": LM_HEAD not in tensors,
+    }
+    if head_dim is not None:
+        raw["head_dim"] = head_dim
+    if rotary != head_dim and head_dim:
+        raw["partial_rotary_factor"] = rotary / head_dim
+    return raw
+
+
+def layer_norm_eps(meta: dict[str, Any], a: str, path: Path) -> float:
+    """The LayerNorm epsilon of architecture ``a`` (``<a>.attention.layer_norm_epsilon``, required)."""
+    return float(read_number(meta, f"{a}.attention.layer_norm_epsilon", path))
