@@ -17,7 +17,16 @@ Checks, before any tensor's bytes are read: the file is a regular file (a FIFO w
 open), every tensor lies inside the file (a truncated file, an offset past the end), every
 quantization type is one ``gguf`` can dequantize (else one error naming the tensor and type),
 the shapes agree with the metadata's sizes (checked by ``read_weights`` against the plan), no
-tensor is left unread that would change the model. Every failure is a
+tensor is left unread that would change the model.
+
+Two layouts of llama.cpp's converter are read back into the checkpoint's (:class:`GGUFTensors`):
+the experts of a mixture stacked into one ``(E, d_out, d_in)`` tensor per projection
+(``blk.{i}.ffn_{gate,up,down}_exps.weight``), whose row ``e`` the plan reads under the Hugging
+Face-like name ``blk.{i}.ffn_exps.{e}.{part}_proj.weight`` — only that row's bytes are read, and
+the stack counts as read once every row has been; and latent attention's ``kv_b_proj`` split
+into ``attn_k_b`` / ``attn_v_b``, merged back by
+:func:`~attnsym.models.gguf_arch_mla.merge_kv_b` when the plan asks for ``blk.{i}.attn_kv_b.weight``
+and the file holds the two halves instead. Every failure is a
 :class:`~attnsym.models.CorruptWeightsError` or :class:`~attnsym.models.ModelError`.
 
 A quantized file is the dequantized model: its weights are the quantized values, not the
@@ -27,6 +36,7 @@ original bf16 ones.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +48,7 @@ from gguf.quants import dequantize
 from tokenizers import Tokenizer
 
 from .errors import CorruptWeightsError, ModelError, ModelFileMissing, UnsupportedModelError
+from .gguf_arch_mla import merge_kv_b
 from .gguf_plan import LM_HEAD, GGUFPlan, plan_from_metadata, unpermute_qk_rows
 from .gguf_tokenizer import gguf_tokenizer
 from .plan import ModelPlan
@@ -54,6 +65,12 @@ _VOCABULARY = ("tokenizer.ggml.tokens", "tokenizer.ggml.merges", "tokenizer.ggml
 #: metadata arrays longer than this are refused (a real vocabulary is a few hundred thousand entries)
 _MAX_ARRAY = 1 << 24
 
+#: one expert's matrix under its Hugging Face-like name: row ``e`` of the stack ``blk.{i}.ffn_{part}_exps.weight``
+_EXPERT = re.compile(r"(blk\.\d+)\.ffn_exps\.(\d+)\.(gate|up|down)_proj\.weight")
+
+#: latent attention's ``kv_b_proj``: stored whole (older converters) or as ``attn_k_b`` + ``attn_v_b``
+_KV_B = re.compile(r"(blk\.\d+)\.attn_kv_b\.weight")
+
 
 @dataclass(frozen=True)
 class _TensorInfo:
@@ -66,6 +83,14 @@ class _TensorInfo:
     n_bytes: int
     raw_dtype: np.dtype  # the reader's view of its bytes: float32, float16, or uint8 blocks
     raw_shape: tuple[int, ...]
+
+
+def _expert_row(stack: _TensorInfo, e: int, name: str) -> _TensorInfo:
+    """Row ``e`` of a stacked ``(E, d_out, d_in)`` tensor as a tensor of its own: its bytes are one contiguous
+    run (a quantization block never crosses a row of ``d_in`` values), so no other expert's bytes are read."""
+    per = stack.n_bytes // stack.shape[0]
+    return _TensorInfo(name, stack.kind, stack.shape[1:], stack.offset + e * per, per, stack.raw_dtype,
+                       stack.raw_shape[1:])
 
 
 @dataclass(frozen=True)
@@ -155,8 +180,9 @@ class GGUFTensors:
     ``dtype`` and shape ``shape`` (its stored shape reversed when ``transpose``), after checking
     its stored shape against ``shape``; ``name in t`` says whether the file holds it. The q/k rows
     of ``permuted`` tensors are restored to the checkpoint's order
-    (:func:`~attnsym.models.gguf_plan.unpermute_qk_rows`). Every name read is recorded in
-    :attr:`read`.
+    (:func:`~attnsym.models.gguf_plan.unpermute_qk_rows`); an expert's row of a stacked tensor and a
+    split ``kv_b_proj`` are read back as the checkpoint stores them (module docstring). Every
+    stored tensor read whole is recorded in :attr:`read`.
     """
 
     def __init__(self, path: Path, tensors: dict[str, _TensorInfo], dtype: np.dtype,
@@ -164,20 +190,44 @@ class GGUFTensors:
         self.path, self.tensors, self.dtype = path, tensors, np.dtype(dtype)
         self.permuted = permuted or {}
         self.read: set[str] = set()
+        self._rows: dict[str, set[int]] = {}  # stack -> the expert rows read from it
+
+    def _stored(self, name: str) -> tuple[_TensorInfo | None, tuple[str, int] | None]:
+        """``(where the tensor lies, (the stack, the row) it is)``: a stored tensor, an expert's row, or nothing."""
+        info = self.tensors.get(name)
+        match = _EXPERT.fullmatch(name) if info is None else None
+        if match:
+            stack_name = f"{match[1]}.ffn_{match[3]}_exps.weight"
+            stack, e = self.tensors.get(stack_name), int(match[2])
+            if stack is not None and len(stack.shape) == 3 == len(stack.raw_shape) and e < stack.shape[0]:
+                return _expert_row(stack, e, name), (stack_name, e)
+        return info, None
+
+    def _halves(self, name: str) -> tuple[str, str] | None:
+        """``(attn_k_b, attn_v_b)`` names when ``name`` is a ``kv_b_proj`` the file holds split, else None."""
+        match = _KV_B.fullmatch(name)
+        if match is None or name in self.tensors:
+            return None
+        k_b, v_b = f"{match[1]}.attn_k_b.weight", f"{match[1]}.attn_v_b.weight"
+        return (k_b, v_b) if k_b in self.tensors and v_b in self.tensors else None
 
     def __contains__(self, name: str) -> bool:
-        return name in self.tensors
+        return self._stored(name)[0] is not None or self._halves(name) is not None
 
     def __call__(self, name: str, shape: tuple[int, ...], *, transpose: bool = False) -> np.ndarray:
-        info = self.tensors.get(name)
-        if info is None:
+        expected = tuple(shape[::-1] if transpose else shape)
+        info, row = self._stored(name)
+        halves = self._halves(name) if info is None else None
+        if halves is not None:
+            stored = self._merged_kv_b(name, halves, expected)
+        elif info is None:
             raise CorruptWeightsError(f"{self.path} has no tensor {name!r}, which this architecture needs "
                                       f"({len(self.tensors)} tensors found, e.g. {sorted(self.tensors)[:3]})")
-        expected = tuple(shape[::-1] if transpose else shape)
-        if info.shape != expected:
-            raise CorruptWeightsError(f"{self.path}: tensor {name!r} must have shape {expected} for the GGUF "
-                                      f"metadata's sizes (got {info.shape})")
-        stored = self._dequantized(info)  # (expected), float32 or the asked dtype
+        else:
+            if info.shape != expected:
+                raise CorruptWeightsError(f"{self.path}: tensor {name!r} must have shape {expected} for the GGUF "
+                                          f"metadata's sizes (got {info.shape})")
+            stored = self._dequantized(info)  # (expected), float32 or the asked dtype
         heads = self.permuted.get(name)
         if heads is not None:
             if stored.shape[0] % (2 * heads):
@@ -186,12 +236,30 @@ class GGUFTensors:
             stored = unpermute_qk_rows(stored, heads)
         out = np.ascontiguousarray(stored.T if transpose else stored, dtype=self.dtype)
         del stored
-        self.read.add(name)
+        if row is not None:  # the stack is read once every expert's row has been
+            rows = self._rows.setdefault(row[0], set())
+            rows.add(row[1])
+            if len(rows) == self.tensors[row[0]].shape[0]:
+                self.read.add(row[0])
+        else:
+            self.read.update(halves or (name,))
         return out
+
+    def _merged_kv_b(self, name: str, halves: tuple[str, str], expected: tuple[int, ...]) -> np.ndarray:
+        """``kv_b_proj`` ``(H·(nope + d_v), r)`` from ``attn_k_b`` ``(H, r, nope)`` and ``attn_v_b`` ``(H, d_v, r)``."""
+        k_b, v_b = (self.tensors[h] for h in halves)
+        fits = (len(k_b.shape) == 3 == len(v_b.shape) and k_b.shape[0] == v_b.shape[0]
+                and k_b.shape[1] == v_b.shape[2] and (k_b.shape[0] * (k_b.shape[2] + v_b.shape[1]), k_b.shape[1])
+                == expected)
+        if not fits:
+            raise CorruptWeightsError(f"{self.path}: tensors {halves[0]!r} {k_b.shape} and {halves[1]!r} {v_b.shape} "
+                                      f"must split {name!r} of shape {expected} for the GGUF metadata's sizes, as "
+                                      "(heads, kv_lora_rank, nope) and (heads, v_head_dim, kv_lora_rank)")
+        return merge_kv_b(self._dequantized(k_b), self._dequantized(v_b))
 
     def _dequantized(self, info: _TensorInfo) -> np.ndarray:
         """The tensor dequantized by ``gguf.quants.dequantize``, a block of rows at a time, into one new array."""
-        rows = info.raw_shape[0] if len(info.raw_shape) > 1 else 1
+        rows = int(np.prod(info.raw_shape[:-1], dtype=np.int64)) if len(info.raw_shape) > 1 else 1  # 3-D: all rows
         raw_row = (info.raw_shape[-1] if info.raw_shape else 1)
         out_dtype = np.float64 if self.dtype == np.float64 else np.float32
         out = np.empty(info.shape, out_dtype)

@@ -38,6 +38,7 @@ import numpy as np
 
 from .errors import ModelError, UnsupportedModelError
 from .families import read_plan
+from .gguf_arch_mla import ARCHITECTURES_MLA, GGUF_NAMES_MLA
 from .gguf_keys import (
     DECODER_NAMES,
     HARMLESS_KEYS,
@@ -66,6 +67,7 @@ GGUF_NAMES: dict[str, dict[str, str]] = {
                                      "post_mlp_norm": "blk.{i}.post_ffw_norm.weight"},
     "bert": DECODER_NAMES | {"attn_norm": "blk.{i}.attn_output_norm.weight",
                               "mlp_norm": "blk.{i}.layer_output_norm.weight"},
+    **GGUF_NAMES_MLA,
 }
 _FUSED = ("gpt2", "gpt_neox", "bloom", "phi3")
 
@@ -242,6 +244,7 @@ ARCHITECTURES: dict[str, tuple[Callable[..., dict[str, Any]], tuple[str, ...]]] 
                        "attention.layer_norm_epsilon")),
     "bert": (_bert, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
                      "attention.layer_norm_epsilon", "attention.causal")),
+    **ARCHITECTURES_MLA,
 }
 
 #: GGUF architectures whose ``attn_q`` / ``attn_k`` rows the converter permuted (module docstring)
