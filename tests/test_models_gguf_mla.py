@@ -279,6 +279,13 @@ def test_deepseek2_hostile_metadata(tmp_path, edits, error, match):
         models.load(deepseek_file(tmp_path / "hostile.gguf", "q_latent_yarn", **edits))
 
 
+def test_deepseek2_older_form_with_grouped_heads_contradicts_itself(tmp_path):
+    """Without the ``*_length_mla`` keys the widths are per head, so ``head_count_kv`` must be ``head_count``."""
+    with pytest.raises(ModelError, match=r"deepseek2\.attention\.head_count_kv = 2 contradicts "
+                       r"deepseek2\.attention\.head_count = 4"):
+        models.load(deepseek_file(tmp_path / "old.gguf", "q_proj", split=False, meta={"attention.head_count_kv": 2}))
+
+
 def test_deepseek2_extra_tensor_is_refused(tmp_path):
     """A tensor the plan does not read (here a stale whole kv_b beside its split halves) is refused, not ignored."""
     kv_b = np.zeros((4 * 14, 16), np.float32)
