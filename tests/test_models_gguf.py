@@ -547,7 +547,8 @@ def test_unsupported_quantization_type_names_tensor_and_type(tmp_path):
     ({"attention.head_count": "four"}, (), ModelError, "'llama.attention.head_count' must be a int"),
     ({"attention.head_count": 2**40}, (), ModelError, "positive integer at most"),
     ({}, ("block_count",), ModelError, "no 'llama.block_count'"),
-    ({"rope.scaling.type": "yarn"}, (), UnsupportedModelError, "rope.scaling.type='yarn'"),
+    ({"rope.scaling.type": "longrope"}, (), UnsupportedModelError, "rope.scaling.type='longrope'"),
+    ({"rope.scaling.type": "yarn"}, (), ModelError, "no 'llama.rope.scaling.factor'"),
     ({"expert_count": 8}, (), UnsupportedModelError, "llama.expert_count=8"),
     ({"general.architecture": "mamba"}, (), UnsupportedModelError, "architecture 'mamba'"),
 ])

@@ -155,20 +155,25 @@ class GGUFTensors:
     ``dtype`` and shape ``shape`` (its stored shape reversed when ``transpose``), after checking
     its stored shape against ``shape``; ``name in t`` says whether the file holds it. The q/k rows
     of ``permuted`` tensors are restored to the checkpoint's order
-    (:func:`~attnsym.models.gguf_plan.unpermute_qk_rows`). Every name read is recorded in
+    (:func:`~attnsym.models.gguf_plan.unpermute_qk_rows`). A name of ``assembled`` (a tensor the
+    plan's layout names and no file holds, e.g. experts' gate|up) is ``assembled[name](self, shape)``,
+    built from stored tensors read through this source. Every stored name read is recorded in
     :attr:`read`.
     """
 
     def __init__(self, path: Path, tensors: dict[str, _TensorInfo], dtype: np.dtype,
-                 permuted: dict[str, int] | None = None) -> None:
+                 permuted: dict[str, int] | None = None, assembled: dict[str, Any] | None = None) -> None:
         self.path, self.tensors, self.dtype = path, tensors, np.dtype(dtype)
         self.permuted = permuted or {}
+        self.assembled = assembled or {}
         self.read: set[str] = set()
 
     def __contains__(self, name: str) -> bool:
-        return name in self.tensors
+        return name in self.tensors or name in self.assembled
 
     def __call__(self, name: str, shape: tuple[int, ...], *, transpose: bool = False) -> np.ndarray:
+        if name in self.assembled:
+            return np.ascontiguousarray(self.assembled[name](self, tuple(shape)), dtype=self.dtype)
         info = self.tensors.get(name)
         if info is None:
             raise CorruptWeightsError(f"{self.path} has no tensor {name!r}, which this architecture needs "
@@ -191,8 +196,8 @@ class GGUFTensors:
 
     def _dequantized(self, info: _TensorInfo) -> np.ndarray:
         """The tensor dequantized by ``gguf.quants.dequantize``, a block of rows at a time, into one new array."""
-        rows = info.raw_shape[0] if len(info.raw_shape) > 1 else 1
-        raw_row = (info.raw_shape[-1] if info.raw_shape else 1)
+        rows = info.raw_shape[0] if len(info.raw_shape) > 1 else 1  # a 3-D tensor (experts): one expert a row
+        raw_row = int(np.prod(info.raw_shape[1:] if len(info.raw_shape) > 1 else info.raw_shape, dtype=np.int64))
         out_dtype = np.float64 if self.dtype == np.float64 else np.float32
         out = np.empty(info.shape, out_dtype)
         flat = out.reshape(rows, -1)
@@ -270,7 +275,7 @@ def read_gguf(path: str | Path, dtype: Any = np.float32) -> GGUFModel:
     tokenizer = gguf_tokenizer(meta, path, g.plan.vocab_size)
     chat_template = meta.get("tokenizer.chat_template")
     meta = {key: value for key, value in meta.items() if key not in _VOCABULARY}  # freed before the weights
-    source = GGUFTensors(path, tensors, np.dtype(dtype), g.permuted)
+    source = GGUFTensors(path, tensors, np.dtype(dtype), g.permuted, g.assembled)
     weights = read_weights(path, g.plan, dtype, tensors=source)
     unread = sorted(set(tensors) - source.read - {LM_HEAD})
     if unread:

@@ -15,8 +15,8 @@ from typing import Any
 from .errors import ModelError, UnsupportedModelError
 from .keys import MAX_SIZE
 
-__all__ = ["DECODER_NAMES", "HARMLESS_KEYS", "LM_HEAD", "MISSING", "layer_norm_eps", "llama_like", "read_key",
-           "read_number", "read_size", "refuse", "rope_scaling"]
+__all__ = ["DECODER_NAMES", "HARMLESS_KEYS", "LM_HEAD", "MISSING", "ROPE_SCALING_KEYS", "YARN_KEYS", "layer_norm_eps",
+           "llama_like", "read_key", "read_number", "read_size", "refuse", "rope_scaling"]
 
 
 #: GGUF tensor names of the LLaMA-style roles (``{i}`` the block)
@@ -86,14 +86,61 @@ def refuse(path: Path, key: str, value: Any, why: str) -> None:
 HARMLESS_KEYS = ("context_length", "vocab_size", "rope.scaling.finetuned", "pooling_type")
 
 
+#: GGUF YaRN key (under ``<arch>.rope.scaling.``) -> the ``rope_scaling`` key of ``config.json`` it came from: the
+#: inverse of llama.cpp's converter (``original_max_position_embeddings`` -> ``original_context_length``,
+#: ``attention_factor`` -> ``yarn_attn_factor`` …)
+YARN_KEYS: dict[str, str] = {"original_context_length": "original_max_position_embeddings",
+                             "yarn_beta_fast": "beta_fast", "yarn_beta_slow": "beta_slow",
+                             "yarn_attn_factor": "attention_factor"}
+
+#: the RoPE scaling keys :func:`rope_scaling` reads (an architecture lists them among its understood keys);
+#: ``rope.scaling.yarn_ext_factor`` is read only to check it is 1, the value transformers' YaRN implies
+ROPE_SCALING_KEYS: tuple[str, ...] = ("rope.scaling.type", "rope.scaling.factor", "rope.scaling.yarn_ext_factor",
+                                      *(f"rope.scaling.{k}" for k in YARN_KEYS))
+
+
 def rope_scaling(meta: dict[str, Any], a: str, path: Path) -> dict[str, Any] | None:
-    """The ``rope_scaling`` dict of ``config.json`` from ``<a>.rope.scaling.*``: None, or linear with its factor."""
+    """The ``rope_scaling`` dict of ``config.json`` from ``<a>.rope.scaling.*``: None, linear or YaRN.
+
+    YaRN's keys map back as llama.cpp's converter wrote them (:data:`YARN_KEYS`) and are read as
+    transformers reads a config's ``yarn`` dict (missing betas: 32 and 1; no attention factor:
+    ``0.1 ln factor + 1``); ``original_context_length`` is required. A YaRN key on a file of another
+    type, a ``yarn_ext_factor`` other than 1 (llama.cpp's extrapolation mix, which transformers does
+    not have), ``yarn_log_multiplier`` and any other type (LongRoPE's lives in tensors, llama3's in
+    ``rope_freqs``) are refused by name.
+
+    >>> meta = {"qwen2.rope.scaling.type": "yarn", "qwen2.rope.scaling.factor": 4.0,
+    ...         "qwen2.rope.scaling.original_context_length": 32768}
+    >>> rope_scaling(meta, "qwen2", Path("m.gguf"))
+    {'rope_type': 'yarn', 'factor': 4.0, 'original_max_position_embeddings': 32768}
+    >>> rope_scaling({**meta, "qwen2.rope.scaling.type": "linear"}, "qwen2", Path("m.gguf"))
+    Traceback (most recent call last):
+    ...
+    attnsym.models.errors.UnsupportedModelError: m.gguf: GGUF key qwen2.rope.scaling.original_context_length=32768 is not
+    supported (only a 'yarn' scaling reads it)
+    """
     kind = read_key(meta, f"{a}.rope.scaling.type", str, path, "none")
+    if kind not in ("none", "linear", "yarn"):
+        refuse(path, f"{a}.rope.scaling.type", kind, "attnsym implements GGUF rope scaling 'none', 'linear' and 'yarn'")
+    if kind != "yarn":
+        for key in ("yarn_ext_factor", *YARN_KEYS):
+            if f"{a}.rope.scaling.{key}" in meta:
+                refuse(path, f"{a}.rope.scaling.{key}", meta[f"{a}.rope.scaling.{key}"], "only a 'yarn' scaling reads it")
     if kind == "none":
         return None
-    if kind != "linear":
-        refuse(path, f"{a}.rope.scaling.type", kind, "attnsym implements GGUF rope scaling 'none' and 'linear'")
-    return {"rope_type": "linear", "factor": float(read_number(meta, f"{a}.rope.scaling.factor", path))}
+    factor = float(read_number(meta, f"{a}.rope.scaling.factor", path))
+    if kind == "linear":
+        return {"rope_type": "linear", "factor": factor}
+    ext = read_number(meta, f"{a}.rope.scaling.yarn_ext_factor", path, 1.0)
+    if ext != 1:
+        refuse(path, f"{a}.rope.scaling.yarn_ext_factor", ext, "transformers' YaRN mixes the ramp fully (1)")
+    out: dict[str, Any] = {"rope_type": "yarn", "factor": factor,
+                           "original_max_position_embeddings": read_size(meta, f"{a}.rope.scaling.original_context_length",
+                                                                         path)}
+    for key, name in YARN_KEYS.items():
+        if key != "original_context_length" and f"{a}.rope.scaling.{key}" in meta:
+            out[name] = float(read_number(meta, f"{a}.rope.scaling.{key}", path))
+    return out
 
 
 def llama_like(meta: dict[str, Any], a: str, path: Path, tensors: dict[str, tuple[int, ...]],

@@ -23,14 +23,21 @@ of ``attn_q`` and ``attn_k`` within every head: GGUF row ``2i + t`` holds origin
 permuted rows computes exactly the scores of half-split rotary on the original rows.
 :func:`unpermute_qk_rows` undoes it (``(Pq)_i = q_{2i}``, ``(Pq)_{i + r/2} = q_{2i+1}``), so the
 plan keeps the half-split pairing of the family and the arrays are the original ones, exactly
-(a permutation moves values, it rounds nothing). Qwen 2/3, Gemma 2 and GPT-NeoX are converted
-without it (llama.cpp runs them with half-split "NEOX" rotary).
+(a permutation moves values, it rounds nothing). SmolLM3 goes through the same LLaMA converter
+and is permuted too; Qwen 2/3, Gemma 2, GPT-NeoX, OLMo 2 and gpt-oss are converted without it
+(llama.cpp runs them with half-split "NEOX" rotary), and so is Llama 4, whose checkpoint already
+pairs interleaved.
+
+The 2026 families' translators (``olmo2``, ``smollm3``, ``llama4``, ``gpt-oss``) live in
+:mod:`attnsym.models.gguf_arch_2026` and are registered here, with the experts' tensors their
+files store apart and the family reads as one (:data:`ASSEMBLED`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -38,10 +45,12 @@ import numpy as np
 
 from .errors import ModelError, UnsupportedModelError
 from .families import read_plan
+from .gguf_arch_2026 import ARCHITECTURES_2026, ASSEMBLED_2026, GGUF_NAMES_2026, PERMUTED_QK_2026
 from .gguf_keys import (
     DECODER_NAMES,
     HARMLESS_KEYS,
     LM_HEAD,
+    ROPE_SCALING_KEYS,
     layer_norm_eps,
     llama_like,
     read_key,
@@ -66,6 +75,7 @@ GGUF_NAMES: dict[str, dict[str, str]] = {
                                      "post_mlp_norm": "blk.{i}.post_ffw_norm.weight"},
     "bert": DECODER_NAMES | {"attn_norm": "blk.{i}.attn_output_norm.weight",
                               "mlp_norm": "blk.{i}.layer_output_norm.weight"},
+    **GGUF_NAMES_2026,
 }
 _FUSED = ("gpt2", "gpt_neox", "bloom", "phi3")
 
@@ -83,11 +93,15 @@ class GGUFPlan:
     permuted : dict of str to int
         GGUF tensor name -> the number of heads whose rows :func:`unpermute_qk_rows` must restore
         (``attn_q`` / ``attn_k`` weights and biases of the LLaMA architecture; empty otherwise).
+    assembled : dict of str to callable
+        Tensor name of the layout that no file holds -> ``read(source, shape)`` returning it, assembled
+        from stored tensors read through ``source`` (:data:`ASSEMBLED`; empty for most families).
     """
 
     plan: ModelPlan
     architecture: str
     permuted: dict[str, int]
+    assembled: dict[str, Callable[..., np.ndarray]] = field(default_factory=dict)
 
 
 def unpermute_qk_rows(W: np.ndarray, heads: int) -> np.ndarray:
@@ -212,27 +226,27 @@ ARCHITECTURES: dict[str, tuple[Callable[..., dict[str, Any]], tuple[str, ...]]] 
     "llama": (_llama, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
                        "attention.head_count_kv", "attention.key_length", "attention.value_length",
                        "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.dimension_count",
-                       "rope.scaling.type", "rope.scaling.factor", "attention.sliding_window")),
+                       *ROPE_SCALING_KEYS, "attention.sliding_window")),
     "qwen2": (_qwen("qwen2"), ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
                                "attention.head_count_kv", "attention.key_length", "attention.value_length",
                                "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.dimension_count",
-                               "rope.scaling.type", "rope.scaling.factor")),
+                               *ROPE_SCALING_KEYS)),
     "qwen3": (_qwen("qwen3"), ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
                                "attention.head_count_kv", "attention.key_length", "attention.value_length",
                                "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.dimension_count",
-                               "rope.scaling.type", "rope.scaling.factor")),
+                               *ROPE_SCALING_KEYS)),
     "gemma2": (_gemma2, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
                          "attention.head_count_kv", "attention.key_length", "attention.value_length",
                          "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.dimension_count",
-                         "rope.scaling.type", "rope.scaling.factor", "attention.sliding_window",
+                         *ROPE_SCALING_KEYS, "attention.sliding_window",
                          "attn_logit_softcapping", "final_logit_softcapping")),
     "gemma3": (_gemma3, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
                          "attention.head_count_kv", "attention.key_length", "attention.value_length",
                          "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.dimension_count",
-                         "rope.scaling.type", "rope.scaling.factor", "attention.sliding_window")),
+                         *ROPE_SCALING_KEYS, "attention.sliding_window")),
     "phi3": (_phi3, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
                      "attention.head_count_kv", "attention.layer_norm_rms_epsilon", "rope.freq_base",
-                     "rope.dimension_count", "rope.scaling.type", "rope.scaling.factor", "attention.sliding_window")),
+                     "rope.dimension_count", *ROPE_SCALING_KEYS, "attention.sliding_window")),
     "gpt2": (_gpt2, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
                      "attention.layer_norm_epsilon")),
     "gptneox": (_gptneox, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
@@ -242,10 +256,15 @@ ARCHITECTURES: dict[str, tuple[Callable[..., dict[str, Any]], tuple[str, ...]]] 
                        "attention.layer_norm_epsilon")),
     "bert": (_bert, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
                      "attention.layer_norm_epsilon", "attention.causal")),
+    **ARCHITECTURES_2026,
 }
 
 #: GGUF architectures whose ``attn_q`` / ``attn_k`` rows the converter permuted (module docstring)
-PERMUTED_QK = ("llama",)
+PERMUTED_QK = ("llama", *PERMUTED_QK_2026)
+
+#: family -> tensor name of its layout that no file holds (``{i}`` the block) -> how it is assembled from stored
+#: tensors, ``(tensor source, shape, block) -> array`` (the experts of :mod:`attnsym.models.gguf_arch_2026`)
+ASSEMBLED: dict[str, dict[str, Callable[..., np.ndarray]]] = {**ASSEMBLED_2026}
 
 
 def _stored_qk_gains(spec: Any) -> Any:
@@ -261,8 +280,9 @@ def plan_from_metadata(meta: dict[str, Any], tensors: dict[str, tuple[int, ...]]
     ------
     UnsupportedModelError
         An architecture not in :data:`ARCHITECTURES`, a key of the architecture that attnsym does
-        not read, a RoPE scaling type other than none / linear, or a ``rope_freqs`` tensor (per-
-        frequency factors).
+        not read, a RoPE scaling type other than none / linear / YaRN, or a ``rope_freqs`` tensor
+        (per-frequency factors: the plan is made from the metadata and shapes before any tensor is
+        read, and attnsym's :class:`~attnsym.spec.RopeScaling` has no rule that takes them).
     ModelError
         A key the architecture needs is missing or of the wrong type (named).
 
@@ -319,4 +339,7 @@ def plan_from_metadata(meta: dict[str, Any], tensors: dict[str, tuple[int, ...]]
             for letter, heads in (("q", block.attention.heads), ("k", block.attention.kv_heads)):
                 for part in ("weight", "bias"):
                     permuted[f"blk.{i}.attn_{letter}.{part}"] = heads
-    return GGUFPlan(plan=plan, architecture=arch, permuted=permuted)
+    recipes = ASSEMBLED.get(plan.model_type, {})
+    assembled: dict[str, Callable[..., np.ndarray]] = {template.format(i=i): partial(read, i=i)
+                                                       for template, read in recipes.items() for i in range(plan.layers)}
+    return GGUFPlan(plan=plan, architecture=arch, permuted=permuted, assembled=assembled)
