@@ -147,9 +147,9 @@ def _tensors(family: str, hf):
 
 
 def write_family(path, family: str, *, meta: dict | None = None, drop: tuple[str, ...] = (),
-                 extra: dict | None = None):
-    """The GGUF file of ``family``'s checkpoint, F32; ``meta`` keys added or replaced, ``drop`` keys and tensors
-    left out, ``extra`` tensors added."""
+                 extra: dict | None = None, experts: str = "F32"):
+    """The GGUF file of ``family``'s checkpoint, F32 (the experts' 3-D stacks as ``experts``, quantized by
+    ``gguf.quants``); ``meta`` keys added or replaced, ``drop`` keys and tensors left out, ``extra`` tensors added."""
     _, hf = checkpoint(family)
     arch = _arch(family)
     writer = gguf.GGUFWriter(str(path), arch)
@@ -168,8 +168,13 @@ def write_family(path, family: str, *, meta: dict | None = None, drop: tuple[str
             writer.add_array(full, value)
         else:
             writer.add_string(full, value)
+    kind = gguf.GGMLQuantizationType[experts]
     for gname, W in [*_tensors(family, hf), *(extra or {}).items()]:
-        if gname not in drop:
+        if gname in drop:
+            continue
+        if W.ndim == 3 and kind != gguf.GGMLQuantizationType.F32:
+            writer.add_tensor(gname, gguf.quants.quantize(W, kind), raw_dtype=kind)
+        else:
             writer.add_tensor(gname, W)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
@@ -234,6 +239,20 @@ def test_permuted_rows_are_restored(tmp_path):
     ours, theirs = models.load(write_family(tmp_path / "s.gguf", "smollm3")), models.load(folder)
     for a, b in zip(ours.weights.layers, theirs.weights.layers, strict=True):
         assert a.digest() == b.digest()
+
+
+@pytest.mark.parametrize("storage", ["Q8_0", "MXFP4"])
+def test_quantized_experts_are_the_dequantized_stacks(storage, tmp_path):
+    """gpt-oss's experts quantized (MXFP4 as the released files store them, Q8_0): each expert stack attnsym
+    reads is exactly ``gguf.quants.dequantize`` of the stored tensors, transposed and interleaved back."""
+    path = write_family(tmp_path / "q.gguf", "gpt_oss", experts=storage)
+    m = models.load(path)
+    stored = {t.name: gguf.quants.dequantize(t.data, t.tensor_type) for t in gguf.GGUFReader(path).tensors}
+    for i, lw in enumerate(m.weights.layers):
+        np.testing.assert_array_equal(lw.W_experts_gate, stored[f"blk.{i}.ffn_gate_exps.weight"].swapaxes(-1, -2))
+        np.testing.assert_array_equal(lw.W_experts_up, stored[f"blk.{i}.ffn_up_exps.weight"].swapaxes(-1, -2))
+        np.testing.assert_array_equal(lw.W_experts_down, stored[f"blk.{i}.ffn_down_exps.weight"].swapaxes(-1, -2))
+    assert np.isfinite(m.forward(IDS).hidden_states).all()
 
 
 def test_yarn_gguf_equals_the_folder(tmp_path):
