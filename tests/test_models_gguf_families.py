@@ -272,6 +272,74 @@ def test_yarn_gguf_equals_the_folder(tmp_path):
     np.testing.assert_allclose(m.forward(LLAMA_IDS).attention, theirs.forward(LLAMA_IDS).attention, rtol=0, atol=1e-6)
 
 
+def _rope_freqs(base: float, dim: int, rule: dict) -> np.ndarray:
+    """llama.cpp's converter for a llama3 ``rope_scaling`` (its float32 arithmetic): one divisor per plane."""
+    import math
+
+    freqs = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
+    L, low, high, factor = (rule["original_max_position_embeddings"], rule["low_freq_factor"],
+                            rule["high_freq_factor"], rule["factor"])
+    out = []
+    for freq in freqs:
+        wavelen = 2 * math.pi / freq
+        if wavelen < L / high:
+            out.append(1)
+        elif wavelen > L / low:
+            out.append(factor)
+        else:
+            smooth = (L / wavelen - low) / (high - low)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return torch.tensor(out, dtype=torch.float32).numpy()
+
+
+#: a llama3 rule with two smoothed planes at 16 rotary dims, base 10 000 (λ = 199 and 628 between 1024/8 and 1024)
+_LLAMA3 = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 8.0,
+           "original_max_position_embeddings": 1024}
+
+
+def test_llama3_frequency_divisors_are_read_back_as_the_rule(tmp_path):
+    """``rope_freqs.weight`` (llama3 scaling baked into divisors by the converter) gives the folder's rule and plan,
+    and its outputs within 1e-5 of transformers eager on the folder."""
+    folder, hf = save_random(transformers.LlamaConfig(**{k: v for k, v in LLAMA_KW.items() if k != "rope_theta"},
+                                                      rope_parameters={**_LLAMA3, "rope_theta": 10000.0}),
+                             "LlamaForCausalLM", seed=4, noise=0.2, prefix="attnsym-gguf-llama3-")
+    divisors = _rope_freqs(10000.0, 16, _LLAMA3)
+    assert ((divisors != 1) & (divisors != 8)).sum() == 2
+    path = write_gguf(tmp_path / "llama3.gguf", hf, "llama",
+                      extra_tensors={"rope_freqs.weight": (divisors, gguf.GGMLQuantizationType.F32)})
+    m = models.load(path)
+    assert m.spec(0).rope_scaling == models.load(folder).spec(0).rope_scaling
+    assert _schedule(m) == _schedule(models.load(folder))
+    ref = type(hf).from_pretrained(folder, attn_implementation="eager").eval()
+    with torch.no_grad():
+        out = ref(input_ids=torch.as_tensor(LLAMA_IDS), output_attentions=True, output_hidden_states=True)
+    attention, hidden = _gaps(m.forward(LLAMA_IDS), (torch.stack(out.attentions).numpy(),
+                                                     torch.stack(out.hidden_states).numpy()))
+    print(f"llama3 rope_freqs F32 float32: attention {attention:.2g}, hidden states {hidden:.2g}")
+    assert attention <= TOL and hidden <= TOL
+
+
+@pytest.mark.parametrize(("family", "divisors", "meta", "match"), [
+    ("gpt_oss", [1.0, 2.0, 4.0, 8.0], {}, "reads for llama, smollm3, llama4"),
+    ("smollm3", [1.0, 2.0, 4.0, 8.0], {"rope.scaling.type": "linear", "rope.scaling.factor": 2.0},
+     "scales the frequencies already"),
+    ("smollm3", [1.0, 1.0, 2.0, 8.0], {}, "fewer than two smoothed planes"),
+    ("smollm3", [1.0, 0.5, 2.0, 8.0], {}, "at least 1"),
+    ("llama4_text", [1.0, 1.5, 3.0, 8.0], {}, "not those of a llama3"),
+])
+def test_rope_freqs_that_are_no_llama3_rule_are_refused(family, divisors, meta, match, tmp_path):
+    path = write_family(tmp_path / "m.gguf", family, meta=meta,
+                        extra={"rope_freqs.weight": np.array(divisors, np.float32)})
+    with pytest.raises(UnsupportedModelError, match=match):
+        models.load(path)
+
+
+def test_rope_freqs_of_the_wrong_length_is_an_error(tmp_path):
+    path = write_family(tmp_path / "m.gguf", "smollm3", extra={"rope_freqs.weight": np.ones(3, np.float32)})
+    with pytest.raises(ModelError, match="one divisor per rotation plane"):
+        models.load(path)
+
+
 # ------------------------------------------------------------------------------------------ hostile metadata
 @pytest.mark.parametrize(("family", "key"), [("llama4_text", "interleave_moe_layer_step"),
                                              ("llama4_text", "expert_feed_forward_length"),

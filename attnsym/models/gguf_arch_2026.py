@@ -57,7 +57,7 @@ import numpy as np
 from .errors import ModelError, UnsupportedModelError
 from .gguf_keys import DECODER_NAMES, ROPE_SCALING_KEYS, llama_like, read_key, read_size, refuse
 
-__all__ = ["ARCHITECTURES_2026", "ASSEMBLED_2026", "GGUF_NAMES_2026", "PERMUTED_QK_2026"]
+__all__ = ["ARCHITECTURES_2026", "ASSEMBLED_2026", "GGUF_NAMES_2026", "PERMUTED_QK_2026", "ROPE_FREQS_2026"]
 
 #: ``read(source, shape, i)``: the array of ``shape`` the family reads for block ``i``, assembled from stored tensors
 Assembly = Callable[..., np.ndarray]
@@ -147,6 +147,9 @@ ARCHITECTURES_2026: dict[str, tuple[Callable[..., dict[str, Any]], tuple[str, ..
 
 #: GGUF architectures whose ``attn_q`` / ``attn_k`` rows llama.cpp's converter permuted (LLaMA's converter)
 PERMUTED_QK_2026 = ("smollm3",)
+
+#: GGUF architectures whose ``rope_freqs.weight`` (a llama3 ``rope_scaling``, LLaMA's converter) is read
+ROPE_FREQS_2026 = ("smollm3", "llama4")
 
 
 # ---------------------------------------------------------------------------------------------- the experts

@@ -38,6 +38,7 @@ from gguf.quants import dequantize
 from tokenizers import Tokenizer
 
 from .errors import CorruptWeightsError, ModelError, ModelFileMissing, UnsupportedModelError
+from .gguf_keys import ROPE_FREQS
 from .gguf_plan import LM_HEAD, GGUFPlan, plan_from_metadata, unpermute_qk_rows
 from .gguf_tokenizer import gguf_tokenizer
 from .plan import ModelPlan
@@ -270,14 +271,17 @@ def read_gguf(path: str | Path, dtype: Any = np.float32) -> GGUFModel:
     path = Path(path)
     meta, tensors, _ = read_gguf_metadata(path)
     shapes = {name: t.shape for name, t in tensors.items()}
-    g: GGUFPlan = plan_from_metadata(meta, shapes, path)
+    freqs = None  # llama3's per-plane divisors: a few floats the plan needs, read (and checked) first
+    if ROPE_FREQS in tensors:
+        freqs = GGUFTensors(path, tensors, np.dtype(np.float64))(ROPE_FREQS, tensors[ROPE_FREQS].shape)
+    g: GGUFPlan = plan_from_metadata(meta, shapes, path, rope_freqs=freqs)
     _check_types(path, tensors)
     tokenizer = gguf_tokenizer(meta, path, g.plan.vocab_size)
     chat_template = meta.get("tokenizer.chat_template")
     meta = {key: value for key, value in meta.items() if key not in _VOCABULARY}  # freed before the weights
     source = GGUFTensors(path, tensors, np.dtype(dtype), g.permuted, g.assembled)
     weights = read_weights(path, g.plan, dtype, tensors=source)
-    unread = sorted(set(tensors) - source.read - {LM_HEAD})
+    unread = sorted(set(tensors) - source.read - {LM_HEAD, ROPE_FREQS})  # rope_freqs: read into the plan
     if unread:
         raise UnsupportedModelError(f"{path}: the GGUF file holds tensors the {g.plan.model_type} plan does not use "
                                     f"({', '.join(unread[:5])}{' …' if len(unread) > 5 else ''}); attnsym will not "

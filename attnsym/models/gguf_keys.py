@@ -9,14 +9,20 @@ key attnsym refuses are reported the same way for every architecture: one
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from .._positions import RopeScaling, base_frequencies
+from ..errors import SpecError
 from .errors import ModelError, UnsupportedModelError
 from .keys import MAX_SIZE
 
-__all__ = ["DECODER_NAMES", "HARMLESS_KEYS", "LM_HEAD", "MISSING", "ROPE_SCALING_KEYS", "YARN_KEYS", "layer_norm_eps",
-           "llama_like", "read_key", "read_number", "read_size", "refuse", "rope_scaling"]
+__all__ = ["DECODER_NAMES", "HARMLESS_KEYS", "LM_HEAD", "MISSING", "ROPE_FREQS", "ROPE_SCALING_KEYS", "YARN_KEYS",
+           "layer_norm_eps", "llama3_scaling", "llama_like", "read_key", "read_number", "read_size", "refuse",
+           "rope_scaling"]
 
 
 #: GGUF tensor names of the LLaMA-style roles (``{i}`` the block)
@@ -107,7 +113,7 @@ def rope_scaling(meta: dict[str, Any], a: str, path: Path) -> dict[str, Any] | N
     ``0.1 ln factor + 1``); ``original_context_length`` is required. A YaRN key on a file of another
     type, a ``yarn_ext_factor`` other than 1 (llama.cpp's extrapolation mix, which transformers does
     not have), ``yarn_log_multiplier`` and any other type (LongRoPE's lives in tensors, llama3's in
-    ``rope_freqs``) are refused by name.
+    ``rope_freqs``: :func:`llama3_scaling`) are refused by name.
 
     >>> meta = {"qwen2.rope.scaling.type": "yarn", "qwen2.rope.scaling.factor": 4.0,
     ...         "qwen2.rope.scaling.original_context_length": 32768}
@@ -141,6 +147,65 @@ def rope_scaling(meta: dict[str, Any], a: str, path: Path) -> dict[str, Any] | N
         if key != "original_context_length" and f"{a}.rope.scaling.{key}" in meta:
             out[name] = float(read_number(meta, f"{a}.rope.scaling.{key}", path))
     return out
+
+
+#: the tensor of per-frequency RoPE divisors llama.cpp's converter writes for a llama3 ``rope_scaling``
+ROPE_FREQS = "rope_freqs.weight"
+
+
+def llama3_scaling(factors: Any, base: float, rotary: int, path: Path) -> dict[str, Any] | None:
+    """The llama3 ``rope_scaling`` dict whose rule gives the divisors ``factors`` of a ``rope_freqs`` tensor.
+
+    llama.cpp's converter turns a llama3 ``rope_scaling`` into one divisor per rotation plane
+    (``θ'_i = θ_i / f_i``): ``1`` where ``λ_i = 2π/θ_i < L / high``, ``factor`` where
+    ``λ_i > L / low``, ``1 / ((1 − s_i) / factor + s_i)`` between, ``s_i = (L/λ_i − low) / (high − low)``.
+    The rule is recovered from them: ``factor`` is the largest divisor, and ``s_i`` is linear in
+    ``1/λ_i`` over the smoothed planes, which gives ``L / (high − low)`` and ``low / (high − low)``.
+    Only those two ratios act (every ``(k L, k low, k high)`` gives the same frequencies), so
+    ``low_freq_factor`` is read as 1, the value of every released llama3 checkpoint. ``L`` is rounded
+    to an integer and ``high`` to six significant digits, and the recovered rule must give back
+    every divisor within 1e-5 (float32 storage), or the tensor is refused: attnsym's RoPE has no
+    rule of arbitrary per-plane divisors but LongRoPE's, which would misname the rule. All divisors
+    1 is no scaling (None).
+
+    >>> theta = [10000.0 ** (-i / 8) for i in range(8)]               # 16 rotary dims, base 10 000
+    >>> rule = {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 8.0,
+    ...         "original_max_position_embeddings": 256}
+    >>> from attnsym.spec import RopeScaling
+    >>> divisors = [t / RopeScaling.from_mapping(rule).inverse_frequencies(10000.0, 16, 1)[i]
+    ...             for i, t in enumerate(theta)]
+    >>> llama3_scaling(divisors, 10000.0, 16, Path("m.gguf")) == rule
+    True
+    """
+    f = np.asarray(factors, dtype=np.float64).reshape(-1)
+    if len(f) != rotary // 2:
+        raise ModelError(f"{path}: tensor {ROPE_FREQS!r} must hold one divisor per rotation plane ({rotary // 2}) "
+                         f"(got {len(f)})")
+    if not (np.isfinite(f).all() and (f >= 1).all()):
+        refuse(path, ROPE_FREQS, f.tolist()[:4], "llama3 divisors are finite and at least 1")
+    if (f == 1).all():
+        return None
+    theta = np.asarray(base_frequencies(base, rotary))
+    factor = float(f.max())
+    medium = (f != 1) & (f != factor)
+    why = "its divisors are not those of a llama3 rope_scaling with low_freq_factor 1"
+    if medium.sum() < 2:
+        refuse(path, ROPE_FREQS, f.tolist()[:4], "fewer than two smoothed planes: the llama3 rule cannot be recovered")
+    s = (1 / f[medium] - 1 / factor) / (1 - 1 / factor)
+    slope, intercept = np.polyfit(theta[medium] / (2 * math.pi), s, 1)  # s = L/(h−1) · 1/λ − 1/(h−1)
+    if not intercept < 0:
+        refuse(path, ROPE_FREQS, f.tolist()[:4], why)
+    high = float(f"{1 - 1 / intercept:.6g}")
+    rule = {"rope_type": "llama3", "factor": factor, "low_freq_factor": 1.0, "high_freq_factor": high,
+            "original_max_position_embeddings": round(float(-slope / intercept))}
+    try:
+        scaling = RopeScaling.from_mapping(rule)
+        again = None if scaling is None else scaling.inverse_frequencies(base, rotary, 1)
+    except SpecError:
+        again = None
+    if again is None or not np.allclose(theta / np.asarray(again), f, rtol=1e-5, atol=0):
+        refuse(path, ROPE_FREQS, f.tolist()[:4], why)
+    return rule
 
 
 def llama_like(meta: dict[str, Any], a: str, path: Path, tensors: dict[str, tuple[int, ...]],

@@ -45,13 +45,15 @@ import numpy as np
 
 from .errors import ModelError, UnsupportedModelError
 from .families import read_plan
-from .gguf_arch_2026 import ARCHITECTURES_2026, ASSEMBLED_2026, GGUF_NAMES_2026, PERMUTED_QK_2026
+from .gguf_arch_2026 import ARCHITECTURES_2026, ASSEMBLED_2026, GGUF_NAMES_2026, PERMUTED_QK_2026, ROPE_FREQS_2026
 from .gguf_keys import (
     DECODER_NAMES,
     HARMLESS_KEYS,
     LM_HEAD,
+    ROPE_FREQS,
     ROPE_SCALING_KEYS,
     layer_norm_eps,
+    llama3_scaling,
     llama_like,
     read_key,
     read_number,
@@ -262,6 +264,9 @@ ARCHITECTURES: dict[str, tuple[Callable[..., dict[str, Any]], tuple[str, ...]]] 
 #: GGUF architectures whose ``attn_q`` / ``attn_k`` rows the converter permuted (module docstring)
 PERMUTED_QK = ("llama", *PERMUTED_QK_2026)
 
+#: GGUF architectures whose ``rope_freqs.weight`` (llama3 scaling, written by llama.cpp's LLaMA converter) is read
+ROPE_FREQS_ARCHITECTURES = ("llama", *ROPE_FREQS_2026)
+
 #: family -> tensor name of its layout that no file holds (``{i}`` the block) -> how it is assembled from stored
 #: tensors, ``(tensor source, shape, block) -> array`` (the experts of :mod:`attnsym.models.gguf_arch_2026`)
 ASSEMBLED: dict[str, dict[str, Callable[..., np.ndarray]]] = {**ASSEMBLED_2026}
@@ -273,16 +278,21 @@ def _stored_qk_gains(spec: Any) -> Any:
     return spec.replace(qk_norm_offset=0.0) if spec.qk_norm and spec.qk_norm_offset else spec
 
 
-def plan_from_metadata(meta: dict[str, Any], tensors: dict[str, tuple[int, ...]], path: Path) -> GGUFPlan:
+def plan_from_metadata(meta: dict[str, Any], tensors: dict[str, tuple[int, ...]], path: Path,
+                       rope_freqs: Any = None) -> GGUFPlan:
     """The plan of a GGUF file from its metadata (``meta``: key -> value) and tensor shapes (NumPy order).
+
+    ``rope_freqs``: the values of the file's ``rope_freqs.weight`` tensor when it holds one (a few
+    floats, read before the plan), turned back into the llama3 ``rope_scaling`` that produced them
+    (:func:`~attnsym.models.gguf_keys.llama3_scaling`) for the architectures of
+    :data:`ROPE_FREQS_ARCHITECTURES`.
 
     Raises
     ------
     UnsupportedModelError
         An architecture not in :data:`ARCHITECTURES`, a key of the architecture that attnsym does
         not read, a RoPE scaling type other than none / linear / YaRN, or a ``rope_freqs`` tensor
-        (per-frequency factors: the plan is made from the metadata and shapes before any tensor is
-        read, and attnsym's :class:`~attnsym.spec.RopeScaling` has no rule that takes them).
+        that is not a llama3 rule's divisors or belongs to another architecture.
     ModelError
         A key the architecture needs is missing or of the wrong type (named).
 
@@ -311,10 +321,17 @@ def plan_from_metadata(meta: dict[str, Any], tensors: dict[str, tuple[int, ...]]
     for key in sorted(meta):
         if key.startswith(arch + ".") and key[len(arch) + 1:] not in known:
             refuse(path, key, meta[key], "attnsym does not read it, and it may change the model")
-    if "rope_freqs.weight" in tensors:
-        raise UnsupportedModelError(f"{path}: the GGUF file holds a 'rope_freqs.weight' tensor (per-frequency RoPE "
-                                    "factors, e.g. llama3 scaling), which attnsym does not implement for GGUF files")
+    if ROPE_FREQS in tensors and (arch not in ROPE_FREQS_ARCHITECTURES or rope_freqs is None):
+        raise UnsupportedModelError(f"{path}: the GGUF file holds a {ROPE_FREQS!r} tensor (per-frequency RoPE "
+                                    f"divisors), which attnsym reads for {', '.join(ROPE_FREQS_ARCHITECTURES)} files "
+                                    "as llama3 scaling")
     raw = build(meta, path, tensors)
+    if ROPE_FREQS in tensors:
+        if raw.get("rope_scaling") is not None:
+            refuse(path, f"{arch}.rope.scaling.type", raw["rope_scaling"]["rope_type"], f"the {ROPE_FREQS!r} tensor "
+                   "scales the frequencies already")
+        rotary = raw.get("head_dim") or raw["hidden_size"] // raw["num_attention_heads"]
+        raw["rope_scaling"] = llama3_scaling(rope_freqs, raw["rope_theta"], rotary, path)
     embed = tensors.get("token_embd.weight")
     vocab = read_size(meta, f"{arch}.vocab_size", path, None)
     if vocab is None:
