@@ -5,7 +5,9 @@ its tensors transformed as llama.cpp's converter does (SmolLM3's q/k rows permut
 Llama 4's ``gate_up_proj`` split into ``ffn_gate_exps`` / ``ffn_up_exps`` and every expert matrix
 stored as its ``nn.Linear``; gpt-oss's interleaved gate|up columns split the same way, its sinks
 as ``attn_sinks.weight``), its metadata as the converter writes it. transformers has no GGUF loader
-for three of the four, so the reference is transformers eager on the ORIGINAL folder: attention
+for three of the four, and its ``gpt_oss`` one fails on these files (transformers 5.25 reads each
+``rope.scaling.*`` field's first part, the key's length, as its value: ``TypeError`` in
+``load_gguf_checkpoint``), so the reference is transformers eager on the ORIGINAL folder: attention
 and hidden states (each layer's relative to its largest entry, at least 1) within 1e-5 in float32
 from F32 storage, and the layer schedule (``m.layers()``) equal to the folder's.
 

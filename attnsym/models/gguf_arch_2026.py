@@ -33,7 +33,12 @@ the one llama.cpp runs, written here as the config keys that give it):
   (llama.cpp's pattern 2, the checkpoint's default), the experts' gate and up projections stored
   apart (``ffn_gate_exps``, ``ffn_up_exps``: llama.cpp's converter split gpt-oss's interleaved
   ``gate_up_proj``), the clamped GLU's constants (α 1.702, limit 7) llama.cpp's own. Its YaRN runs
-  ``truncate = false`` as the checkpoint's ``rope_parameters`` say (a GGUF has no key for it).
+  ``truncate = false`` as the checkpoint's ``rope_parameters`` say and transformers runs it (a GGUF
+  has no key for it; ggml's own YaRN floors and ceils the ramp's planes).
+
+``smollm3`` and ``llama4`` files may hold a ``rope_freqs.weight`` tensor (a llama3 scaling baked
+into per-plane divisors by the LLaMA converter, :data:`ROPE_FREQS_2026`), read back as the rule
+(:func:`attnsym.models.gguf_keys.llama3_scaling`).
 
 The experts of ``llama4`` and ``gpt-oss`` are stored as one ``(E, f, d)`` tensor per projection,
 where the family reads one ``(E, d, 2f)`` gate|up tensor and an ``(E, f, d)`` down one: the plan's
@@ -44,6 +49,17 @@ and counted as read. A file that stores the fused ``ffn_gate_up_exps`` (the conv
 
 A key the family needs and the file lacks is a :class:`~attnsym.models.ModelError` naming it; a key
 of the architecture outside its understood keys is refused by :func:`~attnsym.models.gguf_plan.plan_from_metadata`.
+
+Examples
+--------
+>>> from attnsym.models.gguf_plan import plan_from_metadata
+>>> meta = {"general.architecture": "smollm3", "smollm3.block_count": 4, "smollm3.embedding_length": 64,
+...         "smollm3.feed_forward_length": 128, "smollm3.attention.head_count": 4,
+...         "smollm3.attention.head_count_kv": 2, "smollm3.context_length": 256,
+...         "smollm3.attention.layer_norm_rms_epsilon": 1e-6}
+>>> g = plan_from_metadata(meta, {"token_embd.weight": (300, 64)}, Path("m.gguf"))
+>>> [b.attention.positions for b in g.plan.blocks], g.permuted["blk.0.attn_q.weight"]
+(['rope', 'rope', 'rope', None], 4)
 """
 
 from __future__ import annotations
