@@ -368,6 +368,7 @@ def test_an_unknown_key_is_refused(family, key, value, tmp_path):
     ("olmo2", {"attention.sliding_window_pattern": [False]}, ModelError, "one true/false per layer"),
     ("olmo2", {"attention.sliding_window_pattern": [1, 0]}, ModelError, "one true/false per layer"),
     ("olmo2", {"attention.sliding_window_pattern": [True, False]}, UnsupportedModelError, "no sliding-window layers"),
+    ("olmo2", {"attention.sliding_window": 4}, UnsupportedModelError, "no pattern says none slides"),
     ("llama4_text", {"interleave_moe_layer_step": "2"}, ModelError, "interleave_moe_layer_step' must be a int"),
     ("llama4_text", {"attention.sliding_window": 1024}, UnsupportedModelError, "chunks of 8192"),
     ("gpt_oss", {"attention.sliding_window": 0}, ModelError, "sliding_window' must be a positive integer"),
@@ -385,6 +386,14 @@ def test_an_all_false_olmo3_pattern_is_read(tmp_path):
     path = write_family(tmp_path / "m.gguf", "olmo2", meta={"attention.sliding_window_pattern": [False, False],
                                                              "attention.sliding_window": 4})
     assert models.load(path).spec(0).window is None
+
+
+def test_a_llama4_file_without_chunks(tmp_path):
+    """``attention.sliding_window = 0`` (MobileLLM): llama.cpp rotates every layer, no chunks, no temperature."""
+    m = models.load(write_family(tmp_path / "m.gguf", "llama4_text", meta={"attention.sliding_window": 0}))
+    specs = [m.spec(i) for i in range(4)]
+    assert [s.positions for s in specs] == ["rope"] * 4
+    assert all(s.chunk is None and s.query_temperature is None and s.qk_norm for s in specs)
 
 
 def test_yarn_keys_on_a_linear_file_are_refused(tmp_path):

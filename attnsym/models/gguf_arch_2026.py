@@ -14,7 +14,8 @@ the one llama.cpp runs, written here as the config keys that give it):
   ``post_ffw_norm``), QK-norm gains over the whole projection (``attn_q_norm`` of width
   heads·head_dim). OLMo 3 files share the architecture name and carry
   ``attention.sliding_window_pattern`` (one flag per layer): a pattern with a sliding layer is
-  refused (attnsym's ``olmo2`` has none), an all-false one is read.
+  refused (attnsym's ``olmo2`` has none), an all-false one is read; ``attention.sliding_window``
+  without a pattern is refused.
 * ``smollm3`` — SmolLM3, converted by llama.cpp's LLaMA converter, so ``attn_q`` / ``attn_k`` rows
   are permuted as LLaMA's (:data:`PERMUTED_QK_2026`; undone exactly, see
   :mod:`attnsym.models.gguf_plan`). No key states the NoPE layers: llama.cpp's loader fixes
@@ -100,6 +101,9 @@ def _olmo2(meta: dict[str, Any], path: Path, tensors: dict[str, tuple[int, ...]]
                              f"(got {str(pattern)[:60]})")
         if any(pattern):
             refuse(path, key, pattern, "attnsym's olmo2 has no sliding-window layers (an OLMo 3 file)")
+    elif "olmo2.attention.sliding_window" in meta:  # llama.cpp would slide OLMo 3's default layers
+        refuse(path, "olmo2.attention.sliding_window", meta["olmo2.attention.sliding_window"],
+               "attnsym's olmo2 has no sliding-window layers, and no pattern says none slides")
     return raw
 
 
