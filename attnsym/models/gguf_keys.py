@@ -110,7 +110,9 @@ def rope_scaling(meta: dict[str, Any], a: str, path: Path) -> dict[str, Any] | N
 
     YaRN's keys map back as llama.cpp's converter wrote them (:data:`YARN_KEYS`) and are read as
     transformers reads a config's ``yarn`` dict (missing betas: 32 and 1; no attention factor:
-    ``0.1 ln factor + 1``); ``original_context_length`` is required. A YaRN key on a file of another
+    ``0.1 ln factor + 1``); ``original_context_length`` is required. ``yarn_attn_factor`` is the
+    checkpoint's ``attention_factor``, used alone as transformers does (ggml's own YaRN multiplies
+    it by ``0.1 ln factor + 1`` again, so the two runtimes differ for a file that has it). A YaRN key on a file of another
     type, a ``yarn_ext_factor`` other than 1 (llama.cpp's extrapolation mix, which transformers does
     not have), ``yarn_log_multiplier`` and any other type (LongRoPE's lives in tensors, llama3's in
     ``rope_freqs``: :func:`llama3_scaling`) are refused by name.
