@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 
 import numpy as np
 import pytest
@@ -279,8 +280,6 @@ def test_yarn_gguf_equals_the_folder(tmp_path):
 
 def _rope_freqs(base: float, dim: int, rule: dict) -> np.ndarray:
     """llama.cpp's converter for a llama3 ``rope_scaling`` (its float32 arithmetic): one divisor per plane."""
-    import math
-
     freqs = 1.0 / (base ** (torch.arange(0, dim, 2, dtype=torch.float32) / dim))
     L, low, high, factor = (rule["original_max_position_embeddings"], rule["low_freq_factor"],
                             rule["high_freq_factor"], rule["factor"])

@@ -15,8 +15,9 @@ from typing import Any
 
 import numpy as np
 
-from .._positions import RopeScaling, base_frequencies
+from .._positions import base_frequencies
 from ..errors import SpecError
+from ..spec import RopeScaling
 from .errors import ModelError, UnsupportedModelError
 from .keys import MAX_SIZE
 
