@@ -166,8 +166,8 @@ def llama3_scaling(factors: Any, base: float, rotary: int, path: Path) -> dict[s
     ``1/λ_i`` over the smoothed planes, which gives ``L / (high − low)`` and ``low / (high − low)``.
     Only those two ratios act (every ``(k L, k low, k high)`` gives the same frequencies), so
     ``low_freq_factor`` is read as 1, the value of every released llama3 checkpoint. ``L`` is rounded
-    to an integer and ``high`` to six significant digits, and the recovered rule must give back
-    every divisor within 1e-5 (float32 storage), or the tensor is refused: attnsym's RoPE has no
+    to an integer, ``factor`` and ``high`` to six significant digits (the divisors are float32),
+    and the recovered rule must give back every divisor within 1e-5, or the tensor is refused: attnsym's RoPE has no
     rule of arbitrary per-plane divisors but LongRoPE's, which would misname the rule. All divisors
     1 is no scaling (None).
 
@@ -189,11 +189,12 @@ def llama3_scaling(factors: Any, base: float, rotary: int, path: Path) -> dict[s
     if (f == 1).all():
         return None
     theta = np.asarray(base_frequencies(base, rotary))
-    factor = float(f.max())
-    medium = (f != 1) & (f != factor)
+    largest = f.max()
+    medium = (f != 1) & (f != largest)
     why = "its divisors are not those of a llama3 rope_scaling with low_freq_factor 1"
     if medium.sum() < 2:
         refuse(path, ROPE_FREQS, f.tolist()[:4], "fewer than two smoothed planes: the llama3 rule cannot be recovered")
+    factor = float(f"{largest:.6g}")  # a float32 divisor: the config's value, to six digits (checked below)
     s = (1 / f[medium] - 1 / factor) / (1 - 1 / factor)
     slope, intercept = np.polyfit(theta[medium] / (2 * math.pi), s, 1)  # s = L/(h−1) · 1/λ − 1/(h−1)
     if not intercept < 0:
