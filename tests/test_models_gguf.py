@@ -325,11 +325,11 @@ def test_every_family_reads_the_same_from_gguf_as_from_its_folder(case, tmp_path
     assert gap <= (1e-6 if family == "gemma2" else 1e-10)
 
 
-def test_llama3_frequency_factors_are_refused(tmp_path):
+def test_frequency_factors_of_no_llama3_rule_are_refused(tmp_path):
     from models_support import decoder_family
 
     _, hf = decoder_family("llama-llama3")
-    factors = np.ones(KW["hidden_size"] // KW["num_attention_heads"] // 2, np.float32)
+    factors = np.array([1.0, 3.0, 2.0, 5.0], np.float32)  # not monotone: no llama3 rule gives them
     path = write_gguf(tmp_path / "llama3.gguf", hf, "llama", extra_tensors={"rope_freqs.weight": (factors, Q.F32)})
     with pytest.raises(UnsupportedModelError, match="rope_freqs"):
         models.load(path)
@@ -547,7 +547,8 @@ def test_unsupported_quantization_type_names_tensor_and_type(tmp_path):
     ({"attention.head_count": "four"}, (), ModelError, "'llama.attention.head_count' must be a int"),
     ({"attention.head_count": 2**40}, (), ModelError, "positive integer at most"),
     ({}, ("block_count",), ModelError, "no 'llama.block_count'"),
-    ({"rope.scaling.type": "yarn"}, (), UnsupportedModelError, "rope.scaling.type='yarn'"),
+    ({"rope.scaling.type": "longrope"}, (), UnsupportedModelError, "rope.scaling.type='longrope'"),
+    ({"rope.scaling.type": "yarn"}, (), ModelError, "no 'llama.rope.scaling.factor'"),
     ({"expert_count": 8}, (), UnsupportedModelError, "llama.expert_count=8"),
     ({"general.architecture": "mamba"}, (), UnsupportedModelError, "architecture 'mamba'"),
 ])

@@ -49,6 +49,7 @@ from tokenizers import Tokenizer
 
 from .errors import CorruptWeightsError, ModelError, ModelFileMissing, UnsupportedModelError
 from .gguf_arch_mla import merge_kv_b
+from .gguf_keys import ROPE_FREQS
 from .gguf_plan import LM_HEAD, GGUFPlan, plan_from_metadata, unpermute_qk_rows
 from .gguf_tokenizer import gguf_tokenizer
 from .plan import ModelPlan
@@ -181,14 +182,17 @@ class GGUFTensors:
     its stored shape against ``shape``; ``name in t`` says whether the file holds it. The q/k rows
     of ``permuted`` tensors are restored to the checkpoint's order
     (:func:`~attnsym.models.gguf_plan.unpermute_qk_rows`); an expert's row of a stacked tensor and a
-    split ``kv_b_proj`` are read back as the checkpoint stores them (module docstring). Every
+    split ``kv_b_proj`` are read back as the checkpoint stores them (module docstring). A name of
+    ``assembled`` (a tensor the plan's layout names and no file holds, e.g. experts' gate|up) is
+    ``assembled[name](self, shape)``, built from stored tensors read through this source. Every
     stored tensor read whole is recorded in :attr:`read`.
     """
 
     def __init__(self, path: Path, tensors: dict[str, _TensorInfo], dtype: np.dtype,
-                 permuted: dict[str, int] | None = None) -> None:
+                 permuted: dict[str, int] | None = None, assembled: dict[str, Any] | None = None) -> None:
         self.path, self.tensors, self.dtype = path, tensors, np.dtype(dtype)
         self.permuted = permuted or {}
+        self.assembled = assembled or {}
         self.read: set[str] = set()
         self._rows: dict[str, set[int]] = {}  # stack -> the expert rows read from it
 
@@ -212,9 +216,11 @@ class GGUFTensors:
         return (k_b, v_b) if k_b in self.tensors and v_b in self.tensors else None
 
     def __contains__(self, name: str) -> bool:
-        return self._stored(name)[0] is not None or self._halves(name) is not None
+        return name in self.assembled or self._stored(name)[0] is not None or self._halves(name) is not None
 
     def __call__(self, name: str, shape: tuple[int, ...], *, transpose: bool = False) -> np.ndarray:
+        if name in self.assembled:
+            return np.ascontiguousarray(self.assembled[name](self, tuple(shape)), dtype=self.dtype)
         expected = tuple(shape[::-1] if transpose else shape)
         info, row = self._stored(name)
         halves = self._halves(name) if info is None else None
@@ -333,14 +339,17 @@ def read_gguf(path: str | Path, dtype: Any = np.float32) -> GGUFModel:
     path = Path(path)
     meta, tensors, _ = read_gguf_metadata(path)
     shapes = {name: t.shape for name, t in tensors.items()}
-    g: GGUFPlan = plan_from_metadata(meta, shapes, path)
+    freqs = None  # llama3's per-plane divisors: a few floats the plan needs, read (and checked) first
+    if ROPE_FREQS in tensors:
+        freqs = GGUFTensors(path, tensors, np.dtype(np.float64))(ROPE_FREQS, tensors[ROPE_FREQS].shape)
+    g: GGUFPlan = plan_from_metadata(meta, shapes, path, rope_freqs=freqs)
     _check_types(path, tensors)
     tokenizer = gguf_tokenizer(meta, path, g.plan.vocab_size)
     chat_template = meta.get("tokenizer.chat_template")
     meta = {key: value for key, value in meta.items() if key not in _VOCABULARY}  # freed before the weights
-    source = GGUFTensors(path, tensors, np.dtype(dtype), g.permuted)
+    source = GGUFTensors(path, tensors, np.dtype(dtype), g.permuted, g.assembled)
     weights = read_weights(path, g.plan, dtype, tensors=source)
-    unread = sorted(set(tensors) - source.read - {LM_HEAD})
+    unread = sorted(set(tensors) - source.read - {LM_HEAD, ROPE_FREQS})  # rope_freqs: read into the plan
     if unread:
         raise UnsupportedModelError(f"{path}: the GGUF file holds tensors the {g.plan.model_type} plan does not use "
                                     f"({', '.join(unread[:5])}{' …' if len(unread) > 5 else ''}); attnsym will not "

@@ -23,14 +23,21 @@ of ``attn_q`` and ``attn_k`` within every head: GGUF row ``2i + t`` holds origin
 permuted rows computes exactly the scores of half-split rotary on the original rows.
 :func:`unpermute_qk_rows` undoes it (``(Pq)_i = q_{2i}``, ``(Pq)_{i + r/2} = q_{2i+1}``), so the
 plan keeps the half-split pairing of the family and the arrays are the original ones, exactly
-(a permutation moves values, it rounds nothing). Qwen 2/3, Gemma 2 and GPT-NeoX are converted
-without it (llama.cpp runs them with half-split "NEOX" rotary).
+(a permutation moves values, it rounds nothing). SmolLM3 goes through the same LLaMA converter
+and is permuted too; Qwen 2/3, Gemma 2, GPT-NeoX, OLMo 2 and gpt-oss are converted without it
+(llama.cpp runs them with half-split "NEOX" rotary), and so is Llama 4, whose checkpoint already
+pairs interleaved.
+
+The 2026 families' translators (``olmo2``, ``smollm3``, ``llama4``, ``gpt-oss``) live in
+:mod:`attnsym.models.gguf_arch_2026` and are registered here, with the experts' tensors their
+files store apart and the family reads as one (:data:`ASSEMBLED`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +45,16 @@ import numpy as np
 
 from .errors import ModelError, UnsupportedModelError
 from .families import read_plan
+from .gguf_arch_2026 import ARCHITECTURES_2026, ASSEMBLED_2026, GGUF_NAMES_2026, PERMUTED_QK_2026, ROPE_FREQS_2026
 from .gguf_arch_mla import ARCHITECTURES_MLA, GGUF_NAMES_MLA
 from .gguf_keys import (
     DECODER_NAMES,
     HARMLESS_KEYS,
     LM_HEAD,
+    ROPE_FREQS,
+    ROPE_SCALING_KEYS,
     layer_norm_eps,
+    llama3_scaling,
     llama_like,
     read_key,
     read_number,
@@ -68,6 +79,7 @@ GGUF_NAMES: dict[str, dict[str, str]] = {
     "bert": DECODER_NAMES | {"attn_norm": "blk.{i}.attn_output_norm.weight",
                               "mlp_norm": "blk.{i}.layer_output_norm.weight"},
     **GGUF_NAMES_MLA,
+    **GGUF_NAMES_2026,
 }
 _FUSED = ("gpt2", "gpt_neox", "bloom", "phi3")
 
@@ -85,11 +97,15 @@ class GGUFPlan:
     permuted : dict of str to int
         GGUF tensor name -> the number of heads whose rows :func:`unpermute_qk_rows` must restore
         (``attn_q`` / ``attn_k`` weights and biases of the LLaMA architecture; empty otherwise).
+    assembled : dict of str to callable
+        Tensor name of the layout that no file holds -> ``read(source, shape)`` returning it, assembled
+        from stored tensors read through ``source`` (:data:`ASSEMBLED`; empty for most families).
     """
 
     plan: ModelPlan
     architecture: str
     permuted: dict[str, int]
+    assembled: dict[str, Callable[..., np.ndarray]] = field(default_factory=dict)
 
 
 def unpermute_qk_rows(W: np.ndarray, heads: int) -> np.ndarray:
@@ -214,27 +230,27 @@ ARCHITECTURES: dict[str, tuple[Callable[..., dict[str, Any]], tuple[str, ...]]] 
     "llama": (_llama, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
                        "attention.head_count_kv", "attention.key_length", "attention.value_length",
                        "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.dimension_count",
-                       "rope.scaling.type", "rope.scaling.factor", "attention.sliding_window")),
+                       *ROPE_SCALING_KEYS, "attention.sliding_window")),
     "qwen2": (_qwen("qwen2"), ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
                                "attention.head_count_kv", "attention.key_length", "attention.value_length",
                                "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.dimension_count",
-                               "rope.scaling.type", "rope.scaling.factor")),
+                               *ROPE_SCALING_KEYS)),
     "qwen3": (_qwen("qwen3"), ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
                                "attention.head_count_kv", "attention.key_length", "attention.value_length",
                                "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.dimension_count",
-                               "rope.scaling.type", "rope.scaling.factor")),
+                               *ROPE_SCALING_KEYS)),
     "gemma2": (_gemma2, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
                          "attention.head_count_kv", "attention.key_length", "attention.value_length",
                          "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.dimension_count",
-                         "rope.scaling.type", "rope.scaling.factor", "attention.sliding_window",
+                         *ROPE_SCALING_KEYS, "attention.sliding_window",
                          "attn_logit_softcapping", "final_logit_softcapping")),
     "gemma3": (_gemma3, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
                          "attention.head_count_kv", "attention.key_length", "attention.value_length",
                          "attention.layer_norm_rms_epsilon", "rope.freq_base", "rope.dimension_count",
-                         "rope.scaling.type", "rope.scaling.factor", "attention.sliding_window")),
+                         *ROPE_SCALING_KEYS, "attention.sliding_window")),
     "phi3": (_phi3, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
                      "attention.head_count_kv", "attention.layer_norm_rms_epsilon", "rope.freq_base",
-                     "rope.dimension_count", "rope.scaling.type", "rope.scaling.factor", "attention.sliding_window")),
+                     "rope.dimension_count", *ROPE_SCALING_KEYS, "attention.sliding_window")),
     "gpt2": (_gpt2, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
                      "attention.layer_norm_epsilon")),
     "gptneox": (_gptneox, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
@@ -245,10 +261,18 @@ ARCHITECTURES: dict[str, tuple[Callable[..., dict[str, Any]], tuple[str, ...]]] 
     "bert": (_bert, ("block_count", "embedding_length", "feed_forward_length", "attention.head_count",
                      "attention.layer_norm_epsilon", "attention.causal")),
     **ARCHITECTURES_MLA,
+    **ARCHITECTURES_2026,
 }
 
 #: GGUF architectures whose ``attn_q`` / ``attn_k`` rows the converter permuted (module docstring)
-PERMUTED_QK = ("llama",)
+PERMUTED_QK = ("llama", *PERMUTED_QK_2026)
+
+#: GGUF architectures whose ``rope_freqs.weight`` (llama3 scaling, written by llama.cpp's LLaMA converter) is read
+ROPE_FREQS_ARCHITECTURES = ("llama", *ROPE_FREQS_2026)
+
+#: family -> tensor name of its layout that no file holds (``{i}`` the block) -> how it is assembled from stored
+#: tensors, ``(tensor source, shape, block) -> array`` (the experts of :mod:`attnsym.models.gguf_arch_2026`)
+ASSEMBLED: dict[str, dict[str, Callable[..., np.ndarray]]] = {**ASSEMBLED_2026}
 
 
 def _stored_qk_gains(spec: Any) -> Any:
@@ -257,15 +281,21 @@ def _stored_qk_gains(spec: Any) -> Any:
     return spec.replace(qk_norm_offset=0.0) if spec.qk_norm and spec.qk_norm_offset else spec
 
 
-def plan_from_metadata(meta: dict[str, Any], tensors: dict[str, tuple[int, ...]], path: Path) -> GGUFPlan:
+def plan_from_metadata(meta: dict[str, Any], tensors: dict[str, tuple[int, ...]], path: Path,
+                       rope_freqs: Any = None) -> GGUFPlan:
     """The plan of a GGUF file from its metadata (``meta``: key -> value) and tensor shapes (NumPy order).
+
+    ``rope_freqs``: the values of the file's ``rope_freqs.weight`` tensor when it holds one (a few
+    floats, read before the plan), turned back into the llama3 ``rope_scaling`` that produced them
+    (:func:`~attnsym.models.gguf_keys.llama3_scaling`) for the architectures of
+    :data:`ROPE_FREQS_ARCHITECTURES`.
 
     Raises
     ------
     UnsupportedModelError
         An architecture not in :data:`ARCHITECTURES`, a key of the architecture that attnsym does
-        not read, a RoPE scaling type other than none / linear, or a ``rope_freqs`` tensor (per-
-        frequency factors).
+        not read, a RoPE scaling type other than none / linear / YaRN, or a ``rope_freqs`` tensor
+        that is not a llama3 rule's divisors or belongs to another architecture.
     ModelError
         A key the architecture needs is missing or of the wrong type (named).
 
@@ -294,10 +324,17 @@ def plan_from_metadata(meta: dict[str, Any], tensors: dict[str, tuple[int, ...]]
     for key in sorted(meta):
         if key.startswith(arch + ".") and key[len(arch) + 1:] not in known:
             refuse(path, key, meta[key], "attnsym does not read it, and it may change the model")
-    if "rope_freqs.weight" in tensors:
-        raise UnsupportedModelError(f"{path}: the GGUF file holds a 'rope_freqs.weight' tensor (per-frequency RoPE "
-                                    "factors, e.g. llama3 scaling), which attnsym does not implement for GGUF files")
+    if ROPE_FREQS in tensors and (arch not in ROPE_FREQS_ARCHITECTURES or rope_freqs is None):
+        raise UnsupportedModelError(f"{path}: the GGUF file holds a {ROPE_FREQS!r} tensor (per-frequency RoPE "
+                                    f"divisors), which attnsym reads for {', '.join(ROPE_FREQS_ARCHITECTURES)} files "
+                                    "as llama3 scaling")
     raw = build(meta, path, tensors)
+    if ROPE_FREQS in tensors:
+        if raw.get("rope_scaling") is not None:
+            refuse(path, f"{arch}.rope.scaling.type", raw["rope_scaling"]["rope_type"], f"the {ROPE_FREQS!r} tensor "
+                   "scales the frequencies already")
+        rotary = raw.get("head_dim") or raw["hidden_size"] // raw["num_attention_heads"]
+        raw["rope_scaling"] = llama3_scaling(rope_freqs, raw["rope_theta"], rotary, path)
     embed = tensors.get("token_embd.weight")
     vocab = read_size(meta, f"{arch}.vocab_size", path, None)
     if vocab is None:
@@ -322,4 +359,7 @@ def plan_from_metadata(meta: dict[str, Any], tensors: dict[str, tuple[int, ...]]
             for letter, heads in (("q", block.attention.heads), ("k", block.attention.kv_heads)):
                 for part in ("weight", "bias"):
                     permuted[f"blk.{i}.attn_{letter}.{part}"] = heads
-    return GGUFPlan(plan=plan, architecture=arch, permuted=permuted)
+    recipes = ASSEMBLED.get(plan.model_type, {})
+    assembled: dict[str, Callable[..., np.ndarray]] = {template.format(i=i): partial(read, i=i)
+                                                       for template, read in recipes.items() for i in range(plan.layers)}
+    return GGUFPlan(plan=plan, architecture=arch, permuted=permuted, assembled=assembled)
