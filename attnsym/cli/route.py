@@ -87,8 +87,8 @@ def write_route(folder: str | Path, model, texts: Sequence[str], token: str | No
     OutputError
         ``folder`` is a file (or another non-directory), or a destination cannot be replaced.
     """
-    # lazy: attnsym.models and attnsym.graphs (tokenizers, safetensors, networkx) +0.4 s CPU over `attnsym --help`
-    from .. import graphs as gr
+    # lazy: attnsym.models and attnsym.graphs (tokenizers, safetensors, networkx) +0.4 s CPU over `attnsym --help`;
+    # the helpers below import what they use the same way
     from ..models import contrast as contrast_mod
     from ..models import report
     from ..models.errors import TextError
@@ -102,52 +102,106 @@ def write_route(folder: str | Path, model, texts: Sequence[str], token: str | No
     step = on_step or (lambda label: None)
     step("routing the texts")
     routes = model.route(texts)
-    plan: list[tuple[str, Any, str]] = []  # (relative path, a graph or a maker of the file's content, what)
+    plan: list[_Planned] = []
     body = [f"# Routing through {model.name}", "", report.describe(model), "", "## The texts", ""]
     for k, r in enumerate(routes, start=1):  # people read text 1, layer 1, head 1 (the numbering rule of attnsym.spec)
         step(f"text {k}: rollout and flow")
-        roll = gr.attention_rollout(r.attention, head=head_fusion)
-        outs = _flow_outputs(r)
-        fl = gr.attention_flow(r.attention, head=head_fusion, outputs=list(outs)) if flow else None
-        body.append(report.route_markdown(r, rollout=roll, flow=fl, flow_outputs=outs))
-        if r.logits is not None:  # a decoder with an LM head: what it predicts next
-            body.append(report.prediction_markdown(r, k=NEXT_TOKENS))
-        if graphs:
-            labels = r.labels()
-            for layer in range(r.layers):
-                for head in range(r.heads):
-                    G = gr.routing_graph(r.attention[layer, head].astype(float), tokens=labels, layer=None, head=None,
-                                         top_k=top_k, threshold=threshold)
-                    # person-facing numbers count from 1, as the file name and the help (node ``index`` is A's row, from 0)
-                    G.graph.update(layer=layer + 1, head=head + 1, text_number=k, text=r.text, model=model.name,
-                                   numbering="layer, head and text_number from 1; node index from 0 (the row of A)")
-                    plan.append((f"text{k}/graphs/layer{layer + 1}-head{head + 1}.{fmt}", G,
-                                 f"routing graph of text {k}, layer {layer + 1}, head {head + 1}"))
-        plan.append((f"text{k}/heatmaps.png", _png(partial(plots.attention_grid_figure, r)),
-                     f"text {k}: attention of every layer and head (rows queries, columns keys)"))
-        plan.append((f"text{k}/rollout-flow.png",
-                     _png(partial(plots.rollout_flow_figure, r, roll, fl, head=head_fusion, outputs=outs)),
-                     f"text {k}: attention rollout{' and flow' if flow else ''} (heads: {head_fusion})"))
-        plan.append((f"text{k}/route.json", lambda r=r: json.dumps(r.as_dict(), indent=1, allow_nan=False),
-                     f"text {k}: tokens, offsets, attention and scores as JSON"))
+        markdown, files = _plan_text(k, r, model.name, fmt=fmt, top_k=top_k, threshold=threshold,
+                                     head_fusion=head_fusion, flow=flow, graphs=graphs)
+        body += markdown
+        plan += files
     c = None
     if token is not None:
         step(f"contrasting {token!r}")
         c = contrast_mod.contrast(model, texts[0], texts[1], token)
-        body += ["## The contrast", "", report.contrast_markdown(c)]
-        plan.append(("contrast.png", _png(lambda: c.figure()),
-                     f"where '{c.words[0].text}' and '{c.words[1].text}' read from, side by side, and the distance grid"))
-        plan.append(("contrast.md", lambda: c.table().to_markdown(), "the contrast table, every layer and head"))
-        plan.append(("contrast.json", lambda: json.dumps(c.as_dict(), indent=1), "the contrast as JSON"))
-    body += ["## [CLS], [SEP] and the first token", "", report.SPECIAL_NOTE, ""]
-    body += ["## Files", ""] + [f"- [{p}]({p}) — {what}" for p, _, what in plan if "/graphs/" not in p]
-    if graphs:
-        body.append(f"- `text{{k}}/graphs/layer{{l}}-head{{h}}.{fmt}` — {sum('/graphs/' in p for p, _, _ in plan)} "
-                    "routing graphs (edge key j → query i, weight A[i, j])")
+        markdown, files = _plan_contrast(c)
+        body += markdown
+        plan += files
+    body += _report_closing(plan, fmt=fmt, graphs=graphs)
     plan.insert(0, ("report.md", lambda: "\n".join(body) + "\n", "the report: tokens, attention shares, rollout, flow"
                     + (", the contrast" if c is not None else "")))
     step(f"writing {len(plan)} files")
-    result = RouteFiles(folder)
+    entries = _write_planned(folder, plan, overwrite=overwrite)
+    return RouteFiles(folder, entries, _route_facts(texts, routes, model.name, token, c))
+
+
+#: a file write_route plans: (path relative to the folder, a routing graph or a maker of the file's content, what)
+_Planned = tuple[str, Any, str]
+
+
+def _plan_text(k: int, r, model_name: str, *, fmt: str, top_k: int | None, threshold: float | None, head_fusion: str,
+               flow: bool, graphs: bool) -> tuple[list[str], list[_Planned]]:
+    """Text ``k``'s part of the report (its route, what a decoder predicts next) and its files."""
+    from .. import graphs as gr  # lazy, as write_route
+    from ..models import report
+
+    roll = gr.attention_rollout(r.attention, head=head_fusion)
+    outs = _flow_outputs(r)
+    fl = gr.attention_flow(r.attention, head=head_fusion, outputs=list(outs)) if flow else None
+    markdown = [report.route_markdown(r, rollout=roll, flow=fl, flow_outputs=outs)]
+    if r.logits is not None:  # a decoder with an LM head: what it predicts next
+        markdown.append(report.prediction_markdown(r, k=NEXT_TOKENS))
+    files = _graph_files(k, r, model_name, fmt=fmt, top_k=top_k, threshold=threshold) if graphs else []
+    files.append((f"text{k}/heatmaps.png", _png(partial(plots.attention_grid_figure, r)),
+                  f"text {k}: attention of every layer and head (rows queries, columns keys)"))
+    files.append((f"text{k}/rollout-flow.png",
+                  _png(partial(plots.rollout_flow_figure, r, roll, fl, head=head_fusion, outputs=outs)),
+                  f"text {k}: attention rollout{' and flow' if flow else ''} (heads: {head_fusion})"))
+    files.append((f"text{k}/route.json", lambda: json.dumps(r.as_dict(), indent=1, allow_nan=False),
+                  f"text {k}: tokens, offsets, attention and scores as JSON"))
+    return markdown, files
+
+
+def _graph_files(k: int, r, model_name: str, *, fmt: str, top_k: int | None,
+                 threshold: float | None) -> list[_Planned]:
+    """The routing graph of every layer and head of text ``k``, numbered from 1 as people count them."""
+    from .. import graphs as gr  # lazy, as write_route
+
+    labels = r.labels()
+    files: list[_Planned] = []
+    for layer in range(r.layers):
+        for head in range(r.heads):
+            G = gr.routing_graph(r.attention[layer, head].astype(float), tokens=labels, layer=None, head=None,
+                                 top_k=top_k, threshold=threshold)
+            # person-facing numbers count from 1, as the file name and the help (node ``index`` is A's row, from 0)
+            G.graph.update(layer=layer + 1, head=head + 1, text_number=k, text=r.text, model=model_name,
+                           numbering="layer, head and text_number from 1; node index from 0 (the row of A)")
+            files.append((f"text{k}/graphs/layer{layer + 1}-head{head + 1}.{fmt}", G,
+                          f"routing graph of text {k}, layer {layer + 1}, head {head + 1}"))
+    return files
+
+
+def _plan_contrast(c) -> tuple[list[str], list[_Planned]]:
+    """The contrast's part of the report and its files (figure, table, JSON)."""
+    from ..models import report  # lazy, as write_route
+
+    markdown = ["## The contrast", "", report.contrast_markdown(c)]
+    files: list[_Planned] = [
+        ("contrast.png", _png(lambda: c.figure()),
+         f"where '{c.words[0].text}' and '{c.words[1].text}' read from, side by side, and the distance grid"),
+        ("contrast.md", lambda: c.table().to_markdown(), "the contrast table, every layer and head"),
+        ("contrast.json", lambda: json.dumps(c.as_dict(), indent=1), "the contrast as JSON"),
+    ]
+    return markdown, files
+
+
+def _report_closing(plan: list[_Planned], *, fmt: str, graphs: bool) -> list[str]:
+    """The report's last sections: the note on special tokens, and the files (the graphs counted, not listed)."""
+    from ..models import report  # lazy, as write_route
+
+    lines = ["## [CLS], [SEP] and the first token", "", report.SPECIAL_NOTE, ""]
+    lines += ["## Files", ""] + [f"- [{p}]({p}) — {what}" for p, _, what in plan if "/graphs/" not in p]
+    if graphs:
+        lines.append(f"- `text{{k}}/graphs/layer{{l}}-head{{h}}.{fmt}` — {sum('/graphs/' in p for p, _, _ in plan)} "
+                     "routing graphs (edge key j → query i, weight A[i, j])")
+    return lines
+
+
+def _write_planned(folder: Path, plan: list[_Planned], *, overwrite: bool) -> list[tuple[str, str]]:
+    """Write every planned file; returns ``(path, what)`` of each, in the plan's order."""
+    from .. import graphs as gr  # lazy, as write_route
+
+    entries = []
     # staged in a temporary sibling folder and renamed into place: whole or nothing, even under SIGKILL
     with staged_directory(folder, overwrite=overwrite) as stage:
         for rel, content, what in plan:
@@ -155,15 +209,20 @@ def write_route(folder: str | Path, model, texts: Sequence[str], token: str | No
                 atomic_write(stage / rel, content())
             else:  # a routing graph
                 gr.export(content, stage / rel)
-            result.entries.append((rel, what))
-    result.facts.update(texts=texts, tokens=[list(r.tokens) for r in routes], model=model.name,
-                        next=[r.top_next(NEXT_TOKENS) if r.logits is not None else None for r in routes])
+            entries.append((rel, what))
+    return entries
+
+
+def _route_facts(texts: list[str], routes, model_name: str, token: str | None, c) -> dict[str, Any]:
+    """What the CLI and the tour print: the texts, their tokens, the predictions, and the contrast's numbers."""
+    facts: dict[str, Any] = dict(texts=texts, tokens=[list(r.tokens) for r in routes], model=model_name,
+                                 next=[r.top_next(NEXT_TOKENS) if r.logits is not None else None for r in routes])
     if c is not None:
         layer, head = c.most_different()
-        result.facts.update(token=token, words=[w.text for w in c.words], mean_role_distance=float(c.role_distance.mean()),
-                            max_role_distance=float(c.role_distance.max()), most_different=(layer, head),
-                            weights_identical=c.weights_identical)
-    return result
+        facts.update(token=token, words=[w.text for w in c.words], mean_role_distance=float(c.role_distance.mean()),
+                     max_role_distance=float(c.role_distance.max()), most_different=(layer, head),
+                     weights_identical=c.weights_identical)
+    return facts
 
 
 def _png(figure: Callable[[], Any]) -> Callable[[], bytes]:
@@ -262,12 +321,7 @@ def causal_tour_section(folder: str | Path, model: Any = None, *, prompt: str = 
     installed nothing is written and ``facts["summary"]`` says how to install it. Returns None
     when this attnsym cannot open that model at all.
     """
-    from threadpoolctl import threadpool_limits  # lazy, as the models stack
-
-    from .. import heads as heads_mod  # lazy: the models stack, as tour_section
-    from ..models import PACKAGED, available, load
-    from ..models import report as report_mod
-    from ..models.attribution import head_contributions
+    from ..models import PACKAGED, available, load  # lazy: the models stack, as tour_section
 
     folder = Path(folder)
     if model is None:
@@ -278,6 +332,24 @@ def causal_tour_section(folder: str | Path, model: Any = None, *, prompt: str = 
                                                         f"it predicts next, install it with `{CAUSAL_INSTALL}`"})
         model = load(CAUSAL_MODEL)
     (folder,) = refuse_existing([folder], overwrite=overwrite, folders=True)
+    r, continuation, lens, written = _predict(model, prompt)
+    facts = _prediction_facts(model.name, prompt, r, continuation, lens, written)
+    report = _prediction_report(model, r, lens, facts)
+    with staged_directory(folder, overwrite=overwrite) as stage:
+        atomic_write(stage / "report.md", report)
+        atomic_write(stage / "prediction.json", json.dumps(facts, indent=1))
+    entries = [("report.md", f"what {model.name} predicts after {prompt!r}, the logit lens, the heads it read from, its "
+                             "sink and previous-token heads"),
+               ("prediction.json", "the same as JSON")]
+    return RouteFiles(folder, entries, {**facts, "summary": _prediction_summary(facts)})
+
+
+def _predict(model, prompt: str) -> tuple[Any, Any, Any, np.ndarray]:
+    """``(route, continuation, logit lens, (L, H) norms of what each head writes into the last position)``."""
+    from threadpoolctl import threadpool_limits  # lazy, as the models stack
+
+    from ..models.attribution import head_contributions  # lazy: the models stack, as tour_section
+
     # one BLAS thread: a few tokens are memory-bound products, and the tour runs this beside the claims' workers,
     # where two spinning BLAS threads took 9 s of wall time for route() instead of 0.8 s (measured, 2 cores)
     with threadpool_limits(limits=1, user_api="blas"):
@@ -285,30 +357,50 @@ def causal_tour_section(folder: str | Path, model: Any = None, *, prompt: str = 
         continuation = model.generate(prompt, 5)
         lens = r.logit_lens()
         written = head_contributions(model.config, model.weights, r)  # (L, H) at the last position
-    labels = r.labels()
+    return r, continuation, lens, written
+
+
+def _prediction_facts(model_name: str, prompt: str, r, continuation, lens, written: np.ndarray) -> dict[str, Any]:
+    """What the causal section found, as plain data (its ``prediction.json``)."""
+    from .. import heads as heads_mod  # lazy: the models stack, as tour_section
+
     top = r.top_next(NEXT_TOKENS)
-    order = np.argsort(-written, axis=None, kind="stable")[:3]
+    readers = _top_writers(r, written)
+    classes = heads_mod.classify(r)
+    sink, previous = _strongest_head(classes, "first"), _strongest_head(classes, "previous")
+    return {"model": model_name, "prompt": prompt, "tokens": list(r.tokens), "next": top,
+            "continuation": continuation.text, "lens": lens.to_dict(), "first_top": lens.first_top,
+            "readers": readers, "sink": sink, "previous": previous}
+
+
+def _top_writers(r, written: np.ndarray) -> list[dict[str, Any]]:
+    """The 3 heads that write the most into the last position (from 1), each with the 3 keys it reads most."""
+    labels = r.labels()
     readers = []
-    for flat in order:
+    for flat in np.argsort(-written, axis=None, kind="stable")[:3]:
         layer, head = divmod(int(flat), r.heads)
         weights = r.attention[layer, head, -1]
         keys = np.argsort(-weights, kind="stable")[:3]
         readers.append({"layer": layer + 1, "head": head + 1, "norm": float(written[layer, head]),
                         "reads": [[labels[j], float(weights[j])] for j in keys]})
-    classes = heads_mod.classify(r)
+    return readers
 
-    def strongest(pattern: str) -> dict[str, Any]:
-        score = np.nan_to_num(classes.score(pattern), nan=-1.0)
-        layer, head = np.unravel_index(int(np.argmax(score)), score.shape)
-        return {"layer": int(layer) + 1, "head": int(head) + 1, "score": float(score[layer, head])}
 
-    sink, previous = strongest("first"), strongest("previous")
-    facts: dict[str, Any] = {"model": model.name, "prompt": prompt, "tokens": list(r.tokens), "next": top,
-                             "continuation": continuation.text, "lens": lens.to_dict(), "first_top": lens.first_top,
-                             "readers": readers, "sink": sink, "previous": previous}
+def _strongest_head(classes, pattern: str) -> dict[str, Any]:
+    """The head (from 1) with the highest ``pattern`` score, and that score."""
+    score = np.nan_to_num(classes.score(pattern), nan=-1.0)
+    layer, head = np.unravel_index(int(np.argmax(score)), score.shape)
+    return {"layer": int(layer) + 1, "head": int(head) + 1, "score": float(score[layer, head])}
+
+
+def _prediction_report(model, r, lens, facts: dict[str, Any]) -> str:
+    """The causal section's ``report.md``: the prediction, the logit lens, the heads it read from, two kinds of head."""
+    from ..models import report as report_mod  # lazy: the models stack, as tour_section
+
+    readers, sink, previous = facts["readers"], facts["sink"], facts["previous"]
     body = [f"# What a causal model predicts: {model.name}", "", report_mod.describe(model), "",
             report_mod.prediction_markdown(r, k=NEXT_TOKENS),
-            f"Greedy decoding (the key/value cache) continues it with {continuation.text!r}.", "",
+            f"Greedy decoding (the key/value cache) continues it with {facts['continuation']!r}.", "",
             "## The logit lens", "",
             f"Each layer's output at the last position read through the final norm and the unembedding: the rank "
             f"and probability of {lens.token!r} (it is the most probable token from {lens.first_top or 'no layer'} "
@@ -323,17 +415,14 @@ def causal_tour_section(folder: str | Path, model: Any = None, *, prompt: str = 
              "first token (attnsym.heads, 'first-token' score)",
              f"- previous-token head: layer {previous['layer']} head {previous['head']} reads the token just before "
              f"each query with weight {previous['score']:.2f} on average", ""]
-    result = RouteFiles(folder)
-    with staged_directory(folder, overwrite=overwrite) as stage:
-        atomic_write(stage / "report.md", "\n".join(body) + "\n")
-        atomic_write(stage / "prediction.json", json.dumps(facts, indent=1))
-    result.entries += [("report.md", f"what {model.name} predicts after {prompt!r}, the logit lens, the heads it read "
-                                     "from, its sink and previous-token heads"),
-                       ("prediction.json", "the same as JSON")]
-    reader = readers[0]
-    result.facts.update(facts, summary=(
-        f"a causal model ({model.name}): after {prompt!r} it predicts {top[0][0]!r} ({top[0][1]:.2f}), the most probable "
-        f"token from {lens.first_top or 'no layer'} on; layer {reader['layer']} head {reader['head']} writes the most "
-        f"into the last position; sink head {sink['layer']}.{sink['head']}, previous-token head "
-        f"{previous['layer']}.{previous['head']}"))
-    return result
+    return "\n".join(body) + "\n"
+
+
+def _prediction_summary(facts: dict[str, Any]) -> str:
+    """The causal section's line in the tour's summary."""
+    (token, probability), reader = facts["next"][0], facts["readers"][0]
+    sink, previous = facts["sink"], facts["previous"]
+    return (f"a causal model ({facts['model']}): after {facts['prompt']!r} it predicts {token!r} ({probability:.2f}), "
+            f"the most probable token from {facts['first_top'] or 'no layer'} on; layer {reader['layer']} head "
+            f"{reader['head']} writes the most into the last position; sink head {sink['layer']}.{sink['head']}, "
+            f"previous-token head {previous['layer']}.{previous['head']}")

@@ -111,99 +111,156 @@ def _bare(token: str) -> Any:
         return token
 
 
-def parse_dot(text: str) -> nx.Graph:
-    toks = _tokens(text)
-    pos = 0
+class _TokenStream:
+    """The tokens of a DOT text with a read position: look ahead with :meth:`peek`, consume with :meth:`take`."""
 
-    def peek(offset: int = 0):
-        return toks[pos + offset] if pos + offset < len(toks) else ("eof", None)
+    def __init__(self, text: str) -> None:
+        self.tokens = _tokens(text)
+        self.pos = 0
 
-    def take(kind: str | None = None, value: str | None = None):
-        nonlocal pos
-        tok = peek()
+    def peek(self, offset: int = 0) -> tuple[str, Any]:
+        at = self.pos + offset
+        return self.tokens[at] if at < len(self.tokens) else ("eof", None)
+
+    def take(self, kind: str | None = None, value: str | None = None) -> tuple[str, Any]:
+        tok = self.peek()
         if (kind and tok[0] != kind) or (value and tok[1] != value):
-            raise GraphFormatError(f"DOT: expected {value or kind} but found {tok[1]!r} (token {pos})")
-        pos += 1
+            raise GraphFormatError(f"DOT: expected {value or kind} but found {tok[1]!r} (token {self.pos})")
+        self.pos += 1
         return tok
 
-    if peek()[0] == "id" and peek()[1].lower() == "strict":
-        take()
-    head = take("id")[1].lower()
+
+def _typed(tok: tuple[str, Any]) -> Any:
+    """A value or node id as written: a quoted string stays a str, an unquoted one is typed by :func:`_bare`."""
+    kind, raw = tok
+    return raw if kind == "string" else _bare(raw)
+
+
+def _graph_header(toks: _TokenStream) -> nx.Graph:
+    """``[strict] graph|digraph [name] {``: the empty graph of that kind (the name is not kept)."""
+    if toks.peek()[0] == "id" and toks.peek()[1].lower() == "strict":
+        toks.take()
+    head = toks.take("id")[1].lower()
     if head not in ("graph", "digraph"):
         raise GraphFormatError(f"DOT: a file must start with 'graph' or 'digraph' (got {head!r})")
     G: nx.Graph = nx.DiGraph() if head == "digraph" else nx.Graph()
-    if peek()[0] in ("id", "string"):
-        take()  # graph name (not kept)
-    take("punct", "{")
+    if toks.peek()[0] in ("id", "string"):
+        toks.take()  # graph name (not kept)
+    toks.take("punct", "{")
+    return G
+
+
+def _attr_lists(toks: _TokenStream) -> dict:
+    """Zero or more ``[key=value, ...]`` lists, merged (a later key wins)."""
+    attrs = {}
+    while toks.peek() == ("punct", "["):
+        toks.take()
+        while toks.peek() != ("punct", "]"):
+            key = toks.take()[1]
+            toks.take("punct", "=")
+            attrs[key] = _typed(toks.take())
+            if toks.peek()[1] in (",", ";"):
+                toks.take()
+        toks.take("punct", "]")
+    return attrs
+
+
+def _node_id(toks: _TokenStream) -> Any:
+    tok = toks.take()
+    if tok[0] not in ("id", "string"):
+        raise GraphFormatError(f"DOT: expected a node id but found {tok[1]!r}")
+    if toks.peek() == ("punct", ":"):
+        raise GraphFormatError("DOT: node ports (a:b) are not supported by attnsym.graphs.read")
+    return _typed(tok)
+
+
+def _statement(toks: _TokenStream, G: nx.Graph, defaults: dict[str, dict[str, Any]]) -> None:
+    """Read one statement of the graph's body into ``G`` (or into the ``node`` / ``edge`` ``defaults``)."""
+    kind, raw = toks.peek()
+    if kind == "eof":
+        raise GraphFormatError("DOT: missing closing '}'")
+    if kind == "punct" and raw == ";":
+        toks.take()
+    elif (kind == "punct" and raw == "{") or (kind == "id" and raw.lower() == "subgraph"):
+        raise GraphFormatError("DOT: subgraphs are not supported by attnsym.graphs.read")
+    elif kind == "id" and raw.lower() in ("graph", "node", "edge") and toks.peek(1) == ("punct", "["):
+        _default_statement(toks, G, defaults)
+    elif toks.peek(1) == ("punct", "="):
+        _graph_attribute_statement(toks, G)
+    else:
+        _node_or_edge_statement(toks, G, defaults)
+
+
+def _default_statement(toks: _TokenStream, G: nx.Graph, defaults: dict[str, dict[str, Any]]) -> None:
+    """``graph [...]`` sets graph attributes; ``node [...]`` / ``edge [...]`` the defaults of later statements."""
+    target = toks.take()[1].lower()
+    attrs = _attr_lists(toks)
+    if target == "graph":
+        G.graph.update(attrs)
+    else:
+        defaults[target].update(attrs)
+
+
+def _graph_attribute_statement(toks: _TokenStream, G: nx.Graph) -> None:
+    """``key = value``: a graph attribute."""
+    key = toks.take()[1]
+    toks.take()
+    G.graph[key] = _typed(toks.take())
+
+
+def _node_or_edge_statement(toks: _TokenStream, G: nx.Graph, defaults: dict[str, dict[str, Any]]) -> None:
+    """``a [...]`` (a node) or ``a -> b -> c [...]`` (an edge chain), with the ``node`` / ``edge`` defaults."""
+    chain = _edge_chain(toks, G)
+    attrs = _attr_lists(toks)
+    for node in chain:
+        if node not in G:
+            G.add_node(node, **defaults["node"])
+    if len(chain) == 1:
+        G.nodes[chain[0]].update(attrs)
+    for u, v in itertools.pairwise(chain):
+        G.add_edge(u, v, **{**defaults["edge"], **attrs})
+
+
+def _edge_chain(toks: _TokenStream, G: nx.Graph) -> list[Any]:
+    """The node ids of ``a -> b -> c`` (one id for a node statement); the operator must match ``G``'s kind."""
+    kind = "digraph" if G.is_directed() else "graph"
+    chain = [_node_id(toks)]
+    while toks.peek()[0] == "arrow":
+        arrow = toks.take()[1]
+        if (arrow == "->") != G.is_directed():
+            raise GraphFormatError(f"DOT: edge operator {arrow!r} does not match a {kind}")
+        chain.append(_node_id(toks))
+    return chain
+
+
+def _refuse_trailing(after: tuple[str, Any]) -> None:
+    """A second graph (or anything else) after the first one's ``}``: refused, not silently dropped."""
+    if after[0] == "eof":
+        return
+    what = "a second graph" if after[0] == "id" and after[1].lower() in ("graph", "digraph", "strict") else repr(after[1])
+    raise GraphFormatError(f"DOT: the file holds {what} after the first graph's closing '}}'; "
+                           "attnsym.graphs.read reads one graph per file")
+
+
+def parse_dot(text: str) -> nx.Graph:
+    """The graph of a DOT text: a header, statements up to the closing ``}``, then nothing else.
+
+    Raises
+    ------
+    GraphFormatError
+        The text is outside the subset this module reads (see the module's docstring).
+
+    Examples
+    --------
+    >>> G = parse_dot('digraph { node [k=1]; a -> b [weight=0.5]; }')
+    >>> list(G.nodes(data=True)), list(G.edges(data=True))
+    ([('a', {'k': 1}), ('b', {'k': 1})], [('a', 'b', {'weight': 0.5})])
+    """
+    toks = _TokenStream(text)
+    G = _graph_header(toks)
     defaults: dict[str, dict[str, Any]] = {"node": {}, "edge": {}}
-
-    def attr_list() -> dict:
-        attrs = {}
-        while peek() == ("punct", "["):
-            take()
-            while peek() != ("punct", "]"):
-                key = take()[1]
-                take("punct", "=")
-                kind, raw = take()
-                attrs[key] = raw if kind == "string" else _bare(raw)
-                if peek()[1] in (",", ";"):
-                    take()
-            take("punct", "]")
-        return attrs
-
-    def node_id():
-        kind, raw = take()
-        if kind not in ("id", "string"):
-            raise GraphFormatError(f"DOT: expected a node id but found {raw!r}")
-        if peek() == ("punct", ":"):
-            raise GraphFormatError("DOT: node ports (a:b) are not supported by attnsym.graphs.read")
-        return raw if kind == "string" else _bare(raw)
-
-    while peek() != ("punct", "}"):
-        kind, raw = peek()
-        if kind == "eof":
-            raise GraphFormatError("DOT: missing closing '}'")
-        if kind == "punct" and raw == ";":
-            take()
-            continue
-        if (kind == "punct" and raw == "{") or (kind == "id" and raw.lower() == "subgraph"):
-            raise GraphFormatError("DOT: subgraphs are not supported by attnsym.graphs.read")
-        if kind == "id" and raw.lower() in ("graph", "node", "edge") and peek(1) == ("punct", "["):
-            take()
-            attrs = attr_list()
-            if raw.lower() == "graph":
-                G.graph.update(attrs)
-            else:
-                defaults[raw.lower()].update(attrs)
-            continue
-        if peek(1) == ("punct", "="):  # graph attribute statement a = b
-            key = take()[1]
-            take()
-            k2, v2 = take()
-            G.graph[key] = v2 if k2 == "string" else _bare(v2)
-            continue
-        chain = [node_id()]
-        while peek()[0] == "arrow":
-            arrow = take()[1]
-            if (arrow == "->") != G.is_directed():
-                raise GraphFormatError(f"DOT: edge operator {arrow!r} does not match a {head}")
-            chain.append(node_id())
-        attrs = attr_list()
-        if len(chain) == 1:
-            node = chain[0]
-            if node not in G:
-                G.add_node(node, **defaults["node"])
-            G.nodes[node].update(attrs)
-        else:
-            for node in chain:
-                if node not in G:
-                    G.add_node(node, **defaults["node"])
-            for u, v in itertools.pairwise(chain):
-                G.add_edge(u, v, **{**defaults["edge"], **attrs})
-    take("punct", "}")
-    after = peek()
-    if after[0] != "eof":  # a second graph (or anything else) after the first: refused, not silently dropped
-        what = "a second graph" if after[0] == "id" and after[1].lower() in ("graph", "digraph", "strict") else repr(after[1])
-        raise GraphFormatError(f"DOT: the file holds {what} after the first graph's closing '}}'; "
-                               "attnsym.graphs.read reads one graph per file")
+    while toks.peek() != ("punct", "}"):
+        _statement(toks, G, defaults)
+    toks.take("punct", "}")
+    _refuse_trailing(toks.peek())
     return G

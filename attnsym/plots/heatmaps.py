@@ -71,79 +71,134 @@ def attention_heatmap(
     >>> [ax.get_title() for ax in fig.axes if ax.get_label() != "<colorbar>"]
     ['head 1', 'head 2']
     """
-    from matplotlib.patches import Rectangle
+    A = _head_stack(as_numpy(A, "A"))
+    heads, n, _ = A.shape
+    tokens = _position_labels(tokens, n)
+    head_titles = _panel_titles(head_titles, heads)
+    if annotate is None:
+        annotate = n <= 8
+    allowed = _allowed_cells(allowed, n)
+    vmin, vmax = _colour_range(A, allowed)
+    fig, axes = _panel_grid(heads)
+    images = [_draw_head(ax, A[h], tokens, head_titles[h], allowed=allowed, vmin=vmin, vmax=vmax, annotate=annotate)
+              for h, ax in enumerate(axes[:heads])]
+    for ax in axes[heads:]:
+        ax.set_visible(False)
+    fig.colorbar(images[-1], ax=axes[:heads].tolist(), label=_colour_bar_label(label, vmin, vmax, allowed), shrink=0.9)
+    fig.suptitle(title or r"Attention weights $A = \mathrm{softmax}(QK^\top/\sqrt{d_k})$, rows sum to 1"
+                 + (", heads from 1" if heads > 1 else ""))
+    return fig
 
-    A = as_numpy(A, "A")
+
+def _head_stack(A: np.ndarray) -> np.ndarray:
+    """``A`` as (heads, n, n): one (n, n) matrix becomes a stack of one head."""
     if A.ndim not in (2, 3) or A.shape[-1] != A.shape[-2]:
         raise ShapeError(f"A must have shape (n, n) or (heads, n, n) (got {tuple(A.shape)})")
-    if A.ndim == 2:
-        A = A[None]
-    heads, n, _ = A.shape
-    if tokens is None:
-        tokens = [str(i + 1) for i in range(n)]
-    tokens = [str(t) for t in tokens]
-    if len(tokens) != n:
-        raise ShapeError(f"tokens must have n = {n} labels (got {len(tokens)})")
+    return A[None] if A.ndim == 2 else A
+
+
+def _position_labels(tokens: Sequence[str] | None, n: int) -> list[str]:
+    """The ``n`` axis labels: ``tokens`` as str, or ``1 … n``."""
+    labels = [str(i + 1) for i in range(n)] if tokens is None else [str(t) for t in tokens]
+    if len(labels) != n:
+        raise ShapeError(f"tokens must have n = {n} labels (got {len(labels)})")
+    return labels
+
+
+def _panel_titles(head_titles: Sequence[str] | None, heads: int) -> Sequence[str]:
+    """One title per head: ``head_titles``, or ``head 1 … head H`` (no title for a single head)."""
     if head_titles is None:
         head_titles = [f"head {h + 1}" for h in range(heads)] if heads > 1 else [""]
     if len(head_titles) != heads:
         raise ShapeError(f"head_titles must have {heads} entries (got {len(head_titles)})")
-    if annotate is None:
-        annotate = n <= 8
-    if allowed is not None:
-        allowed = np.asarray(allowed, dtype=bool)
-        if allowed.shape != (n, n):
-            raise ShapeError(f"allowed must have shape (n, n) = ({n}, {n}) (got {allowed.shape})")
+    return head_titles
+
+
+def _allowed_cells(allowed: Any, n: int) -> np.ndarray | None:
+    """``allowed`` as an (n, n) bool array, or None (every cell allowed)."""
+    if allowed is None:
+        return None
+    allowed = np.asarray(allowed, dtype=bool)
+    if allowed.shape != (n, n):
+        raise ShapeError(f"allowed must have shape (n, n) = ({n}, {n}) (got {allowed.shape})")
+    return allowed
+
+
+def _colour_range(A: np.ndarray, allowed: np.ndarray | None) -> tuple[float, float]:
+    """``(vmin, vmax)``: 0 (or the least value, if negative) … the largest value of the allowed cells."""
     shown = A if allowed is None else A[:, allowed]
     vmin = 0.0 if shown.min() >= 0 else float(shown.min())
     vmax = float(shown.max()) if shown.max() > vmin else vmin + 1.0
+    return vmin, vmax
 
+
+def _colour_bar_label(label: str, vmin: float, vmax: float, allowed: np.ndarray | None) -> str:
+    """``label`` with the colour scale's range, and what the hatched cells mean when some are masked."""
+    note = f"{label} (colour scale {vmin:g} … {vmax:.3g}, the largest shown)"
+    if allowed is not None:
+        note += "\ngrey hatched ×: masked, may not attend"
+    return note
+
+
+def _panel_grid(heads: int) -> tuple[Figure, np.ndarray]:
+    """A figure with a grid of at least ``heads`` axes (up to 3 columns; 2 × 2 for four), and its axes, row by row."""
     cols = heads if heads <= 3 else (2 if heads == 4 else 3)
     rows = math.ceil(heads / cols)
     width = max(4.6 * cols + 1.2, 6.0)
     fig = new_figure((width, 4.4 * rows + 0.6))
-    axes = np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
-    image: AxesImage | None = None
-    for h, ax in enumerate(axes):
-        if h >= heads:
-            ax.set_visible(False)
-            continue
-        data = A[h] if allowed is None else np.ma.masked_array(A[h], mask=~allowed)
-        image = ax.imshow(data, cmap="viridis", vmin=vmin, vmax=vmax, aspect="equal", interpolation="nearest")
-        if allowed is not None:  # masked cells: grey, hatched, so they never read as weight 0
-            ax.set_facecolor("0.85")
-            for i, j in zip(*np.nonzero(~allowed), strict=True):
-                ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor="0.6",
-                                       linewidth=0))
-        ax.set_xticks(range(n), tokens, rotation=45 if max(map(len, tokens)) > 3 else 0, ha="right"
-                      if max(map(len, tokens)) > 3 else "center")
-        ax.set_yticks(range(n), tokens)
-        if n > 16:  # keep tick labels legible
-            step = math.ceil(n / 16)
-            ax.set_xticks(range(0, n, step), tokens[::step])
-            ax.set_yticks(range(0, n, step), tokens[::step])
-        ax.set_xlabel("key j (attended to)")
-        ax.set_ylabel("query i (attending)")
-        if head_titles[h]:
-            ax.set_title(head_titles[h])
-        if annotate:
-            for i in range(n):
-                for j in range(n):
-                    value = A[h, i, j]
-                    if allowed is not None and not allowed[i, j]:
-                        ax.text(j, i, "×", ha="center", va="center", fontsize=9, color="0.35")
-                        continue
-                    shade = (value - vmin) / (vmax - vmin or 1.0)
-                    ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=9,
-                            color="black" if shade > 0.6 else "white")
-    note = f"{label} (colour scale {vmin:g} … {vmax:.3g}, the largest shown)"
+    return fig, np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel()
+
+
+def _draw_head(ax, weights: np.ndarray, tokens: list[str], title: str, *, allowed: np.ndarray | None, vmin: float,
+               vmax: float, annotate: bool) -> AxesImage:
+    """One head's (n, n) ``weights`` on ``ax``: the image, masked cells hatched, token ticks, labels, values."""
+    data = weights if allowed is None else np.ma.masked_array(weights, mask=~allowed)
+    image = ax.imshow(data, cmap="viridis", vmin=vmin, vmax=vmax, aspect="equal", interpolation="nearest")
     if allowed is not None:
-        note += "\ngrey hatched ×: masked, may not attend"
-    assert image is not None, "heads >= 1: an empty stack already failed at shown.min()"
-    fig.colorbar(image, ax=axes[:heads].tolist(), label=note, shrink=0.9)
-    fig.suptitle(title or r"Attention weights $A = \mathrm{softmax}(QK^\top/\sqrt{d_k})$, rows sum to 1"
-                 + (", heads from 1" if heads > 1 else ""))
-    return fig
+        _hatch_masked(ax, allowed)
+    _token_ticks(ax, tokens)
+    ax.set_xlabel("key j (attended to)")
+    ax.set_ylabel("query i (attending)")
+    if title:
+        ax.set_title(title)
+    if annotate:
+        _print_values(ax, weights, allowed, vmin, vmax)
+    return image
+
+
+def _hatch_masked(ax, allowed: np.ndarray) -> None:
+    """Masked cells grey and hatched, so they never read as weight 0."""
+    from matplotlib.patches import Rectangle
+
+    ax.set_facecolor("0.85")
+    for i, j in zip(*np.nonzero(~allowed), strict=True):
+        ax.add_patch(Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, hatch="///", edgecolor="0.6", linewidth=0))
+
+
+def _token_ticks(ax, tokens: list[str]) -> None:
+    """Token labels on both axes (slanted when long); every k-th one past 16 tokens, to stay legible."""
+    n = len(tokens)
+    long = max(map(len, tokens)) > 3
+    ax.set_xticks(range(n), tokens, rotation=45 if long else 0, ha="right" if long else "center")
+    ax.set_yticks(range(n), tokens)
+    if n > 16:
+        step = math.ceil(n / 16)
+        ax.set_xticks(range(0, n, step), tokens[::step])
+        ax.set_yticks(range(0, n, step), tokens[::step])
+
+
+def _print_values(ax, weights: np.ndarray, allowed: np.ndarray | None, vmin: float, vmax: float) -> None:
+    """Each weight in its cell (dark text on light colours), "×" in a masked cell."""
+    n = weights.shape[0]
+    for i in range(n):
+        for j in range(n):
+            if allowed is not None and not allowed[i, j]:
+                ax.text(j, i, "×", ha="center", va="center", fontsize=9, color="0.35")
+                continue
+            value = weights[i, j]
+            shade = (value - vmin) / (vmax - vmin or 1.0)
+            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=9,
+                    color="black" if shade > 0.6 else "white")
 
 
 def random_attention(spec: Any = None, *, seed: int = 0, input_seed: int | None = None) -> tuple[np.ndarray, list[str]]:
