@@ -15,15 +15,17 @@ in parallel; what they share is the GIL for the few Python statements per block.
 
 **BLAS's packing buffers are written once, up front** (:func:`warm_blas`). OpenBLAS packs the
 operands of a product into a buffer of its own (one per concurrent caller, 32 MiB, mapped
-lazily by the kernel) and its Haswell kernel prefetches the *next* panel of that buffer while it
-computes. A process whose products are all small — a lean call's ``(512 × 256)·(256 × 64)``
-block products — writes only the first pages of the buffer, and the kernel's prefetches past
-them go to pages that were never mapped: on these (virtual) machines each such prefetch
-costs as much as a page-table walk that finds nothing, every time. Measured, one thread, the
-block product ran at 12 GFLOP/s instead of 43 until any larger product had written those
-pages, and a forward pass at n = 2048 took 66 ms of CPU instead of 38. So the first lean call
-of a process runs one small product per worker at once (a few hundred kB of buffer written,
-about 1 ms), before its own.
+lazily by the operating system) and its Haswell kernel prefetches the *next* panel of that
+buffer while it computes. A process whose products are all small — a lean call's
+``(512 × 256)·(256 × 64)`` block products — writes only the first pages of the buffer (12 kB of
+its ``B`` part, read with ``mincore``), and the kernel's prefetches past them go to pages that
+were never mapped. On the 2-core AMD EPYC virtual machines of issue 34 that stalled the
+kernel: 70 % of its samples fell on the instruction after that ``prefetcht1``, the block
+product ran at 12 GFLOP/s instead of 43, and a forward pass at n = 2048 took 66 ms of CPU
+instead of 38 — until any larger product happened to write those pages, in the calling
+thread's buffer only (a worker thread kept a slow one). So the first lean call of a process
+runs one product per worker at once (a few hundred kB of each buffer written, about 2 ms),
+before its own.
 """
 
 from __future__ import annotations
