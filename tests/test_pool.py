@@ -73,7 +73,9 @@ def test_a_lean_call_runs_every_product_with_blas_at_one_thread(two_workers, mon
     nm.attention(X, *W, return_weights=False)
     nm.attention_vjp(X, *W[:3], G, W[3])
     kinds = [kind for kind, _ in seen]
-    assert kinds.count("matmul") >= 3 + 3 + 3 + 3 + 1  # projections, weight gradients, dX terms, W_O and dZ
+    # the projections of each call, the weight gradients and dX (one product each, over [dQ dK dV]), the forward's
+    # W_O, and the backward's dW_O and dZ
+    assert kinds.count("matmul") >= 3 + 3 + 1 + 1 + 3
     assert "run" in kinds  # the attention blocks went to the pool
     assert all(threads == [1] * len(before) for _, threads in seen)
     assert _blas_threads() == before  # restored after the call
@@ -166,3 +168,34 @@ def test_fresh_workspace_keeps_nothing_inside_the_block():
         b = _pool.workspace("test:fresh", (4,), np.float32)
         assert not np.shares_memory(a, b) and not np.shares_memory(a, kept)
     assert np.shares_memory(_pool.workspace("test:fresh", (4,), np.float32), kept)
+
+
+def test_the_first_lean_call_writes_each_workers_blas_buffer_once(two_workers, monkeypatch):
+    """One warming product per worker, on the first entry only; never while traced, never waiting on a pool worker."""
+    import threading
+    import tracemalloc
+
+    monkeypatch.setitem(_pool._STATE, "warm", False)
+    seen: list[tuple[str, tuple]] = []
+    real = np.matmul
+
+    def spy(a, b, *args, **kwargs):
+        seen.append((threading.current_thread().name, (a.shape, b.shape)))
+        return real(a, b, *args, **kwargs)
+
+    monkeypatch.setattr(_pool.np, "matmul", spy)
+    tracemalloc.start()
+    try:
+        with _pool.one_blas_thread():
+            pass
+    finally:
+        tracemalloc.stop()
+    assert not _pool._STATE["warm"] and seen == []  # traced: left for a later, untraced call
+    _pool.run([lambda _: _pool.warm_blas()] * 4)  # run's entry warms; its tasks (some on the pool's thread) ask again
+    assert _pool._STATE["warm"]
+    warming = [name for name, shapes in seen if shapes == _pool.WARM_SHAPES]
+    assert len(warming) == 2 and len(set(warming)) == 2  # one product per worker (the caller and one pool thread)
+    seen.clear()
+    with _pool.one_blas_thread():
+        pass
+    assert seen == []  # once per process

@@ -62,11 +62,15 @@ from .layer import BoundLayer
 __all__ = ["BACKWARD_BLOCK", "ENABLED", "FAST_BLOCK", "MAX_ROW_SUM", "MIN_ROW_SUM", "backward", "blocks", "forward", "session",
            "usable"]
 
-#: query rows per task and key columns of one score block in the forward (512 × 256 float32 = 512 KiB)
+#: query rows per task and key columns of one score block in the forward (512 × 256 float32 = 512 KiB). On a
+#: 2-core AMD EPYC (512 KiB L2 per core, OpenBLAS's Haswell kernel) other shapes — (256, 256) to (1024, 256),
+#: (512, 512) — were within ±5 % of it at n = 2048, one thread, CPU time (issue 34): the products run at the
+#: core's peak in every one, so the shape stays
 FAST_BLOCK = (512, 256)
 #: key rows per task and query rows of one block in the backward (A and dS, 2 × 512 KiB in float32);
 #: measured against (256, 256) in docs/benchmarks.md: forward + backward 0.64-0.97× of it at n = 2048-8192
-#: in 8 of 9 runs (the forward's caps gave no consistent difference: the runs' noise is ±30 %)
+#: in 8 of 9 runs (the forward's caps gave no consistent difference: the runs' noise is ±30 %); on the EPYC of
+#: FAST_BLOCK, (128, 256) to (512, 512) were within ±6 % of it (one thread, CPU time)
 BACKWARD_BLOCK = (256, 512)
 #: a row whose shifted sum falls below this is recomputed with the exact running maximum
 MIN_ROW_SUM = 1e-6

@@ -209,14 +209,19 @@ def _gradients(layer: BoundLayer, a: dict, size: int, lean: bool) -> dict[str, A
     if layer.spec.qk_norm:  # back through the RMSNorm of each head's rows
         dQ, grads["g_Q"] = _rms_norm_vjp(layer, a, X_in, "Q", dQ)
         dK, grads["g_K"] = _rms_norm_vjp(layer, a, X_in, "K", dK)
-    dQ, dK, dV = (merge_heads(xp, g) for g in (dQ, dK, dV))  # (..., n, H·w)
-    dX = None
-    for name, d in (("Q", dQ), ("K", dK), ("V", dV)):
-        W = a[f"W_{name}"]
-        grads[f"W_{name}"] = _weight_grad(xp, X_in, d)  # (d_model, H·w)
+    d_proj = {name: merge_heads(xp, g) for name, g in zip("QKV", (dQ, dK, dV), strict=True)}  # (..., n, H·w) each
+    for name, d in d_proj.items():
         if a.get(f"b_{name}") is not None:
             grads[f"b_{name}"] = _bias_grad(xp, d, a[f"b_{name}"])
-        term = matmul(xp, d, xp.matrix_transpose(W))  # (..., n, d_model)
-        dX = term if dX is None else dX + term
+    # the three projections read one X_in: their gradients side by side make two products instead of six,
+    # [dW_Q dW_K dW_V] = X_inᵀ [dQ dK dV] and dX = [dQ dK dV] [W_Q W_K W_V]ᵀ (long enough to split across the pool)
+    D = xp.concat(list(d_proj.values()), axis=-1)  # (..., n, Σ H·w)
+    W = xp.concat([a[f"W_{name}"] for name in d_proj], axis=-1)  # (d_model, Σ H·w)
+    dW = _weight_grad(xp, X_in, D)  # (d_model, Σ H·w)
+    start = 0
+    for name, d in d_proj.items():
+        grads[f"W_{name}"] = dW[:, start:start + d.shape[-1]]  # (d_model, H·w)
+        start += d.shape[-1]
+    dX = matmul(xp, D, xp.matrix_transpose(W))  # (..., n, d_model) = Σ d· W_·ᵀ
     grads["X"] = dX if dX_gate is None else dX + dX_gate
     return grads
