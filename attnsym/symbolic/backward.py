@@ -343,7 +343,7 @@ def _matrix_route(spec: AttentionSpec, inputs, loss: Loss, wrt) -> dict[str, sp.
     dX = sp.zeros(n, m)
     for h in range(spec.heads):
         qk, vc = list(range(h * dk, (h + 1) * dk)), list(range(h * dv, (h + 1) * dv))
-        values = {"X": sym.X, "W_Q": sym.W_Q[:, qk], "W_K": sym.W_K[:, qk], "W_V": sym.W_V[:, vc],
+        values = {"X": sym.X, "W_Q": sym.weight("W_Q")[:, qk], "W_K": sym.weight("W_K")[:, qk], "W_V": sym.weight("W_V")[:, vc],
                   "A": sym.A_heads[h], "G": dZ[:, vc]}
         if sym.b_Q is not None and sym.b_K is not None and sym.b_V is not None:  # spec.bias: all three
             values.update(b_Q=sym.b_Q[:, qk], b_K=sym.b_K[:, qk], b_V=sym.b_V[:, vc])

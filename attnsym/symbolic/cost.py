@@ -37,6 +37,7 @@ from .._limits import DEFAULT_MAX_GRADIENT_TERMS, DEFAULT_MAX_TERMS
 from ..errors import SpecError
 from ..spec import AttentionSpec
 from ._guard import approx, enforce_limit
+from .parameters import parameter_shapes
 from .position_hooks import position_hooks
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "GRADIENT_METHODS",
     "SymbolicCost",
     "check_gradient_spec",
+    "default_gradient_method",
     "enforce_limit",
     "estimate_cost",
     "gradient_cost",
@@ -183,7 +185,7 @@ def gradient_cost(spec: AttentionSpec, method: str = "closed_form") -> int:
     check_gradient_spec(spec, method)
     n, m, h, dk, dv = spec.n, spec.d_model, spec.heads, spec.d_k, spec.d_v
     if method == "elementwise":
-        entries = sum(r * c for r, c in (spec.shapes[k] for k in ("X", *spec.parameter_names)))
+        entries = sum(r * c for r, c in (spec.shapes["X"], *parameter_shapes(spec).values()))
         return estimate_cost(spec).total * entries
     if method == "matrix":  # the written-out forward pass, then a few matrix products over it
         return 4 * estimate_cost(spec).total
@@ -211,9 +213,22 @@ def check_gradient_spec(spec: Any, method: str = "closed_form") -> AttentionSpec
                             "use method='closed_form' or 'elementwise'")
     if spec.qk_norm and method != "elementwise":
         raise SpecError(f"method={method!r} has no QK-norm step (got qk_norm=True); use method='elementwise'")
-    if method != "elementwise":  # the closed forms have no sink, no whole-projection norm; a chunk is only a mask
+    if method != "elementwise":  # the closed forms have no sink, gate or latent; a chunk is only a mask
         spec.refuse_variants(f"method={method!r} (use method='elementwise')", implemented=("chunk",))
     return spec
+
+
+def default_gradient_method(spec: AttentionSpec) -> str:
+    """``"closed_form"`` where its identities cover ``spec``, else ``"elementwise"`` (QK-norm, a sink, an output
+    gate, a latent: only SymPy's ``.diff`` of the forward pass differentiates them).
+
+    >>> default_gradient_method(AttentionSpec(n=2, d_model=2)), default_gradient_method(AttentionSpec(n=2, d_model=2, sink=True))
+    ('closed_form', 'elementwise')
+    """
+    instance_of("spec", spec, AttentionSpec)
+    if spec.qk_norm or any(name != "chunk" for name in spec.variants):
+        return "elementwise"
+    return "closed_form"
 
 
 def check_gradient_size(spec: AttentionSpec, method: str, max_terms: float | None) -> None:

@@ -1,0 +1,171 @@
+"""The symbolic view of the 2026 variants: a sink, an output gate, whole-projection QK-norm, multi-head latent attention.
+
+Each symbolic layer is lambdified and compared in float64 with an independent numeric computation: the
+numeric engine's own forward pass and VJP where it implements the variant (sink, gate), the numeric
+per-head attention (:func:`attnsym.numeric.head_attention`: its RoPE, YaRN, scores and softmax) fed
+with latents expanded here in PyTorch, and PyTorch autograd for the gradients, where it does not (MLA).
+Bars: forward 1e-12, gradients 1e-10 (float64; SymPy's expressions and NumPy's differ only in rounding).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import sympy as sp
+
+import attnsym as at
+from attnsym.errors import SpecError
+from attnsym.numeric.sampling import random_inputs
+from attnsym.symbolic.parameters import parameter_shapes
+
+FORWARD, GRADIENT = 1e-12, 1e-10
+
+
+def _numeric(spec, values):
+    params = {k: values[k] for k in spec.parameter_names}
+    Y, A = at.numeric.attention(values["X"], spec=spec, **params)
+    grads = at.numeric.attention_vjp(values["X"], spec=spec, G=values["G"], **params)
+    return Y, (A[None] if spec.heads == 1 else A), grads
+
+
+@pytest.mark.parametrize("spec", [
+    at.AttentionSpec(n=2, d_model=2, causal=True, sink=True),
+    at.AttentionSpec(n=2, d_model=2, output_gate=True),
+    at.AttentionSpec(n=3, d_model=2, causal=True, chunk=2, sink=True, output_gate=True),
+], ids=["sink", "gate", "sink-gate-chunk"])
+def test_sink_and_gate_equal_the_numeric_forward_and_vjp(spec):
+    values = random_inputs(spec, 3)
+    sym = at.symbolic.attention(spec)
+    inputs = {k: values[k] for k in sym.free_inputs()}
+    ref = sym.lambdify("Y", "A_heads")(**inputs)
+    Y, A, grads = _numeric(spec, values)
+    assert np.abs(ref["Y"] - Y).max() < FORWARD
+    assert np.abs(ref["A_heads"] - A).max() < FORWARD
+    sym_grads = at.symbolic.gradients(spec, method="elementwise").lambdify()(**values)
+    for name in ("X", *spec.parameter_names):
+        assert np.abs(sym_grads[name] - grads[name]).max() < GRADIENT, name
+
+
+def test_validate_takes_the_elementwise_route_for_a_sink_and_a_gate():
+    spec = at.AttentionSpec(n=2, d_model=2, causal=True, sink=True, output_gate=True)
+    report = at.validate(spec, seed=1)
+    assert report.passed
+    assert [row.quantity for row in report][-2:] == ["ds_sink", "dW_G"]
+    assert at.symbolic.cost.default_gradient_method(spec) == "elementwise"
+    assert at.symbolic.cost.default_gradient_method(spec.replace(sink=False, output_gate=False)) == "closed_form"
+
+
+def test_a_sink_keeps_its_mass_in_the_compiled_weights():
+    """The compiled rows sum to 1 − π (never renormalised), π the sink mass the symbolic layer names."""
+    spec = at.AttentionSpec(n=3, d_model=2, heads=1, causal=True, sink=True)
+    values = random_inputs(spec, 0)
+    sym = at.symbolic.attention(spec)
+    out = sym.lambdify("A", "sink_mass_heads")(**{k: values[k] for k in sym.free_inputs()})
+    pi = out["sink_mass_heads"][0, :, 0]
+    assert np.all(pi > 0.01)
+    assert np.abs(out["A"].sum(axis=-1) + pi - 1).max() < FORWARD
+
+
+def test_the_gate_is_sigma_of_x_w_g_times_the_heads():
+    spec = at.AttentionSpec(n=2, d_model=2, output_gate=True)
+    sym = at.symbolic.attention(spec)
+    assert sym.gate.shape == (2, 2) and list(sym.inputs)[-1] == "W_G"
+    z = sym.X_in.multiply(sym.W_G)[0, 1]
+    assert sym.gate[0, 1] == 1 / (1 + sp.exp(-z))
+    assert sym.W_O is None and sym.Y == sym.Z.multiply_elementwise(sym.gate)
+    with_out = at.symbolic.attention(spec.replace(output_projection=True))
+    assert with_out.Y == with_out.Z.multiply_elementwise(with_out.gate).multiply(with_out.W_O)
+
+
+def test_whole_projection_qk_norm_norms_the_whole_row():
+    """OLMo 2: one RMSNorm over every head's coordinates; two heads share its denominator."""
+    spec = at.AttentionSpec(n=2, d_model=4, heads=2, qk_norm=True, qk_norm_scope="whole_projection",
+                            qk_norm_offset=1.0)
+    sym = at.symbolic.attention(spec)
+    assert sym.g_Q.shape == (1, 4)
+    values = random_inputs(spec, 2)
+    out = sym.lambdify("Q_norm_heads")(**{k: values[k] for k in sym.free_inputs()})["Q_norm_heads"]
+    Q = values["X"] @ values["W_Q"]
+    normed = Q / np.sqrt((Q ** 2).mean(axis=-1, keepdims=True) + spec.qk_norm_eps) * (1.0 + values["g_Q"])
+    assert np.abs(np.concatenate(list(out), axis=-1) - normed).max() < FORWARD
+
+
+# ------------------------------------------------------------------------------------------ multi-head latent attention
+torch = pytest.importorskip("torch")
+
+MLA_SPECS = {
+    # DeepSeek V3's layer in miniature: a query latent, YaRN with mscale_all_dim, interleaved pairs, d_v ≠ d_k
+    "yarn-query-latent": at.AttentionSpec(
+        n=3, d_model=3, heads=2, d_k=3, d_v=2, causal=True, positions="rope", rotary_pct=2 / 3, kv_latent_rank=2,
+        q_latent_rank=2, rope_pairing="interleaved",
+        rope_scaling={"rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 2, "mscale": 1.0,
+                      "mscale_all_dim": 1.0}),
+    "tiny": at.AttentionSpec(n=2, d_model=2, heads=1, d_k=3, d_v=1, causal=True, positions="rope",
+                             rotary_pct=2 / 3, kv_latent_rank=1),
+}
+
+
+def _rms(x, g, eps=at.symbolic.parameters.DEFAULT_LATENT_EPS):
+    return x / torch.sqrt((x ** 2).mean(-1, keepdim=True) + eps) * g
+
+
+def _torch_mla(spec, T):
+    """The layer from the latents (PyTorch, autograd on), its attention by :func:`attnsym.numeric.head_attention`."""
+    n, H, nope = spec.n, spec.heads, spec.d_k - spec.rotary_dims
+    X = T["X"]
+    Q = X @ T["W_Q"] if "W_Q" in T else _rms(X @ T["W_DQ"], T["g_CQ"]) @ T["W_UQ"]
+    C = _rms(X @ T["W_DKV"], T["g_CKV"])
+    K_R, K_C, V = X @ T["W_KR"], C @ T["W_UK"], C @ T["W_UV"]
+    Qh = Q.reshape(n, H, spec.d_k).permute(1, 0, 2)
+    Kh = torch.stack([torch.cat([K_R, K_C[:, h * nope:(h + 1) * nope]], -1) for h in range(H)])
+    Vh = V.reshape(n, H, spec.d_v).permute(1, 0, 2)
+    Z, A = at.numeric.head_attention(Qh, Kh, Vh, spec=spec.replace(kv_latent_rank=None, q_latent_rank=None))
+    return (Z @ T["W_O"] if "W_O" in T else Z), A
+
+
+@pytest.mark.parametrize("name", list(MLA_SPECS))
+def test_mla_forward_equals_the_numeric_attention_of_the_expanded_latents(name):
+    spec = MLA_SPECS[name]
+    rng = np.random.default_rng(0)
+    values = {k: rng.standard_normal(s) for k, s in {"X": (spec.n, spec.d_model), **parameter_shapes(spec)}.items()}
+    sym = at.symbolic.attention(spec)
+    assert sym.W_K is None and sym.W_V is None and sym.C_KV.shape == (spec.n, spec.kv_latent_rank)
+    ref = sym.lambdify("Y", "A_heads")(**values)
+    Y, A = _torch_mla(spec, {k: torch.tensor(v) for k, v in values.items()})
+    assert np.abs(ref["Y"] - Y.numpy()).max() < FORWARD
+    assert np.abs(ref["A_heads"] - A.numpy()).max() < FORWARD
+
+
+def test_mla_scores_split_into_a_shared_rotary_part_and_a_per_head_part():
+    """Every head's key starts with the same rotary key k^R; the rest is the head's own c W_UK,h."""
+    spec = MLA_SPECS["yarn-query-latent"]
+    sym = at.symbolic.attention(spec)
+    rho = spec.rotary_dims
+    assert sym.K_heads[0][:, :rho] == sym.K_heads[1][:, :rho] == sym.K_R
+    assert sym.K_heads[0][:, rho:] == sym.C_KV.multiply(sym.W_UK[:, :1])
+    assert sym.V_heads[1] == sym.C_KV.multiply(sym.W_UV[:, 2:])
+
+
+def test_mla_elementwise_gradients_equal_autograd():
+    spec = MLA_SPECS["tiny"]
+    rng = np.random.default_rng(1)
+    values = {k: rng.standard_normal(s) for k, s in {"X": (spec.n, spec.d_model), **parameter_shapes(spec)}.items()}
+    G = rng.standard_normal((spec.n, spec.d_out))
+    T = {k: torch.tensor(v, requires_grad=True) for k, v in values.items()}
+    Y, _ = _torch_mla(spec, T)
+    (Y * torch.tensor(G)).sum().backward()
+    result = at.symbolic.gradients(spec, method="elementwise")
+    assert result.wrt == ("X", *parameter_shapes(spec))
+    got = result.lambdify()(**values, G=G)
+    for name, t in T.items():
+        assert np.abs(got[name] - t.grad.numpy()).max() < GRADIENT, name
+
+
+def test_symbolic_refusals_name_what_is_missing():
+    with pytest.raises(SpecError, match="query_temperature"):
+        at.symbolic.attention(at.AttentionSpec(n=2, d_model=2, query_temperature=(4.0, 0.1)))
+    with pytest.raises(SpecError, match="no biases"):
+        at.symbolic.attention(at.AttentionSpec(n=2, d_model=2, d_k=4, positions="rope", rotary_pct=0.5,
+                                               kv_latent_rank=1, bias=True))
+    with pytest.raises(SpecError, match="method='closed_form'"):
+        at.symbolic.gradients(at.AttentionSpec(n=2, d_model=2, output_gate=True))
