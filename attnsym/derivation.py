@@ -265,7 +265,7 @@ def _projection_steps(f: _Forward) -> list[Step]:
 def _latent_steps(f: _Forward, x_name: str) -> list[Step]:
     """Multi-head latent attention: the normed latents, the one rotary key, then ``Q``, ``K``, ``V`` expanded from them."""
     sym, spec, n = f.sym, f.spec, f.spec.n
-    r, rho, nope, H = spec.kv_latent_rank, spec.rotary_dims, spec.d_k - spec.rotary_dims, spec.heads
+    r, rho, nope, H = int(spec.kv_latent_rank or 0), spec.rotary_dims, spec.d_k - spec.rotary_dims, spec.heads
     c, k_r = _entries("c", (n, r)), _entries("k^{R}", (n, rho))
     steps = [Step(
         "Latent", (_eq(_msym("C", (n, r)), sym.C_KV), _eq(_msym("K^{R}", (n, rho)), sym.K_R)),
@@ -275,7 +275,7 @@ def _latent_steps(f: _Forward, x_name: str) -> list[Step]:
         formula=rf"C = \operatorname{{RMSNorm}}({x_name} W_{{DKV}}) \odot g^{{CKV}},\quad K^R = {x_name} W_{{KR}}",
     )]
     if sym.C_Q is not None:
-        rq = spec.q_latent_rank
+        rq = int(spec.q_latent_rank or 0)
         c_q = _entries("c^{Q}", (n, rq))
         steps.append(Step(
             "Query latent", _eq(_msym("C^{Q}", (n, rq)), sym.C_Q),
@@ -412,9 +412,10 @@ def _gated_output_steps(f: _Forward, v: sp.ImmutableMatrix) -> list[Step]:
     spec, sym, n, h = f.spec, f.sym, f.spec.n, f.spec.heads
     heads = tuple(_eq(_msym(f.head_name("Z", hh), (n, spec.d_v)), matmul(f.alphas(hh), f.value_block(v, hh)))
                   for hh in range(h))
+    gate_shape = (n, spec.inner_v)
     x_name = "X" if sym.PE is None else r"\tilde{X}"
-    gate = sigmoid(_entries("u", sym.gate.shape))
-    gated = _entries("z", sym.Z.shape).multiply_elementwise(_entries(r"\gamma", sym.gate.shape))
+    gate = sigmoid(_entries("u", gate_shape))
+    gated = _entries("z", sym.Z.shape).multiply_elementwise(_entries(r"\gamma", gate_shape))
     Y = gated if sym.W_O is None else matmul(gated, sym.W_O)
     if sym.b_O is not None:
         Y = sp.ImmutableMatrix(Y + ones_times(sym.b_O, n))
@@ -425,8 +426,8 @@ def _gated_output_steps(f: _Forward, v: sp.ImmutableMatrix) -> list[Step]:
              "Each head averages its own slice of the value columns with its own weights." if f.multi
              else "Each row is the weighted average of the value rows.",
              formula=r"Z^{(h)} = A^{(h)} V^{(h)}" if f.multi else "Z = A V"),
-        Step("Output gate", (_eq(_msym("U", sym.gate.shape), matmul(sym.X_in, sym.W_G)),
-                             _eq(_msym(r"\Gamma", sym.gate.shape), gate)),
+        Step("Output gate", (_eq(_msym("U", gate_shape), matmul(sym.X_in, sym.W_G)),
+                             _eq(_msym(r"\Gamma", gate_shape), gate)),
              "A sigmoid gate computed from the layer's input scales every coordinate of the concatenated head "
              "outputs between 0 and 1 (Qwen3-Next's gated attention), entry $\\gamma_{i,j} = \\sigma(u_{i,j})$.",
              formula=rf"\Gamma = \sigma({x_name} W_G),\quad \sigma(u) = \frac{{1}}{{1 + e^{{-u}}}}"),
