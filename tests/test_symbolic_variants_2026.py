@@ -269,3 +269,13 @@ def test_derive_mla_writes_the_latent_and_the_split_keys():
     assert K[:, rho:spec.d_k] != K[:, spec.d_k + rho:]
     assert d.step("Values").equation.rhs.shape == (spec.n, spec.inner_v)
     assert "\\begin{document}" in d.to_latex() and "## 2. Latent" in d.to_markdown()
+
+
+def test_cli_derive_takes_the_sink_and_the_gate(capsys):
+    from attnsym.cli import main
+
+    assert main(["derive", "--n", "2", "--d", "2", "--causal", "--sink", "--output-gate"]) == 0
+    out = capsys.readouterr().out
+    assert "1 - \\pi_i" in out and "## 8. Output gate" in out and "\\Gamma" in out
+    assert main(["derive", "--n", "2", "--d", "2", "--sink", "--grad"]) == 2  # no closed-form step for a sink
+    assert "does not implement sink=True" in capsys.readouterr().err
