@@ -279,3 +279,12 @@ def test_cli_derive_takes_the_sink_and_the_gate(capsys):
     assert "1 - \\pi_i" in out and "## 8. Output gate" in out and "\\Gamma" in out
     assert main(["derive", "--n", "2", "--d", "2", "--sink", "--grad"]) == 2  # no closed-form step for a sink
     assert "does not implement sink=True" in capsys.readouterr().err
+
+
+def test_the_size_guard_counts_the_latent_and_the_gate():
+    cost = at.symbolic.estimate_cost
+    plain = at.AttentionSpec(n=2, d_model=2, d_k=4, positions="rope", rotary_pct=0.5)
+    assert cost(plain.replace(kv_latent_rank=2)).total > cost(plain).total
+    assert cost(plain.replace(output_gate=True)).total > cost(plain).total
+    with pytest.raises(at.errors.SizeLimitError):  # some 9 minutes of .diff here: refused before building
+        at.symbolic.gradients(MLA_SPECS["yarn-query-latent"], method="elementwise")

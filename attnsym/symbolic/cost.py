@@ -128,6 +128,13 @@ def estimate_cost(spec: AttentionSpec) -> SymbolicCost:
     n, m = spec.n, spec.d_model
     hooks = position_hooks(spec)
     t_in = hooks.input_terms(m) + (1 if spec.bias else 0)
+    t_v, t_gate = t_in, (hooks.input_terms(m) + 2 if spec.output_gate else 0)  # σ(x·w_G) = 1/(1 + exp(−x·w_G))
+    if spec.kv_latent_rank is not None:  # a normed latent entry c = (x·w) g / sqrt(Σ (x·w)² / r + eps), r of them
+        def latent(r: int) -> int:
+            return r * ((r + 1) * t_in + 2)
+
+        t_v = latent(spec.kv_latent_rank)
+        t_in = max(t_v, latent(spec.q_latent_rank) if spec.q_latent_rank else t_in)  # the queries and keys
     t_norm = (spec.d_k + 1) * t_in + 2 if spec.qk_norm else t_in  # x g / sqrt(Σ x² / d_k + eps): the row's squares
     t_qk = hooks.query_key_terms(t_norm)
     t_s = 2 * spec.d_k * t_qk + hooks.score_terms() + (2 if spec.softcap is not None else 0)
@@ -144,9 +151,9 @@ def estimate_cost(spec: AttentionSpec) -> SymbolicCost:
         s1, s2, k_max = n * n, n * n * n, n
     # a row with k keys: t_A = (k + 1) t_S per weight (0 for k = 0), t_Z = k (t_A + t_in)
     def t_z(k: int) -> int:
-        return k * ((k + 1) * t_s + t_in)
+        return k * ((k + 1) * t_s + t_v) + t_gate
 
-    sum_t_z = (s2 + s1) * t_s + s1 * t_in
+    sum_t_z = (s2 + s1) * t_s + s1 * t_v + n * t_gate
     if spec.output_projection:
         bias = 1 if spec.bias else 0
         sum_t_y, max_t_y = spec.inner_v * (sum_t_z + n) + n * bias, spec.inner_v * (t_z(k_max) + 1) + bias
