@@ -46,13 +46,31 @@ def test_sink_and_gate_equal_the_numeric_forward_and_vjp(spec):
         assert np.abs(sym_grads[name] - grads[name]).max() < GRADIENT, name
 
 
-def test_validate_takes_the_elementwise_route_for_a_sink_and_a_gate():
+def test_validate_checks_the_sink_and_the_gate_gradients():
     spec = at.AttentionSpec(n=2, d_model=2, causal=True, sink=True, output_gate=True)
     report = at.validate(spec, seed=1)
     assert report.passed
     assert [row.quantity for row in report][-2:] == ["ds_sink", "dW_G"]
-    assert at.symbolic.cost.default_gradient_method(spec) == "elementwise"
-    assert at.symbolic.cost.default_gradient_method(spec.replace(sink=False, output_gate=False)) == "closed_form"
+    method = at.symbolic.cost.default_gradient_method
+    assert method(spec) == "closed_form" and method(spec.replace(qk_norm=True)) == "elementwise"
+    assert method(MLA_SPECS["tiny"]) == "elementwise"
+
+
+@pytest.mark.parametrize("spec", [
+    at.AttentionSpec(n=3, d_model=2, causal=True, sink=True),
+    at.AttentionSpec(n=3, d_model=4, heads=2, causal=True, output_gate=True, positions="rope", bias=True),
+    at.AttentionSpec(n=3, d_model=4, heads=2, kv_heads=1, causal=True, chunk=2, softcap=5.0, sink=True,
+                     output_gate=True),
+    at.AttentionSpec(n=3, d_model=2, sink=True, mask=[[False, False, False], [True, True, False], [True, True, True]]),
+], ids=["sink", "gate-rope-bias", "gqa-chunk-softcap-sink-gate", "sink-fully-masked-row"])
+def test_the_closed_form_differentiates_a_sink_and_a_gate(spec):
+    """ds_h = −Σ_i π_i Σ_j dA_ij A_ij; dW_G = X_inᵀ (dZ' ⊙ Z ⊙ σ(1 − σ)), dZ = dZ' ⊙ σ: against the numeric VJP."""
+    values = random_inputs(spec, 7)
+    got = at.symbolic.gradients(spec).lambdify()(**values)
+    _, _, grads = _numeric(spec, values)
+    assert set(got) == {"X", *spec.parameter_names}
+    for name in got:
+        assert np.abs(got[name] - grads[name]).max() < GRADIENT, name
 
 
 def test_a_sink_keeps_its_mass_in_the_compiled_weights():
@@ -91,8 +109,6 @@ def test_whole_projection_qk_norm_norms_the_whole_row():
 
 
 # ------------------------------------------------------------------------------------------ multi-head latent attention
-torch = pytest.importorskip("torch")
-
 MLA_SPECS = {
     # DeepSeek V3's layer in miniature: a query latent, YaRN with mscale_all_dim, interleaved pairs, d_v ≠ d_k
     "yarn-query-latent": at.AttentionSpec(
@@ -106,11 +122,13 @@ MLA_SPECS = {
 
 
 def _rms(x, g, eps=at.symbolic.parameters.DEFAULT_LATENT_EPS):
+    torch = pytest.importorskip("torch")
     return x / torch.sqrt((x ** 2).mean(-1, keepdim=True) + eps) * g
 
 
 def _torch_mla(spec, T):
     """The layer from the latents (PyTorch, autograd on), its attention by :func:`attnsym.numeric.head_attention`."""
+    torch = pytest.importorskip("torch")
     n, H, nope = spec.n, spec.heads, spec.d_k - spec.rotary_dims
     X = T["X"]
     Q = X @ T["W_Q"] if "W_Q" in T else _rms(X @ T["W_DQ"], T["g_CQ"]) @ T["W_UQ"]
@@ -131,6 +149,7 @@ def test_mla_forward_equals_the_numeric_attention_of_the_expanded_latents(name):
     sym = at.symbolic.attention(spec)
     assert sym.W_K is None and sym.W_V is None and sym.C_KV.shape == (spec.n, spec.kv_latent_rank)
     ref = sym.lambdify("Y", "A_heads")(**values)
+    torch = pytest.importorskip("torch")
     Y, A = _torch_mla(spec, {k: torch.tensor(v) for k, v in values.items()})
     assert np.abs(ref["Y"] - Y.numpy()).max() < FORWARD
     assert np.abs(ref["A_heads"] - A.numpy()).max() < FORWARD
@@ -151,6 +170,7 @@ def test_mla_elementwise_gradients_equal_autograd():
     rng = np.random.default_rng(1)
     values = {k: rng.standard_normal(s) for k, s in {"X": (spec.n, spec.d_model), **parameter_shapes(spec)}.items()}
     G = rng.standard_normal((spec.n, spec.d_out))
+    torch = pytest.importorskip("torch")
     T = {k: torch.tensor(v, requires_grad=True) for k, v in values.items()}
     Y, _ = _torch_mla(spec, T)
     (Y * torch.tensor(G)).sum().backward()
@@ -167,8 +187,10 @@ def test_symbolic_refusals_name_what_is_missing():
     with pytest.raises(SpecError, match="no biases"):
         at.symbolic.attention(at.AttentionSpec(n=2, d_model=2, d_k=4, positions="rope", rotary_pct=0.5,
                                                kv_latent_rank=1, bias=True))
-    with pytest.raises(SpecError, match="method='closed_form'"):
-        at.symbolic.gradients(at.AttentionSpec(n=2, d_model=2, output_gate=True))
+    with pytest.raises(SpecError, match=r"method='closed_form'.*kv_latent_rank=1"):
+        at.symbolic.gradients(MLA_SPECS["tiny"])
+    with pytest.raises(SpecError, match=r"method='matrix'.*sink=True"):
+        at.symbolic.gradients(at.AttentionSpec(n=2, d_model=2, sink=True), method="matrix")
 
 
 # ------------------------------------------------------------------------------------------ derivations

@@ -220,20 +220,27 @@ def check_gradient_spec(spec: Any, method: str = "closed_form") -> AttentionSpec
                             "use method='closed_form' or 'elementwise'")
     if spec.qk_norm and method != "elementwise":
         raise SpecError(f"method={method!r} has no QK-norm step (got qk_norm=True); use method='elementwise'")
-    if method != "elementwise":  # the closed forms have no sink, gate or latent; a chunk is only a mask
-        spec.refuse_variants(f"method={method!r} (use method='elementwise')", implemented=("chunk",))
+    if method != "elementwise":  # a chunk is only a mask; the closed form has a sink and a gate, no latent
+        spec.refuse_variants(f"method={method!r} (use method='elementwise')", implemented=CLOSED_FORM_VARIANTS[method])
     return spec
 
 
-def default_gradient_method(spec: AttentionSpec) -> str:
-    """``"closed_form"`` where its identities cover ``spec``, else ``"elementwise"`` (QK-norm, a sink, an output
-    gate, a latent: only SymPy's ``.diff`` of the forward pass differentiates them).
+#: the variants (:attr:`attnsym.AttentionSpec.variants`) each closed route differentiates
+CLOSED_FORM_VARIANTS: dict[str, tuple[str, ...]] = {"closed_form": ("chunk", "sink", "output_gate"),
+                                                    "matrix": ("chunk",)}
 
-    >>> default_gradient_method(AttentionSpec(n=2, d_model=2)), default_gradient_method(AttentionSpec(n=2, d_model=2, sink=True))
-    ('closed_form', 'elementwise')
+
+def default_gradient_method(spec: AttentionSpec) -> str:
+    """``"closed_form"`` where its identities cover ``spec``, else ``"elementwise"`` (QK-norm, a latent: only
+    SymPy's ``.diff`` of the forward pass differentiates them).
+
+    >>> default_gradient_method(AttentionSpec(n=2, d_model=2, sink=True))
+    'closed_form'
+    >>> default_gradient_method(AttentionSpec(n=2, d_model=2, qk_norm=True))
+    'elementwise'
     """
     instance_of("spec", spec, AttentionSpec)
-    if spec.qk_norm or any(name != "chunk" for name in spec.variants):
+    if spec.qk_norm or any(name not in CLOSED_FORM_VARIANTS["closed_form"] for name in spec.variants):
         return "elementwise"
     return "closed_form"
 
