@@ -310,3 +310,12 @@ def test_the_size_guard_counts_the_latent_and_the_gate():
     assert cost(plain.replace(output_gate=True)).total > cost(plain).total
     with pytest.raises(at.errors.SizeLimitError):  # some 9 minutes of .diff here: refused before building
         at.symbolic.gradients(MLA_SPECS["yarn-query-latent"], method="elementwise")
+
+
+@pytest.mark.parametrize("spec", [
+    at.AttentionSpec(n=2, d_model=2, causal=True, sink=True, output_gate=True, output_projection=True),
+    at.AttentionSpec(n=2, d_model=4, heads=2, causal=True, sink=True, output_gate=True),
+], ids=["identity", "points"])
+def test_check_gradients_proves_the_closed_form_of_a_sink_and_a_gate(spec):
+    result = at.symbolic.check_gradients(spec)
+    assert result.equal and not result.mismatches

@@ -147,7 +147,8 @@ class _Forward:
     heads: list[_Head]
     Z: sp.ImmutableMatrix
     Y: sp.ImmutableMatrix
-    gate: sp.ImmutableMatrix | None = None  # σ(X_in W_G) with an output gate
+    gate: sp.ImmutableMatrix | None = None  # σ(X_in W_G) = 1 / (1 + E) with an output gate
+    gate_exp: sp.ImmutableMatrix | None = None  # E = exp(−X_in W_G)
     Z_gated: sp.ImmutableMatrix | None = None  # Z ⊙ gate, what W_O reads
 
 
@@ -210,18 +211,18 @@ def _forward_program(tape: Tape, spec: AttentionSpec, inputs: Mapping[str, sp.Im
     heads = [_head_forward(tape, spec, hh, Q, K, V, c, cap, None if biases is None else biases[hh],
                            None if sinks is None else sinks[0, hh]) for hh in range(h)]
     Z = Matrix(n, h * dv, lambda i, j: heads[j // dv].Z[i][j % dv])
-    gate = Z_gated = None
+    gate = gate_exp = Z_gated = None
     W_G = inputs.get("W_G")
-    if W_G is not None:  # the output gate: Z ⊙ σ(X_in W_G)
-        gate = tape.emit_matrix(n, h * dv, lambda i, j: 1 / (1 + sp.exp(-sp.Add(*[X_in[i, k] * W_G[k, j]
-                                                                                   for k in range(m)]))))
+    if W_G is not None:  # the output gate: Z ⊙ σ(X_in W_G), σ(u) = 1 / (1 + e^{−u})
+        gate_exp = tape.emit_matrix(n, h * dv, lambda i, j: sp.exp(-sp.Add(*[X_in[i, k] * W_G[k, j] for k in range(m)])))
+        gate = tape.emit_matrix(n, h * dv, lambda i, j: 1 / (1 + gate_exp[i, j]))
         Z_gated = tape.emit_matrix(n, h * dv, lambda i, j: Z[i, j] * gate[i, j])
     Zo = Z if Z_gated is None else Z_gated
     W_O, b_O = inputs.get("W_O"), inputs.get("b_O")
     Y = Zo if W_O is None else tape.emit_matrix(n, m, lambda i, j: sp.Add(
         *[Zo[i, k] * W_O[k, j] for k in range(h * dv)], *([b_O[0, j]] if b_O is not None else [])))
     return _Forward(X_in=X_in, Q=Q, K=K, V=V, Q_pre=Q_pre, K_pre=K_pre, c=c, cap=cap, heads=heads, Z=Z, Y=Y,
-                    gate=gate, Z_gated=Z_gated)
+                    gate=gate, gate_exp=gate_exp, Z_gated=Z_gated)
 
 
 def _head_forward(tape: Tape, spec: AttentionSpec, hh: int, Q: sp.ImmutableMatrix, K: sp.ImmutableMatrix,
@@ -279,11 +280,11 @@ def _backward_program(tape: Tape, spec: AttentionSpec, inputs: Mapping[str, sp.I
         return grads
     dZo = G if W_O is None else tape.emit_matrix(n, h * dv, lambda i, k: add(*[G[i, j] * W_O[k, j] for j in range(m)]))
     dZ, dU = dZo, None
-    if fwd.gate is not None:  # Z ⊙ σ(U): dZ = dZ' ⊙ σ, dU = dZ' ⊙ Z ⊙ σ (1 − σ)
-        gate = fwd.gate
+    if fwd.gate is not None and fwd.gate_exp is not None:  # Z ⊙ σ(U): dZ = dZ' ⊙ σ, dU = dZ' ⊙ Z ⊙ σ'(U)
+        gate, E = fwd.gate, fwd.gate_exp
         dZ = tape.emit_matrix(n, h * dv, lambda i, k: dZo[i, k] * gate[i, k])
-        if need_gate:
-            dU = tape.emit_matrix(n, h * dv, lambda i, k: dZo[i, k] * fwd.Z[i, k] * gate[i, k] * (1 - gate[i, k]))
+        if need_gate:  # σ' = σ (1 − σ), written e^{−u} σ² as SymPy's own derivative (check_gradients compares them)
+            dU = tape.emit_matrix(n, h * dv, lambda i, k: dZo[i, k] * fwd.Z[i, k] * E[i, k] * gate[i, k] ** 2)
     dQ = [[zero] * (h * dk) for _ in range(n)]
     dK = [[zero] * (spec.kv_heads * dk) for _ in range(n)]
     dV = [[zero] * (spec.kv_heads * dv) for _ in range(n)]
