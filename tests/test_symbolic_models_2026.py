@@ -23,6 +23,8 @@ from attnsym.numeric.norms import rms_norm
 
 transformers = pytest.importorskip("transformers")
 
+pytestmark = pytest.mark.oracle
+
 TOL = 1e-12
 IDS = np.array([[2, 3, 4]])
 ROPE = {"rope_type": "default", "rope_theta": 10000.0}
