@@ -9,10 +9,14 @@ checked on its own by substituting numbers:
 2. positions ``PE`` and ``X~ = X + PE`` (sinusoidal positions);
 3. ``Q = X W_Q``, ``K = X W_K``, ``V = X W_V`` in the inputs ``x_{i,j}``, ``W^{Q}_{i,j}``, …;
    with RoPE the rotated ``Q~``, ``K~`` and the identity ``R(mθ)q · R(nθ)k = qᵀR((n−m)θ)k``;
-   with ALiBi the bias matrices ``B_h`` (:mod:`attnsym.symbolic.position_steps`);
+   with ALiBi the bias matrices ``B_h`` (:mod:`attnsym.symbolic.position_steps`); with QK-norm the
+   normed rows (per head, or over the whole projection); with multi-head latent attention the
+   normed latent ``C``, the one rotary key ``K^R`` and ``Q``, ``K``, ``V`` expanded from them;
 4. scores ``S = c Q Kᵀ (+ B)`` in the entries ``q_{i,j}``, ``k_{i,j}`` (``-oo`` where masked);
-5. weights ``A = softmax_row(S)`` in the scores ``s_{i,j}`` (exactly 0 where masked);
+5. weights ``A = softmax_row(S)`` in the scores ``s_{i,j}`` (exactly 0 where masked); with a sink the
+   logit ``s_h`` joins every denominator and its mass ``π_i`` is written out (rows sum to ``1 − π_i``);
 6. outputs ``Y = A V`` (per head, concatenated, ``W_O``) in ``alpha_{i,j}``, ``v_{i,j}``, ``z_{i,j}``;
+   with an output gate ``Γ = σ(X W_G)`` and ``Y = (Z ⊙ Γ) W_O``;
 7. the elementwise form ``y_i = sum_j alpha_ij(x_1, …, x_n) v_j``, then every score
    ``s_ij(x_1, …, x_n)`` written out in the inputs and every ``alpha_ij(x_1, …, x_n)`` in
    those scores;
@@ -41,9 +45,9 @@ from .errors import SpecError
 from .render import derivation_latex_document, derivation_latex_math, derivation_markdown
 from .spec import AttentionSpec
 from .symbolic._backward_steps import gradient_steps
-from .symbolic.matrices import SymbolicAttention, attention, softcap_scores
+from .symbolic.matrices import SYMBOLIC_VARIANTS, SymbolicAttention, attention, sigmoid, softcap_scores
 from .symbolic.mlp import mlp
-from .symbolic.operations import matmul, ones_times, row_softmax, scores
+from .symbolic.operations import matmul, ones_times, row_softmax, scores, sink_softmax
 from .symbolic.position_steps import qk_norm_steps, score_positions, softcap_step_words
 from .symbolic.steps import Step
 
@@ -239,6 +243,8 @@ def _position_steps(f: _Forward) -> list[Step]:
 def _projection_steps(f: _Forward) -> list[Step]:
     sym, spec = f.sym, f.spec
     x_name = "X" if sym.PE is None else r"\tilde{X}"
+    if spec.kv_latent_rank is not None:
+        return _latent_steps(f, x_name)
     steps = []
     for title, letter, matrix, words in (
         ("Queries", "Q", sym.Q, "what each token looks for"),
@@ -254,6 +260,47 @@ def _projection_steps(f: _Forward) -> list[Step]:
             formula=formula,
         ))
     return steps
+
+
+def _latent_steps(f: _Forward, x_name: str) -> list[Step]:
+    """Multi-head latent attention: the normed latents, the one rotary key, then ``Q``, ``K``, ``V`` expanded from them."""
+    sym, spec, n = f.sym, f.spec, f.spec.n
+    r, rho, nope, H = int(spec.kv_latent_rank or 0), spec.rotary_dims, spec.d_k - spec.rotary_dims, spec.heads
+    c, k_r = _entries("c", (n, r)), _entries("k^{R}", (n, rho))
+    steps = [Step(
+        "Latent", (_eq(_msym("C", (n, r)), sym.C_KV), _eq(_msym("K^{R}", (n, rho)), sym.K_R)),
+        f"Every token is compressed to one latent row of width $r = {r}$, RMS-normed with the gains $g^{{CKV}}$: the "
+        "keys and values of every head are expanded from it. A second projection gives one rotary key $k^R$ of "
+        f"width $\\rho = {rho}$, shared by all heads.",
+        formula=rf"C = \operatorname{{RMSNorm}}({x_name} W_{{DKV}}) \odot g^{{CKV}},\quad K^R = {x_name} W_{{KR}}",
+    )]
+    if sym.C_Q is not None:
+        rq = int(spec.q_latent_rank or 0)
+        c_q = _entries("c^{Q}", (n, rq))
+        steps.append(Step(
+            "Query latent", _eq(_msym("C^{Q}", (n, rq)), sym.C_Q),
+            f"The queries go through their own latent of width $r_q = {rq}$, RMS-normed with the gains $g^{{CQ}}$.",
+            formula=rf"C^Q = \operatorname{{RMSNorm}}({x_name} W_{{DQ}}) \odot g^{{CQ}}"))
+        Q, q_formula = matmul(c_q, sym.W_UQ), r"Q = C^Q W_{UQ}"
+    else:
+        Q, q_formula = sym.Q, f"Q = {x_name} W_Q"
+    K_C = matmul(c, sym.W_UK)
+    K = sp.ImmutableMatrix(sp.Matrix.hstack(*(sp.Matrix.hstack(k_r, K_C[:, h * nope:(h + 1) * nope]) for h in range(H))))
+    heads_words = f" Columns split into {H} heads of width {spec.d_k}." if f.multi else ""
+    return [
+        *steps,
+        Step("Queries", _eq(_msym("Q", Q.shape), Q),
+             f"Each head's query has its {rho} rotary coordinates first, then its {nope} others.{heads_words}",
+             formula=q_formula),
+        Step("Keys", _eq(_msym("K", K.shape), K),
+             f"Each head's key is the shared rotary key $k^R$ followed by the head's own {nope} coordinates expanded "
+             "from the latent; the scores split into a rotary part shared by all heads' keys and a non-rotary part "
+             "$q^C_h \\cdot k^C_h$.",
+             formula=r"K^{(h)} = \left[K^R \;\middle|\; C\, W_{UK}^{(h)}\right]"),
+        Step("Values", _eq(_msym("V", (n, spec.inner_v)), matmul(c, sym.W_UV)),
+             f"Each head's value, of width $d_v = {spec.d_v}$ (not $d_k = {spec.d_k}$), is expanded from the latent.",
+             formula=r"V^{(h)} = C\, W_{UV}^{(h)}"),
+    ]
 
 
 def _query_key_steps(f: _Forward) -> tuple[list[Step], sp.ImmutableMatrix, sp.ImmutableMatrix, str]:
@@ -298,11 +345,27 @@ def _weight_step(f: _Forward) -> Step:
     for hh in range(spec.heads):
         s = _entries("s", (n, n), hh + 1 if f.multi else None)
         S = sp.ImmutableMatrix(n, n, lambda i, j, hh=hh, s=s: -sp.oo if f.masked(hh, i, j) else s[i, j])
-        equations.append(_eq(_msym(f.head_name("A", hh), (n, n)), row_softmax(S, spec.allowed)))
+        if f.sym.s_sink is None:
+            equations.append(_eq(_msym(f.head_name("A", hh), (n, n)), row_softmax(S, spec.allowed)))
+            continue
+        A, pi = sink_softmax(S, f.sym.s_sink[0, hh], spec.allowed)
+        equations += [_eq(_msym(f.head_name("A", hh), (n, n)), A), _eq(_msym(f.head_name(r"\pi", hh), (n, 1)), pi)]
     zero_words = " Masked weights are exactly 0." if spec.allowed is not None else ""
+    suffix = "_h" if f.multi else ""
+    if f.sym.s_sink is not None:
+        if spec.fully_masked_rows:
+            zero_words += " A query that may attend to nothing gives all its mass to the sink."
+        sink = "s_h" if f.multi else "s"
+        return Step(
+            "Attention weights", tuple(equations),
+            f"Each row of scores goes through a softmax whose denominator also holds the learned sink logit ${sink}$ "
+            "(gpt-oss): the sink takes its own mass $\\pi_i$, so the weights of query $i$ are positive and sum to "
+            f"$1 - \\pi_i$, kept as they are, never renormalised.{zero_words}",
+            formula=rf"\alpha_{{i,j}} = \frac{{e^{{s_{{i,j}}}}}}{{e^{{{sink}}} + \sum_{{k}} e^{{s_{{i,k}}}}}},\quad "
+                    rf"\pi_i = \frac{{e^{{{sink}}}}}{{e^{{{sink}}} + \sum_{{k}} e^{{s_{{i,k}}}}}} = 1 - \sum_j \alpha_{{i,j}}",
+        )
     if spec.fully_masked_rows:
         zero_words += " A query that may attend to nothing gets an all-zero row."
-    suffix = "_h" if f.multi else ""
     return Step(
         "Attention weights", tuple(equations),
         "Each row of scores goes through a softmax, so the weights $\\alpha_{i,j}$ of every query are positive and "
@@ -316,6 +379,8 @@ def _output_steps(f: _Forward) -> list[Step]:
     """``Y = A V``, or the heads ``Z_h = A_h V_h`` and then ``Y = Z W_O (+ 1 b_O)``."""
     spec, sym, n, h = f.spec, f.sym, f.spec.n, f.spec.heads
     v = _entries("v", sym.V.shape)
+    if sym.gate is not None:
+        return _gated_output_steps(f, v)
     if not spec.output_projection:
         Y = matmul(f.alphas(0), f.value_block(v, 0))
         return [Step(
@@ -342,6 +407,37 @@ def _output_steps(f: _Forward) -> list[Step]:
     ]
 
 
+def _gated_output_steps(f: _Forward, v: sp.ImmutableMatrix) -> list[Step]:
+    """With an output gate (Qwen3-Next): the heads ``Z``, the gate ``Γ = σ(X W_G)``, then ``Y = (Z ⊙ Γ) W_O``."""
+    spec, sym, n, h = f.spec, f.sym, f.spec.n, f.spec.heads
+    heads = tuple(_eq(_msym(f.head_name("Z", hh), (n, spec.d_v)), matmul(f.alphas(hh), f.value_block(v, hh)))
+                  for hh in range(h))
+    gate_shape = (n, spec.inner_v)
+    x_name = "X" if sym.PE is None else r"\tilde{X}"
+    gate = sigmoid(_entries("u", gate_shape))
+    gated = _entries("z", sym.Z.shape).multiply_elementwise(_entries(r"\gamma", gate_shape))
+    Y = gated if sym.W_O is None else matmul(gated, sym.W_O)
+    if sym.b_O is not None:
+        Y = sp.ImmutableMatrix(Y + ones_times(sym.b_O, n))
+    concat = rf"Z = \left[Z^{{(1)}} \cdots Z^{{({h})}}\right],\quad " if f.multi else ""
+    project = (" W_O" + (r" + \mathbf{1} b_O" if sym.b_O is not None else "")) if sym.W_O is not None else ""
+    return [
+        Step("Head outputs" if f.multi else "Weighted values", heads,
+             "Each head averages its own slice of the value columns with its own weights." if f.multi
+             else "Each row is the weighted average of the value rows.",
+             formula=r"Z^{(h)} = A^{(h)} V^{(h)}" if f.multi else "Z = A V"),
+        Step("Output gate", (_eq(_msym("U", gate_shape), matmul(sym.X_in, sym.W_G)),
+                             _eq(_msym(r"\Gamma", gate_shape), gate)),
+             "A sigmoid gate computed from the layer's input scales every coordinate of the concatenated head "
+             "outputs between 0 and 1 (Qwen3-Next's gated attention), entry $\\gamma_{i,j} = \\sigma(u_{i,j})$.",
+             formula=rf"\Gamma = \sigma({x_name} W_G),\quad \sigma(u) = \frac{{1}}{{1 + e^{{-u}}}}"),
+        Step("Gate and project" if sym.W_O is not None else "Output", _eq(_msym("Y", Y.shape), Y),
+             "The head outputs $z_{i,j}$ are multiplied entry by entry by the gate $\\gamma_{i,j}$"
+             + (", then mixed by the output projection $W_O$." if sym.W_O is not None else "."),
+             formula=concat + r"Y = \left(Z \odot \Gamma\right)" + project),
+    ]
+
+
 def _elementwise_steps(f: _Forward) -> list[Step]:
     """``y_i = Σ_j α_ij(x_1, …, x_n) v_j``, then every score in the inputs and every weight in those scores."""
     spec, sym, n, d_v = f.spec, f.sym, f.spec.n, f.spec.d_v
@@ -361,7 +457,8 @@ def _elementwise_steps(f: _Forward) -> list[Step]:
         s_of_x = sp.ImmutableMatrix(n, n, lambda i, j, tag=tag, S=S: -sp.oo if S[i, j] == -sp.oo
                                     else sp.Function(rf"s{tag}_{{{i + 1},{j + 1}}}")(*tokens))
         score_fns.extend(_eq(s_of_x[i, j], S[i, j]) for i in range(n) for j in range(n) if S[i, j] != -sp.oo)
-        A_of_x = row_softmax(s_of_x, spec.allowed)
+        A_of_x = row_softmax(s_of_x, spec.allowed) if sym.s_sink is None else \
+            sink_softmax(s_of_x, sym.s_sink[0, hh], spec.allowed)[0]
         alpha_fns.extend(_eq(sp.Function(rf"\alpha{tag}_{{{i + 1},{j + 1}}}")(*tokens), A_of_x[i, j])
                          for i in range(n) for j in range(n))
     return [
@@ -400,7 +497,7 @@ def _views_step(f: _Forward) -> Step:
 
 def _forward_steps(spec: AttentionSpec, max_terms: float | None) -> list[Step]:
     """The forward steps in order, each read from the symbolic layer of ``spec``."""
-    spec.refuse_variants("attnsym.derive", implemented=("chunk",))  # its steps have no sink, no whole-row QK-norm
+    spec.refuse_variants("attnsym.derive", implemented=SYMBOLIC_VARIANTS)  # the symbolic layer's variants, each a step
     f = _Forward(spec, attention(spec, max_terms=max_terms))
     qk_steps, q, k, accent = _query_key_steps(f)
     return [_input_step(f), *_position_steps(f), *_projection_steps(f), *qk_steps, _score_step(f, q, k, accent),

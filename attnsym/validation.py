@@ -21,6 +21,7 @@ from ._checks import non_negative_int
 from .errors import SpecError
 from .numeric.sampling import random_inputs
 from .spec import AttentionSpec
+from .symbolic.cost import default_gradient_method
 from .tolerances import TOLERANCES, Tolerance
 
 __all__ = ["ValidationReport", "ValidationRow", "validate"]
@@ -192,6 +193,7 @@ def validate(spec: AttentionSpec, seed: int = 0, dtype: str = "float64") -> Vali
 
 
 def _symbolic_gradients(spec: AttentionSpec, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The symbolic gradients of ⟨G, Y⟩, lambdified and evaluated at ``values``."""
-    result = symbolic.gradients(spec, method="elementwise" if spec.qk_norm else "closed_form")
+    """The symbolic gradients of ⟨G, Y⟩, lambdified and evaluated at ``values``: the closed form where it covers
+    the spec, else SymPy's ``.diff`` of the forward pass (QK-norm, a sink, an output gate)."""
+    result = symbolic.gradients(spec, method=default_gradient_method(spec))
     return result.lambdify()(**values)

@@ -104,10 +104,10 @@ def test_views_that_do_not_implement_a_variant_refuse_it():
         attention(np.ones((2, 4)), np.eye(4), np.eye(4), np.eye(4), spec=spec, g_Q=np.ones(4), g_K=np.ones(4))
     with pytest.raises(SpecError, match=r"attnsym\.symbolic\.attention does not implement query_temperature"):
         symbolic_attention(AttentionSpec(n=2, d_model=2, query_temperature=(2.0, 0.5)))
-    with pytest.raises(SpecError, match=r"attnsym\.derive does not implement sink=True"):
-        derive(AttentionSpec(n=2, d_model=2, sink=True))
-    with pytest.raises(SpecError, match="method='closed_form'"):
-        gradients(AttentionSpec(n=2, d_model=2, sink=True), method="closed_form")
+    with pytest.raises(SpecError, match=r"attnsym\.derive does not implement query_temperature"):
+        derive(AttentionSpec(n=2, d_model=2, query_temperature=(2.0, 0.5)))
+    with pytest.raises(SpecError, match="method='matrix'"):
+        gradients(AttentionSpec(n=2, d_model=2, sink=True), method="matrix")
     with pytest.raises(SpecError, match="block_size selects the blockwise path, which does not implement sink"):
         attention(X, W, W[:, :6], W[:, :6], np.ones((12, 8)), spec=SPEC, s_sink=np.zeros(4), return_weights=False,
                   block_size=2)

@@ -22,6 +22,7 @@ examples:
   attnsym derive --n 2 --d 2 --format md
   attnsym derive --n 3 --d 4 --heads 2 --causal --format tex -o attention.tex
   attnsym derive --n 2 --d 2 --grad                 # forward, then gradients
+  attnsym derive --n 2 --d 2 --causal --sink --output-gate   # gpt-oss's sink, Qwen3-Next's gate
 """
 
 
@@ -35,6 +36,10 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     parser.add_argument("--format", choices=["md", "tex"], default=None,
                         help="md: Markdown with $$ math; tex: a standalone LaTeX document "
                              "(default: tex when -o ends in .tex, otherwise md)")
+    parser.add_argument("--sink", action="store_true",
+                        help="a learned sink logit per head in every softmax denominator (gpt-oss): rows sum to 1 - pi")
+    parser.add_argument("--output-gate", action="store_true",
+                        help="gate the heads' outputs by sigma(X W_G) before W_O (Qwen3-Next)")
     parser.add_argument("--grad", action="store_true", help="append the gradient (backward pass) derivation")
     parser.add_argument("--max-terms", type=float, default=None,
                         help="size guard: the largest estimated number of expression terms to build "
@@ -53,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     if (fmt, suffix) in {("md", ".tex"), ("tex", ".md")}:  # -o y.tex used to get Markdown
         raise SpecError(f"--format {fmt} does not match the output file {str(args.output)!r}; "
                         f"drop --format or change the suffix")
-    spec = spec_from_args(args)
+    spec = spec_from_args(args).replace(sink=args.sink, output_gate=args.output_gate)
     derivation = derive(spec, max_terms=args.max_terms)
     if args.grad:
         backward = derive(spec, what="gradients", max_terms=args.max_terms)

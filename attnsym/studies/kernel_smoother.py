@@ -99,7 +99,7 @@ def _exact(n: int) -> KernelExact:
     smoother = exact_kernel.kernel_smoother_weights(layer.X, layer.W_Q, layer.W_K, c)
     B, bilinear = exact_kernel.log_asymmetry_matrix(layer.W_Q, layer.W_K, c)
     return KernelExact(n, bool(exact_kernel.same_softmax_form(layer.A, smoother)), B, bool(bilinear),
-                       layer.W_Q * layer.W_K.T, c, weight_cases(c))
+                       layer.weight("W_Q") * layer.weight("W_K").T, c, weight_cases(c))
 
 
 def _relative_asymmetry(K: np.ndarray) -> float:

@@ -86,6 +86,7 @@ def gradient_steps(spec: AttentionSpec, max_terms: float | None = None) -> list[
 def _check_steps_spec(spec: AttentionSpec, max_terms: float | None) -> AttentionSpec:
     """``spec`` if the steps are written for it and within the size guard; a :class:`SpecError` otherwise."""
     spec = check_gradient_spec(spec)
+    spec.refuse_variants("the gradient derivation steps (attnsym.derive(spec, 'gradients'))", implemented=("chunk",))
     unsupported = [f"{name}={value!r}" for name, value, plain in (
         ("kv_heads", spec.kv_heads, spec.heads), ("softcap", spec.softcap, None)) if value != plain]
     if unsupported:

@@ -17,6 +17,7 @@ from .._exact import exact_entries
 from ..errors import SpecError
 from ..spec import AttentionSpec
 from .naming import input_symbols
+from .parameters import parameter_shapes
 
 __all__ = ["Loss", "exact_values", "input_matrices", "resolve_loss", "resolve_wrt"]
 
@@ -24,13 +25,14 @@ Matrix = sp.ImmutableMatrix
 
 
 def input_matrices(spec: AttentionSpec) -> dict[str, sp.ImmutableMatrix]:
-    """``X`` then the parameters, as symbol matrices (the names of :mod:`attnsym.symbolic.naming`)."""
-    shapes = spec.shapes
-    return {name: input_symbols(name, shapes[name]) for name in ("X", *spec.parameter_names)}
+    """``X`` then the parameters (:func:`~attnsym.symbolic.parameters.parameter_shapes`), as symbol matrices (the
+    names of :mod:`attnsym.symbolic.naming`)."""
+    shapes = {"X": spec.shapes["X"], **parameter_shapes(spec)}
+    return {name: input_symbols(name, shape) for name, shape in shapes.items()}
 
 
 def resolve_wrt(spec: AttentionSpec, wrt: Any) -> tuple[str, ...]:
-    names = ("X", *spec.parameter_names)
+    names = ("X", *parameter_shapes(spec))
     if wrt is None:
         return names
     chosen = (wrt,) if isinstance(wrt, str) else wrt

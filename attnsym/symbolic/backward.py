@@ -15,6 +15,11 @@ per head :math:`h` (shapes: ``n`` tokens, ``c`` the score scale)::
     dW_Q = X_inᵀ dQ         db_Q = 1ᵀ dQ          (likewise K, V)
     dX   = dQ W_Qᵀ + dK W_Kᵀ + dV W_Vᵀ
 
+with a sink logit ``s_h`` in every denominator (mass ``π_i``) ``ds_h = −Σ_i π_i rowsum(dA_h ⊙ A_h)_i`` (the
+``dS`` rule is unchanged), and with an output gate ``Γ = σ(X_in W_G)`` (``Y = (Z ⊙ Γ) W_O``) the upstream
+``dZ' = G W_Oᵀ`` becomes ``dZ = dZ' ⊙ Γ`` and ``dW_G = X_inᵀ (dZ' ⊙ Z ⊙ Γ ⊙ (1 − Γ))`` (its share of ``dX``
+through ``W_Gᵀ``).
+
 Every intermediate entry is written once as an assignment of a straight-line program
 (:class:`~attnsym.symbolic._tape.Tape`), so the derivation costs a few SymPy constructor
 calls per entry and ``lambdify`` gets the common subexpressions for free. No ``expand``, no
@@ -142,6 +147,9 @@ class _Forward:
     heads: list[_Head]
     Z: sp.ImmutableMatrix
     Y: sp.ImmutableMatrix
+    gate: sp.ImmutableMatrix | None = None  # σ(X_in W_G) = 1 / (1 + E) with an output gate
+    gate_exp: sp.ImmutableMatrix | None = None  # E = exp(−X_in W_G)
+    Z_gated: sp.ImmutableMatrix | None = None  # Z ⊙ gate, what W_O reads
 
 
 @dataclass
@@ -154,6 +162,7 @@ class _Head:
     S: list[list[Any]]  # None where masked
     A: list[list[Any]]  # 0 where masked
     Z: list[list[Any]]
+    pi: list[Any] | None = None  # with a sink: its mass π_i per row
 
 
 def _closed_form_program(spec: AttentionSpec, inputs: Mapping[str, sp.ImmutableMatrix], loss: Loss,
@@ -198,17 +207,29 @@ def _forward_program(tape: Tape, spec: AttentionSpec, inputs: Mapping[str, sp.Im
     c = tape.emit(spec.scale_expr)
     cap = None if spec.softcap is None else exact_number(spec.softcap)
     biases = hooks.score_biases()  # hook (c)
-    heads = [_head_forward(tape, spec, hh, Q, K, V, c, cap, None if biases is None else biases[hh]) for hh in range(h)]
+    sinks = inputs.get("s_sink")
+    heads = [_head_forward(tape, spec, hh, Q, K, V, c, cap, None if biases is None else biases[hh],
+                           None if sinks is None else sinks[0, hh]) for hh in range(h)]
     Z = Matrix(n, h * dv, lambda i, j: heads[j // dv].Z[i][j % dv])
+    gate = gate_exp = Z_gated = None
+    W_G = inputs.get("W_G")
+    if W_G is not None:  # the output gate: Z ⊙ σ(X_in W_G), σ(u) = 1 / (1 + e^{−u})
+        gate_exp = tape.emit_matrix(n, h * dv, lambda i, j: sp.exp(-sp.Add(*[X_in[i, k] * W_G[k, j] for k in range(m)])))
+        gate = tape.emit_matrix(n, h * dv, lambda i, j: 1 / (1 + gate_exp[i, j]))
+        Z_gated = tape.emit_matrix(n, h * dv, lambda i, j: Z[i, j] * gate[i, j])
+    Zo = Z if Z_gated is None else Z_gated
     W_O, b_O = inputs.get("W_O"), inputs.get("b_O")
-    Y = Z if W_O is None else tape.emit_matrix(n, m, lambda i, j: sp.Add(
-        *[Z[i, k] * W_O[k, j] for k in range(h * dv)], *([b_O[0, j]] if b_O is not None else [])))
-    return _Forward(X_in=X_in, Q=Q, K=K, V=V, Q_pre=Q_pre, K_pre=K_pre, c=c, cap=cap, heads=heads, Z=Z, Y=Y)
+    Y = Zo if W_O is None else tape.emit_matrix(n, m, lambda i, j: sp.Add(
+        *[Zo[i, k] * W_O[k, j] for k in range(h * dv)], *([b_O[0, j]] if b_O is not None else [])))
+    return _Forward(X_in=X_in, Q=Q, K=K, V=V, Q_pre=Q_pre, K_pre=K_pre, c=c, cap=cap, heads=heads, Z=Z, Y=Y,
+                    gate=gate, gate_exp=gate_exp, Z_gated=Z_gated)
 
 
 def _head_forward(tape: Tape, spec: AttentionSpec, hh: int, Q: sp.ImmutableMatrix, K: sp.ImmutableMatrix,
-                  V: sp.ImmutableMatrix, c: sp.Expr, cap: sp.Expr | None, bias: sp.ImmutableMatrix | None) -> _Head:
-    """Scores (plus ``bias``, soft-capped), softmax weights and output of head ``hh``, each entry on the tape."""
+                  V: sp.ImmutableMatrix, c: sp.Expr, cap: sp.Expr | None, bias: sp.ImmutableMatrix | None,
+                  sink: sp.Expr | None = None) -> _Head:
+    """Scores (plus ``bias``, soft-capped), softmax weights and output of head ``hh``, each entry on the tape; with
+    a ``sink`` logit, ``exp(sink)`` joins every row's denominator and its mass ``π`` is kept."""
     n, dk, dv = spec.n, spec.d_k, spec.d_v
     ok, add, zero = _allowed(spec), sp.Add, sp.Integer(0)
     kv = spec.kv_head_of(hh)  # grouped-query attention: the key/value block this head reads
@@ -219,18 +240,24 @@ def _head_forward(tape: Tape, spec: AttentionSpec, hh: int, Q: sp.ImmutableMatri
     S = raw if cap is None else [[tape.emit(cap * sp.tanh(s / cap)) if s is not None else None for s in row]
                                  for row in raw]
     E = [[tape.emit(sp.exp(S[i][j])) if ok(i, j) else None for j in range(n)] for i in range(n)]
-    A = []
+    A: list[list[Any]] = []
+    pi: list[Any] = []
     for i in range(n):
         keys = [j for j in range(n) if ok(i, j)]
-        if not keys:  # a query that may attend to nothing: an all-zero row
+        if not keys:  # a query that may attend to nothing: an all-zero row (with a sink: all its mass on the sink)
             A.append([zero] * n)
+            pi.append(sp.Integer(1))
             continue
-        r = tape.emit(add(*[E[i][j] for j in keys]))
-        if len(keys) > 1:
-            tape.softmax_rows.append(([S[i][j] for j in keys], [E[i][j] for j in keys]))
+        scores, exps = [S[i][j] for j in keys], [E[i][j] for j in keys]
+        if sink is not None:  # the sink's term in the denominator, shifted with the row
+            scores, exps = [*scores, tape.emit(sink)], [*exps, tape.emit(sp.exp(sink))]
+        r = tape.emit(add(*exps))
+        if len(exps) > 1:
+            tape.softmax_rows.append((scores, exps))
         A.append([tape.emit(E[i][j] / r) if ok(i, j) else zero for j in range(n)])
+        pi.append(tape.emit(exps[-1] / r) if sink is not None else zero)
     Z = [[tape.emit(add(*[A[i][j] * V[j, cc] for j in range(n) if ok(i, j)])) for cc in vc] for i in range(n)]
-    return _Head(qk=qk, kc=kc, vc=vc, S=S, A=A, Z=Z)
+    return _Head(qk=qk, kc=kc, vc=vc, S=S, A=A, Z=Z, pi=pi if sink is not None else None)
 
 
 def _backward_program(tape: Tape, spec: AttentionSpec, inputs: Mapping[str, sp.ImmutableMatrix],
@@ -240,27 +267,40 @@ def _backward_program(tape: Tape, spec: AttentionSpec, inputs: Mapping[str, sp.I
     n, m, h, dk, dv = spec.n, spec.d_model, spec.heads, spec.d_k, spec.d_v
     add, zero = sp.Add, sp.Integer(0)
     W_O = inputs.get("W_O")
+    Zo = fwd.Z if fwd.Z_gated is None else fwd.Z_gated
     grads: dict[str, sp.ImmutableMatrix] = {}
     if "W_O" in want:
-        grads["W_O"] = tape.emit_matrix(h * dv, m, lambda k, j: add(*[fwd.Z[i, k] * G[i, j] for i in range(n)]))
+        grads["W_O"] = tape.emit_matrix(h * dv, m, lambda k, j: add(*[Zo[i, k] * G[i, j] for i in range(n)]))
     if "b_O" in want:
         grads["b_O"] = tape.emit_matrix(1, m, lambda _, j: add(*[G[i, j] for i in range(n)]))
     need_v = bool(want & {"X", "W_V", "b_V"})
-    need_qk = bool(want & {"X", "W_Q", "W_K", "b_Q", "b_K"})
-    if not (need_v or need_qk):
+    need_qk = bool(want & {"X", "W_Q", "W_K", "b_Q", "b_K", "s_sink"})
+    need_gate = fwd.gate is not None and bool(want & {"X", "W_G"})
+    if not (need_v or need_qk or need_gate):
         return grads
-    dZ = G if W_O is None else tape.emit_matrix(n, h * dv, lambda i, k: add(*[G[i, j] * W_O[k, j] for j in range(m)]))
+    dZo = G if W_O is None else tape.emit_matrix(n, h * dv, lambda i, k: add(*[G[i, j] * W_O[k, j] for j in range(m)]))
+    dZ, dU = dZo, None
+    if fwd.gate is not None and fwd.gate_exp is not None:  # Z ⊙ σ(U): dZ = dZ' ⊙ σ, dU = dZ' ⊙ Z ⊙ σ'(U)
+        gate, E = fwd.gate, fwd.gate_exp
+        dZ = tape.emit_matrix(n, h * dv, lambda i, k: dZo[i, k] * gate[i, k])
+        if need_gate:  # σ' = σ (1 − σ), written e^{−u} σ² as SymPy's own derivative (check_gradients compares them)
+            dU = tape.emit_matrix(n, h * dv, lambda i, k: dZo[i, k] * fwd.Z[i, k] * E[i, k] * gate[i, k] ** 2)
     dQ = [[zero] * (h * dk) for _ in range(n)]
     dK = [[zero] * (spec.kv_heads * dk) for _ in range(n)]
     dV = [[zero] * (spec.kv_heads * dv) for _ in range(n)]
+    d_sink = [zero] * h
     for hh, hd in enumerate(fwd.heads):
-        _head_backward(tape, spec, fwd, hd, range(hh * dv, (hh + 1) * dv), dZ, dQ, dK, dV,
-                       need_v=need_v, need_qk=need_qk)
+        d_sink[hh] = _head_backward(tape, spec, fwd, hd, range(hh * dv, (hh + 1) * dv), dZ, dQ, dK, dV,
+                                    need_v=need_v, need_qk=need_qk)
+    if "s_sink" in want:
+        grads["s_sink"] = Matrix([d_sink])
+    X_in = fwd.X_in
+    if dU is not None and "W_G" in want:
+        grads["W_G"] = tape.emit_matrix(m, h * dv, lambda k, j: add(*[X_in[i, k] * dU[i, j] for i in range(n)]))
     dQm, dKm, dVm = Matrix(dQ), Matrix(dK), Matrix(dV)
     if need_qk:  # hook (b) backwards: the transpose R(p θ)ᵀ, row by row
         dQm = _rotate(tape, dQm, hooks.rotation_planes(spec.heads), adjoint=True)
         dKm = _rotate(tape, dKm, hooks.rotation_planes(spec.kv_heads), adjoint=True)
-    X_in = fwd.X_in
     for name, dP in (("Q", dQm), ("K", dKm), ("V", dVm)):
         cols = inputs[f"W_{name}"].shape[1]
         if f"W_{name}" in want:
@@ -269,18 +309,21 @@ def _backward_program(tape: Tape, spec: AttentionSpec, inputs: Mapping[str, sp.I
         if f"b_{name}" in want:
             grads[f"b_{name}"] = tape.emit_matrix(1, cols, lambda _, j, dP=dP: add(*[dP[i, j] for i in range(n)]))
     if "X" in want:
-        W_Q, W_K, W_V = inputs["W_Q"], inputs["W_K"], inputs["W_V"]
+        W_Q, W_K, W_V, W_G = inputs["W_Q"], inputs["W_K"], inputs["W_V"], inputs.get("W_G")
         grads["X"] = tape.emit_matrix(n, m, lambda i, k: add(
             *[dQm[i, j] * W_Q[k, j] for j in range(h * dk)] if need_qk else [],
             *[dKm[i, j] * W_K[k, j] for j in range(spec.kv_heads * dk)] if need_qk else [],
-            *[dVm[i, j] * W_V[k, j] for j in range(spec.kv_heads * dv)]))
+            *[dVm[i, j] * W_V[k, j] for j in range(spec.kv_heads * dv)],
+            *[dU[i, j] * W_G[k, j] for j in range(h * dv)] if dU is not None and W_G is not None else []))
     return grads
 
 
 def _head_backward(tape: Tape, spec: AttentionSpec, fwd: _Forward, hd: _Head, zc: range, dZ: sp.ImmutableMatrix,
                    dQ: list[list[Any]], dK: list[list[Any]], dV: list[list[Any]], *, need_v: bool,
-                   need_qk: bool) -> None:
-    """Add one head's share to ``dQ``, ``dK``, ``dV`` (in place); ``zc`` are its columns of ``Z`` (and ``dZ``)."""
+                   need_qk: bool) -> sp.Expr:
+    """Add one head's share to ``dQ``, ``dK``, ``dV`` (in place); ``zc`` are its columns of ``Z`` (and ``dZ``).
+
+    Returns the gradient of the head's sink logit, ``−Σ_i π_i ρ_i`` (``∂A_ij/∂s = −A_ij π_i``), 0 without one."""
     n, c, cap = spec.n, fwd.c, fwd.cap
     ok, add, zero = _allowed(spec), sp.Add, sp.Integer(0)
     Q, K, V, A = fwd.Q, fwd.K, fwd.V, hd.A
@@ -289,10 +332,11 @@ def _head_backward(tape: Tape, spec: AttentionSpec, fwd: _Forward, hd: _Head, zc
             for cc, zz in zip(hd.vc, zc, strict=True):
                 dV[j][cc] = tape.emit(dV[j][cc] + add(*[A[i][j] * dZ[i, zz] for i in range(n) if ok(i, j)]))
     if not need_qk:
-        return
+        return zero
     dA = [[tape.emit(add(*[dZ[i, zz] * V[j, cc] for cc, zz in zip(hd.vc, zc, strict=True)])) if ok(i, j)
            else zero for j in range(n)] for i in range(n)]
     rho = [tape.emit(add(*[dA[i][j] * A[i][j] for j in range(n) if ok(i, j)])) for i in range(n)]
+    d_sink = zero if hd.pi is None else tape.emit(-add(*[hd.pi[i] * rho[i] for i in range(n)]))
     dS = [[tape.emit(A[i][j] * (dA[i][j] - rho[i])) if ok(i, j) else zero for j in range(n)] for i in range(n)]
     if cap is not None:  # through t·tanh(s/t): times 1 − tanh²(s/t) = 1 − (S/t)²
         S = hd.S
@@ -304,6 +348,7 @@ def _head_backward(tape: Tape, spec: AttentionSpec, fwd: _Forward, hd: _Head, zc
     for j in range(n):
         for k, kk in zip(hd.qk, hd.kc, strict=True):
             dK[j][kk] = tape.emit(dK[j][kk] + c * add(*[dS[i][j] * Q[i, k] for i in range(n) if ok(i, j)]))
+    return d_sink
 
 
 def _rotate(tape: Tape, M: sp.ImmutableMatrix, planes: list[Plane], *, adjoint: bool) -> sp.ImmutableMatrix:
@@ -343,7 +388,7 @@ def _matrix_route(spec: AttentionSpec, inputs, loss: Loss, wrt) -> dict[str, sp.
     dX = sp.zeros(n, m)
     for h in range(spec.heads):
         qk, vc = list(range(h * dk, (h + 1) * dk)), list(range(h * dv, (h + 1) * dv))
-        values = {"X": sym.X, "W_Q": sym.W_Q[:, qk], "W_K": sym.W_K[:, qk], "W_V": sym.W_V[:, vc],
+        values = {"X": sym.X, "W_Q": sym.weight("W_Q")[:, qk], "W_K": sym.weight("W_K")[:, qk], "W_V": sym.weight("W_V")[:, vc],
                   "A": sym.A_heads[h], "G": dZ[:, vc]}
         if sym.b_Q is not None and sym.b_K is not None and sym.b_V is not None:  # spec.bias: all three
             values.update(b_Q=sym.b_Q[:, qk], b_K=sym.b_K[:, qk], b_V=sym.b_V[:, vc])

@@ -37,6 +37,7 @@ from .._limits import DEFAULT_MAX_GRADIENT_TERMS, DEFAULT_MAX_TERMS
 from ..errors import SpecError
 from ..spec import AttentionSpec
 from ._guard import approx, enforce_limit
+from .parameters import parameter_shapes
 from .position_hooks import position_hooks
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "GRADIENT_METHODS",
     "SymbolicCost",
     "check_gradient_spec",
+    "default_gradient_method",
     "enforce_limit",
     "estimate_cost",
     "gradient_cost",
@@ -126,6 +128,13 @@ def estimate_cost(spec: AttentionSpec) -> SymbolicCost:
     n, m = spec.n, spec.d_model
     hooks = position_hooks(spec)
     t_in = hooks.input_terms(m) + (1 if spec.bias else 0)
+    t_v, t_gate = t_in, (hooks.input_terms(m) + 2 if spec.output_gate else 0)  # σ(x·w_G) = 1/(1 + exp(−x·w_G))
+    if spec.kv_latent_rank is not None:  # a normed latent entry c = (x·w) g / sqrt(Σ (x·w)² / r + eps), r of them
+        def latent(r: int) -> int:
+            return r * ((r + 1) * t_in + 2)
+
+        t_v = latent(spec.kv_latent_rank)
+        t_in = max(t_v, latent(spec.q_latent_rank) if spec.q_latent_rank else t_in)  # the queries and keys
     t_norm = (spec.d_k + 1) * t_in + 2 if spec.qk_norm else t_in  # x g / sqrt(Σ x² / d_k + eps): the row's squares
     t_qk = hooks.query_key_terms(t_norm)
     t_s = 2 * spec.d_k * t_qk + hooks.score_terms() + (2 if spec.softcap is not None else 0)
@@ -142,9 +151,9 @@ def estimate_cost(spec: AttentionSpec) -> SymbolicCost:
         s1, s2, k_max = n * n, n * n * n, n
     # a row with k keys: t_A = (k + 1) t_S per weight (0 for k = 0), t_Z = k (t_A + t_in)
     def t_z(k: int) -> int:
-        return k * ((k + 1) * t_s + t_in)
+        return k * ((k + 1) * t_s + t_v) + t_gate
 
-    sum_t_z = (s2 + s1) * t_s + s1 * t_in
+    sum_t_z = (s2 + s1) * t_s + s1 * t_v + n * t_gate
     if spec.output_projection:
         bias = 1 if spec.bias else 0
         sum_t_y, max_t_y = spec.inner_v * (sum_t_z + n) + n * bias, spec.inner_v * (t_z(k_max) + 1) + bias
@@ -183,7 +192,7 @@ def gradient_cost(spec: AttentionSpec, method: str = "closed_form") -> int:
     check_gradient_spec(spec, method)
     n, m, h, dk, dv = spec.n, spec.d_model, spec.heads, spec.d_k, spec.d_v
     if method == "elementwise":
-        entries = sum(r * c for r, c in (spec.shapes[k] for k in ("X", *spec.parameter_names)))
+        entries = sum(r * c for r, c in (spec.shapes["X"], *parameter_shapes(spec).values()))
         return estimate_cost(spec).total * entries
     if method == "matrix":  # the written-out forward pass, then a few matrix products over it
         return 4 * estimate_cost(spec).total
@@ -211,9 +220,29 @@ def check_gradient_spec(spec: Any, method: str = "closed_form") -> AttentionSpec
                             "use method='closed_form' or 'elementwise'")
     if spec.qk_norm and method != "elementwise":
         raise SpecError(f"method={method!r} has no QK-norm step (got qk_norm=True); use method='elementwise'")
-    if method != "elementwise":  # the closed forms have no sink, no whole-projection norm; a chunk is only a mask
-        spec.refuse_variants(f"method={method!r} (use method='elementwise')", implemented=("chunk",))
+    if method != "elementwise":  # a chunk is only a mask; the closed form has a sink and a gate, no latent
+        spec.refuse_variants(f"method={method!r} (use method='elementwise')", implemented=CLOSED_FORM_VARIANTS[method])
     return spec
+
+
+#: the variants (:attr:`attnsym.AttentionSpec.variants`) each closed route differentiates
+CLOSED_FORM_VARIANTS: dict[str, tuple[str, ...]] = {"closed_form": ("chunk", "sink", "output_gate"),
+                                                    "matrix": ("chunk",)}
+
+
+def default_gradient_method(spec: AttentionSpec) -> str:
+    """``"closed_form"`` where its identities cover ``spec``, else ``"elementwise"`` (QK-norm, a latent: only
+    SymPy's ``.diff`` of the forward pass differentiates them).
+
+    >>> default_gradient_method(AttentionSpec(n=2, d_model=2, sink=True))
+    'closed_form'
+    >>> default_gradient_method(AttentionSpec(n=2, d_model=2, qk_norm=True))
+    'elementwise'
+    """
+    instance_of("spec", spec, AttentionSpec)
+    if spec.qk_norm or any(name not in CLOSED_FORM_VARIANTS["closed_form"] for name in spec.variants):
+        return "elementwise"
+    return "closed_form"
 
 
 def check_gradient_size(spec: AttentionSpec, method: str, max_terms: float | None) -> None:

@@ -302,7 +302,7 @@ def _score_derivative(spec: AttentionSpec, sym: SymbolicAttention, hooks: Positi
     """
     n, m, d_k, c = spec.n, spec.d_model, spec.d_k, spec.scale_expr
     cols = list(range(h * d_k, (h + 1) * d_k))
-    W_Qh, W_Kh = sym.W_Q[:, cols], sym.W_K[:, cols]
+    W_Qh, W_Kh = sym.weight("W_Q")[:, cols], sym.weight("W_K")[:, cols]
     W_Q_at = [hooks.rotate(W_Qh, [p] * m) for p in range(n)]  # ∂(Q~ row p)/∂(x_p): (m, d_k)
     W_K_at = [hooks.rotate(W_Kh, [p] * m) for p in range(n)]
     Qh = sym.Q_rot_heads[h] if sym.Q_rot_heads is not None else sym.Q_heads[h]
@@ -330,7 +330,7 @@ def _add_head(spec: AttentionSpec, sym: SymbolicAttention, hooks: PositionHooks,
     W_Oh = sp.eye(d_v) if W_O is None else W_O[vcols, :]
     out_cols = range(d_out) if W_O is not None else vcols  # columns of Y this head writes to
     VW = sym.V_heads[h] * W_Oh  # (n, d_out or d_v)
-    WVW = sym.W_V[:, vcols] * W_Oh  # (m, d_out or d_v)
+    WVW = sym.weight("W_V")[:, vcols] * W_Oh  # (m, d_out or d_v)
     dS = _score_derivative(spec, sym, hooks, h)
     for i in range(n):
         keys = [key for key in range(n) if allowed is None or allowed[i][key]]

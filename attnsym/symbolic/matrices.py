@@ -10,6 +10,7 @@ Shapes (``h`` heads of width ``d_k``/``d_v``, ``m = d_model``)::
     S_h, A_h      (n, n)          per head: scores and row-softmax weights
     Z_h           (n, d_v)        per head: A_h V_h
     Z             (n, h d_v)      heads concatenated
+    W_G, Γ        (m, h d_v), (n, h d_v)   with an output gate: Γ = σ(X_in W_G), Z ⊙ Γ replaces Z
     Y             (n, d_out)      Z W_O + b_O, or Z
 
 .. math::
@@ -20,7 +21,12 @@ Shapes (``h`` heads of width ``d_k``/``d_v``, ``m = d_model``)::
 with the scale ``c`` of the spec; ``X_in = X + PE`` with sinusoidal positions (else ``X``),
 ``Q~_h = Q_h``, ``K~_h = K_h`` without RoPE and ``B_h = 0`` without ALiBi. Masked scores
 are ``-oo`` and their weights exactly 0; a query that may attend to nothing gets an all-zero
-row (the :class:`~attnsym.AttentionSpec` convention).
+row (the :class:`~attnsym.AttentionSpec` convention). With a sink (``sink=True``) the row's
+denominator gains ``exp(s_h)``; with an output gate (``output_gate=True``, Qwen3-Next)
+``Y = (Z ⊙ σ(X_in W_G)) W_O``. Multi-head latent attention (``kv_latent_rank``, DeepSeek V3) changes
+only the projections: ``Q``, ``K``, ``V`` are the expanded ones of
+:mod:`attnsym.symbolic.parameters` (``K_h = [k^R | c W_UK,h]``, ``V_h = c W_UV,h`` with the normed
+latent ``c``), so each score is the split ``q^R_h·k^R + q^C_h·k^C_h``.
 """
 
 from __future__ import annotations
@@ -39,11 +45,12 @@ from ._compile import Argument, Output, Program, compile_program
 from .cost import estimate_cost
 from .naming import input_symbols
 from .operations import matmul, ones_times, row_softmax, scores, sink_softmax
+from .parameters import DEFAULT_LATENT_EPS, parameter_shapes
 from .position_hooks import position_hooks
 
 # matmul, row_softmax and scores live in .operations; they stay importable from here as before
-__all__ = ["SymbolicAttention", "attention", "exact_number", "matmul", "rms_norm_rows", "row_softmax", "scores",
-           "softcap_scores"]
+__all__ = ["SYMBOLIC_VARIANTS", "SymbolicAttention", "attention", "exact_number", "matmul", "rms_norm_rows",
+           "row_softmax", "scores", "sigmoid", "softcap_scores"]
 
 Matrix = sp.ImmutableMatrix
 
@@ -66,16 +73,22 @@ class SymbolicAttention:
     split (``Q_norm_heads`` are the normed rows' head blocks); the gain is ``qk_norm_offset + g``.
     With a sink, ``s_sink`` is the ``1 × heads`` row of sink logits ``s_h`` and
     ``sink_mass_heads[h]`` the ``n × 1`` column of its mass ``π`` (each row of ``A_heads[h]`` sums to
-    ``1 − π``).
+    ``1 − π``). With an output gate, ``W_G`` is its weights, ``gate`` the ``n × heads·d_v`` matrix
+    ``σ(X_in W_G)`` and ``Y`` is made from ``Z ⊙ gate`` (``Z`` stays the heads' concatenation). With
+    multi-head latent attention ``W_K``, ``W_V`` are ``None`` (``W_Q`` too with a query latent), the
+    latent's parameters are ``W_DKV``, ``g_CKV``, ``W_KR``, ``W_UK``, ``W_UV`` (``W_DQ``, ``g_CQ``, ``W_UQ``;
+    :mod:`attnsym.symbolic.parameters`), ``C_KV`` the ``n × r`` normed latent, ``K_R`` the ``n × ρ``
+    rotary key shared by every head (before rotation), ``C_Q`` the normed query latent; ``Q``, ``K``,
+    ``V`` are the expanded projections every head reads.
     """
 
     spec: AttentionSpec
     X: sp.ImmutableMatrix
     PE: sp.ImmutableMatrix | None
     X_in: sp.ImmutableMatrix
-    W_Q: sp.ImmutableMatrix
-    W_K: sp.ImmutableMatrix
-    W_V: sp.ImmutableMatrix
+    W_Q: sp.ImmutableMatrix | None
+    W_K: sp.ImmutableMatrix | None
+    W_V: sp.ImmutableMatrix | None
     W_O: sp.ImmutableMatrix | None
     b_Q: sp.ImmutableMatrix | None
     b_K: sp.ImmutableMatrix | None
@@ -101,9 +114,34 @@ class SymbolicAttention:
     K_norm_heads: tuple[sp.ImmutableMatrix, ...] | None = None
     s_sink: sp.ImmutableMatrix | None = None
     sink_mass_heads: tuple[sp.ImmutableMatrix, ...] | None = None
+    W_G: sp.ImmutableMatrix | None = None
+    gate: sp.ImmutableMatrix | None = None
+    W_DQ: sp.ImmutableMatrix | None = None
+    g_CQ: sp.ImmutableMatrix | None = None
+    W_UQ: sp.ImmutableMatrix | None = None
+    W_DKV: sp.ImmutableMatrix | None = None
+    g_CKV: sp.ImmutableMatrix | None = None
+    W_KR: sp.ImmutableMatrix | None = None
+    W_UK: sp.ImmutableMatrix | None = None
+    W_UV: sp.ImmutableMatrix | None = None
+    C_Q: sp.ImmutableMatrix | None = None
+    C_KV: sp.ImmutableMatrix | None = None
+    K_R: sp.ImmutableMatrix | None = None
 
     def __repr__(self) -> str:
         return f"SymbolicAttention({self.spec.describe()})"
+
+    def weight(self, name: str) -> sp.ImmutableMatrix:
+        """The projection matrix ``name`` (``"W_Q"``, ``"W_K"``, ``"W_V"``), which a layer with a latent lacks.
+
+        >>> attention(AttentionSpec(n=1, d_model=1)).weight("W_K")
+        Matrix([[W^{K}_{1,1}]])
+        """
+        value = getattr(self, name) if name in ("W_Q", "W_K", "W_V") else None
+        if value is None:
+            raise SpecError(f"this layer has no {name} (got {name!r}; multi-head latent attention expands its keys, "
+                            "values and latent queries from W_DKV, W_KR, W_UK, W_UV and W_DQ, W_UQ)")
+        return value
 
     # ------------------------------------------------------------------ single-head views
     def _single(self, name: str) -> sp.ImmutableMatrix:
@@ -125,14 +163,15 @@ class SymbolicAttention:
 
     @property
     def inputs(self) -> dict[str, sp.ImmutableMatrix]:
-        """``{"X": X, "W_Q": W_Q, …}``: ``X`` first, then ``spec.parameter_names``.
+        """``{"X": X, "W_Q": W_Q, …}``: ``X`` first, then the parameters of
+        :func:`~attnsym.symbolic.parameters.parameter_shapes` (``spec.parameter_names`` but with a latent).
 
         Examples
         --------
         >>> list(attention(AttentionSpec(n=2, d_model=2, bias=True)).inputs)
         ['X', 'W_Q', 'W_K', 'W_V', 'b_Q', 'b_K', 'b_V']
         """
-        return {"X": self.X, **{name: getattr(self, name) for name in self.spec.parameter_names}}
+        return {"X": self.X, **{name: getattr(self, name) for name in parameter_shapes(self.spec)}}
 
     @property
     def outputs(self) -> dict[str, Any]:
@@ -141,7 +180,8 @@ class SymbolicAttention:
         out: dict[str, Any] = {"X_in": self.X_in, "Q": self.Q, "K": self.K, "V": self.V}
         if self.PE is not None:
             out["PE"] = self.PE
-        for name in ("Q_norm_heads", "K_norm_heads", "Q_rot_heads", "K_rot_heads", "B_heads"):
+        for name in ("C_Q", "C_KV", "K_R", "Q_norm_heads", "K_norm_heads", "Q_rot_heads", "K_rot_heads", "B_heads",
+                     "sink_mass_heads", "gate"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         if self.spec.heads == 1:
@@ -236,31 +276,38 @@ class SymbolicAttention:
         definitions: list[tuple[sp.Symbol, sp.Expr]] = []
         rows: list[tuple[list[sp.Symbol], list[sp.Symbol]]] = []
 
-        def weights(h: int, S: sp.ImmutableMatrix) -> sp.ImmutableMatrix:
+        def weights(h: int, S: sp.ImmutableMatrix) -> tuple[sp.ImmutableMatrix, sp.ImmutableMatrix]:
             out = [[sp.Integer(0)] * S.shape[1] for _ in range(S.shape[0])]
+            mass = [[sp.Integer(1 if self.s_sink is not None else 0)] for _ in range(S.shape[0])]
             for i in range(S.shape[0]):
-                keep = [j for j in range(S.shape[1]) if S[i, j] != -sp.oo]
+                keep: list[Any] = [j for j in range(S.shape[1]) if S[i, j] != -sp.oo]
                 if not keep:
                     continue
+                logits = {j: S[i, j] for j in keep}
+                if self.s_sink is not None:  # the sink logit joins the row (and its max shift), its mass kept apart
+                    keep.append("sink")
+                    logits["sink"] = self.s_sink[0, h]
                 s = {j: sp.Dummy(f"s{h}_{i}_{j}", real=True) for j in keep}
                 e = {j: sp.Dummy(f"e{h}_{i}_{j}", positive=True) for j in keep}
-                definitions.extend((s[j], S[i, j]) for j in keep)
+                definitions.extend((s[j], logits[j]) for j in keep)
                 definitions.extend((e[j], sp.exp(s[j])) for j in keep)
                 rows.append(([s[j] for j in keep], [e[j] for j in keep]))
                 total = sp.Add(*e.values())
                 for j in keep:
-                    out[i][j] = e[j] / total
-            return Matrix(out)
+                    if j == "sink":
+                        mass[i][0] = e[j] / total
+                    else:
+                        out[i][j] = e[j] / total
+            return Matrix(out), Matrix(mass)
 
-        A_heads = tuple(weights(h, S) for h, S in enumerate(self.S_heads))
+        pairs = [weights(h, S) for h, S in enumerate(self.S_heads)]
+        A_heads = tuple(a for a, _ in pairs)
         Z_heads = tuple(matmul(a, v) for a, v in zip(A_heads, self.V_heads, strict=True))
         Z = Matrix(sp.Matrix.hstack(*Z_heads))
-        Y = Z
-        if self.W_O is not None:
-            Y = matmul(Z, self.W_O)
-            if self.b_O is not None:
-                Y = Matrix(Y + ones_times(self.b_O, Z.shape[0]))
+        Y = _output(Z, self.gate, self.W_O, self.b_O)
         shifted: dict[str, Any] = {"A_heads": A_heads, "Z_heads": Z_heads, "Z": Z, "Y": Y}
+        if self.s_sink is not None:
+            shifted["sink_mass_heads"] = tuple(m for _, m in pairs)
         if self.spec.heads == 1:
             shifted["A"] = A_heads[0]
         available = self.outputs
@@ -319,17 +366,23 @@ class SymbolicAttention:
         return compile_program(self._program(tuple(names)), modules)
 
 
-def attention(spec: AttentionSpec, *, max_terms: float | None = None) -> SymbolicAttention:
+def attention(spec: AttentionSpec, *, max_terms: float | None = None,
+              latent_eps: float = DEFAULT_LATENT_EPS) -> SymbolicAttention:
     """Build the symbolic forward pass of the layer ``spec`` describes.
 
     Parameters
     ----------
     spec : AttentionSpec
-        Sizes, heads, mask, scale, biases and positions.
+        Sizes, heads, mask, scale, biases and positions; the variants ``chunk``, ``sink``, QK-norm over
+        the whole projection (``qk_norm_scope``) with a gain offset, ``output_gate`` and multi-head
+        latent attention (``kv_latent_rank``, ``q_latent_rank``) included.
     max_terms : float, optional
         Size guard: the estimate of :func:`~attnsym.symbolic.estimate_cost` must not exceed
         it (default :data:`~attnsym.symbolic.cost.DEFAULT_MAX_TERMS`; ``float("inf")``
         disables the guard). Checked before anything is built.
+    latent_eps : float, default 1e-6
+        The epsilon of multi-head latent attention's latent RMSNorm
+        (:data:`~attnsym.symbolic.parameters.DEFAULT_LATENT_EPS`; the spec does not carry it).
 
     Returns
     -------
@@ -338,7 +391,8 @@ def attention(spec: AttentionSpec, *, max_terms: float | None = None) -> Symboli
     Raises
     ------
     SpecError
-        ``spec`` is not an AttentionSpec.
+        ``spec`` is not an AttentionSpec, or sets a variant this view does not implement
+        (``query_temperature``).
     SizeLimitError
         The estimated size exceeds ``max_terms``.
 
@@ -355,17 +409,23 @@ def attention(spec: AttentionSpec, *, max_terms: float | None = None) -> Symboli
     True
     >>> attention(AttentionSpec(n=2, d_model=2, causal=True)).A[0, :]
     Matrix([[1, 0]])
+    >>> attention(AttentionSpec(n=1, d_model=1, output_gate=True, scale="none")).Y
+    Matrix([[W^{V}_{1,1}*x_{1,1}/(1 + exp(-W^{G}_{1,1}*x_{1,1}))]])
     """
     if not isinstance(spec, AttentionSpec):
         raise SpecError(f"spec must be an AttentionSpec (got {spec!r} of type {type(spec).__name__})")
-    spec.refuse_variants("attnsym.symbolic.attention", implemented=("chunk", "sink", "qk_norm_scope", "qk_norm_offset"))
+    spec.refuse_variants("attnsym.symbolic.attention", implemented=SYMBOLIC_VARIANTS)
     estimate_cost(spec).check(max_terms)
     hooks = position_hooks(spec)
     X = input_symbols("X", (spec.n, spec.d_model))
     PE = hooks.position_vectors()  # hook (a): vectors added to the tokens
     X_in = X if PE is None else Matrix(X + PE)
     p = _parameters(spec)
-    Q, K, V = (_project(X_in, p[f"W_{t}"], p[f"b_{t}"]) for t in "QKV")
+    latent = _latent(spec, X_in, p, latent_eps)
+    if latent is None:
+        Q, K, V = (_project(X_in, p[f"W_{t}"], p[f"b_{t}"]) for t in "QKV")
+    else:
+        Q, K, V = latent["Q"], latent["K"], latent["V"]
     Q_heads, K_heads, V_heads = _head_blocks(spec, Q, K, V)
     Q_norm, K_norm = _qk_norm(spec, Q, K, p["g_Q"], p["g_K"])
     Q_used, K_used = Q_norm or Q_heads, K_norm or K_heads
@@ -377,23 +437,71 @@ def attention(spec: AttentionSpec, *, max_terms: float | None = None) -> Symboli
     A_heads, pi_heads = _weights(spec, S_heads, p["s_sink"])
     Z_heads = tuple(matmul(a, v) for a, v in zip(A_heads, V_heads, strict=True))
     Z = Matrix(sp.Matrix.hstack(*Z_heads))
-    Y = Z if p["W_O"] is None else _project(Z, p["W_O"], p["b_O"])
+    gate = None if p["W_G"] is None else sigmoid(matmul(X_in, p["W_G"]))
+    Y = _output(Z, gate, p["W_O"], p["b_O"])
+    latent_fields = {} if latent is None else {k: v for k, v in latent.items() if k not in "QKV"}
     return SymbolicAttention(
         spec=spec, X=X, PE=PE, X_in=X_in, W_Q=p["W_Q"], W_K=p["W_K"], W_V=p["W_V"], W_O=p["W_O"], b_Q=p["b_Q"],
         b_K=p["b_K"], b_V=p["b_V"], b_O=p["b_O"], Q=Q, K=K, V=V, Q_heads=Q_heads, K_heads=K_heads, V_heads=V_heads,
         S_heads=S_heads, A_heads=A_heads, Z_heads=Z_heads, Z=Z, Y=Y, Q_rot_heads=Q_rot, K_rot_heads=K_rot,
         B_heads=B_heads, g_Q=p["g_Q"], g_K=p["g_K"], Q_norm_heads=Q_norm, K_norm_heads=K_norm, s_sink=p["s_sink"],
-        sink_mass_heads=pi_heads,
+        sink_mass_heads=pi_heads, W_G=p["W_G"], gate=gate,
+        **{name: p[name] for name in _LATENT_PARAMETERS}, **latent_fields,
     )
 
 
+#: the variants of :attr:`attnsym.AttentionSpec.variants` the symbolic forward pass implements
+SYMBOLIC_VARIANTS = ("chunk", "sink", "qk_norm_scope", "qk_norm_offset", "output_gate", "kv_latent_rank",
+                     "q_latent_rank")
+_LATENT_PARAMETERS = ("W_DQ", "g_CQ", "W_UQ", "W_DKV", "g_CKV", "W_KR", "W_UK", "W_UV")
+_FIELDS = ("W_Q", "W_K", "W_V", "W_O", "b_Q", "b_K", "b_V", "b_O", "g_Q", "g_K", "s_sink", "W_G", *_LATENT_PARAMETERS)
+
+
 def _parameters(spec: AttentionSpec) -> dict[str, sp.ImmutableMatrix | None]:
-    """The layer's parameter symbols by name (``W_Q`` … ``s_sink``), ``None`` for those the spec does not have."""
-    shapes = spec.shapes
-    present = {"W_Q": True, "W_K": True, "W_V": True, "W_O": spec.output_projection,
-               **{name: name in spec.bias_names for name in ("b_Q", "b_K", "b_V", "b_O")},
-               "g_Q": spec.qk_norm, "g_K": spec.qk_norm, "s_sink": spec.sink}
-    return {name: input_symbols(name, shapes[name]) if there else None for name, there in present.items()}
+    """The layer's parameter symbols by name (``W_Q`` … ``W_UV``), ``None`` for those the spec does not have."""
+    shapes = parameter_shapes(spec)
+    return {name: input_symbols(name, shapes[name]) if name in shapes else None for name in _FIELDS}
+
+
+def _latent(spec: AttentionSpec, X_in: sp.ImmutableMatrix, p: dict[str, sp.ImmutableMatrix | None],
+            eps: float) -> dict[str, sp.ImmutableMatrix] | None:
+    """Multi-head latent attention's expanded ``Q``, ``K``, ``V`` and its latents, or ``None`` without a latent.
+
+    ``C_KV = RMSNorm(X_in W_DKV) ⊙ g_CKV``, ``K_R = X_in W_KR``; head ``h``'s key ``[K_R | C_KV W_UK,h]``
+    and value ``C_KV W_UV,h``; ``Q = X_in W_Q`` or ``RMSNorm(X_in W_DQ) ⊙ g_CQ · W_UQ``.
+    """
+    if spec.kv_latent_rank is None:
+        return None
+    out: dict[str, sp.ImmutableMatrix] = {}
+    if p["W_DQ"] is not None:
+        out["C_Q"] = rms_norm_rows(matmul(X_in, p["W_DQ"]), p["g_CQ"], eps)
+        Q = matmul(out["C_Q"], p["W_UQ"])
+    else:
+        Q = matmul(X_in, p["W_Q"])
+    C = rms_norm_rows(matmul(X_in, p["W_DKV"]), p["g_CKV"], eps)
+    K_R = matmul(X_in, p["W_KR"])
+    K_C, V = matmul(C, p["W_UK"]), matmul(C, p["W_UV"])
+    nope = spec.d_k - spec.rotary_dims
+    K = Matrix(sp.Matrix.hstack(*(sp.Matrix.hstack(K_R, K_C[:, h * nope:(h + 1) * nope]) for h in range(spec.heads))))
+    out.update(C_KV=C, K_R=K_R, Q=Q, K=K, V=V)
+    return out
+
+
+def _output(Z: sp.ImmutableMatrix, gate: sp.ImmutableMatrix | None, W_O: sp.ImmutableMatrix | None,
+            b_O: sp.ImmutableMatrix | None) -> sp.ImmutableMatrix:
+    """``Y = (Z ⊙ gate) W_O + 1 b_O``: the gate and ``W_O`` (and ``b_O``) where the layer has them."""
+    if gate is not None:
+        Z = Matrix(Z.multiply_elementwise(gate))
+    return Z if W_O is None else _project(Z, W_O, b_O)
+
+
+def sigmoid(M: sp.MatrixBase) -> sp.ImmutableMatrix:
+    r"""The logistic function :math:`\sigma(z) = 1 / (1 + e^{-z})` of every entry (the output gate's).
+
+    >>> sigmoid(sp.Matrix([[0, sp.Symbol("z")]]))
+    Matrix([[1/2, 1/(1 + exp(-z))]])
+    """
+    return Matrix(M.shape[0], M.shape[1], lambda i, j: 1 / (1 + sp.exp(-M[i, j])))
 
 
 def _project(M: sp.ImmutableMatrix, W: sp.ImmutableMatrix | None, b: sp.ImmutableMatrix | None) -> sp.ImmutableMatrix:

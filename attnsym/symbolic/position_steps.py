@@ -14,7 +14,7 @@ import sympy as sp
 
 from .._exact import exact_matrix
 from ..spec import AttentionSpec
-from .matrices import rms_norm_rows
+from .matrices import exact_number, rms_norm_rows
 from .naming import input_symbols
 from .position_hooks import position_hooks
 from .positions import alibi_bias, alibi_slopes, apply_rope, rope_frequencies
@@ -224,20 +224,39 @@ def qk_norm_steps(spec: AttentionSpec, q: sp.MatrixBase, k: sp.MatrixBase) -> li
     """
     n, dk = spec.n, spec.d_k
     q, k = exact_matrix("q", q), exact_matrix("k", k)
+    whole = spec.qk_norm_scope == "whole_projection"
+    offset = exact_number(spec.qk_norm_offset, "qk_norm_offset")
     eqs = []
     for letter, M, count in (("Q", q, spec.heads), ("K", k, spec.kv_heads)):
-        g = input_symbols(f"g_{letter}", (1, dk))
+        g = input_symbols(f"g_{letter}", (1, count * dk if whole else dk))
+        gain = sp.ImmutableMatrix(g + offset * sp.ones(*g.shape)) if offset else g
+        rows = rms_norm_rows(M, gain, spec.qk_norm_eps) if whole else None  # OLMo 2: one norm over the whole row
         for hh in range(count):
-            normed = rms_norm_rows(sp.ImmutableMatrix(M[:, hh * dk:(hh + 1) * dk]), g, spec.qk_norm_eps)
+            block = slice(hh * dk, (hh + 1) * dk)
+            normed = sp.ImmutableMatrix(rows[:, block]) if rows is not None else \
+                rms_norm_rows(sp.ImmutableMatrix(M[:, block]), gain, spec.qk_norm_eps)
             eqs.append(sp.Eq(sp.MatrixSymbol(rf"\hat{{{_head(letter, hh, count > 1)}}}", n, dk), normed, evaluate=False))
+    gain_tex = rf"({offset} + g^Q)" if offset else "g^Q"
+    gain_words = f" (the gain is ${offset} + g$, Gemma 3's convention)" if offset else ""
+    if whole:
+        return [dict(
+            title="QK-norm",
+            equation=tuple(eqs),
+            explanation=("Each query and key row is divided by its root mean square over the whole projection, "
+                         f"all {spec.heads}·{dk} query (and {spec.kv_heads}·{dk} key) coordinates together (plus "
+                         f"$\\epsilon = {spec.qk_norm_eps:g}$ under the root), and multiplied by learned gains $g^Q$, "
+                         f"$g^K$ of that width{gain_words}, before the row is split into heads (OLMo 2's q_norm / "
+                         "k_norm) and before any rotation."),
+            formula=(r"\hat{Q} = \frac{Q}{\sqrt{\tfrac{1}{H d_k}\sum_c Q_{\cdot c}^2 + \epsilon}} \odot " + gain_tex),
+        )]
     return [dict(
         title="QK-norm",
         equation=tuple(eqs),
         explanation=("Each head's query and key vectors are divided by their root mean square over the "
                      f"$d_k = {dk}$ coordinates (plus $\\epsilon = {spec.qk_norm_eps:g}$ under the root) and multiplied "
-                     "by learned gains $g^Q$, $g^K$ shared by all heads (Qwen3's q_norm / k_norm), before any "
+                     f"by learned gains $g^Q$, $g^K$ shared by all heads{gain_words} (Qwen3's q_norm / k_norm), before any "
                      "rotation."),
-        formula=r"\hat{\mathbf q} = \frac{\mathbf q}{\sqrt{\tfrac{1}{d_k}\sum_c q_c^2 + \epsilon}} \odot g^Q",
+        formula=r"\hat{\mathbf q} = \frac{\mathbf q}{\sqrt{\tfrac{1}{d_k}\sum_c q_c^2 + \epsilon}} \odot " + gain_tex,
     )]
 
 
