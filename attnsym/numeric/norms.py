@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..errors import ShapeError
 from .backend import array_namespace
 
@@ -117,8 +119,13 @@ def rms_norm(x: Any, weight: Any, eps: float, offset: float = 0.0) -> Any:
     """
     xp = array_namespace(x, weight)
     gain = _gain(xp, "weight", weight, int(x.shape[-1]))
-    normed = x * (1.0 / xp.sqrt(xp.mean(x * x, axis=-1, keepdims=True) + eps))  # (..., w)
-    return normed * (gain + offset if offset else gain)
+    normed = x * (1.0 / xp.sqrt(xp.mean(x * x, axis=-1, keepdims=True) + eps))  # (..., w), a new array
+    scale = gain + offset if offset else gain
+    if (isinstance(normed, np.ndarray) and isinstance(scale, np.ndarray) and normed.dtype == np.result_type(normed, scale)
+            and np.broadcast_shapes(normed.shape, scale.shape) == normed.shape):
+        normed *= scale  # in place on the new array (the same products)
+        return normed
+    return normed * scale
 
 
 def rms_norm_vjp(x: Any, weight: Any, eps: float, dy: Any, offset: float = 0.0) -> tuple[Any, Any]:
