@@ -29,19 +29,22 @@ final norm) last.
 
 **The attention step** is the numeric layer's, driven by the spec (the primitives of
 :func:`attnsym.numeric.head_attention`): per-head rows with QK-norm and RoPE
-(:func:`~attnsym.numeric.layer.head_rows`, grouped-query keys repeated), the scaled scores with
+(:func:`~attnsym.numeric.layer.head_rows`; RoPE's cos and sin made once per pass for the layers
+sharing them), the scaled scores with
 ALiBi, soft-capping and the mask — the spec's causal pattern and window AND the padding keys —
 (:func:`~attnsym.numeric.layer.block_scores`, ``-inf`` where a query may not attend), the
 stable softmax (a fully masked row all 0) — with a sink (gpt-oss) the sink's logit joins each
-row's denominator and its mass is kept (rows of ``A`` sum to ``1 − π``) —, ``Z = A V``. Each
-block's spec carries its own window, chunk, RoPE (or none), QK-norm and query temperature. The scores and weights are kept for the
-route.
+row's denominator and its mass is kept (rows of ``A`` sum to ``1 − π``) —, ``Z = A V``; a
+key/value head serves its group of query heads without being repeated
+(:func:`~attnsym.numeric.layer.grouped_matmul`). Each block's spec carries its own window, chunk,
+RoPE (or none), QK-norm and query temperature. The scores and weights are kept for the route: a
+NumPy pass writes every layer's into one ``(L, B, H, n, n)`` array each (nothing stacked afterwards).
 
 **Two implementations of the element-wise primitives**, chosen once per pass
 (:func:`primitives`): the array operations (any library, float32 and float64), and for float32
 NumPy passes of at least :data:`FUSED_MIN_TOKENS` tokens with Numba installed (``attnsym[fast]``,
 ``ATTNSYM_NUMBA`` not ``0``) the compiled one-pass kernels of :mod:`attnsym.numeric._kernels` —
-bias + residual + LayerNorm, bias + exact GELU, the softmax — the same equations (the tests tie
+bias + residual + LayerNorm, bias + exact GELU, the softmax, SiLU's exponential — the same equations (the tests tie
 the two, and both to transformers). Every family's plan runs this one code path.
 
 **The logits** of a decoder (:func:`final_logits`): ``z = N_f(x) U`` with ``U`` the checkpoint's
@@ -57,6 +60,7 @@ spec's causal pattern and window at those absolute positions). Row for row it is
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,6 +161,14 @@ class ArrayPrimitives:
         """``act(h + bias)`` (``h`` may be overwritten)."""
         return _activation(xp, kind, h if bias is None else h + bias)
 
+    def gated(self, xp, gate, up, kind: str):
+        """``act(gate) ⊙ up``, the gated MLP's hidden layer (``gate`` may be overwritten)."""
+        a = _activation(xp, kind, gate)  # a new array: multiplied in place
+        if isinstance(a, np.ndarray):
+            a *= up
+            return a
+        return a * up
+
     def softmax(self, xp, S, out=None):
         """``softmax(S)`` per row into a new array (or ``out``, NumPy), ``S`` kept: 0 for ``-inf``, a fully masked row
         all 0."""
@@ -175,8 +187,8 @@ def _rows(a: np.ndarray) -> np.ndarray:
 
 
 class FusedPrimitives(ArrayPrimitives):
-    """The same primitives by the compiled float32 kernels of :mod:`attnsym.numeric._kernels` (RMSNorm, silu and
-    tanh-GELU stay array operations)."""
+    """The same primitives by the compiled float32 kernels of :mod:`attnsym.numeric._kernels` (RMSNorm and tanh-GELU
+    stay array operations; SiLU's exponential is the kernels' float32 ``exp``, about twice NumPy's speed)."""
 
     name = "fused"
 
@@ -203,6 +215,17 @@ class FusedPrimitives(ArrayPrimitives):
         h = np.ascontiguousarray(h)
         _kernels.bias_gelu(h.reshape(-1, h.shape[-1]), bias)
         return h
+
+    def gated(self, xp, gate, up, kind: str):
+        if kind != "silu" or not gate.flags.c_contiguous:
+            return super().gated(xp, gate, up, kind)
+        t = np.negative(gate)  # (..., f), a new array
+        rows = _rows(t)
+        _kernels.exp_rowsum(rows, np.zeros(rows.shape[0], np.float32))  # e^(−g) by the kernels' float32 exp
+        t += 1.0
+        np.divide(gate, t, out=t)  # silu(g) = g / (1 + e^(−g)), as the array primitive
+        t *= up
+        return t
 
     def softmax(self, xp, S, out=None):
         return _kernels.softmax_rows(np.ascontiguousarray(S), np.empty(S.shape, np.float32) if out is None else out)
@@ -279,13 +302,20 @@ def _bound(xp, spec, n: int, allowed, cache: dict[Any, tuple], device):
     (a family with a per-layer schedule has a few distinct specs, each block its own object)."""
     key = spec if spec.mask is None else id(spec)  # equal specs share (hashing a spec without a mask is cheap)
     if key not in cache:
-        spec_n = spec.replace(n=n)
+        spec_n = _at_length(spec, n) if spec.mask is None else spec.replace(n=n)
         band = window_band(spec_n)
         mask = None if band is None else xp.asarray(band, device=device)
         if allowed is not None:
             mask = allowed if mask is None else xp.logical_and(mask, allowed)
         cache[key] = (spec, spec_n, mask, {})  # the spec itself kept, so its id is not reused during the pass
     return cache[key][1:]
+
+
+@functools.lru_cache(maxsize=256)
+def _at_length(spec, n: int):
+    """``spec.replace(n=n)``, kept across passes (a spec is validated on construction: 0.3 ms, per distinct spec
+    of every pass otherwise)."""
+    return spec.replace(n=n)
 
 
 def _rope_tables(xp, spec, positions, dtype: str, cache: dict[Any, tuple], device):
@@ -461,12 +491,7 @@ def _mlp(xp, ops, block, lw, h):
     if block.experts is not None:
         return _experts(xp, block, lw, h)
     if block.mlp == "gated":
-        gate = _activation(xp, block.activation, xp.matmul(h, lw.W_gate))  # a new array: multiplied in place
-        if isinstance(gate, np.ndarray):
-            gate *= xp.matmul(h, lw.W_up)
-        else:
-            gate = gate * xp.matmul(h, lw.W_up)
-        return xp.matmul(gate, lw.W_down)
+        return xp.matmul(ops.gated(xp, xp.matmul(h, lw.W_gate), xp.matmul(h, lw.W_up), block.activation), lw.W_down)
     return xp.matmul(ops.bias_act(xp, xp.matmul(h, lw.W_up), lw.b_up, block.activation), lw.W_down)
 
 

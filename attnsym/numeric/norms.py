@@ -119,13 +119,25 @@ def rms_norm(x: Any, weight: Any, eps: float, offset: float = 0.0) -> Any:
     """
     xp = array_namespace(x, weight)
     gain = _gain(xp, "weight", weight, int(x.shape[-1]))
-    normed = x * (1.0 / xp.sqrt(xp.mean(x * x, axis=-1, keepdims=True) + eps))  # (..., w), a new array
     scale = gain + offset if offset else gain
-    if (isinstance(normed, np.ndarray) and isinstance(scale, np.ndarray) and normed.dtype == np.result_type(normed, scale)
-            and np.broadcast_shapes(normed.shape, scale.shape) == normed.shape):
-        normed *= scale  # in place on the new array (the same products)
-        return normed
+    if (isinstance(x, np.ndarray) and isinstance(scale, np.ndarray) and x.dtype == np.result_type(x, scale)
+            and np.broadcast_shapes(x.shape, scale.shape) == x.shape):
+        return _rms_norm_numpy(x, scale, eps)
+    normed = x * (1.0 / xp.sqrt(xp.mean(x * x, axis=-1, keepdims=True) + eps))  # (..., w)
     return normed * scale
+
+
+def _rms_norm_numpy(x: np.ndarray, scale: np.ndarray, eps: float) -> np.ndarray:
+    """:func:`rms_norm`'s operations, in the same order (so the same values), in one new array and one row vector."""
+    out = np.multiply(x, x)  # (..., w)
+    r = np.add.reduce(out, axis=-1, keepdims=True)  # (..., 1)
+    r /= x.shape[-1]  # the mean square, as np.mean divides its sum
+    r += eps
+    np.sqrt(r, out=r)
+    np.divide(1.0, r, out=r)
+    np.multiply(x, r, out=out)
+    out *= scale
+    return out
 
 
 def rms_norm_vjp(x: Any, weight: Any, eps: float, dy: Any, offset: float = 0.0) -> tuple[Any, Any]:
