@@ -76,6 +76,7 @@ from ..numeric.layer import (
     BoundLayer,
     allowed_block,
     block_scores,
+    broadcasts_into,
     expand_kv,
     grouped_matmul,
     head_rows,
@@ -151,7 +152,7 @@ class ArrayPrimitives:
         for term in (bias, residual):
             if term is None:
                 continue
-            if isinstance(a, np.ndarray) and np.broadcast_shapes(a.shape, term.shape) == a.shape:
+            if isinstance(a, np.ndarray) and broadcasts_into(term, a):
                 a += term  # NumPy: in place on the caller's new array
             else:
                 a = a + term

@@ -63,6 +63,7 @@ __all__ = [
     "allowed_block",
     "block_scores",
     "block_size_for",
+    "broadcasts_into",
     "d_out",
     "dscores",
     "expand_kv",
@@ -424,9 +425,14 @@ def grouped_matmul(xp: ModuleType, A, B, out=None):
     return out
 
 
-def _fits(S, other) -> bool:
-    """Whether ``other`` broadcasts into ``S``'s shape (so ``S`` can take it in place)."""
-    return np.broadcast_shapes(S.shape, tuple(other.shape)) == S.shape
+def broadcasts_into(other, S) -> bool:
+    """Whether the array ``other`` broadcasts into ``S``'s shape (so ``S op= other`` keeps ``S``'s shape).
+
+    >>> broadcasts_into(np.zeros((1, 3)), np.zeros((2, 3))), broadcasts_into(np.zeros((2, 3)), np.zeros(3))
+    (True, False)
+    """
+    big, small = tuple(S.shape), tuple(other.shape)
+    return len(small) <= len(big) and all(b in (1, a) for a, b in zip(big[::-1], small[::-1], strict=False))
 
 
 def block_scores(layer: BoundLayer, Qs, K, i0: int, i1: int, j0: int, j1: int, *, out=None, blocked=None):
@@ -452,7 +458,7 @@ def _masked_scores(layer: BoundLayer, S, i0: int, i1: int, j0: int, j1: int, blo
     own = isinstance(S, np.ndarray)  # a new NumPy array (or out): the steps below run in place
     bias = layer.score_bias(i0, i1, j0, j1)
     if bias is not None:
-        if own and _fits(S, bias):
+        if own and broadcasts_into(bias, S):
             S += bias
         else:
             S = S + bias
@@ -468,10 +474,10 @@ def _masked_scores(layer: BoundLayer, S, i0: int, i1: int, j0: int, j1: int, blo
         allowed = allowed_block(layer, i0, i1, j0, j1)
         if allowed is None:
             return S
-        if not (own and _fits(S, allowed)):
+        if not (own and broadcasts_into(allowed, S)):
             return xp.where(allowed, S, -xp.inf)
         blocked = xp.logical_not(allowed)
-    if own and _fits(S, blocked):
+    if own and broadcasts_into(blocked, S):
         np.copyto(S, -np.inf, where=blocked)
         return S
     return xp.where(xp.logical_not(blocked), S, -xp.inf)

@@ -117,11 +117,11 @@ def rms_norm(x: Any, weight: Any, eps: float, offset: float = 0.0) -> Any:
     >>> rms_norm(np.array([[3.0, 4.0]]), np.zeros((1, 2)), 0.0, offset=1.0)  # Gemma's 1 + w, w = 0
     array([[0.84852814, 1.13137085]])
     """
-    xp = array_namespace(x, weight)
-    gain = _gain(xp, "weight", weight, int(x.shape[-1]))
+    numpy = isinstance(x, np.ndarray) and isinstance(weight, np.ndarray)  # no namespace lookup: 40 µs a call
+    xp = np if numpy else array_namespace(x, weight)
+    gain = _gain(xp, "weight", weight, int(x.shape[-1]))  # (w,): it broadcasts into x's shape
     scale = gain + offset if offset else gain
-    if (isinstance(x, np.ndarray) and isinstance(scale, np.ndarray) and x.dtype == np.result_type(x, scale)
-            and np.broadcast_shapes(x.shape, scale.shape) == x.shape):
+    if numpy and x.dtype == np.result_type(x, scale):
         return _rms_norm_numpy(x, scale, eps)
     normed = x * (1.0 / xp.sqrt(xp.mean(x * x, axis=-1, keepdims=True) + eps))  # (..., w)
     return normed * scale
