@@ -678,6 +678,9 @@ def _forward(plan, weights, input_ids, attention_mask, token_type_ids, positions
                 scores.append(S)
                 attention.append(A)
             else:
+                for kept_k, made in ((scores[k], S), (attention[k], A)):
+                    if made is not kept_k:  # a step that could not write in place (none does today)
+                        kept_k[...] = made
                 hidden[k + 1] = x
                 x = hidden[k + 1]
         f = plan.final_norm
