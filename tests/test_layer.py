@@ -156,3 +156,24 @@ def test_causal_decode_with_a_mask_matches_masked_causal_attention():
     for cache in (True, False):
         np.testing.assert_allclose(causal_decode(X, *W, mask=mask, cache=cache).Y, full, rtol=TOL64.rtol, atol=TOL64.atol)
     assert np.all(full[3] == 0)
+
+
+@pytest.mark.parametrize("group", [1, 3])
+def test_grouped_key_heads_give_the_scores_and_outputs_of_repeated_ones(group):
+    """A key/value head serving its group of query heads unrepeated (grouped_matmul) equals expand_kv's repetition,
+    and block_scores writes into ``out`` with a precomputed ``blocked`` mask as it returns a new array."""
+    rng = np.random.default_rng(group)
+    spec = at.AttentionSpec(n=6, d_model=24, heads=6, kv_heads=6 // group, causal=True, window=3)
+    layer = BoundLayer(spec=spec, xp=np, batch_shape=(2,), dtype="float64", device="cpu")
+    Q = rng.standard_normal((2, 6, 6, 4))
+    K, V = rng.standard_normal((2, 6 // group, 6, 4)), rng.standard_normal((2, 6 // group, 6, 4))
+    K_rep, V_rep = nm.layer.expand_kv(np, K, group), nm.layer.expand_kv(np, V, group)
+    expected = nm.layer.block_scores(layer, Q, K_rep, 0, 6, 0, 6)
+    out = np.empty_like(expected)
+    blocked = ~nm.layer.allowed_block(layer, 0, 6, 0, 6)
+    got = nm.layer.block_scores(layer, Q, K, 0, 6, 0, 6, out=out, blocked=blocked)
+    assert got is out
+    np.testing.assert_allclose(got, expected, rtol=0, atol=1e-12)
+    assert np.array_equal(np.isneginf(got), np.isneginf(expected)) and np.isneginf(got).any()
+    A = np.abs(rng.standard_normal((2, 6, 6, 6)))
+    np.testing.assert_allclose(nm.layer.grouped_matmul(np, A, V), A @ V_rep, rtol=0, atol=1e-12)

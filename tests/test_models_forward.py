@@ -136,3 +136,15 @@ def test_packed_projection_is_the_three_weights_and_shares_their_memory(m):
     assert np.array_equal(replaced.W_QKV[:, :d], lw.W_Q * 2)
     unbiased = dataclasses.replace(lw, b_Q=None, b_K=None, b_V=None)  # LLaMA: no q/k/v biases
     assert unbiased.b_QKV is None and unbiased.b_Q is None
+
+
+@pytest.mark.parametrize("texts", [[LONG], [LONG, SENTENCES[2]]], ids=["one text", "padded pair"])
+def test_a_numpy_pass_writes_every_layer_in_place_as_the_stacked_pass(m, texts, monkeypatch):
+    """The NumPy pass writes each layer's scores, weights and output into one array each; the same pass with
+    per-layer arrays stacked at the end (the other libraries' way) gives the same values, bit for bit."""
+    ids, mask = _batch(m, texts)
+    kept = forward_module.forward(m.config, m.weights, ids, mask)
+    monkeypatch.setattr(forward_module, "_outputs", lambda plan, x: None)
+    stacked = forward_module.forward(m.config, m.weights, ids, mask)
+    for name in ("hidden_states", "attention", "scores"):
+        np.testing.assert_array_equal(getattr(kept, name), getattr(stacked, name))

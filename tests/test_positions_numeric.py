@@ -15,6 +15,7 @@ import pytest
 import attnsym as at
 from attnsym.errors import SpecError
 from attnsym.numeric.kvcache import causal_decode
+from attnsym.numeric.positions import apply_rope, rope_tables
 from attnsym.tolerances import TOLERANCES
 
 TOL64 = TOLERANCES["float64"]  # the one table (attnsym.tolerances)
@@ -179,3 +180,17 @@ def test_routing_graphs_of_rope_and_alibi_layers(positions):
     for h, G in enumerate(c.attention1):
         np.testing.assert_allclose(at.graphs.attention_matrix(G), A[h], atol=TOL64.atol)
         assert G.number_of_edges() == 6 * 7 // 2  # every causal edge: ALiBi and RoPE keep all keys reachable
+
+
+@pytest.mark.parametrize("pairing", ["rotate_half", "interleaved"])
+@pytest.mark.parametrize("rotary_pct", [1.0, 0.5])
+def test_rope_with_tables_made_once_equals_rope_from_positions(pairing, rotary_pct):
+    """apply_rope with rope_tables made by the caller (a forward pass's, shared by its layers) rotates the rows as
+    apply_rope computing the angles itself, for either pairing, partial rotary and the adjoint, bit for bit."""
+    spec = at.AttentionSpec(n=5, d_model=16, heads=2, positions="rope", rope_pairing=pairing, rotary_pct=rotary_pct)
+    M = np.random.default_rng(0).standard_normal((3, 2, 5, 8)).astype(np.float32)  # (B, H, n, d_k)
+    p = np.arange(3, 8)[None, None, :].repeat(3, 0)  # (B, 1, n): every head
+    tables = rope_tables(spec, p, rows=5, xp=np, dtype=np.float32)
+    for inverse in (False, True):
+        np.testing.assert_array_equal(apply_rope(M, spec, tables=tables, inverse=inverse),
+                                      apply_rope(M, spec, p, inverse=inverse))

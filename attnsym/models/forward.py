@@ -29,19 +29,22 @@ final norm) last.
 
 **The attention step** is the numeric layer's, driven by the spec (the primitives of
 :func:`attnsym.numeric.head_attention`): per-head rows with QK-norm and RoPE
-(:func:`~attnsym.numeric.layer.head_rows`, grouped-query keys repeated), the scaled scores with
+(:func:`~attnsym.numeric.layer.head_rows`; RoPE's cos and sin made once per pass for the layers
+sharing them), the scaled scores with
 ALiBi, soft-capping and the mask — the spec's causal pattern and window AND the padding keys —
 (:func:`~attnsym.numeric.layer.block_scores`, ``-inf`` where a query may not attend), the
 stable softmax (a fully masked row all 0) — with a sink (gpt-oss) the sink's logit joins each
-row's denominator and its mass is kept (rows of ``A`` sum to ``1 − π``) —, ``Z = A V``. Each
-block's spec carries its own window, chunk, RoPE (or none), QK-norm and query temperature. The scores and weights are kept for the
-route.
+row's denominator and its mass is kept (rows of ``A`` sum to ``1 − π``) —, ``Z = A V``; a
+key/value head serves its group of query heads without being repeated
+(:func:`~attnsym.numeric.layer.grouped_matmul`). Each block's spec carries its own window, chunk,
+RoPE (or none), QK-norm and query temperature. The scores and weights are kept for the route: a
+NumPy pass writes every layer's into one ``(L, B, H, n, n)`` array each (nothing stacked afterwards).
 
 **Two implementations of the element-wise primitives**, chosen once per pass
 (:func:`primitives`): the array operations (any library, float32 and float64), and for float32
 NumPy passes of at least :data:`FUSED_MIN_TOKENS` tokens with Numba installed (``attnsym[fast]``,
 ``ATTNSYM_NUMBA`` not ``0``) the compiled one-pass kernels of :mod:`attnsym.numeric._kernels` —
-bias + residual + LayerNorm, bias + exact GELU, the softmax — the same equations (the tests tie
+bias + residual + LayerNorm, bias + exact GELU, the softmax, SiLU's exponential — the same equations (the tests tie
 the two, and both to transformers). Every family's plan runs this one code path.
 
 **The logits** of a decoder (:func:`final_logits`): ``z = N_f(x) U`` with ``U`` the checkpoint's
@@ -57,6 +60,7 @@ spec's causal pattern and window at those absolute positions). Row for row it is
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -70,8 +74,11 @@ from ..numeric.activations import GELU_TANH_CUBIC, gelu, gelu_float32, gelu_tanh
 from ..numeric.binding import window_band
 from ..numeric.layer import (
     BoundLayer,
+    allowed_block,
     block_scores,
+    broadcasts_into,
     expand_kv,
+    grouped_matmul,
     head_rows,
     merge_heads,
     safe_divide,
@@ -80,6 +87,7 @@ from ..numeric.layer import (
     sink_softmax,
 )
 from ..numeric.norms import layer_norm, rms_norm
+from ..numeric.positions import rope_tables
 from .errors import ModelError, NoLMHeadError
 from .plan import ModelPlan, Norm
 from .weights import Weights
@@ -141,19 +149,36 @@ class ArrayPrimitives:
 
     def add_norm(self, xp, a, bias, residual, norm: Norm, weight, beta):
         """``(s, N(s))`` with ``s = a + bias + residual`` (each term optional; ``a`` may be overwritten)."""
-        if bias is not None:
-            a = a + bias
-        if residual is not None:
-            a = a + residual
+        for term in (bias, residual):
+            if term is None:
+                continue
+            if isinstance(a, np.ndarray) and broadcasts_into(term, a):
+                a += term  # NumPy: in place on the caller's new array
+            else:
+                a = a + term
         return a, self.norm(xp, a, norm, weight, beta)
 
     def bias_act(self, xp, h, bias, kind: str):
         """``act(h + bias)`` (``h`` may be overwritten)."""
         return _activation(xp, kind, h if bias is None else h + bias)
 
-    def softmax(self, xp, S):
-        """``softmax(S)`` per row into a new array, ``S`` kept: 0 for ``-inf``, a fully masked row all 0."""
-        P, total, _ = shifted_exp(xp, S + 0.0)  # exp(S − rowmax) in place on the copy, the row sums
+    def gated(self, xp, gate, up, kind: str):
+        """``act(gate) ⊙ up``, the gated MLP's hidden layer (``gate`` may be overwritten)."""
+        a = _activation(xp, kind, gate)  # a new array: multiplied in place
+        if isinstance(a, np.ndarray):
+            a *= up
+            return a
+        return a * up
+
+    def softmax(self, xp, S, out=None):
+        """``softmax(S)`` per row into a new array (or ``out``, NumPy), ``S`` kept: 0 for ``-inf``, a fully masked row
+        all 0."""
+        if out is None:
+            P = S + 0.0
+        else:
+            P = out
+            np.copyto(P, S)
+        P, total, _ = shifted_exp(xp, P)  # exp(S − rowmax) in place on the copy, the row sums
         return safe_divide(xp, P, total, inplace=True)
 
 
@@ -163,8 +188,8 @@ def _rows(a: np.ndarray) -> np.ndarray:
 
 
 class FusedPrimitives(ArrayPrimitives):
-    """The same primitives by the compiled float32 kernels of :mod:`attnsym.numeric._kernels` (RMSNorm, silu and
-    tanh-GELU stay array operations)."""
+    """The same primitives by the compiled float32 kernels of :mod:`attnsym.numeric._kernels` (RMSNorm and tanh-GELU
+    stay array operations; SiLU's exponential is the kernels' float32 ``exp``, about twice NumPy's speed)."""
 
     name = "fused"
 
@@ -192,8 +217,19 @@ class FusedPrimitives(ArrayPrimitives):
         _kernels.bias_gelu(h.reshape(-1, h.shape[-1]), bias)
         return h
 
-    def softmax(self, xp, S):
-        return _kernels.softmax_rows(np.ascontiguousarray(S), np.empty(S.shape, np.float32))
+    def gated(self, xp, gate, up, kind: str):
+        if kind != "silu" or not gate.flags.c_contiguous:
+            return super().gated(xp, gate, up, kind)
+        t = np.negative(gate)  # (..., f), a new array
+        rows = _rows(t)
+        _kernels.exp_rowsum(rows, np.zeros(rows.shape[0], np.float32))  # e^(−g) by the kernels' float32 exp
+        t += 1.0
+        np.divide(gate, t, out=t)  # silu(g) = g / (1 + e^(−g)), as the array primitive
+        t *= up
+        return t
+
+    def softmax(self, xp, S, out=None):
+        return _kernels.softmax_rows(np.ascontiguousarray(S), np.empty(S.shape, np.float32) if out is None else out)
 
 
 #: a float32 NumPy pass over at least this many tokens (all texts together) takes the compiled kernels
@@ -267,47 +303,79 @@ def _bound(xp, spec, n: int, allowed, cache: dict[Any, tuple], device):
     (a family with a per-layer schedule has a few distinct specs, each block its own object)."""
     key = spec if spec.mask is None else id(spec)  # equal specs share (hashing a spec without a mask is cheap)
     if key not in cache:
-        spec_n = spec.replace(n=n)
+        spec_n = _at_length(spec, n) if spec.mask is None else spec.replace(n=n)
         band = window_band(spec_n)
         mask = None if band is None else xp.asarray(band, device=device)
         if allowed is not None:
             mask = allowed if mask is None else xp.logical_and(mask, allowed)
-        cache[key] = (spec, spec_n, mask)  # the spec itself kept, so its id is not reused during the pass
+        cache[key] = (spec, spec_n, mask, {})  # the spec itself kept, so its id is not reused during the pass
     return cache[key][1:]
 
 
+@functools.lru_cache(maxsize=256)
+def _at_length(spec, n: int):
+    """``spec.replace(n=n)``, kept across passes (a spec is validated on construction: 0.3 ms, per distinct spec
+    of every pass otherwise)."""
+    return spec.replace(n=n)
+
+
+def _rope_tables(xp, spec, positions, dtype: str, cache: dict[Any, tuple], device):
+    """RoPE's tables of every position, ``(B, 1, n, d/2)``, made once per pass for the layers sharing a RoPE setting
+    (:func:`~attnsym.numeric.positions.rope_tables`), or None for a layer without RoPE."""
+    if spec.positions != "rope":
+        return None
+    key = ("rope", spec.position_base, spec.rotary_dims, spec.rope_scaling, spec.n)
+    if key not in cache:
+        p = xp.expand_dims(positions, axis=-2)  # (B, 1, n): every head
+        cache[key] = rope_tables(spec, p, rows=int(p.shape[-1]), xp=xp, dtype=getattr(xp, dtype), device=device)
+    return cache[key]
+
+
 def _attention(xp, ops, spec, Q, K, V, gains: dict, allowed, positions, dtype: str, cache: dict,
-               past: LayerCache | None = None, core=None):
+               past: LayerCache | None = None, core=None, out: tuple | None = None):
     """``S, A, Z`` of one layer from the projections ``(B, r, H·d_k)`` (module docstring: the attention step).
 
     With ``past`` (:func:`forward_cached`) the ``r`` rows are the tokens at positions ``p0 … p0+r−1`` after the
     ``p0`` cached ones: their keys and values join the cache, and ``S``, ``A`` are ``(B, H, r, p0 + r)``.
     ``core(layer, Q_h, K_h, V_h) -> Z_h`` (:func:`forward_streamed`) replaces the scores, softmax and ``A V``
-    (``S``, ``A`` are then None).
+    (``S``, ``A`` are then None). ``out``: NumPy arrays ``(S, A)`` of that shape to write the scores and
+    weights into (:func:`forward` keeps every layer's in one array). Grouped key/value heads serve their
+    query heads without being repeated (:func:`~attnsym.numeric.layer.grouped_matmul`).
     """
     B, r, _ = Q.shape
     p0 = 0 if past is None else past.length
     n = p0 + r
-    spec, mask = _bound(xp, spec, n, allowed, cache, _device(Q))
-    layer = BoundLayer(spec=spec, xp=xp, batch_shape=(B,), dtype=dtype, device=_device(Q), mask=mask,
+    device = _device(Q)
+    spec, mask, made = _bound(xp, spec, n, allowed, cache, device)
+    if "positions" not in cache:  # float64 positions, shared by every layer of the pass
+        cache["positions"] = xp.astype(xp.asarray(positions), xp.float64)
+    layer = BoundLayer(spec=spec, xp=xp, batch_shape=(B,), dtype=dtype, device=device, mask=mask,
                        positions=None if spec.positions is None and spec.query_temperature is None
-                       else xp.astype(xp.asarray(positions), xp.float64),
-                       sinks=gains["s_sink"] if spec.sink else None)  # a streamed core puts them in its normaliser
+                       else cache["positions"],
+                       sinks=gains["s_sink"] if spec.sink else None,  # a streamed core puts them in its normaliser
+                       rope=_rope_tables(xp, spec, cache["positions"], dtype, cache, device))
     Qh = head_rows(layer, gains, Q, "Q", p0)  # (B, H, r, d_k), QK-normed and rotated
-    Kh = head_rows(layer, gains, K, "K", p0, expand=past is None)  # (B, H, r, d_k), key heads repeated (no cache)
+    Kh = head_rows(layer, gains, K, "K", p0, expand=False)  # (B, H_kv, r, d_k)
     Vh = xp.permute_dims(xp.reshape(V, (B, r, spec.kv_heads, spec.d_v)), (0, 2, 1, 3))  # (B, H_kv, r, d_v)
     if past is not None:
         Kh, Vh = past.extend(xp, Kh, Vh)  # (B, H_kv, n, ·): every key and value so far
-        Kh = expand_kv(xp, Kh, spec.kv_group)
-    Vh = expand_kv(xp, Vh, spec.kv_group)
     if core is not None:
+        Kh, Vh = expand_kv(xp, Kh, spec.kv_group), expand_kv(xp, Vh, spec.kv_group)
         return None, None, merge_heads(xp, core(layer, Qh, Kh, Vh))
-    S = block_scores(layer, Qh * layer.scale, Kh, p0, n, 0, n)  # (B, H, r, n), -inf where not allowed
+    if ("blocked", p0) not in made:  # where a query may not attend: once per pass and spec
+        allowed_here = allowed_block(layer, p0, n, 0, n)
+        made["blocked", p0] = None if allowed_here is None else xp.logical_not(allowed_here)
+    S_out, A_out = (None, None) if out is None else out
+    S = block_scores(layer, Qh * layer.scale, Kh, p0, n, 0, n, out=S_out,
+                     blocked=made["blocked", p0])  # (B, H, r, n), -inf where not allowed
     if spec.sink:  # the sink's logit in each row's denominator: rows of A sum to 1 − π, kept so
         A = sink_softmax(xp, S, gains["s_sink"])[0]
+        if A_out is not None:
+            A_out[...] = A
+            A = A_out
     else:
-        A = ops.softmax(xp, S)
-    return S, A, merge_heads(xp, xp.matmul(A, Vh))  # Z: (B, r, H·d_v)
+        A = ops.softmax(xp, S, A_out)
+    return S, A, merge_heads(xp, grouped_matmul(xp, A, Vh))  # Z: (B, r, H·d_v)
 
 
 def projections(xp, block, lw, h):
@@ -424,26 +492,21 @@ def _mlp(xp, ops, block, lw, h):
     if block.experts is not None:
         return _experts(xp, block, lw, h)
     if block.mlp == "gated":
-        gate = _activation(xp, block.activation, xp.matmul(h, lw.W_gate))  # a new array: multiplied in place
-        if isinstance(gate, np.ndarray):
-            gate *= xp.matmul(h, lw.W_up)
-        else:
-            gate = gate * xp.matmul(h, lw.W_up)
-        return xp.matmul(gate, lw.W_down)
+        return xp.matmul(ops.gated(xp, xp.matmul(h, lw.W_gate), xp.matmul(h, lw.W_up), block.activation), lw.W_down)
     return xp.matmul(ops.bias_act(xp, xp.matmul(h, lw.W_up), lw.b_up, block.activation), lw.W_down)
 
 
 def _block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict, past: LayerCache | None = None,
-           core=None):
-    """One block on ``x`` ``(B, n, d)``: its output and the attention's ``S``, ``A`` (``past``, ``core``: see
+           core=None, out: tuple | None = None):
+    """One block on ``x`` ``(B, n, d)``: its output and the attention's ``S``, ``A`` (``past``, ``core``, ``out``: see
     :func:`_attention`)."""
     pre = block.placement == "pre"
     if block.placement == "output":  # OLMo 2: x + N(Attn(x)), then x' + N(MLP(x'))
-        return _output_normed_block(xp, ops, block, lw, x, allowed, positions, dtype, cache, past, core)
+        return _output_normed_block(xp, ops, block, lw, x, allowed, positions, dtype, cache, past, core, out)
     h = ops.norm(xp, x, block.norm, lw.attn_norm, lw.attn_norm_bias) if pre else x
     Q, K, V = projections(xp, block, lw, h)
     S, A, Z = _attention(xp, ops, block.attention, Q, K, V, {"g_Q": lw.g_Q, "g_K": lw.g_K, "s_sink": lw.s_sink},
-                         allowed, positions, dtype, cache, past, core)
+                         allowed, positions, dtype, cache, past, core, out)
     if block.attention.output_gate:  # Qwen3-Next: Z ⊙ σ(h W_G) before W_O
         Z = Z * sigmoid(xp, xp.matmul(h, lw.W_G))
     y, b_O = xp.matmul(Z, lw.W_O), lw.b_O
@@ -464,11 +527,11 @@ def _block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict, p
 
 
 def _output_normed_block(xp, ops, block, lw, x, allowed, positions, dtype: str, cache: dict,
-                         past: LayerCache | None = None, core=None):
+                         past: LayerCache | None = None, core=None, out: tuple | None = None):
     """A block with norms on the sublayers' outputs only (OLMo 2): ``x' = x + N₁(Attn(x))``, ``x' + N₂(MLP(x'))``."""
     Q, K, V = projections(xp, block, lw, x)
-    S, A, Z = _attention(xp, ops, block.attention, Q, K, V,
-                         {"g_Q": lw.g_Q, "g_K": lw.g_K, "s_sink": lw.s_sink}, allowed, positions, dtype, cache, past, core)
+    S, A, Z = _attention(xp, ops, block.attention, Q, K, V, {"g_Q": lw.g_Q, "g_K": lw.g_K, "s_sink": lw.s_sink},
+                         allowed, positions, dtype, cache, past, core, out)
     if block.attention.output_gate:
         Z = Z * sigmoid(xp, xp.matmul(x, lw.W_G))
     mid = x + ops.norm(xp, _plus(xp.matmul(Z, lw.W_O), lw.b_O), block.norm, lw.post_attn_norm, None)
@@ -500,12 +563,17 @@ def forward_streamed(plan: ModelPlan, weights: Weights, input_ids, core) -> None
 
 
 def _check_finite(xp, hidden, scores, dtype: str) -> None:
-    """Refuse a pass whose finite weights gave a non-finite hidden state or score (``-inf``: a masked score)."""
+    """Refuse a pass whose finite weights gave a non-finite hidden state or score (``-inf``: a masked score).
+
+    ``hidden`` and ``scores`` are sequences of per-layer arrays (or arrays with the layers first).
+    A NumPy array's check is one reduction: ``max`` (and ``min`` for hidden states) propagate NaN,
+    so ``max < inf`` holds exactly when no entry is NaN or ``+inf``.
+    """
     for k in range(len(hidden)):
-        if not bool(xp.all(xp.isfinite(hidden[k]))):
+        if not _finite(xp, hidden[k]):
             where = "the embeddings" if k == 0 else f"layer {k - 1}"
             break
-        if k < len(scores) and bool(xp.any(xp.logical_or(xp.isnan(scores[k]), scores[k] == xp.inf))):
+        if k < len(scores) and not _below_inf(xp, scores[k]):
             where = f"the scores of layer {k}"
             break
     else:
@@ -513,6 +581,22 @@ def _check_finite(xp, hidden, scores, dtype: str) -> None:
     advice = ("load the model with dtype='float64'" if dtype != "float64" else  # float64 already: no wider dtype helps
               "no wider dtype helps: check config.json's values (norm epsilons, scales) and the weights' magnitudes")
     raise ShapeError(f"the forward pass overflows {dtype} in {where} for these finite weights; {advice}")
+
+
+def _finite(xp, x) -> bool:
+    """Whether every entry of ``x`` is finite."""
+    if isinstance(x, np.ndarray):
+        return bool(x.size == 0 or (x.max() < np.inf and x.min() > -np.inf))
+    return bool(xp.all(xp.isfinite(x)))
+
+
+def _below_inf(xp, S) -> bool:
+    """Whether no entry of ``S`` is NaN or ``+inf`` (``-inf`` allowed: a masked score)."""
+    if S is None:
+        return True
+    if isinstance(S, np.ndarray):
+        return bool(S.size == 0 or S.max() < np.inf)
+    return not bool(xp.any(xp.logical_or(xp.isnan(S), S == xp.inf)))
 
 
 def forward(plan: ModelPlan, weights: Weights, input_ids, attention_mask=None, token_type_ids=None, *,
@@ -581,18 +665,41 @@ def _forward(plan, weights, input_ids, attention_mask, token_type_ids, positions
             keys = xp.asarray(attention_mask, device=_device(x)) != 0
             if not bool(xp.all(keys)):
                 allowed = xp.broadcast_to(keys[:, None, :], (B, n, n))  # (B, n, n): padding keys masked
-        hidden, attention, scores = [x], [], []
+        kept = _outputs(plan, x)  # NumPy: every layer writes into one array each, nothing is stacked afterwards
+        hidden, attention, scores = ([x], [], []) if kept is None else kept
+        if kept is not None:
+            hidden[0] = x
         cache: dict[Any, tuple] = {}
-        for block, lw in zip(plan.blocks, weights.layers, strict=True):
-            x, S, A = _block(xp, ops, block, lw, x, allowed, positions, dtype, cache)
-            hidden.append(x)
-            scores.append(S)
-            attention.append(A)
+        for k, (block, lw) in enumerate(zip(plan.blocks, weights.layers, strict=True)):
+            out = None if kept is None else (scores[k], attention[k])
+            x, S, A = _block(xp, ops, block, lw, x, allowed, positions, dtype, cache, out=out)
+            if kept is None:
+                hidden.append(x)
+                scores.append(S)
+                attention.append(A)
+            else:
+                for kept_k, made in ((scores[k], S), (attention[k], A)):
+                    if made is not kept_k:  # a step that could not write in place (none does today)
+                        kept_k[...] = made
+                hidden[k + 1] = x
+                x = hidden[k + 1]
         f = plan.final_norm
         if f is not None:
             hidden[-1] = ops.norm(xp, x, f, weights.final_norm, weights.final_norm_bias)
     _check_finite(xp, hidden, scores, dtype)
+    if kept is not None:
+        return ForwardOutput(hidden_states=hidden, attention=attention, scores=scores)
     return ForwardOutput(hidden_states=xp.stack(hidden), attention=xp.stack(attention), scores=xp.stack(scores))
+
+
+def _outputs(plan: ModelPlan, x) -> tuple[Any, Any, Any] | None:
+    """The arrays a NumPy pass over ``x`` ``(B, n, d)`` writes into: hidden states ``(L + 1, B, n, d)``, weights and
+    scores ``(L, B, H, n, n)``; None for another library or a plan whose layers differ in heads."""
+    heads = {block.attention.heads for block in plan.blocks}
+    if not isinstance(x, np.ndarray) or len(heads) != 1:
+        return None
+    (H,), (B, n, d), L = heads, x.shape, len(plan.blocks)
+    return np.empty((L + 1, B, n, d), x.dtype), np.empty((L, B, H, n, n), x.dtype), np.empty((L, B, H, n, n), x.dtype)
 
 
 # ---------------------------------------------------------------------------------------------- logits

@@ -63,9 +63,11 @@ __all__ = [
     "allowed_block",
     "block_scores",
     "block_size_for",
+    "broadcasts_into",
     "d_out",
     "dscores",
     "expand_kv",
+    "grouped_matmul",
     "guard_logits",
     "head_rows",
     "inplace_ok",
@@ -118,6 +120,11 @@ class BoundLayer:
         batch; set by :func:`attnsym.numeric.head_attention`.
     sinks : (H,) or (1, H) array or None
         The sink logits of a spec with ``sink=True`` (:func:`sink_softmax`).
+    rope : (cos, sin) arrays or None
+        RoPE's tables (:func:`~attnsym.numeric.positions.rope_tables`) of every position the layer
+        rotates, ``(..., 1, n, d/2)`` or ``(n, d/2)`` in the layer's dtype, made once by a caller
+        that runs many layers with one RoPE setting (a model's forward pass); :meth:`rotate` slices
+        them instead of computing angles.
     """
 
     spec: AttentionSpec
@@ -128,6 +135,7 @@ class BoundLayer:
     mask: Any = None
     positions: Any = None
     sinks: Any = None
+    rope: Any = None
 
     @property
     def n(self) -> int:
@@ -182,6 +190,9 @@ class BoundLayer:
         if self.spec.positions != "rope":
             return M
         r = int(M.shape[-2])
+        if self.rope is not None:  # the caller's tables of every position: this call's rows
+            cos, sin = self.rope
+            return apply_rope(M, self.spec, inverse=adjoint, tables=(cos[..., p0:p0 + r, :], sin[..., p0:p0 + r, :]))
         if self.positions is not None:
             positions = self.xp.expand_dims(self.positions[..., p0:p0 + r], axis=-2)  # (..., 1, r): every head
         else:
@@ -387,22 +398,89 @@ def allowed_block(layer: BoundLayer, i0: int, i1: int, j0: int, j1: int):
     return allowed
 
 
-def block_scores(layer: BoundLayer, Qs, K, i0: int, i1: int, j0: int, j1: int):
+def grouped_matmul(xp: ModuleType, A, B, out=None):
+    """``A_h B_{h // g}`` for every head: ``A`` (..., H, r, k), ``B`` (..., H_kv, k, m) with ``H = g·H_kv`` -> (..., H, r, m).
+
+    Grouped-query attention without repeating ``B`` (:func:`expand_kv`'s pairing of heads): the
+    ``g`` query heads a key/value head serves are one ``(g·r, k)`` matrix, so each key/value head
+    takes one product. ``out`` (NumPy, C-contiguous, (..., H, r, m)) receives the result.
+    """
+    h, h_kv = int(A.shape[-3]), int(B.shape[-3])
+    numpy_out = out is not None and isinstance(out, np.ndarray) and out.flags.c_contiguous
+    if h == h_kv:
+        if numpy_out:
+            return np.matmul(A, B, out=out)
+        C = xp.matmul(A, B)
+    else:
+        *batch, _, r, k = A.shape
+        m, g = int(B.shape[-1]), h // h_kv
+        A = xp.reshape(A, (*batch, h_kv, g * r, k))  # (..., H_kv, g·r, k): a view of contiguous heads
+        if numpy_out:
+            np.matmul(A, B, out=out.reshape(*batch, h_kv, g * r, m))  # a view of out: contiguous
+            return out
+        C = xp.reshape(xp.matmul(A, B), (*batch, h, r, m))
+    if out is None:
+        return C
+    out[...] = C
+    return out
+
+
+def broadcasts_into(other, S) -> bool:
+    """Whether the array ``other`` broadcasts into ``S``'s shape (so ``S op= other`` keeps ``S``'s shape).
+
+    >>> broadcasts_into(np.zeros((1, 3)), np.zeros((2, 3))), broadcasts_into(np.zeros((2, 3)), np.zeros(3))
+    (True, False)
+    """
+    big, small = tuple(S.shape), tuple(other.shape)
+    return len(small) <= len(big) and all(b in (1, a) for a, b in zip(big[::-1], small[::-1], strict=False))
+
+
+def block_scores(layer: BoundLayer, Qs, K, i0: int, i1: int, j0: int, j1: int, *, out=None, blocked=None):
     """Scores of queries ``i0:i1`` against keys ``j0:j1``: ``Qs Kᵀ`` + bias (hook (c)), soft-capped, ``-inf`` where masked.
 
     ``Qs`` (..., H, bi, d_k) holds the queries already multiplied by the scale ``c``; with
     ``spec.softcap = t`` a score ``s`` becomes ``t·tanh(s/t)`` (after the bias, before the mask).
+    ``K`` (..., H or H_kv, bj, d_k): key heads not yet repeated serve their groups of query heads
+    (:func:`grouped_matmul`). ``out`` (NumPy): the array to write the scores into; ``blocked``: the
+    complement of :func:`allowed_block` when the caller has it already (a forward pass makes it once).
     """
+    S = _masked_scores(layer, grouped_matmul(layer.xp, Qs, layer.xp.matrix_transpose(K), out), i0, i1, j0, j1,
+                       blocked)  # (..., H, bi, bj)
+    if out is not None and S is not out:
+        out[...] = S
+        return out
+    return S
+
+
+def _masked_scores(layer: BoundLayer, S, i0: int, i1: int, j0: int, j1: int, blocked):
+    """:func:`block_scores` after the product ``S``: the bias, the soft-cap, the mask (in place on NumPy arrays)."""
     xp = layer.xp
-    S = xp.matmul(Qs, xp.matrix_transpose(K))  # (..., H, bi, bj)
+    own = isinstance(S, np.ndarray)  # a new NumPy array (or out): the steps below run in place
     bias = layer.score_bias(i0, i1, j0, j1)
     if bias is not None:
-        S = S + bias
+        if own and broadcasts_into(bias, S):
+            S += bias
+        else:
+            S = S + bias
     cap = layer.spec.softcap
     if cap is not None:
-        S = cap * xp.tanh(S / cap)
-    allowed = allowed_block(layer, i0, i1, j0, j1)
-    return S if allowed is None else xp.where(allowed, S, -xp.inf)
+        if own:
+            np.divide(S, cap, out=S)
+            np.tanh(S, out=S)
+            S *= cap
+        else:
+            S = cap * xp.tanh(S / cap)
+    if blocked is None:
+        allowed = allowed_block(layer, i0, i1, j0, j1)
+        if allowed is None:
+            return S
+        if not (own and broadcasts_into(allowed, S)):
+            return xp.where(allowed, S, -xp.inf)
+        blocked = xp.logical_not(allowed)
+    if own and broadcasts_into(blocked, S):
+        np.copyto(S, -np.inf, where=blocked)
+        return S
+    return xp.where(xp.logical_not(blocked), S, -xp.inf)
 
 
 def inplace_ok(x) -> bool:

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from ..errors import ShapeError
 from .backend import array_namespace
 
@@ -115,10 +117,27 @@ def rms_norm(x: Any, weight: Any, eps: float, offset: float = 0.0) -> Any:
     >>> rms_norm(np.array([[3.0, 4.0]]), np.zeros((1, 2)), 0.0, offset=1.0)  # Gemma's 1 + w, w = 0
     array([[0.84852814, 1.13137085]])
     """
-    xp = array_namespace(x, weight)
-    gain = _gain(xp, "weight", weight, int(x.shape[-1]))
+    numpy = isinstance(x, np.ndarray) and isinstance(weight, np.ndarray)  # no namespace lookup: 40 µs a call
+    xp = np if numpy else array_namespace(x, weight)
+    gain = _gain(xp, "weight", weight, int(x.shape[-1]))  # (w,): it broadcasts into x's shape
+    scale = gain + offset if offset else gain
+    if numpy and x.dtype == np.result_type(x, scale):
+        return _rms_norm_numpy(x, scale, eps)
     normed = x * (1.0 / xp.sqrt(xp.mean(x * x, axis=-1, keepdims=True) + eps))  # (..., w)
-    return normed * (gain + offset if offset else gain)
+    return normed * scale
+
+
+def _rms_norm_numpy(x: np.ndarray, scale: np.ndarray, eps: float) -> np.ndarray:
+    """:func:`rms_norm`'s operations, in the same order (so the same values), in one new array and one row vector."""
+    out = np.multiply(x, x)  # (..., w)
+    r = np.add.reduce(out, axis=-1, keepdims=True)  # (..., 1)
+    r /= x.shape[-1]  # the mean square, as np.mean divides its sum
+    r += eps
+    np.sqrt(r, out=r)
+    np.divide(1.0, r, out=r)
+    np.multiply(x, r, out=out)
+    out *= scale
+    return out
 
 
 def rms_norm_vjp(x: Any, weight: Any, eps: float, dy: Any, offset: float = 0.0) -> tuple[Any, Any]:

@@ -24,6 +24,7 @@ from types import ModuleType
 from typing import Any
 
 import array_api_compat
+import numpy as np
 
 from .._checks import positive_int
 from .._positions import base_frequencies
@@ -37,6 +38,7 @@ __all__ = [
     "apply_rope",
     "rope_frequencies",
     "rope_rotation",
+    "rope_tables",
     "sinusoidal_positions",
     "sinusoidal_shift",
 ]
@@ -237,7 +239,44 @@ def rope_rotation(spec: AttentionSpec, position, *, xp: ModuleType | None = None
     return _cast(xp, xp.asarray(rows, dtype=xp.float64), dtype)
 
 
-def apply_rope(M, spec: AttentionSpec, positions=None, *, inverse: bool = False):
+def rope_tables(spec: AttentionSpec, positions=None, *, rows: int, xp: ModuleType, dtype: Any, device: Any = None):
+    """RoPE's ``(cos, sin)`` of the angles ``p θ_i`` at ``rows`` positions, each ``(..., rows, d/2)`` in ``dtype``.
+
+    What :func:`apply_rope` multiplies the rows by: the angles in float64, times the scaling's
+    attention factor ``a`` (YaRN, LongRoPE; 1 otherwise), then cast. A forward pass makes them once
+    per RoPE setting and hands them to every layer that shares it (``tables=`` of
+    :func:`apply_rope`).
+
+    Parameters
+    ----------
+    spec : AttentionSpec
+        With ``positions="rope"``.
+    positions : (rows,) or (..., rows) array-like, optional
+        The positions; default ``0 … rows − 1``.
+    rows : int
+        The number of positions.
+    xp : module
+        The array namespace of the result.
+    dtype : dtype
+        Of the result (the rows' dtype).
+
+    Examples
+    --------
+    >>> cos, sin = rope_tables(AttentionSpec(n=2, d_model=2, positions="rope"), rows=2, xp=np, dtype=np.float64)
+    >>> cos.shape, bool(np.allclose(sin[:, 0], [0.0, np.sin(1.0)]))
+    ((2, 1), True)
+    """
+    spec = require_rope_spec(spec)
+    p = _positions_array(xp, positions, rows, device)
+    angles = _angles(xp, spec, p, device)  # (..., rows, d/2), float64
+    cos, sin = xp.cos(angles), xp.sin(angles)
+    factor = 1.0 if spec.rope_scaling is None else spec.rope_scaling.attention_scale
+    if factor != 1.0:  # YaRN's and LongRoPE's attention factor, on cos and sin as transformers applies it
+        cos, sin = cos * factor, sin * factor
+    return xp.astype(cos, dtype), xp.astype(sin, dtype)
+
+
+def apply_rope(M, spec: AttentionSpec, positions=None, *, inverse: bool = False, tables=None):
     """Rotate each row of queries or keys by its position: row ``r`` becomes ``R(p_r θ) m_r``.
 
     Twin of :func:`attnsym.symbolic.apply_rope`. For each plane ``(a, b, i)`` of
@@ -245,7 +284,9 @@ def apply_rope(M, spec: AttentionSpec, positions=None, *, inverse: bool = False)
     angle ``p θ_i``; coordinates beyond ``spec.rotary_dims`` are copied. With a ``"yarn"`` or
     ``"longrope"`` ``rope_scaling`` the rotated coordinates are also multiplied by its
     attention factor ``a`` (:attr:`~attnsym.spec.RopeScaling.attention_scale`; ``a = 1``
-    otherwise). Runs in the library and dtype of ``M`` (angles in float64, then cast).
+    otherwise). Runs in the library and dtype of ``M`` (angles in float64, then cast). The planes'
+    coordinates are read as slices (``rotate_half``: the two halves; ``interleaved``: even and
+    odd coordinates), and a NumPy result is written in place into one new array.
 
     Parameters
     ----------
@@ -258,6 +299,9 @@ def apply_rope(M, spec: AttentionSpec, positions=None, *, inverse: bool = False)
     inverse : bool, default False
         Rotate by ``−p θ`` instead: ``a R(p θ)ᵀ m``, the adjoint of the map (its inverse when
         ``a = 1``), which carries gradients of the rotated rows back to the unrotated ones.
+    tables : (cos, sin) arrays, optional
+        :func:`rope_tables` of these rows' positions (in ``M``'s dtype, broadcasting against
+        ``(..., rows, d/2)``), made once by the caller; ``positions`` is then not read.
 
     Returns
     -------
@@ -273,37 +317,46 @@ def apply_rope(M, spec: AttentionSpec, positions=None, *, inverse: bool = False)
     True
     """
     spec = require_rope_spec(spec)
-    xp = array_namespace(M)
+    xp = np if isinstance(M, np.ndarray) else array_namespace(M)  # NumPy: no namespace lookup (40 µs a call)
     M = xp.asarray(M)
     if M.ndim < 2 or M.shape[-1] != spec.d_k:
         raise ShapeError(f"M must have shape (..., rows, d_k) with d_k = {spec.d_k} (got {tuple(M.shape)})")
-    device = array_api_compat.device(M)
-    p = _positions_array(xp, positions, int(M.shape[-2]), device)
-    angles = _angles(xp, spec, p, device)  # (..., rows, d/2)
-    cos, sin = xp.cos(angles), xp.sin(angles)
-    factor = 1.0 if spec.rope_scaling is None else spec.rope_scaling.attention_scale
-    if factor != 1.0:  # YaRN's and LongRoPE's attention factor, on cos and sin as transformers applies it
-        cos, sin = cos * factor, sin * factor
-    cos, sin = xp.astype(cos, M.dtype), xp.astype(sin, M.dtype)
+    if tables is None:
+        tables = rope_tables(spec, positions, rows=int(M.shape[-2]), xp=xp, dtype=M.dtype,
+                             device=array_api_compat.device(M))
+    cos, sin = tables
     if inverse:
         sin = -sin
-    pairs = spec.rope_pairs
-    first = xp.asarray([a for a, _, _ in pairs], device=device)
-    second = xp.asarray([b for _, b, _ in pairs], device=device)
-    freq = [i for _, _, i in pairs]
-    if freq != list(range(len(pairs))):  # the spec's planes are listed in frequency order
-        raise SpecError("internal: rope_pairs must list the planes in frequency order")
-    x_a, x_b = xp.take(M, first, axis=-1), xp.take(M, second, axis=-1)  # (..., rows, d/2)
-    parts = [x_a * cos - x_b * sin, x_b * cos + x_a * sin]
-    order = [a for a, _, _ in pairs] + [b for _, b, _ in pairs]
-    if spec.rotary_dims < spec.d_k:  # partial rotary: the rest passes through
-        rest = list(range(spec.rotary_dims, spec.d_k))
-        parts.append(xp.take(M, xp.asarray(rest, device=device), axis=-1))
-        order += rest
-    inverse_order = [0] * len(order)
-    for k, c in enumerate(order):
-        inverse_order[c] = k
-    return xp.take(xp.concat(parts, axis=-1), xp.asarray(inverse_order, device=device), axis=-1)
+    half, rotary = spec.rotary_dims // 2, spec.rotary_dims
+    if spec.rope_pairing == "interleaved":  # planes (2i, 2i+1)
+        first, second = slice(0, rotary, 2), slice(1, rotary, 2)
+    else:  # rotate_half: planes (i, i + d/2)
+        first, second = slice(0, half), slice(half, rotary)
+    x_a, x_b = M[..., first], M[..., second]  # (..., rows, d/2)
+    if isinstance(M, np.ndarray):
+        lead, table = M.shape[:-1], cos.shape[:-1]
+        if len(table) > len(lead) or any(t not in (1, m) for m, t in zip(lead[::-1], table[::-1], strict=False)):
+            lead = np.broadcast_shapes(lead, table)  # positions with more rows or batch axes than M
+        out = np.empty((*lead, spec.d_k), M.dtype)
+        o_a, o_b = out[..., first], out[..., second]
+        np.multiply(x_a, cos, out=o_a)
+        t = x_b * sin
+        o_a -= t  # m_a cos − m_b sin
+        np.multiply(x_b, cos, out=o_b)
+        np.multiply(x_a, sin, out=t)
+        o_b += t  # m_b cos + m_a sin
+        if rotary < spec.d_k:  # partial rotary: the rest passes through
+            out[..., rotary:] = M[..., rotary:]
+        return out
+    o_a, o_b = x_a * cos - x_b * sin, x_b * cos + x_a * sin
+    if spec.rope_pairing == "interleaved":
+        rotated = xp.reshape(xp.stack([o_a, o_b], axis=-1), (*o_a.shape[:-1], rotary))
+    else:
+        rotated = xp.concat([o_a, o_b], axis=-1)
+    if rotary < spec.d_k:
+        rest = M[..., rotary:]
+        rotated = xp.concat([rotated, xp.broadcast_to(rest, (*rotated.shape[:-1], spec.d_k - rotary))], axis=-1)
+    return rotated
 
 
 def alibi_slopes(heads: int, *, xp: ModuleType | None = None, dtype: Any = None):
