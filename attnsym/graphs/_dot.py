@@ -102,20 +102,20 @@ def _tokens(text: str) -> tuple[list[tuple[str, Any]], list[int]]:
     """The tokens of ``text`` as ``(kind, value)`` pairs, and the character offset where each starts."""
     out: list[tuple[str, Any]] = []
     starts: list[int] = []
-    pos = 0
-    while pos < len(text):
+    pos, end = 0, len(text)
+    while pos < end:
         m = _DOT_TOKEN.match(text, pos)
         if m is None:
             raise _unreadable(text, pos)
-        pos = m.end()
+        start, pos = pos, m.end()
         kind = m.lastgroup
         assert kind is not None, "every alternative of _DOT_TOKEN is a named group"
         if kind == "ws":
             continue
         if kind == "html":
-            raise GraphFormatError(f"DOT: {_where(text, m.start())}: HTML-like labels <...> are not supported by "
+            raise GraphFormatError(f"DOT: {_where(text, start)}: HTML-like labels <...> are not supported by "
                                    "attnsym.graphs.read")
-        starts.append(m.start())
+        starts.append(start)
         if kind == "string":
             body = m.group()[1:-1]
             value = re.sub(r"\\(.)", lambda e: _UNESCAPE.get(e.group(1), "\\" + e.group(1)), body, flags=re.DOTALL)
@@ -173,25 +173,32 @@ class _TokenStream:
         """The error ``expected <what> but found <the token here>``."""
         return self.error(f"expected {what} but found {self.found()}")
 
-    def take(self, kind: str | None = None, value: str | None = None, *, what: str | None = None) -> tuple[str, Any]:
-        """The token at the read position (which must be of ``kind`` / ``value``, else ``expected <what>``); moves on."""
+    def take(self) -> tuple[str, Any]:
+        """The token at the read position, which the caller has peeked at and accepted; moves on."""
         tok = self.peek()
-        if tok[0] == "eof" or (kind and tok[0] != kind) or (value and tok[1] != value):
-            raise self.expected(what or (repr(value) if value else f"a token of kind {kind}"))
         self.pos += 1
         return tok
 
-    def id_or_string(self, what: str) -> tuple[str, Any]:
-        """An id or quoted string (a node id, an attribute name or a value); anything else: ``expected <what>``."""
-        if self.peek()[0] not in ("id", "string"):
-            raise self.expected(what)
-        return self.take()
+    def take_punct(self, value: str, what: str, *names: Any) -> None:
+        """Consume the punctuation ``value`` (``{``, ``=`` ...); anything else: ``expected <what.format(*names)>``."""
+        if self.peek() != ("punct", value):
+            raise self.expected(what.format(*names))
+        self.pos += 1
+
+    def id_or_string(self, what: str, *names: Any) -> tuple[str, Any]:
+        """An id or quoted string (a node id, an attribute name or a value); anything else: ``expected <what>``
+        (``what.format(*names)``, formatted only then: this runs once per token of a large file)."""
+        tok = self.peek()
+        if tok[0] not in ("id", "string"):
+            raise self.expected(what.format(*names))
+        self.pos += 1
+        return tok
 
 
-def _typed(toks: _TokenStream, what: str) -> Any:
+def _typed(toks: _TokenStream, what: str, *names: Any) -> Any:
     """The id or quoted string at the read position, as written: a quoted one stays a str, an unquoted one is
     typed by :func:`_bare` (an integer too long for Python's int conversion is refused, at its place)."""
-    kind, raw = toks.id_or_string(what)
+    kind, raw = toks.id_or_string(what, *names)
     if kind == "string":
         return raw
     try:
@@ -212,7 +219,7 @@ def _graph_header(toks: _TokenStream) -> nx.Graph:
     G: nx.Graph = nx.DiGraph() if head[1].lower() == "digraph" else nx.Graph()
     if toks.peek()[0] in ("id", "string"):
         toks.take()  # graph name (not kept)
-    toks.take("punct", "{", what=f"'{{' to open the {head[1].lower()}'s body (after an optional name)")
+    toks.take_punct("{", "'{{' to open the {}'s body (after an optional name)", head[1].lower())
     return G
 
 
@@ -223,17 +230,17 @@ def _attr_lists(toks: _TokenStream) -> dict:
         toks.take()
         while toks.peek() != ("punct", "]"):
             key = toks.id_or_string("an attribute name or ']' to close the attribute list")[1]
-            toks.take("punct", "=", what=f"'=' after the attribute name {key!r}")
-            attrs[key] = _typed(toks, f"a value for the attribute {key!r} (after '=')")
+            toks.take_punct("=", "'=' after the attribute name {!r}", key)
+            attrs[key] = _typed(toks, "a value for the attribute {!r} (after '=')", key)
             if toks.peek() in (("punct", ","), ("punct", ";")):
                 toks.take()
         toks.take()
     return attrs
 
 
-def _node_id(toks: _TokenStream, what: str) -> Any:
+def _node_id(toks: _TokenStream, what: str, *names: Any) -> Any:
     """A node id (``what`` says where one is expected); ports and non-finite numbers are refused."""
-    node = _typed(toks, what)
+    node = _typed(toks, what, *names)
     if isinstance(node, float) and not math.isfinite(node):
         raise toks.error(f"a node id must be a finite number or a name (got {node!r}); quote it to make it a name",
                          back=1)
@@ -273,7 +280,7 @@ def _graph_attribute_statement(toks: _TokenStream, G: nx.Graph) -> None:
     """``key = value``: a graph attribute."""
     key = toks.id_or_string("a graph attribute's name before '='")[1]
     toks.take()
-    G.graph[key] = _typed(toks, f"a value for the graph attribute {key!r} (after '=')")
+    G.graph[key] = _typed(toks, "a value for the graph attribute {!r} (after '=')", key)
 
 
 def _node_or_edge_statement(toks: _TokenStream, G: nx.Graph, defaults: dict[str, dict[str, Any]]) -> None:
@@ -292,13 +299,13 @@ def _node_or_edge_statement(toks: _TokenStream, G: nx.Graph, defaults: dict[str,
 def _edge_chain(toks: _TokenStream, G: nx.Graph) -> list[Any]:
     """The node ids of ``a -> b -> c`` (one id for a node statement); the operator must match ``G``'s kind."""
     kind = "digraph" if G.is_directed() else "graph"
-    chain = [_node_id(toks, "a statement (a node id, an attribute or 'node'/'edge'/'graph' [...]) or '}'")]
+    chain = [_node_id(toks, "a statement (a node id, an attribute or 'node'/'edge'/'graph' [...]) or '}}'")]
     while toks.peek()[0] == "arrow":
         arrow = toks.take()[1]
         if (arrow == "->") != G.is_directed():
             raise toks.error(f"edge operator {arrow!r} does not match a {kind} (use {'->' if kind == 'digraph' else '--'})",
                              back=1)
-        chain.append(_node_id(toks, f"a node id after {arrow!r}"))
+        chain.append(_node_id(toks, "a node id after {!r}", arrow))
     return chain
 
 
