@@ -10,9 +10,13 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from strategies import hostile_graphs
 
 from attnsym import FileFormatError, OverwriteError
+from attnsym.errors import SpecTypeError
 from attnsym.graphs import GraphFormatError, export, layered_graph, mlp_graph, read, routing_graph
+from attnsym.graphs._dot import dot_text, parse_dot
+from attnsym.graphs._storable import sanitise
 
 FORMATS = (".graphml", ".gexf", ".json", ".dot")
 
@@ -336,3 +340,99 @@ def test_a_second_dot_graph_is_refused(tmp_path, tail):
         read(path)
     path.write_text("digraph a { 0 -> 1 }\n", encoding="utf-8")
     assert sorted(read(path).edges) == [(0, 1)]
+
+
+# --------------------------------------------------------------------------- DOT that stops short or is mangled
+_PLACE = re.compile(r"^DOT: line (\d+), column (\d+): ")
+
+
+def _dot_error(text: str) -> GraphFormatError | None:
+    """The error ``parse_dot(text)`` raises (None if it reads); any other exception escapes and fails the test."""
+    try:
+        parse_dot(text)
+    except GraphFormatError as error:
+        place = _PLACE.match(str(error))
+        assert place, f"no line/column in {error}"
+        line, column = map(int, place.groups())
+        lines = text.split("\n")
+        assert 1 <= line <= len(lines) and 1 <= column <= len(lines[line - 1]) + 1, (str(error), text)
+        assert "\n" not in str(error), str(error)
+        return error
+    return None
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("digraph { a = ", "line 1, column 15: expected a value for the graph attribute 'a' (after '=') but found the end"),
+    ("digraph { a [x=", "line 1, column 16: expected a value for the attribute 'x' (after '=') but found the end"),
+    ("digraph { a [x=] }", "line 1, column 16: expected a value for the attribute 'x' (after '=') but found ']'"),
+    ("digraph { a = ; }", "line 1, column 15: expected a value for the graph attribute 'a' (after '=') but found ';'"),
+    ("digraph { a [x", "line 1, column 15: expected '=' after the attribute name 'x' but found the end of the text"),
+    ("digraph {\n  a [x=1,", "line 2, column 10: expected an attribute name or ']' to close the attribute list but "
+                            "found the end"),
+    ("digraph { a [=1] }", "line 1, column 14: expected an attribute name or ']' to close the attribute list but found '='"),
+    ('digraph {\n  a [label="ab', "line 2, column 12: the quoted string '\"ab' is never closed (expected a closing"),
+    ("digraph { a -> ", "line 1, column 16: expected a node id after '->' but found the end of the text"),
+    ("graph { a -- }", "line 1, column 14: expected a node id after '--' but found '}'"),
+    ("digraph { a -> b", "line 1, column 17: expected a statement or '}' to close the graph's body but found the end"),
+    ("digraph", "line 1, column 8: expected '{' to open the digraph's body (after an optional name) but found the end"),
+    ("", "line 1, column 1: expected 'graph' or 'digraph' (optionally after 'strict') to start the file but found the end"),
+    ("digraph { a /* note", "line 1, column 13: a comment '/*' is never closed (expected '*/' before the end of the text)"),
+    ("digraph {\n\n a @ }", "line 3, column 4: cannot read '@ }'"),
+    ("digraph { nan -> 1 }", "line 1, column 11: a node id must be a finite number or a name (got nan)"),
+    ("digraph { a [x=" + "1" * 5000 + "] }", "line 1, column 16: the integer 111111111111... has 5000 digits"),
+    ("graph {\n a -> b }", "line 2, column 4: edge operator '->' does not match a graph (use --)"),
+])
+def test_dot_that_stops_short_says_what_was_expected_where(text, message):
+    error = _dot_error(text)
+    assert error is not None and str(error).startswith("DOT: " + message), str(error)
+
+
+def test_truncated_dot_read_from_a_file_names_the_file_and_the_place(tmp_path):
+    path = tmp_path / "cut.dot"
+    path.write_text('digraph {\n  0 -> 1 ["weight"=', encoding="utf-8")
+    with pytest.raises(GraphFormatError) as caught:
+        read(path)
+    assert str(caught.value) == (f"{path}: DOT: line 2, column 20: expected a value for the attribute 'weight' "
+                                 "(after '=') but found the end of the text")
+    assert isinstance(caught.value.__cause__, GraphFormatError)  # not a TypeError turned into a message
+
+
+def test_a_quoted_separator_is_an_attribute_name_not_a_separator():
+    G = parse_dot('digraph { a [x=1 ","=2; y=3] }')
+    assert G.nodes["a"] == {"x": 1, ",": 2, "y": 3}
+
+
+def test_parse_dot_refuses_text_that_is_not_a_str():
+    with pytest.raises(SpecTypeError, match=re.escape("text must be a str of DOT (got bytes)")):
+        parse_dot(b"digraph { }")
+
+
+_DOT_CHARS = st.sampled_from([*'{}[];,=:"<>-/*#\\\n ax0.', "->", "--", "digraph", "graph", "node", "edge", "subgraph",
+                              "strict", "nan", "inf"])
+
+
+@settings(max_examples=150, deadline=None)
+@given(G=hostile_graphs(), data=st.data())
+def test_cut_or_mangled_dot_of_the_writer_raises_only_graph_format_error(G, data):
+    text = dot_text(sanitise(G))
+    assert _dot_error(text) is None  # what the writer writes reads back
+    cut = data.draw(st.integers(0, len(text)), label="cut")
+    if cut <= text.rindex("}"):
+        assert _dot_error(text[:cut]) is not None  # every proper prefix stops short of the closing '}'
+    junk = data.draw(_DOT_CHARS, label="junk")
+    _dot_error(text[:cut] + junk + text[cut:])
+    _dot_error(text[:cut] + text[cut + 1:])
+
+
+@settings(max_examples=150, deadline=None)
+@given(pieces=st.lists(_DOT_CHARS, max_size=25), prefix=st.sampled_from(["", "digraph {", "graph g {\n a [x="]))
+def test_random_dot_like_text_raises_only_graph_format_error(pieces, prefix):
+    _dot_error(prefix + " ".join(pieces))
+    _dot_error(prefix + "".join(pieces))
+
+
+@settings(max_examples=100, deadline=None)
+@given(text=st.text(max_size=60))
+def test_random_text_raises_only_graph_format_error(text):
+    _dot_error(text)
+    _dot_error("digraph {" + text)

@@ -17,6 +17,7 @@ from strategies import attention_specs, random_arrays
 
 import attnsym as at
 from attnsym import plots
+from attnsym.errors import SpecTypeError
 from attnsym.tolerances import TOLERANCES
 
 TOL64 = TOLERANCES["float64"]  # the one table (attnsym.tolerances)
@@ -99,16 +100,94 @@ def test_heatmap_accepts_torch_tensors():
 
 
 @pytest.mark.parametrize(
-    ("A", "kwargs", "message"),
+    ("A", "kwargs", "error", "message"),
     [
-        (np.ones((2, 3)), {}, r"A must have shape \(n, n\) or \(heads, n, n\) \(got \(2, 3\)\)"),
-        (np.eye(2), {"tokens": ["a"]}, r"tokens must have n = 2 labels \(got 1\)"),
-        (np.array([[np.nan, 1.0], [0.0, 1.0]]), {}, "A must contain only finite values"),
+        (np.ones((2, 3)), {}, at.ShapeError, r"A must have shape (n, n) or (heads, n, n) (got (2, 3))"),
+        (np.ones((1, 2, 3, 3)), {}, at.ShapeError, r"A must have shape (n, n) or (heads, n, n) (got (1, 2, 3, 3))"),
+        (np.zeros((0, 3, 3)), {"head_titles": ["h"]}, at.ShapeError,
+         "A must hold at least one head: shape (heads, n, n) with heads >= 1 (got (0, 3, 3))"),
+        (np.zeros((2, 0, 0)), {}, at.ShapeError,
+         "A must have at least one position: shape (n, n) or (heads, n, n) with n >= 1 (got (2, 0, 0))"),
+        (np.eye(2), {"tokens": ["a"]}, at.ShapeError, "tokens must have 2 labels, one per position (got 1)"),
+        (np.eye(2), {"tokens": "ab"}, SpecTypeError,
+         "tokens must be a sequence of 2 labels, one per position (got str 'ab')"),
+        (np.eye(2), {"tokens": 5}, SpecTypeError, "tokens must be a sequence of 2 labels, one per position (got int 5)"),
+        (np.ones((2, 2, 2)), {"head_titles": 7}, SpecTypeError,
+         "head_titles must be a sequence of 2 labels, one per head of A (got int 7)"),
+        (np.ones((2, 2, 2)), {"head_titles": ["x"]}, at.ShapeError,
+         "head_titles must have 2 labels, one per head of A (got 1)"),
+        (np.array([[np.nan, 1.0], [0.0, 1.0]]), {}, at.ShapeError,
+         "A must contain only finite values (got nan at index (0, 0))"),
+        (np.array([[1.0, 0.0], [0.0, -np.inf]]), {}, at.ShapeError,
+         "A must contain only finite values (got -inf at index (1, 1))"),
+        (np.eye(2) * (1 + 1j), {}, at.ShapeError, "A must be a real numeric array (got complex, dtype complex128)"),
+        (None, {}, at.ShapeError, "A must be a numeric array (got None)"),
+        (np.array([[-1e308, 1e308], [0.0, 1.0]]), {}, at.ShapeError,
+         "A's colour range -1e+308 … 1e+308 is wider than float64 holds; rescale A"),
+        (np.eye(2), {"allowed": np.ones((3, 3), bool)}, at.ShapeError,
+         "allowed must have shape (n, n) = (2, 2) (got (3, 3))"),
+        (np.eye(2), {"allowed": [[1, 0], [1]]}, at.ShapeError, "allowed must be a numeric array (got list: "),
+        (np.eye(2), {"allowed": [[1, 0], [0.5, 1]]}, at.ShapeError,
+         "allowed must hold True/False (or 1/0) per cell (got 0.5 at index (1, 0))"),
+        (np.eye(2), {"allowed": [["yes", "no"], ["no", "yes"]]}, at.ShapeError, "allowed must be a numeric array"),
     ],
 )
-def test_heatmap_rejects_bad_input_naming_the_argument(A, kwargs, message):
-    with pytest.raises(at.ShapeError, match=message):
+def test_heatmap_rejects_bad_input_naming_the_argument(A, kwargs, error, message):
+    with pytest.raises(error) as caught:
         plots.attention_heatmap(A, **kwargs)
+    assert str(caught.value).startswith(message), str(caught.value)
+
+
+def test_heatmap_of_a_mask_that_allows_nothing_hatches_every_cell():
+    A = np.array([[[0.5, 0.5], [0.2, 0.8]], [[1.0, 0.0], [0.3, 0.7]]])
+    fig = plots.attention_heatmap(A, allowed=np.zeros((2, 2), bool), annotate=True)
+    for ax in _main_axes(fig):
+        image = ax.images[0]
+        assert np.ma.getmaskarray(image.get_array()).all()  # no cell drawn as a weight
+        assert image.get_clim() == (0.0, 1.0)  # nothing shown to scale to: the range of a weight
+        assert sorted(t.get_text() for t in ax.texts) == ["×"] * 4
+        assert sum(patch.get_hatch() == "///" for patch in ax.patches) == 4
+    (bar,) = _colorbars(fig)
+    assert "every cell is masked" in bar.get_ylabel() and "grey hatched" in bar.get_ylabel()
+    assert plots.figure_to_bytes(fig)  # and it renders
+
+
+_FINITE = st.sampled_from([0.0, 1.0, -0.5, 0.25, 1e300, -1e300, 5e-324])
+
+
+@st.composite
+def _any_heatmap_arguments(draw):
+    """Arguments of attention_heatmap, well formed or not: (n, n), (heads, n, n) or any rank 0..4, sizes 0..3,
+    several dtypes, NaN/inf/huge values, wrong kinds for every argument."""
+    heads, n = draw(st.integers(0, 3)), draw(st.integers(0, 3))
+    shape = draw(st.one_of(st.just((n, n)), st.just((heads, n, n)), st.lists(st.integers(0, 3), max_size=4).map(tuple)))
+    size = int(np.prod(shape))
+    values = np.array(draw(st.lists(_FINITE, min_size=size, max_size=size)), dtype=np.float64).reshape(shape)
+    if size and draw(st.integers(0, 3)) == 0:  # one NaN or infinity somewhere
+        values.flat[draw(st.integers(0, size - 1))] = draw(st.sampled_from([np.nan, np.inf, -np.inf]))
+    dtype = draw(st.sampled_from(["float64", "float64", "float32", "float16", "int64", "bool", "complex128", "object",
+                                  "str"]))
+    with np.errstate(all="ignore"):
+        A = values.astype(dtype) if dtype not in ("int64", "bool") else np.nan_to_num(values).astype(dtype)
+    A = draw(st.sampled_from([A, A, A, A.tolist(), "A", None]))
+    n = shape[-1] if shape else 0
+    allowed = draw(st.sampled_from([None, None, np.zeros((n, n), bool), np.tri(n, dtype=bool), np.ones((n + 1, n + 1)),
+                                    np.full((n, n), np.nan), "mask"]))
+    tokens = draw(st.sampled_from([None, None, [f"t{i}" for i in range(n)], ["x"], "ab", 3]))
+    head_titles = draw(st.sampled_from([None, None, [f"h{i}" for i in range(shape[0] if shape else 0)], 3]))
+    return A, {"tokens": tokens, "head_titles": head_titles, "allowed": allowed, "annotate": draw(st.booleans())}
+
+
+@settings(max_examples=60, deadline=None)
+@given(arguments=_any_heatmap_arguments())
+def test_heatmap_draws_or_refuses_with_an_attnsym_error(arguments):
+    A, kwargs = arguments
+    try:
+        fig = plots.attention_heatmap(A, **kwargs)
+    except at.AttnsymError as error:
+        assert "\n" not in str(error) and str(error).split()[0] in ("A", "A's", "tokens", "head_titles", "allowed")
+    else:
+        assert len(_main_axes(fig)) >= 1
 
 
 # ----------------------------------------------------------------------------- positions

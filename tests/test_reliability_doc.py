@@ -74,6 +74,7 @@ def _cases(tmp: Path):
     path("repeated.json", '{"directed": true, "nodes": [{"id": 0, "id": 1}], "edges": []}')
     path("latin1.dot", "digraph { a [label=\"caf\xe9\"] }".encode("latin-1"))
     path("sub.dot", "digraph { subgraph cluster0 { a } }")
+    path("cut.dot", 'digraph {\n  0 -> 1 ["weight"=')
     (tmp / "linked").symlink_to(full)
     bert = {"model_type": "bert", "num_hidden_layers": 1, "num_attention_heads": 2, "hidden_size": 8,
             "intermediate_size": 16, "max_position_embeddings": 16, "vocab_size": 30}
@@ -116,6 +117,7 @@ def _cases(tmp: Path):
         ("reading", "a key repeated in a JSON object", lambda: read(tmp / "repeated.json")),
         ("reading", "a DOT file that is not UTF-8", lambda: read(tmp / "latin1.dot")),
         ("reading", "a DOT subgraph (outside the subset)", lambda: read(tmp / "sub.dot")),
+        ("reading", "a DOT file cut off after '='", lambda: read(tmp / "cut.dot")),
         ("reading", "a missing file", lambda: read(tmp / "missing.gexf")),
         ("arrays", "a .npz archive for --x", lambda: read_array(tmp / "archive.npz", "--x")),
         ("arrays", "a header promising 80 GB", lambda: read_array(tmp / "truncated.npy", "--x")),

@@ -12,17 +12,22 @@ place, so attnsym keeps its own reader.
 Strings are always quoted; unquoted values are numbers or ``true``/``false``, which is how types
 survive (Graphviz itself treats every value as a string). :func:`parse_dot` reads that subset,
 plus comments, ``node``/``edge`` default attribute statements and edge chains ``a -> b -> c``;
-subgraphs, ports and HTML labels raise :class:`GraphFormatError`.
+subgraphs, ports and HTML labels raise :class:`GraphFormatError`. So does a text that stops short
+(``a [x=``, ``a -> ``, an unclosed quoted string, comment, attribute list or body): every error of
+the reader gives the line and column and what was expected there.
 """
 
 from __future__ import annotations
 
 import itertools
+import math
 import re
+import sys
 from typing import Any
 
 import networkx as nx
 
+from ..errors import SpecTypeError
 from ._storable import INT_RE, GraphFormatError
 
 __all__ = ["dot_text", "parse_dot"]
@@ -74,27 +79,50 @@ _DOT_TOKEN = re.compile(
 _UNESCAPE = {"n": "\n", "r": "\r", '"': '"', "\\": "\\", "l": "\n"}
 
 
-def _tokens(text: str) -> list[tuple[str, Any]]:
+def _where(text: str, offset: int) -> str:
+    """``line L, column C`` (both from 1) of character ``offset`` of ``text``."""
+    line_start = text.rfind("\n", 0, offset) + 1
+    return f"line {text.count(chr(10), 0, offset) + 1}, column {offset - line_start + 1}"
+
+
+def _unreadable(text: str, pos: int) -> GraphFormatError:
+    """The error for text at ``pos`` that starts no token: an unclosed string or comment, or a stray character."""
+    where = _where(text, pos)
+    if text.startswith('"', pos):
+        opening = text[pos:pos + 20] + ("..." if len(text) > pos + 20 else "")
+        return GraphFormatError(f"DOT: {where}: the quoted string {opening!r} is never closed (expected a closing "
+                                "'\"' before the end of the text)")
+    if text.startswith("/*", pos):
+        return GraphFormatError(f"DOT: {where}: a comment '/*' is never closed (expected '*/' before the end of the text)")
+    return GraphFormatError(f"DOT: {where}: cannot read {text[pos:pos + 20]!r} (expected an id, a quoted string, "
+                            "'->', '--' or one of { } [ ] ; , = :)")
+
+
+def _tokens(text: str) -> tuple[list[tuple[str, Any]], list[int]]:
+    """The tokens of ``text`` as ``(kind, value)`` pairs, and the character offset where each starts."""
     out: list[tuple[str, Any]] = []
-    pos = 0
-    while pos < len(text):
+    starts: list[int] = []
+    pos, end = 0, len(text)
+    while pos < end:
         m = _DOT_TOKEN.match(text, pos)
         if m is None:
-            raise GraphFormatError(f"DOT: cannot read {text[pos:pos + 20]!r} at character {pos}")
-        pos = m.end()
+            raise _unreadable(text, pos)
+        start, pos = pos, m.end()
         kind = m.lastgroup
         assert kind is not None, "every alternative of _DOT_TOKEN is a named group"
         if kind == "ws":
             continue
         if kind == "html":
-            raise GraphFormatError("DOT: HTML-like labels <...> are not supported by attnsym.graphs.read")
+            raise GraphFormatError(f"DOT: {_where(text, start)}: HTML-like labels <...> are not supported by "
+                                   "attnsym.graphs.read")
+        starts.append(start)
         if kind == "string":
             body = m.group()[1:-1]
             value = re.sub(r"\\(.)", lambda e: _UNESCAPE.get(e.group(1), "\\" + e.group(1)), body, flags=re.DOTALL)
             out.append(("string", value))
         else:
             out.append((kind, m.group()))
-    return out
+    return out, starts
 
 
 def _bare(token: str) -> Any:
@@ -112,77 +140,124 @@ def _bare(token: str) -> Any:
 
 
 class _TokenStream:
-    """The tokens of a DOT text with a read position: look ahead with :meth:`peek`, consume with :meth:`take`."""
+    """The tokens of a DOT text with a read position: look ahead with :meth:`peek`, consume with :meth:`take`.
+
+    Every error it makes says where: the line and column of the token at the read position, or the
+    end of the text.
+    """
 
     def __init__(self, text: str) -> None:
-        self.tokens = _tokens(text)
+        self.text = text
+        self.tokens, self.starts = _tokens(text)
         self.pos = 0
 
     def peek(self, offset: int = 0) -> tuple[str, Any]:
         at = self.pos + offset
         return self.tokens[at] if at < len(self.tokens) else ("eof", None)
 
-    def take(self, kind: str | None = None, value: str | None = None) -> tuple[str, Any]:
+    def found(self) -> str:
+        """The token at the read position as an error message shows it (``'}'``, ``"a b"``, ``the end of the text``)."""
+        kind, raw = self.peek()
+        if kind == "eof":
+            return "the end of the text"
+        shown = repr(raw) if len(raw) <= 30 else repr(raw[:30]) + "..."
+        return f"the quoted string {shown}" if kind == "string" else shown
+
+    def error(self, message: str, back: int = 0) -> GraphFormatError:
+        """A :class:`GraphFormatError` placing ``message`` at the token ``back`` tokens before the read position."""
+        at = self.pos - back
+        offset = self.starts[at] if at < len(self.starts) else len(self.text)
+        return GraphFormatError(f"DOT: {_where(self.text, offset)}: {message}")
+
+    def expected(self, what: str) -> GraphFormatError:
+        """The error ``expected <what> but found <the token here>``."""
+        return self.error(f"expected {what} but found {self.found()}")
+
+    def take(self) -> tuple[str, Any]:
+        """The token at the read position, which the caller has peeked at and accepted; moves on."""
         tok = self.peek()
-        if (kind and tok[0] != kind) or (value and tok[1] != value):
-            raise GraphFormatError(f"DOT: expected {value or kind} but found {tok[1]!r} (token {self.pos})")
+        self.pos += 1
+        return tok
+
+    def take_punct(self, value: str, what: str, *names: Any) -> None:
+        """Consume the punctuation ``value`` (``{``, ``=`` ...); anything else: ``expected <what.format(*names)>``."""
+        if self.peek() != ("punct", value):
+            raise self.expected(what.format(*names))
+        self.pos += 1
+
+    def id_or_string(self, what: str, *names: Any) -> tuple[str, Any]:
+        """An id or quoted string (a node id, an attribute name or a value); anything else: ``expected <what>``
+        (``what.format(*names)``, formatted only then: this runs once per token of a large file)."""
+        tok = self.peek()
+        if tok[0] not in ("id", "string"):
+            raise self.expected(what.format(*names))
         self.pos += 1
         return tok
 
 
-def _typed(tok: tuple[str, Any]) -> Any:
-    """A value or node id as written: a quoted string stays a str, an unquoted one is typed by :func:`_bare`."""
-    kind, raw = tok
-    return raw if kind == "string" else _bare(raw)
+def _typed(toks: _TokenStream, what: str, *names: Any) -> Any:
+    """The id or quoted string at the read position, as written: a quoted one stays a str, an unquoted one is
+    typed by :func:`_bare` (an integer too long for Python's int conversion is refused, at its place)."""
+    kind, raw = toks.id_or_string(what, *names)
+    if kind == "string":
+        return raw
+    try:
+        return _bare(raw)
+    except ValueError:  # an integer over sys.get_int_max_str_digits() digits
+        raise toks.error(f"the integer {raw[:12]}... has {len(raw)} digits; Python reads at most "
+                         f"{sys.get_int_max_str_digits()} (quote it to keep it as text)", back=1) from None
 
 
 def _graph_header(toks: _TokenStream) -> nx.Graph:
     """``[strict] graph|digraph [name] {``: the empty graph of that kind (the name is not kept)."""
     if toks.peek()[0] == "id" and toks.peek()[1].lower() == "strict":
         toks.take()
-    head = toks.take("id")[1].lower()
-    if head not in ("graph", "digraph"):
-        raise GraphFormatError(f"DOT: a file must start with 'graph' or 'digraph' (got {head!r})")
-    G: nx.Graph = nx.DiGraph() if head == "digraph" else nx.Graph()
+    head = toks.peek()
+    if head[0] != "id" or head[1].lower() not in ("graph", "digraph"):
+        raise toks.expected("'graph' or 'digraph' (optionally after 'strict') to start the file")
+    toks.take()
+    G: nx.Graph = nx.DiGraph() if head[1].lower() == "digraph" else nx.Graph()
     if toks.peek()[0] in ("id", "string"):
         toks.take()  # graph name (not kept)
-    toks.take("punct", "{")
+    toks.take_punct("{", "'{{' to open the {}'s body (after an optional name)", head[1].lower())
     return G
 
 
 def _attr_lists(toks: _TokenStream) -> dict:
-    """Zero or more ``[key=value, ...]`` lists, merged (a later key wins)."""
+    """Zero or more ``[key=value, ...]`` lists, merged (a later key wins); ``,`` or ``;`` may separate the pairs."""
     attrs = {}
     while toks.peek() == ("punct", "["):
         toks.take()
         while toks.peek() != ("punct", "]"):
-            key = toks.take()[1]
-            toks.take("punct", "=")
-            attrs[key] = _typed(toks.take())
-            if toks.peek()[1] in (",", ";"):
+            key = toks.id_or_string("an attribute name or ']' to close the attribute list")[1]
+            toks.take_punct("=", "'=' after the attribute name {!r}", key)
+            attrs[key] = _typed(toks, "a value for the attribute {!r} (after '=')", key)
+            if toks.peek() in (("punct", ","), ("punct", ";")):
                 toks.take()
-        toks.take("punct", "]")
+        toks.take()
     return attrs
 
 
-def _node_id(toks: _TokenStream) -> Any:
-    tok = toks.take()
-    if tok[0] not in ("id", "string"):
-        raise GraphFormatError(f"DOT: expected a node id but found {tok[1]!r}")
+def _node_id(toks: _TokenStream, what: str, *names: Any) -> Any:
+    """A node id (``what`` says where one is expected); ports and non-finite numbers are refused."""
+    node = _typed(toks, what, *names)
+    if isinstance(node, float) and not math.isfinite(node):
+        raise toks.error(f"a node id must be a finite number or a name (got {node!r}); quote it to make it a name",
+                         back=1)
     if toks.peek() == ("punct", ":"):
-        raise GraphFormatError("DOT: node ports (a:b) are not supported by attnsym.graphs.read")
-    return _typed(tok)
+        raise toks.error("node ports (a:b) are not supported by attnsym.graphs.read")
+    return node
 
 
 def _statement(toks: _TokenStream, G: nx.Graph, defaults: dict[str, dict[str, Any]]) -> None:
     """Read one statement of the graph's body into ``G`` (or into the ``node`` / ``edge`` ``defaults``)."""
     kind, raw = toks.peek()
     if kind == "eof":
-        raise GraphFormatError("DOT: missing closing '}'")
+        raise toks.expected("a statement or '}' to close the graph's body")
     if kind == "punct" and raw == ";":
         toks.take()
     elif (kind == "punct" and raw == "{") or (kind == "id" and raw.lower() == "subgraph"):
-        raise GraphFormatError("DOT: subgraphs are not supported by attnsym.graphs.read")
+        raise toks.error("subgraphs are not supported by attnsym.graphs.read")
     elif kind == "id" and raw.lower() in ("graph", "node", "edge") and toks.peek(1) == ("punct", "["):
         _default_statement(toks, G, defaults)
     elif toks.peek(1) == ("punct", "="):
@@ -203,9 +278,9 @@ def _default_statement(toks: _TokenStream, G: nx.Graph, defaults: dict[str, dict
 
 def _graph_attribute_statement(toks: _TokenStream, G: nx.Graph) -> None:
     """``key = value``: a graph attribute."""
-    key = toks.take()[1]
+    key = toks.id_or_string("a graph attribute's name before '='")[1]
     toks.take()
-    G.graph[key] = _typed(toks.take())
+    G.graph[key] = _typed(toks, "a value for the graph attribute {!r} (after '=')", key)
 
 
 def _node_or_edge_statement(toks: _TokenStream, G: nx.Graph, defaults: dict[str, dict[str, Any]]) -> None:
@@ -224,22 +299,24 @@ def _node_or_edge_statement(toks: _TokenStream, G: nx.Graph, defaults: dict[str,
 def _edge_chain(toks: _TokenStream, G: nx.Graph) -> list[Any]:
     """The node ids of ``a -> b -> c`` (one id for a node statement); the operator must match ``G``'s kind."""
     kind = "digraph" if G.is_directed() else "graph"
-    chain = [_node_id(toks)]
+    chain = [_node_id(toks, "a statement (a node id, an attribute or 'node'/'edge'/'graph' [...]) or '}}'")]
     while toks.peek()[0] == "arrow":
         arrow = toks.take()[1]
         if (arrow == "->") != G.is_directed():
-            raise GraphFormatError(f"DOT: edge operator {arrow!r} does not match a {kind}")
-        chain.append(_node_id(toks))
+            raise toks.error(f"edge operator {arrow!r} does not match a {kind} (use {'->' if kind == 'digraph' else '--'})",
+                             back=1)
+        chain.append(_node_id(toks, "a node id after {!r}", arrow))
     return chain
 
 
-def _refuse_trailing(after: tuple[str, Any]) -> None:
+def _refuse_trailing(toks: _TokenStream) -> None:
     """A second graph (or anything else) after the first one's ``}``: refused, not silently dropped."""
+    after = toks.peek()
     if after[0] == "eof":
         return
-    what = "a second graph" if after[0] == "id" and after[1].lower() in ("graph", "digraph", "strict") else repr(after[1])
-    raise GraphFormatError(f"DOT: the file holds {what} after the first graph's closing '}}'; "
-                           "attnsym.graphs.read reads one graph per file")
+    what = "a second graph" if after[0] == "id" and after[1].lower() in ("graph", "digraph", "strict") else toks.found()
+    raise toks.error(f"the file holds {what} after the first graph's closing '}}'; "
+                     "attnsym.graphs.read reads one graph per file")
 
 
 def parse_dot(text: str) -> nx.Graph:
@@ -248,19 +325,30 @@ def parse_dot(text: str) -> nx.Graph:
     Raises
     ------
     GraphFormatError
-        The text is outside the subset this module reads (see the module's docstring).
+        The text is outside the subset this module reads (see the module's docstring), or stops
+        short (an attribute without its value, an unclosed ``[`` list, quoted string or body, an
+        edge operator with no node after it): the message gives the line and column and what was
+        expected there.
+    SpecTypeError
+        ``text`` is not a str.
 
     Examples
     --------
     >>> G = parse_dot('digraph { node [k=1]; a -> b [weight=0.5]; }')
     >>> list(G.nodes(data=True)), list(G.edges(data=True))
     ([('a', {'k': 1}), ('b', {'k': 1})], [('a', 'b', {'weight': 0.5})])
+    >>> parse_dot('digraph {\\n  a [weight=')
+    Traceback (most recent call last):
+    ...
+    attnsym.graphs._storable.GraphFormatError: DOT: line 2, column 13: expected a value for the attribute 'weight' ...
     """
+    if not isinstance(text, str):
+        raise SpecTypeError(f"text must be a str of DOT (got {type(text).__name__})")
     toks = _TokenStream(text)
     G = _graph_header(toks)
     defaults: dict[str, dict[str, Any]] = {"node": {}, "edge": {}}
     while toks.peek() != ("punct", "}"):
         _statement(toks, G, defaults)
-    toks.take("punct", "}")
-    _refuse_trailing(toks.peek())
+    toks.take()
+    _refuse_trailing(toks)
     return G

@@ -148,7 +148,7 @@ def read(path: str | os.PathLike, format: str | None = None) -> nx.Graph:
         Unknown suffix, or a malformed file: one error naming the file and what is wrong
         (not well-formed XML or JSON, a DTD or entity, not UTF-8, an edge to an undeclared
         node, a node declared twice, a key repeated in a JSON object, DOT outside the
-        supported subset, nesting too deep).
+        supported subset or cut short, with its line and column, nesting too deep).
 
     Examples
     --------

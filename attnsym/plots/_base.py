@@ -41,16 +41,28 @@ def legend_below(ax, handles=None, labels=None, *, ncol: int = 2, fontsize: floa
 
 
 def as_numpy(a: Any, name: str) -> np.ndarray:
-    """Convert NumPy / CuPy / PyTorch arrays (or nested lists) to a float64 NumPy array."""
+    """Convert NumPy / CuPy / PyTorch arrays (or nested lists) to a float64 NumPy array.
+
+    Refused with a :class:`ShapeError` naming ``name``: ``None``, what is not numeric (text,
+    ragged lists), complex numbers (their imaginary part would be dropped), dates and
+    durations, and NaN or infinity (the message gives the first one and its index).
+    """
+    if a is None:
+        raise ShapeError(f"{name} must be a numeric array (got None)")
     if hasattr(a, "detach"):  # torch
         a = a.detach().cpu().numpy()
     elif hasattr(a, "get") and type(a).__module__.startswith("cupy"):
         a = a.get()
+    kind = getattr(getattr(a, "dtype", None), "kind", None)
+    if kind in ("c", "M", "m"):
+        what = {"c": "complex", "M": "dates", "m": "durations"}[kind]
+        raise ShapeError(f"{name} must be a real numeric array (got {what}, dtype {a.dtype})")
     try:
         out = np.asarray(a, dtype=np.float64)
     except (TypeError, ValueError) as error:
         raise ShapeError(f"{name} must be a numeric array (got {type(a).__name__}: {error})") from None
-    if not np.all(np.isfinite(out)):
-        raise ShapeError(f"{name} must contain only finite values")
+    finite = np.isfinite(out)
+    if not finite.all():
+        where = tuple(int(i) for i in np.argwhere(~finite)[0])
+        raise ShapeError(f"{name} must contain only finite values (got {out[where]} at index {where})")
     return out
-

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import ShapeError, SpecTypeError
 from ..numeric import attention, random_inputs
 from ..spec import AttentionSpec
 from ._base import as_numpy, new_figure
@@ -53,6 +53,8 @@ def attention_heatmap(
     allowed : (n, n) bool array-like, optional
         ``True`` where query ``i`` may attend to key ``j`` (e.g. ``spec.allowed_array()``); the
         other cells are drawn grey and hatched and printed "×", never "0.00" like a real zero.
+        Booleans, or numbers that are all 0 or 1. A mask that allows no cell at all is drawn too
+        (every cell hatched, the colour scale 0 … 1, since no value is shown to scale it to).
 
     Returns
     -------
@@ -62,7 +64,11 @@ def attention_heatmap(
     Raises
     ------
     ShapeError
-        ``A`` is not (n, n) or (heads, n, n), or ``tokens`` has the wrong length.
+        ``A`` is not (n, n) or (heads, n, n) with n >= 1 and at least one head, is not real and
+        finite, or spans a range wider than float64 holds; ``tokens`` / ``head_titles`` have the
+        wrong length; ``allowed`` is not (n, n) or holds values other than 0/1 (or True/False).
+    SpecTypeError
+        ``tokens`` or ``head_titles`` is a single str or not a sequence.
 
     Examples
     --------
@@ -70,6 +76,10 @@ def attention_heatmap(
     >>> fig = attention_heatmap(A, tokens=["a", "b"])
     >>> [ax.get_title() for ax in fig.axes if ax.get_label() != "<colorbar>"]
     ['head 1', 'head 2']
+    >>> attention_heatmap(np.zeros((0, 2, 2)))
+    Traceback (most recent call last):
+    ...
+    attnsym.errors.ShapeError: A must hold at least one head: shape (heads, n, n) with heads >= 1 (got (0, 2, 2))
     """
     A = _head_stack(as_numpy(A, "A"))
     heads, n, _ = A.shape
@@ -91,50 +101,77 @@ def attention_heatmap(
 
 
 def _head_stack(A: np.ndarray) -> np.ndarray:
-    """``A`` as (heads, n, n): one (n, n) matrix becomes a stack of one head."""
+    """``A`` as (heads, n, n): one (n, n) matrix becomes a stack of one head; no head or no position is refused."""
     if A.ndim not in (2, 3) or A.shape[-1] != A.shape[-2]:
         raise ShapeError(f"A must have shape (n, n) or (heads, n, n) (got {tuple(A.shape)})")
+    if A.ndim == 3 and A.shape[0] == 0:
+        raise ShapeError(f"A must hold at least one head: shape (heads, n, n) with heads >= 1 (got {tuple(A.shape)})")
+    if A.shape[-1] == 0:
+        raise ShapeError(f"A must have at least one position: shape (n, n) or (heads, n, n) with n >= 1 "
+                         f"(got {tuple(A.shape)})")
     return A[None] if A.ndim == 2 else A
+
+
+def _labels(values: Any, name: str, count: int, per: str) -> list[str]:
+    """``values`` (a sequence, not one str) as ``count`` strings, one per ``per`` (a position, a head)."""
+    if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
+        shown = repr(values) if len(repr(values)) <= 40 else repr(values)[:40] + "..."
+        raise SpecTypeError(f"{name} must be a sequence of {count} labels, one per {per} (got {type(values).__name__} "
+                            f"{shown})")
+    labels = [str(value) for value in values]
+    if len(labels) != count:
+        raise ShapeError(f"{name} must have {count} labels, one per {per} (got {len(labels)})")
+    return labels
 
 
 def _position_labels(tokens: Sequence[str] | None, n: int) -> list[str]:
     """The ``n`` axis labels: ``tokens`` as str, or ``1 … n``."""
-    labels = [str(i + 1) for i in range(n)] if tokens is None else [str(t) for t in tokens]
-    if len(labels) != n:
-        raise ShapeError(f"tokens must have n = {n} labels (got {len(labels)})")
-    return labels
+    return [str(i + 1) for i in range(n)] if tokens is None else _labels(tokens, "tokens", n, "position")
 
 
 def _panel_titles(head_titles: Sequence[str] | None, heads: int) -> Sequence[str]:
     """One title per head: ``head_titles``, or ``head 1 … head H`` (no title for a single head)."""
     if head_titles is None:
-        head_titles = [f"head {h + 1}" for h in range(heads)] if heads > 1 else [""]
-    if len(head_titles) != heads:
-        raise ShapeError(f"head_titles must have {heads} entries (got {len(head_titles)})")
-    return head_titles
+        return [f"head {h + 1}" for h in range(heads)] if heads > 1 else [""]
+    return _labels(head_titles, "head_titles", heads, "head of A")
 
 
 def _allowed_cells(allowed: Any, n: int) -> np.ndarray | None:
-    """``allowed`` as an (n, n) bool array, or None (every cell allowed)."""
+    """``allowed`` as an (n, n) bool array, or None (every cell allowed); only 0/1 (False/True) entries."""
     if allowed is None:
         return None
-    allowed = np.asarray(allowed, dtype=bool)
-    if allowed.shape != (n, n):
-        raise ShapeError(f"allowed must have shape (n, n) = ({n}, {n}) (got {allowed.shape})")
-    return allowed
+    cells = as_numpy(allowed, "allowed")
+    if cells.shape != (n, n):
+        raise ShapeError(f"allowed must have shape (n, n) = ({n}, {n}) (got {cells.shape})")
+    odd = (cells != 0) & (cells != 1)
+    if odd.any():
+        where = tuple(int(i) for i in np.argwhere(odd)[0])
+        raise ShapeError(f"allowed must hold True/False (or 1/0) per cell (got {cells[where]:g} at index {where})")
+    return cells == 1
 
 
 def _colour_range(A: np.ndarray, allowed: np.ndarray | None) -> tuple[float, float]:
-    """``(vmin, vmax)``: 0 (or the least value, if negative) … the largest value of the allowed cells."""
+    """``(vmin, vmax)``: 0 (or the least value, if negative) … the largest value of the allowed cells.
+
+    With no cell allowed there is no value to scale to: 0 … 1, the range of a weight. A range
+    wider than float64 holds (values near ±1.8e308) is refused: the colours could not be computed.
+    """
     shown = A if allowed is None else A[:, allowed]
-    vmin = 0.0 if shown.min() >= 0 else float(shown.min())
+    if shown.size == 0:
+        return 0.0, 1.0
+    vmin = min(0.0, float(shown.min()))
     vmax = float(shown.max()) if shown.max() > vmin else vmin + 1.0
+    if not np.isfinite(vmax - vmin):
+        raise ShapeError(f"A's colour range {vmin:g} … {vmax:g} is wider than float64 holds; rescale A")
     return vmin, vmax
 
 
 def _colour_bar_label(label: str, vmin: float, vmax: float, allowed: np.ndarray | None) -> str:
     """``label`` with the colour scale's range, and what the hatched cells mean when some are masked."""
-    note = f"{label} (colour scale {vmin:g} … {vmax:.3g}, the largest shown)"
+    if allowed is not None and not allowed.any():
+        note = f"{label} (colour scale {vmin:g} … {vmax:.3g}: every cell is masked)"
+    else:
+        note = f"{label} (colour scale {vmin:g} … {vmax:.3g}, the largest shown)"
     if allowed is not None:
         note += "\ngrey hatched ×: masked, may not attend"
     return note
