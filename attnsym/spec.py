@@ -107,14 +107,18 @@ from ._positions import (
 )
 from .errors import SpecError
 
-__all__ = ["DEFAULT_POSITION_BASE", "POSITION_KINDS", "QK_NORM_SCOPES", "ROPE_PAIRINGS", "ROPE_SCALING_TYPES", "AttentionSpec",
-           "RopeScaling", "alibi_slope_exponents"]
+__all__ = ["DEFAULT_LATENT_NORM_EPS", "DEFAULT_POSITION_BASE", "POSITION_KINDS", "QK_NORM_SCOPES", "ROPE_PAIRINGS",
+           "ROPE_SCALING_TYPES", "AttentionSpec", "RopeScaling", "alibi_slope_exponents"]
 
 #: where a QK-norm normalises: each head's rows (Qwen3, Gemma 3) or the whole projection row (OLMo 2)
 QK_NORM_SCOPES: tuple[str, ...] = ("per_head", "whole_projection")
 
 #: the base of the sinusoidal frequencies (Vaswani et al. 2017); the one place this number is written
 DEFAULT_POSITION_BASE = 10000
+
+#: the epsilon of multi-head latent attention's latent RMSNorm (DeepSeek V3's ``kv_a_layernorm`` and
+#: ``q_a_layernorm``: transformers' ``DeepseekV3RMSNorm`` default, not ``rms_norm_eps``); the one place it is written
+DEFAULT_LATENT_NORM_EPS = 1e-6
 
 ScaleName = Literal["sqrt", "none"]
 
@@ -313,6 +317,8 @@ class AttentionSpec(PositionConventions):
         values are expanded from. Needs ``positions="rope"`` and ``kv_heads == heads``.
     q_latent_rank : int, optional
         The width of the queries' latent (only with ``kv_latent_rank``; None: queries are ``x W_Q``).
+    latent_norm_eps : float, default 1e-6
+        The ``eps`` of the latents' RMSNorm (:data:`DEFAULT_LATENT_NORM_EPS`; only with ``kv_latent_rank``).
     rope_scaling : RopeScaling or mapping, optional
         RoPE frequency scaling, a :class:`RopeScaling` or the Hugging Face dict it is built from
         (``{"rope_type": "linear", "factor": 4.0}``, ``{"rope_type": "llama3", ...}``; ``"type"`` is
@@ -375,6 +381,7 @@ class AttentionSpec(PositionConventions):
     output_gate: bool = False
     kv_latent_rank: int | None = None
     q_latent_rank: int | None = None
+    latent_norm_eps: float = DEFAULT_LATENT_NORM_EPS
 
     def __post_init__(self) -> None:
         set_ = lambda name, value: object.__setattr__(self, name, value)
@@ -456,7 +463,13 @@ class AttentionSpec(PositionConventions):
         self._check_latent()
 
     def _check_latent(self) -> None:
-        """Multi-head latent attention: positive ranks, RoPE on, one key/value head per query head."""
+        """Multi-head latent attention: positive ranks, RoPE on, one key/value head per query head, the latent eps."""
+        eps = finite_real("latent_norm_eps", self.latent_norm_eps)
+        if eps < 0:
+            raise SpecError(f"latent_norm_eps must be a non-negative finite number (got {self.latent_norm_eps!r})")
+        if self.kv_latent_rank is None and eps != DEFAULT_LATENT_NORM_EPS:
+            raise SpecError(f"latent_norm_eps={self.latent_norm_eps!r} only applies with kv_latent_rank set")
+        object.__setattr__(self, "latent_norm_eps", eps)
         if self.kv_latent_rank is None:
             if self.q_latent_rank is not None:
                 raise SpecError(f"q_latent_rank={self.q_latent_rank!r} only applies with kv_latent_rank set")

@@ -99,9 +99,9 @@ def test_views_that_do_not_implement_a_variant_refuse_it():
         causal_decode(X, W, W[:, :6], W[:, :6], np.ones((12, 8)), spec=SPEC)
     with pytest.raises(SpecError, match="head_attention does not implement sink=True"):
         head_attention(np.ones((4, 6, 3)), np.ones((2, 6, 3)), np.ones((2, 6, 3)), spec=SPEC)
-    with pytest.raises(SpecError, match="does not implement qk_norm_scope='whole_projection'"):
-        spec = AttentionSpec(n=2, d_model=4, qk_norm=True, qk_norm_scope="whole_projection")
-        attention(np.ones((2, 4)), np.eye(4), np.eye(4), np.eye(4), spec=spec, g_Q=np.ones(4), g_K=np.ones(4))
+    with pytest.raises(SpecError, match=r"attnsym\.numeric\.attention does not implement query_temperature"):
+        spec = AttentionSpec(n=2, d_model=4, query_temperature=(2.0, 0.5))
+        attention(np.ones((2, 4)), np.eye(4), np.eye(4), np.eye(4), spec=spec)
     with pytest.raises(SpecError, match=r"attnsym\.symbolic\.attention does not implement query_temperature"):
         symbolic_attention(AttentionSpec(n=2, d_model=2, query_temperature=(2.0, 0.5)))
     with pytest.raises(SpecError, match=r"attnsym\.derive does not implement query_temperature"):

@@ -47,10 +47,6 @@ from .schedule import rope_base_and_scaling as _rope
 
 __all__ = ["FAMILIES_MLA", "NAME_MAPS_MLA", "OPTIONS_MLA"]
 
-#: the epsilon of the latents' RMSNorm (transformers' ``DeepseekV3RMSNorm`` default, not ``rms_norm_eps``)
-LATENT_EPS = 1e-6
-
-
 def rotary_fraction(rotary: int, d_k: int) -> float:
     """The ``rotary_pct`` whose ``int(d_k · rotary_pct)`` is exactly ``rotary`` (``rotary / d_k`` may round below).
 
@@ -126,7 +122,7 @@ def _deepseek_v3(raw: dict[str, Any], path: Path) -> ModelPlan:
     dense = min(dense, z["layers"])
     moe_width = _positive(raw, "moe_intermediate_size", path)
     experts = _experts(raw, path, moe_width) if dense < z["layers"] else None
-    norm, latent = Norm("rms", z["eps"]), Norm("rms", LATENT_EPS)
+    norm, latent = Norm("rms", z["eps"]), Norm("rms", spec.latent_norm_eps)
     blocks = [Block(attention=spec, norm=norm, ffn_width=z["ffn"], latent_norm=latent)] * dense
     blocks += [Block(attention=spec, norm=norm, ffn_width=moe_width, experts=experts,
                      latent_norm=latent)] * (z["layers"] - dense)

@@ -29,7 +29,7 @@ from ..spec import AttentionSpec
 from . import _fast
 from ._inputs import amax, finite_result
 from .backend import matmul
-from .binding import bind
+from .binding import QK_NORM_VARIANTS, bind
 from .blockwise import blockwise_core, blockwise_core_vjp
 from .forward import plain_only, refuse_blockwise
 from .layer import (
@@ -79,12 +79,16 @@ def _plain_core_vjp(layer: BoundLayer, Q, K, V, A, dZ, grads: dict):
 
 
 def _rms_norm_vjp(layer: BoundLayer, a: dict, X_in, which: str, dY):
-    """``dX`` and ``dg`` of the QK-norm of the projection ``which`` (:func:`~attnsym.numeric.norms.rms_norm_vjp`
-    of each head's rows before the norm)."""
+    """``dX`` and ``dg`` of the QK-norm of the projection ``which``: :func:`~attnsym.numeric.norms.rms_norm_vjp`
+    of each head's rows before the norm, or of each whole projection row (``qk_norm_scope="whole_projection"``),
+    as :func:`~attnsym.numeric.layer.head_rows` normed them; ``dY`` and ``dX`` are per head (..., h, n, d_k)."""
     xp, spec = layer.xp, layer.spec
     heads = spec.heads if which == "Q" else spec.kv_heads
-    M = split_heads(xp, affine(xp, X_in, a[f"W_{which}"], a.get(f"b_{which}")), heads)  # (..., h, n, d_k) before the norm
-    return rms_norm_vjp(M, a[f"g_{which}"], spec.qk_norm_eps, dY, spec.qk_norm_offset)
+    M = affine(xp, X_in, a[f"W_{which}"], a.get(f"b_{which}"))  # (..., n, h·d_k) before the norm
+    if spec.qk_norm_scope == "whole_projection":
+        dM, dg = rms_norm_vjp(M, a[f"g_{which}"], spec.qk_norm_eps, merge_heads(xp, dY), spec.qk_norm_offset)
+        return split_heads(xp, dM, heads), dg
+    return rms_norm_vjp(split_heads(xp, M, heads), a[f"g_{which}"], spec.qk_norm_eps, dY, spec.qk_norm_offset)
 
 
 def _weight_grad(xp: ModuleType, M, dM):
@@ -115,10 +119,11 @@ def attention_vjp(
     X, W_Q, W_K, W_V, W_O, b_Q, b_K, b_V, b_O, spec, heads, causal, mask, scale, positions, backend, g_Q, g_K, s_sink, W_G
         As in :func:`~attnsym.numeric.attention`. Every spec field is differentiated through:
         grouped-query heads (a key/value head's gradient sums over the query heads it serves),
-        the window and the chunk (masks), soft-capping (``1 − tanh²``), the QK-norm (gradients for
-        ``g_Q``, ``g_K`` too), scaled RoPE (a rotation and YaRN's / LongRoPE's attention factor),
-        a sink (a gradient for ``s_sink``) and an output gate ``Z ⊙ σ(X_in W_G)`` (a gradient for
-        ``W_G``: ``dW_G = X_inᵀ (dZ ⊙ Z ⊙ σ (1 − σ))``, and ``dZ ⊙ σ`` flows on to the heads).
+        the window and the chunk (masks), soft-capping (``1 − tanh²``), the QK-norm per head or over
+        the whole projection, with its gain offset (gradients for ``g_Q``, ``g_K`` too), scaled RoPE
+        (a rotation and YaRN's / LongRoPE's attention factor), a sink (a gradient for ``s_sink``)
+        and an output gate ``Z ⊙ σ(X_in W_G)`` (a gradient for ``W_G``:
+        ``dW_G = X_inᵀ (dZ ⊙ Z ⊙ σ (1 − σ))``, and ``dZ ⊙ σ`` flows on to the heads).
     G : (..., n, d_out) array
         Upstream gradient, the shape of ``Y``.
     block_size : int, optional
@@ -161,7 +166,8 @@ def attention_vjp(
         raise ShapeError("G (the upstream gradient dL/dY, shape of Y) is required (got None)")
     biases = {"b_Q": b_Q, "b_K": b_K, "b_V": b_V, "b_O": b_O, "g_Q": g_Q, "g_K": g_K, "s_sink": s_sink, "W_G": W_G}
     layer, a = bind(X, W_Q, W_K, W_V, W_O, biases, spec=spec, heads=heads, causal=causal, mask=mask,
-                    scale=scale, positions=positions, backend=backend, G=G, implements=("chunk", "sink", "output_gate"),
+                    scale=scale, positions=positions, backend=backend, G=G,
+                    implements=("chunk", "sink", "output_gate", *QK_NORM_VARIANTS),
                     caller="attnsym.numeric.attention_vjp")
     refuse_blockwise(layer, block_size)
     size = block_size_for(layer, block_size)
@@ -206,7 +212,7 @@ def _gradients(layer: BoundLayer, a: dict, size: int, lean: bool) -> dict[str, A
     group = layer.spec.kv_group
     dK, dV = reduce_kv(xp, dK, group), reduce_kv(xp, dV, group)  # (..., H_kv, n, ·): sum over the query heads served
     dQ, dK = layer.rotate(dQ, adjoint=True), layer.rotate(dK, adjoint=True)  # hook (b): back through the rotation
-    if layer.spec.qk_norm:  # back through the RMSNorm of each head's rows
+    if layer.spec.qk_norm:  # back through the RMSNorm of each head's rows (or of each whole projection row)
         dQ, grads["g_Q"] = _rms_norm_vjp(layer, a, X_in, "Q", dQ)
         dK, grads["g_K"] = _rms_norm_vjp(layer, a, X_in, "K", dK)
     d_proj = {name: merge_heads(xp, g) for name, g in zip("QKV", (dQ, dK, dV), strict=True)}  # (..., n, H·w) each

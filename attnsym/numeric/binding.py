@@ -21,12 +21,14 @@ from ..spec import AttentionSpec
 from ._inputs import as_array, bool_mask, float_array, namespace_of
 from .layer import NUMERIC_POSITIONS, BoundLayer, d_out
 
-__all__ = ["bind", "spec_from_keywords", "window_band"]
+__all__ = ["QK_NORM_VARIANTS", "bind", "spec_from_keywords", "window_band"]
 
 _BIASES = ("b_Q", "b_K", "b_V", "b_O")
 _GAINS = ("g_Q", "g_K")
 #: the variants of :attr:`attnsym.AttentionSpec.variants` every numeric pass implements (a chunk is a mask)
 VARIANTS_ALL = ("chunk",)
+#: the QK-norm variants every pass that norms through :func:`~attnsym.numeric.layer.head_rows` implements
+QK_NORM_VARIANTS = ("qk_norm_scope", "qk_norm_offset")
 
 
 def spec_from_keywords(n: int, d_model: int, W_Q, W_K, W_V, W_O, *, heads: Any, causal: Any, scale: Any,
@@ -103,17 +105,23 @@ def _check_sinks(spec: AttentionSpec, a: dict) -> None:
 
 
 def _check_gains(spec: AttentionSpec, a: dict) -> None:
-    """The QK-norm gains: required, of length d_k, exactly when ``spec.qk_norm``."""
+    """The QK-norm gains: required exactly when ``spec.qk_norm``, of the length the scope norms — ``d_k``
+    per head, or the whole projection's ``heads·d_k`` (``g_Q``) and ``kv_heads·d_k`` (``g_K``)."""
+    shapes = spec.shapes
     for name in _GAINS:
         value = a.get(name)
+        width = shapes[name][1] if spec.qk_norm else spec.d_k
+        what = "heads*d_k" if name == "g_Q" else "kv_heads*d_k"
+        length = what if spec.qk_norm_scope == "whole_projection" else "d_k"
         if spec.qk_norm and value is None:
-            raise ShapeError(f"{name} is required by the spec (qk_norm=True, shape (1, {spec.d_k}) or ({spec.d_k},)) "
-                             f"(got None); attention, attention_vjp and head_attention take it as {name}= "
-                             "(causal_decode takes no QK-norm gains)")
+            raise ShapeError(f"{name} is required by the spec (qk_norm=True, qk_norm_scope={spec.qk_norm_scope!r}, "
+                             f"shape (1, {width}) or ({width},)) (got None); attention, attention_vjp and "
+                             f"head_attention take it as {name}= (causal_decode takes no QK-norm gains)")
         if not spec.qk_norm and value is not None:
             raise ShapeError(f"{name} was given but the spec has qk_norm=False")
-        if value is not None and tuple(value.shape) not in ((spec.d_k,), (1, spec.d_k)):
-            raise ShapeError(f"{name} must have shape (1, d_k) or (d_k,) = (1, {spec.d_k}) (got {tuple(value.shape)})")
+        if value is not None and tuple(value.shape) not in ((width,), (1, width)):
+            raise ShapeError(f"{name} must have shape (1, {length}) or ({length},) = (1, {width}) for "
+                             f"qk_norm_scope={spec.qk_norm_scope!r} (got {tuple(value.shape)})")
 
 
 def window_band(spec: AttentionSpec):

@@ -31,7 +31,7 @@ from ..errors import ShapeError, SpecError
 from ..spec import AttentionSpec
 from . import _fast, blockwise
 from ._inputs import amax, bool_mask, dtype_name, float_inputs
-from .binding import _check_gains, bind, window_band
+from .binding import QK_NORM_VARIANTS, _check_gains, bind, window_band
 from .layer import (
     AUTO_BLOCKWISE_N,
     BLOCK_ELEMENTS,
@@ -178,7 +178,8 @@ def attention(
         field is honoured: ``kv_heads`` (query head ``h`` reads key/value head
         ``h // (heads // kv_heads)``), ``window`` (ANDed with the mask), ``softcap``
         (``t·tanh(s/t)`` after scale and ALiBi bias, before the mask), ``qk_norm`` (with ``g_Q``,
-        ``g_K``), ``rope_scaling``, ``bias="qkv"``.
+        ``g_K``; per head or over the whole projection, ``qk_norm_scope``, with the gain offset
+        ``qk_norm_offset``), ``rope_scaling``, ``bias="qkv"``.
     heads, causal, mask, scale, positions
         Used without a spec, with the meanings of :class:`~attnsym.AttentionSpec`. ``mask``
         is a bool array of shape (n, n) or (..., n, n), ``True`` = may attend.
@@ -194,8 +195,10 @@ def attention(
     backend : {"numpy", "cupy", "torch"}, optional
         Convert the inputs to this library first (CuPy falls back to NumPy with a warning
         when it cannot run here). By default the inputs' own library is used.
-    g_Q, g_K : (d_k,) or (1, d_k) arrays, optional
-        The QK-norm gains, required exactly when ``spec.qk_norm``.
+    g_Q, g_K : (w,) or (1, w) arrays, optional
+        The QK-norm gains, required exactly when ``spec.qk_norm``: ``w = d_k`` per head, or the
+        whole projection's ``heads·d_k`` (``g_Q``) and ``kv_heads·d_k`` (``g_K``) with
+        ``qk_norm_scope="whole_projection"``; the norm's gain is ``qk_norm_offset + g``.
     s_sink : (heads,) or (1, heads) array, optional
         The sink logits, required exactly when ``spec.sink`` (gpt-oss): each row's softmax
         denominator gains ``exp(s_h)``, and the rows of ``A`` sum to ``1 − π`` (kept, never
@@ -243,7 +246,8 @@ def attention(
     """
     biases = {"b_Q": b_Q, "b_K": b_K, "b_V": b_V, "b_O": b_O, "g_Q": g_Q, "g_K": g_K, "s_sink": s_sink, "W_G": W_G}
     layer, a = bind(X, W_Q, W_K, W_V, W_O, biases, spec=spec, heads=heads, causal=causal, mask=mask,
-                    scale=scale, positions=positions, backend=backend, implements=("chunk", "sink", "output_gate"),
+                    scale=scale, positions=positions, backend=backend,
+                    implements=("chunk", "sink", "output_gate", *QK_NORM_VARIANTS),
                     caller="attnsym.numeric.attention")
     return_weights = boolean("return_weights", return_weights)
     if return_weights and block_size is not None:
@@ -309,8 +313,10 @@ def head_attention(Q: Array, K: Array, V: Array, allowed: Array | None = None, *
         both); ANDed with the spec's own pattern.
     spec : AttentionSpec
         The layer; its ``d_k``, ``d_v``, ``heads``, ``kv_heads`` must fit the arrays.
-    g_Q, g_K : (d_k,) or (1, d_k) arrays, optional
-        The QK-norm gains, required exactly when ``spec.qk_norm``.
+    g_Q, g_K : (w,) or (1, w) arrays, optional
+        The QK-norm gains, required exactly when ``spec.qk_norm``: ``w = d_k`` per head, or the
+        whole projection's ``heads·d_k`` (``g_Q``) and ``kv_heads·d_k`` (``g_K``) with
+        ``qk_norm_scope="whole_projection"``; the norm's gain is ``qk_norm_offset + g``.
     positions : (B…, n) or (n,) array of integers, optional
         Token positions for RoPE and ALiBi (ALiBi's bias is ``−m_h |p_i − p_j|``); default
         ``0 … n−1``. A left-padded batch passes its position ids here.
@@ -356,7 +362,7 @@ def head_attention(Q: Array, K: Array, V: Array, allowed: Array | None = None, *
     """
     if not isinstance(spec, AttentionSpec):
         raise SpecError(f"spec must be an AttentionSpec (got {spec!r} of type {type(spec).__name__})")
-    spec.refuse_variants("attnsym.numeric.head_attention", implemented=("chunk",))
+    spec.refuse_variants("attnsym.numeric.head_attention", implemented=("chunk", *QK_NORM_VARIANTS))
     return_weights = boolean("return_weights", return_weights)
     xp, a, dtype = float_inputs({"Q": Q, "K": K, "V": V, "g_Q": g_Q, "g_K": g_K})
     Q, K, V = a["Q"], a["K"], a["V"]

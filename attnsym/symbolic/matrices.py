@@ -45,7 +45,7 @@ from ._compile import Argument, Output, Program, compile_program
 from .cost import estimate_cost
 from .naming import input_symbols
 from .operations import matmul, ones_times, row_softmax, scores, sink_softmax
-from .parameters import DEFAULT_LATENT_EPS, parameter_shapes
+from .parameters import parameter_shapes
 from .position_hooks import position_hooks
 
 # matmul, row_softmax and scores live in .operations; they stay importable from here as before
@@ -367,7 +367,7 @@ class SymbolicAttention:
 
 
 def attention(spec: AttentionSpec, *, max_terms: float | None = None,
-              latent_eps: float = DEFAULT_LATENT_EPS) -> SymbolicAttention:
+              latent_eps: float | None = None) -> SymbolicAttention:
     """Build the symbolic forward pass of the layer ``spec`` describes.
 
     Parameters
@@ -380,9 +380,9 @@ def attention(spec: AttentionSpec, *, max_terms: float | None = None,
         Size guard: the estimate of :func:`~attnsym.symbolic.estimate_cost` must not exceed
         it (default :data:`~attnsym.symbolic.cost.DEFAULT_MAX_TERMS`; ``float("inf")``
         disables the guard). Checked before anything is built.
-    latent_eps : float, default 1e-6
-        The epsilon of multi-head latent attention's latent RMSNorm
-        (:data:`~attnsym.symbolic.parameters.DEFAULT_LATENT_EPS`; the spec does not carry it).
+    latent_eps : float, optional
+        The epsilon of multi-head latent attention's latent RMSNorm; default the spec's
+        ``latent_norm_eps`` (:data:`~attnsym.symbolic.parameters.DEFAULT_LATENT_EPS`, 1e-6).
 
     Returns
     -------
@@ -421,7 +421,7 @@ def attention(spec: AttentionSpec, *, max_terms: float | None = None,
     PE = hooks.position_vectors()  # hook (a): vectors added to the tokens
     X_in = X if PE is None else Matrix(X + PE)
     p = _parameters(spec)
-    latent = _latent(spec, X_in, p, latent_eps)
+    latent = _latent(spec, X_in, p, spec.latent_norm_eps if latent_eps is None else latent_eps)
     if latent is None:
         Q, K, V = (_project(X_in, p[f"W_{t}"], p[f"b_{t}"]) for t in "QKV")
     else:

@@ -22,13 +22,12 @@ gives these matrices.
 from __future__ import annotations
 
 from ..errors import SpecError
-from ..spec import AttentionSpec
+from ..spec import DEFAULT_LATENT_NORM_EPS, AttentionSpec
 
 __all__ = ["DEFAULT_LATENT_EPS", "parameter_shapes"]
 
-#: the epsilon of multi-head latent attention's latent RMSNorm (DeepSeek V3's ``kv_a_layernorm`` and
-#: ``q_a_layernorm``, built with transformers' default 1e-6); the spec does not carry it
-DEFAULT_LATENT_EPS = 1e-6
+#: the default epsilon of multi-head latent attention's latent RMSNorm: the spec's ``latent_norm_eps`` default
+DEFAULT_LATENT_EPS = DEFAULT_LATENT_NORM_EPS
 
 
 def parameter_shapes(spec: AttentionSpec) -> dict[str, tuple[int, int]]:
