@@ -10,13 +10,13 @@ import os
 
 import mkdocs_gen_files
 
-from attnsym.claims import verify_all
+from attnsym.claims import default_jobs, verify_all
 from attnsym.claims.report import render_report
 
 SEED = 0
 QUICK = os.environ.get("ATTNSYM_DOCS_QUICK", "") not in ("", "0")
 
-evidences = verify_all(seed=SEED, quick=QUICK)
+evidences = verify_all(seed=SEED, quick=QUICK, jobs=default_jobs(), formats=("png",))
 report = render_report(evidences, seed=SEED, quick=QUICK, figure_dir="claims", formats=("png",),
                        title="Claims, checked")
 with mkdocs_gen_files.open("claims.md", "w") as page:
