@@ -1,8 +1,10 @@
 """Generate "Claims, checked" (claims.md) at build time: the report of every claim, by the code.
 
-``attnsym.claims.verify_all`` checks every claim of CLAIMS.md (seed 0, default precision — about
-20 s on two cores) and :func:`attnsym.claims.report.render_report` turns the evidence into
-Markdown with LaTeX equations and PNG figures (written beside the page under ``claims/``).
+``attnsym.claims.verify_all`` checks every claim of CLAIMS.md (seed 0, default precision) in one
+worker process per CPU, each worker drawing its claims' figures as PNG, and
+:func:`attnsym.claims.report.render_report` turns the evidence into Markdown with LaTeX equations
+and those figures (written beside the page under ``claims/``); the page is the one a single process
+would write (``verify_all``'s evidence does not depend on the process that checked it).
 Set ``ATTNSYM_DOCS_QUICK=1`` to build the page in quick mode (a few seconds).
 """
 
