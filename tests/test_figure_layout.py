@@ -46,9 +46,9 @@ def test_figure_reads_cleanly(name):
 
 
 @pytest.mark.slow
-def test_every_claim_figure_reads_cleanly():
+def test_every_claim_figure_reads_cleanly(quick_evidence):
     problems = []
-    for ev in verify_all(seed=0, quick=True):
+    for ev in quick_evidence:  # verify_all(seed=0, quick=True)
         for fig_name, build in sorted(ev.figures.items()):
             problems += layout_problems(build(), f"{ev.claim}: {fig_name}")
     assert problems == [], "\n".join(problems)

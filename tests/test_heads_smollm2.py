@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from models_support import smollm2
 
 import attnsym as at
 from attnsym import heads as hd
@@ -26,7 +27,7 @@ PREVIOUS = [(2, 3), (3, 2), (12, 2), (17, 1)]
 
 @pytest.fixture(scope="module")
 def model():
-    return at.models.load("SmolLM2-135M-Instruct")
+    return smollm2()
 
 
 @pytest.fixture(scope="module")

