@@ -106,8 +106,8 @@ def main(write: bool = True, rounds: int = ROUNDS) -> None:
         "",
         f"attnsym / transformers (model only): **{ratio:.2f}×** the time (goal ≤ 1); attnsym's peak RSS "
         f"**{peak_ratio:.2f}×** its float32 weights (goal ≤ 1.3). attnsym's time includes building its tokenizer; "
-        "most of it is `gguf.GGUFReader` parsing the 49,152 vocabulary strings and merges in Python (a profile of "
-        "one load: 28 of 40 s), which the dequantization (8 s) follows.",
+        "the larger part of it is `gguf.GGUFReader` parsing the 49,152 vocabulary strings and merges in Python, "
+        "which the dequantization follows (one tensor at a time).",
     ]
     text = "\n".join(lines)
     print(text)
