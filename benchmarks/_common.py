@@ -75,11 +75,17 @@ def load_warning(loads: list[float], cores: int | None = None) -> str | None:
 
 
 def blas_kernels() -> list[str]:
-    """The BLAS libraries threadpoolctl sees: library, version, kernel (architecture), threads."""
+    """The BLAS libraries threadpoolctl sees: library, version, kernel (architecture), threads, and whose copy it is
+    (the package folder it was loaded from: NumPy's and SciPy's wheels each carry their own OpenBLAS)."""
     from threadpoolctl import threadpool_info
 
+    def owner(filepath: str | None) -> str:
+        folder = Path(filepath or "").parent.name
+        return folder.removesuffix(".libs").removesuffix("/lib") or "unknown"
+
     return [f"{p.get('internal_api')} {p.get('version')}, kernel `{p.get('architecture')}`, "
-            f"{p.get('num_threads')} threads" for p in threadpool_info() if p.get("user_api") == "blas"]
+            f"{p.get('num_threads')} threads ({owner(p.get('filepath'))}'s copy)"
+            for p in threadpool_info() if p.get("user_api") == "blas"]
 
 
 def write_section(name: str, markdown: str, path: Path = BENCHMARKS_MD) -> Path:
