@@ -217,3 +217,34 @@ def padded_gaps(out, reference_out, mask) -> tuple[float, float]:
         worst_a = max(worst_a, float(np.abs(np.asarray(out.attention)[pairs] - A[pairs]).max()))
         worst_h = max(worst_h, float(np.abs(np.asarray(out.hidden_states)[:, b, real] - H[:, b, real]).max()))
     return worst_a, worst_h
+
+
+def add_gguf_metadata(writer, arch: str, keys: dict, drop: tuple[str, ...] = ()) -> None:
+    """``keys`` into a ``gguf.GGUFWriter`` typed as llama.cpp's converter types them.
+
+    A key is prefixed ``<arch>.`` unless it starts with ``general.`` or ``tokenizer.``; a bool is
+    a bool, an int a uint32 (uint64 from 2**32), a float a float32, a list an array, the rest a string.
+    """
+    for key, value in keys.items():
+        if key in drop:
+            continue
+        full = key if key.startswith(("general.", "tokenizer.")) else f"{arch}.{key}"
+        if isinstance(value, bool):
+            writer.add_bool(full, value)
+        elif isinstance(value, int):
+            writer.add_uint32(full, value) if value < 2**32 else writer.add_uint64(full, value)
+        elif isinstance(value, float):
+            writer.add_float32(full, value)
+        elif isinstance(value, list):
+            writer.add_array(full, value)
+        else:
+            writer.add_string(full, value)
+
+
+def finish_gguf(writer, path: Path) -> Path:
+    """Write the header, the metadata and the tensors of ``writer``, close it and return ``path``."""
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

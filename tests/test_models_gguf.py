@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from models_support import scratch_folder, smollm2
+from models_support import add_gguf_metadata, finish_gguf, scratch_folder, smollm2
 from test_models_float64_reference import _float32_steps_in_float64
 
 from attnsym import AttentionSpec, models
@@ -136,18 +136,7 @@ def write_gguf(path: Path, hf, family: str, storage: str = "F32", *, meta: dict 
     writer = gguf.GGUFWriter(str(path), arch)
     pad = hf.config.pad_token_id
     keys = _metadata(hf.config, family) | ({} if pad is None else {"tokenizer.ggml.padding_token_id": pad}) | (meta or {})
-    for key, value in keys.items():
-        if key in drop:
-            continue
-        full = key if key.startswith(("general.", "tokenizer.")) else f"{arch}.{key}"
-        if isinstance(value, bool):
-            writer.add_bool(full, value)
-        elif isinstance(value, int):
-            writer.add_uint32(full, value) if value < 2**32 else writer.add_uint64(full, value)
-        elif isinstance(value, float):
-            writer.add_float32(full, value)
-        else:
-            writer.add_string(full, value)
+    add_gguf_metadata(writer, arch, keys, drop)
     for key, values in (arrays or {}).items():
         writer.add_array(key, values)
     for gname, W in _tensors(hf, family):
@@ -158,11 +147,7 @@ def write_gguf(path: Path, hf, family: str, storage: str = "F32", *, meta: dict 
             writer.add_tensor(gname, gguf.quants.quantize(W, kind), raw_dtype=kind)
     for gname, (data, kind) in (extra_tensors or {}).items():
         writer.add_tensor(gname, data, raw_dtype=kind)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
+    return finish_gguf(writer, path)
 
 
 @functools.cache

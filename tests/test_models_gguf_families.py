@@ -29,7 +29,7 @@ import math
 
 import numpy as np
 import pytest
-from models_support import save_random
+from models_support import add_gguf_metadata, finish_gguf, save_random
 from test_models_gguf import IDS as LLAMA_IDS
 from test_models_gguf import KW as LLAMA_KW
 from test_models_gguf import write_gguf
@@ -157,20 +157,7 @@ def write_family(path, family: str, *, meta: dict | None = None, drop: tuple[str
     arch = _arch(family)
     writer = gguf.GGUFWriter(str(path), arch)
     keys = {**_metadata(family, hf.config), "tokenizer.ggml.padding_token_id": 1, **(meta or {})}
-    for key, value in keys.items():
-        if key in drop:
-            continue
-        full = key if key.startswith(("general.", "tokenizer.")) else f"{arch}.{key}"
-        if isinstance(value, bool):
-            writer.add_bool(full, value)
-        elif isinstance(value, int):
-            writer.add_uint32(full, value)
-        elif isinstance(value, float):
-            writer.add_float32(full, value)
-        elif isinstance(value, list):
-            writer.add_array(full, value)
-        else:
-            writer.add_string(full, value)
+    add_gguf_metadata(writer, arch, keys, drop)
     kind = gguf.GGMLQuantizationType[experts]
     for gname, W in [*_tensors(family, hf), *(extra or {}).items()]:
         if gname in drop:
@@ -179,11 +166,7 @@ def write_family(path, family: str, *, meta: dict | None = None, drop: tuple[str
             writer.add_tensor(gname, gguf.quants.quantize(W, kind), raw_dtype=kind)
         else:
             writer.add_tensor(gname, W)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
+    return finish_gguf(writer, path)
 
 
 @functools.cache

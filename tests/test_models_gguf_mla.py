@@ -34,7 +34,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from models_support import family_tokenizer, scratch_folder
+from models_support import add_gguf_metadata, family_tokenizer, finish_gguf, scratch_folder
 from test_models_gguf import _eps32, _gap
 
 from attnsym import models
@@ -86,18 +86,6 @@ def deepseek(name: str) -> Path:
     return folder
 
 
-def _add(writer, key: str, value) -> None:
-    """One metadata key with the type llama.cpp's converter gives it."""
-    if isinstance(value, bool):
-        writer.add_bool(key, value)
-    elif isinstance(value, int):
-        writer.add_uint32(key, value)
-    elif isinstance(value, float):
-        writer.add_float32(key, value)
-    else:
-        writer.add_string(key, value)
-
-
 def _store(writer, name: str, W: np.ndarray, storage) -> None:
     """``W`` as ``storage`` when its rows are whole blocks of that type (the converter's fallback: F32 otherwise)."""
     block = gguf.GGML_QUANT_SIZES[storage][0]
@@ -112,17 +100,11 @@ def write_file(path: Path, arch: str, keys: dict, tensors: dict[str, np.ndarray]
     """A GGUF file of ``arch``: ``keys`` (without the prefix) updated by ``meta`` less ``drop``; ``tensors`` with
     ``change`` (name -> array, or None to leave the tensor out)."""
     writer = gguf.GGUFWriter(str(path), arch)
-    for key, value in (keys | (meta or {})).items():
-        if key not in drop:
-            _add(writer, key if key.startswith(("general.", "tokenizer.")) else f"{arch}.{key}", value)
+    add_gguf_metadata(writer, arch, keys | (meta or {}), drop)
     for name, W in (tensors | (change or {})).items():
         if W is not None:
             _store(writer, name, W, storage)
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
+    return finish_gguf(writer, path)
 
 
 def _named(folder: Path, arch) -> tuple[dict, dict[str, np.ndarray], list[str]]:

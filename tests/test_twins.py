@@ -24,8 +24,10 @@ TOL64 = TOLERANCES["float64"]
 
 TWIN_MODULES = ("positions", "activations", "jacobians")
 #: numeric functions of a twin module that are another implementation of a twin, not a formula of their own:
-#: each is tied to that twin on values (gelu_float32: tests/test_models.py, test_float32_gelu_is_tied_to_numeric_gelu)
-IMPLEMENTATIONS = {"gelu_float32": "gelu", "gelu_tanh_unchecked": "gelu_tanh"}
+#: each is tied to that twin on values (gelu_float32: tests/test_models.py, test_float32_gelu_is_tied_to_numeric_gelu;
+#: rope_tables, apply_rope's cos/sin made once per pass: tests/test_positions_numeric.py,
+#: test_rope_with_tables_made_once_equals_rope_from_positions)
+IMPLEMENTATIONS = {"gelu_float32": "gelu", "gelu_tanh_unchecked": "gelu_tanh", "rope_tables": "apply_rope"}
 
 
 @pytest.mark.parametrize("module", TWIN_MODULES)

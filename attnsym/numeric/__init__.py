@@ -12,8 +12,8 @@ validated against (:func:`attnsym.validate`) and as the engine for long sequence
 * twins of the symbolic layer, in modules named as there: :func:`scores`, :func:`softmax`
   (``symbolic.scores``, ``symbolic.row_softmax``); :func:`softmax_jacobian`
   (:mod:`~attnsym.numeric.jacobians`); :func:`sinusoidal_positions`, :func:`rope_frequencies`,
-  :func:`rope_rotation`, :func:`apply_rope`, :func:`alibi_slopes`, :func:`alibi_bias`
-  (:mod:`~attnsym.numeric.positions`); :func:`gelu`, :func:`gelu_tanh`, :func:`silu`
+  :func:`rope_rotation`, :func:`apply_rope` (its cos/sin made once per pass by :func:`rope_tables`),
+  :func:`alibi_slopes`, :func:`alibi_bias` (:mod:`~attnsym.numeric.positions`); :func:`gelu`, :func:`gelu_tanh`, :func:`silu`
   (:mod:`~attnsym.numeric.activations`).
 * the pieces of a real model's block (:mod:`attnsym.models`): :func:`layer_norm`, :func:`rms_norm`
   (:mod:`~attnsym.numeric.norms`; the one RMSNorm of the block norms and of QK-norm) and
@@ -41,6 +41,7 @@ from .positions import (
     apply_rope,
     rope_frequencies,
     rope_rotation,
+    rope_tables,
     sinusoidal_positions,
     sinusoidal_shift,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "rms_norm",
     "rope_frequencies",
     "rope_rotation",
+    "rope_tables",
     "scores",
     "shift_tokens",
     "silu",
