@@ -281,6 +281,23 @@ def _stored_qk_gains(spec: Any) -> Any:
     return spec.replace(qk_norm_offset=0.0) if spec.qk_norm and spec.qk_norm_offset else spec
 
 
+def _rope_freqs_scaling(raw: dict[str, Any], rope_freqs: Any, arch: str, path: Path) -> dict[str, Any] | None:
+    """The llama3 ``rope_scaling`` a ``rope_freqs`` tensor's divisors say (refused beside a scaling of the keys)."""
+    if raw.get("rope_scaling") is not None:
+        refuse(path, f"{arch}.rope.scaling.type", raw["rope_scaling"]["rope_type"], f"the {ROPE_FREQS!r} tensor "
+               "scales the frequencies already")
+    rotary = raw.get("head_dim") or raw["hidden_size"] // raw["num_attention_heads"]
+    return llama3_scaling(rope_freqs, raw["rope_theta"], rotary, path)
+
+
+def _permuted_qk(plan: ModelPlan) -> dict[str, int]:
+    """GGUF tensor name -> heads, for every block's ``attn_q`` / ``attn_k`` weight and bias (module docstring)."""
+    return {f"blk.{i}.attn_{letter}.{part}": heads
+            for i, block in enumerate(plan.blocks)
+            for letter, heads in (("q", block.attention.heads), ("k", block.attention.kv_heads))
+            for part in ("weight", "bias")}
+
+
 def plan_from_metadata(meta: dict[str, Any], tensors: dict[str, tuple[int, ...]], path: Path,
                        rope_freqs: Any = None) -> GGUFPlan:
     """The plan of a GGUF file from its metadata (``meta``: key -> value) and tensor shapes (NumPy order).
@@ -330,11 +347,7 @@ def plan_from_metadata(meta: dict[str, Any], tensors: dict[str, tuple[int, ...]]
                                     "as llama3 scaling")
     raw = build(meta, path, tensors)
     if ROPE_FREQS in tensors:
-        if raw.get("rope_scaling") is not None:
-            refuse(path, f"{arch}.rope.scaling.type", raw["rope_scaling"]["rope_type"], f"the {ROPE_FREQS!r} tensor "
-                   "scales the frequencies already")
-        rotary = raw.get("head_dim") or raw["hidden_size"] // raw["num_attention_heads"]
-        raw["rope_scaling"] = llama3_scaling(rope_freqs, raw["rope_theta"], rotary, path)
+        raw["rope_scaling"] = _rope_freqs_scaling(raw, rope_freqs, arch, path)
     embed = tensors.get("token_embd.weight")
     vocab = read_size(meta, f"{arch}.vocab_size", path, None)
     if vocab is None:
@@ -353,12 +366,7 @@ def plan_from_metadata(meta: dict[str, Any], tensors: dict[str, tuple[int, ...]]
         plan = replace(plan, blocks=tuple(replace(b, norm=norm, attention=_stored_qk_gains(b.attention))
                                           for b in plan.blocks), final_norm=norm)
     plan = replace(plan, layout=layout)
-    permuted: dict[str, int] = {}
-    if arch in PERMUTED_QK:
-        for i, block in enumerate(plan.blocks):
-            for letter, heads in (("q", block.attention.heads), ("k", block.attention.kv_heads)):
-                for part in ("weight", "bias"):
-                    permuted[f"blk.{i}.attn_{letter}.{part}"] = heads
+    permuted = _permuted_qk(plan) if arch in PERMUTED_QK else {}
     recipes = ASSEMBLED.get(plan.model_type, {})
     assembled: dict[str, Callable[..., np.ndarray]] = {template.format(i=i): partial(read, i=i)
                                                        for template, read in recipes.items() for i in range(plan.layers)}
