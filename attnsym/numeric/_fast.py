@@ -15,7 +15,7 @@ this backward              ``exp``, ``dS *= A`` (NumPy); one fused loop (Numba) 
 =========================  ==========================================================  =====
 
 With Numba installed (extra ``fast``) and ``ATTNSYM_NUMBA`` not ``0``, float32 blocks run these
-passes as the compiled, GIL-free loops of :mod:`attnsym.numeric._kernels` (Cephes ``expf``,
+passes as the compiled, GIL-free loops of :mod:`attnsym.numeric._kernels` (a float32 ``exp``,
 relative error ≤ 2e-7; the backward's ``exp`` and ``dS *= A`` fused in one loop); otherwise,
 and always in float64, as NumPy calls (:func:`element_passes`).
 

@@ -27,20 +27,27 @@ array primitives they replace:
 - :func:`residual_layernorm` — ``a ← a + bias + residual`` (each optional), ``out ← LN(a)``
   (:func:`attnsym.numeric.layer_norm`).
 
-**The float32 exp** is Cephes' ``expf``: ``exp(x) = 2^k · e^f`` with ``k = round(x·log₂e)``
-and ``f = x − k·ln 2`` (ln 2 in two parts, so ``f`` is exact), ``e^f`` by a degree-7 polynomial
-on ``|f| ≤ ln2/2``, ``2^k`` built from its exponent bits. Relative error at most **2e-7**
-(about 2 float32 ulps) for ``x`` in ``[-87, 88]``, measured against float64 ``exp`` by the
-tests (``tests/test_kernels.py``) over 2·10⁶ points of the range; a weight ``e^x`` with
-``x ≤ -87`` (below float32's smallest normal, 1.2e-38) is 0, as is ``-inf`` (a masked key);
-NaN stays NaN; ``x`` above 88 is taken as 88 (the fast path's shifted scores stay below 60, and a
-row whose sum says otherwise is redone exactly: :data:`attnsym.numeric._fast.MAX_ROW_SUM`).
+**The float32 exp**: ``exp(x) = 2^k · e^f`` with ``k = round(x·log₂e)`` and ``f = x − k·ln 2``
+(ln 2 in two parts, so ``f`` is exact), ``e^f = 1 + f + f²·p(f)`` with ``p`` of degree 4, the
+minimax polynomial of the relative error on ``|f| ≤ ln2/2`` (:data:`EXP_POLY`; 3.8e-9 in exact
+arithmetic, a test refits it), and ``2^k`` written straight into the float's exponent bits. The
+rounding adds 1.5·2²³ (the integer lands in the low bits of the sum: no ``floor``, no
+conversion) and the bits are reinterpreted in registers (:func:`_float32_bits`,
+:func:`_bits_float32`), so the loop is one pass of vector instructions and no array of powers
+(the first version, Cephes' ``expf`` with a degree-7 polynomial, ``floor`` and a second pass
+over a bits array, took 1.58 ns an element here against 1.37). Relative error at most
+**2e-7** (8.5e-8 measured over 1.3·10⁷ points) for ``x`` in ``[-87, 88]``, checked against float64
+``exp`` by the tests (``tests/test_kernels.py``) over 2·10⁶ points of the range; a weight ``e^x``
+with ``x ≤ -87`` (below float32's smallest normal, 1.2e-38) is 0, as is ``-inf`` (a masked key);
+NaN stays NaN; ``x`` above 88 is taken as 88 (the fast path's shifted scores stay below 60, and
+a row whose sum says otherwise is redone exactly: :data:`attnsym.numeric._fast.MAX_ROW_SUM`).
+No loop that inlines the exp is compiled with ``reassoc``: it would be free to fold
+``(y + 1.5·2²³) − 1.5·2²³`` back to ``y``; the row sums are taken by separate loops that are.
 The kernels are float32 only: a float64 loop over the compiled libm ``exp`` ran at
 0.23 G elements/s here against NumPy's 1.18 G/s (its SIMD ``exp``), so float64 stays on NumPy.
-Measured on one 512 × 256 block, one thread, interleaved (a copy of the block subtracted):
-NumPy's float32 ``exp`` 47 µs (2.8 G/s), and with the row sums 74 µs; :func:`exp_rowsum` 30 µs
-(4.4 G/s) with them. Earlier, on the same block: ``exp`` then ``dS *= A`` in NumPy 86 µs,
-:func:`exp_and_dscores` 69 µs.
+Measured on 16 × 256 to 512 × 256 blocks, one thread, a copy of the block subtracted (2-core
+AMD EPYC, LLVM target ``znver1``, the other core busy): NumPy's float32 ``exp`` 3.7-4.1 ns an
+element, :func:`exp_rowsum` 1.8 ns with the row sums before this exp, and 1.5 ns with it.
 
 The loops are compiled with ``nogil=True`` (the fast path's worker threads run them side by
 side), without ``parallel`` (the worker pool gives the parallelism) and with the fast-math
@@ -68,7 +75,7 @@ import numpy as np
 from ..errors import BackendError, ShapeError
 from .activations import ERF_P, ERF_Q
 
-__all__ = ["EXP_MAX", "EXP_MIN", "EXP_RTOL", "available", "bias_gelu", "compiled", "disabled", "exp_and_dscores",
+__all__ = ["EXP_MAX", "EXP_MIN", "EXP_POLY", "EXP_RTOL", "available", "bias_gelu", "compiled", "disabled", "exp_and_dscores",
            "exp_rowsum", "exp_rowsum_moment", "load", "residual_layernorm", "softmax_rows"]
 
 #: weights e^x with x at or below this are 0 (float32's smallest normal is e^-87.3)
@@ -85,8 +92,14 @@ _LOCK = threading.Lock()  # guards the one compilation
 #: float32 constants of the kernels (Numba freezes module globals into the compiled code)
 _F = np.float32
 _LOG2E, _LN2_HI, _LN2_LO = _F(1.4426950408889634), _F(0.693359375), _F(-2.12194440e-4)
-_E0, _E1, _E2, _E3, _E4, _E5 = (_F(c) for c in (1.9875691500e-4, 1.3981999507e-3, 8.3334519073e-3,
-                                                  4.1665795894e-2, 1.6666665459e-1, 5.0000001201e-1))
+#: p(f) of e^f = 1 + f + f²·p(f), highest power first: the minimax polynomial of the relative error on
+#: |f| ≤ ln2/2 (linear programming on a grid: 3.1e-9, 3.8e-9 with the coefficients rounded to float32, in exact
+#: arithmetic; tests/test_kernels.py refits it)
+EXP_POLY = tuple(_F(c) for c in (1.381461275741458e-3, 8.368710055947304e-3, 4.166838899254799e-2,
+                                 1.666652113199234e-1, 4.999999403953552e-1))
+_P4E, _P3E, _P2E, _P1E, _P0E = EXP_POLY
+#: 1.5·2²³: y + _ROUND rounds y to an integer held in the sum's low bits (|y| < 2²²), whose float32 bits are _ROUND_BITS + k
+_ROUND, _ROUND_BITS = _F(12582912.0), np.int32(0x4B400000)
 _LO32, _HI32 = _F(EXP_MIN), _F(EXP_MAX)
 _INV_SQRT2 = _F(1 / math.sqrt(2.0))
 _P0, _P1, _P2, _P3, _P4, _P5, _P6 = (_F(c) for c in ERF_P)
@@ -97,11 +110,13 @@ _Q0, _Q1, _Q2, _Q3, _Q4 = (_F(c) for c in ERF_Q)
 #: with a new uuid in every process, so as a closure each process compiled the kernels again
 #: (1.1-1.6 s on its first call here) and added a file to the cache.
 _expf: Any = None
-#: a row scaled by its powers of two and summed, set by :func:`_compile`: compiled with 'reassoc' (the sum
-#: vectorises), which the exp's polynomial must not be
-_scale_and_sum: Any = None
-#: a row scaled by its powers of two, its sum and its first moment, set by :func:`_compile` (as _scale_and_sum)
-_scale_sum_moment: Any = None
+#: a float32's bits as an int32 and back (LLVM bitcasts, in registers), set by :func:`_compile` (module globals too)
+_float32_bits: Any = None
+_bits_float32: Any = None
+#: the sum of a row, set by :func:`_compile`: compiled with 'reassoc' (the sum vectorises), which the exp must not be
+_row_sum: Any = None
+#: a row's sum and its first moment against another row (masked entries 0), set by :func:`_compile` (as _row_sum)
+_sum_moment: Any = None
 
 
 @contextlib.contextmanager
@@ -168,64 +183,58 @@ def _compile(numba) -> dict[str, Any]:
 
     inline = numba.njit(nogil=True, cache=True, boundscheck=False, error_model="numpy", fastmath=flags,
                         inline="always")
+    int32, float32 = numba.types.int32, numba.types.float32
 
-    global _expf  # a module global, not a closure cell: see _expf above
+    global _float32_bits, _bits_float32, _expf, _row_sum, _sum_moment  # module globals, not closure cells: see _expf
+
+    @numba.extending.intrinsic
+    def _float32_bits(typingctx, x):  # pragma: no cover - compiled
+        return int32(float32), lambda context, builder, sig, args: builder.bitcast(args[0], context.get_value_type(int32))
+
+    @numba.extending.intrinsic
+    def _bits_float32(typingctx, bits):  # pragma: no cover - compiled
+        return float32(int32), lambda context, builder, sig, args: builder.bitcast(args[0], context.get_value_type(float32))
 
     @inline
     def _expf(t):  # pragma: no cover - compiled
-        """e^t as (e^f, the float32 bits of 2^k): e^t = e^f · 2^k; bits 0 (weight 0) at or below -87 and -inf."""
+        """e^t in float32: 0 at or below -87 and for -inf, NaN for NaN, e^88 above 88."""
         keep = t > _LO32
         t = min(max(t, _LO32), _HI32)
-        k = np.floor(t * _LOG2E + _F(0.5))
+        rounded = t * _LOG2E + _ROUND  # k = round(t·log₂e) in the low bits
+        k = rounded - _ROUND
         f = t - k * _LN2_HI - k * _LN2_LO
-        y = ((((_E0 * f + _E1) * f + _E2) * f + _E3) * f + _E4) * f + _E5
-        return y * f * f + f + _F(1.0), ((np.int32(k) + np.int32(127)) << 23) if keep else np.int32(0)
-
-    global _scale_and_sum  # a module global too
+        p = (((_P4E * f + _P3E) * f + _P2E) * f + _P1E) * f + _P0E
+        power = _bits_float32((_float32_bits(rounded) - _ROUND_BITS + np.int32(127)) << 23)  # 2^k
+        return (p * f * f + f + _F(1.0)) * (power if keep else _F(0.0))  # NaN · 0 stays NaN
 
     @jit_sum
-    def _scale_and_sum(x, power):  # pragma: no cover - compiled
-        """x ← x · power (exact: powers of two) and the sum of the result, vectorised ('reassoc' only here)."""
+    def _row_sum(x):  # pragma: no cover - compiled
         total = _F(0.0)
         for j in range(x.shape[0]):
-            v = x[j] * power[j]
-            x[j] = v
-            total += v
+            total += x[j]
         return total
 
-    @jit
-    def exp_rowsum(S, sums):  # pragma: no cover - compiled
-        # the exp without 'reassoc' (it would reorder the polynomial, whose error bound is stated), the sum with it
-        rows, n = S.shape
-        bits = np.empty(n, np.int32)
-        power = bits.view(np.float32)
-        for r in range(rows):
-            x = S[r]
-            for j in range(n):
-                e, b = _expf(x[j])
-                x[j] = e
-                bits[j] = b
-            sums[r] += _scale_and_sum(x, power)
-
-    global _scale_sum_moment  # a module global too
-
     @jit_sum
-    def _scale_sum_moment(x, power, xs):  # pragma: no cover - compiled
-        """x ← x · power, and the sums of x and of x · xs ('reassoc': vectorised)."""
+    def _sum_moment(x, xs):  # pragma: no cover - compiled
         total = _F(0.0)
         moment = _F(0.0)
         for j in range(x.shape[0]):
-            v = x[j] * power[j]
-            x[j] = v
-            total += v
-            moment += v * xs[j]
+            total += x[j]
+            moment += x[j] * xs[j]
         return total, moment
+
+    @jit
+    def exp_rowsum(S, sums):  # pragma: no cover - compiled
+        rows, n = S.shape
+        for r in range(rows):
+            x = S[r]
+            for j in range(n):
+                x[j] = _expf(x[j])
+            sums[r] += _row_sum(x)
 
     @jit
     def exp_rowsum_moment(S, sums, moments, maxima):  # pragma: no cover - compiled
         rows, n = S.shape
-        bits = np.empty(n, np.int32)
-        power = bits.view(np.float32)
         xs = np.empty(n, np.float32)
         for r in range(rows):
             x = S[r]
@@ -233,11 +242,9 @@ def _compile(numba) -> dict[str, Any]:
             for j in range(n):
                 v = x[j]
                 top = max(top, v)
-                e, b = _expf(v)
-                x[j] = e
-                bits[j] = b
-                xs[j] = v if b != 0 else _F(0.0)  # a weight of 0 (masked: -inf) adds nothing to the moment
-            total, moment = _scale_sum_moment(x, power, xs)
+                x[j] = _expf(v)
+                xs[j] = v if v > _LO32 else _F(0.0)  # a weight of 0 (masked: -inf) adds nothing to the moment
+            total, moment = _sum_moment(x, xs)
             sums[r] += total
             moments[r] += moment
             maxima[r] = top
@@ -245,23 +252,16 @@ def _compile(numba) -> dict[str, Any]:
     @jit
     def exp_and_dscores(A, dS):  # pragma: no cover - compiled
         rows, n = A.shape
-        bits = np.empty(n, np.int32)
-        power = bits.view(np.float32)
         for r in range(rows):
             a, d = A[r], dS[r]
             for j in range(n):
-                e, b = _expf(a[j])
+                e = _expf(a[j])
                 a[j] = e
-                bits[j] = b
-            for j in range(n):
-                v = a[j] * power[j]
-                a[j] = v
-                d[j] *= v
+                d[j] *= e
 
-    @jit_sum
+    @jit
     def softmax_rows(S, A):  # pragma: no cover - compiled
         rows, n = S.shape
-        bits = np.empty(n, np.int32)
         for r in range(rows):
             s, p = S[r], A[r]
             top = s[0]
@@ -269,16 +269,9 @@ def _compile(numba) -> dict[str, Any]:
                 top = max(top, s[j])
             if top == -np.inf:  # no allowed key: the row stays 0
                 top = _F(0.0)
-            power = bits.view(np.float32)
             for j in range(n):
-                e, b = _expf(s[j] - top)
-                p[j] = e
-                bits[j] = b
-            for j in range(n):
-                p[j] *= power[j]
-            total = _F(0.0)
-            for j in range(n):
-                total += p[j]
+                p[j] = _expf(s[j] - top)
+            total = _row_sum(p)
             inv = _F(1.0) / total if total > _F(0.0) else _F(0.0)
             for j in range(n):
                 p[j] *= inv
