@@ -51,20 +51,39 @@ def test_products_are_split_only_inside_a_lean_call(two_workers, monkeypatch):
     assert tasks == [4]
 
 
+def test_products_too_small_to_split_alone_share_one_wait(two_workers, monkeypatch):
+    """The three projections of a 2048-token head (8.4 M multiply-adds each, MIN_SPLIT 16.8 M) go to the
+    pool together, as 4 row blocks each, in one run, and equal NumPy's products."""
+    tasks = []
+    real = _pool.run
+    monkeypatch.setattr(_pool, "run", lambda ts, scratch=None, private=None: tasks.append(len(ts)) or real(ts, scratch, private))
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((2048, 64)).astype(np.float32)
+    Ws = [rng.standard_normal((64, 64)).astype(np.float32) for _ in range(3)]
+    assert 2048 * 64 * 64 < _pool.MIN_SPLIT <= 3 * 2048 * 64 * 64
+    with _pool.one_blas_thread():
+        alone = _pool.matmul(X, Ws[0])
+        together = _pool.matmuls([(X, W) for W in Ws], ["a", None, "c"])
+    assert tasks == [12]  # nothing for the product alone; 3 × 4 blocks for the three together
+    tol = TOLERANCES["float32"]
+    for got, W in zip([alone, *together], [Ws[0], *Ws], strict=True):
+        np.testing.assert_allclose(got, X @ W, rtol=tol.rtol, atol=tol.atol * 64)
+
+
 def test_a_lean_call_runs_every_product_with_blas_at_one_thread(two_workers, monkeypatch):
     before = _blas_threads()
     seen = []
-    real_matmul, real_run = _pool.matmul, _pool.run
+    real_matmuls, real_run = _pool.matmuls, _pool.run
 
-    def matmul(A, B, scratch=None):
-        seen.append(("matmul", _blas_threads()))
-        return real_matmul(A, B, scratch=scratch)
+    def matmuls(pairs, scratch=None):
+        seen.extend([("matmul", _blas_threads())] * len(pairs))
+        return real_matmuls(pairs, scratch)
 
     def run(tasks, scratch=None, private=None):
         seen.append(("run", _blas_threads()))
         return real_run(tasks, scratch, private)
 
-    monkeypatch.setattr(_pool, "matmul", matmul)
+    monkeypatch.setattr(_pool, "matmuls", matmuls)
     monkeypatch.setattr(_pool, "run", run)
     rng = np.random.default_rng(1)
     n = nm.AUTO_BLOCKWISE_N

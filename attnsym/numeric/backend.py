@@ -22,6 +22,7 @@ of :mod:`attnsym.numeric._pool`).
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
@@ -30,7 +31,7 @@ import array_api_compat
 from ..errors import BackendError
 from . import _pool
 
-__all__ = ["BACKENDS", "array_namespace", "asarray_in", "backend_name", "cupy_usable", "erf", "exp_inplace", "matmul"]
+__all__ = ["BACKENDS", "array_namespace", "asarray_in", "backend_name", "cupy_usable", "erf", "exp_inplace", "matmul", "matmuls"]
 
 #: backend names accepted by ``backend=`` arguments
 BACKENDS = ("numpy", "cupy", "torch")
@@ -195,9 +196,18 @@ def matmul(xp: ModuleType, A: Any, B: Any, scratch: str | None = None) -> Any:
     >>> matmul(array_namespace(np.ones((2, 3))), np.ones((2, 3)), np.ones((3, 1))).ravel()
     array([3., 3.])
     """
-    if _pool.active() and array_api_compat.is_numpy_array(A) and array_api_compat.is_numpy_array(B):
-        return _pool.matmul(A, B, scratch=scratch)
-    return xp.matmul(A, B)
+    return matmuls(xp, [(A, B)], [scratch])[0]
+
+
+def matmuls(xp: ModuleType, pairs: list[tuple[Any, Any]], scratch: Sequence[str | None] | None = None) -> list[Any]:
+    """``[A @ B for A, B in pairs]``, as :func:`matmul`; in a fast-path call all their row blocks share one wait.
+
+    >>> [M.ravel() for M in matmuls(array_namespace(np.ones(1)), [(np.ones((1, 2)), np.ones((2, 1)))] * 2)]
+    [array([2.]), array([2.])]
+    """
+    if _pool.active() and all(array_api_compat.is_numpy_array(M) for pair in pairs for M in pair):
+        return _pool.matmuls(pairs, scratch)
+    return [xp.matmul(A, B) for A, B in pairs]
 
 
 def _np_like_exp(x: Any) -> Any:

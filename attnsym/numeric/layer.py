@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Any
@@ -49,7 +49,7 @@ from ..errors import ShapeError, SpecError
 from ..spec import AttentionSpec
 from . import _pool
 from ._inputs import amax, finite_result
-from .backend import exp_inplace, matmul
+from .backend import exp_inplace, matmul, matmuls
 from .norms import rms_norm
 from .positions import alibi_bias_block, alibi_slopes, apply_rope, sinusoidal_positions
 
@@ -252,13 +252,22 @@ def merge_heads(xp: ModuleType, M):
 
 def affine(xp: ModuleType, M, W, b, scratch: str | None = None):
     """``M W + b`` (b optional, shape (k,) or (1, k)); ``scratch``: a workspace name, as for :func:`matmul`."""
-    out = matmul(xp, M, W, scratch=scratch)
-    if b is None:
-        return out
-    if scratch is not None and _pool.active() and isinstance(out, np.ndarray):
-        out += b.reshape(W.shape[1])  # the workspace's own array: in place
-        return out
-    return out + xp.reshape(b, (W.shape[1],))
+    return affines(xp, M, [(W, b)], [scratch])[0]
+
+
+def affines(xp: ModuleType, M, weights: list[tuple[Any, Any]], scratch: Sequence[str | None] | None = None) -> list:
+    """``[M W + b for W, b in weights]``, the products in one call of :func:`~attnsym.numeric.backend.matmuls`."""
+    products = matmuls(xp, [(M, W) for W, _ in weights], scratch)
+    out = []
+    for (W, b), P, name in zip(weights, products, scratch or [None] * len(weights), strict=True):
+        if b is None:
+            out.append(P)
+        elif name is not None and _pool.active() and isinstance(P, np.ndarray):
+            P += b.reshape(W.shape[1])  # the workspace's own array: in place
+            out.append(P)
+        else:
+            out.append(P + xp.reshape(b, (W.shape[1],)))
+    return out
 
 
 def expand_kv(xp: ModuleType, M, group: int):
@@ -321,16 +330,10 @@ def head_rows(layer: BoundLayer, a: dict, M, which: str, p0: int = 0, *, expand:
     return M
 
 
-def project(layer: BoundLayer, a: dict, X_in, which: str, p0: int = 0, scratch: bool = False):
+def project(layer: BoundLayer, a: dict, X_in, which: str, p0: int = 0):
     """Per-head ``Q``, ``K`` (normed and rotated, :func:`head_rows`) or ``V`` of the rows ``X_in`` at positions
-    ``p0…``: (..., H, r, w), keys and values repeated over their query heads.
-
-    ``scratch``: a NumPy fast-path call writes the product into the thread's workspace (see
-    :func:`attnsym.numeric._pool.workspace`); for projections that do not leave the call.
-    """
-    name = f"projections:{which}" if scratch else None
-    M = affine(layer.xp, X_in, a[f"W_{which}"], a.get(f"b_{which}"), scratch=name)
-    return head_rows(layer, a, M, which, p0)
+    ``p0…``: (..., H, r, w), keys and values repeated over their query heads."""
+    return head_rows(layer, a, affine(layer.xp, X_in, a[f"W_{which}"], a.get(f"b_{which}")), which, p0)
 
 
 def projections(layer: BoundLayer, a: dict):
@@ -338,10 +341,12 @@ def projections(layer: BoundLayer, a: dict):
 
     In a NumPy fast-path call (:func:`attnsym.numeric._pool.one_blas_thread`) ``Q, K, V`` are
     views of the thread's workspace, valid until the thread's next call: the lean forward and
-    backward use them inside the call only.
+    backward use them inside the call only. The three products share one wait for the pool.
     """
     X_in = layer.encode_inputs(a["X"])  # (..., n, d)
-    Q, K, V = (project(layer, a, X_in, w, scratch=True) for w in "QKV")
+    scratch = [f"projections:{w}" for w in "QKV"]
+    products = affines(layer.xp, X_in, [(a[f"W_{w}"], a.get(f"b_{w}")) for w in "QKV"], scratch)
+    Q, K, V = (head_rows(layer, a, M, w) for M, w in zip(products, "QKV", strict=True))
 
     def sizes(name: str) -> Callable[[], str]:
         return lambda: f"|X| up to {amax(layer.xp, a['X']):.3g}, |W_{name}| up to {amax(layer.xp, a[f'W_{name}']):.3g}"
