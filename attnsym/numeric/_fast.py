@@ -218,8 +218,8 @@ def _row_has_key(lanes: _Lanes, lane: int, i0: int, i1: int) -> np.ndarray | Non
     return m.any(axis=1)
 
 
-def _forward_block(lanes: _Lanes, lane: int, i0: int, i1: int, Kx, Vx, kmax: float, exact: bool, bj: int,
-                   buffers: dict):
+def _forward_block(lanes: _Lanes, lane: int, i0: int, i1: int, Kx, Vx, kmax: Callable[[], float], exact: bool,
+                   bj: int, buffers: dict):
     """Z (bi, d_v) and L (bi,) of one query block of one lane; ``exact`` uses the running maximum."""
     layer, dtype = lanes.layer, lanes.Q.dtype
     bi = i1 - i0
@@ -233,11 +233,15 @@ def _forward_block(lanes: _Lanes, lane: int, i0: int, i1: int, Kx, Vx, kmax: flo
     if exact:
         m = np.full(bi, -np.inf, dtype)
     else:
-        u = c * np.sqrt(np.einsum("ij,ij->i", Qb, Qb, dtype=np.float64)) * kmax  # ≥ every score of the row
         first = _buffer(buffers, "S", (bi, min(end, bj)))
         lanes.scores_into(first, lane, Qx, Kx[:first.shape[1]], i0, i1, 0, first.shape[1])  # the first key block
         top = first.max(axis=1)  # the first key block's row maximum: at most the row's, so its sum is at least 1
-        shift = np.where(np.isfinite(top), top, u).astype(dtype)  # (bi,); a row masked there: the bound
+        has_key = np.isfinite(top)
+        if has_key.all():
+            shift = top
+        else:  # a row masked in the whole first key block: shifted by its bound, u ≥ every score of the row
+            u = c * np.sqrt(np.einsum("ij,ij->i", Qb, Qb, dtype=np.float64)) * kmax()
+            shift = np.where(has_key, top, u).astype(dtype)  # (bi,)
         first -= shift[:, None]
         Qx[:, -1] = -shift
     acc = _buffer(buffers, "acc", (bi, Vx.shape[1]))  # Σ P [V, 1] = [Σ P V, ℓ], or Σ P V
@@ -283,13 +287,22 @@ def forward(layer: BoundLayer, Q, K, V, block: tuple[int, int] = FAST_BLOCK):
     L = np.empty((lanes.Q.shape[0], n), dtype)
     Kx = _padded("forward:Kx", lanes.K, 1.0)  # [K, 1] per lane
     Vx = _padded("forward:Vx", lanes.V, 1.0) if lanes.sums_in_product else lanes.V  # [V, 1] (or V) per lane
-    kmax = [float(np.sqrt(np.einsum("ij,ij->i", k, k, dtype=np.float64).max())) for k in lanes.K]
+    norms: dict[int, float] = {}  # the largest key norm of a lane, for the rows masked in a whole first key block
+
+    def kmax(lane: int) -> Callable[[], float]:
+        def largest() -> float:
+            if lane not in norms:
+                k = lanes.K[lane]
+                norms[lane] = float(np.sqrt(np.einsum("ij,ij->i", k, k, dtype=np.float64).max()))
+            return norms[lane]
+        return largest
+
     bi = _rows_per_task(block[0], n, lanes.Q.shape[0], per_worker=4 if layer.causal else 2)
 
     def task(lane: int, i0: int):
         def run(buffers):
             i1 = min(n, i0 + bi)
-            one = lambda exact: _forward_block(lanes, lane, i0, i1, Kx[lane], Vx[lane], kmax[lane], exact=exact,
+            one = lambda exact: _forward_block(lanes, lane, i0, i1, Kx[lane], Vx[lane], kmax(lane), exact=exact,
                                                bj=block[1], buffers=buffers)
             with np.errstate(over="ignore", invalid="ignore"):  # an overflow sends the block to the exact path
                 Zb, Lb, ell = one(False)
