@@ -152,6 +152,17 @@ def test_heatmap_of_a_mask_that_allows_nothing_hatches_every_cell():
     assert plots.figure_to_bytes(fig)  # and it renders
 
 
+@pytest.mark.parametrize(("A", "says"), [
+    (np.array([[0.25, 0.75], [1.0, 0.0]]), "rows sum to 1"),
+    (np.array([[1.0, 0.0], [0.0, 0.0]]), "rows sum to 1 (a fully masked row: 0)"),  # a query that may attend to none
+    (np.array([[0.6, 0.2], [0.5, 0.45]]), "row sums 0.8 to 0.95"),  # a learned sink keeps 1 − π of each row
+])
+def test_heatmap_title_says_what_the_rows_sum_to(A, says):
+    fig = plots.attention_heatmap(A)
+    title = fig.get_suptitle() if hasattr(fig, "get_suptitle") else fig._suptitle.get_text()
+    assert title.endswith(says)
+
+
 _FINITE = st.sampled_from([0.0, 1.0, -0.5, 0.25, 1e300, -1e300, 5e-324])
 
 

@@ -95,9 +95,27 @@ def attention_heatmap(
     for ax in axes[heads:]:
         ax.set_visible(False)
     fig.colorbar(images[-1], ax=axes[:heads].tolist(), label=_colour_bar_label(label, vmin, vmax, allowed), shrink=0.9)
-    fig.suptitle(title or r"Attention weights $A = \mathrm{softmax}(QK^\top/\sqrt{d_k})$, rows sum to 1"
+    fig.suptitle(title or r"Attention weights $A = \mathrm{softmax}(QK^\top/\sqrt{d_k})$, " + _row_sums_note(A)
                  + (", heads from 1" if heads > 1 else ""))
     return fig
+
+
+def _row_sums_note(A: np.ndarray) -> str:
+    """What the rows of ``A`` sum to, as the default title says it: 1, 1 but for fully masked rows, or the range.
+
+    >>> _row_sums_note(np.array([[[1.0, 0.0], [0.0, 0.0]]]))
+    'rows sum to 1 (a fully masked row: 0)'
+    >>> _row_sums_note(np.array([[[0.5, 0.25], [0.3, 0.3]]]))
+    'row sums 0.6 to 0.75'
+    """
+    sums = A.sum(axis=-1)
+    one, zero = np.isclose(sums, 1.0, rtol=0, atol=1e-6), np.isclose(sums, 0.0, rtol=0, atol=1e-12)
+    if one.all():
+        return "rows sum to 1"
+    if (one | zero).all() and one.any():
+        return "rows sum to 1 (a fully masked row: 0)"
+    low, high = float(sums.min()), float(sums.max())
+    return f"row sums {low:.3g} to {high:.3g}" if low != high else f"rows sum to {low:.3g}"
 
 
 def _head_stack(A: np.ndarray) -> np.ndarray:
