@@ -109,8 +109,8 @@ def quick_evidence():
 #: dispatch only: a file missing here or mistimed still runs, at worst at a worse moment (a new slow file:
 #: add it here).
 FILE_SECONDS: dict[str, float] = {
-    "test_models_gguf": 117, "test_backprop": 109, "test_explorer_models": 83, "test_tour": 78,
-    "test_figure_layout": 78, "test_explorer_browser": 53, "test_models_causal": 43, "test_spec_variants": 36,
+    "test_models_gguf": 117, "test_backprop": 109, "test_explorer_models": 83, "test_tour": 71,
+    "test_figure_layout": 64, "test_explorer_browser": 53, "test_models_causal": 43, "test_spec_variants": 36,
     "test_route_output": 32, "test_audit_stats": 30, "test_positions_symbolic": 27, "test_audit_run": 24,
     "test_docs": 22, "test_readme_commands": 18, "test_claims_false_variants": 18, "test_claims_mutations": 17,
     "test_models_cli_families": 16, "test_properties": 15, "test_symbolic": 15, "test_security": 15,
@@ -126,9 +126,10 @@ SMALL_FILE_SECONDS = 1.0
 
 #: group -> test files that share a per-process cache: one worker runs the group's files, one after the other
 SHARED_WORK: dict[str, tuple[str, ...]] = {
-    # models_support.smollm2 and the one parse of its GGUF file (_share_the_smollm2_reader)
+    # models_support.smollm2 and the one parse of its GGUF file (_share_the_smollm2_reader); the tour's causal
+    # section loads SmolLM2 in a process forked from the worker, which inherits a reader parsed before the fork
     "smollm2": ("test_models_gguf", "test_models_causal", "test_heads_smollm2", "test_audit_stats", "test_models_2026",
-                "test_docs"),
+                "test_docs", "test_tour"),
     "quick-evidence": ("test_figure_layout", "test_explorer_models", "test_report_markdown"),  # quick_evidence
 }
 _GROUP_OF = {name: group for group, names in SHARED_WORK.items() for name in names}
