@@ -4,7 +4,9 @@
 (marked ``gpu``) when it imports and can run a kernel — as in array-api-compat's own tests.
 Helpers to move and compare arrays live in ``tests/backends.py``.
 
-The packaged SmolLM2 GGUF file is parsed once per test process (:func:`_share_the_smollm2_reader`).
+The packaged SmolLM2 GGUF file is parsed once per test process (:func:`_share_the_smollm2_reader`), and each
+of ``gguf``'s tensor name maps, which transformers' GGUF loader asks for once per module, is built once
+(:func:`_share_gguf_tensor_name_maps`).
 
 ``quick_evidence`` is the evidence of every built-in claim (seed 0, quick), checked once per
 test process for the files that read it rather than once by each.
@@ -19,6 +21,7 @@ once. Only the order and the grouping change: every test runs, once, with the sa
 
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.util
 import os
@@ -91,6 +94,25 @@ def _share_the_smollm2_reader() -> None:
 _share_the_smollm2_reader()
 
 
+def _share_gguf_tensor_name_maps() -> None:
+    """Build each of ``gguf``'s tensor name maps once per process.
+
+    transformers' GGUF loader (``get_gguf_hf_weights_map``) walks the model's modules and calls
+    ``gguf.get_tensor_name_map(arch, n_blocks)`` in each of them: 397 times for SmolLM2, each building
+    the same ``TensorNameMap`` of every architecture's names anew (about 10 s of a 30 s load). The map
+    is a function of its two arguments alone and is only read (``get_name``, ``get_type``, ``in``),
+    so one map per ``(arch, n_blocks)`` serves every call of the process.
+    """
+    try:
+        import gguf
+    except ImportError:  # the models extra is not installed: nothing reads GGUF files
+        return
+    gguf.get_tensor_name_map = functools.cache(gguf.get_tensor_name_map)
+
+
+_share_gguf_tensor_name_maps()
+
+
 @pytest.fixture(scope="session")
 def quick_evidence():
     """Every built-in claim's evidence, ``verify_all(seed=0, quick=True)``, checked once per test process.
@@ -109,8 +131,8 @@ def quick_evidence():
 #: dispatch only: a file missing here or mistimed still runs, at worst at a worse moment (a new slow file:
 #: add it here).
 FILE_SECONDS: dict[str, float] = {
-    "test_models_gguf": 117, "test_backprop": 109, "test_explorer_models": 83, "test_tour": 78,
-    "test_figure_layout": 78, "test_explorer_browser": 53, "test_models_causal": 43, "test_spec_variants": 36,
+    "test_models_gguf": 90, "test_backprop": 109, "test_explorer_models": 83, "test_tour": 71,
+    "test_figure_layout": 64, "test_explorer_browser": 53, "test_models_causal": 43, "test_spec_variants": 36,
     "test_route_output": 32, "test_audit_stats": 30, "test_positions_symbolic": 27, "test_audit_run": 24,
     "test_docs": 22, "test_readme_commands": 18, "test_claims_false_variants": 18, "test_claims_mutations": 17,
     "test_models_cli_families": 16, "test_properties": 15, "test_symbolic": 15, "test_security": 15,
@@ -126,9 +148,10 @@ SMALL_FILE_SECONDS = 1.0
 
 #: group -> test files that share a per-process cache: one worker runs the group's files, one after the other
 SHARED_WORK: dict[str, tuple[str, ...]] = {
-    # models_support.smollm2 and the one parse of its GGUF file (_share_the_smollm2_reader)
+    # models_support.smollm2 and the one parse of its GGUF file (_share_the_smollm2_reader); the tour's causal
+    # section loads SmolLM2 in a process forked from the worker, which inherits a reader parsed before the fork
     "smollm2": ("test_models_gguf", "test_models_causal", "test_heads_smollm2", "test_audit_stats", "test_models_2026",
-                "test_docs"),
+                "test_docs", "test_tour"),
     "quick-evidence": ("test_figure_layout", "test_explorer_models", "test_report_markdown"),  # quick_evidence
 }
 _GROUP_OF = {name: group for group, names in SHARED_WORK.items() for name in names}

@@ -135,6 +135,15 @@ def layout_problems(fig, name: str = "figure") -> list[str]:
             problems.append(f"{name}: {w.message}")
     problems += _glyph_problems(fig, name)
     renderer = canvas.get_renderer()
+    extents: dict[int, object] = {}
+
+    def extent(artist):
+        """``artist.get_window_extent(renderer)``, measured once: nothing moves after the draw, and a legend's or a
+        text's box is compared with every tick label."""
+        if id(artist) not in extents:
+            extents[id(artist)] = artist.get_window_extent(renderer)
+        return extents[id(artist)]
+
     fig_box = fig.bbox
     texts = [t for t in fig.findobj(lambda a: type(a).__name__ in ("Text", "Annotation")) if _visible_text(t)]
     every_tick = {id(lab) for ax in fig.axes for axis in (ax.xaxis, ax.yaxis)
@@ -147,6 +156,7 @@ def layout_problems(fig, name: str = "figure") -> list[str]:
             continue
         ticks = _tick_labels(ax, renderer) if ax.axison else []
         drawn_ticks += [lab for _, kept in ticks for lab, _ in kept]
+        extents.update((id(lab), box) for _, kept in ticks for lab, box in kept)
         for axis_name, kept in ticks:
             kept.sort(key=lambda lb: (lb[1].x0, lb[1].y0))
             for i, (a, box_a) in enumerate(kept):
@@ -155,18 +165,18 @@ def layout_problems(fig, name: str = "figure") -> list[str]:
                         problems.append(f"{name}: {axis_name} tick labels {a.get_text()!r} and {b.get_text()!r} overlap")
             for lab, box in kept:
                 for t in texts:
-                    if _overlap(box, t.get_window_extent(renderer)):
+                    if _overlap(box, extent(t)):
                         problems.append(f"{name}: text {t.get_text()[:40]!r} overlaps {axis_name} tick label "
                                         f"{lab.get_text()!r}")
                 for leg in legends:
-                    if _overlap(box, leg.get_window_extent(renderer)):
+                    if _overlap(box, extent(leg)):
                         problems.append(f"{name}: a legend overlaps {axis_name} tick label {lab.get_text()!r}")
         # texts of this axes (annotations, ax.text) must not straddle its frame
         frame = ax.get_window_extent(renderer)
         for t in ax.texts:
             if not _visible_text(t) or not ax.axison:
                 continue
-            box = t.get_window_extent(renderer)
+            box = extent(t)
             crosses_x = box.x0 < frame.x0 - PAD < box.x1 or box.x0 < frame.x1 + PAD < box.x1
             crosses_y = box.y0 < frame.y0 - PAD < box.y1 or box.y0 < frame.y1 + PAD < box.y1
             inside_x = box.x1 > frame.x0 and box.x0 < frame.x1
@@ -179,12 +189,12 @@ def layout_problems(fig, name: str = "figure") -> list[str]:
         if not len(points):
             continue
         for leg in legends:
-            box = leg.get_window_extent(renderer)
+            box = extent(leg)
             hits = int(_inside(points, box).sum())
             if hits:
                 problems.append(f"{name}: data runs through the legend ({hits} sampled points inside it)")
     for t in [*texts, *drawn_ticks]:
-        box = t.get_window_extent(renderer)
+        box = extent(t)
         if box.x0 < fig_box.x0 - PAD or box.x1 > fig_box.x1 + PAD or box.y0 < fig_box.y0 - PAD or box.y1 > fig_box.y1 + PAD:
             problems.append(f"{name}: text {t.get_text()[:40]!r} leaves the figure")
     return sorted(set(problems))

@@ -237,23 +237,24 @@ def test_latex_derivations_compile(tour, what, tmp_path):
     assert (tmp_path / f"{what}.pdf").stat().st_size > 1000
 
 
-def test_one_set_up_named_once_and_said_plainly(tmp_path):
+def test_one_set_up_named_once_and_said_plainly(tour):
     """The heatmaps and the routing graphs show the same layer, weights and two inputs, and the
     index says the words only label random vectors."""
     from attnsym.cli import tour as tour_module
 
-    t = tour_module._Tour(tmp_path, seed=0, quick=True, overwrite=False, on_claim=None)
-    tour_module._figures(t)
-    tour_module._graphs(t)
-    spec, weights, (X1, _X2) = t.setup
+    folder, _, _ = tour  # the tour drew its heatmaps and graphs from one _setup in its second process
+    t = tour_module._Tour(folder, seed=0, quick=True, overwrite=False, on_claim=None)
+    spec, weights, (X1, _X2) = tour_module._setup(t)  # drawn again from the seed: the same layer and inputs
     assert (spec.n, spec.d_model, spec.heads) == (len(tour_module.TOUR_TOKENS), 8, 2)
     _, A1 = at.numeric.attention(X1, **weights, spec=spec)
-    G1 = read(tmp_path / "graphs" / "attention-input-1.graphml")
+    G1 = read(folder / "graphs" / "attention-input-1.graphml")
     np.testing.assert_allclose(at.graphs.attention_matrix(G1), np.asarray(A1)[0], rtol=TOL64.rtol)  # head 1 of input 1
     assert [G1.nodes[i]["label"] for i in range(spec.n)] == list(tour_module.TOUR_TOKENS)
     assert not np.allclose(X1[0], X1[4])  # the two rows labelled "the" are different random vectors
-    index = tour_module._index_markdown(t.result)
-    assert index.count("The set-up") == 1 and "random vector" in index and "real-model" in index
+    index = (folder / "index.md").read_text(encoding="utf-8")
+    assert index.count("The set-up") == 1
+    (note,) = [line for line in index.splitlines() if "The set-up" in line]
+    assert "random vector" in note and "real-model" in note
 
 
 def test_index_md_escapes_markdown_in_summaries_and_descriptions(tmp_path):
