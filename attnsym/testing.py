@@ -17,6 +17,8 @@ from typing import Any
 
 import numpy as np
 
+from ._checks import non_negative_int
+from .errors import SpecError
 from .tolerances import TOLERANCES, Tolerance, tolerance_for
 from .validation import validate
 
@@ -65,18 +67,20 @@ def check_grad(
     ------
     AssertionError
         For the first input whose derivatives disagree; the message gives both values.
+    SpecError
+        ``grads`` names an input that ``inputs`` lacks, or ``seed`` is not a non-negative integer.
 
     Examples
     --------
     >>> check_grad(lambda x: float(np.sum(x**3)), {"x": np.array([1.0, 2.0])}, {"x": np.array([3.0, 12.0])})["x"][0] != 0
     True
     """
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(non_negative_int("seed", seed))
     base = {k: np.asarray(v, dtype=np.float64) for k, v in inputs.items()}
     results: dict[str, tuple[float, float]] = {}
     for name, grad in grads.items():
         if name not in base:
-            raise KeyError(f"grads has {name!r}, which is not among the inputs {sorted(base)}")
+            raise SpecError(f"grads has {name!r}, which is not among the inputs {sorted(base)}")
         grad = np.asarray(grad, dtype=np.float64)
         if grad.shape != base[name].shape:
             raise AssertionError(f"gradient of {name} has shape {grad.shape}, the input has {base[name].shape}")

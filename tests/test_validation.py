@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -108,6 +109,45 @@ def test_validate_rejects_a_seed_that_is_not_an_integer():
     with pytest.raises(SpecError, match=r"seed must be a non-negative integer \(got -1\)"):
         at.validate(spec, seed=-1)
     assert at.validate(spec, seed=np.int64(3)).seed == 3
+
+
+def _seeded_calls():
+    from attnsym import plots
+    from attnsym.symbolic.equivariance import check_attention_equivariance, check_conv_equivariance
+    from attnsym.symbolic.gradient_check import check_gradients
+    from attnsym.testing import check_grad
+
+    spec = at.AttentionSpec(n=2, d_model=2)
+    return {
+        "rope_decay_figure": lambda seed: plots.rope_decay_figure(d_k=4, max_distance=3, samples=5, seed=seed),
+        "entropy_figure": lambda seed: plots.entropy_figure([1, 2], unscaled=[1.0, 0.5], scaled=[1.0, 0.9], seed=seed),
+        "check_attention_equivariance": lambda seed: check_attention_equivariance(spec, seed=seed),
+        "check_conv_equivariance": lambda seed: check_conv_equivariance(seed=seed),
+        "check_gradients": lambda seed: check_gradients(spec, seed=seed),
+        "check_grad": lambda seed: check_grad(lambda x: float(np.sum(x**3)), {"x": np.array([1.0, 2.0])},
+                                              {"x": np.array([3.0, 12.0])}, seed=seed),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_seeded_calls()))
+@pytest.mark.parametrize(("seed", "shown"), [("x", "'x' of type str"), (-1, "-1"), (1.5, "1.5"), (True, "True")])
+def test_every_seeded_check_and_figure_refuses_a_seed_that_is_not_a_count(name, seed, shown):
+    """random.Random took a str, a negative number or a float as a seed without a word, NumPy raised its own
+    TypeError or ValueError, and True seeded like 1."""
+    call = _seeded_calls()[name]
+    with pytest.raises(SpecError, match=r"seed must be a non-negative integer \(got " + re.escape(shown)):
+        call(seed)
+    call(np.int64(2))  # a NumPy integer is a count
+
+
+def test_gradient_checks_refuse_an_unordered_wrt():
+    from attnsym.symbolic.gradient_check import check_gradients
+
+    spec = at.AttentionSpec(n=2, d_model=2)
+    for wrt in ({"W_V": 1}, {"W_V", "X"}, b"X"):
+        with pytest.raises(SpecError, match="wrt must be an input name or a sequence of them"):
+            check_gradients(spec, wrt=wrt)
+    assert check_gradients(spec, wrt=["W_V"]).equal
 
 
 def test_error_columns_are_named_for_what_they_hold():

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import ShapeError, SpecError
+from .._checks import non_negative_int, positive_int
+from ..errors import ShapeError
 from ..numeric import alibi_slopes, rope_frequencies
 from ..numeric.position_experiments import alibi_weights, rope_decay_bound, rope_relative_scores, weight_by_distance
 from ..spec import DEFAULT_POSITION_BASE, AttentionSpec
@@ -175,8 +176,8 @@ def rope_decay_figure(*, d_k: int = 128, base: int = DEFAULT_POSITION_BASE, max_
     >>> float(fig.axes[0].get_lines()[0].get_ydata()[0])  # (d/2 + 1) / 2 at distance 0
     4.5
     """
-    if max_distance < 1:
-        raise SpecError(f"max_distance must be at least 1 (got {max_distance!r})")
+    max_distance, samples = positive_int("max_distance", max_distance), positive_int("samples", samples)
+    seed = non_negative_int("seed", seed)
     spec = _rope_spec(d_k, base)
     distance = np.arange(max_distance + 1)
     rng = np.random.default_rng(seed)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from .._checks import non_negative_int
 from ..errors import ShapeError
 from ..numeric import montecarlo
 from ._base import FIGSIZE, as_numpy, legend_below, new_figure
@@ -174,6 +175,7 @@ def entropy_figure(
     >>> round(fig.axes[0].get_lines()[2].get_ydata()[0], 4)      # log 16, the uniform row
     2.7726
     """
+    seed = non_negative_int("seed", seed)
     if unscaled is None or scaled is None:
         data = _entropy_data(d, n=n, seed=seed, quick=quick)
         d, unscaled, scaled = data["d"], data["unscaled"], data["scaled"]

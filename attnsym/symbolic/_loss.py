@@ -7,7 +7,7 @@ Shared by the routes of :mod:`attnsym.symbolic.backward`, the result type of
 from __future__ import annotations
 
 import numbers
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,11 +35,10 @@ def resolve_wrt(spec: AttentionSpec, wrt: Any) -> tuple[str, ...]:
     names = ("X", *parameter_shapes(spec))
     if wrt is None:
         return names
-    chosen = (wrt,) if isinstance(wrt, str) else wrt
-    try:
-        chosen = tuple(chosen)
-    except TypeError:
-        raise SpecError(f"wrt must be an input name or a sequence of them, from {list(names)} (got {wrt!r})") from None
+    if not isinstance(wrt, str | Sequence) or isinstance(wrt, bytes | bytearray):  # a dict or a set: no order
+        raise SpecError(f"wrt must be an input name or a sequence of them, from {list(names)} (got {wrt!r:.80} of type "
+                        f"{type(wrt).__name__})")
+    chosen = (wrt,) if isinstance(wrt, str) else tuple(wrt)
     if not chosen:
         raise SpecError(f"wrt must name at least one input from {list(names)} (got an empty sequence)")
     for name in chosen:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 import mpmath
 import sympy as sp
 
-from .._checks import is_int, positive_int
+from .._checks import is_int, non_negative_int, positive_int
 from .._exact import exact, exact_matrix
 from ..errors import ShapeError, SpecError
 from ..spec import AttentionSpec
@@ -228,7 +228,7 @@ def check_conv_equivariance(n: int = 5, k: int = 3, perm: Sequence[int] | None =
     >>> check_conv_equivariance(5, 3, perm=[1, 0, 2, 3, 4]).holds   # not permutation-equivariant
     False
     """
-    n, k = positive_int("n", n), positive_int("k", k)
+    n, k, seed = positive_int("n", n), positive_int("k", k), non_negative_int("seed", seed)
     enforce_limit(n * k, None, what=f"a symbolic convolution for n={n}, k={k}")
     perm = _check_perm(cyclic_shift(n) if perm is None else perm, n)
     X = input_symbols("X", (n, 1))
@@ -268,6 +268,7 @@ def check_attention_equivariance(spec: AttentionSpec, perm: Sequence[int] | None
     """
     if not isinstance(spec, AttentionSpec):
         raise SpecError(f"spec must be an AttentionSpec (got {spec!r} of type {type(spec).__name__})")
+    seed = non_negative_int("seed", seed)
     n = spec.n
     estimate_cost(spec).check()  # the size guard first: n may be too large even to list a permutation
     perm = _check_perm(tuple(range(n - 1, -1, -1)) if perm is None else perm, n)

@@ -10,7 +10,7 @@ from typing import Any
 
 import sympy as sp
 
-from .._checks import one_of, positive_int
+from .._checks import non_negative_int, one_of, positive_int
 from ..spec import AttentionSpec
 from ._loss import exact_values
 from ._rewrite import AtomRewriter
@@ -102,7 +102,7 @@ def check_gradients(spec: AttentionSpec, wrt: str | Sequence[str] | None = None,
     """
     spec = check_gradient_spec(spec)
     one_of("how", how, ("auto", "identity", "points"))
-    points = positive_int("points", points)
+    points, seed = positive_int("points", points), non_negative_int("seed", seed)
     one_of("against", against, ("elementwise", "matrix"))
     if how == "auto":
         how = "identity" if spec.n * spec.d_model <= 4 and spec.heads == 1 else "points"
