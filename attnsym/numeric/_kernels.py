@@ -177,12 +177,18 @@ def load() -> bool:
 
 
 def _compile(numba) -> dict[str, Any]:
+    """Every kernel by name: the exp and row-sum primitives first (module globals), then the loops built on them."""
     flags = {"contract", "arcp", "nsz"}
     jit = numba.njit(nogil=True, cache=True, boundscheck=False, error_model="numpy", fastmath=flags)
     jit_sum = numba.njit(nogil=True, cache=True, boundscheck=False, error_model="numpy", fastmath=flags | {"reassoc"})
-
     inline = numba.njit(nogil=True, cache=True, boundscheck=False, error_model="numpy", fastmath=flags,
                         inline="always")
+    _compile_primitives(numba, jit_sum, inline)
+    return {**_compile_exp_loops(jit), **_compile_forward_loops(jit_sum)}
+
+
+def _compile_primitives(numba, jit_sum, inline) -> None:
+    """The float32 exp, its bit casts and the row sums, set as module globals (see :data:`_expf`)."""
     int32, float32 = numba.types.int32, numba.types.float32
 
     global _float32_bits, _bits_float32, _expf, _row_sum, _sum_moment  # module globals, not closure cells: see _expf
@@ -223,6 +229,9 @@ def _compile(numba) -> dict[str, Any]:
             moment += x[j] * xs[j]
         return total, moment
 
+
+def _compile_exp_loops(jit) -> dict[str, Any]:
+    """The loops over score blocks built on the exp: never 'reassoc' (see the module docstring)."""
     @jit
     def exp_rowsum(S, sums):  # pragma: no cover - compiled
         rows, n = S.shape
@@ -275,7 +284,12 @@ def _compile(numba) -> dict[str, Any]:
             inv = _F(1.0) / total if total > _F(0.0) else _F(0.0)
             for j in range(n):
                 p[j] *= inv
+    return {"exp_rowsum": exp_rowsum, "exp_and_dscores": exp_and_dscores, "softmax_rows": softmax_rows,
+            "exp_rowsum_moment": exp_rowsum_moment}
 
+
+def _compile_forward_loops(jit_sum) -> dict[str, Any]:
+    """The real-model forward's two loops."""
     # the forward's two loops take every flag but 'nnan'/'ninf' ('reassoc' lets the LayerNorm's row sums vectorise)
     @jit_sum
     def bias_gelu(h, b):  # pragma: no cover - compiled
@@ -314,9 +328,7 @@ def _compile(numba) -> dict[str, Any]:
             scale = _F(1.0) / np.sqrt(square / _F(width) + eps)
             for j in range(width):
                 o[j] = (ar[j] - mean) * scale * weight[j] + beta[j]
-
-    return {"exp_rowsum": exp_rowsum, "exp_and_dscores": exp_and_dscores, "softmax_rows": softmax_rows,
-            "exp_rowsum_moment": exp_rowsum_moment, "bias_gelu": bias_gelu, "residual_layernorm": residual_layernorm}
+    return {"bias_gelu": bias_gelu, "residual_layernorm": residual_layernorm}
 
 
 def _checked(name: str, *arrays: np.ndarray | None):
