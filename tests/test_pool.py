@@ -70,6 +70,23 @@ def test_products_too_small_to_split_alone_share_one_wait(two_workers, monkeypat
         np.testing.assert_allclose(got, X @ W, rtol=tol.rtol, atol=tol.atol * 64)
 
 
+def test_a_weight_gradient_is_cut_along_its_sum(two_workers, monkeypatch):
+    """Xᵀ dQ (64 × 2048)·(2048 × 192) has too few rows to cut well: one part of the sum per worker, added up after,
+    and the other product of the same call (dX, 2048 rows) is cut by rows in the same run."""
+    tasks = []
+    real = _pool.run
+    monkeypatch.setattr(_pool, "run", lambda ts, scratch=None, private=None: tasks.append(len(ts)) or real(ts, scratch, private))
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((2048, 64))
+    D = rng.standard_normal((2048, 192))
+    W = rng.standard_normal((64, 192))
+    with _pool.one_blas_thread():
+        dW, dX = _pool.matmuls([(X.T, D), (D, W.T)])
+    assert tasks == [2 + 4]
+    np.testing.assert_allclose(dW, X.T @ D, rtol=1e-12, atol=1e-12 * 2048)
+    np.testing.assert_allclose(dX, D @ W.T, rtol=1e-12, atol=1e-12 * 192)
+
+
 def test_a_lean_call_runs_every_product_with_blas_at_one_thread(two_workers, monkeypatch):
     before = _blas_threads()
     seen = []

@@ -28,7 +28,7 @@ from ..errors import ShapeError
 from ..spec import AttentionSpec
 from . import _fast
 from ._inputs import amax, finite_result
-from .backend import matmul
+from .backend import matmul, matmuls
 from .binding import QK_NORM_VARIANTS, bind
 from .blockwise import blockwise_core, blockwise_core_vjp
 from .forward import plain_only, refuse_blockwise
@@ -91,9 +91,14 @@ def _rms_norm_vjp(layer: BoundLayer, a: dict, X_in, which: str, dY):
     return rms_norm_vjp(split_heads(xp, M, heads), a[f"g_{which}"], spec.qk_norm_eps, dY, spec.qk_norm_offset)
 
 
+def _weight_grad_operands(xp: ModuleType, M, dM) -> tuple[Any, Any]:
+    """The product whose value is Σ over batch of Mᵀ dM, for M (..., n, p) and dM (..., n, q): (p, n·…), (n·…, q)."""
+    return xp.matrix_transpose(xp.reshape(M, (-1, M.shape[-1]))), xp.reshape(dM, (-1, dM.shape[-1]))
+
+
 def _weight_grad(xp: ModuleType, M, dM):
     """Σ over batch of Mᵀ dM, for M (..., n, p) and dM (..., n, q) -> (p, q)."""
-    return matmul(xp, xp.matrix_transpose(xp.reshape(M, (-1, M.shape[-1]))), xp.reshape(dM, (-1, dM.shape[-1])))
+    return matmul(xp, *_weight_grad_operands(xp, M, dM))
 
 
 def _bias_grad(xp: ModuleType, dM, like):
@@ -220,14 +225,14 @@ def _gradients(layer: BoundLayer, a: dict, size: int, lean: bool) -> dict[str, A
         if a.get(f"b_{name}") is not None:
             grads[f"b_{name}"] = _bias_grad(xp, d, a[f"b_{name}"])
     # the three projections read one X_in: their gradients side by side make two products instead of six,
-    # [dW_Q dW_K dW_V] = X_inᵀ [dQ dK dV] and dX = [dQ dK dV] [W_Q W_K W_V]ᵀ (long enough to split across the pool)
+    # [dW_Q dW_K dW_V] = X_inᵀ [dQ dK dV] and dX = [dQ dK dV] [W_Q W_K W_V]ᵀ (one wait for the pool, in a lean call)
     D = xp.concat(list(d_proj.values()), axis=-1)  # (..., n, Σ H·w)
     W = xp.concat([a[f"W_{name}"] for name in d_proj], axis=-1)  # (d_model, Σ H·w)
-    dW = _weight_grad(xp, X_in, D)  # (d_model, Σ H·w)
+    dW, dX = matmuls(xp, [_weight_grad_operands(xp, X_in, D), (D, xp.matrix_transpose(W))])
     start = 0
     for name, d in d_proj.items():
         grads[f"W_{name}"] = dW[:, start:start + d.shape[-1]]  # (d_model, H·w)
         start += d.shape[-1]
-    dX = matmul(xp, D, xp.matrix_transpose(W))  # (..., n, d_model) = Σ d· W_·ᵀ
+    # dX (..., n, d_model) = Σ d· W_·ᵀ
     grads["X"] = dX if dX_gate is None else dX + dX_gate
     return grads
