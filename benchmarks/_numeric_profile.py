@@ -137,9 +137,18 @@ def _floors(n: int) -> dict:
             exp_pass(S, sums)
             S.fill(-1.0)
 
+    kept = n * n * 4 <= _fast.KEEP_MAX_BYTES  # attention_vjp reads the forward's exponentials (_fast.Kept)
+    if kept:  # on the forward's blocks: no c·Q Kᵀ − L product, and A = P / ℓ, dS *= A instead of the exp
+        bk, bq = bj, _fast._rows_per_task(bi, n, 1, per_worker=2)
+        A, dS = np.empty((bq, bk), np.float32), np.empty((bq, bk), np.float32)
+        bwd_blocks = [(i0, j0) for j0 in range(0, n, bk) for i0 in range(0, n, bq)]
+        tiles = np.exp(rng.standard_normal((bq, bk), dtype=np.float32) / 8)
+        inverse = (1.0 / tiles.sum(axis=1)).astype(np.float32)
+
     def backward_products():
         for i0, j0 in bwd_blocks:
-            np.matmul(Qx[i0:i0 + bq], Kx[j0:j0 + bk].T, out=A)
+            if not kept:
+                np.matmul(Qx[i0:i0 + bq], Kx[j0:j0 + bk].T, out=A)
             np.matmul(dZx[i0:i0 + bq], Vx[j0:j0 + bk].T, out=dS)
             A.T @ dZ[i0:i0 + bq]
             dS.T @ Q[i0:i0 + bq]
@@ -147,7 +156,11 @@ def _floors(n: int) -> dict:
 
     def backward_passes():
         for _ in bwd_blocks:
-            exp_and_dscores(A, dS)
+            if kept:
+                np.multiply(tiles, inverse[:, None], out=A)
+                np.multiply(dS, A, out=dS)
+            else:
+                exp_and_dscores(A, dS)
             A.fill(-1.0)
 
     fills = lambda M, count: (lambda: [M.fill(-1.0) for _ in range(count)])
@@ -174,7 +187,7 @@ def _floors(n: int) -> dict:
             "forward_passes": _cpu(forward_passes) - _cpu(fills(S, len(fwd_blocks))),
             "backward_products": _cpu(backward_products),
             "backward_passes": _cpu(backward_passes) - _cpu(fills(A, len(bwd_blocks))),
-            "forward_block": [bi, bj], "backward_block": [bk, bq], "implementation": implementation}
+            "forward_block": [bi, bj], "backward_block": [bk, bq], "implementation": implementation, "kept": kept}
 
 
 
@@ -183,8 +196,9 @@ def two_thread_floor(n: int, repeat: int = 7) -> dict:
 
     The same tasks as :func:`attnsym.numeric._fast.forward` and ``backward`` — query blocks
     (forward) and key blocks (backward) of the same sizes, each looping over the other side's
-    blocks with the same products and element-wise passes — without any of their
-    bookkeeping: no projections, no input or overflow checks, no shift bound, no
+    blocks with the same products and element-wise passes (the backward reading kept
+    exponentials where ``attention_vjp`` keeps them, :data:`attnsym.numeric._fast.KEEP_MAX_BYTES`)
+    — without any of their bookkeeping: no projections, no input or overflow checks, no shift bound, no
     normalisation. What a call takes beyond this is the implementation's own cost; this much
     is the design's (BLAS products and the element-wise passes on blocks in memory) at this
     thread count. The passes are those the call runs (:func:`attnsym.numeric._fast.element_passes`):
@@ -200,7 +214,7 @@ def two_thread_floor(n: int, repeat: int = 7) -> dict:
     Q, K, V, dZ = (M[:, :D] for M in (Qx, Kx, Vx, dZx))
     Vf = Vx if implementation == "numpy" else np.ascontiguousarray(V)  # the forward's [V, 1], or V
     bi, bj = _fast.FAST_BLOCK
-    bi = _fast._rows_per_task(bi, n, 1)
+    bi = _fast._rows_per_task(bi, n, 1, per_worker=2)  # as the unmasked forward
     bk, bq = _fast.BACKWARD_BLOCK
     bk = _fast._rows_per_task(bk, n, 1)
 
@@ -217,15 +231,25 @@ def two_thread_floor(n: int, repeat: int = 7) -> dict:
                 acc += part
         return go
 
+    kept = n * n * 4 <= _fast.KEEP_MAX_BYTES  # attention_vjp then reads the forward's exponentials (_fast.Kept)
+    if kept:  # the backward's blocks are the forward's, the weights its tiles divided by the row sums
+        bk, bq = bj, bi
+        tiles = np.exp(rng.standard_normal((n, n), dtype=np.float32) / 8)
+        inverse = (1.0 / tiles.sum(axis=1)).astype(np.float32)
+
     def backward_task(j0: int):
         def go(buffers):
             A = buffers["A"][:bq * bk].reshape(bq, bk)
             dS = buffers["dS"][:bq * bk].reshape(bq, bk)
             dK, dV, dQ = np.zeros((bk, D), np.float32), np.zeros((bk, D), np.float32), np.zeros((bq, D), np.float32)
             for i0 in range(0, n, bq):
-                np.matmul(Qx[i0:i0 + bq], Kx[j0:j0 + bk].T, out=A)
                 np.matmul(dZx[i0:i0 + bq], Vx[j0:j0 + bk].T, out=dS)
-                exp_and_dscores(A, dS)
+                if kept:
+                    np.multiply(tiles[i0:i0 + bq, j0:j0 + bk], inverse[i0:i0 + bq, None], out=A)
+                    dS *= A
+                else:
+                    np.matmul(Qx[i0:i0 + bq], Kx[j0:j0 + bk].T, out=A)
+                    exp_and_dscores(A, dS)
                 dV += A.T @ dZ[i0:i0 + bq]
                 dK += dS.T @ Q[i0:i0 + bq]
                 dQ += dS @ K[j0:j0 + bk]
@@ -243,7 +267,7 @@ def two_thread_floor(n: int, repeat: int = 7) -> dict:
             _pool.run([backward_task(j0) for j0 in range(0, n, bk)], bwd_scratch)
 
     fwd, bwd = median_time(forward, repeat=repeat)[0], median_time(backward, repeat=repeat)[0]
-    return {"fwd": fwd, "fb": fwd + bwd, "threads": _pool.THREADS}
+    return {"fwd": fwd, "fb": fwd + bwd, "threads": _pool.THREADS, "kept": kept}
 
 
 def sdpa_kernels(q) -> tuple[str, str]:
@@ -324,6 +348,8 @@ def render_one_thread(p: dict) -> list[str]:
     ms = lambda s: f"{s * 1e3:.0f} ms"
     (bi, bj), (bk, bq) = p["forward_block"], p["backward_block"]
     passes = "the Numba loop" if p.get("implementation") == "numba" else "NumPy"
+    kept = p.get("kept", False)  # the backward reads the forward's exponentials (attention_vjp within KEEP_MAX_BYTES)
+    backward_passes = "`A = P / ℓ`, `dS *= A` on the kept exponentials" if kept else "`exp`, `dS *= A`"
     return [
         "",
         f"Where the time goes — one thread each (BLAS, attnsym's worker pool and PyTorch at 1 thread), least CPU "
@@ -347,9 +373,9 @@ def render_one_thread(p: dict) -> list[str]:
         "|---|---|---|---|---|---|",
         f"| forward | {ms(p['forward_products'])} (2 per block, {gf(4 * entries * (D + 1), p['forward_products']):.0f} "
         f"GFLOP/s) | {ms(p['forward_passes'])} (`exp`) | {ms(fwd_floor)} | {ms(p['fwd'])} | {ms(p['fwd'] - fwd_floor)} |",
-        f"| forward + backward | {ms(p['forward_products'] + p['backward_products'])} (2 + 5 per block, backward "
-        f"{gf(2 * entries * (3 * D + 2 * (D + 1)), p['backward_products']):.0f} GFLOP/s) "
-        f"| {ms(p['forward_passes'] + p['backward_passes'])} (`exp`; `exp`, `dS *= A`) | {ms(fb_floor)} | "
+        f"| forward + backward | {ms(p['forward_products'] + p['backward_products'])} (2 + {4 if kept else 5} per block, "
+        f"backward {gf(2 * entries * (3 * D + (1 if kept else 2) * (D + 1)), p['backward_products']):.0f} GFLOP/s) "
+        f"| {ms(p['forward_passes'] + p['backward_passes'])} (`exp`; {backward_passes}) | {ms(fb_floor)} | "
         f"{ms(p['fb'])} | {ms(p['fb'] - fb_floor)} |",
         "",
         f"The forward's floor is {fwd_floor / p['torch_fwd']:.2f}× torch's whole forward and the forward + "

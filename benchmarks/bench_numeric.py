@@ -17,15 +17,17 @@ Measures, float32, d = 64, one head, no mask, 2 threads on each side:
   its projections (finite, scores that cannot overflow) and its result, which torch's does not;
   the arithmetic — three projections, ``Q Kᵀ``, ``exp``, ``P V`` — is the same on both sides;
 * forward + backward: ``attention_vjp`` (recomputes the forward) against autograd forward
-  + ``backward()``, gradients for X and the three weights; both recompute the scores in the
-  backward (7 products of ``2·n²·d`` on each side);
+  + ``backward()``, gradients for X and the three weights. torch's flash backward recomputes
+  the scores (7 products of ``2·n²·d``); ``attention_vjp`` keeps the forward's exponentials for
+  its backward where they fit ``attnsym.numeric._fast.KEEP_MAX_BYTES`` (64 MiB: n ≤ 4096 here,
+  6 products, ``n²`` float32 numbers held during the call) and recomputes beyond (n = 8192);
 * each side runs in a separate worker process (so neither library's spinning threads slow
   the other), the workers rotate (each side first in one of three rounds) over several rounds,
   and the tables show medians with the min–max spread over all rounds and the load average
   before and after each worker;
 * the thin-matmul rate, (2048 × 64)·(64 × 2048) in NumPy with 2 BLAS threads, and the
   achieved GFLOP/s of both sides (4·n²·d forward, 12·n²·d forward + backward — the products
-  of the algorithm without recomputation; both sides recompute the scores in the backward);
+  of the algorithm without recomputation);
 * two threads, one call each: wall-clock time, CPU time of every thread of the process, and
   attnsym's critical path (serial part + busiest worker of each parallel phase), so scaling can
   be judged on a loaded machine (``_numeric_profile.py``);
@@ -51,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -311,7 +314,9 @@ def floor_table(ours: list[dict], torch_runs: list[dict], sizes: list[int], pick
         "",
         f"The floor of this design at {threads} threads: the fast path's block kernels alone (its tasks' products "
         "and the element-wise passes of the Numba path — the forward's `exp` with its row sums, the backward's `exp` "
-        "and `dS *= A` in one loop — on the same block shapes, on the same worker pool, none of the bookkeeping), "
+        "and `dS *= A` in one loop, or where `attention_vjp` keeps the forward's exponentials (n ≤ "
+        f"{keep_max_n()[1]}) `A = P / ℓ` and `dS *= A` with no product for the scores — on the same block shapes, "
+        "on the same worker pool, none of the bookkeeping), "
         "wall-clock medians over the rounds. The goal cannot be met by bookkeeping alone where the floor itself is "
         "above it.",
         "",
@@ -327,6 +332,13 @@ def floor_table(ours: list[dict], torch_runs: list[dict], sizes: list[int], pick
     return lines
 
 
+def keep_max_n() -> tuple[int, int]:
+    """attention_vjp's budget for kept exponentials (MiB) and the longest sequence of one float32 head within it."""
+    from attnsym.numeric import _fast
+
+    return _fast.KEEP_MAX_BYTES // 2**20, math.isqrt(_fast.KEEP_MAX_BYTES // 4)
+
+
 def render(rate: float, runs: list[dict], memory: list[dict], agree: dict, sizes: list[int], prof: dict,
            blocks: dict | None = None) -> str:
     ours = [r for r in runs if r["side"] == "attnsym"]
@@ -337,6 +349,7 @@ def render(rate: float, runs: list[dict], memory: list[dict], agree: dict, sizes
     loads = ", ".join(f"{r['side']} {r['load_before']:.1f}→{r['load_after']:.1f}" for r in runs)
     kernels = sorted({row["kernel"] for r in torch_runs for row in r["rows"]})
     grad_kernels = sorted({row["kernel_with_grad"] for r in torch_runs for row in r["rows"]})
+    budget, longest = keep_max_n()
     lines = [
         "## Numeric backend vs PyTorch flash attention (`benchmarks/bench_numeric.py`)",
         "",
@@ -357,7 +370,11 @@ def render(rate: float, runs: list[dict], memory: list[dict], agree: dict, sizes
         "",
         "Times are medians over all rounds with (min–max); float32, d = 64, one head, no mask, projections included "
         f"on both sides; the ratio is attnsym / torch flash. Goals (issue #34): forward ≤ {GOAL_FWD}×, forward + "
-        f"backward ≤ {GOAL_FB}× (Numba path); the NumPy path no slower than before.",
+        f"backward ≤ {GOAL_FB}× (Numba path); the NumPy path no slower than before. The forward + backward is "
+        "`attention_vjp` as a user calls it: without `block_size` it keeps the forward's exponentials for its backward "
+        f"where they fit {budget} MiB (here n ≤ {longest}: n² float32 numbers held during the "
+        "call, 6 products of 2·n²·d where torch's flash backward, which keeps nothing n × n, recomputes the scores: 7) "
+        "and recomputes them beyond.",
         "",
         "| n | pass | attnsym, Numba kernels | attnsym, NumPy (ATTNSYM_NUMBA=0) | torch flash | Numba / torch "
         "| NumPy / torch | GFLOP/s Numba / NumPy / torch (% of the thin-matmul rate) |",

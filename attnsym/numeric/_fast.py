@@ -12,6 +12,7 @@ generic forward            ``max``, ``S -= shift``, ``exp``, ``sum``            
 generic backward           ``S -= L``, ``exp``, ``dA -= D``, ``dA *= A``                4
 this forward               ``exp``                                                      1
 this backward              ``exp``, ``dS *= A`` (NumPy); one fused loop (Numba)        2 / 1
+this backward, kept        ``A = P / ℓ``, ``dS *= A``, no ``c·Q Kᵀ − L`` product       2
 =========================  ==========================================================  =====
 
 With Numba installed (extra ``fast``) and ``ATTNSYM_NUMBA`` not ``0``, float32 blocks run these
@@ -45,6 +46,13 @@ and ``L = +inf``, the policy of :mod:`attnsym.spec`.
 
 Masks, causal blocks and additive score biases (position hook (c)) are applied per block as
 in the generic path; blocks entirely above a causal diagonal are skipped.
+
+**A forward + backward may keep the exponentials** (:class:`Kept`, :func:`keeping`): each
+score block is then computed in a tile of its own, where ``P = exp(S − t)`` stays, and the
+backward reads the weights as ``A = P / ℓ`` on the forward's blocks instead of recomputing
+``c·Q Kᵀ − L`` and its ``exp``: five products per block become four. That holds ``n²``
+numbers per head, so :func:`~attnsym.numeric.attention_vjp` asks for it only without a
+``block_size`` and within :data:`KEEP_MAX_BYTES`.
 """
 
 from __future__ import annotations
@@ -52,15 +60,17 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
+from ..errors import ShapeError
 from . import _pool
 from .backend import backend_name
 from .layer import BoundLayer
 
-__all__ = ["BACKWARD_BLOCK", "ENABLED", "FAST_BLOCK", "MAX_ROW_SUM", "MIN_ROW_SUM", "backward", "blocks", "forward", "session",
-           "usable"]
+__all__ = ["BACKWARD_BLOCK", "ENABLED", "FAST_BLOCK", "KEEP_MAX_BYTES", "MAX_ROW_SUM", "MIN_ROW_SUM", "Kept", "backward",
+           "blocks", "forward", "keeping", "session", "usable"]
 
 #: query rows per task and key columns of one score block in the forward (512 × 256 float32 = 512 KiB). On a
 #: 2-core AMD EPYC (512 KiB L2 per core, OpenBLAS's Haswell kernel) other shapes — (256, 256) to (1024, 256),
@@ -79,6 +89,53 @@ MIN_ROW_SUM = 1e-6
 MAX_ROW_SUM = {np.dtype(np.float32): math.exp(60.0), np.dtype(np.float64): math.exp(600.0)}
 #: take the fast path for NumPy arrays (tests switch it off to run the generic path on NumPy)
 ENABLED = True
+#: the most memory a forward + backward (:func:`attnsym.numeric.attention_vjp` without ``block_size``) spends to keep
+#: the forward's exponentials for the backward (:class:`Kept`): n ≤ 4096 tokens of one float32 head, n ≤ 2896 in float64
+KEEP_MAX_BYTES = 64 * 2**20
+
+
+@dataclass
+class Kept:
+    """The forward's exponentials ``P = exp(S − t)`` of every score block, kept for the backward (``tiles``).
+
+    ``tiles[lane, a, b]`` holds block (query block ``a`` of ``rows`` rows, key block ``b`` of
+    ``columns`` keys), its first ``r·c`` entries a C-contiguous (r, c) array for a shorter last
+    block; ``sums`` (lanes, n) the rows' sums ``ℓ``. The backward's weights are then
+    ``A = P / ℓ`` — one product (``c·Q Kᵀ − L``) and the ``exp`` fewer per block: measured on one
+    core of the machine of issue 34, a (512 × 256) block's ``A`` and ``dS`` took 0.58 ms from
+    the kept tile against 0.98 ms recomputed. ``valid`` is False when a query block was redone
+    with the running maximum (its tiles then hold other shifts): the backward recomputes.
+    """
+
+    tiles: np.ndarray
+    sums: np.ndarray
+    rows: int
+    columns: int
+    valid: bool = True
+
+    def tile(self, lane: int, i0: int, i1: int, j0: int, j1: int) -> np.ndarray:
+        """The (i1 − i0, j1 − j0) block at query row ``i0`` and key ``j0``, a C-contiguous view of its tile."""
+        flat = self.tiles[lane, i0 // self.rows, j0 // self.columns].reshape(-1)
+        return flat[:(i1 - i0) * (j1 - j0)].reshape(i1 - i0, j1 - j0)
+
+
+def keeping(layer: BoundLayer, Q, block: tuple[int, int] = FAST_BLOCK) -> Kept | None:
+    """A :class:`Kept` for the forward of ``Q`` (..., H, n, d_k) to fill, or None.
+
+    None when its tiles would take more than :data:`KEEP_MAX_BYTES`, or off the fast path. The
+    tiles are a new array each call, given back with it: nothing ``n × n`` stays in the
+    process (NumPy asks for huge pages for it, so its first touch costs little: 2 % of a
+    forward + backward at n = 2048 and 4096 against a buffer kept between calls).
+    """
+    if not usable(layer, Q):
+        return None
+    lanes, n = math.prod(Q.shape[:-2]), layer.n
+    rows = _rows_per_task(min(n, block[0]), n, lanes, per_worker=4 if layer.causal else 2)
+    columns = min(n, block[1])
+    shape = (lanes, -(-n // rows), -(-n // columns), rows, columns)
+    if math.prod(shape) * Q.dtype.itemsize > KEEP_MAX_BYTES:
+        return None
+    return Kept(np.empty(shape, Q.dtype), np.empty((lanes, n), Q.dtype), rows, columns)
 
 
 def usable(layer: BoundLayer, *arrays) -> bool:
@@ -219,8 +276,11 @@ def _row_has_key(lanes: _Lanes, lane: int, i0: int, i1: int) -> np.ndarray | Non
 
 
 def _forward_block(lanes: _Lanes, lane: int, i0: int, i1: int, Kx, Vx, kmax: Callable[[], float], exact: bool,
-                   bj: int, buffers: dict):
-    """Z (bi, d_v) and L (bi,) of one query block of one lane; ``exact`` uses the running maximum."""
+                   bj: int, buffers: dict, kept: Kept | None = None):
+    """Z (bi, d_v) and L (bi,) of one query block of one lane; ``exact`` uses the running maximum.
+
+    With ``kept`` each score block is computed in its tile, where its exponentials stay.
+    """
     layer, dtype = lanes.layer, lanes.Q.dtype
     bi = i1 - i0
     c = layer.scale
@@ -233,7 +293,8 @@ def _forward_block(lanes: _Lanes, lane: int, i0: int, i1: int, Kx, Vx, kmax: Cal
     if exact:
         m = np.full(bi, -np.inf, dtype)
     else:
-        first = _buffer(buffers, "S", (bi, min(end, bj)))
+        first = (_buffer(buffers, "S", (bi, min(end, bj))) if kept is None
+                 else kept.tile(lane, i0, i1, 0, min(end, bj)))
         lanes.scores_into(first, lane, Qx, Kx[:first.shape[1]], i0, i1, 0, first.shape[1])  # the first key block
         top = first.max(axis=1)  # the first key block's row maximum: at most the row's, so its sum is at least 1
         has_key = np.isfinite(top)
@@ -255,7 +316,7 @@ def _forward_block(lanes: _Lanes, lane: int, i0: int, i1: int, Kx, Vx, kmax: Cal
         if j0 == 0 and first is not None:
             S = first  # already shifted
         else:
-            S = _buffer(buffers, "S", (bi, j1 - j0))
+            S = _buffer(buffers, "S", (bi, j1 - j0)) if kept is None else kept.tile(lane, i0, i1, j0, j1)
             lanes.scores_into(S, lane, Qx, Kx[j0:j1], i0, i1, j0, j1)  # (bi, bj) = S − shift
         if exact:
             m_new = np.maximum(m, S.max(axis=1))
@@ -279,8 +340,11 @@ def _forward_block(lanes: _Lanes, lane: int, i0: int, i1: int, Kx, Vx, kmax: Cal
     return Z, L, ell
 
 
-def forward(layer: BoundLayer, Q, K, V, block: tuple[int, int] = FAST_BLOCK):
-    """``Z`` (..., H, n, d_v) and the row log-sum-exp ``L`` (..., H, n, 1), as :func:`blockwise_core`."""
+def forward(layer: BoundLayer, Q, K, V, block: tuple[int, int] = FAST_BLOCK, kept: Kept | None = None):
+    """``Z`` (..., H, n, d_v) and the row log-sum-exp ``L`` (..., H, n, 1), as :func:`blockwise_core`.
+
+    ``kept`` (from :func:`keeping` with the same ``block``): filled with the exponentials and row sums.
+    """
     lanes = _Lanes(layer, Q, K, V)
     n, dtype = lanes.n, lanes.Q.dtype
     Z = np.empty((lanes.Q.shape[0], n, lanes.V.shape[-1]), dtype)
@@ -298,12 +362,15 @@ def forward(layer: BoundLayer, Q, K, V, block: tuple[int, int] = FAST_BLOCK):
         return largest
 
     bi = _rows_per_task(block[0], n, lanes.Q.shape[0], per_worker=4 if layer.causal else 2)
+    if kept is not None and (kept.rows, kept.columns) != (bi, min(n, block[1])):
+        raise ShapeError(f"kept tiles of {kept.rows} × {kept.columns} do not fit this forward's blocks "
+                         f"({bi} × {min(n, block[1])}): make them with keeping() and the same block")
 
     def task(lane: int, i0: int):
         def run(buffers):
             i1 = min(n, i0 + bi)
             one = lambda exact: _forward_block(lanes, lane, i0, i1, Kx[lane], Vx[lane], kmax(lane), exact=exact,
-                                               bj=block[1], buffers=buffers)
+                                               bj=block[1], buffers=buffers, kept=None if exact else kept)
             with np.errstate(over="ignore", invalid="ignore"):  # an overflow sends the block to the exact path
                 Zb, Lb, ell = one(False)
             has_key = _row_has_key(lanes, lane, i0, i1)
@@ -311,6 +378,10 @@ def forward(layer: BoundLayer, Q, K, V, block: tuple[int, int] = FAST_BLOCK):
             if low.any() or not (ell <= MAX_ROW_SUM[Zb.dtype]).all():  # a loose bound (a row masked in the first
                 # key block), or a score far above the first block's maximum: redo the block with the running maximum
                 Zb, Lb, _ = one(True)
+                if kept is not None:
+                    kept.valid = False  # this block's tiles hold the first pass's shifts: the backward recomputes
+            elif kept is not None:
+                kept.sums[lane, i0:i1] = ell
             Z[lane, i0:i1], L[lane, i0:i1] = Zb, Lb
         return run
 
@@ -323,23 +394,37 @@ def forward(layer: BoundLayer, Q, K, V, block: tuple[int, int] = FAST_BLOCK):
     return Z.reshape(*lanes.shape, n, -1), L.reshape(*lanes.shape, n, 1)
 
 
-def backward(layer: BoundLayer, Q, K, V, Z, lse, dZ, block: tuple[int, int] = BACKWARD_BLOCK):
-    """dQ, dK, dV (shapes of Q, K, V) from dZ, recomputing each block's weights from ``lse``."""
+def backward(layer: BoundLayer, Q, K, V, Z, lse, dZ, block: tuple[int, int] = BACKWARD_BLOCK, kept: Kept | None = None):
+    """dQ, dK, dV (shapes of Q, K, V) from dZ, recomputing each block's weights from ``lse``, or from ``kept``.
+
+    With ``kept`` (valid: its forward redid no block) the weights of each block are its tile
+    divided by the row sums, and the blocks are the forward's (``block`` is then not used).
+    """
     lanes = _Lanes(layer, Q, K, V)
     n, dtype, c = lanes.n, lanes.Q.dtype, layer.scale
     count = lanes.Q.shape[0]
     Zf, dZf = (np.ascontiguousarray(M).reshape(count, n, -1) for M in (Z, dZ))
-    Lf = np.ascontiguousarray(lse).reshape(count, n)
-    big = np.finfo(dtype).max / 4  # stands in for +inf (fully masked rows): exp(S − big) = 0, no inf·0 in BLAS
-    Qx = _padded("backward:Qx", lanes.Q, -np.minimum(Lf, big), scale=c)  # [c·Q, −L]
     D = np.einsum("lnd,lnd->ln", dZf, Zf)  # rowsum(dA ⊙ A) = rowsum(dZ ⊙ Z)
     dZx = _padded("backward:dZx", dZf, -D)  # [dZ, −D]
-    Kx = _padded("backward:Kx", lanes.K, 1.0)
     Vx = _padded("backward:Vx", lanes.V, 1.0)
+    if kept is not None and kept.valid:
+        with np.errstate(divide="ignore"):
+            inverse = np.where(kept.sums > 0, 1.0 / kept.sums, 0.0).astype(dtype)  # a fully masked row: weights 0
+        weights = lambda A, lane, i0, i1, j0, j1: np.multiply(kept.tile(lane, i0, i1, j0, j1), inverse[lane, i0:i1, None],
+                                                              out=A)
+        bk, bj = kept.columns, kept.rows
+    else:
+        big = np.finfo(dtype).max / 4  # stands in for +inf (fully masked rows): exp(S − big) = 0, no inf·0 in BLAS
+        Lf = np.ascontiguousarray(lse).reshape(count, n)
+        Qx = _padded("backward:Qx", lanes.Q, -np.minimum(Lf, big), scale=c)  # [c·Q, −L]
+        Kx = _padded("backward:Kx", lanes.K, 1.0)
+        weights = lambda A, lane, i0, i1, j0, j1: lanes.scores_into(A, lane, Qx[lane][i0:i1], Kx[lane][j0:j1],
+                                                                    i0, i1, j0, j1)  # S − L
+        bk, bj = _rows_per_task(block[0], n, count), block[1]  # keys per task: dK, dV of these keys are owned by one task
+    recompute = kept is None or not kept.valid
     dQ = np.empty_like(lanes.Q)
     dK = np.empty_like(lanes.K)
     dV = np.empty_like(lanes.V)
-    bk, bj = _rows_per_task(block[0], n, count), block[1]  # keys per task: dK, dV of these keys are owned by one task
     starts = [(lane, j0) for lane in range(count) for j0 in range(0, n, bk)]
     workers = _pool.workers(len(starts))
 
@@ -353,14 +438,18 @@ def backward(layer: BoundLayer, Q, K, V, Z, lse, dZ, block: tuple[int, int] = BA
                 i1 = min(n, i0 + bj)
                 if layer.causal and i1 - 1 < j0:  # every query of this block precedes every key
                     continue
-                A = _buffer(buffers, "A", (i1 - i0, j1 - j0))
-                lanes.scores_into(A, lane, Qx[lane][i0:i1], Kx[lane][j0:j1], i0, i1, j0, j1)  # S − L
-                dS = _buffer(buffers, "dS", (i1 - i0, j1 - j0))
-                np.matmul(dZx[lane][i0:i1], Vx[lane][j0:j1].T, out=dS)  # dA − D
-                lanes.exp_and_dscores(A, dS)  # A ← exp(S − L), dS ← A ⊙ (dA − D): one pass
-                dVj += A.T @ dZf[lane, i0:i1]
-                dKj += dS.T @ lanes.Q[lane, i0:i1]
-                own[lane, i0:i1] += dS @ lanes.K[lane, j0:j1]
+                k1 = j1 if recompute else min(j1, lanes.key_end(i1))  # a kept tile stops where the forward's block did
+                A = _buffer(buffers, "A", (i1 - i0, k1 - j0))
+                weights(A, lane, i0, i1, j0, k1)  # S − L, or the weights themselves
+                dS = _buffer(buffers, "dS", (i1 - i0, k1 - j0))
+                np.matmul(dZx[lane][i0:i1], Vx[lane][j0:k1].T, out=dS)  # dA − D
+                if recompute:
+                    lanes.exp_and_dscores(A, dS)  # A ← exp(S − L), dS ← A ⊙ (dA − D): one pass
+                else:
+                    dS *= A
+                dVj[:k1 - j0] += A.T @ dZf[lane, i0:i1]
+                dKj[:k1 - j0] += dS.T @ lanes.Q[lane, i0:i1]
+                own[lane, i0:i1] += dS @ lanes.K[lane, j0:k1]
             dK[lane, j0:j1] = c * dKj
             dV[lane, j0:j1] = dVj
         return run

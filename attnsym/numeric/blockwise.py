@@ -18,7 +18,9 @@ log-sum-exp) for the backward pass, which recomputes each block's weights
 ``A_ij = exp(S_ij − L_i)`` and uses ``rowsum(dA ⊙ A) = rowsum(dZ ⊙ Z)``.
 
 Extra memory: ``O(b² + n·d)`` per head and batch element beyond the inputs and outputs —
-never ``O(n²)``. With causal masks, blocks entirely above the diagonal are skipped (about half
+never ``O(n²)`` unless the caller asks the NumPy fast path to keep its exponentials for the
+backward (:func:`keeping`: what :func:`~attnsym.numeric.attention_vjp` does without a
+``block_size`` when they fit 64 MiB). With causal masks, blocks entirely above the diagonal are skipped (about half
 the work). A fully masked row keeps ``ℓ = 0``; it gets ``Z = 0`` and ``L = +inf`` so that its
 recomputed weights are exactly 0, matching the plain path's policy.
 """
@@ -29,7 +31,7 @@ from . import _fast
 from .backend import exp_inplace
 from .layer import BoundLayer, block_scores, dscores, inplace_ok
 
-__all__ = ["blockwise_core", "blockwise_core_vjp"]
+__all__ = ["blockwise_core", "blockwise_core_vjp", "keeping"]
 
 
 def _key_end(layer: BoundLayer, i1: int) -> int:
@@ -37,7 +39,18 @@ def _key_end(layer: BoundLayer, i1: int) -> int:
     return i1 if layer.causal else layer.n
 
 
-def blockwise_core(layer: BoundLayer, Q, K, V, block_size: int, key_block_size: int | None = None):
+def keeping(layer: BoundLayer, Q, block_size: int) -> _fast.Kept | None:
+    """Room for :func:`blockwise_core` to keep its exponentials for :func:`blockwise_core_vjp`, or None.
+
+    Only NumPy's fast path keeps them, and only within :data:`attnsym.numeric._fast.KEEP_MAX_BYTES`;
+    then the two calls hold ``n × n`` numbers per head — the memory-lean promise of this module
+    is for calls that pass None.
+    """
+    return _fast.keeping(layer, Q, _fast.blocks(block_size, block_size, _fast.FAST_BLOCK))
+
+
+def blockwise_core(layer: BoundLayer, Q, K, V, block_size: int, key_block_size: int | None = None,
+                   kept: _fast.Kept | None = None):
     """``Z_h = softmax(c Q_h K_hᵀ) V_h`` without an ``n × n`` array, and the row log-sum-exp.
 
     Parameters
@@ -48,6 +61,9 @@ def blockwise_core(layer: BoundLayer, Q, K, V, block_size: int, key_block_size: 
     block_size : int
         Rows of queries and of keys per block.
 
+    kept : from :func:`keeping` (with the same ``block_size``, no ``key_block_size``), optional
+        Filled with every block's exponentials, for :func:`blockwise_core_vjp`.
+
     Returns
     -------
     Z : (..., H, n, d_v) array
@@ -55,7 +71,8 @@ def blockwise_core(layer: BoundLayer, Q, K, V, block_size: int, key_block_size: 
         ``log Σ_j exp(S_ij)``, ``+inf`` for fully masked rows.
     """
     if _fast.usable(layer, Q, K, V):
-        return _fast.forward(layer, Q, K, V, block=_fast.blocks(block_size, key_block_size or block_size, _fast.FAST_BLOCK))
+        return _fast.forward(layer, Q, K, V, block=_fast.blocks(block_size, key_block_size or block_size, _fast.FAST_BLOCK),
+                             kept=kept)
     xp = layer.xp
     n, b = layer.n, block_size
     bk = b if key_block_size is None else key_block_size
@@ -91,13 +108,14 @@ def blockwise_core(layer: BoundLayer, Q, K, V, block_size: int, key_block_size: 
     return xp.concat(Z_blocks, axis=-2), xp.concat(lse_blocks, axis=-2)
 
 
-def blockwise_core_vjp(layer: BoundLayer, Q, K, V, Z, lse, dZ, block_size: int):
-    """dQ, dK, dV of the blockwise core from dZ, recomputing each block's weights.
+def blockwise_core_vjp(layer: BoundLayer, Q, K, V, Z, lse, dZ, block_size: int, kept: _fast.Kept | None = None):
+    """dQ, dK, dV of the blockwise core from dZ, recomputing each block's weights (or reading them from ``kept``).
 
     Memory beyond the inputs and the three gradients: a few ``block × block`` arrays.
     """
     if _fast.usable(layer, Q, K, V, Z, dZ):
-        return _fast.backward(layer, Q, K, V, Z, lse, dZ, block=_fast.blocks(block_size, block_size, _fast.BACKWARD_BLOCK))
+        return _fast.backward(layer, Q, K, V, Z, lse, dZ, block=_fast.blocks(block_size, block_size, _fast.BACKWARD_BLOCK),
+                              kept=kept)
     xp = layer.xp
     n, b = layer.n, block_size
     D = xp.sum(dZ * Z, axis=-1, keepdims=True)  # (..., H, n, 1) = rowsum(dA ⊙ A)
