@@ -209,7 +209,8 @@ def render_blocks(raw: dict) -> list[str]:
         "(4 backward) tasks (`_fast._rows_per_task`: ⌈n / (tasks per worker · threads)⌉). Other caps tried, "
         "median time relative to the default at each n (< 1: faster than the rule). A candidate with the "
         "default's forward block measures the noise of the forward column: on a quiet, steady machine it "
-        "would read 1.00.",
+        f"would read 1.00. Up to n = {keep_max_n()[1]} `attention_vjp` keeps the forward's exponentials and its "
+        "backward takes the forward's blocks: there the backward cap changes nothing.",
         "",
         "| n | forward cap (rows per task) | backward cap (rows per task) | forward | × default | forward + backward "
         "| × default |",
