@@ -139,7 +139,7 @@ def _floors(n: int) -> dict:
 
     kept = n * n * 4 <= _fast.KEEP_MAX_BYTES  # attention_vjp reads the forward's exponentials (_fast.Kept)
     if kept:  # on the forward's blocks: no c·Q Kᵀ − L product, and A = P / ℓ, dS *= A instead of the exp
-        bk, bq = bj, _fast._rows_per_task(bi, n, 1, per_worker=2)
+        bk, bq = bj, _fast.forward_rows(n, 1, _fast.FAST_BLOCK, keep=True)
         A, dS = np.empty((bq, bk), np.float32), np.empty((bq, bk), np.float32)
         bwd_blocks = [(i0, j0) for j0 in range(0, n, bk) for i0 in range(0, n, bq)]
         tiles = np.exp(rng.standard_normal((bq, bk), dtype=np.float32) / 8)
@@ -214,7 +214,7 @@ def two_thread_floor(n: int, repeat: int = 7) -> dict:
     Q, K, V, dZ = (M[:, :D] for M in (Qx, Kx, Vx, dZx))
     Vf = Vx if implementation == "numpy" else np.ascontiguousarray(V)  # the forward's [V, 1], or V
     bi, bj = _fast.FAST_BLOCK
-    bi = _fast._rows_per_task(bi, n, 1, per_worker=2)  # as the unmasked forward
+    bi = _fast.forward_rows(n, 1, _fast.FAST_BLOCK)  # as the unmasked forward
     bk, bq = _fast.BACKWARD_BLOCK
     bk = _fast._rows_per_task(bk, n, 1)
 
@@ -232,8 +232,8 @@ def two_thread_floor(n: int, repeat: int = 7) -> dict:
         return go
 
     kept = n * n * 4 <= _fast.KEEP_MAX_BYTES  # attention_vjp then reads the forward's exponentials (_fast.Kept)
-    if kept:  # the backward's blocks are the forward's, the weights its tiles divided by the row sums
-        bk, bq = bj, bi
+    if kept:  # the backward's blocks are the forward's (its kept tiles), the weights the tiles divided by the row sums
+        bk, bq = bj, _fast.forward_rows(n, 1, _fast.FAST_BLOCK, keep=True)
         tiles = np.exp(rng.standard_normal((n, n), dtype=np.float32) / 8)
         inverse = (1.0 / tiles.sum(axis=1)).astype(np.float32)
 

@@ -171,15 +171,15 @@ def run_worker(side: str, sizes: list[int], repeat: int) -> dict:
 
 
 #: forward (query rows per task, key columns) and backward (key rows per task, query rows) block shapes tried
-BLOCK_CANDIDATES = (((256, 256), (256, 256)), ((512, 256), (256, 256)), ((512, 256), (256, 512)),
-                    ((512, 512), (256, 512)), ((1024, 256), (512, 256)), ((256, 128), (128, 256)))
+BLOCK_CANDIDATES = (((2048, 256), (256, 512)), ((512, 256), (256, 512)), ((1024, 256), (256, 512)),
+                    ((2048, 512), (256, 512)), ((2048, 256), (256, 256)), ((256, 128), (128, 256)))
 
 
 def block_worker(sizes: list[int], repeat: int) -> dict:
     """The block-shape rule, measured: the default path timed with each candidate of :data:`BLOCK_CANDIDATES`.
 
     Sets ``_fast.FAST_BLOCK`` / ``BACKWARD_BLOCK`` (the caps the blockwise core reads at each
-    call); the rows per task are still cut by ``_fast._rows_per_task`` so each worker has tasks.
+    call); the rows per task are still cut (``_fast.forward_rows``, ``_fast._rows_per_task``) so each worker has tasks.
     """
     from attnsym.numeric import _fast
 
@@ -190,7 +190,7 @@ def block_worker(sizes: list[int], repeat: int) -> dict:
         for forward_block, backward_block in BLOCK_CANDIDATES:
             _fast.FAST_BLOCK, _fast.BACKWARD_BLOCK = forward_block, backward_block
             rows.append({"n": n, "forward_block": forward_block, "backward_block": backward_block,
-                         "rows_per_task_fwd": _fast._rows_per_task(forward_block[0], n, 1, per_worker=2),
+                         "rows_per_task_fwd": _fast.forward_rows(n, 1, forward_block),
                          "rows_per_task_bwd": _fast._rows_per_task(backward_block[0], n, 1),
                          "fwd": _times(fwd, repeat), "fb": _times(fb, max(2, repeat - 1))})
         _fast.FAST_BLOCK, _fast.BACKWARD_BLOCK = default
@@ -205,8 +205,10 @@ def render_blocks(raw: dict) -> list[str]:
         f"The block-shape rule, measured (Numba path, one worker process, load {raw['load']:.1f}): forward blocks "
         f"are at most {default[0][0]} query rows per task × {default[0][1]} key columns "
         f"(`_fast.FAST_BLOCK`), backward blocks at most {default[1][0]} key rows per task × {default[1][1]} query "
-        "rows (`BACKWARD_BLOCK`), the rows per task cut further so that each of the threads has at least 2 forward "
-        "(4 backward) tasks (`_fast._rows_per_task`: ⌈n / (tasks per worker · threads)⌉). Other caps tried, "
+        "rows (`BACKWARD_BLOCK`), the rows per task cut further so that each thread has a task of the unmasked "
+        "forward (`_fast.forward_rows`) and 4 of the backward (`_fast._rows_per_task`: ⌈n / (tasks per worker · "
+        "threads)⌉); a forward that keeps its exponentials for the backward takes at most `_fast.TASK_ROWS` "
+        "rows per task. Other caps tried, "
         "median time relative to the default at each n (< 1: faster than the rule). A candidate with the "
         "default's forward block measures the noise of the forward column: on a quiet, steady machine it "
         f"would read 1.00. Up to n = {keep_max_n()[1]} `attention_vjp` keeps the forward's exponentials and its "

@@ -180,3 +180,36 @@ def test_the_generic_path_makes_the_passes_the_fast_path_docstring_counts(monkey
     backward = passes()
     assert sorted(set(backward)) == [("exp", "__call__"), ("multiply", "__call__"), ("subtract", "__call__")]
     assert len(backward) == 4 * blocks  # S -= L, exp, dA -= D, dA *= A
+
+
+def test_the_forward_takes_one_task_per_worker_unless_causal_or_kept(monkeypatch):
+    """An unmasked forward packs each key block once per worker (one tall task each); a causal one splits its rows
+    four ways per worker (unequal costs); one that keeps its exponentials uses tiles of at most TASK_ROWS rows."""
+    monkeypatch.setattr(_pool, "THREADS", 2)
+    counts = []
+    real = _fast.forward
+    monkeypatch.setattr(_fast, "forward", lambda *a, **k: counts.append(_tasks(monkeypatch)) or real(*a, **k))
+    rng = np.random.default_rng(6)
+    n = nm.AUTO_BLOCKWISE_N * 2
+    X, G = rng.standard_normal((n, 4)).astype(np.float32), rng.standard_normal((n, 4)).astype(np.float32)
+    W = np.eye(4, dtype=np.float32)
+    nm.attention(X, W, W, W, return_weights=False)
+    nm.attention(X, W, W, W, return_weights=False, causal=True)
+    nm.attention_vjp(X, W, W, W, G)
+    assert [len(c) for c in counts] == [2, 8, 4]
+    assert [_fast.forward_rows(n, 1, _fast.FAST_BLOCK, causal=c, keep=k) for c, k in ((0, 0), (1, 0), (0, 1))] == \
+        [n // 2, n // 8, _fast.TASK_ROWS]
+
+
+def _tasks(monkeypatch) -> list:
+    """The tasks of the next pool run (recorded by a one-shot wrapper of _pool.run)."""
+    seen: list = []
+    real = _pool.run
+
+    def once(tasks, scratch=None, private=None):
+        seen.extend(tasks)
+        monkeypatch.setattr(_pool, "run", real)
+        return real(tasks, scratch, private)
+
+    monkeypatch.setattr(_pool, "run", once)
+    return seen

@@ -12,7 +12,7 @@ generic forward            ``max``, ``S -= shift``, ``exp``, ``sum``            
 generic backward           ``S -= L``, ``exp``, ``dA -= D``, ``dA *= A``                4
 this forward               ``exp``                                                      1
 this backward              ``exp``, ``dS *= A`` (NumPy); one fused loop (Numba)        2 / 1
-this backward, kept        ``A = P / ℓ``, ``dS *= A``, no ``c·Q Kᵀ − L`` product       2
+this backward, kept        ``dS *= P`` (1/ℓ on dZ's rows; no ``c·Q Kᵀ − L`` product)   1
 =========================  ==========================================================  =====
 
 With Numba installed (extra ``fast``) and ``ATTNSYM_NUMBA`` not ``0``, float32 blocks run these
@@ -49,8 +49,9 @@ in the generic path; blocks entirely above a causal diagonal are skipped.
 
 **A forward + backward may keep the exponentials** (:class:`Kept`, :func:`keeping`): each
 score block is then computed in a tile of its own, where ``P = exp(S − t)`` stays, and the
-backward reads the weights as ``A = P / ℓ`` on the forward's blocks instead of recomputing
-``c·Q Kᵀ − L`` and its ``exp``: five products per block become four. That holds ``n²``
+backward uses the tiles on the forward's blocks, the weights being ``A = P / ℓ``, instead of
+recomputing ``c·Q Kᵀ − L`` and its ``exp``: five products per block become four, and the
+``1/ℓ`` goes onto the rows of ``dZ`` (:func:`backward`), so one pass is left. That holds ``n²``
 numbers per head, so :func:`~attnsym.numeric.attention_vjp` asks for it only without a
 ``block_size`` and within :data:`KEEP_MAX_BYTES`.
 """
@@ -69,14 +70,18 @@ from . import _pool
 from .backend import backend_name
 from .layer import BoundLayer
 
-__all__ = ["BACKWARD_BLOCK", "ENABLED", "FAST_BLOCK", "KEEP_MAX_BYTES", "MAX_ROW_SUM", "MIN_ROW_SUM", "Kept", "backward",
-           "blocks", "forward", "keeping", "session", "usable"]
+__all__ = ["BACKWARD_BLOCK", "ENABLED", "FAST_BLOCK", "KEEP_MAX_BYTES", "MAX_ROW_SUM", "MIN_ROW_SUM", "TASK_ROWS", "Kept",
+           "backward", "blocks", "forward", "forward_rows", "keeping", "session", "usable"]
 
-#: query rows per task and key columns of one score block in the forward (512 × 256 float32 = 512 KiB). On a
-#: 2-core AMD EPYC (512 KiB L2 per core, OpenBLAS's Haswell kernel) other shapes — (256, 256) to (1024, 256),
-#: (512, 512) — were within ±5 % of it at n = 2048, one thread, CPU time (issue 34): the products run at the
-#: core's peak in every one, so the shape stays
-FAST_BLOCK = (512, 256)
+#: at most this many query rows per forward task, and key columns per score block (:func:`forward_rows`). An
+#: unmasked forward that keeps nothing takes one task per worker (n = 2048: 1024 rows × 256 keys, 1 MiB of
+#: float32 scores a block): on the 2-core AMD EPYC of issue 34 (OpenBLAS's Haswell kernel) it ran 0.97× / 0.94×
+#: / 0.97× the time of 512-row tasks, two per worker, at n = 2048 / 4096 / 8192 (two threads, 8 alternating
+#: rounds in one process): BLAS packs each key block once per task, so fewer and taller tasks pack less
+FAST_BLOCK = (2048, 256)
+#: at most this many query rows per forward task when its costs differ (causal) or a backward reads its blocks
+#: (:class:`Kept`): 512 × 256 float32 scores fill the 512 KiB L2 of the EPYC above
+TASK_ROWS = 512
 #: key rows per task and query rows of one block in the backward (A and dS, 2 × 512 KiB in float32);
 #: measured against (256, 256) in docs/benchmarks.md: forward + backward 0.64-0.97× of it at n = 2048-8192
 #: in 8 of 9 runs (the forward's caps gave no consistent difference: the runs' noise is ±30 %); on the EPYC of
@@ -102,9 +107,9 @@ class Kept:
     ``columns`` keys), its first ``r·c`` entries a C-contiguous (r, c) array for a shorter last
     block; ``sums`` (lanes, n) the rows' sums ``ℓ``. The backward's weights are then
     ``A = P / ℓ`` — one product (``c·Q Kᵀ − L``) and the ``exp`` fewer per block: measured on one
-    core of the machine of issue 34, a (512 × 256) block's ``A`` and ``dS`` took 0.58 ms from
-    the kept tile against 0.98 ms recomputed. ``valid`` is False when a query block was redone
-    with the running maximum (its tiles then hold other shifts): the backward recomputes.
+    core of the machine of issue 34, a (512 × 256) block's ``dS`` took 0.43 ms from the kept
+    tile against 0.98 ms for ``A`` and ``dS`` recomputed. ``valid`` is False when a query block
+    was redone with the running maximum (its tiles then hold other shifts): the backward recomputes.
     """
 
     tiles: np.ndarray
@@ -130,7 +135,7 @@ def keeping(layer: BoundLayer, Q, block: tuple[int, int] = FAST_BLOCK) -> Kept |
     if not usable(layer, Q):
         return None
     lanes, n = math.prod(Q.shape[:-2]), layer.n
-    rows = _rows_per_task(min(n, block[0]), n, lanes, per_worker=4 if layer.causal else 2)
+    rows = forward_rows(n, lanes, block, causal=layer.causal, keep=True)
     columns = min(n, block[1])
     shape = (lanes, -(-n // rows), -(-n // columns), rows, columns)
     if math.prod(shape) * Q.dtype.itemsize > KEEP_MAX_BYTES:
@@ -160,6 +165,21 @@ def session(layer: BoundLayer, lean: bool) -> contextlib.AbstractContextManager:
 def blocks(rows: int, columns: int, limit: tuple[int, int]) -> tuple[int, int]:
     """The fast path's block shape for a requested one: at most ``limit`` (:data:`FAST_BLOCK`, :data:`BACKWARD_BLOCK`)."""
     return min(rows, limit[0]), min(columns, limit[1])
+
+
+def forward_rows(n: int, lanes: int, block: tuple[int, int], *, causal: bool = False, keep: bool = False) -> int:
+    """Query rows per task of a forward over ``lanes`` lanes of ``n`` tokens with ``block`` (:data:`FAST_BLOCK` or less).
+
+    One task per worker for an unmasked forward that keeps nothing (:data:`FAST_BLOCK`); four
+    per worker, at most :data:`TASK_ROWS` rows, for a causal one (the last query blocks see the
+    most keys); two, at most :data:`TASK_ROWS`, for one that keeps its exponentials.
+
+    >>> forward_rows(2048, 1, FAST_BLOCK), forward_rows(2048, 1, FAST_BLOCK, keep=True)
+    (1024, 512)
+    """
+    if causal or keep:
+        return _rows_per_task(min(block[0], TASK_ROWS), n, lanes, per_worker=4 if causal else 2)
+    return _rows_per_task(block[0], n, lanes, per_worker=1)
 
 
 def _rows_per_task(limit: int, n: int, lanes: int, per_worker: int = 4) -> int:
@@ -361,7 +381,7 @@ def forward(layer: BoundLayer, Q, K, V, block: tuple[int, int] = FAST_BLOCK, kep
             return norms[lane]
         return largest
 
-    bi = _rows_per_task(block[0], n, lanes.Q.shape[0], per_worker=4 if layer.causal else 2)
+    bi = forward_rows(n, lanes.Q.shape[0], block, causal=layer.causal, keep=kept is not None)
     if kept is not None and (kept.rows, kept.columns) != (bi, min(n, block[1])):
         raise ShapeError(f"kept tiles of {kept.rows} × {kept.columns} do not fit this forward's blocks "
                          f"({bi} × {min(n, block[1])}): make them with keeping() and the same block")
@@ -397,29 +417,37 @@ def forward(layer: BoundLayer, Q, K, V, block: tuple[int, int] = FAST_BLOCK, kep
 def backward(layer: BoundLayer, Q, K, V, Z, lse, dZ, block: tuple[int, int] = BACKWARD_BLOCK, kept: Kept | None = None):
     """dQ, dK, dV (shapes of Q, K, V) from dZ, recomputing each block's weights from ``lse``, or from ``kept``.
 
-    With ``kept`` (valid: its forward redid no block) the weights of each block are its tile
-    divided by the row sums, and the blocks are the forward's (``block`` is then not used).
+    With ``kept`` (valid: its forward redid no block) the blocks are the forward's (``block`` is
+    then not used) and each one's weights are its tile ``P`` divided by the row sums ``ℓ``; the
+    division moves onto the rows of ``dZ``, so that a tile is used as it is:
+    ``A_ij dZ_i = P_ij (dZ_i / ℓ_i)`` and ``dS = A ⊙ (dA − D) = P ⊙ ([dZ, −D] / ℓ) [V, 1]ᵀ`` — one
+    pass over the block (``dS *= P``) and no product for the scores.
     """
     lanes = _Lanes(layer, Q, K, V)
     n, dtype, c = lanes.n, lanes.Q.dtype, layer.scale
     count = lanes.Q.shape[0]
     Zf, dZf = (np.ascontiguousarray(M).reshape(count, n, -1) for M in (Z, dZ))
     D = np.einsum("lnd,lnd->ln", dZf, Zf)  # rowsum(dA ⊙ A) = rowsum(dZ ⊙ Z)
-    dZx = _padded("backward:dZx", dZf, -D)  # [dZ, −D]
     Vx = _padded("backward:Vx", lanes.V, 1.0)
     if kept is not None and kept.valid:
         with np.errstate(divide="ignore"):
             inverse = np.where(kept.sums > 0, 1.0 / kept.sums, 0.0).astype(dtype)  # a fully masked row: weights 0
-        weights = lambda A, lane, i0, i1, j0, j1: np.multiply(kept.tile(lane, i0, i1, j0, j1), inverse[lane, i0:i1, None],
-                                                              out=A)
+        dZf = dZf * inverse[..., None]  # dZ / ℓ
+        dZx = _padded("backward:dZx", dZf, -D * inverse)  # [dZ, −D] / ℓ
+        weights = lambda lane, i0, i1, j0, j1, buffers: kept.tile(lane, i0, i1, j0, j1)  # P, the weights times ℓ
         bk, bj = kept.columns, kept.rows
     else:
         big = np.finfo(dtype).max / 4  # stands in for +inf (fully masked rows): exp(S − big) = 0, no inf·0 in BLAS
         Lf = np.ascontiguousarray(lse).reshape(count, n)
         Qx = _padded("backward:Qx", lanes.Q, -np.minimum(Lf, big), scale=c)  # [c·Q, −L]
         Kx = _padded("backward:Kx", lanes.K, 1.0)
-        weights = lambda A, lane, i0, i1, j0, j1: lanes.scores_into(A, lane, Qx[lane][i0:i1], Kx[lane][j0:j1],
-                                                                    i0, i1, j0, j1)  # S − L
+        dZx = _padded("backward:dZx", dZf, -D)  # [dZ, −D]
+
+        def weights(lane: int, i0: int, i1: int, j0: int, j1: int, buffers: dict) -> np.ndarray:
+            A = _buffer(buffers, "A", (i1 - i0, j1 - j0))
+            lanes.scores_into(A, lane, Qx[lane][i0:i1], Kx[lane][j0:j1], i0, i1, j0, j1)  # S − L
+            return A
+
         bk, bj = _rows_per_task(block[0], n, count), block[1]  # keys per task: dK, dV of these keys are owned by one task
     recompute = kept is None or not kept.valid
     dQ = np.empty_like(lanes.Q)
@@ -439,10 +467,9 @@ def backward(layer: BoundLayer, Q, K, V, Z, lse, dZ, block: tuple[int, int] = BA
                 if layer.causal and i1 - 1 < j0:  # every query of this block precedes every key
                     continue
                 k1 = j1 if recompute else min(j1, lanes.key_end(i1))  # a kept tile stops where the forward's block did
-                A = _buffer(buffers, "A", (i1 - i0, k1 - j0))
-                weights(A, lane, i0, i1, j0, k1)  # S − L, or the weights themselves
+                A = weights(lane, i0, i1, j0, k1, buffers)  # S − L, or the kept P
                 dS = _buffer(buffers, "dS", (i1 - i0, k1 - j0))
-                np.matmul(dZx[lane][i0:i1], Vx[lane][j0:k1].T, out=dS)  # dA − D
+                np.matmul(dZx[lane][i0:i1], Vx[lane][j0:k1].T, out=dS)  # dA − D (kept: divided by ℓ)
                 if recompute:
                     lanes.exp_and_dscores(A, dS)  # A ← exp(S − L), dS ← A ⊙ (dA − D): one pass
                 else:
