@@ -143,7 +143,6 @@ def _floors(n: int) -> dict:
         A, dS = np.empty((bq, bk), np.float32), np.empty((bq, bk), np.float32)
         bwd_blocks = [(i0, j0) for j0 in range(0, n, bk) for i0 in range(0, n, bq)]
         tiles = np.exp(rng.standard_normal((bq, bk), dtype=np.float32) / 8)
-        inverse = (1.0 / tiles.sum(axis=1)).astype(np.float32)
 
     def backward_products():
         for i0, j0 in bwd_blocks:
@@ -157,8 +156,7 @@ def _floors(n: int) -> dict:
     def backward_passes():
         for _ in bwd_blocks:
             if kept:
-                np.multiply(tiles, inverse[:, None], out=A)
-                np.multiply(dS, A, out=dS)
+                np.multiply(dS, tiles, out=dS)  # the 1/ℓ is on dZ's rows (_fast.backward)
             else:
                 exp_and_dscores(A, dS)
             A.fill(-1.0)
@@ -235,7 +233,6 @@ def two_thread_floor(n: int, repeat: int = 7) -> dict:
     if kept:  # the backward's blocks are the forward's (its kept tiles), the weights the tiles divided by the row sums
         bk, bq = bj, _fast.forward_rows(n, 1, _fast.FAST_BLOCK, keep=True)
         tiles = np.exp(rng.standard_normal((n, n), dtype=np.float32) / 8)
-        inverse = (1.0 / tiles.sum(axis=1)).astype(np.float32)
 
     def backward_task(j0: int):
         def go(buffers):
@@ -244,8 +241,8 @@ def two_thread_floor(n: int, repeat: int = 7) -> dict:
             dK, dV, dQ = np.zeros((bk, D), np.float32), np.zeros((bk, D), np.float32), np.zeros((bq, D), np.float32)
             for i0 in range(0, n, bq):
                 np.matmul(dZx[i0:i0 + bq], Vx[j0:j0 + bk].T, out=dS)
-                if kept:
-                    np.multiply(tiles[i0:i0 + bq, j0:j0 + bk], inverse[i0:i0 + bq, None], out=A)
+                if kept:  # the kept tile is the weights times ℓ, whose 1/ℓ is on dZ's rows (_fast.backward)
+                    A = tiles[i0:i0 + bq, j0:j0 + bk]
                     dS *= A
                 else:
                     np.matmul(Qx[i0:i0 + bq], Kx[j0:j0 + bk].T, out=A)
@@ -349,7 +346,7 @@ def render_one_thread(p: dict) -> list[str]:
     (bi, bj), (bk, bq) = p["forward_block"], p["backward_block"]
     passes = "the Numba loop" if p.get("implementation") == "numba" else "NumPy"
     kept = p.get("kept", False)  # the backward reads the forward's exponentials (attention_vjp within KEEP_MAX_BYTES)
-    backward_passes = "`A = P / ℓ`, `dS *= A` on the kept exponentials" if kept else "`exp`, `dS *= A`"
+    backward_passes = "`dS *= P` on the kept exponentials" if kept else "`exp`, `dS *= A`"
     return [
         "",
         f"Where the time goes — one thread each (BLAS, attnsym's worker pool and PyTorch at 1 thread), least CPU "

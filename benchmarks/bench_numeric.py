@@ -318,7 +318,7 @@ def floor_table(ours: list[dict], torch_runs: list[dict], sizes: list[int], pick
         f"The floor of this design at {threads} threads: the fast path's block kernels alone (its tasks' products "
         "and the element-wise passes of the Numba path — the forward's `exp` with its row sums, the backward's `exp` "
         "and `dS *= A` in one loop, or where `attention_vjp` keeps the forward's exponentials (n ≤ "
-        f"{keep_max_n()[1]}) `A = P / ℓ` and `dS *= A` with no product for the scores — on the same block shapes, "
+        f"{keep_max_n()[1]}) `dS *= P` with no product for the scores — on the same block shapes, "
         "on the same worker pool, none of the bookkeeping), "
         "wall-clock medians over the rounds. The goal cannot be met by bookkeeping alone where the floor itself is "
         "above it.",
