@@ -331,8 +331,18 @@ def floor_table(ours: list[dict], torch_runs: list[dict], sizes: list[int], pick
             floor = float(np.median([row["floor"][what] for run in ours for row in run["rows"] if row["n"] == n]))
             whole, ref = float(np.median(pick(ours, n, what))), float(np.median(pick(torch_runs, n, what)))
             lines.append(f"| {n} | {label} | {floor * 1e3:.1f} ms | {whole * 1e3:.1f} ms | {ref * 1e3:.1f} ms "
-                         f"| {floor / ref:.2f}× | {whole / ref:.2f}× | ≤ {goal} |")
+                         f"| {floor / ref:.2f}× | {ratio_text(whole / ref, goal)} | ≤ {goal} |")
     return lines
+
+
+def ratio_text(ratio: float, goal: float) -> str:
+    """``ratio`` to two decimals, or three where two would print the goal for a ratio on the other side of it.
+
+    >>> ratio_text(1.0023, 1.0), ratio_text(0.8812, 0.9), ratio_text(0.9, 0.9)
+    ('1.002×', '0.88×', '0.90×')
+    """
+    digits = 3 if round(ratio, 2) == goal and ratio != goal else 2
+    return f"{ratio:.{digits}f}×"
 
 
 def keep_max_n() -> tuple[int, int]:
@@ -393,7 +403,7 @@ def render(rate: float, runs: list[dict], memory: list[dict], agree: dict, sizes
             shares = " / ".join(f"{100 * gf(ts) / rate:.0f}%" if ts else "–" for ts in (fo, fp, ft))
             lines.append(
                 f"| {n} | {label} | {_ms(fo)} | {_ms(fp) if fp else '–'} | {_ms(ft)} "
-                f"| {ratio:.2f}× {'met' if ratio <= goal else '**not met**'} (≤ {goal}) "
+                f"| {ratio_text(ratio, goal)} {'met' if ratio <= goal else '**not met**'} (≤ {goal}) "
                 f"| {f'{np.median(fp) / np.median(ft):.2f}×' if fp else '–'} | {rates} ({shares}) |")
     lines += render_two_threads(two_thread_rows(ours, torch_runs, sizes))
     lines += floor_table(ours, torch_runs, sizes, pick)
