@@ -75,9 +75,10 @@ __all__ = ["BACKWARD_BLOCK", "ENABLED", "FAST_BLOCK", "KEEP_MAX_BYTES", "MAX_ROW
 
 #: at most this many query rows per forward task, and key columns per score block (:func:`forward_rows`). An
 #: unmasked forward that keeps nothing takes one task per worker (n = 2048: 1024 rows × 256 keys, 1 MiB of
-#: float32 scores a block): on the 2-core AMD EPYC of issue 34 (OpenBLAS's Haswell kernel) it ran 0.97× / 0.94×
-#: / 0.97× the time of 512-row tasks, two per worker, at n = 2048 / 4096 / 8192 (two threads, 8 alternating
-#: rounds in one process): BLAS packs each key block once per task, so fewer and taller tasks pack less
+#: float32 scores a block): BLAS packs each key block once per task, so fewer and taller tasks pack less. On the
+#: 2-core AMD EPYC of issue 34 (OpenBLAS's Haswell kernel), against 512-row tasks, two per worker, it ran
+#: 0.97× / 0.94–0.985× / 0.97–0.99× the time at n = 2048 / 4096 / 8192 in two sessions of alternating rounds
+#: in one process; the benchmark's block-shape table, one worker process, read 0.98–1.02× for those tasks
 FAST_BLOCK = (2048, 256)
 #: at most this many query rows per forward task when its costs differ (causal) or a backward reads its blocks
 #: (:class:`Kept`): 512 × 256 float32 scores fill the 512 KiB L2 of the EPYC above
@@ -429,13 +430,15 @@ def backward(layer: BoundLayer, Q, K, V, Z, lse, dZ, block: tuple[int, int] = BA
     Zf, dZf = (np.ascontiguousarray(M).reshape(count, n, -1) for M in (Z, dZ))
     D = np.einsum("lnd,lnd->ln", dZf, Zf)  # rowsum(dA ⊙ A) = rowsum(dZ ⊙ Z)
     Vx = _padded("backward:Vx", lanes.V, 1.0)
-    if kept is not None and kept.valid:
+    tiles = kept if kept is not None and kept.valid else None  # a forward that redid a block: recompute
+    recompute = tiles is None
+    if tiles is not None:
         with np.errstate(divide="ignore"):
-            inverse = np.where(kept.sums > 0, 1.0 / kept.sums, 0.0).astype(dtype)  # a fully masked row: weights 0
+            inverse = np.where(tiles.sums > 0, 1.0 / tiles.sums, 0.0).astype(dtype)  # a fully masked row: weights 0
         dZf = dZf * inverse[..., None]  # dZ / ℓ
         dZx = _padded("backward:dZx", dZf, -D * inverse)  # [dZ, −D] / ℓ
-        weights = lambda lane, i0, i1, j0, j1, buffers: kept.tile(lane, i0, i1, j0, j1)  # P, the weights times ℓ
-        bk, bj = kept.columns, kept.rows
+        weights = lambda lane, i0, i1, j0, j1, buffers: tiles.tile(lane, i0, i1, j0, j1)  # P, the weights times ℓ
+        bk, bj = tiles.columns, tiles.rows
     else:
         big = np.finfo(dtype).max / 4  # stands in for +inf (fully masked rows): exp(S − big) = 0, no inf·0 in BLAS
         Lf = np.ascontiguousarray(lse).reshape(count, n)
@@ -449,7 +452,6 @@ def backward(layer: BoundLayer, Q, K, V, Z, lse, dZ, block: tuple[int, int] = BA
             return A
 
         bk, bj = _rows_per_task(block[0], n, count), block[1]  # keys per task: dK, dV of these keys are owned by one task
-    recompute = kept is None or not kept.valid
     dQ = np.empty_like(lanes.Q)
     dK = np.empty_like(lanes.K)
     dV = np.empty_like(lanes.V)

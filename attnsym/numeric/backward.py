@@ -136,11 +136,10 @@ def attention_vjp(
         when ``n`` exceeds one default block (see :func:`~attnsym.numeric.attention`), and for
         NumPy arrays from ``n >= AUTO_BLOCKWISE_N`` (their blockwise code,
         :mod:`attnsym.numeric._fast`, is then faster); below that the plain path, which keeps
-        the weights from the forward pass, is faster. Without ``block_size`` NumPy's blockwise
-        forward keeps its blocks' exponentials for the backward when they fit
-        ``attnsym.numeric._fast.KEEP_MAX_BYTES`` (64 MiB: ``n ≤ 4096`` for one float32 head),
-        13 % faster than recomputing them at ``n = 4096``; with it nothing ``n × n`` is held. A spec with
-        ``softcap`` always takes the plain path (``block_size`` is then refused).
+        the weights from the forward pass, is faster. Without ``block_size`` NumPy's blockwise forward
+        keeps its exponentials for the backward within ``attnsym.numeric._fast.KEEP_MAX_BYTES`` (64 MiB:
+        ``n ≤ 4096``, one float32 head; 13 % faster at 4096); with it nothing ``n × n`` is held. A spec
+        with ``softcap`` always takes the plain path (``block_size`` is then refused).
 
     Returns
     -------

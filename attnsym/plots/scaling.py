@@ -84,9 +84,8 @@ def variance_figure(
         (scaled, scaled_ci, exact_scaled, r"scaled $q\cdot k/\sqrt{d}$", "C0"),
     ):
         if ci is not None:
-            ci = as_numpy(ci, "ci")
-            yerr = np.abs(np.stack([values - ci[:, 0], ci[:, 1] - values]))
-            ax.errorbar(d, values, yerr=yerr, fmt="o", color=colour, capsize=3, label=f"{label}: Monte Carlo, 95% CI")
+            ax.errorbar(d, values, yerr=_error_bars(values, as_numpy(ci, "ci")), fmt="o", color=colour, capsize=3,
+                        label=f"{label}: Monte Carlo, 95% CI")
         else:
             ax.plot(d, values, "o", color=colour, label=f"{label}: estimate")
         if exact is not None:
@@ -99,20 +98,27 @@ def variance_figure(
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=9)
     if zoom:
-        ci = as_numpy(scaled_ci, "scaled_ci")
-        ax2 = axes[1]
-        ax2.errorbar(d, scaled, yerr=np.abs(np.stack([scaled - ci[:, 0], ci[:, 1] - scaled])), fmt="o", color="C0",
-                     capsize=3, label="Monte Carlo, 95% CI")
-        if exact_scaled is not None:
-            ax2.plot(d, as_numpy(exact_scaled, "exact_scaled"), "-", color="C0", alpha=0.6, label="exact")
-        ax2.set_xscale("log", base=2)
-        ax2.set_xlabel("dimension d")
-        ax2.set_ylabel(r"Var$[q\cdot k/\sqrt{d}]$")
-        ax2.set_title("zoom on the scaled variance")
-        ax2.grid(True, alpha=0.3)
-        ax2.legend(fontsize=9)
+        _draw_scaled_zoom(axes[1], d, scaled, as_numpy(scaled_ci, "scaled_ci"), exact_scaled)
     fig.suptitle(r"Var$[q\cdot k] = d$; dividing by $\sqrt{d}$ brings it back to 1")
     return fig
+
+
+def _error_bars(values: np.ndarray, ci: np.ndarray) -> np.ndarray:
+    """Matplotlib's ``yerr`` (2, n) for estimates ``values`` and their intervals ``ci`` (n, 2): the distances below and above."""
+    return np.abs(np.stack([values - ci[:, 0], ci[:, 1] - values]))
+
+
+def _draw_scaled_zoom(ax, d: np.ndarray, scaled: np.ndarray, ci: np.ndarray, exact_scaled: Any) -> None:
+    """The right panel of :func:`variance_figure`: the scaled variance with its intervals, on its own linear axis."""
+    ax.errorbar(d, scaled, yerr=_error_bars(scaled, ci), fmt="o", color="C0", capsize=3, label="Monte Carlo, 95% CI")
+    if exact_scaled is not None:
+        ax.plot(d, as_numpy(exact_scaled, "exact_scaled"), "-", color="C0", alpha=0.6, label="exact")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("dimension d")
+    ax.set_ylabel(r"Var$[q\cdot k/\sqrt{d}]$")
+    ax.set_title("zoom on the scaled variance")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=9)
 
 
 def _score_variance_data(d: Any, *, samples: int | None, seed: int, quick: bool) -> dict[str, Any]:
