@@ -159,3 +159,42 @@ def test_property_finite_inputs_give_finite_results_or_a_named_error(exponent, s
     Y = out if blockwise else out[0]
     assert np.all(np.isfinite(Y))
     assert all(np.all(np.isfinite(g)) for g in grads.values())
+
+
+# ---------------------------------------------------------------------------- the checks skipped by the inputs' bounds
+def _bound(X, W_Q, W_K, W_V, b=None, **kw):
+    from attnsym.numeric.binding import bind
+    from attnsym.numeric.layer import finite_by_bounds
+    biases = {"b_Q": b, "b_K": b, "b_V": b, "b_O": None, **kw.pop("biases", {})}
+    layer, a = bind(X, W_Q, W_K, W_V, None, biases, spec=kw.pop("spec", None), heads=1, causal=False, mask=None,
+                    scale="sqrt", positions=kw.pop("positions", None), backend=None)
+    return layer, a, finite_by_bounds(layer, a, a["X"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(logs=st.tuples(*[st.floats(0.0, 1.0)] * 4), signs=st.booleans(), dtype=st.sampled_from(["float32", "float64"]))
+def test_property_bounds_that_fit_mean_finite_projections_and_scores(logs, signs, dtype):
+    """Entries all of one size and sign are the bound's worst case: every product reaches ``d·max|X|·max|W|``."""
+    top = np.log10(np.finfo(dtype).max)
+    x, w_q, w_k, b = (10.0 ** (t * top / 2 - 2) for t in logs)  # up to the square root of the largest float
+    X = np.full((6, 4), x if signs else -x, dtype)
+    W_Q, W_K, W_V = (np.full((4, 4), w, dtype) for w in (w_q, w_k, w_k))
+    layer, _, fits = _bound(X, W_Q, W_K, W_V, np.full(4, b, dtype))
+    if not fits:
+        return
+    with np.errstate(over="raise", invalid="raise"):
+        Q, K = X @ W_Q + np.asarray(b, dtype), X @ W_K + np.asarray(b, dtype)
+        S = (Q * np.asarray(layer.scale, dtype)) @ K.T
+    assert np.isfinite(Q).all() and np.isfinite(K).all() and np.isfinite(S).all()
+
+
+def test_bounds_decide_only_plain_projections_and_only_when_they_fit():
+    X = np.ones((4, 2))
+    assert _bound(X, I2, I2, I2)[2]
+    assert not _bound(X, I2, I2, I2, positions="rope")[2]  # RoPE acts on Q and K after the product
+    spec = at.AttentionSpec(n=4, d_model=2, d_k=2, d_v=2, qk_norm=True)  # so does QK-norm
+    assert not _bound(X, I2, I2, I2, spec=spec, biases={"g_Q": np.ones(2), "g_K": np.ones(2)})[2]
+    # scores could reach 1.6e309 by the bounds, but are 1.4e308: the passes decide, and the call runs
+    assert not _bound(X, I2 * 1e154, I2 * 1e154, I2)[2]
+    Y = nm.attention(X, I2 * 1e154, I2 * 1e154, I2, return_weights=False)
+    assert np.isfinite(Y).all()

@@ -64,7 +64,7 @@ def test_products_too_small_to_split_alone_share_one_wait(two_workers, monkeypat
     with _pool.one_blas_thread():
         alone = _pool.matmul(X, Ws[0])
         together = _pool.matmuls([(X, W) for W in Ws], ["a", None, "c"])
-    assert tasks == [12]  # nothing for the product alone; 3 × 4 blocks for the three together
+    assert tasks == [6]  # nothing for the product alone; 3 × 2 blocks for the three together: two per worker
     tol = TOLERANCES["float32"]
     for got, W in zip([alone, *together], [Ws[0], *Ws], strict=True):
         np.testing.assert_allclose(got, X @ W, rtol=tol.rtol, atol=tol.atol * 64)
@@ -82,7 +82,7 @@ def test_a_weight_gradient_is_cut_along_its_sum(two_workers, monkeypatch):
     W = rng.standard_normal((64, 192))
     with _pool.one_blas_thread():
         dW, dX = _pool.matmuls([(X.T, D), (D, W.T)])
-    assert tasks == [2 + 4]
+    assert tasks == [2 + 2]  # two tasks per worker over both products
     np.testing.assert_allclose(dW, X.T @ D, rtol=1e-12, atol=1e-12 * 2048)
     np.testing.assert_allclose(dX, D @ W.T, rtol=1e-12, atol=1e-12 * 192)
 

@@ -365,7 +365,9 @@ def matmuls(pairs: list[tuple[np.ndarray, np.ndarray]], scratch: Sequence[str | 
     Products that together reach :data:`MIN_SPLIT` multiply-adds are split even when each one
     alone would not be: the three projections ``X W_Q``, ``X W_K``, ``X W_V`` of a
     2048-token head (8.4 M each) wait for the pool once instead of running one after another
-    on the calling thread. ``scratch``: a workspace name per product, or None.
+    on the calling thread. ``scratch``: a workspace name per product, or None. Each product is
+    cut into ``⌈2·threads / products⌉`` row blocks, two tasks per worker in all (the three
+    projections at n = 2048 on 2 threads: 6 tasks, 0.81 ms, against 0.84 ms for 12).
 
     A product with fewer rows than the length of its sums — a weight gradient ``Xᵀ dQ``,
     (d × n)·(n × p) — is cut along the sum instead (:func:`_inner_blocks`): its row blocks would
@@ -383,6 +385,7 @@ def matmuls(pairs: list[tuple[np.ndarray, np.ndarray]], scratch: Sequence[str | 
         return [np.matmul(A, B, out=out) for (A, B), out in zip(pairs, outs, strict=True)]
     tasks: list[Callable[[dict], None]] = []
     results, sums = [], []
+    blocks = -(-2 * THREADS // len(pairs))  # two tasks per worker over all the products: one slow core holds none up
     for (A, B), out in zip(pairs, outs, strict=True):
         k, p = B.shape
         rows = math.prod(A.shape[:-1])
@@ -393,7 +396,7 @@ def matmuls(pairs: list[tuple[np.ndarray, np.ndarray]], scratch: Sequence[str | 
             tasks += block_tasks
             sums.append((parts, target))
         else:
-            step = -(-rows // (2 * THREADS))  # two blocks per worker: one slow core does not hold the others up
+            step = -(-rows // blocks)
             tasks += [_row_block(A2, B, target, r, step) for r in range(0, rows, step)]
         results.append(target.reshape(*A.shape[:-1], p))
     run(tasks)
