@@ -201,9 +201,11 @@ def two_thread_floor(n: int, repeat: int = 7) -> dict:
     is the design's (BLAS products and the element-wise passes on blocks in memory) at this
     thread count. The passes are those the call runs (:func:`attnsym.numeric._fast.element_passes`):
     with Numba the forward's row sums come from its ``exp`` loop and its second product is
-    ``S V`` (64 wide); with NumPy from the product ``S [V, 1]``.
+    ``S V`` (64 wide); with NumPy from the product ``S [V, 1]``. With Numba the forward's task is
+    the compiled rows the call runs (:func:`attnsym.numeric._kernels.attend_rows`, on ``Q, K, V``
+    prepared beforehand): they have no bookkeeping of their own to leave out.
     """
-    from attnsym.numeric import _fast, _pool
+    from attnsym.numeric import _fast, _kernels, _pool
 
     _pool.warm_blas()  # the BLAS buffers in the state a lean call leaves them (see _pool's docstring)
     exp_pass, exp_and_dscores, implementation = _fast.element_passes(np.float32)
@@ -216,9 +218,18 @@ def two_thread_floor(n: int, repeat: int = 7) -> dict:
     bk, bq = _fast.BACKWARD_BLOCK
     bk = _fast._rows_per_task(bk, n, 1)
 
+    rows = _kernels.rows_kernel() if implementation == "numba" else None  # the float32 lean forward's tasks
+    Qc, Kc, Vc = (np.ascontiguousarray(M) for M in (Q, K, V))
+    Z, L, row_sums = np.empty((n, D), np.float32), np.empty(n, np.float32), np.empty(n, np.float32)
+
     def forward_task(i0: int):
         def go(buffers):
             S = buffers["S"][:bi * bj].reshape(bi, bj)
+            if rows is not None:
+                acc = buffers["part"][:bi * D].reshape(bi, D)
+                rows(Qc, Kc, Vc, Z, L, row_sums, i0, min(n, i0 + bi), bj, np.float32(D ** -0.5), False,
+                     buffers["S"], acc, buffers["shift"])
+                return
             part = buffers["part"][:bi * Vf.shape[1]].reshape(bi, Vf.shape[1])
             acc = np.zeros((bi, Vf.shape[1]), np.float32)
             sums = None if implementation == "numpy" else np.zeros(bi, np.float32)
@@ -252,7 +263,7 @@ def two_thread_floor(n: int, repeat: int = 7) -> dict:
                 dQ += dS @ K[j0:j0 + bk]
         return go
 
-    fwd_scratch = {"S": (bi * bj, np.float32), "part": (bi * (D + 1), np.float32)}
+    fwd_scratch = {"S": (bi * bj, np.float32), "part": (bi * (D + 1), np.float32), "shift": (bi, np.float32)}
     bwd_scratch = {"A": (bq * bk, np.float32), "dS": (bq * bk, np.float32)}
 
     def forward():

@@ -7,6 +7,7 @@ fallback), fully masked rows, batch masks, blocks of every odd size, one or two 
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from typing import ClassVar
 
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 
 from attnsym import numeric as nm
-from attnsym.numeric import _fast, _pool
+from attnsym.numeric import _fast, _kernels, _pool
 from attnsym.testing import TOLERANCES
 
 
@@ -70,7 +71,11 @@ def test_a_loose_bound_takes_the_fast_path(monkeypatch):
     np.testing.assert_allclose(Y, Y_plain, rtol=TOLERANCES["float64"].rtol, atol=TOLERANCES["float64"].atol)
 
 
-def test_a_score_far_above_the_first_key_block_falls_back_to_the_running_maximum(monkeypatch):
+@pytest.mark.parametrize("compiled", [True, False])
+def test_a_score_far_above_the_first_key_block_falls_back_to_the_running_maximum(monkeypatch, compiled):
+    """NumPy's blocks or the compiled rows first (float32), then each query block again with the running maximum."""
+    if compiled and not _kernels.available():
+        pytest.skip("the compiled rows need Numba")
     rng = np.random.default_rng(1)
     n, d = 40, 4
     X = (0.1 * rng.standard_normal((n, d))).astype(np.float32)
@@ -80,10 +85,11 @@ def test_a_score_far_above_the_first_key_block_falls_back_to_the_running_maximum
     real = _fast._forward_block
     monkeypatch.setattr(_fast, "_forward_block", lambda *a, **k: calls.append(k["exact"]) or real(*a, **k))
     W = np.eye(d, dtype=np.float32)
-    with warnings.catch_warnings():
+    with warnings.catch_warnings(), contextlib.nullcontext() if compiled else _kernels.disabled():
         warnings.simplefilter("error")  # the overflow of the first attempt is not reported: it is redone
         Y = nm.attention(X, W, W, W, return_weights=False, block_size=16)
-    assert calls.count(True) == calls.count(False) > 0  # every query block was redone with the running maximum
+    blocks = -(-n // 16)
+    assert calls == [True] * blocks if compiled else calls.count(True) == calls.count(False) == blocks
     Y_plain, _ = nm.attention(X.astype(np.float64), *(np.eye(d),) * 3)
     np.testing.assert_allclose(Y, Y_plain, rtol=TOLERANCES["float32"].rtol, atol=TOLERANCES["float32"].atol * 300)
 
@@ -213,3 +219,32 @@ def _tasks(monkeypatch) -> list:
 
     monkeypatch.setattr(_pool, "run", once)
     return seen
+
+
+def test_the_compiled_rows_take_the_plain_and_causal_float32_forwards(monkeypatch):
+    """Masks, ALiBi, float64 and a forward that keeps its exponentials stay on NumPy's blocks; every result agrees."""
+    if not _kernels.available():
+        pytest.skip("the compiled rows need Numba")
+    used = []
+    real = _fast._compiled_rows
+    monkeypatch.setattr(_fast, "_compiled_rows", lambda *a: used.append(real(*a) is not None) or real(*a))
+    rng = np.random.default_rng(5)
+    n = 300
+    X = rng.standard_normal((2, n, 8)).astype(np.float32)
+    W = [(rng.standard_normal((8, 8)) / 3).astype(np.float32) for _ in range(3)]
+    mask = rng.random((n, n)) > 0.2
+    cases = {"plain": ({}, True), "causal, 2 heads": ({"causal": True, "heads": 2}, True),
+             "mask": ({"mask": mask}, False), "alibi": ({"positions": "alibi", "heads": 2}, False)}
+    for name, (kw, compiled) in cases.items():
+        used.clear()
+        Y, Y_generic = _both(monkeypatch, lambda kw=kw: nm.attention(X, *W, return_weights=False, block_size=64, **kw))
+        assert used == [compiled], name
+        _assert_same(Y, Y_generic, "float32")
+    used.clear()
+    nm.attention(X.astype(np.float64), *(w.astype(np.float64) for w in W), return_weights=False, block_size=64)
+    assert used == [False]
+    used.clear()
+    X_long = rng.standard_normal((nm.AUTO_BLOCKWISE_N, 8)).astype(np.float32)
+    nm.attention_vjp(X_long, *W, X_long)  # keeps its exponentials for the backward: NumPy's blocks fill the tiles
+    assert used == [False]
+    assert "scipy" in _pool._STATE["warm"]  # the compiled rows' BLAS had its buffers written before its first call

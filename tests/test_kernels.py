@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from attnsym import numeric as nm
+from attnsym.errors import ShapeError
 from attnsym.numeric import _fast, _kernels
 from attnsym.testing import TOLERANCES
 
@@ -174,6 +175,7 @@ _kernels.softmax_rows(S, np.empty_like(S)); _kernels.exp_rowsum(S.copy(), np.zer
 _kernels.exp_and_dscores(S.copy(), S.copy())
 _kernels.exp_rowsum_moment(S.copy(), *(np.zeros(2, np.float32) for _ in range(3)))
 _kernels.load()
+_kernels.rows_kernel()
 kernels = _kernels.compiled()
 print(json.dumps({name: [sum(k.stats.cache_hits.values()), sum(k.stats.cache_misses.values())]
                   for name, k in kernels.items()}))
@@ -199,6 +201,46 @@ def test_a_second_process_loads_every_kernel_from_the_disk_cache(tmp_path):
                                       capture_output=True, text=True).stdout) for _ in range(2)]
     first, second = runs
     assert set(first) == {"exp_rowsum", "exp_and_dscores", "softmax_rows", "exp_rowsum_moment", "bias_gelu",
-                          "residual_layernorm"}
+                          "residual_layernorm", "attend_rows", "gemm_product"}
     assert all(misses >= 1 for _, misses in first.values()), first  # a cold cache: compiled
     assert all(hits >= 1 and misses == 0 for hits, misses in second.values()), second
+
+
+# ---------------------------------------------------------------------------- the lean forward's compiled rows
+def _softmax_rows_float64(Q, K, V, scale, causal):
+    S = scale * (Q.astype(np.float64) @ K.T.astype(np.float64))
+    if causal:
+        S[np.triu_indices(len(S), 1)] = -np.inf
+    top = S.max(axis=1, keepdims=True)
+    P = np.exp(S - top)
+    return (P @ V.astype(np.float64)) / P.sum(axis=1, keepdims=True), top[:, 0] + np.log(P.sum(axis=1))
+
+
+@pytest.mark.skipif(not numba_present, reason="Numba is not installed")
+@pytest.mark.parametrize("causal", [False, True])
+def test_compiled_rows_equal_float64_attention(causal):
+    """Key blocks of 128 with a short last one, d_k ≠ d_v, a sub-range of rows; ℓ ≥ 1 (the first block's maximum)."""
+    rng = np.random.default_rng(7)
+    n, d_k, d_v = 613, 24, 40
+    Q, K = (rng.standard_normal((n, d_k), dtype=np.float32) for _ in range(2))
+    V = rng.standard_normal((n, d_v), dtype=np.float32)
+    Z, L, ell = _kernels.attend_rows(Q, K, V, 0.3, causal=causal, columns=128)
+    Z_ref, L_ref = _softmax_rows_float64(Q, K, V, 0.3, causal)
+    np.testing.assert_allclose(Z, Z_ref, rtol=1e-5, atol=2e-6)
+    np.testing.assert_allclose(L, L_ref, rtol=1e-6, atol=2e-6)
+    assert (ell >= 1).all()
+    Z_part, L_part, _ = _kernels.attend_rows(Q, K, V, 0.3, causal=causal, columns=128, rows=(100, 300))
+    np.testing.assert_allclose(Z_part[100:300], Z[100:300], rtol=1e-6, atol=1e-6)  # BLAS may block other rows apart
+    np.testing.assert_allclose(L_part[100:300], L[100:300], rtol=1e-6, atol=1e-6)
+    assert not Z_part[:100].any() and not Z_part[300:].any()
+
+
+@pytest.mark.skipif(not numba_present, reason="Numba is not installed")
+def test_compiled_rows_refuse_mismatched_shapes_and_dtypes():
+    Q = np.zeros((4, 3), np.float32)
+    with pytest.raises(ShapeError, match=r"attend_rows: Q has shape \(4, 3\), K \(4, 2\)"):
+        _kernels.attend_rows(Q, np.zeros((4, 2), np.float32), Q, 1.0)
+    with pytest.raises(ShapeError, match="with n = m when causal"):
+        _kernels.attend_rows(Q, Q[:3], Q[:3], 1.0, causal=True)
+    with pytest.raises(ShapeError, match="expected C-contiguous float32"):
+        _kernels.attend_rows(Q.astype(np.float64), Q, Q, 1.0)

@@ -2,7 +2,7 @@ r"""Compiled element-wise kernels of the numeric fast path and the real-model fo
 
 The one registry of attnsym's compiled kernels (:func:`compiled`), with one switch
 (:func:`available`, :func:`disabled`) and one input checker. One primitive, the exponential of a
-row shifted by a constant, and the four loops built on it:
+row shifted by a constant, and the five loops built on it:
 
 - :func:`exp_rowsum` — ``S ← exp(S)`` and the row sums of the result, in one loop: the forward's
   one pass over a score block of :mod:`attnsym.numeric._fast` (its shift is folded into the
@@ -14,7 +14,11 @@ row shifted by a constant, and the four loops built on it:
   a row with no finite score all 0 — the fully-masked-row policy of :func:`attnsym.numeric.softmax`;
   the real-model forward's softmax;
 - :func:`exp_rowsum_moment` — ``S ← exp(S)`` with the row sums, the first moments ``Σ e^s s``
-  and the row maxima in one loop: the streamed head statistics of :mod:`attnsym.audits.stream`.
+  and the row maxima in one loop: the streamed head statistics of :mod:`attnsym.audits.stream`;
+- :func:`attend_rows` — the lean forward's rows of one head, whole: per key block a BLAS
+  product ``c·Q Kᵀ``, the exp shifted by the first block's row maximum with the row sums, and
+  ``acc += P V`` accumulated by BLAS (``β = 1``); its products call SciPy's ``sgemm`` from the
+  compiled loop (:func:`rows_kernel`), so a task is one call with no Python per block.
 
 and two loops of the real-model forward (:class:`attnsym.models.forward.FusedPrimitives`, the pass's
 primitives built on them, chosen once per pass for float32 NumPy passes of at least
@@ -64,6 +68,7 @@ the forward pass's kernels up front).
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import threading
@@ -73,10 +78,11 @@ from typing import Any
 import numpy as np
 
 from ..errors import BackendError, ShapeError
+from . import _pool
 from .activations import ERF_P, ERF_Q
 
-__all__ = ["EXP_MAX", "EXP_MIN", "EXP_POLY", "EXP_RTOL", "available", "bias_gelu", "compiled", "disabled", "exp_and_dscores",
-           "exp_rowsum", "exp_rowsum_moment", "load", "residual_layernorm", "softmax_rows"]
+__all__ = ["EXP_MAX", "EXP_MIN", "EXP_POLY", "EXP_RTOL", "attend_rows", "available", "bias_gelu", "compiled", "disabled",
+           "exp_and_dscores", "exp_rowsum", "exp_rowsum_moment", "load", "residual_layernorm", "rows_kernel", "softmax_rows"]
 
 #: weights e^x with x at or below this are 0 (float32's smallest normal is e^-87.3)
 EXP_MIN = -87.0
@@ -117,6 +123,13 @@ _bits_float32: Any = None
 _row_sum: Any = None
 #: a row's sum and its first moment against another row (masked entries 0), set by :func:`_compile` (as _row_sum)
 _sum_moment: Any = None
+#: the largest entry of a row of finite numbers, set by :func:`_compile` ('nnan', 'ninf', 'reassoc': it vectorises)
+_row_max: Any = None
+#: column-major ``C ← α·op(A)·op(B) + β·C`` through SciPy's BLAS ``sgemm`` (the function is an argument: its
+#: address changes from process to process, and the disk cache must not hold it), set by :func:`_compile`
+_gemm: Any = None
+#: ``ord("N")``, ``ord("T")``: sgemm's no-transpose and transpose flags
+_NO, _TRANSPOSED = np.uint8(78), np.uint8(84)
 
 
 @contextlib.contextmanager
@@ -183,8 +196,10 @@ def _compile(numba) -> dict[str, Any]:
     jit_sum = numba.njit(nogil=True, cache=True, boundscheck=False, error_model="numpy", fastmath=flags | {"reassoc"})
     inline = numba.njit(nogil=True, cache=True, boundscheck=False, error_model="numpy", fastmath=flags,
                         inline="always")
+    jit_max = numba.njit(nogil=True, cache=True, boundscheck=False, error_model="numpy",
+                         fastmath=flags | {"reassoc", "nnan", "ninf"})
     _compile_primitives(numba, jit_sum, inline)
-    return {**_compile_exp_loops(jit), **_compile_forward_loops(jit_sum)}
+    return {**_compile_exp_loops(jit), **_compile_forward_loops(jit_sum), **_compile_attention(jit, jit_max, inline)}
 
 
 def _compile_primitives(numba, jit_sum, inline) -> None:
@@ -329,6 +344,138 @@ def _compile_forward_loops(jit_sum) -> dict[str, Any]:
             for j in range(width):
                 o[j] = (ar[j] - mean) * scale * weight[j] + beta[j]
     return {"bias_gelu": bias_gelu, "residual_layernorm": residual_layernorm}
+
+
+@functools.cache
+def _sgemm() -> Any:
+    """SciPy's BLAS ``sgemm`` (``scipy.linalg.cython_blas``, Fortran's arguments: all pointers) as a ctypes function."""
+    import ctypes
+
+    from numba.extending import get_cython_function_address
+
+    return ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 13)(get_cython_function_address("scipy.linalg.cython_blas", "sgemm"))
+
+
+def _compile_attention(jit, jit_max, inline) -> dict[str, Any]:
+    """The lean forward's compiled rows (:func:`attend_rows`) and the product that warms SciPy's BLAS buffers."""
+    global _row_max, _gemm
+
+    @jit_max
+    def _row_max(x):  # pragma: no cover - compiled
+        top = x[0]
+        for j in range(1, x.shape[0]):
+            top = max(top, x[j])
+        return top
+
+    @inline
+    def _gemm(sgemm, transpose_a, transpose_b, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc):  # pragma: no cover
+        ints = np.empty(6, np.int32)
+        reals = np.empty(2, np.float32)
+        flags = np.empty(2, np.uint8)
+        flags[0], flags[1] = transpose_a, transpose_b
+        ints[0], ints[1], ints[2], ints[3], ints[4], ints[5] = m, n, k, lda, ldb, ldc
+        reals[0], reals[1] = alpha, beta
+        i, r, f = ints.ctypes.data, reals.ctypes.data, flags.ctypes.data
+        sgemm(f, f + 1, i, i + 4, i + 8, r, A, i + 12, B, i + 16, r + 4, C, i + 20)
+
+    @jit
+    def gemm_product(sgemm, A, B, C):  # pragma: no cover - compiled
+        """Row-major ``C ← A B``: column-major ``Cᵀ = Bᵀ Aᵀ``."""
+        m, k = A.shape
+        n = B.shape[1]
+        _gemm(sgemm, _NO, _NO, n, m, k, _F(1.0), B.ctypes.data, n, A.ctypes.data, k, _F(0.0), C.ctypes.data, n)
+
+    @jit
+    def attend_rows(sgemm, Q, K, V, Z, L, sums, i0, i1, columns, scale, causal, S, acc, shift):  # pragma: no cover
+        d, dv = Q.shape[1], V.shape[1]
+        rows = i1 - i0
+        end = i1 if causal else K.shape[0]
+        for j0 in range(0, end, columns):
+            cols = min(end, j0 + columns) - j0
+            block = S[:rows * cols].reshape(rows, cols)
+            # block = c·Q_i K_jᵀ: column-major blockᵀ (cols × rows) = c·K_j Q_iᵀ
+            _gemm(sgemm, _TRANSPOSED, _NO, cols, rows, d, scale, K[j0:].ctypes.data, d, Q[i0:].ctypes.data, d,
+                  _F(0.0), block.ctypes.data, cols)
+            for r in range(rows):
+                x = block[r]
+                allowed = min(cols, i0 + r - j0 + 1) if causal else cols  # keys j <= i (causal); may be <= 0
+                if j0 == 0:
+                    shift[r] = _row_max(x[:allowed])  # the first key block's maximum: every row's sum is >= 1
+                t = shift[r]
+                for j in range(max(allowed, 0)):
+                    x[j] = _expf(x[j] - t)
+                for j in range(max(allowed, 0), cols):
+                    x[j] = _F(0.0)
+                total = _row_sum(x)
+                sums[i0 + r] = total if j0 == 0 else sums[i0 + r] + total
+            # acc (+)= P V_j: column-major accᵀ (dv × rows) (+)= V_jᵀ Pᵀ, accumulated by BLAS itself
+            _gemm(sgemm, _NO, _NO, dv, rows, cols, _F(1.0), V[j0:].ctypes.data, dv, block.ctypes.data, cols,
+                  _F(0.0) if j0 == 0 else _F(1.0), acc.ctypes.data, dv)
+        for r in range(rows):
+            ell = sums[i0 + r]
+            for q in range(dv):
+                Z[i0 + r, q] = acc[r, q] / ell
+            L[i0 + r] = shift[r] + math.log(ell)
+
+    return {"attend_rows": attend_rows, "gemm_product": gemm_product}
+
+
+def attend_rows(Q: np.ndarray, K: np.ndarray, V: np.ndarray, scale: float, *, causal: bool = False,
+                rows: tuple[int, int] | None = None, columns: int = 256) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``Z = softmax(c·Q Kᵀ) V``, the row log-sum-exp ``L`` and the shifted row sums ``ℓ`` of one head, float32.
+
+    The lean forward's compiled rows (:mod:`attnsym.numeric._fast`): for each block of
+    ``columns`` keys, one BLAS product ``c·Q Kᵀ`` (SciPy's ``sgemm``, called from the compiled
+    loop), one pass ``P = exp(S − t)`` with the row sums (``t``: each row's maximum over the
+    first key block), and one product ``acc += P V`` that BLAS accumulates itself (``β = 1``).
+    No padded operands, no per-block Python call. ``ℓ`` is at least 1 (the first block holds
+    ``e^0``); a row with ``ℓ`` above :data:`attnsym.numeric._fast.MAX_ROW_SUM` had a later score
+    far above ``t``, and its caller redoes it exactly. ``causal``: key ``j`` only for queries
+    ``i >= j``. ``rows``: only query rows ``i0:i1`` (the rest of ``Z``, ``L``, ``ℓ`` are zeros).
+
+    >>> Q = np.array([[0.0], [1.0]], np.float32); K = V = np.array([[1.0], [2.0]], np.float32)
+    >>> Z, L, ell = attend_rows(Q, K, V, 1.0)
+    >>> np.round(Z[:, 0], 5), np.round(L, 5)   # row 1: softmax(1, 2) = (0.269, 0.731)
+    (array([1.5    , 1.73106], dtype=float32), array([0.69315, 2.31326], dtype=float32))
+    """
+    if (Q.ndim != 2 or V.ndim != 2 or K.shape != (K.shape[0], Q.shape[1]) or V.shape[0] != K.shape[0]
+            or (causal and Q.shape[0] != K.shape[0])):
+        raise ShapeError(f"attend_rows: Q has shape {Q.shape}, K {K.shape}, V {V.shape}; expected (n, d), (m, d), "
+                         "(m, d_v), with n = m when causal")
+    i0, i1 = rows if rows is not None else (0, Q.shape[0])
+    if not 0 <= i0 < i1 <= Q.shape[0]:
+        raise ShapeError(f"attend_rows: rows must be (i0, i1) with 0 <= i0 < i1 <= n = {Q.shape[0]} (got {rows})")
+    Z = np.zeros((Q.shape[0], V.shape[1]), np.float32)
+    L, sums = np.zeros(Q.shape[0], np.float32), np.zeros(Q.shape[0], np.float32)
+    kernel = _checked("attend_rows", Q, K, V)
+    S, acc, shift = (np.empty(size, np.float32) for size in ((i1 - i0) * columns, (i1 - i0) * V.shape[1], i1 - i0))
+    kernel(_sgemm(), Q, K, V, Z, L, sums, i0, i1, columns, np.float32(scale), causal, S,
+           acc.reshape(i1 - i0, V.shape[1]), shift)
+    return Z, L, sums
+
+
+def rows_kernel() -> Any:
+    """The compiled forward rows as the lean forward calls them — ``kernel(Q, K, V, Z, L, sums, i0, i1, columns,
+    scale, causal, S, acc, shift)``, SciPy's ``sgemm`` bound — or None when :func:`available` is False.
+
+    The first call loads (or compiles) them and the product that warms SciPy's BLAS buffers,
+    which it hands to :func:`attnsym.numeric._pool.warm_also`: the next
+    :func:`~attnsym.numeric._pool.one_blas_thread` entry runs it on every worker
+    (:func:`attnsym.numeric._fast.session` asks for the kernel before it enters).
+    """
+    kernels = compiled() if available() else None
+    if kernels is None:
+        return None
+    if "rows" not in _STATE:
+        with _LOCK:
+            if "rows" not in _STATE:
+                sgemm, product = _sgemm(), kernels["gemm_product"]
+                one = np.ones((1, 1), np.float32)
+                attend_rows(one, one, one, 1.0)  # load both now: not inside the warming products, which run together
+                product(sgemm, one, one, np.empty((1, 1), np.float32))
+                _pool.warm_also("scipy", lambda a, b: product(sgemm, a, b, np.empty((a.shape[0], b.shape[1]), np.float32)))
+                _STATE["rows"] = functools.partial(kernels["attend_rows"], sgemm)
+    return _STATE["rows"]
 
 
 def _checked(name: str, *arrays: np.ndarray | None):

@@ -45,7 +45,7 @@ import numpy as np
 from ..errors import ShapeError
 
 __all__ = ["MIN_SPLIT", "THREADS", "WARM_SHAPES", "WORKSPACE_MAX_BYTES", "active", "borrowed", "fresh_workspace",
-           "matmul", "matmuls", "one_blas_thread", "run", "warm_blas", "workers", "workspace"]
+           "matmul", "matmuls", "one_blas_thread", "run", "warm_also", "warm_blas", "workers", "workspace"]
 
 #: worker threads (the cores this process may run on)
 THREADS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -93,6 +93,10 @@ def _pool() -> tuple[ThreadPoolExecutor, Any]:
     return _STATE["pool"], _STATE["blas"]
 
 
+#: the products that write a BLAS library's packing buffers, by library: NumPy's, and SciPy's once the compiled
+#: forward that calls it is loaded (:func:`warm_also`)
+_WARMERS: dict[str, Callable[[np.ndarray, np.ndarray], Any]] = {"numpy": lambda a, b: np.matmul(a, b)}
+
 #: the product that writes the first pages of a BLAS packing buffer: (256 × 320)·(320 × 640), float32 — its
 #: operand panels fill OpenBLAS's whole Haswell ``A`` block (320 × 320) and 320 kB of its ``B`` buffer; about
 #: 2 ms, long enough for the workers' products to overlap (each then takes a buffer of its own)
@@ -105,24 +109,36 @@ def warm_blas() -> None:
     :func:`one_blas_thread` does it on its first entry, so a caller need not; this is that step alone.
     The products run at the same moment on the calling thread and the pool's, each inside the
     one-thread BLAS limit, so each takes its own buffer (OpenBLAS lends one per concurrent
-    caller). Idempotent; skipped while :mod:`tracemalloc` traces (a traced call's peak is its own);
-    a forked child warms again (cheap: it inherits the parent's pages). The why is in this
-    module's docstring.
+    caller). One product per library (:func:`warm_also`); idempotent; skipped while
+    :mod:`tracemalloc` traces (a traced call's peak is its own); a forked child warms again
+    (cheap: it inherits the parent's pages). The why is in this module's docstring.
 
     >>> warm_blas()
-    >>> _STATE["warm"]
+    >>> "numpy" in _STATE["warm"]
     True
     """
     with one_blas_thread():
         pass
 
 
+def warm_also(name: str, product: Callable[[np.ndarray, np.ndarray], Any]) -> None:
+    """Warm another BLAS library's buffers too, with ``product(a, b)`` (``a @ b`` by that library, compiled already).
+
+    The compiled forward (:func:`attnsym.numeric._kernels.attend_rows`) calls SciPy's OpenBLAS,
+    whose buffers are its own: unwritten, they slowed its products as NumPy's did (a block's
+    ``c·Q Kᵀ`` took 2.3 ms against 0.79 ms). The next entry of :func:`one_blas_thread` runs it.
+    """
+    _WARMERS.setdefault(name, product)
+
+
 def _warm_once() -> None:
-    """:func:`warm_blas`'s products, the first time; called inside the one-thread BLAS limit."""
-    if _STATE.get("warm") or tracemalloc.is_tracing() or threading.current_thread().name.startswith(_PREFIX):
+    """:func:`warm_blas`'s products, the first time for each library; called inside the one-thread BLAS limit."""
+    warmed = _STATE.setdefault("warm", set())
+    if set(_WARMERS) <= warmed or tracemalloc.is_tracing() or threading.current_thread().name.startswith(_PREFIX):
         return  # a pool worker never waits for the pool
     with _WARM_LOCK:
-        if _STATE.get("warm"):
+        libraries = [name for name in _WARMERS if name not in warmed]
+        if not libraries:
             return
         count = max(1, THREADS)
         barrier = threading.Barrier(count)
@@ -131,13 +147,14 @@ def _warm_once() -> None:
             a, b = (np.ones(shape, np.float32) for shape in WARM_SHAPES)
             with contextlib.suppress(threading.BrokenBarrierError):
                 barrier.wait(timeout=0.05)  # together, so that each takes its own buffer; alone if a worker is late
-            np.matmul(a, b)
+            for name in libraries:
+                _WARMERS[name](a, b)
 
         helpers = [_pool()[0].submit(product) for _ in range(count - 1)]
         product()
         for helper in helpers:
             helper.result()
-        _STATE["warm"] = True
+        warmed.update(libraries)
 
 
 def active() -> bool:

@@ -200,13 +200,18 @@ class BoundLayer:
             positions = None if p0 == 0 else self.xp.arange(p0, p0 + r, dtype=self.xp.float64, device=self.device)
         return apply_rope(M, self.spec, positions, inverse=adjoint)
 
+    @property
+    def has_score_bias(self) -> bool:
+        """Whether :meth:`score_bias` gives a bias (ALiBi) rather than None."""
+        return self.spec.positions == "alibi"
+
     def score_bias(self, i0: int, i1: int, j0: int, j1: int):
         """Hook (c): the additive (H, i1-i0, j1-j0) score bias of queries ``i0:i1`` and keys ``j0:j1``, or None.
 
         ``"alibi"``: ``−m_h |i − j|`` (:func:`~attnsym.numeric.positions.alibi_bias_block`);
         other schemes: None.
         """
-        if self.spec.positions != "alibi":
+        if not self.has_score_bias:
             return None
         if self.positions is not None:  # explicit positions: −m_h |p_i − p_j|, (..., H, bi, bj)
             xp = self.xp
