@@ -198,3 +198,19 @@ def test_bounds_decide_only_plain_projections_and_only_when_they_fit():
     assert not _bound(X, I2 * 1e154, I2 * 1e154, I2)[2]
     Y = nm.attention(X, I2 * 1e154, I2 * 1e154, I2, return_weights=False)
     assert np.isfinite(Y).all()
+
+
+def test_keyword_specs_are_made_once_and_never_shared_across_types():
+    from attnsym.numeric.binding import _keyword_spec
+
+    X = np.ones((3, 2))
+    nm.attention(X, I2, I2, I2, scale=0.5)
+    before = _keyword_spec.cache_info().hits
+    nm.attention(X, I2, I2, I2, scale=0.5)
+    assert _keyword_spec.cache_info().hits == before + 1
+    nm.attention(X, I2, I2, I2, scale=1)
+    with pytest.raises(SpecError, match="got True"):  # refused, though 1 == True was accepted and cached
+        nm.attention(X, I2, I2, I2, scale=True)
+    with pytest.raises(SpecError, match="got array") as caught:  # unhashable: checked without the cache
+        nm.attention(X, I2, I2, I2, scale=np.array(0.5))
+    assert caught.value.__context__ is None
