@@ -389,8 +389,10 @@ def render_one_thread(p: dict) -> list[str]:
         f"The forward's floor is {fwd_floor / p['torch_fwd']:.2f}× torch's whole forward and the forward + "
         f"backward's {fb_floor / p['torch_fb']:.2f}× torch's. Both designs write each score block to memory with "
         "one product, pass over it and read it with the next product: torch's CPU flash kernel makes two passes (scale "
-        "with the row maximum, then `exp` with the row sum), this one makes one (the shift is folded into the "
-        "product); what differs is the speed of those passes and of the two libraries' products.",
+        "with the row maximum, then `exp` with the row sum), this one makes one (`exp(S − t)` with the row sums, "
+        "`t` each row's maximum over its first key block); what differs is the speed of those passes and of the two "
+        "libraries' products. The products are timed here as NumPy's blocks make them (`[c·Q, −t] [K, 1]ᵀ`, 65 "
+        "wide); the forward's compiled rows make them 64 wide and let BLAS add `P V` into the running sum.",
         "",
         f"Per core, from this run's CPU times: forward {p['fwd'] / p['torch_fwd']:.2f}× (goal ≤ {GOAL_FWD}: "
         f"{'met' if p['fwd'] / p['torch_fwd'] <= GOAL_FWD else 'not met'}), forward + backward "
