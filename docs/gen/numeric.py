@@ -188,17 +188,27 @@ above the diagonal are skipped.
 For NumPy arrays the blockwise forward and backward run in `attnsym/numeric/_fast.py`, which
 computes the same result with fewer passes over each block of scores and uses every core:
 
-- **the shift goes into the matrix product.** With `u_i = c·‖q_i‖·max_j ‖k_j‖ ≥ max_j S_ij`
-  (Cauchy–Schwarz), the product `[c·Q, −u] [K, 1]ᵀ = S − u` needs no separate maximum or
-  subtraction, and `exp` of it never exceeds 1 — so there is no running maximum and no
-  rescaling between key blocks;
-- **the row sums come out of the product** `P [V, 1] = [P V, ℓ]`;
+- **one shift per row, taken once.** Each row is shifted by `t_i`, the maximum of its scores in
+  the first key block (one extra pass over that block alone). Its sum is then at least 1 (the
+  maximum gives `e^0`) however large the scores, and later blocks need no running maximum and no
+  rescaling; NumPy's blocks fold the shift into the product, `[c·Q, −t] [K, 1]ᵀ = S − t`;
+- **the row sums come out of the product** `P [V, 1] = [P V, ℓ]` (NumPy), or out of the `exp`
+  loop (Numba);
+- **the plain float32 forward is one compiled loop per task** (with the `fast` extra): for a
+  forward with no mask, no ALiBi bias and nothing kept, each worker's query rows are one Numba
+  call (`attnsym.numeric._kernels.attend_rows`) that calls BLAS itself (SciPy's `sgemm`: `c` is
+  the product's `α`, and `P V` is added into the running sum with `β = 1`) and subtracts the
+  shift inside the `exp` — no padded operand, scaled copy, partial sum or Python call per block;
 - **the backward folds its shifts too**: `[c·Q, −L] [K, 1]ᵀ = S − L` gives the weights in one `exp`
-  pass, and `[dZ, −D] [V, 1]ᵀ = dA − D` makes `dS = A ⊙ (dA − D)` one in-place product;
-- blocks of {_fast.FAST_BLOCK[0]} queries × {_fast.FAST_BLOCK[1]} keys in the forward and
-  {_fast.BACKWARD_BLOCK[0]} keys × {_fast.BACKWARD_BLOCK[1]} queries in the backward (score blocks of at
-  most 512 KiB in float32, the L2 cache of one core of the machines the benchmarks ran on) run on a
-  pool of as many worker threads as the process may use cores (`attnsym/numeric/_pool.py`);
+  pass, and `[dZ, −D] [V, 1]ᵀ = dA − D` makes `dS = A ⊙ (dA − D)` one in-place product; where
+  `attention_vjp` keeps the forward's exponentials (within 64 MiB) it reads them instead;
+- blocks of at most {_fast.FAST_BLOCK[0]} queries × {_fast.FAST_BLOCK[1]} keys in the forward (an
+  unmasked forward takes one task of `n / threads` queries per worker: BLAS then packs each key block
+  once per worker; causal forwards and those that keep their exponentials at most
+  {_fast.TASK_ROWS} queries, 512 KiB of float32 scores, the L2 cache of one core of the machines
+  the benchmarks ran on) and {_fast.BACKWARD_BLOCK[0]} keys × {_fast.BACKWARD_BLOCK[1]} queries in
+  the backward run on a pool of as many worker threads as the process may use cores
+  (`attnsym/numeric/_pool.py`);
 - **BLAS at one thread for the whole call.** NumPy's BLAS (OpenBLAS) has threads of its own that
   keep spinning after each multi-threaded product (here about 40 ms of CPU after one 4096 × 64
   product), and a multi-threaded product waits for them, spinning; beside the pool that made more
@@ -208,10 +218,11 @@ computes the same result with fewer passes over each block of scores and uses ev
 
 So the forward makes one element-wise pass over each block (`exp`) and the backward two (`exp`, a
 product), where the generic code makes four in each (forward: `max`, subtract, `exp`, `sum`;
-backward: subtract, `exp`, subtract, multiply — counted in `tests/test_fast.py`). The bound can be
-loose (large, nearly orthogonal `q` and `k`): a row whose shifted sum falls below
-{_fast.MIN_ROW_SUM:g} has its query block recomputed with the exact running maximum, so the
-precision never depends on the bound. The results equal the generic
+backward: subtract, `exp`, subtract, multiply — counted in `tests/test_fast.py`). A later score far
+above a row's first-block maximum (its shifted sum past `e^60` in float32), or a row masked in its
+whole first key block (shifted by the Cauchy–Schwarz bound, its sum below {_fast.MIN_ROW_SUM:g}),
+has its query block recomputed with the exact running maximum, so the precision never depends on
+the shift. The results equal the generic
 array-API code within the dtype's tolerance (`tests/test_fast.py`, and every blockwise test runs
 both); CuPy and PyTorch arrays take the generic code.
 
