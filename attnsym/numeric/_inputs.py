@@ -154,7 +154,11 @@ def finite_result(xp: ModuleType, value: Any, what: str, cause: Callable[[], str
 
 
 def amax(xp: ModuleType, value: Any) -> float:
-    """The largest absolute entry, as a Python float (0 for an empty array)."""
+    """The largest absolute entry, as a Python float (0 for an empty array; NaN if any entry is NaN).
+
+    ``max(max v, −min v)``: two reductions and no ``|v|`` array (a temporary the size of ``v``,
+    whose fresh pages cost more than the second reduction).
+    """
     if hasattr(value, "detach"):  # a PyTorch tensor that records gradients
         value = value.detach()
-    return float(xp.max(xp.abs(value))) if math.prod(value.shape) else 0.0
+    return max(float(xp.max(value)), -float(xp.min(value))) if math.prod(value.shape) else 0.0

@@ -394,7 +394,7 @@ def finite_by_bounds(layer: BoundLayer, a: dict, X_in) -> bool:
     if spec.qk_norm or spec.positions == "rope" or spec.query_temperature is not None:
         return False
     largest = float(xp.finfo(X_in.dtype).max)
-    x = max(float(xp.max(X_in)), -float(xp.min(X_in))) if math.prod(X_in.shape) else 0.0  # no |X_in| array
+    x = amax(xp, X_in)
     d = int(X_in.shape[-1])
     bound = {w: 2.0 * (d * x * amax(xp, a[f"W_{w}"]) + (0.0 if a.get(f"b_{w}") is None else amax(xp, a[f"b_{w}"])))
              for w in "QKV"}
