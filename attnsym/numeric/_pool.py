@@ -137,7 +137,7 @@ def _warm_once() -> None:
     if set(_WARMERS) <= warmed or tracemalloc.is_tracing() or threading.current_thread().name.startswith(_PREFIX):
         return  # a pool worker never waits for the pool
     with _WARM_LOCK:
-        libraries = [name for name in _WARMERS if name not in warmed]
+        libraries = [name for name in list(_WARMERS) if name not in warmed]  # list(): one step, as warm_also may add
         if not libraries:
             return
         count = max(1, THREADS)
