@@ -214,3 +214,35 @@ def test_keyword_specs_are_made_once_and_never_shared_across_types():
     with pytest.raises(SpecError, match="got array") as caught:  # unhashable: checked without the cache
         nm.attention(X, I2, I2, I2, scale=np.array(0.5))
     assert caught.value.__context__ is None
+
+
+@pytest.mark.parametrize("library", ["numpy", "torch"])
+def test_amax_is_the_largest_absolute_entry_and_keeps_nan(library):
+    """``amax``: NumPy arrays take their own reductions, other libraries the namespace's; both give max |v| and NaN."""
+    from attnsym.numeric._inputs import amax, namespace_of
+
+    torch = pytest.importorskip("torch") if library == "torch" else None
+    values = [np.array([[0.5, -3.0], [2.0, 1.0]]), np.array([4.0, -1.0]), np.zeros((0, 3)),
+              np.array([1.0, np.nan]), np.array([np.nan, -2.0])]
+    for v in values:
+        a = torch.tensor(v, requires_grad=v.size > 0) if torch is not None else v
+        got = amax(namespace_of({"v": a}), a)
+        if np.isnan(v).any():
+            assert np.isnan(got)
+        else:
+            assert got == (np.abs(v).max() if v.size else 0.0)
+
+
+def test_dtype_name_names_numpy_and_torch_dtypes_and_unhashable_ones():
+    from attnsym.numeric._inputs import dtype_name
+
+    assert [dtype_name(np.zeros(1, t)) for t in (np.float32, np.float64, np.int64, bool)] == \
+        ["float32", "float64", "int64", "bool"]
+    torch = pytest.importorskip("torch")
+    assert dtype_name(torch.zeros(1, dtype=torch.float32)) == "float32"
+
+    class Odd:  # an array-like whose dtype is unhashable: named without the cache
+        def __init__(self):
+            self.dtype = ["float32"]
+
+    assert dtype_name(Odd()) == "['float32']"
