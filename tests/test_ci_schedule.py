@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import sys
+import threading
 from pathlib import Path
 
 import conftest
@@ -41,3 +44,70 @@ def test_a_grouped_file_is_one_unit_with_its_group_and_any_other_file_its_own():
     assert scheduler._split_scope("tests/test_backprop.py::test_docs_page_generates") == "tests/test_backprop.py"
     assert scheduler._split_scope("attnsym/heads.py::attnsym.heads.probe") == "attnsym/heads.py"
     assert isinstance(scheduler.workqueue, conftest._SlowestFirstQueue)
+
+
+def test_every_untraced_test_exists():
+    """A renamed test would leave a stale UNTRACED entry (it would then be traced again: the figure errs low)."""
+    import ast
+
+    stale = []
+    for stem, names in conftest.UNTRACED.items():
+        path = TESTS / f"{stem}.py"
+        defined = {node.name for node in ast.parse(path.read_text(encoding="utf-8")).body
+                   if isinstance(node, ast.FunctionDef)} if path.is_file() else set()
+        stale += [f"{stem}::{name}" for name in names if name not in defined]
+    assert stale == []
+
+
+def test_an_untraced_test_runs_with_coverage_s_tracer_off_and_others_do_not():
+    """The hook takes a coverage tracer off around a listed test (any parameter), puts it back, and leaves others."""
+    class Tracer:  # stands for coverage's CTracer: the hook removes only a tracer from coverage's modules
+        __module__ = "coverage.tracer"
+
+        def __call__(self, frame, event, arg):
+            return None
+
+    class Item:
+        def __init__(self, path, name):
+            self.path, self.name, self.originalname = Path(path), f"{name}[p]", name
+
+    stem, names = next(iter(conftest.UNTRACED.items()))
+    ours, theirs = Tracer(), (lambda frame, event, arg: None)
+    original, original_threads = sys.gettrace(), threading.gettrace()
+    try:
+        for item, tracer, off in ((Item(TESTS / f"{stem}.py", names[0]), ours, True),
+                                  (Item(TESTS / f"{stem}.py", "test_not_listed"), ours, False),
+                                  (Item(TESTS / "test_not_a_listed_file.py", names[0]), ours, False),
+                                  (Item(TESTS / f"{stem}.py", names[0]), theirs, False)):  # a debugger's stays
+            sys.settrace(tracer)
+            threading.settrace(tracer)
+            protocol = conftest.pytest_runtest_protocol(item, None)
+            next(protocol)  # the test runs here
+            during = sys.gettrace(), threading.gettrace()
+            with contextlib.suppress(StopIteration):
+                next(protocol)
+            after = sys.gettrace(), threading.gettrace()
+            sys.settrace(original)
+            assert during == ((None, None) if off else (tracer, tracer))
+            assert after == (tracer, tracer)
+    finally:
+        sys.settrace(original)
+        threading.settrace(original_threads)
+
+
+def test_the_untraced_measure_gives_up_the_cheapest_owner_of_a_line_only_they_run():
+    """benchmarks/untraced_tests.py: a line run only by candidates keeps one of them (the cheapest) traced."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("untraced_tests", TESTS.parent / "benchmarks" / "untraced_tests.py")
+    measure = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(measure)
+    assert measure.function_of("tests/test_a.py::test_b[x-1]|run") == "test_a::test_b"
+    assert measure.function_of("") == ""
+    lines = {("m.py", 1): {"", "test_a::slow"},            # also run at import: never missed
+             ("m.py", 2): {"test_a::slow", "test_a::fast"},  # only candidates run it: one must stay traced
+             ("m.py", 3): {"test_a::slow", "test_b::small"},  # a test below the threshold runs it too
+             ("m.py", 4): {"test_a::slower"}}                 # only one candidate: it stays traced
+    seconds = {"test_a::slow": 9.0, "test_a::fast": 5.0, "test_a::slower": 20.0, "test_b::small": 1.0}
+    assert measure.propose(lines, seconds, min_seconds=4.0) == {"test_a::slow"}
+    assert measure.only_by(lines, {"test_a::slow", "test_a::fast"}) == [("m.py", 2)]
