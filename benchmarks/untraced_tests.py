@@ -28,8 +28,6 @@ from pathlib import Path
 import coverage
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
 _PARAMETERS = re.compile(r"\[.*$")
 
 
@@ -66,6 +64,7 @@ def only_by(lines: dict[tuple[str, int], set[str]], chosen: set[str]) -> list[tu
 
 
 def propose(lines, seconds, min_seconds: float) -> set[str]:
+    """The functions of at least ``min_seconds`` that may run untraced: the cheapest owner of a missed line goes first."""
     chosen = {f for f, s in seconds.items() if s >= min_seconds and f.startswith("test_")}
     while missed := only_by(lines, chosen):
         owners = {f for key in missed for f in lines[key]}

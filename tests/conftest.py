@@ -115,6 +115,12 @@ def _share_gguf_tensor_name_maps() -> None:
 _share_gguf_tensor_name_maps()
 
 
+def _coverage_tracer():
+    """This thread's trace function if it is coverage's own (not a debugger's), else None."""
+    tracer = sys.gettrace()
+    return tracer if tracer is not None and type(tracer).__module__.startswith("coverage") else None
+
+
 def _no_coverage_tracing_in_forked_children() -> None:
     """A process forked from a test process runs without coverage's tracer.
 
@@ -126,8 +132,7 @@ def _no_coverage_tracing_in_forked_children() -> None:
     """
 
     def untrace() -> None:
-        tracer = sys.gettrace()
-        if tracer is not None and type(tracer).__module__.startswith("coverage"):
+        if _coverage_tracer() is not None:
             sys.settrace(None)
             threading.settrace(None)
 
@@ -206,9 +211,8 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None):
     coverage's own is removed. ``ATTNSYM_TRACE_ALL=1`` traces every test (what
     ``benchmarks/untraced_tests.py`` measures).
     """
-    tracer, thread_tracer = sys.gettrace(), threading.gettrace()
-    if (tracer is None or not type(tracer).__module__.startswith("coverage") or not untraced(item)
-            or os.environ.get("ATTNSYM_TRACE_ALL") == "1"):
+    tracer, thread_tracer = _coverage_tracer(), threading.gettrace()
+    if tracer is None or not untraced(item) or os.environ.get("ATTNSYM_TRACE_ALL") == "1":
         yield
         return
     sys.settrace(None)

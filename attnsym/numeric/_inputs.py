@@ -46,7 +46,7 @@ def dtype_name(x: Any) -> str:
     try:
         return _name_of_dtype(x.dtype)
     except TypeError:  # an unhashable dtype-like object: named without the cache
-        return str(x.dtype).removeprefix("torch.")
+        return _name_of_dtype.__wrapped__(x.dtype)
 
 
 @functools.lru_cache(maxsize=64)
