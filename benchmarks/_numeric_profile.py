@@ -228,7 +228,7 @@ def two_thread_floor(n: int, repeat: int = 7) -> dict:
             if rows is not None:
                 acc = buffers["part"][:bi * D].reshape(bi, D)
                 rows(Qc, Kc, Vc, Z, L, row_sums, i0, min(n, i0 + bi), bj, np.float32(D ** -0.5), False,
-                     buffers["S"], acc, buffers["shift"])
+                     buffers["S"], acc, buffers["shift"], buffers["reach"], _kernels.CLAMP_REACH)
                 return
             part = buffers["part"][:bi * Vf.shape[1]].reshape(bi, Vf.shape[1])
             acc = np.zeros((bi, Vf.shape[1]), np.float32)
@@ -263,7 +263,8 @@ def two_thread_floor(n: int, repeat: int = 7) -> dict:
                 dQ += dS @ K[j0:j0 + bk]
         return go
 
-    fwd_scratch = {"S": (bi * bj, np.float32), "part": (bi * (D + 1), np.float32), "shift": (bi, np.float32)}
+    fwd_scratch = {"S": (bi * bj, np.float32), "part": (bi * (D + 1), np.float32), "shift": (bi, np.float32),
+                   "reach": (bi, np.float32)}
     bwd_scratch = {"A": (bq * bk, np.float32), "dS": (bq * bk, np.float32)}
 
     def forward():

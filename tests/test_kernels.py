@@ -217,14 +217,19 @@ def _softmax_rows_float64(Q, K, V, scale, causal):
 
 
 @pytest.mark.skipif(not numba_present, reason="Numba is not installed")
+@pytest.mark.parametrize("clamp_reach", [None, 0.0], ids=["unclamped exp", "clamped exp"])
 @pytest.mark.parametrize("causal", [False, True])
-def test_compiled_rows_equal_float64_attention(causal):
-    """Key blocks of 128 with a short last one, d_k ≠ d_v, a sub-range of rows; ℓ ≥ 1 (the first block's maximum)."""
+def test_compiled_rows_equal_float64_attention(causal, clamp_reach):
+    """Key blocks of 128 with a short last one, d_k ≠ d_v, a sub-range of rows; ℓ ≥ 1 (the first block's maximum).
+
+    Every row's reach is about 0.3·5·7 + |t| < :data:`CLAMP_REACH`: by default the exp runs unclamped.
+    """
     rng = np.random.default_rng(7)
     n, d_k, d_v = 613, 24, 40
     Q, K = (rng.standard_normal((n, d_k), dtype=np.float32) for _ in range(2))
     V = rng.standard_normal((n, d_v), dtype=np.float32)
-    Z, L, ell = _kernels.attend_rows(Q, K, V, 0.3, causal=causal, columns=128)
+    assert 2 * 0.3 * np.linalg.norm(Q, axis=1).max() * np.linalg.norm(K, axis=1).max() < _kernels.CLAMP_REACH
+    Z, L, ell = _kernels.attend_rows(Q, K, V, 0.3, causal=causal, columns=128, clamp_reach=clamp_reach)
     Z_ref, L_ref = _softmax_rows_float64(Q, K, V, 0.3, causal)
     np.testing.assert_allclose(Z, Z_ref, rtol=1e-5, atol=2e-6)
     np.testing.assert_allclose(L, L_ref, rtol=1e-6, atol=2e-6)
@@ -233,6 +238,33 @@ def test_compiled_rows_equal_float64_attention(causal):
     np.testing.assert_allclose(Z_part[100:300], Z[100:300], rtol=1e-6, atol=1e-6)  # BLAS may block other rows apart
     np.testing.assert_allclose(L_part[100:300], L[100:300], rtol=1e-6, atol=1e-6)
     assert not Z_part[:100].any() and not Z_part[300:].any()
+
+
+@pytest.mark.skipif(not numba_present, reason="Numba is not installed")
+@pytest.mark.parametrize("causal", [False, True])
+def test_compiled_rows_skip_the_clamps_only_where_they_change_nothing(causal):
+    """Rows of small and of large reach side by side: the same bits as with every row clamped, and
+    exact where the scores spread far beyond the exp's range (an unclamped exp there wraps 2^k's
+    exponent bits: weights of garbage) — on every row the kernel's sum does not send back to its
+    caller (ℓ above MAX_ROW_SUM: a later score far above the first block's maximum)."""
+    rng = np.random.default_rng(11)
+    n, d = 300, 16
+    Q, K, V = (rng.standard_normal((n, d), dtype=np.float32) for _ in range(3))
+    Q *= np.geomspace(0.05, 100.0, n, dtype=np.float32)[rng.permutation(n), None]  # reach from ~0.5 to ~1000
+    reach = 0.5 * np.linalg.norm(Q, axis=1) * np.linalg.norm(K, axis=1).max()
+    S = 0.5 * Q.astype(np.float64) @ K.T.astype(np.float64)
+    assert (2 * reach < _kernels.CLAMP_REACH).sum() > 50  # unclamped rows
+    far = S.max(axis=1) - S.min(axis=1) > 2 * _kernels.EXP_MAX  # rows an unclamped exp would get wrong
+    default = _kernels.attend_rows(Q, K, V, 0.5, causal=causal, columns=64)
+    clamped = _kernels.attend_rows(Q, K, V, 0.5, causal=causal, columns=64, clamp_reach=0.0)
+    for a, b in zip(default, clamped, strict=True):
+        np.testing.assert_array_equal(a, b)
+    Z, L, ell = default
+    kept = ell <= _fast.MAX_ROW_SUM[np.dtype(np.float32)]  # the rest go back to the caller, redone exactly
+    assert (far & kept).sum() > 30
+    Z_ref, L_ref = _softmax_rows_float64(Q, K, V, 0.5, causal)
+    np.testing.assert_allclose(Z[kept], Z_ref[kept], rtol=1e-5, atol=2e-5)
+    np.testing.assert_allclose(L[kept], L_ref[kept], rtol=1e-6, atol=1e-4)
 
 
 @pytest.mark.skipif(not numba_present, reason="Numba is not installed")

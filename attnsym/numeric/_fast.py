@@ -74,7 +74,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..errors import ShapeError
-from . import _pool
+from . import _kernels, _pool
 from .backend import backend_name
 from .layer import BoundLayer
 
@@ -165,8 +165,6 @@ def session(layer: BoundLayer, lean: bool) -> contextlib.AbstractContextManager:
     """
     if not (lean and usable(layer)):
         return contextlib.nullcontext()
-    from . import _kernels
-
     # import Numba (and the SciPy BLAS it loads) before the limit, which limits the BLAS loaded then; the compiled
     # rows of a float32 forward register their BLAS's warming product, which the limit's first entry runs
     if layer.dtype == "float32":
@@ -241,8 +239,6 @@ def element_passes(dtype) -> tuple[Callable[[np.ndarray, np.ndarray | None], Non
     exp(A) ⊙ dS)``. Both implementations are tied by the tests.
     """
     if np.dtype(dtype) == np.float32:
-        from . import _kernels
-
         if _kernels.available():
             kernels = _kernels.compiled()
             assert kernels is not None
@@ -312,8 +308,6 @@ def _compiled_rows(lanes: _Lanes, kept: Kept | None) -> Callable | None:
     """
     if kept is not None or lanes.mask is not None or lanes.layer.has_score_bias or lanes.Q.dtype != np.float32:
         return None
-    from . import _kernels
-
     return _kernels.rows_kernel()
 
 
@@ -433,7 +427,8 @@ def forward(layer: BoundLayer, Q, K, V, block: tuple[int, int] = FAST_BLOCK, kep
                                                bj=block[1], buffers=buffers, kept=None if exact else kept)
             if rows is not None:  # the compiled rows write Z, L and the row sums ℓ
                 rows(lanes.Q[lane], lanes.K[lane], lanes.V[lane], Z[lane], L[lane], sums[lane], i0, i1, block[1], scale,
-                     causal, buffers["S"], _buffer(buffers, "acc", (i1 - i0, Vx.shape[-1])), buffers["shift"])
+                     causal, buffers["S"], _buffer(buffers, "acc", (i1 - i0, Vx.shape[-1])), buffers["shift"],
+                     buffers["reach"], _kernels.CLAMP_REACH)
                 ell, has_key = sums[lane, i0:i1], None
             else:
                 with np.errstate(over="ignore", invalid="ignore"):  # an overflow sends the block to the exact path
@@ -451,7 +446,7 @@ def forward(layer: BoundLayer, Q, K, V, block: tuple[int, int] = FAST_BLOCK, kep
 
     width = lanes.K.shape[-1] + 1
     scratch = {"S": (bi * block[1], dtype), "part": (bi * Vx[0].shape[1], dtype), "acc": (bi * Vx[0].shape[1], dtype),
-               "Qx": (bi * width, dtype), "sums": (bi, dtype), "shift": (bi, dtype)}
+               "Qx": (bi * width, dtype), "sums": (bi, dtype), "shift": (bi, dtype), "reach": (bi, dtype)}
     starts = range(0, n, bi)
     if layer.causal:  # the last query blocks see the most keys: start them first, so no worker finishes long after
         starts = starts[::-1]

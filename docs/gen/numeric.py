@@ -13,7 +13,7 @@ import numpy as np
 
 import attnsym as at
 from attnsym import numeric as nm
-from attnsym.numeric import _fast
+from attnsym.numeric import _fast, _kernels
 from attnsym.tolerances import TOLERANCES
 
 
@@ -199,6 +199,9 @@ computes the same result with fewer passes over each block of scores and uses ev
   call (`attnsym.numeric._kernels.attend_rows`) that calls BLAS itself (SciPy's `sgemm`: `c` is
   the product's `α`, and `P V` is added into the running sum with `β = 1`) and subtracts the
   shift inside the `exp` — no padded operand, scaled copy, partial sum or Python call per block;
+  a row whose scores provably stay within {_kernels.CLAMP_REACH:g} of its shift
+  (`c·‖q_i‖·max_j ‖k_j‖ + |t_i|`, Cauchy–Schwarz) takes the `exp` without its range clamps, which
+  there change no bit (a quarter of the `exp`'s time);
 - **the backward folds its shifts too**: `[c·Q, −L] [K, 1]ᵀ = S − L` gives the weights in one `exp`
   pass, and `[dZ, −D] [V, 1]ᵀ = dA − D` makes `dS = A ⊙ (dA − D)` one in-place product; where
   `attention_vjp` keeps the forward's exponentials (within 64 MiB) it reads them instead;
