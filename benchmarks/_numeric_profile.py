@@ -228,7 +228,8 @@ def two_thread_floor(n: int, repeat: int = 7) -> dict:
             if rows is not None:
                 acc = buffers["part"][:bi * D].reshape(bi, D)
                 rows(Qc, Kc, Vc, Z, L, row_sums, i0, min(n, i0 + bi), bj, np.float32(D ** -0.5), False,
-                     buffers["S"], acc, buffers["shift"], buffers["reach"], _kernels.CLAMP_REACH)
+                     buffers["S"], acc, buffers["shift"], buffers["reach"], _kernels.CLAMP_REACH,
+                     _kernels.NO_TILES)
                 return
             part = buffers["part"][:bi * Vf.shape[1]].reshape(bi, Vf.shape[1])
             acc = np.zeros((bi, Vf.shape[1]), np.float32)

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from attnsym import numeric as nm
-from attnsym.numeric import _fast
+from attnsym.numeric import _fast, _kernels
 from attnsym.testing import TOLERANCES
 
 
@@ -106,3 +106,37 @@ def test_nothing_is_kept_past_the_budget_or_when_a_block_size_is_given(monkeypat
     monkeypatch.setattr(_fast, "KEEP_MAX_BYTES", n * n * 4)
     nm.attention_vjp(X, W, W, W, G)
     assert seen[0] is None and seen[1] is None and isinstance(seen[2], _fast.Kept)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_compiled_rows_fill_the_tiles_numpys_blocks_fill(monkeypatch, causal):
+    """The float32 forward's compiled rows write each block's exponentials to its tile: the tiles the backward
+    reads (causal: cut at the diagonal), the row sums and the gradients equal those of NumPy's blocks."""
+    if not _kernels.available():
+        pytest.skip("the compiled rows need Numba")
+    rng = np.random.default_rng(12)
+    n, d = nm.AUTO_BLOCKWISE_N + 37, 8  # short last tiles in both directions
+    X, G = (rng.standard_normal((n, d)).astype(np.float32) for _ in range(2))
+    W = [(rng.standard_normal((d, d)) / np.sqrt(d)).astype(np.float32) for _ in range(3)]
+    compiled_rows = []
+    real = _fast._compiled_rows
+    monkeypatch.setattr(_fast, "_compiled_rows", lambda *a: compiled_rows.append(real(*a) is not None) or real(*a))
+    seen = _spy(monkeypatch)
+    compiled = nm.attention_vjp(X, *W, G, causal=causal)
+    with _kernels.disabled():
+        generic = nm.attention_vjp(X, *W, G, causal=causal)
+    assert compiled_rows == [True, False]
+    a, b = seen
+    assert a.valid and b.valid and (a.rows, a.columns) == (b.rows, b.columns)
+    np.testing.assert_allclose(a.sums, b.sums, rtol=1e-5)
+    blocks = 0
+    for i0 in range(0, n, a.rows):
+        i1 = min(n, i0 + a.rows)
+        end = i1 if causal else n
+        for j0 in range(0, end, a.columns):
+            j1 = min(end, j0 + a.columns)
+            np.testing.assert_allclose(a.tile(0, i0, i1, j0, j1), b.tile(0, i0, i1, j0, j1), rtol=1e-5, atol=1e-6,
+                                       err_msg=f"tile at ({i0}, {j0})")
+            blocks += 1
+    assert blocks >= 4
+    _assert_close(compiled, generic, "float32")

@@ -84,9 +84,9 @@ from ..errors import BackendError, ShapeError
 from . import _pool
 from .activations import ERF_P, ERF_Q
 
-__all__ = ["CLAMP_REACH", "EXP_MAX", "EXP_MIN", "EXP_POLY", "EXP_RTOL", "attend_rows", "available", "bias_gelu", "compiled",
-           "disabled", "exp_and_dscores", "exp_rowsum", "exp_rowsum_moment", "load", "residual_layernorm", "rows_kernel",
-           "softmax_rows"]
+__all__ = ["CLAMP_REACH", "EXP_MAX", "EXP_MIN", "EXP_POLY", "EXP_RTOL", "NO_TILES", "attend_rows", "available", "bias_gelu",
+           "compiled", "disabled", "exp_and_dscores", "exp_rowsum", "exp_rowsum_moment", "load", "residual_layernorm",
+           "rows_kernel", "softmax_rows"]
 
 #: weights e^x with x at or below this are 0 (float32's smallest normal is e^-87.3)
 EXP_MIN = -87.0
@@ -99,6 +99,8 @@ EXP_RTOL = 2e-7
 #: for the rounding of the scores and norms (relative 1e-5 at d = 64), where the clamps change nothing. Measured on
 #: a 1024 × 256 block, one thread: 1.11-1.13 ns an element against 1.51-1.52 with the clamps.
 CLAMP_REACH = np.float32(80.0)
+#: the compiled forward rows' ``tiles`` when they keep nothing (:func:`rows_kernel`): no key block
+NO_TILES = np.empty((0, 1, 1), np.float32)
 
 #: the compiled kernels (key "kernels", once compiled; None without Numba) and the depth of :func:`disabled` ("off")
 _STATE: dict[str, Any] = {"off": 0}
@@ -420,7 +422,7 @@ def _compile_attention(jit, jit_max, inline) -> dict[str, Any]:
 
     @jit
     def attend_rows(sgemm, Q, K, V, Z, L, sums, i0, i1, columns, scale, causal, S, acc, shift, reach,
-                    clamp_reach):  # pragma: no cover - compiled
+                    clamp_reach, tiles):  # pragma: no cover - compiled
         d, dv = Q.shape[1], V.shape[1]
         rows = i1 - i0
         end = i1 if causal else K.shape[0]
@@ -432,7 +434,9 @@ def _compile_attention(jit, jit_max, inline) -> dict[str, Any]:
             reach[r] = math.sqrt(_squares(Q[i0 + r])) * key_norm
         for j0 in range(0, end, columns):
             cols = min(end, j0 + columns) - j0
-            block = S[:rows * cols].reshape(rows, cols)
+            # the block's exponentials go to its kept tile (a C-contiguous (rows, cols) start of it), or to scratch
+            flat = tiles[j0 // columns].reshape(tiles.shape[1] * tiles.shape[2]) if tiles.shape[0] else S
+            block = flat[:rows * cols].reshape(rows, cols)
             # block = c·Q_i K_jᵀ: column-major blockᵀ (cols × rows) = c·K_j Q_iᵀ
             _gemm(sgemm, _TRANSPOSED, _NO, cols, rows, d, scale, K[j0:].ctypes.data, d, Q[i0:].ctypes.data, d,
                   _F(0.0), block.ctypes.data, cols)
@@ -503,14 +507,17 @@ def attend_rows(Q: np.ndarray, K: np.ndarray, V: np.ndarray, scale: float, *, ca
     S, acc, shift, reach = (np.empty(size, np.float32)
                             for size in ((i1 - i0) * columns, (i1 - i0) * V.shape[1], i1 - i0, i1 - i0))
     kernel(_sgemm(), Q, K, V, Z, L, sums, i0, i1, columns, np.float32(scale), causal, S,
-           acc.reshape(i1 - i0, V.shape[1]), shift, reach, CLAMP_REACH if clamp_reach is None else _F(clamp_reach))
+           acc.reshape(i1 - i0, V.shape[1]), shift, reach, CLAMP_REACH if clamp_reach is None else _F(clamp_reach),
+           NO_TILES)
     return Z, L, sums
 
 
 def rows_kernel() -> Any:
     """The compiled forward rows as the lean forward calls them — ``kernel(Q, K, V, Z, L, sums, i0, i1, columns,
-    scale, causal, S, acc, shift, reach, clamp_reach)`` (``reach``: scratch of ``i1 − i0`` floats; ``clamp_reach``:
-    :data:`CLAMP_REACH`), SciPy's ``sgemm`` bound — or None when :func:`available` is False.
+    scale, causal, S, acc, shift, reach, clamp_reach, tiles)`` (``reach``: scratch of ``i1 − i0`` floats;
+    ``clamp_reach``: :data:`CLAMP_REACH`; ``tiles``: the task's row of kept tiles, (key blocks, rows, columns),
+    each block's exponentials written to the start of its tile, or :data:`NO_TILES`), SciPy's ``sgemm`` bound —
+    or None when :func:`available` is False.
 
     The first call loads (or compiles) them and the product that warms SciPy's BLAS buffers,
     which it hands to :func:`attnsym.numeric._pool.warm_also`: the next

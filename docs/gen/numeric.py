@@ -195,7 +195,8 @@ computes the same result with fewer passes over each block of scores and uses ev
 - **the row sums come out of the product** `P [V, 1] = [P V, ℓ]` (NumPy), or out of the `exp`
   loop (Numba);
 - **the plain float32 forward is one compiled loop per task** (with the `fast` extra): for a
-  forward with no mask, no ALiBi bias and nothing kept, each worker's query rows are one Numba
+  forward with no mask and no ALiBi bias (`attention_vjp`'s too, which writes each block's
+  exponentials to the tile its backward reads), each worker's query rows are one Numba
   call (`attnsym.numeric._kernels.attend_rows`) that calls BLAS itself (SciPy's `sgemm`: `c` is
   the product's `α`, and `P V` is added into the running sum with `β = 1`) and subtracts the
   shift inside the `exp` — no padded operand, scaled copy, partial sum or Python call per block;
