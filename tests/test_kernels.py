@@ -42,6 +42,8 @@ def test_the_float32_exp_meets_its_stated_error_bound():
     got = _kernels.exp_rowsum(x.copy().reshape(1, -1), sums).ravel().astype(np.float64)
     want = np.exp(x.astype(np.float64))
     assert np.max(np.abs(got - want) / want) <= _kernels.EXP_RTOL
+    unclamped = _kernels.exp_rowsum(x.copy().reshape(1, -1), np.zeros(1, np.float32), in_range=True)
+    np.testing.assert_array_equal(unclamped.ravel(), got.astype(np.float32))  # the compiled rows' exp: the same bits
 
 
 def test_the_exp_polynomial_is_the_minimax_fit_it_claims_to_be():
@@ -172,6 +174,7 @@ import json, numpy as np
 from attnsym.numeric import _kernels
 S = np.zeros((2, 3), np.float32)
 _kernels.softmax_rows(S, np.empty_like(S)); _kernels.exp_rowsum(S.copy(), np.zeros(2, np.float32))
+_kernels.exp_rowsum(S.copy(), np.zeros(2, np.float32), in_range=True)
 _kernels.exp_and_dscores(S.copy(), S.copy())
 _kernels.exp_rowsum_moment(S.copy(), *(np.zeros(2, np.float32) for _ in range(3)))
 _kernels.load()
@@ -200,8 +203,8 @@ def test_a_second_process_loads_every_kernel_from_the_disk_cache(tmp_path):
     runs = [json.loads(subprocess.run([sys.executable, "-c", _CACHE_PROBE], env=env, check=True,
                                       capture_output=True, text=True).stdout) for _ in range(2)]
     first, second = runs
-    assert set(first) == {"exp_rowsum", "exp_and_dscores", "softmax_rows", "exp_rowsum_moment", "bias_gelu",
-                          "residual_layernorm", "attend_rows", "gemm_product"}
+    assert set(first) == {"exp_rowsum", "exp_rowsum_in_range", "exp_and_dscores", "softmax_rows", "exp_rowsum_moment",
+                          "bias_gelu", "residual_layernorm", "attend_rows", "gemm_product"}
     assert all(misses >= 1 for _, misses in first.values()), first  # a cold cache: compiled
     assert all(hits >= 1 and misses == 0 for hits, misses in second.values()), second
 

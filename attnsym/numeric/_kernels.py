@@ -292,6 +292,15 @@ def _compile_exp_loops(jit) -> dict[str, Any]:
             sums[r] += _row_sum(x)
 
     @jit
+    def exp_rowsum_in_range(S, sums):  # pragma: no cover - compiled
+        rows, n = S.shape
+        for r in range(rows):
+            x = S[r]
+            for j in range(n):
+                x[j] = _expf_in_range(x[j])
+            sums[r] += _row_sum(x)
+
+    @jit
     def exp_rowsum_moment(S, sums, moments, maxima):  # pragma: no cover - compiled
         rows, n = S.shape
         xs = np.empty(n, np.float32)
@@ -334,7 +343,8 @@ def _compile_exp_loops(jit) -> dict[str, Any]:
             inv = _F(1.0) / total if total > _F(0.0) else _F(0.0)
             for j in range(n):
                 p[j] *= inv
-    return {"exp_rowsum": exp_rowsum, "exp_and_dscores": exp_and_dscores, "softmax_rows": softmax_rows,
+    return {"exp_rowsum": exp_rowsum, "exp_rowsum_in_range": exp_rowsum_in_range, "exp_and_dscores": exp_and_dscores,
+            "softmax_rows": softmax_rows,
             "exp_rowsum_moment": exp_rowsum_moment}
 
 
@@ -561,11 +571,14 @@ def _rows(M: np.ndarray) -> np.ndarray:
     return M.reshape(-1, M.shape[-1] if M.ndim else 1)
 
 
-def exp_rowsum(S: np.ndarray, sums: np.ndarray) -> np.ndarray:
+def exp_rowsum(S: np.ndarray, sums: np.ndarray, *, in_range: bool = False) -> np.ndarray:
     """``S ← exp(S)`` in place and ``sums += S.sum(axis=1)`` in the same pass, for float32 ``S`` (rows, n) and ``sums`` (rows,).
 
     The forward's pass over a score block when the row sums are not taken by the product
     (its ``V`` without the column of ones: the product is then 64 wide, not 65). Returns ``S``.
+    ``in_range=True``: the caller knows every entry lies in ``(EXP_MIN, EXP_MAX]`` — the exp
+    without its clamps, as the compiled rows take it (:data:`CLAMP_REACH`): the same bits there,
+    garbage outside.
 
     >>> S = np.log(np.array([[0.25, 0.5], [1.0, 2.0]], np.float32))
     >>> sums = np.ones(2, np.float32)
@@ -575,7 +588,7 @@ def exp_rowsum(S: np.ndarray, sums: np.ndarray) -> np.ndarray:
     """
     if S.ndim != 2 or sums.shape != S.shape[:1]:
         raise ShapeError(f"exp_rowsum: S has shape {S.shape} and sums {sums.shape}; expected (rows, n) and (rows,)")
-    _checked("exp_rowsum", S, sums)(S, sums)
+    _checked("exp_rowsum_in_range" if in_range else "exp_rowsum", S, sums)(S, sums)
     return S
 
 
