@@ -243,7 +243,8 @@ def element_passes(dtype) -> tuple[Callable[[np.ndarray, np.ndarray | None], Non
         if _kernels.available():
             kernels = _kernels.compiled()
             assert kernels is not None
-            return kernels["exp_rowsum"], kernels["exp_and_dscores"], "numba"
+            exp_rowsum = kernels["exp_rowsum"]  # clamped: NumPy's blocks hold -inf where masked
+            return (lambda S, sums: exp_rowsum(S, sums, False)), kernels["exp_and_dscores"], "numba"
     return _numpy_exp, _numpy_exp_and_dscores, "numpy"
 
 

@@ -283,21 +283,16 @@ def _compile_primitives(numba, jit_sum, inline) -> None:
 def _compile_exp_loops(jit) -> dict[str, Any]:
     """The loops over score blocks built on the exp: never 'reassoc' (see the module docstring)."""
     @jit
-    def exp_rowsum(S, sums):  # pragma: no cover - compiled
+    def exp_rowsum(S, sums, in_range):  # pragma: no cover - compiled
         rows, n = S.shape
         for r in range(rows):
             x = S[r]
-            for j in range(n):
-                x[j] = _expf(x[j])
-            sums[r] += _row_sum(x)
-
-    @jit
-    def exp_rowsum_in_range(S, sums):  # pragma: no cover - compiled
-        rows, n = S.shape
-        for r in range(rows):
-            x = S[r]
-            for j in range(n):
-                x[j] = _expf_in_range(x[j])
+            if in_range:  # the caller knows every entry lies in (EXP_MIN, EXP_MAX]
+                for j in range(n):
+                    x[j] = _expf_in_range(x[j])
+            else:
+                for j in range(n):
+                    x[j] = _expf(x[j])
             sums[r] += _row_sum(x)
 
     @jit
@@ -343,8 +338,7 @@ def _compile_exp_loops(jit) -> dict[str, Any]:
             inv = _F(1.0) / total if total > _F(0.0) else _F(0.0)
             for j in range(n):
                 p[j] *= inv
-    return {"exp_rowsum": exp_rowsum, "exp_rowsum_in_range": exp_rowsum_in_range, "exp_and_dscores": exp_and_dscores,
-            "softmax_rows": softmax_rows,
+    return {"exp_rowsum": exp_rowsum, "exp_and_dscores": exp_and_dscores, "softmax_rows": softmax_rows,
             "exp_rowsum_moment": exp_rowsum_moment}
 
 
@@ -588,7 +582,7 @@ def exp_rowsum(S: np.ndarray, sums: np.ndarray, *, in_range: bool = False) -> np
     """
     if S.ndim != 2 or sums.shape != S.shape[:1]:
         raise ShapeError(f"exp_rowsum: S has shape {S.shape} and sums {sums.shape}; expected (rows, n) and (rows,)")
-    _checked("exp_rowsum_in_range" if in_range else "exp_rowsum", S, sums)(S, sums)
+    _checked("exp_rowsum", S, sums)(S, sums, bool(in_range))
     return S
 
 
