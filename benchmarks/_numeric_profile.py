@@ -112,10 +112,12 @@ def _floors(n: int) -> dict:
     The passes are those the call runs (:func:`attnsym.numeric._fast.element_passes`: the Numba
     loops, or NumPy's ``exp`` and ``dS *= A`` with ``ATTNSYM_NUMBA=0``).
     """
-    from attnsym.numeric import _fast, _pool
+    from attnsym.numeric import _fast, _kernels, _pool
 
     _pool.warm_blas()  # the BLAS buffers in the state a lean call leaves them (see _pool's docstring)
     exp_pass, exp_and_dscores, implementation = _fast.element_passes(np.float32)
+    if implementation == "numba":  # the forward's exp as the compiled rows take it: unclamped (_kernels.CLAMP_REACH)
+        exp_pass = functools.partial(_kernels.exp_rowsum, in_range=True)
     rng = np.random.default_rng(2)
     Qx, Kx, Vx, dZx = ((rng.standard_normal((n, D + 1), dtype=np.float32) / 8) for _ in range(4))
     Q, K, dZ = (M[:, :D] for M in (Qx, Kx, dZx))
@@ -132,11 +134,6 @@ def _floors(n: int) -> dict:
             np.matmul(S, Vx[j0:j0 + bj], out=part)
 
     sums = None if implementation == "numpy" else np.zeros(bi, np.float32)
-
-    if implementation == "numba":  # the compiled rows' exp: unclamped where a bound proves it (_kernels.CLAMP_REACH)
-        from attnsym.numeric import _kernels
-
-        exp_pass = functools.partial(_kernels.exp_rowsum, in_range=True)
 
     def forward_passes():
         for _ in fwd_blocks:
